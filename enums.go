@@ -1,0 +1,172 @@
+package xjob
+
+// ScheduleType says how a job's next fire time is computed.
+type ScheduleType string
+
+// Schedule types, as xxl-job spells them (FIX_DELAY is commented out in xxl-job too).
+const (
+	ScheduleNone    ScheduleType = "NONE"
+	ScheduleCron    ScheduleType = "CRON"
+	ScheduleFixRate ScheduleType = "FIX_RATE"
+)
+
+// MisfireStrategy says what to do with a fire time found more than the
+// misfire threshold in the past.
+type MisfireStrategy string
+
+// Misfire strategies.
+const (
+	MisfireDoNothing   MisfireStrategy = "DO_NOTHING"
+	MisfireFireOnceNow MisfireStrategy = "FIRE_ONCE_NOW"
+)
+
+// RouteStrategy picks the executor address (or addresses) for a trigger.
+type RouteStrategy string
+
+// Route strategies, with xxl-job's algorithms (see package route).
+const (
+	RouteFirst               RouteStrategy = "FIRST"
+	RouteLast                RouteStrategy = "LAST"
+	RouteRound               RouteStrategy = "ROUND"
+	RouteRandom              RouteStrategy = "RANDOM"
+	RouteConsistentHash      RouteStrategy = "CONSISTENT_HASH"
+	RouteLeastFrequentlyUsed RouteStrategy = "LEAST_FREQUENTLY_USED"
+	RouteLeastRecentlyUsed   RouteStrategy = "LEAST_RECENTLY_USED"
+	RouteFailover            RouteStrategy = "FAILOVER"
+	RouteBusyover            RouteStrategy = "BUSYOVER"
+	RouteShardingBroadcast   RouteStrategy = "SHARDING_BROADCAST"
+)
+
+// RouteStrategies lists every route strategy in xxl-job's order.
+var RouteStrategies = []RouteStrategy{
+	RouteFirst, RouteLast, RouteRound, RouteRandom, RouteConsistentHash,
+	RouteLeastFrequentlyUsed, RouteLeastRecentlyUsed, RouteFailover, RouteBusyover,
+	RouteShardingBroadcast,
+}
+
+// BlockStrategy tells the executor what to do with a trigger that arrives
+// while the same job is running or queued there.
+type BlockStrategy string
+
+// Block strategies.
+const (
+	BlockSerialExecution BlockStrategy = "SERIAL_EXECUTION"
+	BlockDiscardLater    BlockStrategy = "DISCARD_LATER"
+	BlockCoverEarly      BlockStrategy = "COVER_EARLY"
+)
+
+// GlueType is the job's run mode: a named handler (BEAN) or source kept in
+// the admin (GLUE_*), which the executor compiles or runs as a script.
+type GlueType string
+
+// Glue types (GLUE_PYTHON2 exists since xxl-job 3.2.0).
+const (
+	GlueBean       GlueType = "BEAN"
+	GlueGroovy     GlueType = "GLUE_GROOVY"
+	GlueShell      GlueType = "GLUE_SHELL"
+	GluePython     GlueType = "GLUE_PYTHON"
+	GluePython2    GlueType = "GLUE_PYTHON2"
+	GluePHP        GlueType = "GLUE_PHP"
+	GlueNodeJS     GlueType = "GLUE_NODEJS"
+	GluePowerShell GlueType = "GLUE_POWERSHELL"
+)
+
+// TriggerType records why a trigger happened.
+type TriggerType string
+
+// Trigger types. Ring and late triggers are CRON even for FIX_RATE jobs, as in xxl-job.
+const (
+	TriggerManual  TriggerType = "MANUAL"
+	TriggerCron    TriggerType = "CRON"
+	TriggerRetry   TriggerType = "RETRY"
+	TriggerParent  TriggerType = "PARENT"
+	TriggerAPI     TriggerType = "API"
+	TriggerMisfire TriggerType = "MISFIRE"
+)
+
+// TriggerStatus is whether the scheduler fires the job (xxl_job_info.trigger_status).
+type TriggerStatus int
+
+// Trigger statuses.
+const (
+	StatusStopped TriggerStatus = 0
+	StatusRunning TriggerStatus = 1
+)
+
+// AddressType says where a group's executor addresses come from (xxl_job_group.address_type).
+type AddressType int
+
+// Address types.
+const (
+	AddressAuto   AddressType = 0 // from executor heartbeats
+	AddressManual AddressType = 1 // typed by a person
+)
+
+// AlarmStatus is the fail-monitor state of a log (xxl_job_log.alarm_status).
+type AlarmStatus int
+
+// Alarm statuses, as xxl-job stores them.
+const (
+	AlarmLocked  AlarmStatus = -1 // claimed by a worker handling the failure
+	AlarmDefault AlarmStatus = 0  // not handled yet
+	AlarmNoNeed  AlarmStatus = 1  // no alarm needed (e.g. job deleted)
+	AlarmSuccess AlarmStatus = 2
+	AlarmFailed  AlarmStatus = 3
+)
+
+// Handle and trigger codes on the wire and in logs.
+const (
+	CodeNone    = 0   // trigger_code/handle_code not set yet
+	CodeSuccess = 200 // ReturnT.SUCCESS_CODE, HANDLE_CODE_SUCCESS
+	CodeFail    = 500 // ReturnT.FAIL_CODE, HANDLE_CODE_FAIL
+	CodeTimeout = 502 // HANDLE_CODE_TIMEOUT
+)
+
+// RegistryGroupExecutor is the only registry group xxl-job executors use.
+const RegistryGroupExecutor = "EXECUTOR"
+
+func (s ScheduleType) valid() bool {
+	switch s {
+	case ScheduleNone, ScheduleCron, ScheduleFixRate:
+		return true
+	}
+	return false
+}
+
+func (m MisfireStrategy) valid() bool {
+	return m == MisfireDoNothing || m == MisfireFireOnceNow
+}
+
+func (r RouteStrategy) valid() bool {
+	for _, s := range RouteStrategies {
+		if r == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (b BlockStrategy) valid() bool {
+	switch b {
+	case BlockSerialExecution, BlockDiscardLater, BlockCoverEarly:
+		return true
+	}
+	return false
+}
+
+func (g GlueType) valid() bool {
+	switch g {
+	case GlueBean, GlueGroovy, GlueShell, GluePython, GluePython2, GluePHP, GlueNodeJS, GluePowerShell:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether t is one of the known trigger types.
+func (t TriggerType) Valid() bool {
+	switch t {
+	case TriggerManual, TriggerCron, TriggerRetry, TriggerParent, TriggerAPI, TriggerMisfire:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,244 @@
+package xjob
+
+import (
+	"math"
+	"net/mail"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xjobdev/xjob/pkg/schedule"
+)
+
+// Field limits. They follow xxl-job's column sizes (3.4.x where it grew them)
+// and keep every record well inside a DynamoDB item (400 KB) and an SQS
+// message (256 KB).
+const (
+	MaxDescriptionLen = 255
+	MaxAuthorLen      = 64
+	MaxAlarmEmailLen  = 255
+	MaxScheduleConf   = 128
+	MaxHandlerLen     = 255
+	MaxParamLen       = 2048
+	MaxGlueSourceLen  = 128 << 10
+	MaxGlueRemarkLen  = 128
+	MaxChildJobs      = 64
+	MaxTimeoutSeconds = 7 * 24 * 3600
+	MaxFailRetryCount = 100
+)
+
+// Job is one scheduled job: xxl_job_info plus an IANA time zone and the two
+// counters that keep concurrent writers honest.
+//
+// Version is the optimistic-lock counter: every write bumps it, the scan's
+// advance of TriggerNextTime included, and every conditional update names
+// the version it read. Revision changes only when a person edits what or
+// when the job fires (schedule, status, route, handler...): the ring drops a
+// pushed occurrence whose revision is stale, but not one whose job was merely
+// advanced by the scan.
+type Job struct {
+	ID          int64  `json:"id"`
+	GroupID     int64  `json:"jobGroup"`
+	Description string `json:"jobDesc"`
+	Author      string `json:"author"`
+	AlarmEmail  string `json:"alarmEmail"`
+
+	ScheduleType    ScheduleType    `json:"scheduleType"`
+	ScheduleConf    string          `json:"scheduleConf"`
+	TimeZone        string          `json:"timeZone"`
+	MisfireStrategy MisfireStrategy `json:"misfireStrategy"`
+
+	RouteStrategy  RouteStrategy `json:"executorRouteStrategy"`
+	Handler        string        `json:"executorHandler"`
+	Param          string        `json:"executorParam"`
+	BlockStrategy  BlockStrategy `json:"executorBlockStrategy"`
+	TimeoutSeconds int           `json:"executorTimeout"`
+	FailRetryCount int           `json:"executorFailRetryCount"`
+
+	GlueType      GlueType `json:"glueType"`
+	GlueSource    string   `json:"glueSource"`
+	GlueRemark    string   `json:"glueRemark"`
+	GlueUpdatedAt int64    `json:"glueUpdatetime"`
+
+	ChildJobIDs []int64 `json:"childJobIds"`
+
+	TriggerStatus   TriggerStatus `json:"triggerStatus"`
+	TriggerLastTime int64         `json:"triggerLastTime"`
+	TriggerNextTime int64         `json:"triggerNextTime"`
+
+	// Shard is the scan shard that owns the job: ShardOf(ID, shards).
+	Shard    int   `json:"shard"`
+	Version  int64 `json:"version"`
+	Revision int64 `json:"revision"`
+
+	// SlowMinute and SlowCount count this minute's dispatches slower than
+	// 500 ms; the ring sends a job with more than 10 to the slow lane.
+	SlowMinute int64 `json:"-"`
+	SlowCount  int   `json:"-"`
+
+	CreatedAt int64 `json:"addTime"`
+	UpdatedAt int64 `json:"updateTime"`
+}
+
+// ApplyDefaults fills fields a person may leave empty with xxl-job's defaults.
+func (j *Job) ApplyDefaults() {
+	if j.ScheduleType == "" {
+		j.ScheduleType = ScheduleNone
+	}
+	if j.MisfireStrategy == "" {
+		j.MisfireStrategy = MisfireDoNothing
+	}
+	if j.RouteStrategy == "" {
+		j.RouteStrategy = RouteFirst
+	}
+	if j.BlockStrategy == "" {
+		j.BlockStrategy = BlockSerialExecution
+	}
+	if j.GlueType == "" {
+		j.GlueType = GlueBean
+	}
+	if j.TimeZone == "" {
+		j.TimeZone = "UTC"
+	}
+}
+
+// Validate checks every field a person sets. It does not check that the
+// group or the child jobs exist: that needs the store, and is the admin
+// service's job.
+func (j *Job) Validate() error {
+	var p problems
+	if j.GroupID <= 0 {
+		p.add("jobGroup", "is required")
+	}
+	checkLen(&p, "jobDesc", j.Description, 1, MaxDescriptionLen)
+	checkLen(&p, "author", j.Author, 1, MaxAuthorLen)
+	checkLen(&p, "alarmEmail", j.AlarmEmail, 0, MaxAlarmEmailLen)
+	for _, addr := range SplitList(j.AlarmEmail) {
+		if _, err := mail.ParseAddress(addr); err != nil {
+			p.add("alarmEmail", "%q is not an e-mail address", addr)
+		}
+	}
+	if !j.ScheduleType.valid() {
+		p.add("scheduleType", "must be one of NONE, CRON, FIX_RATE, got %q", j.ScheduleType)
+	} else {
+		checkLen(&p, "scheduleConf", j.ScheduleConf, 0, MaxScheduleConf)
+		if _, err := time.LoadLocation(j.TimeZone); err != nil || j.TimeZone == "" || j.TimeZone == "Local" {
+			p.add("timeZone", "%q is not an IANA time zone", j.TimeZone)
+		} else if _, err := j.Schedule(); err != nil {
+			p.add("scheduleConf", "%v", err)
+		}
+	}
+	if !j.MisfireStrategy.valid() {
+		p.add("misfireStrategy", "must be DO_NOTHING or FIRE_ONCE_NOW, got %q", j.MisfireStrategy)
+	}
+	if !j.RouteStrategy.valid() {
+		p.add("executorRouteStrategy", "unknown route strategy %q", j.RouteStrategy)
+	}
+	if !j.BlockStrategy.valid() {
+		p.add("executorBlockStrategy", "must be SERIAL_EXECUTION, DISCARD_LATER or COVER_EARLY, got %q", j.BlockStrategy)
+	}
+	if !j.GlueType.valid() {
+		p.add("glueType", "unknown glue type %q", j.GlueType)
+	} else if j.GlueType == GlueBean {
+		checkLen(&p, "executorHandler", j.Handler, 1, MaxHandlerLen)
+	} else {
+		checkLen(&p, "executorHandler", j.Handler, 0, MaxHandlerLen)
+	}
+	checkLen(&p, "executorParam", j.Param, 0, MaxParamLen)
+	checkLen(&p, "glueSource", j.GlueSource, 0, MaxGlueSourceLen)
+	checkLen(&p, "glueRemark", j.GlueRemark, 0, MaxGlueRemarkLen)
+	if j.TimeoutSeconds < 0 || j.TimeoutSeconds > MaxTimeoutSeconds {
+		p.add("executorTimeout", "must be between 0 and %d seconds", MaxTimeoutSeconds)
+	}
+	if j.FailRetryCount < 0 || j.FailRetryCount > MaxFailRetryCount {
+		p.add("executorFailRetryCount", "must be between 0 and %d", MaxFailRetryCount)
+	}
+	if len(j.ChildJobIDs) > MaxChildJobs {
+		p.add("childJobIds", "at most %d child jobs", MaxChildJobs)
+	}
+	for _, id := range j.ChildJobIDs {
+		if id <= 0 || id > math.MaxInt32 {
+			p.add("childJobIds", "%d is not a job id", id)
+		} else if id == j.ID {
+			p.add("childJobIds", "a job cannot be its own child")
+		}
+	}
+	if j.TriggerStatus != StatusStopped && j.TriggerStatus != StatusRunning {
+		p.add("triggerStatus", "must be 0 (stopped) or 1 (running)")
+	}
+	if j.TriggerStatus == StatusRunning && j.ScheduleType == ScheduleNone {
+		p.add("triggerStatus", "a job with schedule type NONE cannot be started")
+	}
+	return p.err()
+}
+
+// Schedule parses the job's schedule in its time zone.
+func (j *Job) Schedule() (schedule.Schedule, error) {
+	return schedule.Parse(string(j.ScheduleType), j.ScheduleConf, j.TimeZone)
+}
+
+// ScheduleChanged reports whether an edit from j to next changes what or
+// when the job fires, which is when its Revision must be bumped.
+func (j *Job) ScheduleChanged(next *Job) bool {
+	return j.ScheduleType != next.ScheduleType || j.ScheduleConf != next.ScheduleConf ||
+		j.TimeZone != next.TimeZone || j.TriggerStatus != next.TriggerStatus ||
+		j.RouteStrategy != next.RouteStrategy || j.GroupID != next.GroupID ||
+		j.MisfireStrategy != next.MisfireStrategy
+}
+
+// ShardOf maps a job id to one of n scan shards. The id is mixed first
+// (splitmix64's finaliser) so that consecutive ids spread evenly.
+func ShardOf(jobID int64, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	z := uint64(jobID) + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return int(z % uint64(n))
+}
+
+// SplitList splits a comma-separated list (addresses, e-mails, child ids) as
+// xxl-job does, trimming blanks and dropping empty items.
+func SplitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ParseChildJobIDs parses xxl-job's comma-separated child_jobid column.
+func ParseChildJobIDs(s string) ([]int64, error) {
+	var ids []int64
+	for _, f := range SplitList(s) {
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, &ValidationError{Problems: []FieldProblem{{Field: "childJobId", Message: f + " is not a job id"}}}
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func checkLen(p *problems, field, v string, minLen, maxLen int) {
+	switch n := len(v); {
+	case minLen > 0 && strings.TrimSpace(v) == "":
+		p.add(field, "is required")
+	case n > maxLen:
+		p.add(field, "is %d bytes, at most %d allowed", n, maxLen)
+	}
+}
+
+// Lease is a time-bounded claim on a named resource (a scan shard). Token is
+// a fencing token: it grows every time the lease changes hands, so a holder
+// that was taken over can be told apart from the current one.
+type Lease struct {
+	Name      string `json:"name"`
+	Owner     string `json:"owner"`
+	Token     int64  `json:"token"`
+	ExpiresAt int64  `json:"expiresAt"`
+}

@@ -1,0 +1,101 @@
+package xjob
+
+// Log is one trigger record (xxl_job_log): created when an occurrence is
+// dispatched, completed by the executor's callback.
+//
+// Lifecycle:
+//
+//	created (TriggerCode 0, claimed until ClaimUntil)
+//	  └─ POST /run ──▶ triggered (TriggerCode 200 or 500)
+//	                     └─ callback / kill / lost ──▶ handled (HandleCode 200, 500, 502)
+//	                                                     └─ failure: AlarmStatus 0 → -1 → 1|2|3
+//
+// A log is keyed twice: by ID (numeric, what executors echo back) and by
+// OccurrenceID (deterministic, what makes dispatch idempotent).
+type Log struct {
+	ID           int64  `json:"id"`
+	OccurrenceID string `json:"occurrenceId"`
+	JobID        int64  `json:"jobId"`
+	GroupID      int64  `json:"jobGroup"`
+
+	TriggerType TriggerType `json:"triggerType"`
+	// ScheduledTime is the planned fire time (0 for manual triggers);
+	// TriggerTime is when dispatch actually created the trigger.
+	ScheduledTime int64  `json:"scheduleTime"`
+	TriggerTime   int64  `json:"triggerTime"`
+	TriggerCode   int    `json:"triggerCode"`
+	TriggerMsg    string `json:"triggerMsg"`
+
+	ExecutorAddress        string `json:"executorAddress"`
+	ExecutorHandler        string `json:"executorHandler"`
+	ExecutorParam          string `json:"executorParam"`
+	ExecutorShardingParam  string `json:"executorShardingParam"`
+	ExecutorFailRetryCount int    `json:"executorFailRetryCount"`
+
+	HandleTime int64  `json:"handleTime"`
+	HandleCode int    `json:"handleCode"`
+	HandleMsg  string `json:"handleMsg"`
+
+	AlarmStatus AlarmStatus `json:"alarmStatus"`
+
+	// ClaimUntil is when a dispatcher's claim on a created-but-untriggered
+	// log expires: a redelivery of the same occurrence after that may take
+	// the trigger over instead of dropping it (no lost fire on a crash
+	// between creating the log and calling the executor).
+	ClaimUntil int64 `json:"-"`
+	Version    int64 `json:"-"`
+}
+
+// Triggered reports whether the executor was called (successfully or not).
+func (l *Log) Triggered() bool { return l.TriggerCode != CodeNone }
+
+// Handled reports whether a final result is recorded.
+func (l *Log) Handled() bool { return l.HandleCode != CodeNone }
+
+// Failed reports whether the log counts as a failure for the fail monitor:
+// the trigger failed, or the handle code is set and is not 200.
+func (l *Log) Failed() bool {
+	if l.Handled() {
+		return l.HandleCode != CodeSuccess
+	}
+	return l.Triggered() && l.TriggerCode != CodeSuccess
+}
+
+// Running reports whether the trigger succeeded and no result has arrived.
+func (l *Log) Running() bool {
+	return l.TriggerCode == CodeSuccess && !l.Handled()
+}
+
+// LogStatus filters logs the way xxl-job's log page does.
+type LogStatus int
+
+// Log status filters (xxl-job's logStatus parameter).
+const (
+	LogAll     LogStatus = -1
+	LogSuccess LogStatus = 1
+	LogFail    LogStatus = 2
+	LogRunning LogStatus = 3
+)
+
+// ReportDay is one day of the run report (xxl_job_log_report).
+type ReportDay struct {
+	Day          string `json:"triggerDay"` // yyyy-mm-dd, UTC
+	RunningCount int    `json:"runningCount"`
+	SucCount     int    `json:"sucCount"`
+	FailCount    int    `json:"failCount"`
+}
+
+// Truncate cuts s to at most n bytes (on a rune boundary) and marks the cut,
+// as xxl-job cuts handle messages.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !runeStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+func runeStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,109 @@
+package xjob
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Occurrence names one fire of one job. Its ID is deterministic: the same
+// fire reached twice (SQS redelivery, two scanners, a retried Lambda) has
+// the same ID, and the trigger log is created conditionally on it, so the
+// executor sees it once.
+type Occurrence struct {
+	JobID int64       `json:"jobId"`
+	Type  TriggerType `json:"triggerType"`
+	// FireTime is the scheduled fire time for CRON and MISFIRE occurrences.
+	FireTime int64 `json:"fireTime,omitempty"`
+	// Ref distinguishes occurrences that have no schedule time: the parent
+	// log id for RETRY and PARENT, a request id for MANUAL and API.
+	Ref string `json:"ref,omitempty"`
+}
+
+// ID returns the occurrence's deterministic id for broadcast shard index
+// shard (0 when not broadcasting).
+func (o Occurrence) ID(shard int) string {
+	id := "j" + strconv.FormatInt(o.JobID, 10) + "/" + string(o.Type)
+	if o.FireTime != 0 {
+		id += "/t" + strconv.FormatInt(o.FireTime, 10)
+	}
+	if o.Ref != "" {
+		id += "/r" + o.Ref
+	}
+	return id + "/s" + strconv.Itoa(shard)
+}
+
+// RingItem is one occurrence waiting in a ring bucket, with the job's
+// schedule revision when it was pushed.
+type RingItem struct {
+	JobID    int64 `json:"j"`
+	FireTime int64 `json:"t"`
+	Revision int64 `json:"r"`
+}
+
+// RingBucket is one message on the ring: every occurrence of one scan shard
+// due within one second.
+type RingBucket struct {
+	Shard  int        `json:"shard"`
+	Second int64      `json:"second"` // Unix seconds of the fire times
+	Items  []RingItem `json:"items"`
+}
+
+// FireAt returns the bucket's start in Unix milliseconds.
+func (b RingBucket) FireAt() int64 { return b.Second * 1000 }
+
+// Lane is a dispatch lane: xxl-job's fast and slow trigger pools.
+type Lane string
+
+// Lanes.
+const (
+	LaneFast Lane = "fast"
+	LaneSlow Lane = "slow"
+)
+
+// DispatchTask asks the dispatcher to trigger one occurrence.
+type DispatchTask struct {
+	Occurrence Occurrence `json:"occurrence"`
+	// Revision is the job revision the occurrence was planned under; 0
+	// skips the check (manual, retry and child triggers).
+	Revision int64 `json:"revision,omitempty"`
+	// Param overrides the job's param when set (manual trigger, retry).
+	Param *string `json:"param,omitempty"`
+	// AddressList overrides the group's addresses (manual trigger).
+	AddressList []string `json:"addressList,omitempty"`
+	// FailRetryCount overrides the job's retry count (retries count down).
+	FailRetryCount *int `json:"failRetryCount,omitempty"`
+	// ShardIndex/ShardTotal pin a broadcast shard (a retried shard re-runs
+	// only itself); ShardTotal 0 means route normally.
+	ShardIndex int `json:"shardIndex,omitempty"`
+	ShardTotal int `json:"shardTotal,omitempty"`
+	// EnqueuedAt is when the task was created (Unix ms), for fire delay.
+	EnqueuedAt int64 `json:"enqueuedAt,omitempty"`
+}
+
+// Validate checks a task built outside the core (a direct Lambda invocation).
+func (t *DispatchTask) Validate() error {
+	var p problems
+	if t.Occurrence.JobID <= 0 {
+		p.add("jobId", "is required")
+	}
+	if !t.Occurrence.Type.Valid() {
+		p.add("triggerType", "unknown trigger type %q", t.Occurrence.Type)
+	}
+	if t.Param != nil && len(*t.Param) > MaxParamLen {
+		p.add("executorParam", "is %d bytes, at most %d allowed", len(*t.Param), MaxParamLen)
+	}
+	for _, a := range t.AddressList {
+		if err := ValidateAddress(a); err != nil {
+			p.add("addressList", "%v", err)
+		}
+	}
+	if t.ShardTotal < 0 || t.ShardIndex < 0 || (t.ShardTotal > 0 && t.ShardIndex >= t.ShardTotal) {
+		p.add("shardIndex", "must be in [0, shardTotal)")
+	}
+	return p.err()
+}
+
+// ShardingParam formats a broadcast shard as xxl-job stores it ("i/n").
+func ShardingParam(index, total int) string {
+	return fmt.Sprintf("%d/%d", index, total)
+}

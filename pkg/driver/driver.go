@@ -1,0 +1,340 @@
+// Package driver is the seam between xjob's core services and its backends.
+// It holds the ports — job, group, log, registry, lease and report stores,
+// the ring and dispatch queues, the executor client and the alarmer — in the
+// domain's words, with no SQL or AWS types in any signature.
+//
+// Every backend (sqlitestore for local mode; dynamostore and sqsqueue on
+// AWS) implements these interfaces and passes the contract suites in
+// package drivertest, which is what keeps the backends interchangeable.
+//
+// Conventions: ctx first; one params struct per method where there is more
+// than one argument; missing records are xjob.ErrNotFound, lost conditional
+// writes xjob.ErrConflict; never a nil record with a nil error.
+package driver
+
+import (
+	"context"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/protocol"
+)
+
+// Store is everything a backend keeps in its database.
+type Store interface {
+	JobStore
+	GroupStore
+	LogStore
+	RegistryStore
+	LeaseStore
+	ReportStore
+}
+
+// Queues are a backend's durable queues: the ring and the two dispatch lanes.
+type Queues interface {
+	Ring() Queue[xjob.RingBucket]
+	Dispatch(lane xjob.Lane) Queue[xjob.DispatchTask]
+}
+
+// JobStore keeps jobs. Jobs are read by scan through the due index on
+// (shard, nextTriggerTime), which holds running jobs only.
+type JobStore interface {
+	// JobInsert stores a new job and returns it with ID, Shard, Version 1
+	// and Revision 1 set. The caller has validated it.
+	JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error)
+	// JobGet returns one job or xjob.ErrNotFound.
+	JobGet(ctx context.Context, id int64) (xjob.Job, error)
+	// JobGetMany returns the jobs that exist among ids, in no set order.
+	JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error)
+	// JobUpdate replaces a job if its stored version is ExpectVersion, and
+	// returns it with the version bumped. Revision is stored as given: the
+	// caller bumps it for edits that change the schedule.
+	JobUpdate(ctx context.Context, p JobUpdateParams) (xjob.Job, error)
+	// JobAdvance records a scan's progress on a job, conditional on its
+	// version; xjob.ErrConflict when another writer got there first.
+	JobAdvance(ctx context.Context, p JobAdvanceParams) error
+	// JobRecordSlow counts one dispatch slower than 500 ms in minute
+	// (Unix minutes). It does not bump Version: it is not a schedule write.
+	JobRecordSlow(ctx context.Context, id int64, minute int64) error
+	// JobDelete removes a job; xjob.ErrNotFound if there is none.
+	JobDelete(ctx context.Context, id int64) error
+	// JobList pages through jobs in id order, filtered.
+	JobList(ctx context.Context, p JobListParams) (JobPage, error)
+	// JobsDue returns running jobs of one shard with TriggerNextTime ≤
+	// Before, ordered by (TriggerNextTime, ID), strictly after the cursor,
+	// at most Limit. Its cost is proportional to the jobs returned.
+	JobsDue(ctx context.Context, p JobsDueParams) ([]xjob.Job, error)
+}
+
+// JobUpdateParams is the input of JobStore.JobUpdate.
+type JobUpdateParams struct {
+	Job           xjob.Job
+	ExpectVersion int64
+}
+
+// JobAdvanceParams is the input of JobStore.JobAdvance.
+type JobAdvanceParams struct {
+	ID              int64
+	ExpectVersion   int64
+	TriggerLastTime int64
+	TriggerNextTime int64
+	// Stop stops the job (status 0, last/next 0, revision bumped): its next
+	// fire time cannot be computed.
+	Stop bool
+}
+
+// JobListParams filters JobStore.JobList. Zero values match everything;
+// text filters match substrings.
+type JobListParams struct {
+	GroupID     int64
+	Status      *xjob.TriggerStatus
+	Description string
+	Handler     string
+	Author      string
+	Cursor      string
+	Limit       int
+}
+
+// JobPage is one page of jobs; Next is the cursor of the following page,
+// empty at the end.
+type JobPage struct {
+	Jobs []xjob.Job
+	Next string
+}
+
+// DueCursor marks where a JobsDue page ended.
+type DueCursor struct {
+	NextTime int64
+	ID       int64
+}
+
+// JobsDueParams is the input of JobStore.JobsDue.
+type JobsDueParams struct {
+	Shard  int
+	Before int64
+	After  DueCursor
+	Limit  int
+}
+
+// GroupStore keeps executor groups.
+type GroupStore interface {
+	GroupInsert(ctx context.Context, g xjob.Group) (xjob.Group, error)
+	GroupGet(ctx context.Context, id int64) (xjob.Group, error)
+	// GroupList returns groups in id order, filtered by substrings.
+	GroupList(ctx context.Context, p GroupListParams) ([]xjob.Group, error)
+	// GroupUpdate replaces a group if its stored version is ExpectVersion.
+	GroupUpdate(ctx context.Context, p GroupUpdateParams) (xjob.Group, error)
+	// GroupSetAddresses stores an automatic group's rebuilt address list.
+	GroupSetAddresses(ctx context.Context, id int64, addresses []string, updatedAt int64) error
+	GroupDelete(ctx context.Context, id int64) error
+}
+
+// GroupListParams filters GroupStore.GroupList.
+type GroupListParams struct {
+	AppName string
+	Title   string
+}
+
+// GroupUpdateParams is the input of GroupStore.GroupUpdate.
+type GroupUpdateParams struct {
+	Group         xjob.Group
+	ExpectVersion int64
+}
+
+// LogStore keeps trigger logs. Each state change is a conditional write, so
+// concurrent deliveries of one occurrence or one result cannot both win.
+type LogStore interface {
+	// LogCreate stores a new log under its OccurrenceID and returns it with
+	// ID and Version set. If a log with that OccurrenceID exists it returns
+	// the existing log and xjob.ErrConflict.
+	LogCreate(ctx context.Context, l xjob.Log) (xjob.Log, error)
+	LogGet(ctx context.Context, id int64) (xjob.Log, error)
+	// LogClaim takes over a log that was created but never triggered, whose
+	// claim has expired: conditional on ExpectVersion and TriggerCode 0.
+	LogClaim(ctx context.Context, p LogClaimParams) (xjob.Log, error)
+	// LogTriggered records the executor's reply to /run, conditional on the
+	// log not having been triggered yet. It leaves handle fields alone (the
+	// callback may already have arrived).
+	LogTriggered(ctx context.Context, p LogTriggeredParams) error
+	// LogFinish records the result, conditional on no result having been
+	// recorded (first result wins); returns the updated log.
+	LogFinish(ctx context.Context, p LogFinishParams) (xjob.Log, error)
+	// LogSetAlarm moves AlarmStatus from From to To (compare-and-set).
+	LogSetAlarm(ctx context.Context, p LogSetAlarmParams) error
+	// LogList pages logs by trigger time, newest first.
+	LogList(ctx context.Context, p LogListParams) (LogPage, error)
+	// LogsRunning returns logs triggered successfully at or before Before
+	// that have no result yet, oldest first (the lost-job check).
+	LogsRunning(ctx context.Context, before int64, limit int) ([]xjob.Log, error)
+	// LogsFailedUnalarmed returns failed logs whose AlarmStatus is still 0,
+	// triggered at or before Before (the fail monitor's backstop).
+	LogsFailedUnalarmed(ctx context.Context, before int64, limit int) ([]xjob.Log, error)
+	// LogDeleteBefore deletes up to limit logs triggered before before and
+	// returns how many it deleted.
+	LogDeleteBefore(ctx context.Context, before int64, limit int) (int, error)
+}
+
+// LogClaimParams is the input of LogStore.LogClaim.
+type LogClaimParams struct {
+	ID            int64
+	ExpectVersion int64
+	ClaimUntil    int64
+	TriggerTime   int64
+}
+
+// LogTriggeredParams is the input of LogStore.LogTriggered.
+type LogTriggeredParams struct {
+	ID              int64
+	ExecutorAddress string
+	TriggerCode     int
+	TriggerMsg      string
+}
+
+// LogFinishParams is the input of LogStore.LogFinish.
+type LogFinishParams struct {
+	ID         int64
+	HandleTime int64
+	HandleCode int
+	HandleMsg  string
+}
+
+// LogSetAlarmParams is the input of LogStore.LogSetAlarm.
+type LogSetAlarmParams struct {
+	ID   int64
+	From xjob.AlarmStatus
+	To   xjob.AlarmStatus
+}
+
+// LogListParams filters LogStore.LogList. Zero values match everything;
+// From and To bound the trigger time (inclusive).
+type LogListParams struct {
+	JobID   int64
+	GroupID int64
+	Status  xjob.LogStatus
+	From    int64
+	To      int64
+	Cursor  string
+	Limit   int
+}
+
+// LogPage is one page of logs; Next is empty at the end.
+type LogPage struct {
+	Logs []xjob.Log
+	Next string
+}
+
+// RegistryStore keeps executor heartbeats.
+type RegistryStore interface {
+	// RegistryUpsert inserts an entry or refreshes its UpdatedAt.
+	RegistryUpsert(ctx context.Context, e xjob.RegistryEntry) error
+	// RegistryRemove deletes one entry; removing a missing entry is not an error.
+	RegistryRemove(ctx context.Context, e xjob.RegistryEntry) error
+	// RegistryList returns entries updated at or after Since, for one key
+	// (appname) or for all keys when Key is empty.
+	RegistryList(ctx context.Context, p RegistryListParams) ([]xjob.RegistryEntry, error)
+	// RegistryDeleteBefore deletes entries not updated since before.
+	RegistryDeleteBefore(ctx context.Context, before int64) (int, error)
+}
+
+// RegistryListParams filters RegistryStore.RegistryList.
+type RegistryListParams struct {
+	Key   string
+	Since int64
+}
+
+// LeaseStore keeps leases (one per scan shard) with fencing tokens.
+type LeaseStore interface {
+	// LeaseAcquire takes the named lease for Owner if it is free, expired,
+	// or already Owner's; the token grows whenever the owner changes or
+	// the lease was free. xjob.ErrLeaseHeld otherwise.
+	LeaseAcquire(ctx context.Context, p LeaseAcquireParams) (xjob.Lease, error)
+	// LeaseRenew extends a lease still held with the same owner and token;
+	// xjob.ErrLeaseLost if it was taken over or released.
+	LeaseRenew(ctx context.Context, p LeaseRenewParams) (xjob.Lease, error)
+	// LeaseRelease gives the lease up (keeping its token, so tokens stay
+	// monotonic); releasing a lease one no longer holds is xjob.ErrLeaseLost.
+	LeaseRelease(ctx context.Context, l xjob.Lease) error
+	// LeaseGet returns the lease's current state or xjob.ErrNotFound.
+	LeaseGet(ctx context.Context, name string) (xjob.Lease, error)
+}
+
+// LeaseAcquireParams is the input of LeaseStore.LeaseAcquire.
+type LeaseAcquireParams struct {
+	Name  string
+	Owner string
+	Now   int64
+	TTL   time.Duration
+}
+
+// LeaseRenewParams is the input of LeaseStore.LeaseRenew.
+type LeaseRenewParams struct {
+	Lease xjob.Lease
+	Now   int64
+	TTL   time.Duration
+}
+
+// ReportStore keeps the daily run report as counters.
+type ReportStore interface {
+	// ReportAdd adds the deltas to one day's counters (creating the day).
+	ReportAdd(ctx context.Context, d xjob.ReportDay) error
+	// ReportList returns the days from..to inclusive (yyyy-mm-dd) that have counters.
+	ReportList(ctx context.Context, from, to string) ([]xjob.ReportDay, error)
+}
+
+// Queue is a durable at-least-once queue of T with delayed visibility and a
+// visibility timeout: a received message stays hidden for Visibility, then
+// comes back unless it was acked. The ring is one; each dispatch lane is one.
+type Queue[T any] interface {
+	// Send enqueues messages; each becomes visible at its VisibleAt.
+	Send(ctx context.Context, msgs []Outgoing[T]) error
+	// Receive returns up to Max visible messages, hiding them for
+	// Visibility; with Wait > 0 it waits that long for one to appear.
+	Receive(ctx context.Context, p ReceiveParams) ([]Delivery[T], error)
+	// Ack deletes delivered messages; acking an already-acked one is not an error.
+	Ack(ctx context.Context, tokens []string) error
+	// Retry makes a delivered message visible again after delay.
+	Retry(ctx context.Context, token string, delay time.Duration) error
+}
+
+// Outgoing is a message to send and when it becomes visible (Unix ms; 0
+// or the past means now).
+type Outgoing[T any] struct {
+	Msg       T
+	VisibleAt int64
+}
+
+// ReceiveParams is the input of Queue.Receive.
+type ReceiveParams struct {
+	Max        int
+	Visibility time.Duration
+	Wait       time.Duration
+}
+
+// Delivery is a received message. Token acknowledges it; Receives counts
+// deliveries of this message, this one included.
+type Delivery[T any] struct {
+	Msg      T
+	Token    string
+	Receives int
+}
+
+// ExecutorClient calls an executor's HTTP endpoints. Transport failures come
+// back as a failing ReturnT, as in xxl-job, so callers record them.
+type ExecutorClient interface {
+	Run(ctx context.Context, address string, p protocol.TriggerParam) protocol.ReturnT
+	Beat(ctx context.Context, address string) protocol.ReturnT
+	IdleBeat(ctx context.Context, address string, jobID int64) protocol.ReturnT
+	Kill(ctx context.Context, address string, jobID int64) protocol.ReturnT
+	Log(ctx context.Context, address string, p protocol.LogParam) (protocol.LogResult, protocol.ReturnT)
+}
+
+// Alarm is what an Alarmer is told about a final failure.
+type Alarm struct {
+	Job xjob.Job
+	Log xjob.Log
+}
+
+// Alarmer tells people about a failure that will not be retried.
+type Alarmer interface {
+	Alarm(ctx context.Context, a Alarm) error
+}

@@ -1,0 +1,91 @@
+// Package schedule computes fire times: Quartz cron with seconds evaluated in
+// a time zone, FIX_RATE in seconds, and NONE. The grammar is ours; the cron
+// arithmetic is delegated to a library behind this package (see cron.go).
+package schedule
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Schedule yields fire times.
+type Schedule interface {
+	// Next returns the first fire time strictly after t, truncated to the
+	// second for cron, or false when there is none (NONE, or a cron
+	// expression with no future match).
+	Next(t time.Time) (time.Time, bool)
+}
+
+// Schedule types, spelled as xxl-job's schedule_type column.
+const (
+	TypeNone    = "NONE"
+	TypeCron    = "CRON"
+	TypeFixRate = "FIX_RATE"
+)
+
+// ErrNoSchedule is returned by Preview for a schedule that never fires.
+var ErrNoSchedule = errors.New("schedule never fires")
+
+// Parse builds the schedule of type typ from conf, evaluated in the IANA
+// zone tz ("" means UTC).
+func Parse(typ, conf, tz string) (Schedule, error) {
+	loc := time.UTC
+	if tz != "" {
+		l, err := time.LoadLocation(tz)
+		if err != nil {
+			return nil, fmt.Errorf("time zone %q: %w", tz, err)
+		}
+		loc = l
+	}
+	switch typ {
+	case TypeNone:
+		return none{}, nil
+	case TypeFixRate:
+		return ParseFixRate(conf)
+	case TypeCron:
+		return ParseCron(conf, loc)
+	default:
+		return nil, fmt.Errorf("unknown schedule type %q", typ)
+	}
+}
+
+// FixRate fires every Interval, counted from the time it is given.
+type FixRate struct{ Interval time.Duration }
+
+// ParseFixRate parses a FIX_RATE conf: a whole number of seconds ≥ 1.
+func ParseFixRate(conf string) (FixRate, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(conf), 10, 64)
+	if err != nil || n < 1 || n > 10*365*24*3600 {
+		return FixRate{}, fmt.Errorf("FIX_RATE needs a whole number of seconds between 1 and 315360000, got %q", conf)
+	}
+	return FixRate{Interval: time.Duration(n) * time.Second}, nil
+}
+
+// Next returns t + Interval: xxl-job counts FIX_RATE from the previous
+// planned time (or from now after a misfire), so no alignment happens here.
+func (f FixRate) Next(t time.Time) (time.Time, bool) { return t.Add(f.Interval), true }
+
+type none struct{}
+
+func (none) Next(time.Time) (time.Time, bool) { return time.Time{}, false }
+
+// Preview returns up to n successive fire times after from.
+func Preview(s Schedule, from time.Time, n int) ([]time.Time, error) {
+	var out []time.Time
+	t := from
+	for range n {
+		next, ok := s.Next(t)
+		if !ok {
+			break
+		}
+		out = append(out, next)
+		t = next
+	}
+	if len(out) == 0 && n > 0 {
+		return nil, ErrNoSchedule
+	}
+	return out, nil
+}
