@@ -186,6 +186,22 @@ func (j *Job) ScheduleChanged(next *Job) bool {
 		j.MisfireStrategy != next.MisfireStrategy
 }
 
+// Slow-lane rule carried over from xxl-job: a job with more than
+// SlowLaneCount dispatches slower than SlowDispatch in the current minute
+// goes to the slow lane.
+const (
+	SlowDispatch  = 500 // ms
+	SlowLaneCount = 10
+)
+
+// Lane picks the dispatch lane for the job at now (Unix ms).
+func (j *Job) Lane(now int64) Lane {
+	if j.SlowMinute == now/60000 && j.SlowCount > SlowLaneCount {
+		return LaneSlow
+	}
+	return LaneFast
+}
+
 // ShardOf maps a job id to one of n scan shards. The id is mixed first
 // (splitmix64's finaliser) so that consecutive ids spread evenly.
 func ShardOf(jobID int64, n int) int {

@@ -21,15 +21,24 @@ type Occurrence struct {
 
 // ID returns the occurrence's deterministic id for broadcast shard index
 // shard (0 when not broadcasting).
+//
+// A scheduled fire is named by its job and fire time alone, whether it was
+// fired on time (CRON) or by the misfire strategy (MISFIRE): two scanners
+// that classify the same fire differently still produce one id.
 func (o Occurrence) ID(shard int) string {
-	id := "j" + strconv.FormatInt(o.JobID, 10) + "/" + string(o.Type)
-	if o.FireTime != 0 {
+	id := "j" + strconv.FormatInt(o.JobID, 10)
+	if o.Scheduled() {
 		id += "/t" + strconv.FormatInt(o.FireTime, 10)
-	}
-	if o.Ref != "" {
-		id += "/r" + o.Ref
+	} else {
+		id += "/" + string(o.Type) + "/r" + o.Ref
 	}
 	return id + "/s" + strconv.Itoa(shard)
+}
+
+// Scheduled reports whether the occurrence comes from the job's schedule
+// (CRON or MISFIRE) rather than from a person, a retry or a parent job.
+func (o Occurrence) Scheduled() bool {
+	return o.Type == TriggerCron || o.Type == TriggerMisfire
 }
 
 // RingItem is one occurrence waiting in a ring bucket, with the job's
@@ -86,8 +95,15 @@ func (t *DispatchTask) Validate() error {
 	if t.Occurrence.JobID <= 0 {
 		p.add("jobId", "is required")
 	}
-	if !t.Occurrence.Type.Valid() {
+	switch {
+	case !t.Occurrence.Type.Valid():
 		p.add("triggerType", "unknown trigger type %q", t.Occurrence.Type)
+	case t.Occurrence.Scheduled() && t.Occurrence.FireTime <= 0:
+		p.add("fireTime", "is required for a scheduled trigger")
+	case !t.Occurrence.Scheduled() && t.Occurrence.Ref == "":
+		p.add("ref", "is required for a %s trigger", t.Occurrence.Type)
+	case len(t.Occurrence.Ref) > 128:
+		p.add("ref", "at most 128 bytes")
 	}
 	if t.Param != nil && len(*t.Param) > MaxParamLen {
 		p.add("executorParam", "is %d bytes, at most %d allowed", len(*t.Param), MaxParamLen)

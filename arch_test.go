@@ -1,0 +1,40 @@
+package xjob_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// corePackages must stay free of storage and cloud SDKs: they reach the
+// world only through the ports in pkg/driver.
+var corePackages = []string{
+	".", "./pkg/clock", "./pkg/driver", "./pkg/protocol", "./pkg/schedule",
+	"./pkg/lease", "./pkg/scan", "./pkg/ring", "./pkg/dispatch", "./pkg/callback",
+	"./pkg/registry", "./pkg/route", "./pkg/execclient", "./pkg/alarm",
+}
+
+var forbiddenImports = []string{
+	"github.com/aws/aws-sdk-go-v2",
+	"github.com/aws/aws-lambda-go",
+	"database/sql",
+	"modernc.org/sqlite",
+	"github.com/mattn/go-sqlite3",
+}
+
+func TestCorePackagesImportNoBackend(t *testing.T) {
+	t.Parallel()
+	for _, pkg := range corePackages {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, bad := range forbiddenImports {
+				if dep == bad || strings.HasPrefix(dep, bad+"/") {
+					t.Errorf("core package %s depends on %s", pkg, dep)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,346 @@
+// Package dispatch triggers occurrences on executors: it loads the job and
+// its group, finds the executor addresses, routes, creates the trigger log
+// under the occurrence's deterministic id, POSTs /run and records the reply.
+//
+// The trigger log is the deduplication point. It is created with a write
+// conditional on its occurrence id, so a second delivery of the same
+// occurrence finds it:
+//
+//	LogCreate(occurrence id) ──ok──▶ POST /run ──▶ LogTriggered(code, msg)
+//	      │conflict
+//	      ├── log already triggered ──────────────▶ drop (duplicate)
+//	      ├── untriggered, claim still valid ─────▶ ErrInFlight (retry later)
+//	      └── untriggered, claim expired ─LogClaim─▶ POST /run (take over)
+//
+// The take-over closes the gap of a dispatcher that died between creating
+// the log and calling the executor: the fire is not lost. The only case in
+// which an executor can see one log id twice is a dispatcher that called
+// /run and died before recording it, and its claim then expired; xxl-job
+// executors reject a log id that is still queued with them.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/protocol"
+)
+
+// ErrInFlight means another dispatcher holds an unexpired claim on the
+// occurrence: the caller should retry the task after the claim TTL rather
+// than drop it.
+var ErrInFlight = errors.New("occurrence is being dispatched elsewhere")
+
+// Router picks one executor address for a job (every strategy except
+// SHARDING_BROADCAST, which Dispatcher fans out itself). trail describes
+// the choice for the trigger message (e.g. FAILOVER's beat results).
+type Router interface {
+	Route(ctx context.Context, strategy xjob.RouteStrategy, jobID int64, addrs []string) (address, trail string, err error)
+}
+
+// AddressSource lists the executor addresses of a group: a manual group's
+// typed list, or an automatic group's live registrations.
+type AddressSource interface {
+	Addresses(ctx context.Context, g xjob.Group) ([]string, error)
+}
+
+// Completer takes a log that reached a final state (here: a failed
+// trigger) through retry, alarm and child-job handling.
+type Completer interface {
+	Complete(ctx context.Context, l xjob.Log) error
+}
+
+// Config holds dispatch tunables.
+type Config struct {
+	// ClaimTTL is how long a created log is reserved for the dispatcher
+	// that created it before another may take it over (default 30 s).
+	ClaimTTL time.Duration
+	// AdminAddress is shown in trigger messages (xxl-job shows the admin IP).
+	AdminAddress string
+}
+
+// Deps are the ports a Dispatcher uses.
+type Deps struct {
+	Store     driver.Store
+	Executors driver.ExecutorClient
+	Router    Router
+	Addresses AddressSource
+	Completer Completer
+	Clock     clock.Clock
+	Logger    *slog.Logger
+}
+
+// Dispatcher triggers occurrences.
+type Dispatcher struct {
+	cfg Config
+	d   Deps
+}
+
+// New builds a Dispatcher.
+func New(cfg Config, d Deps) (*Dispatcher, error) {
+	if cfg.ClaimTTL == 0 {
+		cfg.ClaimTTL = 30 * time.Second
+	}
+	if d.Store == nil || d.Executors == nil || d.Router == nil || d.Addresses == nil || d.Completer == nil || d.Clock == nil {
+		return nil, errors.New("dispatch: Store, Executors, Router, Addresses, Completer and Clock are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return &Dispatcher{cfg: cfg, d: d}, nil
+}
+
+// Outcome says what happened to one task.
+type Outcome struct {
+	// Logs are the logs created or taken over (one per broadcast shard).
+	Logs []xjob.Log
+	// Duplicates counts shards that were already triggered.
+	Duplicates int
+	// Dropped is set when the task no longer applies (job deleted,
+	// stopped or rescheduled since it was planned); Reason says why.
+	Dropped bool
+	Reason  string
+}
+
+// Dispatch triggers task. It returns ErrInFlight when another dispatcher
+// holds the occurrence, a *xjob.ValidationError for a malformed task, and
+// other errors for store failures (retry later). Executor failures are not
+// errors: they are recorded in the log and completed (retry/alarm).
+func (d *Dispatcher) Dispatch(ctx context.Context, task xjob.DispatchTask) (Outcome, error) {
+	if err := task.Validate(); err != nil {
+		return Outcome{}, err
+	}
+	occ := task.Occurrence
+	job, err := d.d.Store.JobGet(ctx, occ.JobID)
+	if errors.Is(err, xjob.ErrNotFound) {
+		return Outcome{Dropped: true, Reason: "job deleted"}, nil
+	}
+	if err != nil {
+		return Outcome{}, fmt.Errorf("dispatch job %d: %w", occ.JobID, err)
+	}
+	if occ.Scheduled() {
+		switch {
+		case job.TriggerStatus != xjob.StatusRunning:
+			return Outcome{Dropped: true, Reason: "job stopped"}, nil
+		case task.Revision != 0 && job.Revision != task.Revision:
+			return Outcome{Dropped: true, Reason: "job edited since the fire was planned"}, nil
+		}
+	}
+	t := d.newTrigger(job, task)
+	group, err := d.d.Store.GroupGet(ctx, job.GroupID)
+	switch {
+	case errors.Is(err, xjob.ErrNotFound):
+		t.fail = "executor group " + strconv.FormatInt(job.GroupID, 10) + " does not exist"
+	case err != nil:
+		return Outcome{}, fmt.Errorf("dispatch job %d: group: %w", job.ID, err)
+	default:
+		t.group = group
+		t.addrs = task.AddressList
+		if len(t.addrs) == 0 {
+			if t.addrs, err = d.d.Addresses.Addresses(ctx, group); err != nil {
+				return Outcome{}, fmt.Errorf("dispatch job %d: addresses: %w", job.ID, err)
+			}
+		}
+	}
+
+	var out Outcome
+	switch {
+	case job.RouteStrategy == xjob.RouteShardingBroadcast && task.ShardTotal > 0:
+		// A retried shard re-runs only itself.
+		err = d.triggerShard(ctx, t, task.ShardIndex, task.ShardTotal, &out)
+	case job.RouteStrategy == xjob.RouteShardingBroadcast && t.fail == "" && len(t.addrs) > 0:
+		n := len(t.addrs)
+		for i := range n {
+			if e := d.triggerShard(ctx, t, i, n, &out); e != nil {
+				err = errors.Join(err, e)
+			}
+		}
+	default:
+		err = d.triggerShard(ctx, t, 0, 1, &out)
+	}
+	return out, err
+}
+
+// trigger is what one task knows before it routes.
+type trigger struct {
+	job       xjob.Job
+	task      xjob.DispatchTask
+	group     xjob.Group
+	addrs     []string
+	param     string
+	retry     int
+	broadcast bool
+	fail      string // set when no executor can be called
+}
+
+func (d *Dispatcher) newTrigger(job xjob.Job, task xjob.DispatchTask) *trigger {
+	t := &trigger{job: job, task: task, param: job.Param, retry: job.FailRetryCount,
+		broadcast: job.RouteStrategy == xjob.RouteShardingBroadcast}
+	if task.Param != nil {
+		t.param = *task.Param
+	}
+	if task.FailRetryCount != nil {
+		t.retry = *task.FailRetryCount
+	}
+	return t
+}
+
+// triggerShard creates (or takes over) the log of shard i of n and calls the executor.
+func (d *Dispatcher) triggerShard(ctx context.Context, t *trigger, i, n int, out *Outcome) error {
+	now := clock.Millis(d.d.Clock)
+	occ := t.task.Occurrence
+	address, trail, fail := "", "", t.fail
+	if fail == "" {
+		switch {
+		case len(t.addrs) == 0:
+			fail = "no executor address available"
+		case t.broadcast:
+			address = t.addrs[0]
+			if i < len(t.addrs) {
+				address = t.addrs[i]
+			}
+		default:
+			var err error
+			address, trail, err = d.d.Router.Route(ctx, t.job.RouteStrategy, t.job.ID, t.addrs)
+			if err != nil {
+				fail = err.Error()
+			}
+		}
+	}
+	sharding := ""
+	if t.broadcast {
+		sharding = xjob.ShardingParam(i, n)
+	}
+	l := xjob.Log{
+		OccurrenceID:           occ.ID(i),
+		JobID:                  t.job.ID,
+		GroupID:                t.job.GroupID,
+		TriggerType:            occ.Type,
+		ScheduledTime:          occ.FireTime,
+		TriggerTime:            now,
+		ExecutorAddress:        address,
+		ExecutorHandler:        t.job.Handler,
+		ExecutorParam:          t.param,
+		ExecutorShardingParam:  sharding,
+		ExecutorFailRetryCount: t.retry,
+		ClaimUntil:             now + d.cfg.ClaimTTL.Milliseconds(),
+	}
+	created, err := d.d.Store.LogCreate(ctx, l)
+	if errors.Is(err, xjob.ErrConflict) {
+		switch {
+		case created.Triggered():
+			out.Duplicates++
+			return nil
+		case now < created.ClaimUntil:
+			return fmt.Errorf("dispatch %s: %w", l.OccurrenceID, ErrInFlight)
+		}
+		created, err = d.d.Store.LogClaim(ctx, driver.LogClaimParams{
+			ID: created.ID, ExpectVersion: created.Version, ClaimUntil: l.ClaimUntil, TriggerTime: now,
+		})
+		if errors.Is(err, xjob.ErrConflict) {
+			return fmt.Errorf("dispatch %s: %w", l.OccurrenceID, ErrInFlight)
+		}
+		// Keep what this attempt routed; the stored log keeps its id.
+		created.ExecutorAddress = address
+	}
+	if err != nil {
+		return fmt.Errorf("dispatch %s: create log: %w", l.OccurrenceID, err)
+	}
+
+	var ret protocol.ReturnT
+	started := d.d.Clock.Now()
+	if fail != "" {
+		ret = protocol.Fail(fail)
+	} else {
+		ret = d.d.Executors.Run(ctx, address, protocol.TriggerParam{
+			JobID:                 t.job.ID,
+			ExecutorHandler:       t.job.Handler,
+			ExecutorParams:        t.param,
+			ExecutorBlockStrategy: string(t.job.BlockStrategy),
+			ExecutorTimeout:       t.job.TimeoutSeconds,
+			LogID:                 created.ID,
+			LogDateTime:           created.TriggerTime,
+			GlueType:              string(t.job.GlueType),
+			GlueSource:            t.job.GlueSource,
+			GlueUpdatetime:        t.job.GlueUpdatedAt,
+			BroadcastIndex:        i,
+			BroadcastTotal:        n,
+		})
+	}
+	took := d.d.Clock.Now().Sub(started)
+	code := ret.Code
+	if code != xjob.CodeSuccess {
+		code = xjob.CodeFail
+	}
+	msg := d.triggerMsg(t, address, trail, ret)
+	if err := d.d.Store.LogTriggered(ctx, driver.LogTriggeredParams{
+		ID: created.ID, ExecutorAddress: address, TriggerCode: code, TriggerMsg: msg,
+	}); err != nil && !errors.Is(err, xjob.ErrConflict) {
+		return fmt.Errorf("dispatch %s: record trigger: %w", l.OccurrenceID, err)
+	}
+	created.TriggerCode, created.TriggerMsg, created.ExecutorAddress = code, msg, address
+	out.Logs = append(out.Logs, created)
+
+	delta := xjob.ReportDay{Day: time.UnixMilli(created.TriggerTime).UTC().Format(time.DateOnly)}
+	if code == xjob.CodeSuccess {
+		delta.RunningCount = 1
+	} else {
+		delta.FailCount = 1
+	}
+	if err := d.d.Store.ReportAdd(ctx, delta); err != nil {
+		d.d.Logger.WarnContext(ctx, "dispatch report", "err", err)
+	}
+	if took > xjob.SlowDispatch*time.Millisecond {
+		if err := d.d.Store.JobRecordSlow(ctx, t.job.ID, now/60000); err != nil {
+			d.d.Logger.WarnContext(ctx, "dispatch record slow", "job", t.job.ID, "err", err)
+		}
+	}
+	if code != xjob.CodeSuccess {
+		if err := d.d.Completer.Complete(ctx, created); err != nil {
+			// The fail monitor's sweep will pick it up again.
+			d.d.Logger.WarnContext(ctx, "dispatch complete failed trigger", "log", created.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+// triggerMsg is the trigger_msg xxl-job shows on its log page, in English.
+func (d *Dispatcher) triggerMsg(t *trigger, address, trail string, ret protocol.ReturnT) string {
+	var b strings.Builder
+	reg := "automatic"
+	if t.group.AddressType == xjob.AddressManual || len(t.task.AddressList) > 0 {
+		reg = "manual"
+	}
+	fmt.Fprintf(&b, "Trigger type: %s<br>", t.task.Occurrence.Type)
+	if d.cfg.AdminAddress != "" {
+		fmt.Fprintf(&b, "Admin address: %s<br>", d.cfg.AdminAddress)
+	}
+	fmt.Fprintf(&b, "Executor registry type: %s<br>", reg)
+	fmt.Fprintf(&b, "Executor address list: %s<br>", strings.Join(t.addrs, ","))
+	fmt.Fprintf(&b, "Route strategy: %s<br>", t.job.RouteStrategy)
+	fmt.Fprintf(&b, "Block strategy: %s<br>", t.job.BlockStrategy)
+	fmt.Fprintf(&b, "Timeout: %d<br>", t.job.TimeoutSeconds)
+	fmt.Fprintf(&b, "Fail retry count: %d<br>", t.retry)
+	b.WriteString("<br><span style=\"color:#00c0ef;\" > >>>>>>>>>>>Trigger<<<<<<<<<<< </span><br>")
+	if trail != "" {
+		b.WriteString(trail)
+		b.WriteString("<br><br>")
+	}
+	fmt.Fprintf(&b, "Trigger result: %s<br>address: %s<br>code: %d<br>msg: %s", codeTitle(ret.Code), address, ret.Code, ret.Msg)
+	return xjob.Truncate(b.String(), 15000)
+}
+
+func codeTitle(code int) string {
+	if code == xjob.CodeSuccess {
+		return "success"
+	}
+	return "fail"
+}

@@ -1,0 +1,196 @@
+// Package ring fires the occurrences the scan pushed: it takes a bucket (one
+// shard, one second) off the ring queue, waits to each occurrence's exact
+// millisecond, drops occurrences whose job was stopped, deleted or edited
+// since they were pushed, and hands the rest to a dispatch lane.
+//
+//	ring queue ──▶ Fire(bucket): wait to t ──▶ job still running and
+//	                                           revision unchanged? ──yes──▶ dispatch lane (fast|slow)
+//	                                                     │no
+//	                                                     ▼
+//	                                                  dropped
+//
+// A bucket is acknowledged only after its tasks are queued; if the process
+// dies first, the bucket comes back after its visibility timeout and is sent
+// again, and dispatch drops the repeats by occurrence id.
+package ring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
+)
+
+// Deps are the ports the ring uses.
+type Deps struct {
+	Jobs   driver.JobStore
+	Queues driver.Queues
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Ring fires ring buckets.
+type Ring struct {
+	jobs   driver.JobStore
+	queues driver.Queues
+	clock  clock.Clock
+	log    *slog.Logger
+}
+
+// New builds a Ring.
+func New(d Deps) (*Ring, error) {
+	if d.Jobs == nil || d.Queues == nil || d.Clock == nil {
+		return nil, errors.New("ring: Jobs, Queues and Clock are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return &Ring{jobs: d.Jobs, queues: d.Queues, clock: d.Clock, log: d.Logger}, nil
+}
+
+// Stats counts what Fire did with a bucket.
+type Stats struct {
+	Fired   int
+	Dropped int
+	// MaxLate is the largest delay between an occurrence's fire time and
+	// its hand-off to a lane.
+	MaxLate time.Duration
+}
+
+// Fire waits for each occurrence of b in fire-time order and sends the
+// still-valid ones to their dispatch lane.
+func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
+	var st Stats
+	if len(b.Items) == 0 {
+		return st, nil
+	}
+	ids := make([]int64, 0, len(b.Items))
+	for _, it := range b.Items {
+		ids = append(ids, it.JobID)
+	}
+	slices.Sort(ids)
+	jobs, err := r.jobs.JobGetMany(ctx, slices.Compact(ids))
+	if err != nil {
+		return st, fmt.Errorf("ring bucket %d/%d: load jobs: %w", b.Shard, b.Second, err)
+	}
+	byID := make(map[int64]*xjob.Job, len(jobs))
+	for i := range jobs {
+		byID[jobs[i].ID] = &jobs[i]
+	}
+	items := slices.Clone(b.Items)
+	slices.SortStableFunc(items, func(a, b xjob.RingItem) int { return int(a.FireTime - b.FireTime) })
+
+	for start := 0; start < len(items); {
+		at := items[start].FireTime
+		end := start
+		for end < len(items) && items[end].FireTime == at {
+			end++
+		}
+		if err := r.clock.SleepUntil(ctx, time.UnixMilli(at)); err != nil {
+			return st, fmt.Errorf("ring bucket %d/%d: %w", b.Shard, b.Second, err)
+		}
+		now := clock.Millis(r.clock)
+		lanes := map[xjob.Lane][]driver.Outgoing[xjob.DispatchTask]{}
+		for _, it := range items[start:end] {
+			job, ok := byID[it.JobID]
+			if !ok || job.TriggerStatus != xjob.StatusRunning || job.Revision != it.Revision {
+				st.Dropped++
+				continue
+			}
+			lane := job.Lane(now)
+			lanes[lane] = append(lanes[lane], driver.Outgoing[xjob.DispatchTask]{Msg: xjob.DispatchTask{
+				Occurrence: xjob.Occurrence{JobID: it.JobID, Type: xjob.TriggerCron, FireTime: it.FireTime},
+				Revision:   it.Revision,
+				EnqueuedAt: now,
+			}})
+		}
+		for _, lane := range []xjob.Lane{xjob.LaneFast, xjob.LaneSlow} {
+			tasks := lanes[lane]
+			if len(tasks) == 0 {
+				continue
+			}
+			if err := r.queues.Dispatch(lane).Send(ctx, tasks); err != nil {
+				return st, fmt.Errorf("ring bucket %d/%d: dispatch send %s: %w", b.Shard, b.Second, lane, err)
+			}
+			st.Fired += len(tasks)
+		}
+		if late := time.Duration(clock.Millis(r.clock)-at) * time.Millisecond; late > st.MaxLate {
+			st.MaxLate = late
+		}
+		start = end
+	}
+	return st, nil
+}
+
+// ServeOptions tune Serve. Zero values take the documented defaults.
+type ServeOptions struct {
+	// Workers is how many buckets fire at once (default 8): buckets of
+	// different shards due in the same second must not wait on each other.
+	Workers int
+	// Visibility hides a received bucket while it fires (default 30 s).
+	Visibility time.Duration
+	// Wait is the receive long-poll (default 1 s).
+	Wait time.Duration
+}
+
+// Serve polls the ring queue and fires buckets until ctx ends. It is the
+// local-mode poller; on AWS the SQS event source does this.
+func (r *Ring) Serve(ctx context.Context, o ServeOptions) error {
+	if o.Workers == 0 {
+		o.Workers = 8
+	}
+	if o.Visibility == 0 {
+		o.Visibility = 30 * time.Second
+	}
+	if o.Wait == 0 {
+		o.Wait = time.Second
+	}
+	q := r.queues.Ring()
+	sem := make(chan struct{}, o.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		free := o.Workers - len(sem)
+		if free == 0 {
+			free = 1
+		}
+		ds, err := q.Receive(ctx, driver.ReceiveParams{Max: min(free, 10), Visibility: o.Visibility, Wait: o.Wait})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.log.ErrorContext(ctx, "ring receive", "err", err)
+			_ = r.clock.SleepUntil(ctx, r.clock.Now().Add(time.Second))
+			continue
+		}
+		for _, d := range ds {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				st, err := r.Fire(ctx, d.Msg)
+				if err != nil {
+					if ctx.Err() == nil {
+						r.log.ErrorContext(ctx, "ring fire", "err", err, "receives", d.Receives)
+					}
+					return // not acked: the bucket comes back after its visibility timeout
+				}
+				if err := q.Ack(context.WithoutCancel(ctx), []string{d.Token}); err != nil {
+					r.log.ErrorContext(ctx, "ring ack", "err", err)
+				}
+				if st.Dropped > 0 || st.MaxLate > 100*time.Millisecond {
+					r.log.DebugContext(ctx, "ring fired", "second", d.Msg.Second, "fired", st.Fired,
+						"dropped", st.Dropped, "maxLate", st.MaxLate)
+				}
+			}()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package scan
+
+import (
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/schedule"
+)
+
+// Fire is one occurrence a plan decided to trigger.
+type Fire struct {
+	Time int64            // scheduled fire time, Unix ms
+	Type xjob.TriggerType // CRON or MISFIRE
+	// Now is true for a fire to dispatch at once (late, or misfire
+	// FIRE_ONCE_NOW); false for one to push onto the ring for Time.
+	Now bool
+}
+
+// Plan is what one scan tick does with one due job: the fires to trigger,
+// the job's new next fire time, and whether it must be stopped.
+type Plan struct {
+	Fires []Fire
+	// Next is the new TriggerNextTime; it is always beyond the pre-read
+	// window unless Stop is set.
+	Next int64
+	// Last is the new TriggerLastTime: the last fire time the plan covered
+	// (triggered or skipped by the misfire strategy).
+	Last int64
+	// Stop is set when no next fire time can be computed.
+	Stop bool
+	// Misfired is set when the job's next time was more than the misfire
+	// threshold in the past.
+	Misfired bool
+}
+
+// Policy holds the scan's timing rules (xxl-job: 5 s and 5 s).
+type Policy struct {
+	PreRead          time.Duration
+	MisfireThreshold time.Duration
+}
+
+// PlanJob classifies a due job's fire times at now exactly as xxl-job's
+// scheduler does, then goes on to cover the whole pre-read window:
+//
+//   - next more than the misfire threshold in the past: misfire. With
+//     FIRE_ONCE_NOW it fires once now (type MISFIRE); with DO_NOTHING it is
+//     skipped. The next time is recomputed from now.
+//   - next in the past but within the threshold: fire now (type CRON) and
+//     recompute from now.
+//   - every fire time within now + PreRead: push to the ring, recomputing
+//     each following time from the previous one (strict cadence).
+//
+// A job whose next time cannot be computed is stopped. now should be the
+// scan tick's second so that racing scanners plan identically.
+func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
+	var plan Plan
+	next := job.TriggerNextTime
+	nowT := time.UnixMilli(now)
+	windowEnd := now + p.PreRead.Milliseconds()
+
+	advance := func(from time.Time) bool {
+		t, ok := sched.Next(from)
+		if !ok {
+			plan.Stop = true
+			return false
+		}
+		next = t.UnixMilli()
+		return true
+	}
+
+	switch {
+	case now > next+p.MisfireThreshold.Milliseconds():
+		plan.Misfired = true
+		plan.Last = next
+		if job.MisfireStrategy == xjob.MisfireFireOnceNow {
+			plan.Fires = append(plan.Fires, Fire{Time: next, Type: xjob.TriggerMisfire, Now: true})
+		}
+		if !advance(nowT) {
+			return plan
+		}
+	case next <= now:
+		plan.Last = next
+		plan.Fires = append(plan.Fires, Fire{Time: next, Type: xjob.TriggerCron, Now: true})
+		if !advance(nowT) {
+			return plan
+		}
+	}
+	for next <= windowEnd {
+		plan.Last = next
+		plan.Fires = append(plan.Fires, Fire{Time: next, Type: xjob.TriggerCron})
+		if !advance(time.UnixMilli(next)) {
+			return plan
+		}
+	}
+	plan.Next = next
+	return plan
+}

@@ -1,0 +1,125 @@
+package scan
+
+import (
+	"testing"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/schedule"
+)
+
+// every is a schedule that fires on multiples of its period (a stand-in for
+// an aligned cron such as "*/n * * * * ?"; the cron grammar has its own tests).
+type every time.Duration
+
+func (e every) Next(t time.Time) (time.Time, bool) {
+	d := time.Duration(e)
+	return t.Truncate(d).Add(d), true
+}
+
+// until fires every second up to a last time, then never again.
+type until int64
+
+func (u until) Next(t time.Time) (time.Time, bool) {
+	n := t.Truncate(time.Second).Add(time.Second)
+	if n.UnixMilli() > int64(u) {
+		return time.Time{}, false
+	}
+	return n, true
+}
+
+func TestPlanJob(t *testing.T) {
+	t.Parallel()
+	const s = int64(1000)
+	base := int64(1_700_000_000_000) // a whole second
+	pol := Policy{PreRead: 5 * time.Second, MisfireThreshold: 5 * time.Second}
+	fix2, _ := schedule.ParseFixRate("2")
+
+	tests := []struct {
+		name    string
+		sched   schedule.Schedule
+		next    int64
+		misfire xjob.MisfireStrategy
+		now     int64
+		want    Plan
+	}{
+		{
+			name:  "upcoming fires within the window go to the ring in order",
+			sched: every(2 * time.Second), next: base + 2*s, now: base,
+			want: Plan{Fires: []Fire{{base + 2*s, xjob.TriggerCron, false}, {base + 4*s, xjob.TriggerCron, false}}, Last: base + 4*s, Next: base + 6*s},
+		},
+		{
+			name:  "window end is inclusive",
+			sched: every(5 * time.Second), next: base + 5*s, now: base,
+			want: Plan{Fires: []Fire{{base + 5*s, xjob.TriggerCron, false}}, Last: base + 5*s, Next: base + 10*s},
+		},
+		{
+			name:  "late within threshold fires now then recomputes from now",
+			sched: fix2, next: base - 3*s, now: base,
+			want: Plan{Fires: []Fire{
+				{base - 3*s, xjob.TriggerCron, true},
+				{base + 2*s, xjob.TriggerCron, false}, {base + 4*s, xjob.TriggerCron, false},
+			}, Last: base + 4*s, Next: base + 6*s},
+		},
+		{
+			name:  "exactly on time counts as late (next <= now)",
+			sched: every(10 * time.Second), next: base, now: base,
+			want: Plan{Fires: []Fire{{base, xjob.TriggerCron, true}}, Last: base, Next: base + 10*s},
+		},
+		{
+			name:  "exactly at the threshold is still late, not misfired",
+			sched: every(10 * time.Second), next: base - 5*s, now: base,
+			want: Plan{Fires: []Fire{{base - 5*s, xjob.TriggerCron, true}}, Last: base - 5*s, Next: base + 10*s},
+		},
+		{
+			name:  "misfire DO_NOTHING skips and recomputes from now",
+			sched: every(10 * time.Second), next: base - 60*s, misfire: xjob.MisfireDoNothing, now: base,
+			want: Plan{Misfired: true, Last: base - 60*s, Next: base + 10*s},
+		},
+		{
+			name:  "misfire FIRE_ONCE_NOW fires once with type MISFIRE",
+			sched: every(10 * time.Second), next: base - 60*s, misfire: xjob.MisfireFireOnceNow, now: base,
+			want: Plan{Misfired: true, Fires: []Fire{{base - 60*s, xjob.TriggerMisfire, true}}, Last: base - 60*s, Next: base + 10*s},
+		},
+		{
+			name:  "misfire then upcoming fires in the window are pushed too",
+			sched: every(2 * time.Second), next: base - 60*s, misfire: xjob.MisfireDoNothing, now: base,
+			want: Plan{Misfired: true, Fires: []Fire{{base + 2*s, xjob.TriggerCron, false}, {base + 4*s, xjob.TriggerCron, false}}, Last: base + 4*s, Next: base + 6*s},
+		},
+		{
+			name:  "schedule that ends stops the job",
+			sched: until(base + 2*s), next: base + 1*s, now: base,
+			want: Plan{Fires: []Fire{{base + 1*s, xjob.TriggerCron, false}, {base + 2*s, xjob.TriggerCron, false}}, Last: base + 2*s, Stop: true},
+		},
+		{
+			name:  "not due yet does nothing",
+			sched: every(10 * time.Second), next: base + 6*s, now: base,
+			want: Plan{Next: base + 6*s},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			job := &xjob.Job{TriggerNextTime: tt.next, MisfireStrategy: tt.misfire}
+			if job.MisfireStrategy == "" {
+				job.MisfireStrategy = xjob.MisfireDoNothing
+			}
+			got := PlanJob(job, tt.sched, tt.now, pol)
+			if !equalPlan(got, tt.want) {
+				t.Errorf("PlanJob =\n %+v\nwant\n %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func equalPlan(a, b Plan) bool {
+	if len(a.Fires) != len(b.Fires) || a.Next != b.Next || a.Last != b.Last || a.Stop != b.Stop || a.Misfired != b.Misfired {
+		return false
+	}
+	for i := range a.Fires {
+		if a.Fires[i] != b.Fires[i] {
+			return false
+		}
+	}
+	return true
+}

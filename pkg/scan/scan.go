@@ -1,0 +1,389 @@
+// Package scan is the scheduler's pre-read loop: once a second, for each scan
+// shard it holds a lease on, it reads the running jobs due within the
+// pre-read window, plans each one's fire times (see PlanJob), pushes the
+// upcoming fires onto the ring and the late ones onto a dispatch lane, and
+// only then advances the job's next fire time with a write conditional on
+// the job's version.
+//
+// Order of effects per page of due jobs:
+//
+//	JobsDue ──▶ PlanJob ──▶ Ring.Send + Dispatch.Send ──▶ JobAdvance (if version unchanged)
+//
+// A crash after the sends and before the advance re-reads the same jobs on
+// the next tick and sends the same occurrences again; their ids are
+// deterministic, so dispatch drops the repeats (no lost fire, no duplicate).
+// A lost advance (version conflict: a person edited the job, or a stale
+// scanner raced us) leaves the job to the next tick.
+package scan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/lease"
+)
+
+// Config holds the scan's tunables. Zero values take the documented defaults.
+type Config struct {
+	// Shards is the number of scan shards; it must equal the store's.
+	Shards int
+	// PreRead is how far ahead jobs are read (xxl-job: 5 s).
+	PreRead time.Duration
+	// MisfireThreshold is how late a fire may be and still fire (xxl-job: 5 s).
+	MisfireThreshold time.Duration
+	// PageSize is how many due jobs one query returns (xxl-job's preReadCount: 6000).
+	PageSize int
+	// TickBudget is how long one tick may keep paging (default 800 ms).
+	TickBudget time.Duration
+	// RingLead makes ring buckets visible this much before their second,
+	// so the ring can be waiting when the second starts (default 500 ms).
+	RingLead time.Duration
+	// LeaseTTL is the lifetime of a shard lease (default 10 s).
+	LeaseTTL time.Duration
+	// MaxBucketItems caps the occurrences in one ring message, keeping it
+	// well under SQS's 256 KB (default 2000).
+	MaxBucketItems int
+	// Parallel is how many shards are scanned at once (default 4).
+	Parallel int
+}
+
+func (c *Config) applyDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.Shards == 0 {
+		c.Shards = 16
+	}
+	def(&c.PreRead, 5*time.Second)
+	def(&c.MisfireThreshold, 5*time.Second)
+	def(&c.TickBudget, 800*time.Millisecond)
+	def(&c.RingLead, 500*time.Millisecond)
+	def(&c.LeaseTTL, 10*time.Second)
+	if c.PageSize == 0 {
+		c.PageSize = 6000
+	}
+	if c.MaxBucketItems == 0 {
+		c.MaxBucketItems = 2000
+	}
+	if c.Parallel == 0 {
+		c.Parallel = 4
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Shards < 1:
+		return errors.New("scan: Shards must be ≥ 1")
+	case c.PreRead < time.Second:
+		return errors.New("scan: PreRead must be ≥ 1s")
+	case c.MisfireThreshold < 0:
+		return errors.New("scan: MisfireThreshold must be ≥ 0")
+	case c.PageSize < 1:
+		return errors.New("scan: PageSize must be ≥ 1")
+	case c.LeaseTTL < 2*time.Second:
+		return errors.New("scan: LeaseTTL must be ≥ 2s")
+	case c.RingLead < 0 || c.RingLead >= c.PreRead:
+		return errors.New("scan: RingLead must be in [0, PreRead)")
+	}
+	return nil
+}
+
+// Deps are the ports a Scanner uses.
+type Deps struct {
+	Jobs   driver.JobStore
+	Leases driver.LeaseStore
+	Queues driver.Queues
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Owner identifies this scanner in leases (host/pid/instance).
+	Owner string
+}
+
+// Scanner runs scan ticks over the shards it can lease.
+type Scanner struct {
+	cfg    Config
+	jobs   driver.JobStore
+	queues driver.Queues
+	clock  clock.Clock
+	log    *slog.Logger
+	keeper *lease.Keeper
+
+	mu     sync.Mutex
+	leases map[int]xjob.Lease
+}
+
+// New builds a Scanner.
+func New(cfg Config, d Deps) (*Scanner, error) {
+	cfg.applyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Jobs == nil || d.Leases == nil || d.Queues == nil || d.Clock == nil || d.Owner == "" {
+		return nil, errors.New("scan: Jobs, Leases, Queues, Clock and Owner are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return &Scanner{
+		cfg: cfg, jobs: d.Jobs, queues: d.Queues, clock: d.Clock, log: d.Logger,
+		keeper: lease.NewKeeper(d.Leases, d.Clock, d.Owner, cfg.LeaseTTL),
+		leases: make(map[int]xjob.Lease),
+	}, nil
+}
+
+// Stats counts what a tick did.
+type Stats struct {
+	Shards    int // shards scanned (lease held)
+	Pages     int
+	Jobs      int // due jobs read
+	RingFires int // occurrences pushed to the ring
+	NowFires  int // occurrences sent straight to dispatch (late or misfire)
+	Misfires  int
+	Stopped   int // jobs stopped because no next time exists
+	Conflicts int // advances lost to a concurrent writer
+	Truncated bool
+	Duration  time.Duration
+}
+
+func (s *Stats) add(o Stats) {
+	s.Shards += o.Shards
+	s.Pages += o.Pages
+	s.Jobs += o.Jobs
+	s.RingFires += o.RingFires
+	s.NowFires += o.NowFires
+	s.Misfires += o.Misfires
+	s.Stopped += o.Stopped
+	s.Conflicts += o.Conflicts
+	s.Truncated = s.Truncated || o.Truncated
+}
+
+// Run ticks at the start of every second until ctx ends or until passes
+// (zero: forever), then releases its leases so the next scanner can take
+// over at once.
+func (s *Scanner) Run(ctx context.Context, until time.Time) error {
+	defer s.ReleaseAll(context.WithoutCancel(ctx))
+	for {
+		next := s.clock.Now().Truncate(time.Second).Add(time.Second)
+		if !until.IsZero() && !next.Before(until) {
+			return nil
+		}
+		if err := s.clock.SleepUntil(ctx, next); err != nil {
+			return nil // ctx ended
+		}
+		st, err := s.Tick(ctx)
+		if err != nil {
+			s.log.ErrorContext(ctx, "scan tick", "err", err)
+		} else if st.Jobs > 0 || st.Truncated {
+			s.log.DebugContext(ctx, "scan tick", "jobs", st.Jobs, "ring", st.RingFires, "now", st.NowFires,
+				"misfires", st.Misfires, "conflicts", st.Conflicts, "took", st.Duration)
+		}
+	}
+}
+
+// Tick scans every shard it holds or can acquire, several at once, using
+// the current second as the planning time.
+func (s *Scanner) Tick(ctx context.Context) (Stats, error) {
+	start := s.clock.Now()
+	now := start.Truncate(time.Second).UnixMilli()
+	var (
+		mu    sync.Mutex
+		total Stats
+		errs  []error
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, s.cfg.Parallel)
+	)
+	for shard := range s.cfg.Shards {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			st, err := s.tickLeased(ctx, shard, now)
+			mu.Lock()
+			defer mu.Unlock()
+			total.add(st)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	total.Duration = s.clock.Now().Sub(start)
+	return total, errors.Join(errs...)
+}
+
+// tickLeased makes sure this scanner holds shard's lease, then scans it.
+func (s *Scanner) tickLeased(ctx context.Context, shard int, now int64) (Stats, error) {
+	s.mu.Lock()
+	l, held := s.leases[shard]
+	s.mu.Unlock()
+	var err error
+	if held {
+		l, err = s.keeper.Ensure(ctx, l)
+	}
+	if !held || errors.Is(err, xjob.ErrLeaseLost) {
+		l, err = s.keeper.Acquire(ctx, lease.Name(shard))
+	}
+	if err != nil {
+		s.mu.Lock()
+		delete(s.leases, shard)
+		s.mu.Unlock()
+		if errors.Is(err, xjob.ErrLeaseHeld) {
+			return Stats{}, nil // another scanner has it
+		}
+		return Stats{}, err
+	}
+	s.mu.Lock()
+	s.leases[shard] = l
+	s.mu.Unlock()
+	st, err := s.TickShard(ctx, shard, now, l)
+	st.Shards = 1
+	return st, err
+}
+
+// ReleaseAll gives up every lease this scanner holds.
+func (s *Scanner) ReleaseAll(ctx context.Context) {
+	s.mu.Lock()
+	leases := s.leases
+	s.leases = make(map[int]xjob.Lease)
+	s.mu.Unlock()
+	for _, l := range leases {
+		if err := s.keeper.Release(ctx, l); err != nil && !errors.Is(err, xjob.ErrLeaseLost) {
+			s.log.WarnContext(ctx, "scan release lease", "lease", l.Name, "err", err)
+		}
+	}
+}
+
+// TickShard runs one tick on one shard at planning time now (Unix ms, the
+// tick's second) under lease l: page through due jobs, push, advance.
+func (s *Scanner) TickShard(ctx context.Context, shard int, now int64, l xjob.Lease) (Stats, error) {
+	var st Stats
+	pol := Policy{PreRead: s.cfg.PreRead, MisfireThreshold: s.cfg.MisfireThreshold}
+	deadline := s.clock.Now().Add(s.cfg.TickBudget)
+	var cursor driver.DueCursor
+	for {
+		jobs, err := s.jobs.JobsDue(ctx, driver.JobsDueParams{
+			Shard: shard, Before: now + s.cfg.PreRead.Milliseconds(), After: cursor, Limit: s.cfg.PageSize,
+		})
+		if err != nil {
+			return st, fmt.Errorf("scan shard %d: %w", shard, err)
+		}
+		st.Pages++
+		st.Jobs += len(jobs)
+		if len(jobs) == 0 {
+			return st, nil
+		}
+		last := jobs[len(jobs)-1]
+		cursor = driver.DueCursor{NextTime: last.TriggerNextTime, ID: last.ID}
+
+		if !s.keeper.Valid(l, s.cfg.TickBudget) {
+			return st, fmt.Errorf("scan shard %d: %w", shard, xjob.ErrLeaseLost)
+		}
+		if err := s.processPage(ctx, jobs, now, pol, &st); err != nil {
+			return st, fmt.Errorf("scan shard %d: %w", shard, err)
+		}
+		if len(jobs) < s.cfg.PageSize {
+			return st, nil
+		}
+		if !s.clock.Now().Before(deadline) {
+			st.Truncated = true
+			return st, nil
+		}
+	}
+}
+
+type planned struct {
+	job  *xjob.Job
+	plan Plan
+}
+
+func (s *Scanner) processPage(ctx context.Context, jobs []xjob.Job, now int64, pol Policy, st *Stats) error {
+	plans := make([]planned, 0, len(jobs))
+	buckets := map[int64][]xjob.RingItem{}
+	var seconds []int64
+	lanes := map[xjob.Lane][]driver.Outgoing[xjob.DispatchTask]{}
+	for i := range jobs {
+		job := &jobs[i]
+		var plan Plan
+		sched, err := job.Schedule()
+		if err != nil {
+			s.log.WarnContext(ctx, "scan: stopping job with a bad schedule", "job", job.ID, "err", err)
+			plan = Plan{Stop: true, Last: job.TriggerNextTime}
+		} else {
+			plan = PlanJob(job, sched, now, pol)
+		}
+		plans = append(plans, planned{job: job, plan: plan})
+		if plan.Misfired {
+			st.Misfires++
+		}
+		for _, f := range plan.Fires {
+			if f.Now {
+				st.NowFires++
+				lane := job.Lane(now)
+				lanes[lane] = append(lanes[lane], driver.Outgoing[xjob.DispatchTask]{Msg: xjob.DispatchTask{
+					Occurrence: xjob.Occurrence{JobID: job.ID, Type: f.Type, FireTime: f.Time},
+					Revision:   job.Revision,
+					EnqueuedAt: now,
+				}})
+				continue
+			}
+			st.RingFires++
+			sec := f.Time / 1000
+			if _, ok := buckets[sec]; !ok {
+				seconds = append(seconds, sec)
+			}
+			buckets[sec] = append(buckets[sec], xjob.RingItem{JobID: job.ID, FireTime: f.Time, Revision: job.Revision})
+		}
+	}
+
+	// Effects first: everything planned is durably queued before any job moves on.
+	var msgs []driver.Outgoing[xjob.RingBucket]
+	lead := s.cfg.RingLead.Milliseconds()
+	for _, sec := range seconds {
+		items := buckets[sec]
+		for len(items) > 0 {
+			n := min(len(items), s.cfg.MaxBucketItems)
+			b := xjob.RingBucket{Shard: xjob.ShardOf(items[0].JobID, s.cfg.Shards), Second: sec, Items: items[:n]}
+			msgs = append(msgs, driver.Outgoing[xjob.RingBucket]{Msg: b, VisibleAt: b.FireAt() - lead})
+			items = items[n:]
+		}
+	}
+	if len(msgs) > 0 {
+		if err := s.queues.Ring().Send(ctx, msgs); err != nil {
+			return fmt.Errorf("ring send: %w", err)
+		}
+	}
+	for lane, tasks := range lanes {
+		if err := s.queues.Dispatch(lane).Send(ctx, tasks); err != nil {
+			return fmt.Errorf("dispatch send %s: %w", lane, err)
+		}
+	}
+
+	for _, p := range plans {
+		if p.plan.Stop {
+			st.Stopped++
+		} else if len(p.plan.Fires) == 0 && !p.plan.Misfired && p.plan.Next == p.job.TriggerNextTime {
+			continue
+		}
+		err := s.jobs.JobAdvance(ctx, driver.JobAdvanceParams{
+			ID: p.job.ID, ExpectVersion: p.job.Version,
+			TriggerLastTime: p.plan.Last, TriggerNextTime: p.plan.Next, Stop: p.plan.Stop,
+		})
+		switch {
+		case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):
+			st.Conflicts++
+		case err != nil:
+			return fmt.Errorf("advance job %d: %w", p.job.ID, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+package xjob_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/xjobdev/xjob"
+)
+
+func validJob() xjob.Job {
+	j := xjob.Job{
+		GroupID: 1, Description: "demo", Author: "ops",
+		ScheduleType: xjob.ScheduleFixRate, ScheduleConf: "5",
+		Handler: "demoJobHandler", TriggerStatus: xjob.StatusRunning,
+	}
+	j.ApplyDefaults()
+	return j
+}
+
+func TestJobValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		edit  func(*xjob.Job)
+		field string // "" = valid
+	}{
+		{"valid", func(*xjob.Job) {}, ""},
+		{"missing group", func(j *xjob.Job) { j.GroupID = 0 }, "jobGroup"},
+		{"blank description", func(j *xjob.Job) { j.Description = "  " }, "jobDesc"},
+		{"unknown schedule type", func(j *xjob.Job) { j.ScheduleType = "FIX_DELAY" }, "scheduleType"},
+		{"bad fix rate", func(j *xjob.Job) { j.ScheduleConf = "0" }, "scheduleConf"},
+		{"bad zone", func(j *xjob.Job) { j.TimeZone = "Mars/Olympus" }, "timeZone"},
+		{"unknown route", func(j *xjob.Job) { j.RouteStrategy = "SOMETIMES" }, "executorRouteStrategy"},
+		{"unknown block", func(j *xjob.Job) { j.BlockStrategy = "CONCURRENT_EXECUTION" }, "executorBlockStrategy"},
+		{"unknown misfire", func(j *xjob.Job) { j.MisfireStrategy = "IGNORE" }, "misfireStrategy"},
+		{"bean needs handler", func(j *xjob.Job) { j.Handler = "" }, "executorHandler"},
+		{"glue needs no handler", func(j *xjob.Job) { j.Handler = ""; j.GlueType = xjob.GlueShell }, ""},
+		{"oversized param", func(j *xjob.Job) { j.Param = strings.Repeat("x", xjob.MaxParamLen+1) }, "executorParam"},
+		{"negative timeout", func(j *xjob.Job) { j.TimeoutSeconds = -1 }, "executorTimeout"},
+		{"bad e-mail", func(j *xjob.Job) { j.AlarmEmail = "ops@example.com, nope" }, "alarmEmail"},
+		{"self child", func(j *xjob.Job) { j.ID = 7; j.ChildJobIDs = []int64{7} }, "childJobIds"},
+		{"NONE cannot run", func(j *xjob.Job) { j.ScheduleType = xjob.ScheduleNone; j.ScheduleConf = "" }, "triggerStatus"},
+		{"NONE stopped is fine", func(j *xjob.Job) {
+			j.ScheduleType, j.ScheduleConf, j.TriggerStatus = xjob.ScheduleNone, "", xjob.StatusStopped
+		}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			j := validJob()
+			tt.edit(&j)
+			err := j.Validate()
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			var verr *xjob.ValidationError
+			if !errors.As(err, &verr) {
+				t.Fatalf("Validate() = %v, want a ValidationError on %s", err, tt.field)
+			}
+			for _, p := range verr.Problems {
+				if p.Field == tt.field {
+					return
+				}
+			}
+			t.Fatalf("Validate() = %v, want a problem on %s", err, tt.field)
+		})
+	}
+}
+
+func TestGroupValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		g    xjob.Group
+		ok   bool
+	}{
+		{"auto", xjob.Group{AppName: "xxl-job-executor-sample", Title: "sample"}, true},
+		{"manual", xjob.Group{AppName: "demo-app", Title: "demo", AddressType: xjob.AddressManual, AddressList: []string{"http://127.0.0.1:9999/"}}, true},
+		{"manual without addresses", xjob.Group{AppName: "demo-app", Title: "demo", AddressType: xjob.AddressManual}, false},
+		{"short appname", xjob.Group{AppName: "abc", Title: "t"}, false},
+		{"html in appname", xjob.Group{AppName: "<script>", Title: "t"}, false},
+		{"bad address", xjob.Group{AppName: "demo-app", Title: "t", AddressType: xjob.AddressManual, AddressList: []string{"ftp://x"}}, false},
+	}
+	for _, tt := range tests {
+		if err := tt.g.Validate(); (err == nil) != tt.ok {
+			t.Errorf("%s: Validate() = %v, want ok=%v", tt.name, err, tt.ok)
+		}
+	}
+}
+
+func TestOccurrenceID(t *testing.T) {
+	t.Parallel()
+	cron := xjob.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: 1700000000000}
+	misfire := xjob.Occurrence{JobID: 7, Type: xjob.TriggerMisfire, FireTime: 1700000000000}
+	if cron.ID(0) != misfire.ID(0) {
+		t.Errorf("a fire classified CRON by one scanner and MISFIRE by another must share an id: %s vs %s", cron.ID(0), misfire.ID(0))
+	}
+	if cron.ID(0) == cron.ID(1) {
+		t.Error("broadcast shards must have distinct ids")
+	}
+	retry := xjob.Occurrence{JobID: 7, Type: xjob.TriggerRetry, Ref: "42"}
+	parent := xjob.Occurrence{JobID: 7, Type: xjob.TriggerParent, Ref: "42"}
+	if retry.ID(0) == parent.ID(0) {
+		t.Error("a retry and a child trigger of the same parent log must differ")
+	}
+	if got, want := cron.ID(2), "j7/t1700000000000/s2"; got != want {
+		t.Errorf("ID = %q, want %q", got, want)
+	}
+}
+
+func TestShardOfSpreads(t *testing.T) {
+	t.Parallel()
+	const n, jobs = 16, 16000
+	counts := make([]int, n)
+	for id := int64(1); id <= jobs; id++ {
+		s := xjob.ShardOf(id, n)
+		if s < 0 || s >= n {
+			t.Fatalf("ShardOf(%d) = %d out of range", id, s)
+		}
+		counts[s]++
+	}
+	for s, c := range counts {
+		if c < jobs/n*8/10 || c > jobs/n*12/10 {
+			t.Errorf("shard %d holds %d of %d jobs: uneven", s, c, jobs)
+		}
+	}
+}
+
+func TestLogStates(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                     string
+		l                        xjob.Log
+		failed, running, handled bool
+	}{
+		{"created", xjob.Log{}, false, false, false},
+		{"trigger failed", xjob.Log{TriggerCode: 500}, true, false, false},
+		{"running", xjob.Log{TriggerCode: 200}, false, true, false},
+		{"succeeded", xjob.Log{TriggerCode: 200, HandleCode: 200}, false, false, true},
+		{"timed out", xjob.Log{TriggerCode: 200, HandleCode: 502}, true, false, true},
+	}
+	for _, tt := range tests {
+		if tt.l.Failed() != tt.failed || tt.l.Running() != tt.running || tt.l.Handled() != tt.handled {
+			t.Errorf("%s: failed=%v running=%v handled=%v", tt.name, tt.l.Failed(), tt.l.Running(), tt.l.Handled())
+		}
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	t.Parallel()
+	if got := xjob.Truncate("héllo", 2); got != "h..." {
+		t.Errorf("Truncate on a rune boundary = %q", got)
+	}
+	if got := xjob.Truncate("abc", 3); got != "abc" {
+		t.Errorf("Truncate short = %q", got)
+	}
+}
