@@ -32,6 +32,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/protocol"
+	"github.com/xjobdev/xjob/pkg/route"
 )
 
 // ErrInFlight means another dispatcher holds an unexpired claim on the
@@ -40,11 +41,14 @@ import (
 var ErrInFlight = errors.New("occurrence is being dispatched elsewhere")
 
 // Router picks one executor address for a job (every strategy except
-// SHARDING_BROADCAST, which Dispatcher fans out itself). trail describes
-// the choice for the trigger message (e.g. FAILOVER's beat results).
+// SHARDING_BROADCAST, which Dispatcher fans out itself); the result's trail
+// describes the choice for the trigger message (FAILOVER's beat results).
+// *route.Router is the implementation; the interface lets tests count calls.
 type Router interface {
-	Route(ctx context.Context, strategy xjob.RouteStrategy, jobID int64, addrs []string) (address, trail string, err error)
+	Route(ctx context.Context, strategy xjob.RouteStrategy, jobID int64, addrs []string) (route.Result, error)
 }
+
+var _ Router = (*route.Router)(nil)
 
 // AddressSource lists the executor addresses of a group: a manual group's
 // typed list, or an automatic group's live registrations.
@@ -208,10 +212,10 @@ func (d *Dispatcher) triggerShard(ctx context.Context, t *trigger, i, n int, out
 				address = t.addrs[i]
 			}
 		default:
-			var err error
-			address, trail, err = d.d.Router.Route(ctx, t.job.RouteStrategy, t.job.ID, t.addrs)
+			res, err := d.d.Router.Route(ctx, t.job.RouteStrategy, t.job.ID, t.addrs)
+			address, trail = res.Address, res.Trail
 			if err != nil {
-				fail = err.Error()
+				address, fail = "", err.Error()
 			}
 		}
 	}

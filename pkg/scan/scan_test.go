@@ -1,0 +1,332 @@
+package scan_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/scan"
+	"github.com/xjobdev/xjob/pkg/sqlitestore"
+)
+
+// t0 is a whole second, so ticks plan on it.
+var t0 = time.UnixMilli(1_800_000_000_000).UTC()
+
+const shards = 2
+
+type env struct {
+	db  *sqlitestore.DB
+	clk *clock.Fake
+}
+
+func setup(t *testing.T) env {
+	t.Helper()
+	clk := clock.NewFake(t0)
+	db, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "xjob.db"), sqlitestore.Options{Shards: shards, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return env{db: db, clk: clk}
+}
+
+func (e env) scanner(t *testing.T, owner string, jobs driver.JobStore) *scan.Scanner {
+	t.Helper()
+	if jobs == nil {
+		jobs = e.db
+	}
+	s, err := scan.New(scan.Config{Shards: shards, RingLead: 0}, scan.Deps{
+		Jobs: jobs, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: owner,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// addJob stores a running FIX_RATE job whose next fire is at next.
+func (e env) addJob(t *testing.T, rate string, next time.Time, misfire xjob.MisfireStrategy) xjob.Job {
+	t.Helper()
+	j := xjob.Job{GroupID: 1, Description: "d", Author: "a", ScheduleType: xjob.ScheduleFixRate,
+		ScheduleConf: rate, Handler: "h", TriggerStatus: xjob.StatusRunning, MisfireStrategy: misfire,
+		TriggerNextTime: next.UnixMilli()}
+	j.ApplyDefaults()
+	if err := j.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	j, err := e.db.JobInsert(context.Background(), j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// drainRing returns every ring occurrence visible by `until`, acked.
+func (e env) drainRing(t *testing.T) []xjob.RingItem {
+	t.Helper()
+	ctx := context.Background()
+	var items []xjob.RingItem
+	for {
+		ds, err := e.db.Ring().Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) == 0 {
+			break
+		}
+		for _, d := range ds {
+			items = append(items, d.Msg.Items...)
+			if err := e.db.Ring().Ack(ctx, []string{d.Token}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sort.Slice(items, func(i, j int) bool {
+		if items[i].FireTime != items[j].FireTime {
+			return items[i].FireTime < items[j].FireTime
+		}
+		return items[i].JobID < items[j].JobID
+	})
+	return items
+}
+
+func (e env) drainDispatch(t *testing.T) []xjob.DispatchTask {
+	t.Helper()
+	ctx := context.Background()
+	var tasks []xjob.DispatchTask
+	for _, lane := range []xjob.Lane{xjob.LaneFast, xjob.LaneSlow} {
+		q := e.db.Dispatch(lane)
+		for {
+			ds, err := q.Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ds) == 0 {
+				break
+			}
+			for _, d := range ds {
+				tasks = append(tasks, d.Msg)
+				_ = q.Ack(ctx, []string{d.Token})
+			}
+		}
+	}
+	return tasks
+}
+
+func TestTickPushesWindowAndAdvances(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	j := e.addJob(t, "2", t0.Add(1*time.Second), xjob.MisfireDoNothing)
+	s := e.scanner(t, "a", nil)
+
+	st, err := s.Tick(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Jobs != 1 || st.RingFires != 3 || st.NowFires != 0 {
+		t.Fatalf("stats = %+v, want 1 job, 3 ring fires (t+1, t+3, t+5)", st)
+	}
+	got, _ := e.db.JobGet(ctx, j.ID)
+	if want := t0.Add(7 * time.Second).UnixMilli(); got.TriggerNextTime != want || got.TriggerLastTime != t0.Add(5*time.Second).UnixMilli() {
+		t.Fatalf("next=%d last=%d, want next=%d", got.TriggerNextTime, got.TriggerLastTime, want)
+	}
+	if got.Version != j.Version+1 || got.Revision != j.Revision {
+		t.Fatalf("version %d→%d revision %d→%d: advance must bump version only", j.Version, got.Version, j.Revision, got.Revision)
+	}
+
+	// The next tick finds nothing new: the job left the window.
+	e.clk.Advance(time.Second)
+	st, err = s.Tick(ctx)
+	if err != nil || st.Jobs != 0 {
+		t.Fatalf("second tick: %+v %v, want no due job", st, err)
+	}
+	e.clk.Advance(10 * time.Second)
+	items := e.drainRing(t)
+	if len(items) != 3 {
+		t.Fatalf("ring holds %d items, want 3", len(items))
+	}
+	for i, want := range []time.Duration{1, 3, 5} {
+		if items[i].FireTime != t0.Add(want*time.Second).UnixMilli() || items[i].Revision != j.Revision {
+			t.Errorf("item %d = %+v", i, items[i])
+		}
+	}
+}
+
+func TestTickLateAndMisfired(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	late := e.addJob(t, "60", t0.Add(-3*time.Second), xjob.MisfireDoNothing)
+	skip := e.addJob(t, "60", t0.Add(-time.Hour), xjob.MisfireDoNothing)
+	once := e.addJob(t, "60", t0.Add(-time.Hour), xjob.MisfireFireOnceNow)
+	st, err := e.scanner(t, "a", nil).Tick(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Misfires != 2 || st.NowFires != 2 {
+		t.Fatalf("stats = %+v, want 2 misfires and 2 fires now", st)
+	}
+	tasks := e.drainDispatch(t)
+	byJob := map[int64]xjob.DispatchTask{}
+	for _, tk := range tasks {
+		byJob[tk.Occurrence.JobID] = tk
+	}
+	if tk, ok := byJob[late.ID]; !ok || tk.Occurrence.Type != xjob.TriggerCron || tk.Occurrence.FireTime != late.TriggerNextTime {
+		t.Errorf("late job task = %+v, want CRON at its planned time", tk)
+	}
+	if _, ok := byJob[skip.ID]; ok {
+		t.Error("DO_NOTHING misfire was dispatched")
+	}
+	if tk, ok := byJob[once.ID]; !ok || tk.Occurrence.Type != xjob.TriggerMisfire {
+		t.Errorf("FIRE_ONCE_NOW task = %+v, want MISFIRE", tk)
+	}
+	for _, id := range []int64{late.ID, skip.ID, once.ID} {
+		j, _ := e.db.JobGet(ctx, id)
+		if want := t0.Add(60 * time.Second).UnixMilli(); j.TriggerNextTime != want {
+			t.Errorf("job %d next = %d, want recomputed from now = %d", id, j.TriggerNextTime, want)
+		}
+	}
+}
+
+func TestTickStopsJobWithoutNextTime(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	j := e.addJob(t, "5", t0.Add(time.Second), xjob.MisfireDoNothing)
+	// Corrupt the stored schedule behind validation's back, as a bad
+	// migration or an older version could.
+	j.ScheduleConf = "not-a-number"
+	if _, err := e.db.JobUpdate(ctx, driver.JobUpdateParams{Job: j, ExpectVersion: j.Version}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.scanner(t, "a", nil).Tick(ctx)
+	if err != nil || st.Stopped != 1 {
+		t.Fatalf("tick = %+v, %v; want the job stopped", st, err)
+	}
+	got, _ := e.db.JobGet(ctx, j.ID)
+	if got.TriggerStatus != xjob.StatusStopped {
+		t.Fatalf("job status = %d, want stopped", got.TriggerStatus)
+	}
+}
+
+func TestSecondScannerIsLockedOut(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	e.addJob(t, "1", t0.Add(time.Second), xjob.MisfireDoNothing)
+	a, b := e.scanner(t, "a", nil), e.scanner(t, "b", nil)
+	sa, err := a.Tick(ctx)
+	if err != nil || sa.Shards != shards {
+		t.Fatalf("a: %+v %v, want all shards", sa, err)
+	}
+	sb, err := b.Tick(ctx)
+	if err != nil || sb.Shards != 0 || sb.Jobs != 0 {
+		t.Fatalf("b: %+v %v, want no shard while a holds them", sb, err)
+	}
+	// a dies without releasing; after the TTL b takes over.
+	e.clk.Advance(11 * time.Second)
+	sb, err = b.Tick(ctx)
+	if err != nil || sb.Shards != shards {
+		t.Fatalf("b after expiry: %+v %v, want all shards", sb, err)
+	}
+	// a comes back: its leases were taken over, it must back off.
+	sa, err = a.Tick(ctx)
+	if err != nil || sa.Shards != 0 {
+		t.Fatalf("a after takeover: %+v %v, want none", sa, err)
+	}
+	// Release hands over at once.
+	b.ReleaseAll(ctx)
+	if sa, err = a.Tick(ctx); err != nil || sa.Shards != shards {
+		t.Fatalf("a after release: %+v %v", sa, err)
+	}
+}
+
+// failAdvance is a fault-injecting decorator around the real store: it
+// simulates a process that dies after pushing to the ring and before
+// advancing the job.
+type failAdvance struct{ driver.JobStore }
+
+var errCrash = errors.New("simulated crash")
+
+func (failAdvance) JobAdvance(context.Context, driver.JobAdvanceParams) error { return errCrash }
+
+func TestCrashBeforeAdvanceRepushesSameOccurrences(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	j := e.addJob(t, "2", t0.Add(time.Second), xjob.MisfireDoNothing)
+	if _, err := e.scanner(t, "a", failAdvance{e.db}).Tick(ctx); !errors.Is(err, errCrash) {
+		t.Fatalf("tick err = %v, want the crash", err)
+	}
+	got, _ := e.db.JobGet(ctx, j.ID)
+	if got.Version != j.Version || got.TriggerNextTime != j.TriggerNextTime {
+		t.Fatalf("job moved on despite the crash: %+v", got)
+	}
+	// The process restarts (same owner, so it gets its lease back at once)
+	// within the same second and plans the same fires again.
+	if _, err := e.scanner(t, "a", nil).Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(10 * time.Second)
+	items := e.drainRing(t)
+	if len(items) != 6 {
+		t.Fatalf("ring holds %d items, want 3 pushed twice", len(items))
+	}
+	for i := 0; i < len(items); i += 2 {
+		a := xjob.Occurrence{JobID: items[i].JobID, Type: xjob.TriggerCron, FireTime: items[i].FireTime}
+		b := xjob.Occurrence{JobID: items[i+1].JobID, Type: xjob.TriggerCron, FireTime: items[i+1].FireTime}
+		if a.ID(0) != b.ID(0) {
+			t.Errorf("re-plan pushed %s where the crashed tick pushed %s: dispatch could not deduplicate", b.ID(0), a.ID(0))
+		}
+	}
+}
+
+func TestScanReadsOnlyDueJobs(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	for range 200 {
+		e.addJob(t, "3600", t0.Add(time.Hour), xjob.MisfireDoNothing)
+	}
+	for range 5 {
+		e.addJob(t, "3600", t0.Add(2*time.Second), xjob.MisfireDoNothing)
+	}
+	st, err := e.scanner(t, "a", nil).Tick(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Jobs != 5 {
+		t.Fatalf("tick read %d jobs, want only the 5 due", st.Jobs)
+	}
+}
+
+func TestPagingCoversEveryDueJob(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	const n = 57
+	for range n {
+		e.addJob(t, "3600", t0.Add(2*time.Second), xjob.MisfireDoNothing)
+	}
+	s, err := scan.New(scan.Config{Shards: shards, PageSize: 10, RingLead: 0}, scan.Deps{
+		Jobs: e.db, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: "a",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Tick(ctx)
+	if err != nil || st.Jobs != n || st.RingFires != n {
+		t.Fatalf("tick = %+v %v, want %d jobs and fires", st, err, n)
+	}
+	e.clk.Advance(10 * time.Second)
+	if items := e.drainRing(t); len(items) != n {
+		t.Fatalf("ring holds %d, want %d", len(items), n)
+	}
+}
