@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestCronNext(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		out, err string
+	}{
+		{"table", []string{"cron", "next", "0 0 12 * * ?", "--from", "2026-01-01T00:00:00Z", "-n", "2"}, 0,
+			"2026-01-01 12:00:00 UTC\n2026-01-02 12:00:00 UTC\n", ""},
+		{"zone", []string{"cron", "next", "0 30 9 ? * MON", "--tz", "Asia/Shanghai", "--from", "2026-01-01T00:00:00Z", "-n", "1"}, 0,
+			"2026-01-05 09:30:00 CST\n", ""},
+		{"json", []string{"cron", "next", "*/20 * * * * ?", "--from", "2026-01-01T00:00:00Z", "-n", "2", "-o", "json"}, 0,
+			`{"expression":"*/20 * * * * ?","next":["2026-01-01T00:00:20Z","2026-01-01T00:00:40Z"],"timeZone":"UTC"}` + "\n", ""},
+		{"parse error", []string{"cron", "next", "0 0 12 * * MON"}, 1, "", "cron:"},
+		{"bad zone", []string{"cron", "next", "0 0 12 * * ?", "--tz", "Nowhere/None"}, 1, "", "time zone"},
+		{"missing expression", []string{"cron", "next"}, 2, "", "usage"},
+		{"unknown command", []string{"frobnicate"}, 2, "", "Usage"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb bytes.Buffer
+			if code := Main(tt.args, &out, &errb); code != tt.code {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, tt.code, errb.String())
+			}
+			if tt.out != "" && out.String() != tt.out {
+				t.Errorf("stdout = %q, want %q", out.String(), tt.out)
+			}
+			if tt.err != "" && !strings.Contains(errb.String(), tt.err) {
+				t.Errorf("stderr = %q, want it to mention %q", errb.String(), tt.err)
+			}
+		})
+	}
+}
