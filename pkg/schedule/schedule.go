@@ -1,6 +1,3 @@
-// Package schedule computes fire times: Quartz cron with seconds evaluated in
-// a time zone, FIX_RATE in seconds, and NONE. The grammar is ours; the cron
-// arithmetic is delegated to a library behind this package (see cron.go).
 package schedule
 
 import (
@@ -44,7 +41,11 @@ func Parse(typ, conf, tz string) (Schedule, error) {
 	case TypeNone:
 		return none{}, nil
 	case TypeFixRate:
-		return ParseFixRate(conf)
+		f, err := ParseFixRate(conf)
+		if err != nil {
+			return nil, err // not a zero FixRate: callers may test s != nil
+		}
+		return f, nil
 	case TypeCron:
 		return ParseCron(conf, loc)
 	default:
