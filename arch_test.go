@@ -11,7 +11,7 @@ import (
 var corePackages = []string{
 	".", "./pkg/clock", "./pkg/driver", "./pkg/protocol", "./pkg/schedule",
 	"./pkg/lease", "./pkg/scan", "./pkg/ring", "./pkg/dispatch", "./pkg/callback",
-	"./pkg/registry", "./pkg/route", "./pkg/execclient", "./pkg/alarm",
+	"./pkg/registry", "./pkg/route", "./pkg/execclient", "./pkg/alarm", "./pkg/metric",
 }
 
 var forbiddenImports = []string{

@@ -31,6 +31,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/metric"
 	"github.com/xjobdev/xjob/pkg/protocol"
 	"github.com/xjobdev/xjob/pkg/route"
 )
@@ -80,6 +81,8 @@ type Deps struct {
 	Completer Completer
 	Clock     clock.Clock
 	Logger    *slog.Logger
+	// Metrics, if set, counts triggers, duplicates, drops and fire delay.
+	Metrics *metric.Metrics
 }
 
 // Dispatcher triggers occurrences.
@@ -125,17 +128,23 @@ func (d *Dispatcher) Dispatch(ctx context.Context, task xjob.DispatchTask) (Outc
 	occ := task.Occurrence
 	job, err := d.d.Store.JobGet(ctx, occ.JobID)
 	if errors.Is(err, xjob.ErrNotFound) {
+		d.d.Metrics.Drop()
 		return Outcome{Dropped: true, Reason: "job deleted"}, nil
 	}
 	if err != nil {
 		return Outcome{}, fmt.Errorf("dispatch job %d: %w", occ.JobID, err)
 	}
 	if occ.Scheduled() {
+		reason := ""
 		switch {
 		case job.TriggerStatus != xjob.StatusRunning:
-			return Outcome{Dropped: true, Reason: "job stopped"}, nil
+			reason = "job stopped"
 		case task.Revision != 0 && job.Revision != task.Revision:
-			return Outcome{Dropped: true, Reason: "job edited since the fire was planned"}, nil
+			reason = "job edited since the fire was planned"
+		}
+		if reason != "" {
+			d.d.Metrics.Drop()
+			return Outcome{Dropped: true, Reason: reason}, nil
 		}
 	}
 	t := d.newTrigger(job, task)
@@ -242,6 +251,7 @@ func (d *Dispatcher) triggerShard(ctx context.Context, t *trigger, i, n int, out
 		switch {
 		case created.Triggered():
 			out.Duplicates++
+			d.d.Metrics.Duplicate()
 			return nil
 		case now < created.ClaimUntil:
 			return fmt.Errorf("dispatch %s: %w", l.OccurrenceID, ErrInFlight)
@@ -292,6 +302,11 @@ func (d *Dispatcher) triggerShard(ctx context.Context, t *trigger, i, n int, out
 	}
 	created.TriggerCode, created.TriggerMsg, created.ExecutorAddress = code, msg, address
 	out.Logs = append(out.Logs, created)
+	var delay time.Duration
+	if occ.Scheduled() {
+		delay = time.Duration(created.TriggerTime-occ.FireTime) * time.Millisecond
+	}
+	d.d.Metrics.Trigger(code == xjob.CodeSuccess, delay)
 
 	delta := xjob.ReportDay{Day: time.UnixMilli(created.TriggerTime).UTC().Format(time.DateOnly)}
 	if code == xjob.CodeSuccess {

@@ -21,6 +21,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/execclient"
 	"github.com/xjobdev/xjob/pkg/lease"
+	"github.com/xjobdev/xjob/pkg/metric"
 	"github.com/xjobdev/xjob/pkg/protocol"
 	"github.com/xjobdev/xjob/pkg/registry"
 	"github.com/xjobdev/xjob/pkg/ring"
@@ -77,6 +78,7 @@ type system struct {
 	ring  *ring.Ring
 	disp  *dispatch.Dispatcher
 	group xjob.Group
+	met   *metric.Metrics
 }
 
 func setup(t *testing.T) *system {
@@ -106,9 +108,10 @@ func setup(t *testing.T) *system {
 	if err != nil {
 		t.Fatal(err)
 	}
+	met := &metric.Metrics{}
 	d, err := dispatch.New(dispatch.Config{}, dispatch.Deps{
 		Store: db, Executors: client, Router: route.New(route.Options{Clock: clk, Prober: client}),
-		Addresses: reg, Completer: cb, Clock: clk, Logger: quiet,
+		Addresses: reg, Completer: cb, Clock: clk, Logger: quiet, Metrics: met,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +120,7 @@ func setup(t *testing.T) *system {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &system{t: t, db: db, clk: clk, exec: ex, ring: r, disp: d, group: g}
+	return &system{t: t, db: db, clk: clk, exec: ex, ring: r, disp: d, group: g, met: met}
 }
 
 func (s *system) scanner(owner string, jobs driver.JobStore) *scan.Scanner {
@@ -312,6 +315,16 @@ func TestNoDuplicateExecutionOnRedelivery(t *testing.T) {
 	s.run(s.scanner("a", nil), 20*time.Second, 3)
 	s.expectEveryFireOnce(jobs[0], t0.Add(time.Second), time.Second, t0.Add(19*time.Second))
 	s.expectEveryFireOnce(jobs[1], t0.Add(2*time.Second), 3*time.Second, t0.Add(17*time.Second))
+
+	// Invariant 7: what happened is counted — every run once as a
+	// trigger, every redelivery as a duplicate, and the fire delay.
+	m := s.met.Snapshot()
+	if runs := int64(len(s.exec.runs())); m.Triggers != runs || m.Duplicates < 2*runs {
+		t.Errorf("metrics = %+v; want %d triggers and ≥ %d duplicates", m, runs, 2*runs)
+	}
+	if m.FireDelayP99 != 1 {
+		t.Errorf("fire delay p99 bucket = %d ms; on a fake clock every fire is on time (≤ 1 ms bucket)", m.FireDelayP99)
+	}
 }
 
 // Invariants 2 and 3: two scanners work the same shard at once (a stale

@@ -6,15 +6,15 @@
 // the caller's, and raises the fencing token every time the lease changes
 // hands:
 //
-//	          Acquire (free/expired)              Renew (same owner+token)
-//	 free ─────────────────────────▶ held(owner, token n) ──────────────┐
-//	  ▲                                  │   ▲                           │
-//	  │ Release (keeps token n)          │   └───────────────────────────┘
-//	  └──────────────────────────────────┤
-//	                                     │ expiry passes, another owner Acquires
-//	                                     ▼
-//	                           held(other, token n+1) — the old holder's Renew
-//	                           and Release now fail with xjob.ErrLeaseLost
+//	         Acquire (free/expired)              Renew (same owner+token)
+//	free ─────────────────────────▶ held(owner, token n) ──────────────┐
+//	 ▲                                  │   ▲                           │
+//	 │ Release (keeps token n)          │   └───────────────────────────┘
+//	 └──────────────────────────────────┤
+//	                                    │ expiry passes, another owner Acquires
+//	                                    ▼
+//	                          held(other, token n+1) — the old holder's Renew
+//	                          and Release now fail with xjob.ErrLeaseLost
 //
 // The lease only makes double work unlikely; correctness does not rest on it.
 // A stale holder that still acts (a paused process) is stopped by the job's

@@ -1,0 +1,140 @@
+// Package metric counts what the scheduler does — triggers, results, fire
+// delay — so that an operator (and the benchmarks) can see it without
+// reading logs. Counters are lock-free; a Snapshot is cheap enough to serve
+// on every scrape.
+package metric
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// delayBounds are the upper bounds (inclusive) of the fire-delay buckets.
+var delayBounds = []time.Duration{
+	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond,
+	500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, time.Minute,
+}
+
+// Metrics is one process's counters. The zero value is ready to use; a nil
+// *Metrics ignores every call, so services need not check for one.
+type Metrics struct {
+	Triggers        atomic.Int64 // executor /run calls answered 200
+	TriggerFailures atomic.Int64 // triggers that failed (no address, executor refused, transport)
+	Duplicates      atomic.Int64 // occurrences dropped as already triggered
+	Dropped         atomic.Int64 // occurrences dropped as stale (job stopped, edited, deleted)
+	Successes       atomic.Int64 // results with handle code 200
+	Failures        atomic.Int64 // results with any other handle code
+	delay           [15]atomic.Int64
+	delaySum        atomic.Int64 // ms
+}
+
+// Trigger records one trigger attempt; delay is how late it was against
+// its scheduled fire time (0 for unscheduled triggers).
+func (m *Metrics) Trigger(ok bool, delay time.Duration) {
+	if m == nil {
+		return
+	}
+	if !ok {
+		m.TriggerFailures.Add(1)
+		return
+	}
+	m.Triggers.Add(1)
+	if delay < 0 {
+		delay = 0
+	}
+	i := len(delayBounds)
+	for j, b := range delayBounds {
+		if delay <= b {
+			i = j
+			break
+		}
+	}
+	m.delay[i].Add(1)
+	m.delaySum.Add(delay.Milliseconds())
+}
+
+// Result records one executor result.
+func (m *Metrics) Result(code int) {
+	if m == nil {
+		return
+	}
+	if code == 200 {
+		m.Successes.Add(1)
+	} else {
+		m.Failures.Add(1)
+	}
+}
+
+// Duplicate records an occurrence found already triggered.
+func (m *Metrics) Duplicate() {
+	if m != nil {
+		m.Duplicates.Add(1)
+	}
+}
+
+// Drop records a stale occurrence that was not triggered.
+func (m *Metrics) Drop() {
+	if m != nil {
+		m.Dropped.Add(1)
+	}
+}
+
+// Snapshot is a point-in-time copy of the counters, for JSON.
+type Snapshot struct {
+	Triggers        int64 `json:"triggers"`
+	TriggerFailures int64 `json:"triggerFailures"`
+	Duplicates      int64 `json:"duplicates"`
+	Dropped         int64 `json:"dropped"`
+	Successes       int64 `json:"successes"`
+	Failures        int64 `json:"failures"`
+	// FireDelayP50/P99 are upper bounds of the bucket holding that
+	// quantile, in milliseconds (-1 when above the last bucket).
+	FireDelayP50 int64 `json:"fireDelayP50Ms"`
+	FireDelayP99 int64 `json:"fireDelayP99Ms"`
+	FireDelayAvg int64 `json:"fireDelayAvgMs"`
+}
+
+// Snapshot copies the counters.
+func (m *Metrics) Snapshot() Snapshot {
+	if m == nil {
+		return Snapshot{}
+	}
+	s := Snapshot{
+		Triggers: m.Triggers.Load(), TriggerFailures: m.TriggerFailures.Load(), Duplicates: m.Duplicates.Load(),
+		Dropped: m.Dropped.Load(), Successes: m.Successes.Load(), Failures: m.Failures.Load(),
+	}
+	var counts [15]int64
+	var total int64
+	for i := range counts {
+		counts[i] = m.delay[i].Load()
+		total += counts[i]
+	}
+	if total > 0 {
+		s.FireDelayAvg = m.delaySum.Load() / total
+	}
+	s.FireDelayP50 = quantile(counts[:], total, 0.50)
+	s.FireDelayP99 = quantile(counts[:], total, 0.99)
+	return s
+}
+
+func quantile(counts []int64, total int64, q float64) int64 {
+	if total == 0 {
+		return 0
+	}
+	want := int64(float64(total)*q + 0.5)
+	if want < 1 {
+		want = 1
+	}
+	var seen int64
+	for i, c := range counts {
+		seen += c
+		if seen >= want {
+			if i < len(delayBounds) {
+				return delayBounds[i].Milliseconds()
+			}
+			return -1
+		}
+	}
+	return -1
+}
