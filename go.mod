@@ -3,6 +3,7 @@ module github.com/xjobdev/xjob
 go 1.26
 
 require (
+	github.com/aws/aws-lambda-go v1.55.1 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect

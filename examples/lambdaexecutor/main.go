@@ -1,0 +1,47 @@
+// Command lambdaexecutor serves xjob job handlers from an AWS Lambda
+// function URL. Build it as "bootstrap" for provided.al2023 (arm64):
+//
+//	GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -o bootstrap ./examples/lambdaexecutor
+//
+// Configuration comes from the function's environment: XJOB_ADMIN_ADDRESSES
+// (comma-separated) and XJOB_ACCESS_TOKEN. Register the function URL as the
+// (manual) address of an executor group; see package lambdaexec for what
+// beat, idleBeat, kill, log and block strategies mean on Lambda.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/xjobdev/xjob/pkg/executor"
+	"github.com/xjobdev/xjob/pkg/executor/lambdaexec"
+)
+
+func main() {
+	// Built once per execution environment, outside the handler.
+	e, err := executor.New(executor.Config{
+		AdminAddresses: strings.Split(os.Getenv("XJOB_ADMIN_ADDRESSES"), ","),
+		AccessToken:    os.Getenv("XJOB_ACCESS_TOKEN"),
+		JobLogMirror:   os.Stdout, // job log lines also go to CloudWatch Logs
+	})
+	if err != nil {
+		slog.Error("executor config", "err", err)
+		os.Exit(1)
+	}
+	if err := e.Register("demoJobHandler", demo); err != nil {
+		slog.Error("register", "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(lambdaexec.Handler(e))
+}
+
+// demo runs inside the invocation; ctx ends at the job's timeout or just
+// before the invocation's deadline, whichever comes first.
+func demo(ctx context.Context, job *executor.Job) error {
+	job.Logf("hello from Lambda, param=%q shard=%d/%d", job.Param, job.ShardIndex, job.ShardTotal)
+	return ctx.Err()
+}
