@@ -302,6 +302,13 @@ func parseList(f string, s fieldSpec, base int) ([4]uint64, error) {
 			}
 			step = n
 		}
+		// Quartz reads a month or weekday name (or a name range) and
+		// ignores the rest of the item, so "MON-FRI/2" is MON-FRI and
+		// "FRI/2" is FRI. The step is still validated above.
+		named := s.names != nil && strings.ContainsAny(rng, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+		if named {
+			step = 1
+		}
 		lo, hi := s.lo, s.hi
 		switch {
 		case rng == "*":
@@ -320,7 +327,7 @@ func parseList(f string, s fieldSpec, base int) ([4]uint64, error) {
 				return set, err
 			}
 			lo = v
-			if !hasStep {
+			if !hasStep || named {
 				hi = v
 			}
 		}
@@ -370,39 +377,25 @@ func parseValue(v string, s fieldSpec) (int, error) {
 // Next returns the first fire time strictly after t, or false when the
 // expression has no fire time after t up to the year 2199.
 //
-// Wall-clock times are mapped to instants the way Java's lenient calendar
-// does for a non-existent time: a wall time inside a spring-forward gap is
-// read with the offset in force before the gap (02:30 → 03:30 daylight
-// time). An ambiguous wall time inside a fall-back overlap maps to its first
-// occurrence only, so it fires once. See doc.go.
+// Like Quartz's getTimeAfter, the search runs over wall-clock readings of
+// c.loc strictly after t's own reading (whole seconds). A matching reading
+// that does not exist (spring-forward gap) is skipped; one that exists twice
+// (fall-back overlap) fires once, at its second, standard-time occurrence.
+// See doc.go for the measured Quartz behaviour this reproduces.
 func (c *Cron) Next(t time.Time) (time.Time, bool) {
 	lt := t.In(c.loc)
-	from := time.Date(lt.Year(), lt.Month(), lt.Day(), lt.Hour(), lt.Minute(), lt.Second(), 0, time.UTC)
-	// Just after a spring-forward gap, wall times inside the gap fire
-	// shifted forward and may still lie after t: start the scan early
-	// enough to see them.
-	if start, _ := lt.ZoneBounds(); !start.IsZero() {
-		_, offNow := lt.Zone()
-		_, offBefore := start.Add(-time.Second).Zone()
-		if gap := time.Duration(offNow-offBefore) * time.Second; gap > 0 && t.Sub(start) < gap {
-			from = from.Add(-gap)
-		}
-	}
-	// Scan matching wall times in ascending order. The mapping wall → instant
-	// is increasing except for gap-shifted times, which may land after later
-	// wall times; so a shifted hit is kept as a candidate and the scan goes
-	// on until an unshifted hit, which no later wall time can undercut.
+	from := time.Date(lt.Year(), lt.Month(), lt.Day(), lt.Hour(), lt.Minute(), lt.Second(), 0, time.UTC).Add(time.Second)
 	var best time.Time
 	found := false
 	c.scan(from, func(y int, mo time.Month, d, h, mi, s int) bool {
-		x, shifted := c.resolve(y, mo, d, h, mi, s)
-		if !x.After(t) {
+		x, ok := c.resolve(y, mo, d, h, mi, s)
+		// The !After test is defensive: a reading after t's reading never
+		// maps before t, as its latest occurrence is taken.
+		if !ok || !x.After(t) {
 			return true
 		}
-		if !found || x.Before(best) {
-			best, found = x, true
-		}
-		return shifted
+		best, found = x, true
+		return false
 	})
 	if !found {
 		return time.Time{}, false
@@ -537,15 +530,14 @@ func daysIn(y int, mo time.Month) int {
 	return time.Date(y, mo+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }
 
-// resolve maps a wall-clock reading in c.loc to an instant. A reading that
-// exists twice (fall-back overlap) maps to its first occurrence. A reading
-// that does not exist (spring-forward gap) is read with the offset in force
-// before the gap, i.e. moved forward by the gap's length, like Java's lenient
-// GregorianCalendar; shifted reports that case.
-func (c *Cron) resolve(y int, mo time.Month, d, h, mi, s int) (x time.Time, shifted bool) {
+// resolve maps a wall-clock reading in c.loc to an instant the way Quartz
+// ends up doing: a reading that exists twice (fall-back overlap) maps to its
+// later occurrence; a reading that does not exist (spring-forward gap)
+// reports ok = false and is not fired.
+func (c *Cron) resolve(y int, mo time.Month, d, h, mi, s int) (x time.Time, ok bool) {
 	wall := time.Date(y, mo, d, h, mi, s, 0, time.UTC).Unix()
 	if c.loc == time.UTC {
-		return time.Unix(wall, 0), false
+		return time.Unix(wall, 0), true
 	}
 	// Go's time.Date picks some nearby zone period; examine it and its two
 	// neighbours, which covers any single transition near the reading.
@@ -554,14 +546,13 @@ func (c *Cron) resolve(y int, mo time.Month, d, h, mi, s int) (x time.Time, shif
 	_, off := g.Zone()
 	type period struct {
 		off        int
-		start, end int64 // instants; math bounds when unknown
+		start, end int64 // instants; unbounded when hasS / hasE is false
 		hasS, hasE bool
 	}
 	ps := [3]period{{off: off, start: start.Unix(), end: end.Unix(), hasS: !start.IsZero(), hasE: !end.IsZero()}}
 	n := 1
 	if !start.IsZero() {
-		prev := start.Add(-time.Second)
-		_, po := prev.Zone()
+		_, po := start.Add(-time.Second).Zone()
 		ps[n] = period{off: po, end: start.Unix(), hasE: true}
 		n++
 	}
@@ -570,25 +561,15 @@ func (c *Cron) resolve(y int, mo time.Month, d, h, mi, s int) (x time.Time, shif
 		ps[n] = period{off: no, start: end.Unix(), hasS: true}
 		n++
 	}
-	var earliest int64
-	exact := false
+	var latest int64
 	for _, p := range ps[:n] {
 		u := wall - int64(p.off)
 		if (p.hasS && u < p.start) || (p.hasE && u >= p.end) {
 			continue
 		}
-		if !exact || u < earliest {
-			earliest, exact = u, true
+		if !ok || u > latest {
+			latest, ok = u, true
 		}
 	}
-	if exact {
-		return time.Unix(earliest, 0), false
-	}
-	// Gap. The reading fell before g's period started (under g's offset) or
-	// after it ended; use the offset in force before that transition.
-	u := wall - int64(off)
-	if ps[0].hasS && u < ps[0].start && n > 1 {
-		return time.Unix(wall-int64(ps[1].off), 0), true
-	}
-	return time.Unix(u, 0), true
+	return time.Unix(latest, 0), ok
 }

@@ -12,35 +12,59 @@
 //	                                   JAN-DEC SUN-SAT (any case)
 //
 // ", - * /" work in every field (a-b/n, a/n = a to the end, */n); ranges
-// wrap like Quartz (22-2, FRI-MON). Day-of-month also takes L, L-n (n ≤ 30),
-// nW, LW and L-nW; day-of-week takes qL (last weekday q, a lone L is 7) and
+// wrap like Quartz (22-2, FRI-MON, 28-3/2). Like Quartz, a step after a
+// month or weekday name is ignored: MON-FRI/2 is MON-FRI and FRI/2 is FRI
+// (numeric 2-6/2 does step). Day-of-month also takes L, L-n (n ≤ 30), nW,
+// LW and L-nW; day-of-week takes qL (last weekday q, a lone L is 7) and
 // q#n (n = 1..5). L, W and # forms stand alone (no lists). Exactly one of
 // day-of-month and day-of-week must be '?'.
 //
-// Rules Quartz leaves to Java quirks are fixed here: a day that does not
+// Month-end rules, all confirmed against Quartz 2.3.2: a day that does not
 // exist in a month (31, 30W, L-30 in a 30-day month) does not fire that
 // month; nW never leaves the month (1W on a Saturday is Monday the 3rd, a
 // Sunday last day moves back to Friday); q#5 skips months without a fifth q.
 //
 // # Time zones and DST
 //
-// Fields are matched against the wall clock of the job's zone; Next returns
-// whole seconds strictly after its argument. In a spring-forward gap a wall
-// time that does not exist fires once, read with the offset before the gap
-// (Java's lenient Calendar: 02:30 → 03:30 daylight time). In a fall-back
-// overlap a wall time fires once, at its first occurrence; a sub-hourly
-// schedule therefore does not fire again during the repeated hour.
+// Fields are matched against the wall clock of the job's zone and Next
+// returns whole seconds strictly after its argument. What follows was
+// measured on the real Quartz (Debian libquartz2-java 2.3.2, OpenJDK 17;
+// see quartz_golden_test.go for how) and is what Next reproduces:
 //
-// Note for compatibility: Quartz's real getTimeAfter resolves overlap times
-// through GregorianCalendar field setting, which picks the standard-time
-// (second) occurrence, and it skips (rather than shifts) hour-pinned gap times
-// such as "0 30 2 * * ?". We follow the lead's rule above instead: one fire
-// per wall time, none lost.
+//   - The search runs over wall-clock readings strictly after the reading
+//     of the start instant, never over instants; the wall clock never goes
+//     back.
+//   - Spring forward: a wall time that does not exist is skipped, not
+//     shifted. "0 30 2 * * ?" in America/New_York does not fire on
+//     2024-03-10; "0 */15 * * * ?" goes 01:45 EST → 03:00 EDT; in
+//     Australia/Lord_Howe (30-minute shift at 02:00) 02:10 is skipped and
+//     02:30 fires; in America/Santiago (gap at midnight) 00:00 is skipped
+//     but the rest of the day fires.
+//   - Fall back: a wall time that exists twice fires once, at its second
+//     (standard-time, later) occurrence. "0 30 1 * * ?" in New York fires
+//     at 01:30 EST on 2024-11-03, also when started inside the first 01:xx
+//     hour; a sub-hourly schedule has no fires during the first pass of the
+//     repeated hour ("0 */15" goes 00:45 EDT → 01:00 EST) and none twice.
+//     Started inside the second pass, the next matching reading after the
+//     start's reading fires (from 01:10 EST, 01:30 EST the same night).
+//
+// Neither case yields a duplicate fire or a loop, so no Quartz DST
+// behaviour was overridden.
+//
+// # Deviations from Quartz 2.3.2
+//
+// Quartz stops searching at MAX_YEAR = (current year when the JVM loaded
+// the class) + 100 and silently never fires later years, even when the year
+// field names them (in 2026, "0 0 0 1 1 ? 2199" never fires). That horizon
+// moves with the clock, so it cannot be a pure function; we keep the fixed
+// 1970-2199 range xxl-job documents. Quartz also accepts trailing junk
+// after a name ("MON/x", "MON/8"); we reject it with a ParseError.
 //
 // # Why our own matcher
 //
 // The brief asked for a library. Candidates compared (Go 1.26, a
-// throwaway program outside the repo; expected values by hand from Quartz):
+// throwaway program outside the repo; expected values by hand from Quartz,
+// before the DST rules above were measured):
 //
 //	rule                           reugn/go-quartz v0.15.2  adhocore/gronx v1.20.4  robfig/cron/v3 v3.0.1
 //	*/5, 0/15, 10-40/10            ok                       ok                      ok

@@ -1,0 +1,434 @@
+package drivertest
+
+import (
+	"cmp"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/driver"
+)
+
+// sampleJob returns a valid running CRON job of group, due at next.
+func sampleJob(group int64, next int64) xjob.Job {
+	j := xjob.Job{
+		GroupID:         group,
+		Description:     "sample job",
+		Author:          "drivertest",
+		AlarmEmail:      "ops@example.com",
+		ScheduleType:    xjob.ScheduleCron,
+		ScheduleConf:    "0 * * * * ?",
+		TimeZone:        "Europe/Paris",
+		MisfireStrategy: xjob.MisfireFireOnceNow,
+		RouteStrategy:   xjob.RouteRound,
+		Handler:         "demoHandler",
+		Param:           "p=1",
+		BlockStrategy:   xjob.BlockDiscardLater,
+		TimeoutSeconds:  30,
+		FailRetryCount:  2,
+		GlueType:        xjob.GlueBean,
+		GlueRemark:      "init",
+		GlueUpdatedAt:   1_700_000_000_000,
+		ChildJobIDs:     []int64{7, 9},
+		TriggerStatus:   xjob.StatusRunning,
+		TriggerNextTime: next,
+		CreatedAt:       1_700_000_000_000,
+		UpdatedAt:       1_700_000_000_001,
+	}
+	return j
+}
+
+// normJob makes empty and nil slices compare equal.
+func normJob(j xjob.Job) xjob.Job {
+	if len(j.ChildJobIDs) == 0 {
+		j.ChildJobIDs = nil
+	}
+	return j
+}
+
+func requireJob(t *testing.T, what string, got, want xjob.Job) {
+	t.Helper()
+	if g, w := normJob(got), normJob(want); !reflect.DeepEqual(g, w) {
+		t.Fatalf("%s:\n got  %+v\n want %+v", what, g, w)
+	}
+}
+
+func jobID(j xjob.Job) int64 { return j.ID }
+
+// ExerciseJobStore runs the JobStore contract against stores from newStore.
+func ExerciseJobStore(t *testing.T, newStore func(t *testing.T) driver.JobStore) {
+	t.Helper()
+
+	t.Run("InsertGet", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		in := sampleJob(3, 1_700_000_060_000)
+		got, err := s.JobInsert(ctx, in)
+		requireNoErr(t, err, "insert")
+		if got.ID <= 0 || got.Version != 1 || got.Revision != 1 || got.Shard < 0 {
+			t.Fatalf("insert returned id %d shard %d version %d revision %d", got.ID, got.Shard, got.Version, got.Revision)
+		}
+		want := in
+		want.ID, want.Shard, want.Version, want.Revision = got.ID, got.Shard, 1, 1
+		requireJob(t, "insert result", got, want)
+		read, err := s.JobGet(ctx, got.ID)
+		requireNoErr(t, err, "get")
+		requireJob(t, "get", read, want)
+	})
+
+	t.Run("NotFound", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		_, err := s.JobGet(ctx, 424242)
+		requireIs(t, err, xjob.ErrNotFound, "get missing")
+		requireIs(t, s.JobDelete(ctx, 424242), xjob.ErrNotFound, "delete missing")
+		j := sampleJob(1, 0)
+		j.ID = 424242
+		_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: j, ExpectVersion: 1})
+		requireMissing(t, err, "update missing")
+		requireMissing(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: 424242, ExpectVersion: 1, TriggerNextTime: 5}), "advance missing")
+		many, err := s.JobGetMany(ctx, []int64{424242, 424243})
+		requireNoErr(t, err, "get many missing")
+		if len(many) != 0 {
+			t.Fatalf("get many of missing ids returned %d jobs", len(many))
+		}
+	})
+
+	t.Run("IDsUniqueAndIncreasing", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		var last int64
+		for i := range 5 {
+			j, err := s.JobInsert(ctx, sampleJob(1, int64(i)))
+			requireNoErr(t, err, "insert")
+			if j.ID <= last {
+				t.Fatalf("insert %d: id %d not above previous %d", i, j.ID, last)
+			}
+			last = j.ID
+		}
+		const n = 8
+		got := make([]int64, n)
+		errs := race(n, func(i int) error {
+			j, err := s.JobInsert(ctx, sampleJob(1, 0))
+			got[i] = j.ID
+			return err
+		})
+		seen := map[int64]bool{}
+		for i, err := range errs {
+			requireNoErr(t, err, "concurrent insert")
+			if got[i] <= last || seen[got[i]] {
+				t.Fatalf("concurrent insert gave id %d (previous max %d, seen %v)", got[i], last, seen)
+			}
+			seen[got[i]] = true
+		}
+	})
+
+	t.Run("GetMany", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		a, err := s.JobInsert(ctx, sampleJob(1, 0))
+		requireNoErr(t, err, "insert")
+		b, err := s.JobInsert(ctx, sampleJob(2, 0))
+		requireNoErr(t, err, "insert")
+		_, err = s.JobInsert(ctx, sampleJob(3, 0))
+		requireNoErr(t, err, "insert")
+		many, err := s.JobGetMany(ctx, []int64{b.ID, 999_999, a.ID})
+		requireNoErr(t, err, "get many")
+		slices.SortFunc(many, func(x, y xjob.Job) int { return cmp.Compare(x.ID, y.ID) })
+		if len(many) != 2 {
+			t.Fatalf("get many: got %d jobs, want 2", len(many))
+		}
+		requireJob(t, "get many [0]", many[0], a)
+		requireJob(t, "get many [1]", many[1], b)
+		none, err := s.JobGetMany(ctx, nil)
+		requireNoErr(t, err, "get many of none")
+		if len(none) != 0 {
+			t.Fatalf("get many of no ids returned %d jobs", len(none))
+		}
+	})
+
+	t.Run("UpdateConditional", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		j, err := s.JobInsert(ctx, sampleJob(1, 100))
+		requireNoErr(t, err, "insert")
+		edit := j
+		edit.Description = "edited"
+		edit.ScheduleConf = "0 0 * * * ?"
+		edit.ChildJobIDs = []int64{11}
+		edit.Revision = j.Revision + 1
+		edit.UpdatedAt = j.UpdatedAt + 5
+		got, err := s.JobUpdate(ctx, driver.JobUpdateParams{Job: edit, ExpectVersion: j.Version})
+		requireNoErr(t, err, "update")
+		want := edit
+		want.Version = j.Version + 1
+		requireJob(t, "update result", got, want)
+		read, err := s.JobGet(ctx, j.ID)
+		requireNoErr(t, err, "get")
+		requireJob(t, "get after update", read, want)
+
+		stale := edit
+		stale.Description = "lost"
+		_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: stale, ExpectVersion: j.Version})
+		requireIs(t, err, xjob.ErrConflict, "update with stale version")
+		read, err = s.JobGet(ctx, j.ID)
+		requireNoErr(t, err, "get")
+		requireJob(t, "get after lost update", read, want)
+
+		// Revision is stored as given: an edit that does not touch the schedule keeps it.
+		same := read
+		same.Author = "someone else"
+		got, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: same, ExpectVersion: read.Version})
+		requireNoErr(t, err, "second update")
+		if got.Revision != read.Revision || got.Version != read.Version+1 {
+			t.Fatalf("second update: revision %d version %d, want %d %d", got.Revision, got.Version, read.Revision, read.Version+1)
+		}
+	})
+
+	t.Run("Advance", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		j, err := s.JobInsert(ctx, sampleJob(1, 1000))
+		requireNoErr(t, err, "insert")
+		requireNoErr(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version,
+			TriggerLastTime: 1000, TriggerNextTime: 61_000}), "advance")
+		got, err := s.JobGet(ctx, j.ID)
+		requireNoErr(t, err, "get")
+		want := j
+		want.TriggerLastTime, want.TriggerNextTime, want.Version = 1000, 61_000, j.Version+1
+		requireJob(t, "after advance", got, want)
+
+		err = s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version,
+			TriggerLastTime: 1000, TriggerNextTime: 61_000})
+		requireIs(t, err, xjob.ErrConflict, "advance with stale version")
+		_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: j, ExpectVersion: j.Version})
+		requireIs(t, err, xjob.ErrConflict, "update with version from before the advance")
+
+		requireNoErr(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: got.Version, Stop: true,
+			TriggerLastTime: 5, TriggerNextTime: 6}), "advance stop")
+		stopped, err := s.JobGet(ctx, j.ID)
+		requireNoErr(t, err, "get")
+		want.TriggerStatus, want.TriggerLastTime, want.TriggerNextTime = xjob.StatusStopped, 0, 0
+		want.Revision, want.Version = got.Revision+1, got.Version+1
+		requireJob(t, "after stop", stopped, want)
+		due, err := s.JobsDue(ctx, driver.JobsDueParams{Shard: j.Shard, Before: 1 << 62, Limit: 10})
+		requireNoErr(t, err, "due")
+		requireIDs(t, "due after stop", ids(due, jobID), nil)
+	})
+
+	t.Run("ConcurrentAdvanceOneWinner", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		j, err := s.JobInsert(ctx, sampleJob(1, 1000))
+		requireNoErr(t, err, "insert")
+		const n = 8
+		errs := race(n, func(i int) error {
+			return s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version,
+				TriggerLastTime: 1000, TriggerNextTime: 2000 + int64(i)})
+		})
+		w := oneWinner(t, errs, xjob.ErrConflict, "concurrent advance")
+		got, err := s.JobGet(ctx, j.ID)
+		requireNoErr(t, err, "get")
+		if got.Version != j.Version+1 || got.TriggerNextTime != 2000+int64(w) {
+			t.Fatalf("after race: version %d next %d, want %d %d", got.Version, got.TriggerNextTime, j.Version+1, 2000+w)
+		}
+	})
+
+	t.Run("RecordSlow", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		j, err := s.JobInsert(ctx, sampleJob(1, 1000))
+		requireNoErr(t, err, "insert")
+		const minute = 28_333_333
+		requireNoErr(t, s.JobRecordSlow(ctx, j.ID, minute), "record slow")
+		requireNoErr(t, s.JobRecordSlow(ctx, j.ID, minute), "record slow")
+		got, err := s.JobGet(ctx, j.ID)
+		requireNoErr(t, err, "get")
+		if got.SlowMinute != minute || got.SlowCount != 2 || got.Version != j.Version {
+			t.Fatalf("after two slow dispatches: minute %d count %d version %d, want %d 2 %d",
+				got.SlowMinute, got.SlowCount, got.Version, minute, j.Version)
+		}
+		requireNoErr(t, s.JobRecordSlow(ctx, j.ID, minute+1), "record slow next minute")
+		got, err = s.JobGet(ctx, j.ID)
+		requireNoErr(t, err, "get")
+		if got.SlowMinute != minute+1 || got.SlowCount != 1 {
+			t.Fatalf("next minute: minute %d count %d, want %d 1", got.SlowMinute, got.SlowCount, minute+1)
+		}
+		// The version did not move, so a scan holding it still advances.
+		requireNoErr(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version, TriggerNextTime: 5}),
+			"advance after slow records")
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		j, err := s.JobInsert(ctx, sampleJob(1, 1000))
+		requireNoErr(t, err, "insert")
+		requireNoErr(t, s.JobDelete(ctx, j.ID), "delete")
+		_, err = s.JobGet(ctx, j.ID)
+		requireIs(t, err, xjob.ErrNotFound, "get deleted")
+		requireIs(t, s.JobDelete(ctx, j.ID), xjob.ErrNotFound, "delete twice")
+		due, err := s.JobsDue(ctx, driver.JobsDueParams{Shard: j.Shard, Before: 1 << 62, Limit: 10})
+		requireNoErr(t, err, "due")
+		requireIDs(t, "due after delete", ids(due, jobID), nil)
+		k, err := s.JobInsert(ctx, sampleJob(1, 1000))
+		requireNoErr(t, err, "insert after delete")
+		if k.ID <= j.ID {
+			t.Fatalf("id %d reused or smaller after deleting %d", k.ID, j.ID)
+		}
+	})
+
+	t.Run("Due", func(t *testing.T) { t.Parallel(); exerciseJobsDue(t, newStore(t)) })
+	t.Run("List", func(t *testing.T) { t.Parallel(); exerciseJobList(t, newStore(t)) })
+}
+
+func exerciseJobsDue(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	const now = 1_700_000_000_000
+	var all []xjob.Job
+	for i := range 60 {
+		j := sampleJob(1, now+int64(i%7)*1000) // many ties on next time
+		switch i % 10 {
+		case 3: // stopped but with a next time: never due
+			j.TriggerStatus = xjob.StatusStopped
+		case 5: // far in the future
+			j.TriggerNextTime = now + 3_600_000
+		}
+		got, err := s.JobInsert(ctx, j)
+		requireNoErr(t, err, "insert")
+		all = append(all, got)
+	}
+	// Stop one running job through an update and one through advance.
+	upd := all[0]
+	upd.TriggerStatus = xjob.StatusStopped
+	upd.Revision++
+	upd, err := s.JobUpdate(ctx, driver.JobUpdateParams{Job: upd, ExpectVersion: all[0].Version})
+	requireNoErr(t, err, "stop by update")
+	all[0] = upd
+	requireNoErr(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: all[1].ID, ExpectVersion: all[1].Version, Stop: true}), "stop by advance")
+	all[1], err = s.JobGet(ctx, all[1].ID)
+	requireNoErr(t, err, "get")
+
+	shards := map[int]bool{}
+	for _, j := range all {
+		shards[j.Shard] = true
+	}
+	before := int64(now + 4000) // inclusive: jobs due exactly then are in
+	for shard := range shards {
+		var want []xjob.Job
+		for _, j := range all {
+			if j.Shard == shard && j.TriggerStatus == xjob.StatusRunning && j.TriggerNextTime <= before {
+				want = append(want, j)
+			}
+		}
+		slices.SortFunc(want, func(a, b xjob.Job) int {
+			return cmp.Or(cmp.Compare(a.TriggerNextTime, b.TriggerNextTime), cmp.Compare(a.ID, b.ID))
+		})
+		what := fmt.Sprintf("shard %d", shard)
+		got, err := s.JobsDue(ctx, driver.JobsDueParams{Shard: shard, Before: before, Limit: 1000})
+		requireNoErr(t, err, what)
+		requireIDs(t, what, ids(got, jobID), ids(want, jobID))
+		for i := range got {
+			requireJob(t, what+" record", got[i], want[i])
+		}
+
+		// Keyset pages of 2 through the cursor give the same jobs.
+		var paged []xjob.Job
+		var after driver.DueCursor
+		for range 100 {
+			page, err := s.JobsDue(ctx, driver.JobsDueParams{Shard: shard, Before: before, After: after, Limit: 2})
+			requireNoErr(t, err, what+" page")
+			if len(page) > 2 {
+				t.Fatalf("%s: page of %d jobs with limit 2", what, len(page))
+			}
+			if len(page) == 0 {
+				break
+			}
+			paged = append(paged, page...)
+			last := page[len(page)-1]
+			after = driver.DueCursor{NextTime: last.TriggerNextTime, ID: last.ID}
+		}
+		requireIDs(t, what+" paged", ids(paged, jobID), ids(want, jobID))
+	}
+	if len(shards) < 2 {
+		t.Logf("all jobs landed in one shard; shard isolation not exercised")
+	}
+	// Before is inclusive at the exact instant.
+	for _, j := range all {
+		if j.TriggerStatus == xjob.StatusRunning {
+			got, err := s.JobsDue(ctx, driver.JobsDueParams{Shard: j.Shard, Before: j.TriggerNextTime, Limit: 1000})
+			requireNoErr(t, err, "due at exact time")
+			if !slices.Contains(ids(got, jobID), j.ID) {
+				t.Fatalf("job %d due at %d not returned for Before=%d", j.ID, j.TriggerNextTime, j.TriggerNextTime)
+			}
+			got, err = s.JobsDue(ctx, driver.JobsDueParams{Shard: j.Shard, Before: j.TriggerNextTime - 1, Limit: 1000})
+			requireNoErr(t, err, "due just before")
+			if slices.Contains(ids(got, jobID), j.ID) {
+				t.Fatalf("job %d due at %d returned for Before=%d", j.ID, j.TriggerNextTime, j.TriggerNextTime-1)
+			}
+			break
+		}
+	}
+}
+
+func exerciseJobList(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	var all []xjob.Job
+	for i := range 12 {
+		j := sampleJob(int64(1+i%3), 1000)
+		j.Description = fmt.Sprintf("job number %02d", i)
+		j.Handler = []string{"alphaHandler", "betaHandler"}[i%2]
+		j.Author = []string{"ann", "bob", "carol", "dave"}[i%4]
+		if i%4 == 1 {
+			j.TriggerStatus = xjob.StatusStopped
+		}
+		got, err := s.JobInsert(ctx, j)
+		requireNoErr(t, err, "insert")
+		all = append(all, got)
+	}
+	stopped, running := xjob.StatusStopped, xjob.StatusRunning
+	cases := []struct {
+		name string
+		p    driver.JobListParams
+		keep func(xjob.Job) bool
+	}{
+		{"all", driver.JobListParams{}, func(xjob.Job) bool { return true }},
+		{"group", driver.JobListParams{GroupID: 2}, func(j xjob.Job) bool { return j.GroupID == 2 }},
+		{"stopped", driver.JobListParams{Status: &stopped}, func(j xjob.Job) bool { return j.TriggerStatus == stopped }},
+		{"running in group 1", driver.JobListParams{Status: &running, GroupID: 1},
+			func(j xjob.Job) bool { return j.TriggerStatus == running && j.GroupID == 1 }},
+		{"description substring", driver.JobListParams{Description: "number 1"},
+			func(j xjob.Job) bool { return j.Description >= "job number 10" }},
+		{"handler substring", driver.JobListParams{Handler: "beta"}, func(j xjob.Job) bool { return j.Handler == "betaHandler" }},
+		{"author substring", driver.JobListParams{Author: "aro"}, func(j xjob.Job) bool { return j.Author == "carol" }},
+		{"no match", driver.JobListParams{Author: "zed"}, func(xjob.Job) bool { return false }},
+	}
+	for _, c := range cases {
+		var want []int64
+		for _, j := range all {
+			if c.keep(j) {
+				want = append(want, j.ID)
+			}
+		}
+		for _, limit := range []int{1000, 2} {
+			p := c.p
+			p.Limit = limit
+			var got []xjob.Job
+			for range 100 {
+				page, err := s.JobList(ctx, p)
+				requireNoErr(t, err, c.name)
+				if len(page.Jobs) > limit {
+					t.Fatalf("%s: page of %d with limit %d", c.name, len(page.Jobs), limit)
+				}
+				got = append(got, page.Jobs...)
+				if page.Next == "" {
+					break
+				}
+				p.Cursor = page.Next
+			}
+			requireIDs(t, fmt.Sprintf("%s (limit %d)", c.name, limit), ids(got, jobID), want)
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package schedule
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+)
+
+// quartzCase is one entry of testdata/quartz_golden.json.
+type quartzCase struct {
+	Name  string   `json:"name"`
+	Expr  string   `json:"expr"`
+	TZ    string   `json:"tz"`
+	From  string   `json:"from"`  // RFC 3339 start instant
+	N     int      `json:"n"`     // fires asked of Quartz
+	Error string   `json:"error"` // parse error or timeout in Quartz; none in the file
+	End   bool     `json:"end"`   // Quartz returned null before n fires
+	Want  []string `json:"want"`  // Quartz's fires, RFC 3339 in the case's zone
+}
+
+// TestCronQuartzGolden replays fire times produced by the real Quartz.
+//
+// testdata/quartz_golden.json was generated (2026-11, outside the repo) with
+// Debian bookworm's libquartz2-java 2.3.2-4 (/usr/share/java/quartz2.jar,
+// org.quartz.CronExpression) on OpenJDK 17.0.15 and its bundled tzdata. For
+// each case a small Java program did: new CronExpression(expr);
+// setTimeZone(TimeZone.getTimeZone(tz)); at = the start instant; then up to n
+// times: next = getNextValidTimeAfter(at), stop when it returns null (the
+// case's "end"), else record next as RFC 3339 with its offset in tz and set
+// at = next. Each call ran under a 10 s timeout; none hit it, and Quartz
+// parsed every expression.
+//
+// The cases are: every row of TestCronNextGolden (with one extra fire each);
+// NY and Berlin spring-forward and fall-back days for 0 30 2, 0 0 2,
+// 0 */15, 0 0 *, 0 30 1, 0 0/20 1-3 and more; starts inside overlaps and
+// just after gaps; Lord Howe's 30-minute transitions; Santiago's midnight
+// gap; L, L-n, LW, L-nW, nW near month ends, qL, q#n including #5; year
+// fields; wrap-around ranges with and without steps; name ranges with steps;
+// and 150 random expressions (seeded, six zones, five fires each). Cases
+// reaching past 2125 were left out: Quartz's search horizon is
+// MAX_YEAR = (current year + 100), which moves with the clock (doc.go,
+// "Deviations").
+func TestCronQuartzGolden(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("testdata/quartz_golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []quartzCase
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		t.Fatalf("quartz_golden.json: %v", err)
+	}
+	if len(cases) < 300 {
+		t.Fatalf("quartz_golden.json has %d cases, want the full set", len(cases))
+	}
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			if tc.Error != "" {
+				t.Fatalf("case recorded a Quartz error: %s", tc.Error)
+			}
+			loc := mustLoc(t, tc.TZ)
+			s, err := ParseCron(tc.Expr, loc)
+			if err != nil {
+				t.Fatalf("ParseCron(%q): %v", tc.Expr, err)
+			}
+			at := mustTime(t, tc.From)
+			var got []time.Time
+			for range tc.N {
+				next, ok := s.Next(at)
+				if !ok {
+					break
+				}
+				if next.Location() != loc {
+					t.Fatalf("location %v, want %v", next.Location(), loc)
+				}
+				got = append(got, next)
+				at = next
+			}
+			same := len(got) == len(tc.Want)
+			for i := 0; same && i < len(got); i++ {
+				same = got[i].Equal(mustTime(t, tc.Want[i]))
+			}
+			if !same {
+				g := make([]string, len(got))
+				for i, x := range got {
+					g[i] = x.Format(time.RFC3339)
+				}
+				t.Fatalf("%q in %s after %s (Quartz end=%v):\n got %v\nwant %v", tc.Expr, tc.TZ, tc.From, tc.End, g, tc.Want)
+			}
+		})
+	}
+}

@@ -1,0 +1,264 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/driver"
+)
+
+const jobColumns = `id, shard, group_id, description, author, alarm_email,
+	schedule_type, schedule_conf, time_zone, misfire_strategy,
+	route_strategy, handler, param, block_strategy, timeout_seconds, fail_retry_count,
+	glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
+	trigger_status, trigger_last_time, trigger_next_time,
+	version, revision, slow_minute, slow_count, created_at, updated_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanJob(s scanner) (xjob.Job, error) {
+	var j xjob.Job
+	var children string
+	err := s.Scan(&j.ID, &j.Shard, &j.GroupID, &j.Description, &j.Author, &j.AlarmEmail,
+		&j.ScheduleType, &j.ScheduleConf, &j.TimeZone, &j.MisfireStrategy,
+		&j.RouteStrategy, &j.Handler, &j.Param, &j.BlockStrategy, &j.TimeoutSeconds, &j.FailRetryCount,
+		&j.GlueType, &j.GlueSource, &j.GlueRemark, &j.GlueUpdatedAt, &children,
+		&j.TriggerStatus, &j.TriggerLastTime, &j.TriggerNextTime,
+		&j.Version, &j.Revision, &j.SlowMinute, &j.SlowCount, &j.CreatedAt, &j.UpdatedAt)
+	if err != nil {
+		return xjob.Job{}, err
+	}
+	if j.ChildJobIDs, err = xjob.ParseChildJobIDs(children); err != nil {
+		return xjob.Job{}, fmt.Errorf("job %d child ids: %w", j.ID, err)
+	}
+	return j, nil
+}
+
+func scanJobs(rows *sql.Rows) ([]xjob.Job, error) {
+	defer rows.Close()
+	var out []xjob.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+func formatIDs(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+// JobInsert stores a new job; its shard is derived from the id it gets.
+func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
+	err := db.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `INSERT INTO jobs (group_id, description, author, alarm_email,
+			schedule_type, schedule_conf, time_zone, misfire_strategy,
+			route_strategy, handler, param, block_strategy, timeout_seconds, fail_retry_count,
+			glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
+			trigger_status, trigger_last_time, trigger_next_time,
+			version, revision, created_at, updated_at)
+			VALUES (?,?,?,?, ?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1,1,?,?) RETURNING id`,
+			job.GroupID, job.Description, job.Author, job.AlarmEmail,
+			job.ScheduleType, job.ScheduleConf, job.TimeZone, job.MisfireStrategy,
+			job.RouteStrategy, job.Handler, job.Param, job.BlockStrategy, job.TimeoutSeconds, job.FailRetryCount,
+			job.GlueType, job.GlueSource, job.GlueRemark, job.GlueUpdatedAt, formatIDs(job.ChildJobIDs),
+			job.TriggerStatus, job.TriggerLastTime, job.TriggerNextTime,
+			job.CreatedAt, job.UpdatedAt).Scan(&job.ID)
+		if err != nil {
+			return err
+		}
+		job.Shard = xjob.ShardOf(job.ID, db.opts.Shards)
+		_, err = tx.ExecContext(ctx, `UPDATE jobs SET shard = ? WHERE id = ?`, job.Shard, job.ID)
+		return err
+	})
+	if err != nil {
+		return xjob.Job{}, fmt.Errorf("sqlite job insert: %w", err)
+	}
+	job.Version, job.Revision, job.SlowMinute, job.SlowCount = 1, 1, 0, 0
+	return job, nil
+}
+
+// JobGet returns one job or xjob.ErrNotFound.
+func (db *DB) JobGet(ctx context.Context, id int64) (xjob.Job, error) {
+	j, err := scanJob(db.r.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	if err != nil {
+		return xjob.Job{}, fmt.Errorf("sqlite job get %d: %w", id, notFound(err))
+	}
+	return j, nil
+}
+
+// JobGetMany returns the jobs that exist among ids.
+func (db *DB) JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	// json_each keeps the statement one shape whatever the number of ids.
+	rows, err := db.r.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`, "["+formatIDs(ids)+"]")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite job get many: %w", err)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite job get many: %w", err)
+	}
+	return jobs, nil
+}
+
+// JobUpdate replaces a job if its version is ExpectVersion. ID, shard,
+// creation time and the slow-dispatch counters are kept from the store.
+func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job, error) {
+	j := p.Job
+	out, err := scanJob(db.w.QueryRowContext(ctx, `UPDATE jobs SET group_id = ?, description = ?, author = ?, alarm_email = ?,
+		schedule_type = ?, schedule_conf = ?, time_zone = ?, misfire_strategy = ?,
+		route_strategy = ?, handler = ?, param = ?, block_strategy = ?, timeout_seconds = ?, fail_retry_count = ?,
+		glue_type = ?, glue_source = ?, glue_remark = ?, glue_updated_at = ?, child_job_ids = ?,
+		trigger_status = ?, trigger_last_time = ?, trigger_next_time = ?,
+		revision = ?, updated_at = ?, version = version + 1
+		WHERE id = ? AND version = ? RETURNING `+jobColumns,
+		j.GroupID, j.Description, j.Author, j.AlarmEmail,
+		j.ScheduleType, j.ScheduleConf, j.TimeZone, j.MisfireStrategy,
+		j.RouteStrategy, j.Handler, j.Param, j.BlockStrategy, j.TimeoutSeconds, j.FailRetryCount,
+		j.GlueType, j.GlueSource, j.GlueRemark, j.GlueUpdatedAt, formatIDs(j.ChildJobIDs),
+		j.TriggerStatus, j.TriggerLastTime, j.TriggerNextTime,
+		j.Revision, j.UpdatedAt, j.ID, p.ExpectVersion))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = db.missingOr(ctx, "jobs", j.ID, xjob.ErrConflict)
+	}
+	if err != nil {
+		return xjob.Job{}, fmt.Errorf("sqlite job update %d: %w", j.ID, err)
+	}
+	return out, nil
+}
+
+// JobAdvance records a scan's progress, conditional on the version.
+func (db *DB) JobAdvance(ctx context.Context, p driver.JobAdvanceParams) error {
+	var n int64
+	var err error
+	if p.Stop {
+		n, err = rowsAffected(db.w.ExecContext(ctx, `UPDATE jobs SET trigger_status = 0,
+			trigger_last_time = 0, trigger_next_time = 0, revision = revision + 1, version = version + 1
+			WHERE id = ? AND version = ?`, p.ID, p.ExpectVersion))
+	} else {
+		n, err = rowsAffected(db.w.ExecContext(ctx, `UPDATE jobs SET trigger_last_time = ?,
+			trigger_next_time = ?, version = version + 1
+			WHERE id = ? AND version = ?`, p.TriggerLastTime, p.TriggerNextTime, p.ID, p.ExpectVersion))
+	}
+	if err == nil && n == 0 {
+		err = db.missingOr(ctx, "jobs", p.ID, xjob.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite job advance %d: %w", p.ID, err)
+	}
+	return nil
+}
+
+// JobRecordSlow counts a slow dispatch in minute; a count for an older
+// minute than the one stored is dropped.
+func (db *DB) JobRecordSlow(ctx context.Context, id int64, minute int64) error {
+	n, err := rowsAffected(db.w.ExecContext(ctx, `UPDATE jobs SET
+		slow_count = CASE WHEN slow_minute = ?1 THEN slow_count + 1 ELSE 1 END,
+		slow_minute = ?1
+		WHERE id = ?2 AND slow_minute <= ?1`, minute, id))
+	if err == nil && n == 0 {
+		// Either missing or an out-of-date minute (nothing to do).
+		err = db.missingOr(ctx, "jobs", id, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite job record slow %d: %w", id, err)
+	}
+	return nil
+}
+
+// JobDelete removes a job.
+func (db *DB) JobDelete(ctx context.Context, id int64) error {
+	n, err := rowsAffected(db.w.ExecContext(ctx, `DELETE FROM jobs WHERE id = ?`, id))
+	if err == nil && n == 0 {
+		err = xjob.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite job delete %d: %w", id, err)
+	}
+	return nil
+}
+
+// JobList pages through jobs in id order. The cursor is the last id served.
+func (db *DB) JobList(ctx context.Context, p driver.JobListParams) (driver.JobPage, error) {
+	limit := clampLimit(p.Limit, 100, 1000)
+	where := []string{"1 = 1"}
+	var args []any
+	if p.Cursor != "" {
+		after, err := strconv.ParseInt(p.Cursor, 10, 64)
+		if err != nil {
+			return driver.JobPage{}, fmt.Errorf("sqlite job list: %w", badCursor(p.Cursor))
+		}
+		where, args = append(where, "id > ?"), append(args, after)
+	}
+	if p.GroupID != 0 {
+		where, args = append(where, "group_id = ?"), append(args, p.GroupID)
+	}
+	if p.Status != nil {
+		where, args = append(where, "trigger_status = ?"), append(args, int(*p.Status))
+	}
+	for _, f := range []struct{ col, v string }{
+		{"description", p.Description}, {"handler", p.Handler}, {"author", p.Author},
+	} {
+		if f.v != "" {
+			where, args = append(where, "instr("+f.col+", ?) > 0"), append(args, f.v)
+		}
+	}
+	args = append(args, limit+1)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE `+
+		strings.Join(where, " AND ")+` ORDER BY id LIMIT ?`, args...)
+	if err != nil {
+		return driver.JobPage{}, fmt.Errorf("sqlite job list: %w", err)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return driver.JobPage{}, fmt.Errorf("sqlite job list: %w", err)
+	}
+	var page driver.JobPage
+	if len(jobs) > limit {
+		jobs = jobs[:limit]
+		page.Next = strconv.FormatInt(jobs[limit-1].ID, 10)
+	}
+	page.Jobs = jobs
+	return page, nil
+}
+
+// jobsDueSQL reads through the partial index jobs_due: the literal
+// trigger_status = 1 is what lets SQLite pick it.
+const jobsDueSQL = `SELECT ` + jobColumns + ` FROM jobs INDEXED BY jobs_due
+	WHERE trigger_status = 1 AND shard = ? AND trigger_next_time <= ?
+	  AND (trigger_next_time, id) > (?, ?)
+	ORDER BY trigger_next_time, id LIMIT ?`
+
+// JobsDue returns running jobs of one shard due at or before p.Before.
+func (db *DB) JobsDue(ctx context.Context, p driver.JobsDueParams) ([]xjob.Job, error) {
+	limit := clampLimit(p.Limit, 1000, 100000)
+	after := p.After
+	if after == (driver.DueCursor{}) {
+		after = driver.DueCursor{NextTime: -1 << 62}
+	}
+	rows, err := db.r.QueryContext(ctx, jobsDueSQL, p.Shard, p.Before, after.NextTime, after.ID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite jobs due: %w", err)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite jobs due: %w", err)
+	}
+	return jobs, nil
+}

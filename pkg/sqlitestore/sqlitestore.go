@@ -1,0 +1,305 @@
+// Package sqlitestore is xjob's local-mode backend: every store port and the
+// ring and dispatch queues of package driver, kept in one SQLite file through
+// the pure-Go modernc.org/sqlite driver (no cgo).
+//
+// The file is opened in WAL mode with synchronous=NORMAL, so readers never
+// block the writer. Each *DB holds two connection pools: a single writer
+// connection whose transactions start with BEGIN IMMEDIATE (writes inside one
+// process queue in Go instead of spinning on SQLITE_BUSY), and a pool of
+// readers. Several processes may open the same file: every conditional write
+// is a single UPDATE … WHERE version = ? (or an upsert) whose affected rows
+// decide the winner, or runs inside BEGIN IMMEDIATE, so correctness never
+// depends on in-process locks; the busy timeout absorbs cross-process
+// contention.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
+)
+
+var (
+	_ driver.Store  = (*DB)(nil)
+	_ driver.Queues = (*DB)(nil)
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Options configure a DB. The zero value is usable.
+type Options struct {
+	// Shards is the number of scan shards jobs are spread over (default
+	// 16). Every process opening one file must use the same value: a job's
+	// shard is fixed when it is inserted.
+	Shards int
+	// Clock is what queues read time from and wait on (default clock.Real{}),
+	// so tests drive delayed visibility and long polls with clock.Fake.
+	Clock clock.Clock
+	// BusyTimeout is how long a statement waits for another process's write
+	// lock before failing with SQLITE_BUSY (default 10 s).
+	BusyTimeout time.Duration
+	// Readers caps the read connection pool (default max(4, GOMAXPROCS)).
+	Readers int
+	// PollInterval is how often a long-polling Receive re-reads the queue
+	// table, for messages sent by another process (default 100 ms; sends
+	// within this process wake waiters at once).
+	PollInterval time.Duration
+}
+
+func (o *Options) applyDefaults() {
+	if o.Shards <= 0 {
+		o.Shards = 16
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 10 * time.Second
+	}
+	if o.Readers <= 0 {
+		o.Readers = max(4, runtime.GOMAXPROCS(0))
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = 100 * time.Millisecond
+	}
+}
+
+// DB is an open SQLite file. It implements driver.Store and driver.Queues
+// and is safe for concurrent use.
+type DB struct {
+	opts Options
+	w    *sql.DB // one connection, BEGIN IMMEDIATE transactions
+	r    *sql.DB // readers
+
+	ring  *queue[xjob.RingBucket]
+	fast  *queue[xjob.DispatchTask]
+	slow  *queue[xjob.DispatchTask]
+	other sync.Map // lane name → *queue[xjob.DispatchTask] for unknown lanes
+
+	mu      sync.Mutex
+	signals map[string]chan struct{} // queue name → closed on Send, then replaced
+}
+
+// Open opens (creating if needed) the SQLite file at path and applies any
+// pending migrations.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	opts.applyDefaults()
+	if path == "" {
+		return nil, errors.New("sqlite open: empty path")
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(0)")
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + path + "?" + q.Encode()
+
+	w, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+	r, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(opts.Readers)
+	r.SetMaxIdleConns(opts.Readers)
+
+	db := &DB{opts: opts, w: w, r: r, signals: map[string]chan struct{}{}}
+	if err := db.migrateRetrying(ctx); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	db.ring = newQueue[xjob.RingBucket](db, "ring")
+	db.fast = newQueue[xjob.DispatchTask](db, "dispatch-"+string(xjob.LaneFast))
+	db.slow = newQueue[xjob.DispatchTask](db, "dispatch-"+string(xjob.LaneSlow))
+	return db, nil
+}
+
+// Close closes both connection pools.
+func (db *DB) Close() error {
+	return errors.Join(db.w.Close(), db.r.Close())
+}
+
+// Shards returns the number of scan shards the DB was opened with.
+func (db *DB) Shards() int { return db.opts.Shards }
+
+// migrateRetrying runs migrate, retrying while another process holds a
+// lock the busy handler does not wait for: switching a new file to WAL
+// needs an exclusive lock, and SQLite reports SQLITE_BUSY at once when
+// several processes open a new file together. This waits on the wall
+// clock on purpose: it is about OS file locks, not scheduling time.
+func (db *DB) migrateRetrying(ctx context.Context) error {
+	deadline := time.Now().Add(db.opts.BusyTimeout)
+	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
+		err := db.migrate(ctx)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("sqlite migrate: %w", ctx.Err())
+		}
+	}
+}
+
+// isBusy reports whether err is SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqliteBusy
+}
+
+// migrate applies the embedded migrations not yet recorded in
+// schema_migrations, in name order, in one IMMEDIATE transaction, so that
+// processes opening a new file at the same time apply them once.
+func (db *DB) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("sqlite migrate: %w", err)
+	}
+	sort.Strings(names)
+	return db.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    TEXT PRIMARY KEY,
+			applied_at INTEGER NOT NULL
+		) WITHOUT ROWID`); err != nil {
+			return fmt.Errorf("sqlite migrate: %w", err)
+		}
+		applied := map[string]bool{}
+		rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+		if err != nil {
+			return fmt.Errorf("sqlite migrate: %w", err)
+		}
+		for rows.Next() {
+			var v string
+			if err := rows.Scan(&v); err != nil {
+				_ = rows.Close()
+				return fmt.Errorf("sqlite migrate: %w", err)
+			}
+			applied[v] = true
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("sqlite migrate: %w", err)
+		}
+		for _, name := range names {
+			version := strings.TrimSuffix(strings.TrimPrefix(name, "migrations/"), ".sql")
+			if applied[version] {
+				continue
+			}
+			body, err := migrationFS.ReadFile(name)
+			if err != nil {
+				return fmt.Errorf("sqlite migrate %s: %w", version, err)
+			}
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return fmt.Errorf("sqlite migrate %s: %w", version, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+				version, time.Now().UnixMilli()); err != nil {
+				return fmt.Errorf("sqlite migrate %s: %w", version, err)
+			}
+		}
+		return nil
+	})
+}
+
+// inTx runs fn in a BEGIN IMMEDIATE transaction on the writer connection.
+func (db *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// missingOr tells a lost conditional write apart from a missing record:
+// ErrNotFound when table has no row id, else lost.
+func (db *DB) missingOr(ctx context.Context, table string, id int64, lost error) error {
+	var one int
+	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM `+table+` WHERE id = ?`, id).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return xjob.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return lost
+}
+
+// notFound maps sql.ErrNoRows to xjob.ErrNotFound.
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return xjob.ErrNotFound
+	}
+	return err
+}
+
+// rowsAffected returns how many rows res changed.
+func rowsAffected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// clampLimit turns a caller's limit into one the store serves.
+func clampLimit(n, def, maxN int) int {
+	if n <= 0 {
+		return def
+	}
+	return min(n, maxN)
+}
+
+// signal returns the channel closed at the next Send to queue name.
+func (db *DB) signal(name string) <-chan struct{} {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ch, ok := db.signals[name]
+	if !ok {
+		ch = make(chan struct{})
+		db.signals[name] = ch
+	}
+	return ch
+}
+
+// wake tells this process's waiters on queue name that a message was sent.
+func (db *DB) wake(name string) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if ch, ok := db.signals[name]; ok {
+		close(ch)
+		delete(db.signals, name)
+	}
+}
+
+// sqliteBusy is SQLITE_BUSY, the primary result code of a lock conflict.
+const sqliteBusy = 5
