@@ -10,6 +10,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/metric"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
@@ -56,6 +57,8 @@ type Config struct {
 	SweepGrace time.Duration
 	// SweepLimit caps the logs one Sweep handles (default DefaultSweepLimit).
 	SweepLimit int
+	// Metrics, if set, counts recorded results.
+	Metrics *metric.Metrics
 }
 
 // Validate reports a missing dependency or a negative setting.
@@ -181,6 +184,7 @@ func (s *Service) Finish(ctx context.Context, l xjob.Log, code int, msg string) 
 	case err != nil:
 		return xjob.Log{}, fmt.Errorf("callback log finish: %w", err)
 	}
+	s.cfg.Metrics.Result(done.HandleCode)
 	if d := FinishDelta(done); !zeroDelta(d) {
 		if err := s.cfg.Store.ReportAdd(ctx, d); err != nil {
 			s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "report counters not updated",
