@@ -12,6 +12,7 @@ var corePackages = []string{
 	".", "./pkg/clock", "./pkg/driver", "./pkg/protocol", "./pkg/schedule",
 	"./pkg/lease", "./pkg/scan", "./pkg/ring", "./pkg/dispatch", "./pkg/callback",
 	"./pkg/registry", "./pkg/route", "./pkg/execclient", "./pkg/alarm", "./pkg/metric",
+	"./pkg/executor",
 }
 
 var forbiddenImports = []string{
