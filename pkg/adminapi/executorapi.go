@@ -1,0 +1,115 @@
+package adminapi
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/protocol"
+	"github.com/xjobdev/xjob/pkg/registry"
+)
+
+// Replies of xxl-job's JobApiController, verbatim.
+const (
+	msgMethodNotSupported = "invalid request, HttpMethod not support."
+	msgURIEmpty           = "invalid request, uri-mapping empty."
+)
+
+// executorAPI serves POST /api/{uri} as xxl-job's JobApiController does:
+// method check, then token, then the uri; always HTTP 200 with a ReturnT.
+func (h *Handler) executorAPI(w http.ResponseWriter, r *http.Request) {
+	uri := r.PathValue("uri")
+	switch {
+	case r.Method != http.MethodPost:
+		writeReturn(w, protocol.Fail(msgMethodNotSupported))
+		return
+	case uri == "":
+		writeReturn(w, protocol.Fail(msgURIEmpty))
+		return
+	case len(h.accessToken) > 0 &&
+		subtle.ConstantTimeCompare([]byte(r.Header.Get(protocol.AccessTokenHeader)), h.accessToken) != 1:
+		writeReturn(w, protocol.Fail(protocol.MsgWrongToken))
+		return
+	}
+	switch uri {
+	case "registry", "registryRemove":
+		writeReturn(w, h.registry(r, uri == "registry"))
+	case "callback":
+		writeReturn(w, h.callback(r))
+	default:
+		writeReturn(w, protocol.Fail("invalid request, uri-mapping("+uri+") not found."))
+	}
+}
+
+func readExecutorBody(r *http.Request) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r.Body, MaxExecutorBodyBytes+1))
+}
+
+func (h *Handler) registry(r *http.Request, register bool) protocol.ReturnT {
+	body, err := readExecutorBody(r)
+	if err != nil || len(body) > MaxExecutorBodyBytes {
+		return protocol.Fail(protocol.MsgIllegalArgument)
+	}
+	var p protocol.RegistryParam
+	if err := json.Unmarshal(body, &p); err != nil {
+		return protocol.Fail(protocol.MsgIllegalArgument)
+	}
+	if register {
+		err = h.cfg.Registry.Register(r.Context(), p)
+	} else {
+		err = h.cfg.Registry.Remove(r.Context(), p)
+	}
+	switch {
+	case err == nil:
+		return protocol.OK()
+	case errors.Is(err, registry.ErrIllegalArgument):
+		return protocol.Fail(protocol.MsgIllegalArgument)
+	default:
+		h.cfg.Logger.LogAttrs(r.Context(), slog.LevelError, "executor registry not recorded",
+			slog.String("registryKey", p.RegistryKey), slog.String("registryValue", p.RegistryValue),
+			slog.String("error", err.Error()))
+		return protocol.Fail("registry not recorded, try again later.")
+	}
+}
+
+func (h *Handler) callback(r *http.Request) protocol.ReturnT {
+	body, err := readExecutorBody(r)
+	if err != nil {
+		return protocol.Fail("invalid request, callback body unreadable.")
+	}
+	if len(body) > MaxExecutorBodyBytes {
+		return protocol.Fail("invalid request, callback body too large.")
+	}
+	var items []protocol.HandleCallbackParam
+	if err := json.Unmarshal(body, &items); err != nil {
+		return protocol.Fail("invalid request, callback body is not a JSON array of HandleCallbackParam.")
+	}
+	for _, err := range h.cfg.Callback.Callback(r.Context(), items) {
+		if err != nil && !rejectedItem(err) {
+			// Not a verdict on the item but a failure to store it: let the
+			// executor keep the batch and send it again.
+			h.cfg.Logger.LogAttrs(r.Context(), slog.LevelError, "executor callback not recorded",
+				slog.Int("items", len(items)), slog.String("error", err.Error()))
+			return protocol.Fail("callback not recorded, try again later.")
+		}
+	}
+	return protocol.OK()
+}
+
+// rejectedItem reports a per-item verdict that a resend would not change.
+func rejectedItem(err error) bool {
+	var ve *xjob.ValidationError
+	return errors.Is(err, xjob.ErrNotFound) || errors.Is(err, xjob.ErrConflict) || errors.As(err, &ve)
+}
+
+// writeReturn writes a ReturnT with HTTP 200, as xxl-job's admin does.
+func writeReturn(w http.ResponseWriter, rt protocol.ReturnT) {
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	b, _ := json.Marshal(rt) // a ReturnT always marshals
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
