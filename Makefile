@@ -9,10 +9,18 @@ BIN       := bin
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+EMULATORS := test/emulators
+
+.PHONY: emulators
+emulators: $(EMULATORS)/node_modules/.package-lock.json ## Install dynalite + fauxqs (DynamoDB/SQS stand-ins) from the lock file
+
+$(EMULATORS)/node_modules/.package-lock.json: $(EMULATORS)/package-lock.json
+	npm ci --prefix $(EMULATORS) --no-audit --no-fund
+
 .PHONY: test
-test: ## Run every test with the race detector (what CI runs)
+test: emulators ## Run every test with the race detector (what CI runs)
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	CI=$${CI:-true} $(GO) test -race -count=1 -parallel 8 -timeout 20m $(PKGS)
 
 .PHONY: lint
 lint: ## gofmt and go vet
@@ -28,8 +36,8 @@ build: ## Build the xjob binary into bin/
 	$(GO) build -o $(BIN)/xjob ./cmd/xjob
 
 .PHONY: run
-run: build ## Build and start xjob local (the demo arrives with issue "Local mode")
-	$(BIN)/xjob local --demo
+run: build ## Build and start xjob local with demo jobs (data in .xjob/, git-ignored)
+	$(BIN)/xjob local --demo --db .xjob/xjob.db
 
 .PHONY: clean
 clean: ## Remove build output

@@ -10,15 +10,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/xjobdev/xjob/internal/local"
 	"github.com/xjobdev/xjob/pkg/schedule"
 )
-
-const usage = `xjob — a serverless, xxl-job-compatible job scheduler
-
-Usage:
-  xjob cron next EXPR [--tz ZONE] [--from RFC3339] [-n N] [-o json]
-      Print the next N fire times of a Quartz cron expression (no server needed).
-`
 
 // Main runs the CLI with args (without the program name) and returns the
 // process exit code: 0 on success, 1 on a failed command, 2 on bad usage.
@@ -27,14 +21,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return cronNext(args[2:], stdout, stderr)
 	}
 	if len(args) >= 1 && args[0] == "local" {
-		fmt.Fprintln(stderr, "xjob local is not built yet: it arrives with the issue \"Local mode\".")
-		return 1
+		return local.Main(args[1:], stdout, stderr)
 	}
-	fmt.Fprint(stderr, usage)
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		return 0
-	}
-	return 2
+	// Every other command (job, group, executor, log, report, metrics,
+	// help) talks to an admin API: see app.go.
+	return runServerCommands(args, stdout, stderr)
 }
 
 func cronNext(args []string, stdout, stderr io.Writer) int {

@@ -1,0 +1,431 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/adminclient"
+)
+
+func (a *app) jobCommand() *cobra.Command {
+	cmd := parentCommand("job", "Create, inspect, change and fire jobs")
+	cmd.AddCommand(a.jobCreate(), a.jobList(), a.jobGet(), a.jobUpdate(), a.jobDelete(),
+		a.jobStartStop(true), a.jobStartStop(false), a.jobTrigger(), a.jobNext())
+	return cmd
+}
+
+// jobFlags are the common job fields as flags; only the flags a person sets
+// are applied, so that `job update` changes nothing else.
+type jobFlags struct {
+	file                                      string
+	group                                     int64
+	desc, author, alarmEmail                  string
+	cron                                      string
+	fixRate                                   int
+	handler, param, route, block, misfire, tz string
+	timeout, retry                            int
+	child                                     string
+}
+
+func (f *jobFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.file, "file", "", "read job fields from a JSON file (`-` for stdin); flags override it")
+	fs.Int64Var(&f.group, "group", 0, "executor group id")
+	fs.StringVar(&f.desc, "desc", "", "description")
+	fs.StringVar(&f.author, "author", "", "author")
+	fs.StringVar(&f.alarmEmail, "alarm-email", "", "comma-separated e-mail addresses alerted on failure")
+	fs.StringVar(&f.cron, "cron", "", "fire on a Quartz cron `EXPR` (schedule type CRON)")
+	fs.IntVar(&f.fixRate, "fix-rate", 0, "fire every `SECONDS` (schedule type FIX_RATE)")
+	fs.StringVar(&f.tz, "tz", "", "IANA time zone the schedule is read in (default UTC)")
+	fs.StringVar(&f.misfire, "misfire", "", "misfire strategy: DO_NOTHING or FIRE_ONCE_NOW")
+	fs.StringVar(&f.handler, "handler", "", "executor handler name")
+	fs.StringVar(&f.param, "param", "", "executor parameter")
+	fs.StringVar(&f.route, "route", "", "route strategy: "+routeNames())
+	fs.StringVar(&f.block, "block", "", "block strategy: SERIAL_EXECUTION, DISCARD_LATER or COVER_EARLY")
+	fs.IntVar(&f.timeout, "timeout", 0, "executor timeout in seconds (0: none)")
+	fs.IntVar(&f.retry, "retry", 0, "retries after a failed run")
+	fs.StringVar(&f.child, "child", "", "comma-separated child job ids fired after a success (empty clears)")
+	cmd.MarkFlagsMutuallyExclusive("cron", "fix-rate")
+	_ = cmd.RegisterFlagCompletionFunc("route", fixedCompletion(routeNames()))
+	_ = cmd.RegisterFlagCompletionFunc("block", fixedCompletion("SERIAL_EXECUTION,DISCARD_LATER,COVER_EARLY"))
+	_ = cmd.RegisterFlagCompletionFunc("misfire", fixedCompletion("DO_NOTHING,FIRE_ONCE_NOW"))
+}
+
+func routeNames() string {
+	names := make([]string, len(xjob.RouteStrategies))
+	for i, r := range xjob.RouteStrategies {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
+}
+
+func fixedCompletion(list string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return strings.Split(strings.ReplaceAll(list, " ", ""), ","), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// apply overlays the --file and then the flags that were set onto j.
+func (f *jobFlags) apply(a *app, fs *pflag.FlagSet, j *xjob.Job) (changed bool, err error) {
+	if f.file != "" {
+		if err := a.readJSONFile(f.file, j); err != nil {
+			return false, err
+		}
+		changed = true
+	}
+	set := func(name string, fn func()) {
+		if fs.Changed(name) {
+			fn()
+			changed = true
+		}
+	}
+	set("group", func() { j.GroupID = f.group })
+	set("desc", func() { j.Description = f.desc })
+	set("author", func() { j.Author = f.author })
+	set("alarm-email", func() { j.AlarmEmail = f.alarmEmail })
+	set("cron", func() { j.ScheduleType, j.ScheduleConf = xjob.ScheduleCron, f.cron })
+	set("fix-rate", func() { j.ScheduleType, j.ScheduleConf = xjob.ScheduleFixRate, strconv.Itoa(f.fixRate) })
+	set("tz", func() { j.TimeZone = f.tz })
+	set("misfire", func() { j.MisfireStrategy = xjob.MisfireStrategy(strings.ToUpper(f.misfire)) })
+	set("handler", func() { j.Handler = f.handler })
+	set("param", func() { j.Param = f.param })
+	set("route", func() { j.RouteStrategy = xjob.RouteStrategy(strings.ToUpper(f.route)) })
+	set("block", func() { j.BlockStrategy = xjob.BlockStrategy(strings.ToUpper(f.block)) })
+	set("timeout", func() { j.TimeoutSeconds = f.timeout })
+	set("retry", func() { j.FailRetryCount = f.retry })
+	if fs.Changed("child") {
+		ids, err := xjob.ParseChildJobIDs(f.child)
+		if err != nil {
+			return false, usagef("--child: %v", err)
+		}
+		j.ChildJobIDs, changed = ids, true
+	}
+	return changed, nil
+}
+
+// readJSONFile decodes a JSON object from path (or stdin for "-") onto v,
+// rejecting unknown fields so that a misspelt field is not silently lost.
+func (a *app) readJSONFile(path string, v any) error {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(a.stdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return usagef("--file: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return usagef("--file %s: %v", path, err)
+	}
+	return nil
+}
+
+func (a *app) jobCreate() *cobra.Command {
+	var f jobFlags
+	var start bool
+	cmd := &cobra.Command{
+		Use:   "create [flags]",
+		Short: "Create a job from flags and/or --file job.json",
+		Example: `  xjob job create --group 1 --desc "nightly report" --author ann --cron "0 0 2 * * ?" --handler reportJob --start
+  xjob job create --file job.json --tz Europe/Paris`,
+		Args: noArgs,
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&start, "start", false, "create it started (the scheduler fires it)")
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, _ []string) error {
+		var j xjob.Job
+		changed, err := f.apply(a, cmd.Flags(), &j)
+		if err != nil {
+			return err
+		}
+		if !changed && !start {
+			return usagef("give the job's fields as flags or with --file")
+		}
+		if start {
+			j.TriggerStatus = xjob.StatusRunning
+		}
+		created, err := c.JobCreate(ctx, j)
+		if err != nil {
+			return fmt.Errorf("create job: %w", err)
+		}
+		return a.emit(created, func(w io.Writer) { a.jobDetail(w, &created) })
+	})
+	return cmd
+}
+
+func (a *app) jobUpdate() *cobra.Command {
+	var f jobFlags
+	cmd := &cobra.Command{
+		Use:   "update ID [flags]",
+		Short: "Change the fields given as flags and/or in --file; the rest stay as they are",
+		Long: `Change the fields given as flags and/or in --file; the rest stay as they are.
+
+The job is read first and written back conditionally on the version read,
+so a concurrent change is reported (409) instead of overwritten.`,
+		Example: `  xjob job update 7 --cron "0/30 * * * * ?" --param full
+  xjob job get 7 -o json | jq '.executorTimeout = 60' | xjob job update 7 --file -`,
+		Args: cobra.ExactArgs(1),
+	}
+	f.register(cmd)
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
+		id, err := parseID(args[0])
+		if err != nil {
+			return err
+		}
+		j, err := c.JobGet(ctx, id)
+		if err != nil {
+			return fmt.Errorf("read job %d: %w", id, err)
+		}
+		changed, err := f.apply(a, cmd.Flags(), &j)
+		if err != nil {
+			return err
+		}
+		if !changed {
+			return usagef("nothing to change: give fields as flags or with --file")
+		}
+		updated, err := c.JobUpdate(ctx, id, j)
+		if err != nil {
+			return fmt.Errorf("update job %d: %w", id, err)
+		}
+		return a.emit(updated, func(w io.Writer) { a.jobDetail(w, &updated) })
+	})
+	return cmd
+}
+
+func (a *app) jobList() *cobra.Command {
+	var p adminclient.JobListParams
+	var status string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "list [flags]",
+		Short: "List jobs, one page at a time (or --all)",
+		Args:  noArgs,
+	}
+	fs := cmd.Flags()
+	fs.Int64Var(&p.Group, "group", 0, "only jobs of this executor group id")
+	fs.StringVar(&status, "status", "", "only started or stopped jobs")
+	fs.StringVar(&p.Desc, "desc", "", "only jobs whose description contains this")
+	fs.StringVar(&p.Handler, "handler", "", "only jobs whose handler contains this")
+	fs.StringVar(&p.Author, "author", "", "only jobs whose author contains this")
+	fs.StringVar(&p.Cursor, "cursor", "", "page cursor printed by the previous page")
+	fs.IntVar(&p.Limit, "limit", 0, "page size (default: the server's)")
+	fs.BoolVar(&all, "all", false, "follow the cursors and list every page")
+	_ = cmd.RegisterFlagCompletionFunc("status", fixedCompletion("started,stopped"))
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, _ []string) error {
+		switch strings.ToLower(status) {
+		case "":
+		case "started", "running", "1":
+			p.Status = new(xjob.StatusRunning)
+		case "stopped", "stop", "0":
+			p.Status = new(xjob.StatusStopped)
+		default:
+			return usagef("--status must be started or stopped, got %q", status)
+		}
+		page := adminclient.JobPage{Items: []xjob.Job{}}
+		if all {
+			for j, err := range c.JobListAll(ctx, p) {
+				if err != nil {
+					return fmt.Errorf("list jobs: %w", err)
+				}
+				page.Items = append(page.Items, j)
+			}
+		} else {
+			var err error
+			if page, err = c.JobList(ctx, p); err != nil {
+				return fmt.Errorf("list jobs: %w", err)
+			}
+		}
+		err := a.emit(page, func(w io.Writer) {
+			row(w, "ID", "GROUP", "DESCRIPTION", "SCHEDULE", "HANDLER", "ROUTE", "STATUS", "NEXT FIRE")
+			for i := range page.Items {
+				j := &page.Items[i]
+				row(w, itoa(j.ID), itoa(j.GroupID), oneLine(j.Description, 40), oneLine(scheduleText(j), 32),
+					dash(j.Handler), string(j.RouteStrategy), statusText(j.TriggerStatus), a.ms(j.TriggerNextTime, tableTime))
+			}
+		})
+		if err == nil && page.Next != "" && a.output == "table" {
+			fmt.Fprintf(a.stderr, "More jobs: add --cursor %s (or --all).\n", page.Next)
+		}
+		return err
+	})
+	return cmd
+}
+
+func (a *app) jobGet() *cobra.Command {
+	cmd := &cobra.Command{Use: "get ID", Short: "Show one job", Args: cobra.ExactArgs(1)}
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
+		id, err := parseID(args[0])
+		if err != nil {
+			return err
+		}
+		j, err := c.JobGet(ctx, id)
+		if err != nil {
+			return fmt.Errorf("get job %d: %w", id, err)
+		}
+		return a.emit(j, func(w io.Writer) { a.jobDetail(w, &j) })
+	})
+	return cmd
+}
+
+func (a *app) jobDelete() *cobra.Command {
+	cmd := &cobra.Command{Use: "delete ID", Short: "Delete a job", Args: cobra.ExactArgs(1)}
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
+		id, err := parseID(args[0])
+		if err != nil {
+			return err
+		}
+		if err := c.JobDelete(ctx, id); err != nil {
+			return fmt.Errorf("delete job %d: %w", id, err)
+		}
+		return a.emit(map[string]any{"id": id, "deleted": true}, func(w io.Writer) {
+			fmt.Fprintf(w, "Deleted job %d.\n", id)
+		})
+	})
+	return cmd
+}
+
+func (a *app) jobStartStop(start bool) *cobra.Command {
+	name, short := "stop", "Stop the scheduler firing a job"
+	if start {
+		name, short = "start", "Let the scheduler fire a job"
+	}
+	cmd := &cobra.Command{Use: name + " ID", Short: short, Args: cobra.ExactArgs(1)}
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
+		id, err := parseID(args[0])
+		if err != nil {
+			return err
+		}
+		call := c.JobStop
+		if start {
+			call = c.JobStart
+		}
+		j, err := call(ctx, id)
+		if err != nil {
+			return fmt.Errorf("%s job %d: %w", name, id, err)
+		}
+		return a.emit(j, func(w io.Writer) {
+			if start {
+				fmt.Fprintf(w, "Started job %d; next fire %s.\n", j.ID, a.ms(j.TriggerNextTime, detailTime))
+			} else {
+				fmt.Fprintf(w, "Stopped job %d.\n", j.ID)
+			}
+		})
+	})
+	return cmd
+}
+
+func (a *app) jobTrigger() *cobra.Command {
+	var param string
+	var addresses []string
+	cmd := &cobra.Command{
+		Use:     "trigger ID [--param P] [--address URL]...",
+		Short:   "Fire a job once now, optionally with another parameter or executor addresses",
+		Example: `  xjob job trigger 7 --param "date=2026-01-01" --address http://10.0.0.5:9999`,
+		Args:    cobra.ExactArgs(1),
+	}
+	cmd.Flags().StringVar(&param, "param", "", "executor parameter for this run (default: the job's)")
+	cmd.Flags().StringSliceVar(&addresses, "address", nil, "executor address(es) for this run, instead of routing")
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
+		id, err := parseID(args[0])
+		if err != nil {
+			return err
+		}
+		p := adminclient.TriggerParams{AddressList: addresses}
+		if cmd.Flags().Changed("param") {
+			p.ExecutorParam = &param
+		}
+		res, err := c.JobTrigger(ctx, id, p)
+		if err != nil {
+			return fmt.Errorf("trigger job %d: %w", id, err)
+		}
+		return a.emit(res, func(w io.Writer) {
+			fmt.Fprintf(w, "Triggered job %d (occurrence %s); follow it with: xjob log list --job %d\n", res.JobID, res.OccurrenceID, res.JobID)
+		})
+	})
+	return cmd
+}
+
+func (a *app) jobNext() *cobra.Command {
+	var n int
+	cmd := &cobra.Command{Use: "next ID [-n N]", Short: "Show a job's next fire times", Args: cobra.ExactArgs(1)}
+	cmd.Flags().IntVarP(&n, "count", "n", 5, "how many fire times")
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
+		id, err := parseID(args[0])
+		if err != nil {
+			return err
+		}
+		if n < 1 || n > 1000 {
+			return usagef("-n must be 1..1000, got %d", n)
+		}
+		times, err := c.JobNext(ctx, id, n)
+		if err != nil {
+			return fmt.Errorf("next fire times of job %d: %w", id, err)
+		}
+		list := make([]string, len(times))
+		for i, t := range times {
+			list[i] = t.Format(time.RFC3339)
+		}
+		return a.emit(map[string]any{"next": list}, func(w io.Writer) {
+			if len(times) == 0 {
+				fmt.Fprintln(w, "no future fire time")
+			}
+			for _, t := range times {
+				fmt.Fprintln(w, t.In(a.loc).Format(detailTime))
+			}
+		})
+	})
+	return cmd
+}
+
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usagef("%q is not an id (a positive number)", s)
+	}
+	return id, nil
+}
+
+func (a *app) jobDetail(w io.Writer, j *xjob.Job) {
+	timeout := "none"
+	if j.TimeoutSeconds > 0 {
+		timeout = itoa(j.TimeoutSeconds) + "s"
+	}
+	detail(w, []field{
+		{"ID", itoa(j.ID)},
+		{"Group", itoa(j.GroupID)},
+		{"Description", j.Description},
+		{"Author", j.Author},
+		{"Alarm e-mail", dash(j.AlarmEmail)},
+		{"Schedule", scheduleText(j) + " (" + dash(j.TimeZone) + ")"},
+		{"Misfire", dash(string(j.MisfireStrategy))},
+		{"Status", statusText(j.TriggerStatus)},
+		{"Handler", dash(j.Handler)},
+		{"Param", dash(j.Param)},
+		{"Glue", dash(string(j.GlueType))},
+		{"Route", dash(string(j.RouteStrategy))},
+		{"Block", dash(string(j.BlockStrategy))},
+		{"Timeout", timeout},
+		{"Retries", itoa(j.FailRetryCount)},
+		{"Children", joinIDs(j.ChildJobIDs)},
+		{"Last fire", a.ms(j.TriggerLastTime, detailTime)},
+		{"Next fire", a.ms(j.TriggerNextTime, detailTime)},
+		{"Version", itoa(j.Version)},
+		{"Created", a.ms(j.CreatedAt, detailTime)},
+		{"Updated", a.ms(j.UpdatedAt, detailTime)},
+	})
+}

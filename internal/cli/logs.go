@@ -1,0 +1,298 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/adminclient"
+)
+
+// tailInterval is how often `log tail` polls the executor log.
+const tailInterval = time.Second
+
+func (a *app) logCommand() *cobra.Command {
+	cmd := parentCommand("log", "Inspect trigger logs, follow executor logs, kill runs")
+	cmd.AddCommand(a.logList(), a.logGet(), a.logTail(), a.logKill())
+	return cmd
+}
+
+func (a *app) logList() *cobra.Command {
+	var p adminclient.LogListParams
+	var from, to string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "list [flags]",
+		Short: "List trigger logs, newest first, one page at a time (or --all)",
+		Long: `List trigger logs, newest first, one page at a time (or --all).
+
+--from and --to take RFC3339, "2006-01-02 15:04:05", a date, or a duration
+meaning that long ago (e.g. 90m, 24h); dates and times without a zone are
+read in the local zone.`,
+		Example: `  xjob log list --job 7 --status fail --from 24h`,
+		Args:    noArgs,
+	}
+	fs := cmd.Flags()
+	fs.Int64Var(&p.Job, "job", 0, "only logs of this job id")
+	fs.Int64Var(&p.Group, "group", 0, "only logs of this executor group id")
+	fs.StringVar(&p.Status, "status", "", "only success, fail or running")
+	fs.StringVar(&from, "from", "", "only logs triggered at or after this")
+	fs.StringVar(&to, "to", "", "only logs triggered at or before this")
+	fs.StringVar(&p.Cursor, "cursor", "", "page cursor printed by the previous page")
+	fs.IntVar(&p.Limit, "limit", 0, "page size (default: the server's)")
+	fs.BoolVar(&all, "all", false, "follow the cursors and list every page")
+	_ = cmd.RegisterFlagCompletionFunc("status", fixedCompletion("success,fail,running"))
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, _ []string) error {
+		switch p.Status {
+		case "", adminclient.LogStatusSuccess, adminclient.LogStatusFail, adminclient.LogStatusRunning:
+		default:
+			return usagef("--status must be success, fail or running, got %q", p.Status)
+		}
+		var err error
+		if p.From, err = a.parseInstant("--from", from); err != nil {
+			return err
+		}
+		if p.To, err = a.parseInstant("--to", to); err != nil {
+			return err
+		}
+		page := adminclient.LogPage{Items: []xjob.Log{}}
+		if all {
+			for l, err := range c.LogListAll(ctx, p) {
+				if err != nil {
+					return fmt.Errorf("list logs: %w", err)
+				}
+				page.Items = append(page.Items, l)
+			}
+		} else if page, err = c.LogList(ctx, p); err != nil {
+			return fmt.Errorf("list logs: %w", err)
+		}
+		err = a.emit(page, func(w io.Writer) {
+			row(w, "ID", "JOB", "TYPE", "TRIGGERED", "EXECUTOR", "STATE", "MESSAGE")
+			for i := range page.Items {
+				l := &page.Items[i]
+				msg := l.HandleMsg
+				if !l.Handled() {
+					msg = l.TriggerMsg
+				}
+				row(w, itoa(l.ID), itoa(l.JobID), string(l.TriggerType), a.ms(l.TriggerTime, tableTime),
+					dash(l.ExecutorAddress), logState(l), dash(oneLine(msg, 60)))
+			}
+		})
+		if err == nil && page.Next != "" && a.output == "table" {
+			fmt.Fprintf(a.stderr, "More logs: add --cursor %s (or --all).\n", page.Next)
+		}
+		return err
+	})
+	return cmd
+}
+
+// parseInstant reads a --from/--to value; "" is the zero time (no bound).
+func (a *app) parseInstant(flag, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", time.DateOnly} {
+		if t, err := time.ParseInLocation(layout, s, a.loc); err == nil {
+			return t, nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return a.clock.Now().Add(-d), nil
+	}
+	return time.Time{}, usagef("%s %q: want RFC3339, \"2006-01-02 15:04:05\", a date or a duration ago like 24h", flag, s)
+}
+
+func (a *app) logGet() *cobra.Command {
+	cmd := &cobra.Command{Use: "get ID", Short: "Show one trigger log", Args: cobra.ExactArgs(1)}
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
+		id, err := parseID(args[0])
+		if err != nil {
+			return err
+		}
+		l, err := c.LogGet(ctx, id)
+		if err != nil {
+			return fmt.Errorf("get log %d: %w", id, err)
+		}
+		return a.emit(l, func(w io.Writer) { a.logDetail(w, &l) })
+	})
+	return cmd
+}
+
+func (a *app) logDetail(w io.Writer, l *xjob.Log) {
+	code := func(c int) string {
+		if c == xjob.CodeNone {
+			return "-"
+		}
+		return itoa(c)
+	}
+	detail(w, []field{
+		{"ID", itoa(l.ID)},
+		{"Job", itoa(l.JobID)},
+		{"Group", itoa(l.GroupID)},
+		{"Occurrence", dash(l.OccurrenceID)},
+		{"Type", dash(string(l.TriggerType))},
+		{"State", logState(l)},
+		{"Scheduled", a.ms(l.ScheduledTime, detailTime)},
+		{"Triggered", a.ms(l.TriggerTime, detailTime)},
+		{"Trigger code", code(l.TriggerCode)},
+		{"Trigger msg", multiLine(l.TriggerMsg)},
+		{"Executor", dash(l.ExecutorAddress)},
+		{"Handler", dash(l.ExecutorHandler)},
+		{"Param", dash(l.ExecutorParam)},
+		{"Sharding", dash(l.ExecutorShardingParam)},
+		{"Retries left", itoa(l.ExecutorFailRetryCount)},
+		{"Handled", a.ms(l.HandleTime, detailTime)},
+		{"Handle code", code(l.HandleCode)},
+		{"Handle msg", multiLine(l.HandleMsg)},
+	})
+}
+
+func (a *app) logTail() *cobra.Command {
+	var from int
+	cmd := &cobra.Command{
+		Use:   "tail ID [--from LINE]",
+		Short: "Print a run's executor log, following it every second until the run ends",
+		Long: `Print a run's executor log, following it every second until the run ends.
+
+With -o json each poll's reply is printed as one JSON line.`,
+		Args: cobra.ExactArgs(1),
+	}
+	cmd.Flags().IntVar(&from, "from", 1, "first line to print (1-based)")
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
+		id, err := parseID(args[0])
+		if err != nil {
+			return err
+		}
+		if from < 1 {
+			return usagef("--from must be at least 1, got %d", from)
+		}
+		enc := json.NewEncoder(a.stdout)
+		for {
+			res, err := c.LogExecutorLog(ctx, id, from)
+			if err != nil {
+				return fmt.Errorf("executor log of log %d: %w", id, err)
+			}
+			if a.output == "json" {
+				if err := enc.Encode(res); err != nil {
+					return fmt.Errorf("write json: %w", err)
+				}
+			} else if res.LogContent != "" {
+				text := res.LogContent
+				if !strings.HasSuffix(text, "\n") {
+					text += "\n"
+				}
+				if _, err := io.WriteString(a.stdout, text); err != nil {
+					return fmt.Errorf("write log: %w", err)
+				}
+			}
+			if res.IsEnd {
+				return nil
+			}
+			if res.ToLineNum >= from {
+				from = res.ToLineNum + 1
+			}
+			if err := a.clock.SleepUntil(ctx, a.clock.Now().Add(tailInterval)); err != nil {
+				return fmt.Errorf("tail log %d: %w", id, err)
+			}
+		}
+	})
+	return cmd
+}
+
+func (a *app) logKill() *cobra.Command {
+	cmd := &cobra.Command{Use: "kill ID", Short: "Kill a running trigger on its executor", Args: cobra.ExactArgs(1)}
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
+		id, err := parseID(args[0])
+		if err != nil {
+			return err
+		}
+		l, err := c.LogKill(ctx, id)
+		if err != nil {
+			return fmt.Errorf("kill log %d: %w", id, err)
+		}
+		return a.emit(l, func(w io.Writer) {
+			fmt.Fprintf(w, "Killed log %d of job %d: %s\n", l.ID, l.JobID, dash(oneLine(l.HandleMsg, 200)))
+		})
+	})
+	return cmd
+}
+
+func (a *app) reportCommand() *cobra.Command {
+	var from, to string
+	cmd := &cobra.Command{
+		Use:   "report [--from DATE] [--to DATE]",
+		Short: "Show the daily run report (successes, failures, running)",
+		Args:  noArgs,
+	}
+	cmd.Flags().StringVar(&from, "from", "", "first day, yyyy-mm-dd (UTC; default: the server's)")
+	cmd.Flags().StringVar(&to, "to", "", "last day, yyyy-mm-dd (UTC; default: the server's)")
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, _ []string) error {
+		day := func(flag, s string) (time.Time, error) {
+			if s == "" {
+				return time.Time{}, nil
+			}
+			t, err := time.Parse(time.DateOnly, s)
+			if err != nil {
+				return t, usagef("%s %q: want yyyy-mm-dd", flag, s)
+			}
+			return t, nil
+		}
+		f, err := day("--from", from)
+		if err != nil {
+			return err
+		}
+		t, err := day("--to", to)
+		if err != nil {
+			return err
+		}
+		days, err := c.Report(ctx, f, t)
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		if days == nil {
+			days = []xjob.ReportDay{}
+		}
+		return a.emit(map[string]any{"items": days}, func(w io.Writer) {
+			row(w, "DAY", "SUCCESS", "FAIL", "RUNNING")
+			for _, d := range days {
+				row(w, d.Day, itoa(d.SucCount), itoa(d.FailCount), itoa(d.RunningCount))
+			}
+		})
+	})
+	return cmd
+}
+
+func (a *app) metricsCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "metrics", Short: "Show the server's trigger counters and fire delay", Args: noArgs}
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, _ []string) error {
+		s, err := c.Metrics(ctx)
+		if err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		return a.emit(s, func(w io.Writer) {
+			detail(w, []field{
+				{"Triggers", itoa(s.Triggers)},
+				{"Trigger failures", itoa(s.TriggerFailures)},
+				{"Duplicates", itoa(s.Duplicates)},
+				{"Dropped", itoa(s.Dropped)},
+				{"Successes", itoa(s.Successes)},
+				{"Failures", itoa(s.Failures)},
+				{"Fire delay p50", itoa(s.FireDelayP50) + " ms"},
+				{"Fire delay p99", itoa(s.FireDelayP99) + " ms"},
+				{"Fire delay avg", itoa(s.FireDelayAvg) + " ms"},
+			})
+		})
+	})
+	return cmd
+}
+
+func msTime(v int64) time.Time { return time.UnixMilli(v) }

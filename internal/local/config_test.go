@@ -1,0 +1,167 @@
+package local
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(t *testing.T, c Config)
+		wantErr []string // substrings the error must contain
+	}{
+		{name: "defaults", check: func(t *testing.T, c Config) {
+			want := Defaults()
+			if c.DB != want.DB || c.Listen != "127.0.0.1:8080" || c.Shards != 16 || c.FastWorkers != 200 ||
+				c.SlowWorkers != 100 || c.Grace != 10*time.Second || c.Demo || c.LogLevel != slog.LevelInfo {
+				t.Errorf("got %+v", c)
+			}
+		}},
+		{name: "env", env: map[string]string{
+			"XJOB_DB": "/tmp/x.db", "XJOB_LISTEN": ":9090", "XJOB_ADMIN_TOKEN": "secret-token",
+			"XJOB_ACCESS_TOKEN": "default_token", "XJOB_SHARDS": "4", "XJOB_ALARM_WEBHOOK": "https://hooks.example.com/x",
+			"XJOB_SHUTDOWN_GRACE": "3s", "XJOB_DEMO": "true", "XJOB_LOG_LEVEL": "debug", "XJOB_FAST_WORKERS": "7",
+		}, check: func(t *testing.T, c Config) {
+			if c.DB != "/tmp/x.db" || c.Listen != ":9090" || c.AdminToken != "secret-token" || c.AccessToken != "default_token" ||
+				c.Shards != 4 || c.AlarmWebhook != "https://hooks.example.com/x" || c.Grace != 3*time.Second || !c.Demo ||
+				c.LogLevel != slog.LevelDebug || c.FastWorkers != 7 {
+				t.Errorf("got %+v", c)
+			}
+		}},
+		{name: "flags win over env", args: []string{"--db", "a.db", "--shards=8", "--demo", "--grace", "1s"},
+			env: map[string]string{"XJOB_DB": "b.db", "XJOB_SHARDS": "2"},
+			check: func(t *testing.T, c Config) {
+				if c.DB != "a.db" || c.Shards != 8 || !c.Demo || c.Grace != time.Second {
+					t.Errorf("got %+v", c)
+				}
+			}},
+		{name: "empty env is unset", env: map[string]string{"XJOB_SHARDS": ""}, check: func(t *testing.T, c Config) {
+			if c.Shards != DefaultShards {
+				t.Errorf("shards = %d", c.Shards)
+			}
+		}},
+		{name: "bad env integer names the variable", env: map[string]string{"XJOB_SHARDS": "many"},
+			wantErr: []string{"XJOB_SHARDS", `"many" is not an integer`}},
+		{name: "bad flag duration names the flag", args: []string{"--grace", "soon"},
+			wantErr: []string{"--grace", "not a duration"}},
+		{name: "shards out of range", args: []string{"--shards", "0"}, wantErr: []string{"--shards (XJOB_SHARDS)", "between 1 and 1024"}},
+		{name: "listen not host:port", env: map[string]string{"XJOB_LISTEN": "8080"}, wantErr: []string{"--listen (XJOB_LISTEN)"}},
+		{name: "short admin token", env: map[string]string{"XJOB_ADMIN_TOKEN": "abc"}, wantErr: []string{"--admin-token (XJOB_ADMIN_TOKEN)", "at least 8"}},
+		{name: "webhook not http", env: map[string]string{"XJOB_ALARM_WEBHOOK": "ftp://x"}, wantErr: []string{"XJOB_ALARM_WEBHOOK", "not an http(s) URL"}},
+		{name: "secret without webhook", env: map[string]string{"XJOB_ALARM_WEBHOOK_SECRET": "s"}, wantErr: []string{"XJOB_ALARM_WEBHOOK_SECRET"}},
+		{name: "memory db refused", args: []string{"--db", ":memory:"}, wantErr: []string{"--db (XJOB_DB)", "file path"}},
+		{name: "workers", args: []string{"--slow-workers", "0"}, wantErr: []string{"--slow-workers (XJOB_SLOW_WORKERS)"}},
+		{name: "retention below minimum", args: []string{"--log-retention-days", "3"}, wantErr: []string{"XJOB_LOG_RETENTION_DAYS", "at least 7"}},
+		{name: "retention disabled", args: []string{"--log-retention-days", "-1"}, check: func(t *testing.T, c Config) {
+			if c.LogRetentionDays != -1 {
+				t.Errorf("retention = %d", c.LogRetentionDays)
+			}
+		}},
+		{name: "bad log level", env: map[string]string{"XJOB_LOG_LEVEL": "loud"}, wantErr: []string{"XJOB_LOG_LEVEL"}},
+		{name: "demo on the API port", args: []string{"--demo", "--demo-listen", "127.0.0.1:8080"}, wantErr: []string{"--demo-listen (XJOB_DEMO_LISTEN)"}},
+		{name: "several problems at once", args: []string{"--shards", "0", "--grace", "-1s"},
+			wantErr: []string{"--shards", "--grace"}},
+		{name: "stray argument", args: []string{"extra"}, wantErr: []string{`unexpected argument "extra"`}},
+		{name: "unknown flag", args: []string{"--nope"}, wantErr: []string{"nope"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			getenv := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+			c, err := Parse(tt.args, getenv, io.Discard)
+			if len(tt.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("no error, config %+v", c)
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not mention %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestParseHelp(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	_, err := Parse([]string{"-h"}, nil, &out)
+	if !errors.Is(err, ErrHelp) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, w := range []string{"--db", "XJOB_DB", "XJOB_ADMIN_TOKEN", "XJOB_SHARDS", "XJOB_ALARM_WEBHOOK", "--demo"} {
+		if !strings.Contains(strings.ReplaceAll(out.String(), "  -", "  --"), w) {
+			t.Errorf("usage does not mention %s:\n%s", w, out.String())
+		}
+	}
+}
+
+func TestOpenSite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := Defaults()
+	cfg.DB = dir + "/data/x.db"
+	first, err := openSite(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.tokenGenerated || len(first.adminToken) < minTokenLen || first.ownerShared {
+		t.Fatalf("first start: %+v", first)
+	}
+	// A second process on the same file gets the same token but its own owner.
+	second, err := openSite(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !second.ownerShared || second.owner == first.owner || second.adminToken != first.adminToken || second.tokenGenerated {
+		t.Fatalf("concurrent start: first %+v second %+v", first, second)
+	}
+	second.close()
+	first.close()
+	// A restart takes the stable owner back.
+	again, err := openSite(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.close()
+	if again.owner != first.owner || again.ownerShared {
+		t.Fatalf("restart owner %q, want %q", again.owner, first.owner)
+	}
+	// The shard count is fixed at creation.
+	other := cfg
+	other.Shards = 4
+	if _, err := openSite(&other); err == nil || !strings.Contains(err.Error(), "XJOB_SHARDS") {
+		t.Fatalf("changed shards: %v", err)
+	}
+	// A configured token is used as is, and the generated one is private.
+	withTok := cfg
+	withTok.AdminToken = "configured-token"
+	s, err := openSite(&withTok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.close()
+	if s.adminToken != "configured-token" || s.tokenFile != "" {
+		t.Fatalf("configured token: %+v", s)
+	}
+	for _, p := range []string{tokenPath(cfg.DB), statePath(cfg.DB)} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v", p, fi, err)
+		}
+	}
+}

@@ -1,0 +1,272 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/admin"
+	"github.com/xjobdev/xjob/pkg/alarm"
+	"github.com/xjobdev/xjob/pkg/callback"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/dispatch"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/execclient"
+	"github.com/xjobdev/xjob/pkg/metric"
+	"github.com/xjobdev/xjob/pkg/registry"
+	"github.com/xjobdev/xjob/pkg/ring"
+	"github.com/xjobdev/xjob/pkg/route"
+	"github.com/xjobdev/xjob/pkg/scan"
+	"github.com/xjobdev/xjob/pkg/sqlitestore"
+)
+
+// Visibility timeouts of the local queues. The ring holds a bucket for at
+// most the scan's ring lead (500 ms) plus a few store calls, so a short
+// timeout brings back the bucket of a killed process quickly; redelivery
+// while it still fires is harmless (dispatch deduplicates). A dispatch
+// takes at most the executor client's 3 s + 3 s.
+const (
+	ringVisibility     = 5 * time.Second
+	dispatchVisibility = 30 * time.Second
+	httpShutdownGrace  = 3 * time.Second
+)
+
+// services is everything Run wires, kept together for the demo and tests.
+type services struct {
+	db       *sqlitestore.DB
+	admin    *admin.Service
+	registry *registry.Service
+	callback *callback.Service
+	metrics  *metric.Metrics
+	logger   *slog.Logger
+}
+
+// Run hosts every scheduling-center service on cfg.DB until ctx ends, then
+// shuts down in pipeline order (see the package doc). It returns nil after a
+// clean shutdown, or the error that stopped it.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	}
+	st, err := openSite(&cfg)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	if st.ownerShared {
+		logger.Warn("another xjob local runs on this file; scanning under a separate owner", "db", cfg.DB, "owner", st.owner)
+	}
+	if cfg.AccessToken == "" && !isLoopback(cfg.Listen) {
+		logger.Warn("executor routes are open: set XJOB_ACCESS_TOKEN when listening beyond loopback", "listen", cfg.Listen)
+	}
+
+	clk := clock.Real{}
+	db, err := sqlitestore.Open(ctx, cfg.DB, sqlitestore.Options{Shards: cfg.Shards, Clock: clk})
+	if err != nil {
+		return fmt.Errorf("local: open %s: %w", cfg.DB, err)
+	}
+	defer db.Close()
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("local: --listen (XJOB_LISTEN) %s: %w", cfg.Listen, err)
+	}
+	baseURL := "http://" + ln.Addr().String()
+
+	svc, parts, err := wire(cfg, db, clk, logger, st.owner, baseURL)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer parts.exec.Close()
+
+	handler, err := newHandler(cfg, svc, st.adminToken)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	httpErr := make(chan error, 1)
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			httpErr <- err
+		}
+		close(httpErr)
+	}()
+
+	// One context per stage, so that shutdown can stop them in order.
+	scanCtx, stopScan := context.WithCancel(context.WithoutCancel(ctx))
+	ringCtx, stopRing := context.WithCancel(context.WithoutCancel(ctx))
+	laneCtx, stopLanes := context.WithCancel(context.WithoutCancel(ctx))
+	maintCtx, stopMaint := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopScan(); stopRing(); stopLanes(); stopMaint() }()
+	var scanWG, ringWG, laneWG, maintWG sync.WaitGroup
+
+	laneWG.Add(2)
+	go func() {
+		defer laneWG.Done()
+		_ = parts.dispatcher.Serve(laneCtx, parts.fast, dispatch.ServeOptions{Workers: cfg.FastWorkers, Visibility: dispatchVisibility})
+	}()
+	go func() {
+		defer laneWG.Done()
+		_ = parts.dispatcher.Serve(laneCtx, parts.slow, dispatch.ServeOptions{Workers: cfg.SlowWorkers, Visibility: dispatchVisibility})
+	}()
+	ringWG.Add(1)
+	go func() {
+		defer ringWG.Done()
+		_ = parts.ring.Serve(ringCtx, ring.ServeOptions{Workers: cfg.RingWorkers, Visibility: ringVisibility})
+	}()
+	scanWG.Add(1)
+	go func() {
+		defer scanWG.Done()
+		_ = parts.scanner.Run(scanCtx, time.Time{})
+	}()
+	maintWG.Add(1)
+	go func() {
+		defer maintWG.Done()
+		maintain(maintCtx, svc, logger)
+	}()
+
+	info := Info{URL: baseURL, AdminToken: st.adminToken, TokenFile: st.tokenFile, Owner: st.owner}
+	var demo *demoExecutor
+	if cfg.Demo {
+		demo, err = startDemo(ctx, cfg, svc, baseURL)
+		if err != nil {
+			logger.Error("demo", "err", err)
+		} else {
+			info.DemoExecutor, info.DemoJobs = demo.address, demo.jobIDs
+		}
+	}
+	logger.Info("xjob local started", "url", baseURL, "db", cfg.DB, "shards", cfg.Shards, "owner", st.owner,
+		"fastWorkers", cfg.FastWorkers, "slowWorkers", cfg.SlowWorkers, "demo", cfg.Demo)
+	if cfg.Stdout != nil {
+		printBanner(cfg.Stdout, cfg, info, st.tokenGenerated)
+	}
+	if cfg.Ready != nil {
+		cfg.Ready(info)
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-httpErr:
+		runErr = fmt.Errorf("local: http: %w", err)
+	}
+
+	// Shutdown in pipeline order, within one grace period.
+	start := time.Now()
+	logger.Info("xjob local stopping", "grace", cfg.Grace.String())
+	graceCtx, cancelGrace := context.WithTimeout(context.Background(), cfg.Grace)
+	defer cancelGrace()
+	stopMaint()
+	stopScan() // the scanner releases its leases on its way out
+	scanWG.Wait()
+	parts.ringGate.drain()
+	ringDrained := parts.ringGate.waitIdle(graceCtx) == nil
+	stopRing()
+	ringWG.Wait()
+	parts.fast.drain()
+	parts.slow.drain()
+	lanesDrained := parts.fast.waitIdle(graceCtx) == nil && parts.slow.waitIdle(graceCtx) == nil
+	stopLanes()
+	laneWG.Wait()
+	if demo != nil {
+		demo.stop(graceCtx) // its last callbacks still reach the listener
+	}
+	hctx, cancelHTTP := context.WithTimeout(context.Background(), httpShutdownGrace)
+	defer cancelHTTP()
+	if err := srv.Shutdown(hctx); err != nil {
+		_ = srv.Close()
+	}
+	maintWG.Wait()
+	logger.Info("xjob local stopped", "took", time.Since(start).Round(time.Millisecond).String(),
+		"ringDrained", ringDrained, "lanesDrained", lanesDrained)
+	return runErr
+}
+
+// parts are the running pieces Run starts and stops.
+type parts struct {
+	exec       *execclient.Client
+	scanner    *scan.Scanner
+	ring       *ring.Ring
+	dispatcher *dispatch.Dispatcher
+	ringGate   *gate[xjob.RingBucket]
+	fast, slow *gate[xjob.DispatchTask]
+}
+
+// wire builds every service on db.
+func wire(cfg Config, db *sqlitestore.DB, clk clock.Clock, logger *slog.Logger, owner, baseURL string) (*services, *parts, error) {
+	metrics := &metric.Metrics{}
+	exec, err := execclient.New(execclient.Options{AccessToken: cfg.AccessToken})
+	if err != nil {
+		return nil, nil, fmt.Errorf("local: executor client: %w", err)
+	}
+	fail := func(err error) (*services, *parts, error) {
+		exec.Close()
+		return nil, nil, err
+	}
+	var alarmer driver.Alarmer = alarm.Log{Logger: logger}
+	if cfg.AlarmWebhook != "" {
+		hook, err := alarm.NewWebhook(alarm.WebhookConfig{URL: cfg.AlarmWebhook, Secret: cfg.AlarmWebhookSecret, Clock: clk})
+		if err != nil {
+			return fail(fmt.Errorf("local: --alarm-webhook (XJOB_ALARM_WEBHOOK): %w", err))
+		}
+		alarmer = alarm.Multi{alarmer, hook}
+	}
+	cb, err := callback.New(callback.Config{Store: db, Queues: db, Alarmer: alarmer, Clock: clk, Logger: logger, Metrics: metrics})
+	if err != nil {
+		return fail(fmt.Errorf("local: callback: %w", err))
+	}
+	reg, err := registry.New(registry.Config{Store: db, Completer: cb, Clock: clk, Logger: logger, RetentionDays: cfg.LogRetentionDays})
+	if err != nil {
+		return fail(fmt.Errorf("local: registry: %w", err))
+	}
+	adm, err := admin.New(admin.Config{Store: db, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger})
+	if err != nil {
+		return fail(fmt.Errorf("local: admin: %w", err))
+	}
+	router := route.New(route.Options{Clock: clk, Prober: exec})
+	disp, err := dispatch.New(dispatch.Config{AdminAddress: baseURL}, dispatch.Deps{
+		Store: db, Executors: exec, Router: router, Addresses: reg, Completer: cb,
+		Clock: clk, Logger: logger, Metrics: metrics,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("local: dispatch: %w", err))
+	}
+	p := &parts{
+		exec:       exec,
+		dispatcher: disp,
+		ringGate:   newGate(db.Ring()),
+		fast:       newGate(db.Dispatch(xjob.LaneFast)),
+		slow:       newGate(db.Dispatch(xjob.LaneSlow)),
+	}
+	p.ring, err = ring.New(ring.Deps{Jobs: db, Queues: ringQueues{Queues: db, ring: p.ringGate}, Clock: clk, Logger: logger})
+	if err != nil {
+		return fail(fmt.Errorf("local: ring: %w", err))
+	}
+	p.scanner, err = scan.New(scan.Config{Shards: cfg.Shards}, scan.Deps{
+		Jobs: db, Leases: db, Queues: db, Clock: clk, Logger: logger, Owner: owner,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("local: scan: %w", err))
+	}
+	svc := &services{db: db, admin: adm, registry: reg, callback: cb, metrics: metrics, logger: logger}
+	return svc, p, nil
+}

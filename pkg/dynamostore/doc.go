@@ -1,0 +1,119 @@
+// Package dynamostore is xjob's AWS backend for the store ports of package
+// driver (jobs, groups, logs, registry, leases, report), on DynamoDB
+// through aws-sdk-go-v2. It passes the same contract suite as sqlitestore
+// (drivertest.Exercise), run in go test against dynalite.
+//
+// # Rules the design follows
+//
+//   - Single-item conditional writes only. No TransactWriteItems: it costs
+//     twice the write units, and dynalite (our offline stand-in) lacks it.
+//     Every multi-item change is ordered so that a crash between its writes
+//     leaves a state the next writer repairs (see LogCreate).
+//   - A lost condition (errors.As *types.ConditionalCheckFailedException)
+//     becomes xjob.ErrConflict, or xjob.ErrNotFound after one consistent
+//     read on the failure path only; leases map it to ErrLeaseHeld/Lost.
+//   - Throttling and 5xx are retried by the SDK's standard retryer (with
+//     backoff) configured on the client by the caller; BatchGetItem
+//     UnprocessedKeys and BatchWriteItem UnprocessedItems are retried here
+//     with exponential backoff (20 ms doubling, capped at 1 s, 10 tries).
+//   - Single-item reads (JobGet, LogGet, LeaseGet, reads on a conditional
+//     failure path) are strongly consistent: callers act on what they just
+//     wrote. Index queries are eventually consistent by nature; every write
+//     that follows one is conditional on a version, so a stale read loses
+//     instead of corrupting.
+//   - TTL: logs, occurrence markers and registry entries carry AttrPurgeAt
+//     (Unix seconds). Infra enables TTL on it (dynalite has no TTL, and code
+//     never calls UpdateTimeToLive). TTL is only the backstop: retention
+//     (LogDeleteBefore, RegistryDeleteBefore) stays exact.
+//
+// # Tables (names: TablesWithPrefix; schema: TableSpecs)
+//
+//	table        key                          GSIs (partition, sort; projection)
+//	jobs         id N                         due (dueShard N, dueKey S; ALL) sparse
+//	                                          byGroup (groupId N, id N; KEYS_ONLY)
+//	groups       id N                         —
+//	logs         id N                         byJob (jobId N, tkey S; KEYS_ONLY)
+//	                                          byGroup (groupId N, tkey S; KEYS_ONLY)
+//	                                          byTime (part N, tkey S; KEYS_ONLY)
+//	                                          running (runPart N, tkey S; KEYS_ONLY) sparse
+//	                                          failed (failPart N, tkey S; KEYS_ONLY) sparse
+//	occurrences  occurrenceId S               —   {occurrenceId → logId}, TTL
+//	registry     registryKey S, member S      —   appname; group#address, TTL
+//	leases       name S                       —   owner, token, expiresAt
+//	reports      day S                        —   ADD counters per day
+//	counters     name S                       —   ADD value: id allocation
+//
+// Jobs. The due index is sparse: dueShard (= the job's shard) exists only
+// while TriggerStatus is running — JobInsert/JobUpdate set or remove it,
+// JobAdvance with Stop removes it — so the index holds running jobs only
+// and a scan reads O(due jobs): one Query per shard per tick, dueShard =
+// :s AND dueKey BETWEEN cursor AND SortKey(before, max), Limit = page size,
+// projection ALL so no second read. dueKey = SortKey(nextTriggerTime, id)
+// orders ties by id, so the (NextTime, ID) keyset cursor of the port is a
+// single key condition. Each advance rewrites dueKey: 1 WRU on the table +
+// 2 on the index (an index sort key change is a delete and a put); that is
+// the scan's per-fire write cost. JobRecordSlow is an ADD that does not bump
+// the version (it costs a due-index write only when a dispatch was slow).
+// JobList by group walks byGroup (keys only, so advances never write it)
+// and batch-reads; without a group it scans the table (admin page only).
+//
+// Ids. Jobs, groups and logs get numeric ids (executors echo the log id)
+// from an atomic counter item: UpdateItem ADD value :block, RETURN
+// UPDATED_NEW. Jobs and groups take blocks of 1 (ids in insert order);
+// logs take blocks of Options.LogIDBlock per process, which cuts the
+// counter to one write per block and keeps the counter item far from its
+// 1,000 writes/s partition ceiling; log ids then stay unique but not
+// ordered across processes (lists order by trigger time anyway).
+//
+// Logs. A log is keyed by its numeric id; uniqueness per occurrence comes
+// from a marker item in the occurrences table, written first with
+// attribute_not_exists. The loser of that race reads the marker and the
+// log it names and returns it with ErrConflict. If the log is missing (its
+// writer crashed after the marker, or is a few ms behind), the loser puts
+// the log under the marker's id itself, again with attribute_not_exists:
+// exactly one put wins, every caller sees one log id, and a crash between
+// the two writes never loses the occurrence. Cost of a first delivery: 2
+// writes (+1/LogIDBlock counter write); of a duplicate: 1 failed write + 2
+// consistent reads.
+//
+// Log state changes are single conditional updates: LogClaim (version and
+// triggerCode = 0), LogTriggered (triggerCode = 0; the common case also
+// requires handleCode = 0 and enters the running or failed index, the
+// callback-came-first case is a second attempt that leaves the indexes
+// alone), LogFinish (handleCode = 0: first result wins), LogSetAlarm
+// (alarmStatus compare-and-set).
+//
+// Log queries. Every log index sorts on tkey = SortKey(triggerTime, id)
+// and is KEYS_ONLY, so updates of a log's state (3 per trigger) do not
+// rewrite byJob/byGroup/byTime; only running/failed membership changes
+// write an index. Readers page keys and BatchGetItem the logs (eventually
+// consistent, ½ RRU per log ≤ 4 KB), then apply the filters the key cannot
+// (status; group when a job is given).
+//
+//	LogList(job)        Query byJob jobId, tkey BETWEEN From..To/cursor, newest first
+//	LogList(group)      Query byGroup groupId, same
+//	LogList(all)        Query byTime for each part 0..LogPartitions-1, merged
+//	LogsRunning         Query running per part, merged, oldest first
+//	LogsFailedUnalarmed Query failed per part, merged; re-checks each log
+//	LogDeleteBefore     byTime oldest first, then BatchWrite deletes (logs, then markers)
+//
+// part = id mod LogPartitions spreads the time-ordered indexes over several
+// partition key values (write sharding), so no index partition takes every
+// log write; readers merge the partitions in key order (cost: one Query per
+// partition per page). The failed index may hold a log that is no longer
+// unalarmed for a moment (index membership is set in the same write as the
+// state, but a superset is harmless): reads re-check, so results are exact.
+// The page cursor is the last log's tkey (base64), used as the exclusive
+// upper bound of the next page.
+//
+// Registry, leases, reports. A heartbeat is one UpdateItem conditional on
+// the stored updatedAt not being newer. RegistryList queries the appname's
+// partition (or scans the small table for all appnames);
+// RegistryDeleteBefore scans and deletes each stale entry with a condition
+// that it is still stale. A lease is one item: LeaseAcquire tries "owner =
+// me" (keep token, extend), then "free or expired" (SET owner, ADD token 1:
+// a free lease's token still grows, fencing stays monotonic); renew and
+// release are conditional on owner and token; release REMOVEs the owner.
+// The report is one item per day with ADD counters; ReportList scans the
+// table (one item per retained day).
+package dynamostore
