@@ -10,13 +10,13 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/xjobdev/xjob/examples/httpexecutor/demo"
 	"github.com/xjobdev/xjob/pkg/executor"
 	"github.com/xjobdev/xjob/pkg/executor/lambdaexec"
 )
@@ -32,16 +32,12 @@ func main() {
 		slog.Error("executor config", "err", err)
 		os.Exit(1)
 	}
-	if err := e.Register("demoJobHandler", demo); err != nil {
+	// The very handlers of the HTTP example: the same code runs on ECS and
+	// on Lambda. On Lambda a handler's ctx also ends just before the
+	// invocation's deadline (less Config.InlineReserve).
+	if err := demo.Register(e, nil); err != nil {
 		slog.Error("register", "err", err)
 		os.Exit(1)
 	}
 	lambda.Start(lambdaexec.Handler(e))
-}
-
-// demo runs inside the invocation; ctx ends at the job's timeout or just
-// before the invocation's deadline, whichever comes first.
-func demo(ctx context.Context, job *executor.Job) error {
-	job.Logf("hello from Lambda, param=%q shard=%d/%d", job.Param, job.ShardIndex, job.ShardTotal)
-	return ctx.Err()
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/examples/httpexecutor/demo"
 	"github.com/xjobdev/xjob/pkg/admin"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/executor"
@@ -20,7 +21,7 @@ import (
 // --demo on an existing file creates nothing twice.
 const (
 	demoAppName     = "xjob-demo"
-	demoHandler     = "demoJobHandler"
+	demoHandler     = demo.DemoHandler
 	demoCronDesc    = "demo: cron every 2 s"
 	demoFixRateDesc = "demo: fix rate every 5 s"
 	demoAuthor      = "xjob"
@@ -38,18 +39,9 @@ func demoJobs(groupID int64) []xjob.Job {
 	}
 }
 
-// demoHandle is the demo executor's job: it writes the per-run log (what
-// `xjob log get` and the executor-log endpoint show) and succeeds. It is
-// quick on purpose, so a 2 s cron never piles up behind SERIAL_EXECUTION;
-// examples/httpexecutor shows longer-running, failing and sharding handlers.
-func demoHandle(_ context.Context, job *executor.Job) error {
-	job.Logf("demo job %d, log %d, param %q, triggered at %s", job.JobID, job.LogID, job.Param,
-		job.LogDateTime.UTC().Format(time.RFC3339Nano))
-	job.Succeed("demo done")
-	return nil
-}
-
-// demoExecutor is the in-process demo executor: the SDK served on loopback.
+// demoExecutor is the in-process demo executor: the SDK served on loopback
+// with the handlers of the HTTP example (examples/httpexecutor), so what
+// `make run` shows is what that example does.
 type demoExecutor struct {
 	address string
 	exec    *executor.Executor
@@ -87,7 +79,10 @@ func startDemo(ctx context.Context, cfg Config, svc *services, baseURL string) (
 		Logger:         svc.logger.With("component", "demo-executor"),
 	})
 	if err == nil {
-		err = d.exec.Register(demoHandler, demoHandle)
+		// The HTTP example's handlers (examples/httpexecutor/demo): its
+		// demoJobHandler takes about half a second, so the 2 s cron never
+		// piles up behind SERIAL_EXECUTION.
+		err = demo.Register(d.exec, svc.logger.With("component", "demo-executor"))
 	}
 	if err == nil {
 		err = d.exec.Start()
@@ -117,7 +112,14 @@ func startDemo(ctx context.Context, cfg Config, svc *services, baseURL string) (
 // their results, then closes its listener.
 func (d *demoExecutor) stop(ctx context.Context) {
 	_ = d.exec.Shutdown(ctx)
-	_ = d.srv.Shutdown(ctx)
+	// Every request is now answered at once, so a second is plenty; the
+	// 5 s http.Server.Shutdown grants connections that never sent a
+	// request (spares the executor client dialled) is not worth waiting.
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := d.srv.Shutdown(sctx); err != nil {
+		_ = d.srv.Close()
+	}
 }
 
 func ensureDemoGroup(ctx context.Context, a *admin.Service) (xjob.Group, error) {

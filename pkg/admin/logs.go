@@ -91,7 +91,10 @@ func (s *Service) KillLog(ctx context.Context, id int64) (xjob.Log, error) {
 	done, err := s.cfg.Finisher.Finish(ctx, l, xjob.CodeFail, KillMsg)
 	switch {
 	case errors.Is(err, xjob.ErrConflict):
-		return xjob.Log{}, fmt.Errorf("log %d got its result meanwhile: %w", id, xjob.ErrConflict)
+		// The executor killed the run and its own callback ("... [job
+		// running, killed]") landed first: the kill succeeded, and the
+		// log holds that first result.
+		return s.GetLog(ctx, id)
 	case err != nil && done.ID == 0:
 		return xjob.Log{}, mapNotFound(err, "log", id, "admin log kill")
 	case err != nil:

@@ -206,7 +206,8 @@ func (e *Executor) Shutdown(ctx context.Context) error {
 
 // ListenAndServe listens on Config.ListenAddr, registers the listener's
 // address when Config.Address is empty, starts the executor and serves
-// until ctx ends, then shuts down, giving running jobs up to grace.
+// until ctx ends, then shuts down, giving running jobs up to grace; the
+// HTTP server closes at most a second after that.
 func (e *Executor) ListenAndServe(ctx context.Context, grace time.Duration) error {
 	ln, err := net.Listen("tcp", e.cfg.ListenAddr)
 	if err != nil {
@@ -238,10 +239,26 @@ func (e *Executor) ListenAndServe(ctx context.Context, grace time.Duration) erro
 	defer cancel()
 	// Keep serving /kill and /log while jobs drain; /run is refused.
 	shutErr := e.Shutdown(sctx)
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("executor http shutdown: %w", err)
-	}
+	closeServer(sctx, srv)
 	return shutErr
+}
+
+// httpDrain bounds how long the HTTP server may take to close once the
+// executor has shut down.
+const httpDrain = time.Second
+
+// closeServer stops srv after the executor has shut down. Every request
+// is then answered at once (/run is refused, nothing runs), so in-flight
+// replies finish within httpDrain. What is left are connections that never
+// sent a request — an admin's HTTP client dials spare keep-alive
+// connections under concurrent triggers — which http.Server.Shutdown would
+// wait 5 s for; they are closed instead.
+func closeServer(ctx context.Context, srv *http.Server) {
+	ctx, cancel := context.WithTimeout(ctx, httpDrain)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		_ = srv.Close()
+	}
 }
 
 // listenerAddress is http://{ip}:{port}/ for a listener, replacing an

@@ -30,11 +30,14 @@
 //     re-sent after the next successful callback from the same
 //     environment — best effort only, because Lambda may discard the
 //     environment at any time.
-//     Caution: the admin waits for the /run reply. An xxl-job 2.x admin
-//     gives up after 3 s and records the trigger as failed (its fail
-//     monitor may then retry it), so against an xxl-job admin only jobs
-//     that finish well within 3 s are safe; xjob's dispatcher waits for
-//     the invocation.
+//     Caution: the admin waits for the /run reply, and neither admin waits
+//     long: an xxl-job 2.x admin gives up after a 3 s read timeout, and
+//     xjob's dispatcher (package execclient, default 3 s connect + 3 s
+//     read) likewise. A run that outlasts it is recorded as a failed
+//     trigger — and retried if the job has fail retries left — while the
+//     invocation keeps running; its callback later adds the run's result
+//     to that failed trigger's log. So only jobs that finish well within
+//     3 s are safe on Lambda today; run longer jobs on an ECS/EC2 executor.
 //   - /beat answers 200 whenever the function can be invoked, which is
 //     what FAILOVER routing needs.
 //   - /idleBeat always answers 200: a new invocation gets an idle
