@@ -34,6 +34,9 @@ const (
 	defaultServer = "http://127.0.0.1:8080"
 	envServer     = "XJOB_SERVER"
 	envToken      = "XJOB_TOKEN"
+	// envAdminToken is the variable `xjob local` reads its admin token
+	// from; the CLI falls back to it so that one export serves both.
+	envAdminToken = "XJOB_ADMIN_TOKEN"
 )
 
 // Exit codes (see Main).
@@ -135,7 +138,8 @@ func (a *app) rootCommand() *cobra.Command {
 		Long: `xjob — a serverless, xxl-job-compatible job scheduler.
 
 Commands other than "cron next" and "local" talk to an xjob admin API:
---server (env XJOB_SERVER, default ` + defaultServer + `) and --token (env XJOB_TOKEN).
+--server (env XJOB_SERVER, default ` + defaultServer + `) and --token (env XJOB_TOKEN,
+or else XJOB_ADMIN_TOKEN, the variable "xjob local" reads).
 Exit codes: 0 success, 1 the command failed (server error shown), 2 bad usage.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -154,7 +158,7 @@ Exit codes: 0 success, 1 the command failed (server error shown), 2 bad usage.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.server, "server", "", "admin API address (env "+envServer+", default "+defaultServer+")")
-	pf.StringVar(&a.token, "token", "", "admin API bearer token (env "+envToken+")")
+	pf.StringVar(&a.token, "token", "", "admin API bearer token (env "+envToken+", else "+envAdminToken+")")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 
 	root.AddCommand(a.jobCommand(), a.groupCommand(), a.executorCommand(), a.logCommand(),
@@ -267,6 +271,9 @@ func (a *app) client() (*adminclient.Client, error) {
 	if token == "" {
 		token = a.getenv(envToken)
 	}
+	if token == "" {
+		token = a.getenv(envAdminToken)
+	}
 	hc := a.httpClient
 	if hc == nil {
 		hc = &http.Client{Timeout: httpTimeout}
@@ -293,7 +300,7 @@ func (a *app) printFailure(err error) {
 		}
 		switch apiErr.Status {
 		case http.StatusUnauthorized:
-			fmt.Fprintln(a.stderr, "Hint: pass --token or set "+envToken+" to the admin token the server printed at start.")
+			fmt.Fprintln(a.stderr, "Hint: pass --token or set "+envToken+" (or "+envAdminToken+") to the admin token the server printed at start.")
 		case http.StatusConflict:
 			if strings.Contains(strings.ToLower(msg), "version") || strings.Contains(strings.ToLower(msg), "changed") {
 				fmt.Fprintln(a.stderr, "Hint: it changed since it was read; run the command again.")
