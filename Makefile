@@ -28,17 +28,61 @@ lint: ## gofmt and go vet
 	$(GO) vet $(PKGS)
 
 .PHONY: bench
-bench: ## Run the Go benchmarks of the core packages
+bench: ## Load and fault harness against xjob local (~9 min; BENCH_FLAGS=... to tune, see bench/README.md)
+	$(GO) run ./bench/cmd/xjobbench $(BENCH_FLAGS)
+
+.PHONY: bench-go
+bench-go: ## Run the Go micro-benchmarks of the core packages
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 .PHONY: build
-build: ## Build the xjob binary into bin/
+build: build-cli build-lambda ## Build bin/xjob and the Lambda zips in dist/
+
+.PHONY: build-cli
+build-cli: ## Build the xjob binary into bin/
 	$(GO) build -o $(BIN)/xjob ./cmd/xjob
 
+# Lambda functions: one bootstrap per function for provided.al2023 on arm64,
+# zipped to dist/<name>.zip (by a tiny Go tool, so zip(1) is not needed).
+FUNCTIONS := scan ring dispatch callback registry
+DIST      := dist
+
+.PHONY: build-lambda
+build-lambda: ## Build dist/<function>.zip for each Lambda function (arm64, provided.al2023)
+	@mkdir -p $(DIST)
+	@for f in $(FUNCTIONS); do \
+		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" \
+			-o $(DIST)/$$f/bootstrap ./functions/$$f || exit 1; \
+		$(GO) run ./internal/tools/zip $(DIST)/$$f.zip $(DIST)/$$f/bootstrap || exit 1; \
+		printf "  %-9s bootstrap %6d KiB   zip %6d KiB\n" $$f $$(( $$(wc -c < $(DIST)/$$f/bootstrap) / 1024 )) $$(( $$(wc -c < $(DIST)/$$f.zip) / 1024 )); \
+	done
+
 .PHONY: run
-run: build ## Build and start xjob local with demo jobs (data in .xjob/, git-ignored)
+run: build-cli ## Build and start xjob local with demo jobs served by the examples/httpexecutor handlers (data in .xjob/, git-ignored)
 	$(BIN)/xjob local --demo --db .xjob/xjob.db
 
 .PHONY: clean
 clean: ## Remove build output
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(DIST)
+
+# Deploying to AWS (needs credentials; see infra/README.md). Tokens come from the
+# environment: XJOB_ACCESS_TOKEN (executors) and XJOB_ADMIN_TOKEN (/v1 API, >= 16 chars).
+STACK  ?= xjob
+SHARDS ?= 4
+
+.PHONY: deploy-sam
+deploy-sam: build-lambda ## Deploy infra/sam/template.yaml with `sam deploy` (STACK, SHARDS; tokens from XJOB_*_TOKEN)
+	@test -n "$$XJOB_ACCESS_TOKEN" && test -n "$$XJOB_ADMIN_TOKEN" || { echo "set XJOB_ACCESS_TOKEN and XJOB_ADMIN_TOKEN"; exit 1; }
+	sam deploy --template-file infra/sam/template.yaml --stack-name $(STACK) \
+		--resolve-s3 --capabilities CAPABILITY_IAM CAPABILITY_AUTO_EXPAND \
+		--no-fail-on-empty-changeset \
+		--parameter-overrides TablePrefix=$(STACK) Shards=$(SHARDS) \
+			AccessToken="$$XJOB_ACCESS_TOKEN" AdminToken="$$XJOB_ADMIN_TOKEN"
+
+.PHONY: deploy-tf
+deploy-tf: build-lambda ## Deploy infra/terraform with `terraform apply` (STACK, SHARDS; tokens from XJOB_*_TOKEN)
+	@test -n "$$XJOB_ACCESS_TOKEN" && test -n "$$XJOB_ADMIN_TOKEN" || { echo "set XJOB_ACCESS_TOKEN and XJOB_ADMIN_TOKEN"; exit 1; }
+	terraform -chdir=infra/terraform init -input=false
+	TF_VAR_access_token="$$XJOB_ACCESS_TOKEN" TF_VAR_admin_token="$$XJOB_ADMIN_TOKEN" \
+		terraform -chdir=infra/terraform apply -input=false \
+			-var name=$(STACK) -var table_prefix=$(STACK) -var shards=$(SHARDS)

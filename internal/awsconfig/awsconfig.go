@@ -18,6 +18,16 @@ const (
 	EnvLogLevel        = "XJOB_LOG_LEVEL"               // debug|info|warn|error (optional, default info)
 )
 
+// Lookup returns the function named name from Functions.
+func Lookup(name string) (Function, bool) {
+	for _, f := range Functions {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Function{}, false
+}
+
 // Function describes one Lambda function.
 type Function struct {
 	// Name is the function's directory under functions/ and its logical
@@ -36,20 +46,68 @@ type Function struct {
 	Consumes []string
 }
 
-// Functions lists the five functions. Actions are filled from what each
-// function's code calls (measured by the emulated-AWS end-to-end test's
-// request counter).
+// Functions lists the five functions. Actions are what each function's
+// code calls, as measured by the emulated-AWS end-to-end test
+// (internal/lambdaapp, which fails if a function calls an action not listed
+// here), plus the actions of code paths that test does not reach, each
+// marked "not exercised" with the path that needs it. SQS batch calls are
+// authorised by their single-message actions (SendMessageBatch needs
+// sqs:SendMessage, DeleteMessageBatch sqs:DeleteMessage).
 var Functions = []Function{
 	{Name: "scan",
-		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL}},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL},
+		OptionalEnv: []string{EnvLogLevel},
+		Actions: []string{
+			"dynamodb:GetItem",    // not exercised: consistent read after a lost conditional write (job advance, lease)
+			"dynamodb:Query",      // due index; leases
+			"dynamodb:UpdateItem", // job advance; lease acquire/renew/release
+			"sqs:SendMessage",     // ring buckets; late fires to the dispatch lanes
+		}},
 	{Name: "ring",
-		Env:      []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL},
+		OptionalEnv: []string{EnvLogLevel},
+		Actions: []string{
+			"dynamodb:BatchGetItem", // re-check the bucket's jobs
+			"sqs:SendMessage",       // hand fires to the dispatch lanes
+		},
 		Consumes: []string{EnvRingQueueURL}},
 	{Name: "dispatch",
-		Env:      []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel},
+		Actions: []string{
+			"dynamodb:GetItem",
+			"dynamodb:PutItem", // occurrence marker, trigger log
+			"dynamodb:Query",   // live executors of an automatic group
+			"dynamodb:UpdateItem",
+			"sns:Publish",                 // not exercised: alarm of a failed trigger (executor unreachable)
+			"sqs:ChangeMessageVisibility", // not exercised: retry delay of a task in flight elsewhere or of a store failure
+			"sqs:SendMessage",             // not exercised: retry task of a failed trigger
+		},
 		Consumes: []string{EnvDispatchFastURL, EnvDispatchSlowURL}},
 	{Name: "callback",
-		Env: []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN}},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel},
+		Actions: []string{
+			"dynamodb:GetItem",
+			"dynamodb:UpdateItem", // first result wins; alarm status; report counters
+			"sns:Publish",         // alarm of a failed result
+			"sqs:SendMessage",     // not exercised: retry and child-job tasks
+		}},
 	{Name: "registry",
-		Env: []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN}},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel},
+		Actions: []string{
+			// The admin API and maintenance reach every store operation; the
+			// test exercises heartbeats, job/group creation and one maintenance run.
+			"dynamodb:BatchGetItem",   // not exercised: job/log lists
+			"dynamodb:BatchWriteItem", // not exercised: log purge
+			"dynamodb:DeleteItem",     // not exercised: executor deregistration, job/group delete
+			"dynamodb:GetItem",
+			"dynamodb:PutItem", // job/group create
+			"dynamodb:Query",
+			"dynamodb:Scan", // small tables: registry (all appnames), reports, job list without a group
+			"dynamodb:UpdateItem",
+			"sns:Publish",     // not exercised: alarms from the lost-job check and the sweep
+			"sqs:SendMessage", // not exercised: admin manual trigger, retries after the lost-job check
+		}},
 }

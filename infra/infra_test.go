@@ -1,0 +1,509 @@
+package infra
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/xjobdev/xjob/internal/awsconfig"
+	"github.com/xjobdev/xjob/pkg/dynamostore"
+)
+
+// The checks below run on a neutral model (stack) that each loader builds
+// from its format: sam_test.go from the SAM template, terraform_test.go from
+// the .tf files. References are reduced to symbols so that both formats
+// compare with one expectation computed from the code:
+//
+//	table:<name>          a table's ARN (name = dynamostore.Table* constant)
+//	index:<name>          <table ARN>/index/*
+//	queue:<key>           a queue's ARN (key = QueueName after the stack prefix: ring, dispatch-fast, …)
+//	queue:<key>:url       a queue's URL
+//	topic:<key>           a topic's ARN (key = TopicName after the stack prefix)
+//	loggroup:<fn>         a function log group's ARN (with :* so it covers its streams)
+//	loggroupname:<fn>     its name
+//	param:<name>          a parameter/variable, name lower-cased without _ (TablePrefix = table_prefix)
+//
+// Anything else stays as rendered ("${...}") and shows up verbatim in a
+// failure message.
+
+// prefixPlaceholder replaces the table-prefix reference (SAM
+// ${TablePrefix}, Terraform ${var.table_prefix}) in table names.
+const prefixPlaceholder = "PREFIX"
+
+// stack is one format's description of the deployment, reduced to what
+// the code constrains.
+type stack struct {
+	format    string
+	tables    map[string]table    // by table name with the prefix placeholder
+	queues    map[string]queue    // by queue key
+	functions map[string]function // by awsconfig name
+	routes    map[string]string   // "POST /api/callback" → function name
+	schedules map[string][]string // function name → schedule expressions of rules targeting it
+	params    map[string]param    // by normalized name
+	outputs   map[string]string   // normalized output name → rendered value
+	logGroups map[string]any      // loggroupname:<fn> → retention in days
+	problems  []string            // structural problems found while loading
+}
+
+type table struct {
+	attrs       map[string]string // attribute → S|N|B
+	hash, rng   string
+	gsis        map[string]gsi
+	ttl         string // TTL attribute, "" when off
+	pitr        bool
+	billingMode string
+}
+
+type gsi struct{ hash, rng, projection string }
+
+type queue struct {
+	visibility int // seconds
+	dlq        string
+	maxReceive int
+}
+
+type function struct {
+	handler, runtime string
+	archs            []string
+	code             string // repository-relative path of the zip
+	timeout, memory  int
+	env              map[string]string   // variable → symbol
+	grants           map[string]bool     // "action resource"
+	consumes         map[string]consumer // by queue key
+	logGroup         string              // symbol of LoggingConfig's group
+}
+
+type consumer struct {
+	batchItemFailures bool
+	maxConcurrency    any // literal or param symbol
+	batchSize         int
+}
+
+type param struct {
+	def    any
+	secret bool
+}
+
+// Expectations the code does not spell as data.
+var (
+	// ttlTables are the tables whose items carry dynamostore.AttrPurgeAt
+	// (dynamostore doc: logs, occurrence markers and registry entries).
+	ttlTables = []string{dynamostore.TableLogs, dynamostore.TableOccurrences, dynamostore.TableRegistry}
+	// wantRoutes is the HTTP API: executors reach callback through either
+	// prefix, everything else (registry, /v1 admin API) goes to registry.
+	wantRoutes = map[string]string{
+		"POST /api/callback":               "callback",
+		"POST /xxl-job-admin/api/callback": "callback",
+		"ANY /{proxy+}":                    "registry",
+	}
+	// wantSchedules are the EventBridge rules per function.
+	wantSchedules = map[string][]string{"scan": {"rate(1 minute)"}, "registry": {"rate(1 minute)"}}
+	// queueOfEnv names the queue behind each queue-URL variable.
+	queueOfEnv = map[string]string{
+		awsconfig.EnvRingQueueURL:    "ring",
+		awsconfig.EnvDispatchFastURL: "dispatch-fast",
+		awsconfig.EnvDispatchSlowURL: "dispatch-slow",
+	}
+	// envSymbol is what each variable must be set from.
+	envSymbol = map[string]string{
+		awsconfig.EnvTablePrefix:     "param:tableprefix",
+		awsconfig.EnvShards:          "param:shards",
+		awsconfig.EnvRingQueueURL:    "queue:ring:url",
+		awsconfig.EnvDispatchFastURL: "queue:dispatch-fast:url",
+		awsconfig.EnvDispatchSlowURL: "queue:dispatch-slow:url",
+		awsconfig.EnvAccessToken:     "param:accesstoken",
+		awsconfig.EnvAdminToken:      "param:admintoken",
+		awsconfig.EnvAlarmTopicARN:   "topic:alarms",
+		awsconfig.EnvLogLevel:        "param:loglevel",
+	}
+	// secretParams must be NoEcho (SAM) / sensitive (Terraform).
+	secretParams = []string{"param:accesstoken", "param:admintoken"}
+	// consumeActions are what an SQS event source mapping needs on its
+	// queue (AWSLambdaSQSQueueExecutionRole, scoped to the queue).
+	consumeActions = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"}
+	logActions     = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
+)
+
+// iamAction maps an SDK operation name (as awsconfig may record it from a
+// request counter) to the IAM action that authorizes it.
+func iamAction(a string) string {
+	switch a {
+	case "sqs:SendMessageBatch":
+		return "sqs:SendMessage"
+	case "sqs:DeleteMessageBatch":
+		return "sqs:DeleteMessage"
+	case "sqs:ChangeMessageVisibilityBatch":
+		return "sqs:ChangeMessageVisibility"
+	case "sns:PublishBatch":
+		return "sns:Publish"
+	}
+	return a
+}
+
+// wantGrants is the exact "action resource" set function f may hold.
+func wantGrants(t *testing.T, f awsconfig.Function) map[string]bool {
+	t.Helper()
+	env := slices.Concat(f.Env, f.OptionalEnv)
+	specs := dynamostore.TableSpecs(dynamostore.TablesWithPrefix(""))
+	g := map[string]bool{}
+	for _, raw := range f.Actions {
+		a := iamAction(raw)
+		svc, _, ok := strings.Cut(a, ":")
+		if !ok || strings.Contains(a, "*") {
+			t.Errorf("awsconfig %s: action %q must be service:Operation without wildcards", f.Name, raw)
+			continue
+		}
+		switch svc {
+		case "dynamodb":
+			// One dynamostore.DB over every table: each function may touch
+			// any table (awsconfig does not record tables per function).
+			for _, s := range specs {
+				g[a+" table:"+*s.TableName] = true
+				if a == "dynamodb:Query" && len(s.GlobalSecondaryIndexes) > 0 {
+					g[a+" index:"+*s.TableName] = true
+				}
+			}
+		case "sqs":
+			n := 0
+			for _, e := range env {
+				if q, ok := queueOfEnv[e]; ok {
+					g[a+" queue:"+q] = true
+					n++
+				}
+			}
+			if n == 0 {
+				t.Errorf("awsconfig %s: action %s but no queue URL variable in Env", f.Name, raw)
+			}
+		case "sns":
+			if !slices.Contains(env, awsconfig.EnvAlarmTopicARN) {
+				t.Errorf("awsconfig %s: action %s but %s not in Env", f.Name, raw, awsconfig.EnvAlarmTopicARN)
+			}
+			g[a+" topic:alarms"] = true
+		default:
+			t.Errorf("awsconfig %s: action %s: the infra test has no resource rule for service %q; extend wantGrants and the templates", f.Name, raw, svc)
+		}
+	}
+	for _, e := range f.Consumes {
+		for _, a := range consumeActions {
+			g[a+" queue:"+queueOfEnv[e]] = true
+		}
+	}
+	for _, a := range logActions {
+		g[a+" loggroup:"+f.Name] = true
+	}
+	return g
+}
+
+// describeGrants renders a grant set as statements (actions grouped by
+// identical resource lists), to paste into a template when re-syncing.
+func describeGrants(g map[string]bool) string {
+	byAction := map[string][]string{}
+	for k := range g {
+		a, r, _ := strings.Cut(k, " ")
+		byAction[a] = append(byAction[a], r)
+	}
+	byRes := map[string][]string{}
+	for a, rs := range byAction {
+		sort.Strings(rs)
+		key := strings.Join(rs, ", ")
+		byRes[key] = append(byRes[key], a)
+	}
+	var b strings.Builder
+	for _, key := range slices.Sorted(maps.Keys(byRes)) {
+		as := byRes[key]
+		sort.Strings(as)
+		fmt.Fprintf(&b, "\n      Action [%s] on [%s]", strings.Join(as, ", "), key)
+	}
+	if b.Len() == 0 {
+		return " none"
+	}
+	return b.String()
+}
+
+func diffSets(want, got map[string]bool) (missing, extra []string) {
+	for k := range want {
+		if !got[k] {
+			missing = append(missing, k)
+		}
+	}
+	for k := range got {
+		if !want[k] {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	return missing, extra
+}
+
+func setOf(l []string) map[string]bool {
+	m := map[string]bool{}
+	for _, k := range l {
+		m[k] = true
+	}
+	return m
+}
+
+func intOf(v any) (int, bool) {
+	switch n := v.(type) {
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	case float64:
+		return int(n), n == float64(int(n))
+	case string:
+		var i int
+		if _, err := fmt.Sscanf(n, "%d", &i); err == nil && fmt.Sprint(i) == n {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// resolve returns a parameter's default for a param symbol, else v.
+func (s *stack) resolve(v any) any {
+	if str, ok := v.(string); ok && strings.HasPrefix(str, "param:") {
+		if p, ok := s.params[strings.TrimPrefix(str, "param:")]; ok {
+			return p.def
+		}
+	}
+	return v
+}
+
+// check compares s with the code and reports every difference.
+func check(t *testing.T, s *stack) {
+	t.Helper()
+	for _, p := range s.problems {
+		t.Errorf("%s: %s", s.format, p)
+	}
+	checkTables(t, s)
+	checkFunctions(t, s)
+	checkRoutesAndSchedules(t, s)
+	for _, name := range secretParams {
+		if p, ok := s.params[strings.TrimPrefix(name, "param:")]; !ok || !p.secret {
+			t.Errorf("%s: %s must exist and be NoEcho/sensitive", s.format, name)
+		}
+	}
+	found := false
+	for name, v := range s.outputs {
+		if strings.Contains(name, "adminurl") && strings.Contains(v, "api") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("%s: no admin URL output (an output named like admin_url referencing the HTTP API); outputs: %v", s.format, s.outputs)
+	}
+}
+
+func checkTables(t *testing.T, s *stack) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, spec := range dynamostore.TableSpecs(dynamostore.TablesWithPrefix(prefixPlaceholder)) {
+		name := *spec.TableName
+		short := strings.TrimPrefix(name, prefixPlaceholder+"-")
+		want[name] = true
+		got, ok := s.tables[name]
+		if !ok {
+			t.Errorf("%s: table %q (dynamostore %s) is missing", s.format, name, short)
+			continue
+		}
+		where := fmt.Sprintf("%s: table %s", s.format, short)
+		attrs := map[string]string{}
+		for _, a := range spec.AttributeDefinitions {
+			attrs[*a.AttributeName] = string(a.AttributeType)
+		}
+		if !maps.Equal(attrs, got.attrs) {
+			t.Errorf("%s: attribute definitions %v, dynamostore.TableSpecs has %v", where, got.attrs, attrs)
+		}
+		hash, rng := keyOf(spec.KeySchema)
+		if got.hash != hash || got.rng != rng {
+			t.Errorf("%s: key (%q, %q), dynamostore.TableSpecs has (%q, %q)", where, got.hash, got.rng, hash, rng)
+		}
+		wantG := map[string]gsi{}
+		for _, g := range spec.GlobalSecondaryIndexes {
+			h, r := keyOf(g.KeySchema)
+			wantG[*g.IndexName] = gsi{h, r, string(g.Projection.ProjectionType)}
+		}
+		if !maps.Equal(wantG, got.gsis) {
+			t.Errorf("%s: global secondary indexes\n   got  %v\n   want %v (dynamostore.TableSpecs)", where, got.gsis, wantG)
+		}
+		if got.billingMode != "PAY_PER_REQUEST" {
+			t.Errorf("%s: billing mode %q, want PAY_PER_REQUEST (on-demand)", where, got.billingMode)
+		}
+		if !got.pitr {
+			t.Errorf("%s: point-in-time recovery is not enabled", where)
+		}
+		wantTTL := ""
+		if slices.Contains(ttlTables, short) {
+			wantTTL = dynamostore.AttrPurgeAt
+		}
+		if got.ttl != wantTTL {
+			t.Errorf("%s: TTL attribute %q, want %q", where, got.ttl, wantTTL)
+		}
+	}
+	for name := range s.tables {
+		if !want[name] {
+			t.Errorf("%s: table %q is not in dynamostore.TableSpecs", s.format, name)
+		}
+	}
+}
+
+func keyOf(ks []types.KeySchemaElement) (hash, rng string) {
+	for _, k := range ks {
+		if k.KeyType == types.KeyTypeHash {
+			hash = *k.AttributeName
+		} else {
+			rng = *k.AttributeName
+		}
+	}
+	return hash, rng
+}
+
+func checkFunctions(t *testing.T, s *stack) {
+	t.Helper()
+	known := map[string]bool{}
+	for _, f := range awsconfig.Functions {
+		known[f.Name] = true
+		got, ok := s.functions[f.Name]
+		if !ok {
+			t.Errorf("%s: function %s (awsconfig) is missing", s.format, f.Name)
+			continue
+		}
+		where := fmt.Sprintf("%s: function %s", s.format, f.Name)
+		if got.handler != "bootstrap" || got.runtime != "provided.al2023" || !slices.Equal(got.archs, []string{"arm64"}) {
+			t.Errorf("%s: handler %q runtime %q architectures %v, want bootstrap, provided.al2023, [arm64]", where, got.handler, got.runtime, got.archs)
+		}
+		if want := "dist/" + f.Name + ".zip"; got.code != want {
+			t.Errorf("%s: code %q, want %q (make build-lambda output)", where, got.code, want)
+		}
+		if got.timeout < 1 || got.timeout > 900 || got.memory < 128 {
+			t.Errorf("%s: timeout %d s / memory %d MB out of range", where, got.timeout, got.memory)
+		}
+		if f.Name == "scan" && got.timeout <= 60 {
+			t.Errorf("%s: timeout %d s, must exceed the minute the scan loops for", where, got.timeout)
+		}
+		// Environment: every required variable, from the right source; nothing unknown.
+		for _, e := range f.Env {
+			v, ok := got.env[e]
+			if !ok {
+				t.Errorf("%s: environment variable %s (required by awsconfig) is not set", where, e)
+			} else if v != envSymbol[e] {
+				t.Errorf("%s: %s is set from %q, want %q", where, e, v, envSymbol[e])
+			}
+		}
+		for e, v := range got.env {
+			if slices.Contains(f.Env, e) {
+				continue
+			}
+			if !slices.Contains(f.OptionalEnv, e) {
+				t.Errorf("%s: environment variable %s is not read by the function (not in awsconfig Env/OptionalEnv)", where, e)
+			} else if v != envSymbol[e] {
+				t.Errorf("%s: %s is set from %q, want %q", where, e, v, envSymbol[e])
+			}
+		}
+		// IAM: exactly the expected grants.
+		want := wantGrants(t, f)
+		if missing, extra := diffSets(want, got.grants); len(missing)+len(extra) > 0 {
+			t.Errorf("%s: IAM policy differs from awsconfig (Actions %v, Consumes %v)\n   missing:%s\n   extra (not needed):%s\n   want exactly:%s",
+				where, f.Actions, f.Consumes, describeGrants(setOf(missing)), describeGrants(setOf(extra)), describeGrants(want))
+		}
+		// Queues consumed through event source mappings.
+		wantQ := map[string]bool{}
+		for _, e := range f.Consumes {
+			wantQ[queueOfEnv[e]] = true
+		}
+		gotQ := map[string]bool{}
+		for q := range got.consumes {
+			gotQ[q] = true
+		}
+		if missing, extra := diffSets(wantQ, gotQ); len(missing)+len(extra) > 0 {
+			t.Errorf("%s: SQS event sources differ from awsconfig Consumes: missing %v, extra %v", where, missing, extra)
+		}
+		for qk, c := range got.consumes {
+			checkConsumer(t, s, where, qk, c, got.timeout)
+		}
+		// Logs.
+		if got.logGroup != "loggroupname:"+f.Name {
+			t.Errorf("%s: logging config log group %q, want its own log group", where, got.logGroup)
+		}
+		if r, ok := s.logGroups["loggroupname:"+f.Name]; !ok || r == nil {
+			t.Errorf("%s: no log group with retention for the function", where)
+		}
+	}
+	for name := range s.functions {
+		if !known[name] {
+			t.Errorf("%s: function %s is not in awsconfig.Functions", s.format, name)
+		}
+	}
+}
+
+func checkConsumer(t *testing.T, s *stack, where, qk string, c consumer, timeout int) {
+	t.Helper()
+	if !c.batchItemFailures {
+		t.Errorf("%s: event source %s lacks ReportBatchItemFailures", where, qk)
+	}
+	if n, ok := intOf(s.resolve(c.maxConcurrency)); !ok || n < 2 {
+		t.Errorf("%s: event source %s maximum concurrency %v, want a per-lane value >= 2", where, qk, c.maxConcurrency)
+	}
+	if c.batchSize < 1 || c.batchSize > 10 {
+		t.Errorf("%s: event source %s batch size %d, want 1..10", where, qk, c.batchSize)
+	}
+	q, ok := s.queues[qk]
+	if !ok {
+		t.Errorf("%s: consumed queue %s does not exist", where, qk)
+		return
+	}
+	if q.visibility < 6*timeout {
+		t.Errorf("%s: queue %s visibility timeout %d s < 6 x function timeout %d s", where, qk, q.visibility, timeout)
+	}
+	if _, ok := s.queues[q.dlq]; !ok || q.maxReceive < 1 {
+		t.Errorf("%s: queue %s has no redrive to a dead-letter queue (dlq %q, maxReceiveCount %d)", where, qk, q.dlq, q.maxReceive)
+	}
+}
+
+func checkRoutesAndSchedules(t *testing.T, s *stack) {
+	t.Helper()
+	if !maps.Equal(s.routes, wantRoutes) {
+		t.Errorf("%s: HTTP API routes\n   got  %v\n   want %v", s.format, s.routes, wantRoutes)
+	}
+	for _, f := range awsconfig.Functions {
+		got := slices.Sorted(slices.Values(s.schedules[f.Name]))
+		if !slices.Equal(got, wantSchedules[f.Name]) {
+			t.Errorf("%s: function %s EventBridge schedules %v, want %v", s.format, f.Name, got, wantSchedules[f.Name])
+		}
+	}
+	for name := range s.schedules {
+		if _, ok := s.functions[name]; !ok {
+			t.Errorf("%s: schedule targets unknown function %s", s.format, name)
+		}
+	}
+}
+
+// normParam is the name shared by a SAM parameter and a Terraform variable.
+func normParam(name string) string {
+	return strings.ToLower(strings.ReplaceAll(name, "_", ""))
+}
+
+func TestSAMMatchesCode(t *testing.T) {
+	t.Parallel()
+	s, err := loadSAM("sam/template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, s)
+}
+
+func TestTerraformMatchesCode(t *testing.T) {
+	t.Parallel()
+	s, err := loadTerraform("terraform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, s)
+}

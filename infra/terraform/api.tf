@@ -1,0 +1,62 @@
+# One HTTP API for executors (xxl-job /api/* under both prefixes) and people (/v1 admin API).
+# The explicit callback routes are more specific than /{proxy+}, so API Gateway prefers them.
+
+resource "aws_apigatewayv2_api" "http" {
+  name          = var.name
+  protocol_type = "HTTP"
+  description   = "xjob admin address (executors and the /v1 admin API)"
+}
+
+resource "aws_apigatewayv2_stage" "default" {
+  api_id      = aws_apigatewayv2_api.http.id
+  name        = "$default"
+  auto_deploy = true
+}
+
+resource "aws_apigatewayv2_integration" "callback" {
+  api_id                 = aws_apigatewayv2_api.http.id
+  integration_type       = "AWS_PROXY"
+  integration_uri        = aws_lambda_function.callback.invoke_arn
+  payload_format_version = "2.0"
+}
+
+resource "aws_apigatewayv2_integration" "registry" {
+  api_id                 = aws_apigatewayv2_api.http.id
+  integration_type       = "AWS_PROXY"
+  integration_uri        = aws_lambda_function.registry.invoke_arn
+  payload_format_version = "2.0"
+}
+
+resource "aws_apigatewayv2_route" "callback" {
+  api_id    = aws_apigatewayv2_api.http.id
+  route_key = "POST /api/callback"
+  target    = "integrations/${aws_apigatewayv2_integration.callback.id}"
+}
+
+resource "aws_apigatewayv2_route" "callback_prefixed" {
+  api_id    = aws_apigatewayv2_api.http.id
+  route_key = "POST /xxl-job-admin/api/callback"
+  target    = "integrations/${aws_apigatewayv2_integration.callback.id}"
+}
+
+resource "aws_apigatewayv2_route" "registry" {
+  api_id    = aws_apigatewayv2_api.http.id
+  route_key = "ANY /{proxy+}"
+  target    = "integrations/${aws_apigatewayv2_integration.registry.id}"
+}
+
+resource "aws_lambda_permission" "callback_api" {
+  statement_id  = "AllowHttpApi"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.callback.function_name
+  principal     = "apigateway.amazonaws.com"
+  source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*/*"
+}
+
+resource "aws_lambda_permission" "registry_api" {
+  statement_id  = "AllowHttpApi"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.registry.function_name
+  principal     = "apigateway.amazonaws.com"
+  source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*/*"
+}

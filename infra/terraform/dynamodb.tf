@@ -1,0 +1,242 @@
+# Exactly dynamostore.TableSpecs(dynamostore.TablesWithPrefix(var.table_prefix)), plus TTL on
+# purgeAt (logs, occurrences, registry) and point-in-time recovery, which CreateTable does not carry.
+
+resource "aws_dynamodb_table" "jobs" {
+  name         = "${var.table_prefix}-jobs"
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "id"
+
+  attribute {
+    name = "id"
+    type = "N"
+  }
+  attribute {
+    name = "dueShard"
+    type = "N"
+  }
+  attribute {
+    name = "dueKey"
+    type = "S"
+  }
+  attribute {
+    name = "groupId"
+    type = "N"
+  }
+
+  # Sparse: only running jobs carry dueShard.
+  global_secondary_index {
+    name            = "due"
+    hash_key        = "dueShard"
+    range_key       = "dueKey"
+    projection_type = "ALL"
+  }
+  global_secondary_index {
+    name            = "byGroup"
+    hash_key        = "groupId"
+    range_key       = "id"
+    projection_type = "KEYS_ONLY"
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+}
+
+resource "aws_dynamodb_table" "groups" {
+  name         = "${var.table_prefix}-groups"
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "id"
+
+  attribute {
+    name = "id"
+    type = "N"
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+}
+
+resource "aws_dynamodb_table" "logs" {
+  name         = "${var.table_prefix}-logs"
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "id"
+
+  attribute {
+    name = "id"
+    type = "N"
+  }
+  attribute {
+    name = "jobId"
+    type = "N"
+  }
+  attribute {
+    name = "groupId"
+    type = "N"
+  }
+  attribute {
+    name = "tkey"
+    type = "S"
+  }
+  attribute {
+    name = "part"
+    type = "N"
+  }
+  attribute {
+    name = "runPart"
+    type = "N"
+  }
+  attribute {
+    name = "failPart"
+    type = "N"
+  }
+
+  global_secondary_index {
+    name            = "byJob"
+    hash_key        = "jobId"
+    range_key       = "tkey"
+    projection_type = "KEYS_ONLY"
+  }
+  global_secondary_index {
+    name            = "byGroup"
+    hash_key        = "groupId"
+    range_key       = "tkey"
+    projection_type = "KEYS_ONLY"
+  }
+  global_secondary_index {
+    name            = "byTime"
+    hash_key        = "part"
+    range_key       = "tkey"
+    projection_type = "KEYS_ONLY"
+  }
+  global_secondary_index {
+    name            = "running"
+    hash_key        = "runPart"
+    range_key       = "tkey"
+    projection_type = "KEYS_ONLY"
+  }
+  global_secondary_index {
+    name            = "failed"
+    hash_key        = "failPart"
+    range_key       = "tkey"
+    projection_type = "KEYS_ONLY"
+  }
+
+  ttl {
+    attribute_name = "purgeAt"
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+}
+
+resource "aws_dynamodb_table" "occurrences" {
+  name         = "${var.table_prefix}-occurrences"
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "occurrenceId"
+
+  attribute {
+    name = "occurrenceId"
+    type = "S"
+  }
+
+  ttl {
+    attribute_name = "purgeAt"
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+}
+
+resource "aws_dynamodb_table" "registry" {
+  name         = "${var.table_prefix}-registry"
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "registryKey"
+  range_key    = "member"
+
+  attribute {
+    name = "registryKey"
+    type = "S"
+  }
+  attribute {
+    name = "member"
+    type = "S"
+  }
+
+  ttl {
+    attribute_name = "purgeAt"
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+}
+
+resource "aws_dynamodb_table" "leases" {
+  name         = "${var.table_prefix}-leases"
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "name"
+
+  attribute {
+    name = "name"
+    type = "S"
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+}
+
+resource "aws_dynamodb_table" "reports" {
+  name         = "${var.table_prefix}-reports"
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "day"
+
+  attribute {
+    name = "day"
+    type = "S"
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+}
+
+resource "aws_dynamodb_table" "counters" {
+  name         = "${var.table_prefix}-counters"
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "name"
+
+  attribute {
+    name = "name"
+    type = "S"
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+}
+
+locals {
+  # Every function works through one dynamostore.DB over all tables.
+  table_arns = [
+    aws_dynamodb_table.jobs.arn,
+    aws_dynamodb_table.groups.arn,
+    aws_dynamodb_table.logs.arn,
+    aws_dynamodb_table.occurrences.arn,
+    aws_dynamodb_table.registry.arn,
+    aws_dynamodb_table.leases.arn,
+    aws_dynamodb_table.reports.arn,
+    aws_dynamodb_table.counters.arn,
+  ]
+  # Queried by dynamodb:Query only.
+  index_arns = [
+    "${aws_dynamodb_table.jobs.arn}/index/*",
+    "${aws_dynamodb_table.logs.arn}/index/*",
+  ]
+}

@@ -1,0 +1,198 @@
+# One role per function, granting exactly awsconfig.Functions[i].Actions on the resources the
+# function uses, the SQS consume actions on the queues it is fed from, and logs on its own log
+# group. infra_test.go compares every statement with internal/awsconfig.
+
+data "aws_iam_policy_document" "lambda_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "scan" {
+  name_prefix        = "${var.name}-scan-"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+}
+
+data "aws_iam_policy_document" "scan" {
+  statement {
+    sid       = "Tables"
+    actions   = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"]
+    resources = local.table_arns
+  }
+  statement {
+    sid       = "Indexes"
+    actions   = ["dynamodb:Query"]
+    resources = local.index_arns
+  }
+  statement {
+    sid       = "Send"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.ring.arn, aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+  }
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.scan.arn}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "scan" {
+  name   = "scan"
+  role   = aws_iam_role.scan.id
+  policy = data.aws_iam_policy_document.scan.json
+}
+
+resource "aws_iam_role" "ring" {
+  name_prefix        = "${var.name}-ring-"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+}
+
+data "aws_iam_policy_document" "ring" {
+  statement {
+    sid       = "Tables"
+    actions   = ["dynamodb:BatchGetItem"]
+    resources = local.table_arns
+  }
+  statement {
+    sid       = "Send"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.ring.arn, aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+  }
+  statement {
+    sid       = "Consume"
+    actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]
+    resources = [aws_sqs_queue.ring.arn]
+  }
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.ring.arn}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "ring" {
+  name   = "ring"
+  role   = aws_iam_role.ring.id
+  policy = data.aws_iam_policy_document.ring.json
+}
+
+resource "aws_iam_role" "dispatch" {
+  name_prefix        = "${var.name}-dispatch-"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+}
+
+data "aws_iam_policy_document" "dispatch" {
+  statement {
+    sid       = "Tables"
+    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
+    resources = local.table_arns
+  }
+  statement {
+    sid       = "Indexes"
+    actions   = ["dynamodb:Query"]
+    resources = local.index_arns
+  }
+  statement {
+    sid       = "Send"
+    actions   = ["sqs:SendMessage", "sqs:ChangeMessageVisibility"]
+    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+  }
+  statement {
+    sid       = "Consume"
+    actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]
+    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+  }
+  statement {
+    sid       = "Alarm"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.alarm.arn]
+  }
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.dispatch.arn}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "dispatch" {
+  name   = "dispatch"
+  role   = aws_iam_role.dispatch.id
+  policy = data.aws_iam_policy_document.dispatch.json
+}
+
+resource "aws_iam_role" "callback" {
+  name_prefix        = "${var.name}-callback-"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+}
+
+data "aws_iam_policy_document" "callback" {
+  statement {
+    sid       = "Tables"
+    actions   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    resources = local.table_arns
+  }
+  statement {
+    sid       = "Send"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+  }
+  statement {
+    sid       = "Alarm"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.alarm.arn]
+  }
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.callback.arn}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "callback" {
+  name   = "callback"
+  role   = aws_iam_role.callback.id
+  policy = data.aws_iam_policy_document.callback.json
+}
+
+resource "aws_iam_role" "registry" {
+  name_prefix        = "${var.name}-registry-"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+}
+
+data "aws_iam_policy_document" "registry" {
+  statement {
+    sid       = "Tables"
+    actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"]
+    resources = local.table_arns
+  }
+  statement {
+    sid       = "Indexes"
+    actions   = ["dynamodb:Query"]
+    resources = local.index_arns
+  }
+  statement {
+    sid       = "Send"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+  }
+  statement {
+    sid       = "Alarm"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.alarm.arn]
+  }
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.registry.arn}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "registry" {
+  name   = "registry"
+  role   = aws_iam_role.registry.id
+  policy = data.aws_iam_policy_document.registry.json
+}

@@ -1,0 +1,165 @@
+# The five functions: provided.al2023 on arm64, one bootstrap per zip from `make build-lambda`.
+
+resource "aws_cloudwatch_log_group" "scan" {
+  name              = "/aws/lambda/${var.name}-scan"
+  retention_in_days = var.log_retention_days
+}
+
+resource "aws_lambda_function" "scan" {
+  function_name    = "${var.name}-scan"
+  description      = "Scans due jobs once per second for a minute under the shard leases; feeds the ring."
+  filename         = "${path.module}/../../dist/scan.zip"
+  source_code_hash = filebase64sha256("${path.module}/../../dist/scan.zip")
+  handler          = "bootstrap"
+  runtime          = "provided.al2023"
+  architectures    = ["arm64"]
+  memory_size      = 256
+  timeout          = 70 # one minute of ticks + lease handover
+  role             = aws_iam_role.scan.arn
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.scan.name
+  }
+  environment {
+    variables = {
+      XJOB_TABLE_PREFIX            = var.table_prefix
+      XJOB_SHARDS                  = tostring(var.shards)
+      XJOB_LOG_LEVEL               = var.log_level
+      XJOB_RING_QUEUE_URL          = aws_sqs_queue.ring.url
+      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
+      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
+    }
+  }
+}
+
+resource "aws_cloudwatch_log_group" "ring" {
+  name              = "/aws/lambda/${var.name}-ring"
+  retention_in_days = var.log_retention_days
+}
+
+resource "aws_lambda_function" "ring" {
+  function_name    = "${var.name}-ring"
+  description      = "Waits to the exact millisecond of a ring bucket and fans its fires out to a dispatch lane."
+  filename         = "${path.module}/../../dist/ring.zip"
+  source_code_hash = filebase64sha256("${path.module}/../../dist/ring.zip")
+  handler          = "bootstrap"
+  runtime          = "provided.al2023"
+  architectures    = ["arm64"]
+  memory_size      = 256
+  timeout          = 10 # buckets arrive at most 1 s early; the rest is re-checks and sends
+  role             = aws_iam_role.ring.arn
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.ring.name
+  }
+  environment {
+    variables = {
+      XJOB_TABLE_PREFIX            = var.table_prefix
+      XJOB_SHARDS                  = tostring(var.shards)
+      XJOB_LOG_LEVEL               = var.log_level
+      XJOB_RING_QUEUE_URL          = aws_sqs_queue.ring.url
+      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
+      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
+    }
+  }
+}
+
+resource "aws_cloudwatch_log_group" "dispatch" {
+  name              = "/aws/lambda/${var.name}-dispatch"
+  retention_in_days = var.log_retention_days
+}
+
+resource "aws_lambda_function" "dispatch" {
+  function_name    = "${var.name}-dispatch"
+  description      = "Routes a fire to an executor and records the trigger; also invoked directly for manual triggers."
+  filename         = "${path.module}/../../dist/dispatch.zip"
+  source_code_hash = filebase64sha256("${path.module}/../../dist/dispatch.zip")
+  handler          = "bootstrap"
+  runtime          = "provided.al2023"
+  architectures    = ["arm64"]
+  memory_size      = 256
+  timeout          = 30 # executor calls: 3 s connect + 3 s read, a few per task with failover
+  role             = aws_iam_role.dispatch.arn
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.dispatch.name
+  }
+  environment {
+    variables = {
+      XJOB_TABLE_PREFIX            = var.table_prefix
+      XJOB_SHARDS                  = tostring(var.shards)
+      XJOB_LOG_LEVEL               = var.log_level
+      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
+      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
+      XJOB_ACCESS_TOKEN            = var.access_token
+      XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
+    }
+  }
+}
+
+resource "aws_cloudwatch_log_group" "callback" {
+  name              = "/aws/lambda/${var.name}-callback"
+  retention_in_days = var.log_retention_days
+}
+
+resource "aws_lambda_function" "callback" {
+  function_name    = "${var.name}-callback"
+  description      = "xxl-job /api/callback: results, retries, child jobs, alarms."
+  filename         = "${path.module}/../../dist/callback.zip"
+  source_code_hash = filebase64sha256("${path.module}/../../dist/callback.zip")
+  handler          = "bootstrap"
+  runtime          = "provided.al2023"
+  architectures    = ["arm64"]
+  memory_size      = 256
+  timeout          = 15 # below the HTTP API's 30 s integration limit
+  role             = aws_iam_role.callback.arn
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.callback.name
+  }
+  environment {
+    variables = {
+      XJOB_TABLE_PREFIX            = var.table_prefix
+      XJOB_SHARDS                  = tostring(var.shards)
+      XJOB_LOG_LEVEL               = var.log_level
+      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
+      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
+      XJOB_ACCESS_TOKEN            = var.access_token
+      XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
+    }
+  }
+}
+
+resource "aws_cloudwatch_log_group" "registry" {
+  name              = "/aws/lambda/${var.name}-registry"
+  retention_in_days = var.log_retention_days
+}
+
+resource "aws_lambda_function" "registry" {
+  function_name    = "${var.name}-registry"
+  description      = "Executor registry, /v1 admin API, and the periodic maintenance (EventBridge)."
+  filename         = "${path.module}/../../dist/registry.zip"
+  source_code_hash = filebase64sha256("${path.module}/../../dist/registry.zip")
+  handler          = "bootstrap"
+  runtime          = "provided.al2023"
+  architectures    = ["arm64"]
+  memory_size      = 256
+  timeout          = 60 # HTTP requests are cut at 30 s by the API; maintenance may use the minute
+  role             = aws_iam_role.registry.arn
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.registry.name
+  }
+  environment {
+    variables = {
+      XJOB_TABLE_PREFIX            = var.table_prefix
+      XJOB_SHARDS                  = tostring(var.shards)
+      XJOB_LOG_LEVEL               = var.log_level
+      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
+      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
+      XJOB_ACCESS_TOKEN            = var.access_token
+      XJOB_ADMIN_TOKEN             = var.admin_token
+      XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
+    }
+  }
+}

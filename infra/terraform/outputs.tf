@@ -1,0 +1,25 @@
+output "admin_url" {
+  description = "Admin address: give it to executors (xxl.job.admin.addresses) and to the xjob CLI."
+  value       = aws_apigatewayv2_api.http.api_endpoint
+}
+
+output "dispatch_function_name" {
+  description = "aws lambda invoke --function-name <this> --payload '{\"jobId\":1}' triggers a job by hand."
+  value       = aws_lambda_function.dispatch.function_name
+}
+
+output "ring_queue_url" {
+  value = aws_sqs_queue.ring.url
+}
+
+output "dispatch_fast_queue_url" {
+  value = aws_sqs_queue.dispatch_fast.url
+}
+
+output "dispatch_slow_queue_url" {
+  value = aws_sqs_queue.dispatch_slow.url
+}
+
+output "alarm_topic_arn" {
+  value = aws_sns_topic.alarm.arn
+}

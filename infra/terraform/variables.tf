@@ -1,0 +1,87 @@
+variable "region" {
+  description = "AWS region (null: AWS_REGION or the profile's region)."
+  type        = string
+  default     = null
+}
+
+variable "name" {
+  description = "Name prefix of functions, queues, topic and log groups (the SAM stack name)."
+  type        = string
+  default     = "xjob"
+}
+
+variable "table_prefix" {
+  description = "DynamoDB table name prefix: tables are <prefix>-jobs, <prefix>-logs, ... (XJOB_TABLE_PREFIX)."
+  type        = string
+  default     = "xjob"
+}
+
+variable "shards" {
+  description = "Scan shard count (XJOB_SHARDS). Never change it after the first job exists."
+  type        = number
+  default     = 4
+  validation {
+    condition     = var.shards >= 1 && var.shards <= 1024
+    error_message = "shards must be within 1..1024."
+  }
+}
+
+variable "access_token" {
+  description = "xxl-job access token shared with executors (XXL-JOB-ACCESS-TOKEN header). XJOB_ACCESS_TOKEN."
+  type        = string
+  sensitive   = true
+  validation {
+    condition     = length(var.access_token) > 0
+    error_message = "access_token must not be empty."
+  }
+}
+
+variable "admin_token" {
+  description = "Bearer token of the /v1 admin JSON API (XJOB_ADMIN_TOKEN)."
+  type        = string
+  sensitive   = true
+  validation {
+    condition     = length(var.admin_token) >= 16
+    error_message = "admin_token must be at least 16 characters."
+  }
+}
+
+variable "log_level" {
+  description = "Log level of every function (XJOB_LOG_LEVEL)."
+  type        = string
+  default     = "info"
+  validation {
+    condition     = contains(["debug", "info", "warn", "error"], var.log_level)
+    error_message = "log_level must be debug, info, warn or error."
+  }
+}
+
+variable "ring_concurrency" {
+  description = "Maximum concurrent ring invocations (SQS event source scaling_config, >= 2)."
+  type        = number
+  default     = 10
+}
+
+variable "fast_lane_concurrency" {
+  description = "Maximum concurrent dispatch invocations fed by the fast lane (>= 2)."
+  type        = number
+  default     = 50
+}
+
+variable "slow_lane_concurrency" {
+  description = "Maximum concurrent dispatch invocations fed by the slow lane (>= 2)."
+  type        = number
+  default     = 5
+}
+
+variable "log_retention_days" {
+  description = "CloudWatch Logs retention of every function's log group."
+  type        = number
+  default     = 30
+}
+
+variable "alarm_email" {
+  description = "Optional e-mail address subscribed to the alarm topic (empty: none)."
+  type        = string
+  default     = ""
+}

@@ -1,0 +1,21 @@
+# xjob on AWS, the same resources as infra/sam/template.yaml. Deploy with
+# `make build-lambda && make deploy-tf` (see infra/README.md). infra/infra_test.go
+# (plain `go test ./infra`) checks these files against internal/awsconfig and
+# pkg/dynamostore, so keep resource names and shapes as they are written here.
+
+terraform {
+  required_version = ">= 1.5"
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = ">= 5.40, < 7.0"
+    }
+  }
+}
+
+provider "aws" {
+  # null: the provider takes AWS_REGION / the profile's region.
+  region = var.region
+}
+
+data "aws_region" "current" {}

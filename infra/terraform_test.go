@@ -1,0 +1,462 @@
+package infra
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// tfBlock is a block with its attributes evaluated (see tfEval) and its
+// nested blocks by type.
+type tfBlock struct {
+	attrs  map[string]any
+	blocks map[string][]*tfBlock
+}
+
+func (b *tfBlock) block(typ string) *tfBlock {
+	if bs := b.blocks[typ]; len(bs) > 0 {
+		return bs[0]
+	}
+	return &tfBlock{attrs: map[string]any{}, blocks: map[string][]*tfBlock{}}
+}
+
+// tfModule is the .tf files of one directory.
+type tfModule struct {
+	locals    map[string]tfExpr
+	resources map[string]map[string]*tfBlock // type → name → block
+	data      map[string]map[string]*tfBlock
+	variables map[string]*tfBlock
+	outputs   map[string]*tfBlock
+}
+
+type tfExpr struct {
+	e   hclsyntax.Expression
+	src []byte
+}
+
+// loadTerraform parses dir/*.tf with hclsyntax (no provider, no binary)
+// into a stack. Expressions are evaluated only as far as the checks need:
+// literals, lists, objects, templates, locals; references to resources and
+// variables stay as "${type.name.attr}" strings and are mapped to symbols.
+func loadTerraform(dir string) (*stack, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.tf"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("terraform: no .tf files in %s (%v)", dir, err)
+	}
+	m := &tfModule{locals: map[string]tfExpr{}, resources: map[string]map[string]*tfBlock{},
+		data: map[string]map[string]*tfBlock{}, variables: map[string]*tfBlock{}, outputs: map[string]*tfBlock{}}
+	type parsed struct {
+		body *hclsyntax.Body
+		src  []byte
+	}
+	var all []parsed
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("terraform: %w", err)
+		}
+		file, diags := hclsyntax.ParseConfig(src, f, hcl.InitialPos)
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("terraform: %s", diags.Error())
+		}
+		body := file.Body.(*hclsyntax.Body)
+		all = append(all, parsed{body, src})
+		for _, b := range body.Blocks {
+			if b.Type == "locals" {
+				for name, a := range b.Body.Attributes {
+					m.locals[name] = tfExpr{a.Expr, src}
+				}
+			}
+		}
+	}
+	for _, p := range all {
+		for _, b := range p.body.Blocks {
+			blk := m.convert(b.Body, p.src)
+			switch {
+			case b.Type == "resource" && len(b.Labels) == 2:
+				put(m.resources, b.Labels[0], b.Labels[1], blk)
+			case b.Type == "data" && len(b.Labels) == 2:
+				put(m.data, b.Labels[0], b.Labels[1], blk)
+			case b.Type == "variable" && len(b.Labels) == 1:
+				m.variables[b.Labels[0]] = blk
+			case b.Type == "output" && len(b.Labels) == 1:
+				m.outputs[b.Labels[0]] = blk
+			}
+		}
+	}
+	return m.stack(), nil
+}
+
+func put(m map[string]map[string]*tfBlock, typ, name string, b *tfBlock) {
+	if m[typ] == nil {
+		m[typ] = map[string]*tfBlock{}
+	}
+	m[typ][name] = b
+}
+
+func (m *tfModule) convert(body *hclsyntax.Body, src []byte) *tfBlock {
+	b := &tfBlock{attrs: map[string]any{}, blocks: map[string][]*tfBlock{}}
+	for name, a := range body.Attributes {
+		b.attrs[name] = m.eval(a.Expr, src, 0)
+	}
+	for _, nb := range body.Blocks {
+		b.blocks[nb.Type] = append(b.blocks[nb.Type], m.convert(nb.Body, src))
+	}
+	return b
+}
+
+// eval evaluates what the checks need and renders the rest as
+// "${<source text>}".
+func (m *tfModule) eval(e hclsyntax.Expression, src []byte, depth int) any {
+	opaque := func() any { return "${" + string(e.Range().SliceBytes(src)) + "}" }
+	if depth > 20 {
+		return opaque()
+	}
+	switch x := e.(type) {
+	case *hclsyntax.LiteralValueExpr:
+		return ctyValue(x.Val)
+	case *hclsyntax.TemplateWrapExpr:
+		return m.eval(x.Wrapped, src, depth+1)
+	case *hclsyntax.TemplateExpr:
+		if len(x.Parts) == 1 {
+			return m.eval(x.Parts[0], src, depth+1)
+		}
+		var b strings.Builder
+		for _, p := range x.Parts {
+			b.WriteString(str(m.eval(p, src, depth+1)))
+		}
+		return b.String()
+	case *hclsyntax.ScopeTraversalExpr:
+		tr := x.Traversal
+		if tr.RootName() == "local" && len(tr) >= 2 {
+			if a, ok := tr[1].(hcl.TraverseAttr); ok {
+				if l, ok := m.locals[a.Name]; ok {
+					return m.eval(l.e, l.src, depth+1)
+				}
+			}
+		}
+		return "${" + traversalString(tr) + "}"
+	case *hclsyntax.TupleConsExpr:
+		l := []any{}
+		for _, el := range x.Exprs {
+			l = append(l, m.eval(el, src, depth+1))
+		}
+		return l
+	case *hclsyntax.ObjectConsExpr:
+		obj := map[string]any{}
+		for _, it := range x.Items {
+			key := hcl.ExprAsKeyword(it.KeyExpr)
+			if key == "" {
+				key = str(m.eval(it.KeyExpr, src, depth+1))
+			}
+			obj[key] = m.eval(it.ValueExpr, src, depth+1)
+		}
+		return obj
+	case *hclsyntax.ObjectConsKeyExpr:
+		return m.eval(x.Wrapped, src, depth+1)
+	case *hclsyntax.ParenthesesExpr:
+		return m.eval(x.Expression, src, depth+1)
+	case *hclsyntax.FunctionCallExpr:
+		switch x.Name {
+		case "tostring", "jsonencode", "toset", "tolist":
+			if len(x.Args) == 1 {
+				return m.eval(x.Args[0], src, depth+1)
+			}
+		case "concat":
+			l := []any{}
+			for _, a := range x.Args {
+				l = append(l, listOf(m.eval(a, src, depth+1))...)
+			}
+			return l
+		}
+	}
+	return opaque()
+}
+
+func traversalString(tr hcl.Traversal) string {
+	var b strings.Builder
+	for i, step := range tr {
+		switch s := step.(type) {
+		case hcl.TraverseRoot:
+			b.WriteString(s.Name)
+		case hcl.TraverseAttr:
+			b.WriteString("." + s.Name)
+		case hcl.TraverseIndex:
+			if s.Key.Type() == cty.String {
+				fmt.Fprintf(&b, "[%q]", s.Key.AsString())
+			} else {
+				fmt.Fprintf(&b, "[%v]", ctyValue(s.Key))
+			}
+		default:
+			fmt.Fprintf(&b, "[step %d]", i)
+		}
+	}
+	return b.String()
+}
+
+func ctyValue(v cty.Value) any {
+	if v.IsNull() || !v.IsKnown() {
+		return nil
+	}
+	switch v.Type() {
+	case cty.String:
+		return v.AsString()
+	case cty.Bool:
+		return v.True()
+	case cty.Number:
+		f := v.AsBigFloat()
+		if f.IsInt() {
+			i, _ := f.Int64()
+			return i
+		}
+		out, _ := f.Float64()
+		return out
+	}
+	return v.GoString()
+}
+
+// stack maps the module's resources to the neutral model.
+func (m *tfModule) stack() *stack {
+	s := newStack("terraform")
+	sym := map[string]string{}
+	symOf := func(v any) any {
+		if str, ok := v.(string); ok {
+			if x, ok := sym[str]; ok {
+				return x
+			}
+		}
+		return v
+	}
+	symStr := func(v any) string { return fmt.Sprint(symOf(v)) }
+	res := func(typ string) map[string]*tfBlock { return m.resources[typ] }
+	ref := func(typ, name, attr string) string { return "${" + typ + "." + name + "." + attr + "}" }
+	const namePrefix = "${var.name}-"
+
+	for name, v := range m.variables {
+		s.params[normParam(name)] = param{def: v.attrs["default"], secret: v.attrs["sensitive"] == true}
+		sym["${var."+name+"}"] = "param:" + normParam(name)
+	}
+	tableName := func(b *tfBlock) string {
+		return strings.ReplaceAll(str(b.attrs["name"]), "${var.table_prefix}", prefixPlaceholder)
+	}
+	for n, b := range res("aws_dynamodb_table") {
+		short := strings.TrimPrefix(tableName(b), prefixPlaceholder+"-")
+		sym[ref("aws_dynamodb_table", n, "arn")] = "table:" + short
+		sym[ref("aws_dynamodb_table", n, "arn")+"/index/*"] = "index:" + short
+	}
+	for n, b := range res("aws_sqs_queue") {
+		key := strings.TrimPrefix(str(b.attrs["name"]), namePrefix)
+		sym[ref("aws_sqs_queue", n, "arn")] = "queue:" + key
+		sym[ref("aws_sqs_queue", n, "url")] = "queue:" + key + ":url"
+		sym[ref("aws_sqs_queue", n, "id")] = "queue:" + key + ":url"
+	}
+	for n, b := range res("aws_sns_topic") {
+		sym[ref("aws_sns_topic", n, "arn")] = "topic:" + strings.TrimPrefix(str(b.attrs["name"]), namePrefix)
+	}
+	for n, b := range res("aws_cloudwatch_log_group") {
+		fn := strings.TrimPrefix(str(b.attrs["name"]), "/aws/lambda/"+namePrefix)
+		// The arn attribute has no ":*"; log streams need it.
+		sym[ref("aws_cloudwatch_log_group", n, "arn")+":*"] = "loggroup:" + fn
+		sym[ref("aws_cloudwatch_log_group", n, "name")] = "loggroupname:" + fn
+		s.logGroups["loggroupname:"+fn] = b.attrs["retention_in_days"]
+	}
+	for n := range res("aws_lambda_function") {
+		for _, a := range []string{"arn", "invoke_arn", "function_name", "qualified_arn"} {
+			sym[ref("aws_lambda_function", n, a)] = "function:" + n
+		}
+	}
+	for n := range res("aws_iam_role") {
+		for _, a := range []string{"arn", "id", "name"} {
+			sym[ref("aws_iam_role", n, a)] = "role:" + n
+		}
+	}
+	for n := range m.data["aws_iam_policy_document"] {
+		sym[ref("data.aws_iam_policy_document", n, "json")] = "policydoc:" + n
+	}
+	for n := range res("aws_cloudwatch_event_rule") {
+		sym[ref("aws_cloudwatch_event_rule", n, "name")] = "rule:" + n
+		sym[ref("aws_cloudwatch_event_rule", n, "arn")] = "rule:" + n
+	}
+	for n := range res("aws_apigatewayv2_integration") {
+		sym["integrations/"+ref("aws_apigatewayv2_integration", n, "id")] = "integration:" + n
+	}
+	for n := range res("aws_apigatewayv2_api") {
+		sym[ref("aws_apigatewayv2_api", n, "id")] = "httpapi"
+	}
+
+	// Tables and queues.
+	for _, b := range res("aws_dynamodb_table") {
+		t := table{attrs: map[string]string{}, gsis: map[string]gsi{}, billingMode: str(b.attrs["billing_mode"]),
+			hash: str(b.attrs["hash_key"]), rng: str(b.attrs["range_key"])}
+		for _, a := range b.blocks["attribute"] {
+			t.attrs[str(a.attrs["name"])] = str(a.attrs["type"])
+		}
+		for _, g := range b.blocks["global_secondary_index"] {
+			t.gsis[str(g.attrs["name"])] = gsi{str(g.attrs["hash_key"]), str(g.attrs["range_key"]), str(g.attrs["projection_type"])}
+		}
+		if ttl := b.block("ttl"); ttl.attrs["enabled"] == true {
+			t.ttl = str(ttl.attrs["attribute_name"])
+		}
+		t.pitr = b.block("point_in_time_recovery").attrs["enabled"] == true
+		s.tables[tableName(b)] = t
+	}
+	for _, b := range res("aws_sqs_queue") {
+		q := queue{visibility: 30}
+		if n, ok := intOf(b.attrs["visibility_timeout_seconds"]); ok {
+			q.visibility = n
+		}
+		if rp := mapOf(b.attrs["redrive_policy"]); rp != nil {
+			q.dlq = strings.TrimPrefix(symStr(rp["deadLetterTargetArn"]), "queue:")
+			q.maxReceive, _ = intOf(rp["maxReceiveCount"])
+		}
+		s.queues[strings.TrimPrefix(str(b.attrs["name"]), namePrefix)] = q
+	}
+
+	// Roles → grants.
+	roleGrants := map[string]map[string]bool{}
+	for n, b := range res("aws_iam_role") {
+		roleGrants["role:"+n] = map[string]bool{}
+		if len(b.blocks["inline_policy"]) > 0 || b.attrs["managed_policy_arns"] != nil {
+			s.problem("aws_iam_role.%s: inline_policy/managed_policy_arns are not checked; use aws_iam_role_policy", n)
+		}
+	}
+	for n, b := range res("aws_iam_role_policy_attachment") {
+		s.problem("aws_iam_role_policy_attachment.%s attaches %v to %v (managed policies are not least privilege)", n, b.attrs["policy_arn"], b.attrs["role"])
+	}
+	for n, b := range res("aws_iam_role_policy") {
+		g, ok := roleGrants[symStr(b.attrs["role"])]
+		if !ok {
+			s.problem("aws_iam_role_policy.%s: role %v is not an aws_iam_role of the module", n, b.attrs["role"])
+			continue
+		}
+		where := "aws_iam_role_policy." + n
+		switch p := symOf(b.attrs["policy"]).(type) {
+		case map[string]any: // jsonencode({...})
+			s.addStatements(g, where, p["Statement"], symStr)
+		case string:
+			doc, ok := m.data["aws_iam_policy_document"][strings.TrimPrefix(p, "policydoc:")]
+			if !strings.HasPrefix(p, "policydoc:") || !ok {
+				s.problem("%s: policy %q is neither jsonencode({...}) nor an aws_iam_policy_document", where, p)
+				continue
+			}
+			for _, st := range doc.blocks["statement"] {
+				for _, k := range []string{"not_actions", "not_resources"} {
+					if st.attrs[k] != nil {
+						s.problem("%s: statement uses %s", where, k)
+					}
+				}
+				if len(st.blocks["condition"])+len(st.blocks["principals"]) > 0 {
+					s.problem("%s: statement uses condition/principals", where)
+				}
+				if e := st.attrs["effect"]; e != nil && e != "Allow" {
+					s.problem("%s: statement effect %v, want Allow", where, e)
+					continue
+				}
+				for _, a := range listOf(st.attrs["actions"]) {
+					for _, r := range listOf(st.attrs["resources"]) {
+						g[str(a)+" "+symStr(r)] = true
+					}
+				}
+			}
+		}
+	}
+
+	// Functions.
+	roleUsers := map[string][]string{}
+	for n, b := range res("aws_lambda_function") {
+		f := function{handler: str(b.attrs["handler"]), runtime: str(b.attrs["runtime"]),
+			code:     path.Clean(strings.ReplaceAll(str(b.attrs["filename"]), "${path.module}", "infra/terraform")),
+			env:      map[string]string{},
+			consumes: map[string]consumer{}, grants: map[string]bool{}}
+		for _, a := range listOf(b.attrs["architectures"]) {
+			f.archs = append(f.archs, str(a))
+		}
+		f.timeout, _ = intOf(b.attrs["timeout"])
+		f.memory, _ = intOf(b.attrs["memory_size"])
+		for k, v := range mapOf(b.block("environment").attrs["variables"]) {
+			f.env[k] = symStr(v)
+		}
+		f.logGroup = symStr(b.block("logging_config").attrs["log_group"])
+		role := symStr(b.attrs["role"])
+		if g, ok := roleGrants[role]; ok {
+			f.grants = g
+			roleUsers[role] = append(roleUsers[role], n)
+		} else {
+			s.problem("aws_lambda_function.%s: role %v is not an aws_iam_role of the module", n, b.attrs["role"])
+		}
+		if fn := str(b.attrs["function_name"]); fn != namePrefix+n {
+			s.problem("aws_lambda_function.%s: function_name %q, want %q", n, fn, namePrefix+n)
+		}
+		s.functions[n] = f
+	}
+	for role, users := range roleUsers {
+		if len(users) > 1 {
+			s.problem("%s is shared by functions %v (one role per function)", role, users)
+		}
+	}
+	permitted := map[string]bool{} // "principal function source"
+	for _, b := range res("aws_lambda_permission") {
+		permitted[str(b.attrs["principal"])+" "+symStr(b.attrs["function_name"])+" "+symStr(b.attrs["source_arn"])] = true
+	}
+	for n, b := range res("aws_lambda_event_source_mapping") {
+		fn := strings.TrimPrefix(symStr(b.attrs["function_name"]), "function:")
+		f, ok := s.functions[fn]
+		if !ok {
+			s.problem("aws_lambda_event_source_mapping.%s: function %v is not an aws_lambda_function of the module", n, b.attrs["function_name"])
+			continue
+		}
+		c := consumer{batchItemFailures: slices.Contains(listOf(b.attrs["function_response_types"]), any("ReportBatchItemFailures")),
+			maxConcurrency: symOf(b.block("scaling_config").attrs["maximum_concurrency"]), batchSize: 10}
+		if v, ok := intOf(b.attrs["batch_size"]); ok {
+			c.batchSize = v
+		}
+		f.consumes[strings.TrimPrefix(symStr(b.attrs["event_source_arn"]), "queue:")] = c
+	}
+	for n, b := range res("aws_cloudwatch_event_target") {
+		fn := strings.TrimPrefix(symStr(b.attrs["arn"]), "function:")
+		rule := strings.TrimPrefix(symStr(b.attrs["rule"]), "rule:")
+		r, ok := res("aws_cloudwatch_event_rule")[rule]
+		if !ok {
+			s.problem("aws_cloudwatch_event_target.%s: rule %v is not an aws_cloudwatch_event_rule of the module", n, b.attrs["rule"])
+			continue
+		}
+		s.schedules[fn] = append(s.schedules[fn], str(r.attrs["schedule_expression"]))
+		if !permitted["events.amazonaws.com function:"+fn+" rule:"+rule] {
+			s.problem("aws_cloudwatch_event_target.%s: no aws_lambda_permission lets rule %s invoke function %s", n, rule, fn)
+		}
+	}
+	for n, b := range res("aws_apigatewayv2_route") {
+		if symStr(b.attrs["api_id"]) != "httpapi" {
+			s.problem("aws_apigatewayv2_route.%s: api_id %v is not the module's HTTP API", n, b.attrs["api_id"])
+		}
+		integ := strings.TrimPrefix(symStr(b.attrs["target"]), "integration:")
+		ib, ok := res("aws_apigatewayv2_integration")[integ]
+		if !ok {
+			s.problem("aws_apigatewayv2_route.%s: target %v is not an integration of the module", n, b.attrs["target"])
+			continue
+		}
+		if ib.attrs["payload_format_version"] != "2.0" || ib.attrs["integration_type"] != "AWS_PROXY" {
+			s.problem("aws_apigatewayv2_integration.%s: want AWS_PROXY with payload_format_version 2.0 (events.APIGatewayV2HTTPRequest)", integ)
+		}
+		fn := strings.TrimPrefix(symStr(ib.attrs["integration_uri"]), "function:")
+		s.addRoute(str(b.attrs["route_key"]), fn)
+		found := false
+		for p := range permitted {
+			found = found || strings.HasPrefix(p, "apigateway.amazonaws.com function:"+fn+" ")
+		}
+		if !found {
+			s.problem("aws_apigatewayv2_route.%s: no aws_lambda_permission lets API Gateway invoke function %s", n, fn)
+		}
+	}
+	for name, o := range m.outputs {
+		s.outputs[normParam(name)] = str(o.attrs["value"])
+	}
+	return s
+}

@@ -1,0 +1,219 @@
+package lambdaapp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+
+	awscfg "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/admin"
+	"github.com/xjobdev/xjob/pkg/adminapi"
+	"github.com/xjobdev/xjob/pkg/alarm"
+	"github.com/xjobdev/xjob/pkg/callback"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/dispatch"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/dynamostore"
+	"github.com/xjobdev/xjob/pkg/execclient"
+	"github.com/xjobdev/xjob/pkg/metric"
+	"github.com/xjobdev/xjob/pkg/registry"
+	"github.com/xjobdev/xjob/pkg/ring"
+	"github.com/xjobdev/xjob/pkg/route"
+	"github.com/xjobdev/xjob/pkg/scan"
+	"github.com/xjobdev/xjob/pkg/snsalarm"
+	"github.com/xjobdev/xjob/pkg/sqsqueue"
+)
+
+// Deps are the clients a function is built on: SDK clients on AWS,
+// emulator clients (possibly wrapped for request counting) in tests.
+type Deps struct {
+	DynamoDB dynamostore.API
+	SQS      sqsqueue.API
+	// SNS publishes alarms when Config.AlarmTopicARN is set; nil logs them only.
+	SNS    snsalarm.SNSAPI
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Owner names this execution environment in scan leases (default:
+	// the Lambda log stream, or a random id).
+	Owner string
+	// ExecutorHTTP replaces the executor client's HTTP client (tests).
+	ExecutorHTTP *http.Client
+	// Scan overrides scan tunables (tests); Shards always comes from Config.
+	Scan scan.Config
+}
+
+// App is one function's wired services. It is built once per execution
+// environment, outside the handler, and is safe for concurrent use.
+type App struct {
+	cfg        Config
+	log        *slog.Logger
+	clk        clock.Clock
+	store      *dynamostore.DB
+	queues     *sqsqueue.Queues
+	exec       *execclient.Client
+	scanner    *scan.Scanner
+	ring       *ring.Ring
+	dispatcher *dispatch.Dispatcher
+	callback   *callback.Service
+	registry   *registry.Service
+	admin      *admin.Service
+	http       http.Handler
+	lanes      map[string]xjob.Lane // SQS queue name → dispatch lane
+}
+
+// Init is what a main calls: it reads function name's configuration from
+// the process environment, loads the AWS SDK configuration (region and
+// credentials from the Lambda environment) and builds the App.
+func Init(ctx context.Context, name string) (*App, error) {
+	cfg, err := LoadConfig(name, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel})).With("function", name)
+	awsConf, err := awscfg.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lambdaapp %s: aws config: %w", name, err)
+	}
+	d := Deps{
+		DynamoDB: dynamodb.NewFromConfig(awsConf),
+		SQS:      sqs.NewFromConfig(awsConf),
+		Clock:    clock.Real{},
+		Logger:   logger,
+	}
+	if cfg.AlarmTopicARN != "" {
+		d.SNS = sns.NewFromConfig(awsConf)
+	}
+	return New(cfg, d)
+}
+
+// New wires every core service of the pipeline on DynamoDB and SQS, the
+// same graph local mode builds on SQLite. Construction does no I/O, so
+// building the services a function does not call costs nothing but memory.
+func New(cfg Config, d Deps) (*App, error) {
+	if d.DynamoDB == nil || d.SQS == nil {
+		return nil, fmt.Errorf("lambdaapp %s: DynamoDB and SQS clients are required", cfg.Function)
+	}
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Owner == "" {
+		d.Owner = defaultOwner()
+	}
+	if cfg.Shards == 0 {
+		cfg.Shards = 16
+	}
+	fail := func(what string, err error) (*App, error) {
+		return nil, fmt.Errorf("lambdaapp %s: %s: %w", cfg.Function, what, err)
+	}
+	store, err := dynamostore.New(d.DynamoDB, dynamostore.Options{
+		Tables: dynamostore.TablesWithPrefix(cfg.TablePrefix), Shards: cfg.Shards,
+	})
+	if err != nil {
+		return fail("dynamodb store", err)
+	}
+	queues := sqsqueue.New(d.SQS, sqsqueue.URLs{
+		Ring: cfg.RingQueueURL, DispatchFast: cfg.DispatchFastURL, DispatchSlow: cfg.DispatchSlowURL,
+	}, d.Clock)
+	exec, err := execclient.New(execclient.Options{AccessToken: cfg.AccessToken, HTTPClient: d.ExecutorHTTP})
+	if err != nil {
+		return fail("executor client", err)
+	}
+	var alarmer driver.Alarmer = alarm.Log{Logger: d.Logger}
+	if cfg.AlarmTopicARN != "" && d.SNS != nil {
+		alarmer = alarm.Multi{alarmer, snsalarm.SNS{API: d.SNS, TopicARN: cfg.AlarmTopicARN, Clock: d.Clock}}
+	}
+	metrics := &metric.Metrics{}
+	a := &App{cfg: cfg, log: d.Logger, clk: d.Clock, store: store, queues: queues, exec: exec,
+		lanes: map[string]xjob.Lane{}}
+	for url, lane := range map[string]xjob.Lane{cfg.DispatchFastURL: xjob.LaneFast, cfg.DispatchSlowURL: xjob.LaneSlow} {
+		if url != "" {
+			a.lanes[queueName(url)] = lane
+		}
+	}
+	a.callback, err = callback.New(callback.Config{Store: store, Queues: queues, Alarmer: alarmer,
+		Clock: d.Clock, Logger: d.Logger, Metrics: metrics})
+	if err != nil {
+		return fail("callback", err)
+	}
+	a.registry, err = registry.New(registry.Config{Store: store, Completer: a.callback, Clock: d.Clock, Logger: d.Logger})
+	if err != nil {
+		return fail("registry", err)
+	}
+	a.admin, err = admin.New(admin.Config{Store: store, Queues: queues, Executors: exec, Finisher: a.callback,
+		Clock: d.Clock, Logger: d.Logger})
+	if err != nil {
+		return fail("admin", err)
+	}
+	a.dispatcher, err = dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda"}, dispatch.Deps{
+		Store: store, Executors: exec, Router: route.New(route.Options{Clock: d.Clock, Prober: exec}),
+		Addresses: a.registry, Completer: a.callback, Clock: d.Clock, Logger: d.Logger, Metrics: metrics,
+	})
+	if err != nil {
+		return fail("dispatch", err)
+	}
+	a.ring, err = ring.New(ring.Deps{Jobs: store, Queues: queues, Clock: d.Clock, Logger: d.Logger})
+	if err != nil {
+		return fail("ring", err)
+	}
+	sc := d.Scan
+	sc.Shards = cfg.Shards
+	a.scanner, err = scan.New(sc, scan.Deps{Jobs: store, Leases: store, Queues: queues,
+		Clock: d.Clock, Logger: d.Logger, Owner: d.Owner})
+	if err != nil {
+		return fail("scan", err)
+	}
+	adminToken := cfg.AdminToken
+	if adminToken == "" {
+		// The callback function serves no /v1 route (see Callback); the
+		// handler still wants a token, so it gets one nobody knows.
+		adminToken = randomHex(32)
+	}
+	a.http, err = adminapi.New(adminapi.Config{Admin: a.admin, Registry: a.registry, Callback: a.callback,
+		Metrics: metrics, AdminToken: adminToken, AccessToken: cfg.AccessToken, Logger: d.Logger, Clock: d.Clock})
+	if err != nil {
+		return fail("admin api", err)
+	}
+	return a, nil
+}
+
+// Store returns the App's DynamoDB store (tests and table bootstrap).
+func (a *App) Store() *dynamostore.DB { return a.store }
+
+// queueName is the last path segment of an SQS queue URL, which is also the
+// last segment of the queue's ARN (how an SQS record names its source).
+func queueName(urlOrARN string) string {
+	urlOrARN = strings.TrimRight(urlOrARN, "/")
+	if i := strings.LastIndexAny(urlOrARN, "/:"); i >= 0 {
+		return urlOrARN[i+1:]
+	}
+	return urlOrARN
+}
+
+// defaultOwner names this execution environment: Lambda's log stream is
+// unique per environment, and the random suffix covers everything else.
+func defaultOwner() string {
+	if s := os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME"); s != "" {
+		return s + "/" + randomHex(4)
+	}
+	host, _ := os.Hostname()
+	return host + "/" + randomHex(4)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,75 @@
+package lambdaapp
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/xjobdev/xjob/internal/awsconfig"
+)
+
+// Config is a function's configuration, read once from its environment
+// through the variable names of package awsconfig (the names the templates
+// set). Fields a function does not list in awsconfig stay zero.
+type Config struct {
+	// Function is the function's name in awsconfig.Functions.
+	Function        string
+	TablePrefix     string
+	Shards          int
+	RingQueueURL    string
+	DispatchFastURL string
+	DispatchSlowURL string
+	AccessToken     string
+	AdminToken      string
+	AlarmTopicARN   string
+	// LogLevel is XJOB_LOG_LEVEL (default info).
+	LogLevel slog.Level
+}
+
+// LoadConfig reads function name's variables with getenv (os.Getenv in the
+// mains, a map in tests). Every variable awsconfig lists as required must be
+// set; each error names the offending variable, so a broken deployment says
+// what to fix in its first log line.
+func LoadConfig(name string, getenv func(string) string) (Config, error) {
+	fn, ok := awsconfig.Lookup(name)
+	if !ok {
+		return Config{}, fmt.Errorf("lambdaapp config: unknown function %q", name)
+	}
+	cfg := Config{Function: name, LogLevel: slog.LevelInfo}
+	var problems []string
+	get := func(env string) string {
+		v := strings.TrimSpace(getenv(env))
+		if v == "" && slices.Contains(fn.Env, env) {
+			problems = append(problems, env+" is required")
+		}
+		if v != "" && !slices.Contains(fn.Env, env) && !slices.Contains(fn.OptionalEnv, env) {
+			return "" // not this function's variable: ignore it, as the templates would not set it
+		}
+		return v
+	}
+	cfg.TablePrefix = get(awsconfig.EnvTablePrefix)
+	if s := get(awsconfig.EnvShards); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 4096 {
+			problems = append(problems, fmt.Sprintf("%s=%q must be a whole number from 1 to 4096", awsconfig.EnvShards, s))
+		}
+		cfg.Shards = n
+	}
+	cfg.RingQueueURL = get(awsconfig.EnvRingQueueURL)
+	cfg.DispatchFastURL = get(awsconfig.EnvDispatchFastURL)
+	cfg.DispatchSlowURL = get(awsconfig.EnvDispatchSlowURL)
+	cfg.AccessToken = get(awsconfig.EnvAccessToken)
+	cfg.AdminToken = get(awsconfig.EnvAdminToken)
+	cfg.AlarmTopicARN = get(awsconfig.EnvAlarmTopicARN)
+	if lv := strings.TrimSpace(getenv(awsconfig.EnvLogLevel)); lv != "" {
+		if err := cfg.LogLevel.UnmarshalText([]byte(lv)); err != nil {
+			problems = append(problems, fmt.Sprintf("%s=%q must be debug, info, warn or error", awsconfig.EnvLogLevel, lv))
+		}
+	}
+	if len(problems) > 0 {
+		return Config{}, fmt.Errorf("lambdaapp config (%s): %s", name, strings.Join(problems, "; "))
+	}
+	return cfg, nil
+}

@@ -1,0 +1,62 @@
+package lambdaapp_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/xjobdev/xjob/internal/awsconfig"
+	"github.com/xjobdev/xjob/internal/lambdaapp"
+)
+
+func TestLoadConfig(t *testing.T) {
+	t.Parallel()
+	full := map[string]string{
+		awsconfig.EnvTablePrefix: "p-", awsconfig.EnvShards: "8", awsconfig.EnvRingQueueURL: "http://q/ring",
+		awsconfig.EnvDispatchFastURL: "http://q/fast", awsconfig.EnvDispatchSlowURL: "http://q/slow",
+		awsconfig.EnvAccessToken: "a", awsconfig.EnvAdminToken: "b", awsconfig.EnvAlarmTopicARN: "arn:aws:sns:x",
+	}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range full {
+			m[a] = b
+		}
+		m[k] = v
+		return m
+	}
+	tests := []struct {
+		name, fn string
+		env      map[string]string
+		wantErr  string // substring; "" means success
+	}{
+		{"every function loads", "registry", full, ""},
+		{"missing prefix named", "scan", with(awsconfig.EnvTablePrefix, ""), awsconfig.EnvTablePrefix + " is required"},
+		{"bad shards named", "ring", with(awsconfig.EnvShards, "x"), awsconfig.EnvShards},
+		{"zero shards", "ring", with(awsconfig.EnvShards, "0"), awsconfig.EnvShards},
+		{"bad log level named", "scan", with(awsconfig.EnvLogLevel, "loud"), awsconfig.EnvLogLevel},
+		{"missing token of callback", "callback", with(awsconfig.EnvAccessToken, " "), awsconfig.EnvAccessToken},
+		{"unknown function", "nope", full, "unknown function"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := lambdaapp.LoadConfig(tt.fn, func(k string) string { return tt.env[k] })
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("LoadConfig: %v", err)
+				}
+				if cfg.Shards != 8 || cfg.TablePrefix != "p-" || cfg.AdminToken != "b" {
+					t.Errorf("config %+v", cfg)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want it to mention %q", err, tt.wantErr)
+			}
+		})
+	}
+	// A variable that is not the function's own is ignored.
+	cfg, err := lambdaapp.LoadConfig("scan", func(k string) string { return full[k] })
+	if err != nil || cfg.AdminToken != "" || cfg.AccessToken != "" {
+		t.Errorf("scan config %+v %v: foreign variables leaked in", cfg, err)
+	}
+}

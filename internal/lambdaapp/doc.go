@@ -1,0 +1,24 @@
+// Package lambdaapp is the shared wiring of xjob's five Lambda functions
+// (functions/{scan,ring,dispatch,callback,registry}): it reads a function's
+// typed Config from the environment through the names in internal/awsconfig,
+// builds the DynamoDB store, the SQS queues, the SNS alarmer and the core
+// services once per execution environment (New), and exposes one handler
+// per function with the event types Lambda delivers:
+//
+//	scan      EventBridge scheduled event (rate 1 minute) → Scanner.Run until
+//	          ~1.5 s before the invocation deadline, leases released at the end
+//	ring      SQS event (ring queue)       → Ring.Fire per record, concurrently
+//	dispatch  SQS event (fast/slow lanes)  → Dispatcher.Dispatch + Dispose
+//	          or a direct invocation {"jobId","executorParam","addressList"}
+//	callback  API Gateway HTTP API event   → adminapi, /api/callback only
+//	registry  API Gateway HTTP API event   → adminapi (registry, admin API)
+//	          or EventBridge scheduled event → maintenance
+//
+// SQS consumers report BatchItemFailures: a record is deleted by the event
+// source mapping only when its handler succeeded; a record to retry later is
+// also given its delay with ChangeMessageVisibility. Every failure is classed
+// retry (reported as a batch item failure), or drop (malformed message:
+// logged and deleted, since no retry can fix it).
+//
+// The mains stay thin: lambda.Start(app.Handler) after Init.
+package lambdaapp

@@ -1,0 +1,231 @@
+package lambdaapp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/xjobdev/xjob"
+)
+
+// ScanReserve is how long before the invocation deadline the scan stops
+// ticking: time to release the shard leases so the next invocation (the
+// next minute's EventBridge event) takes them over at once.
+const ScanReserve = 1500 * time.Millisecond
+
+// scanFallback bounds a scan invocation that has no deadline (a direct
+// call outside Lambda): one minute, as the schedule intends.
+const scanFallback = time.Minute - ScanReserve
+
+// Scan is the scan function's handler: one EventBridge scheduled event per
+// minute starts a loop that ticks every second under the shard leases it
+// can take (several shards concurrently) until ScanReserve before the
+// deadline, then releases them.
+func (a *App) Scan(ctx context.Context, _ events.EventBridgeEvent) error {
+	until := a.clk.Now().Add(scanFallback)
+	if dl, ok := ctx.Deadline(); ok {
+		until = dl.Add(-ScanReserve)
+	}
+	if err := a.scanner.Run(ctx, until); err != nil {
+		return fmt.Errorf("scan: %w", err)
+	}
+	return nil
+}
+
+// Ring is the ring function's handler: each record is one bucket (shard,
+// second); buckets fire concurrently, each waiting to its occurrences'
+// exact milliseconds. A bucket that could not be handed to dispatch is a
+// batch item failure and comes back after the queue's visibility timeout
+// (dispatch drops the occurrences already sent by their ids).
+func (a *App) Ring(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return a.eachRecord(ctx, ev, func(ctx context.Context, r events.SQSMessage) bool {
+		var b xjob.RingBucket
+		if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
+			a.log.ErrorContext(ctx, "ring: malformed bucket dropped", "messageId", r.MessageId, "err", err)
+			return true
+		}
+		st, err := a.ring.Fire(ctx, b)
+		if err != nil {
+			a.log.WarnContext(ctx, "ring: bucket will be retried", "messageId", r.MessageId,
+				"shard", b.Shard, "second", b.Second, "err", err)
+			return false
+		}
+		a.log.DebugContext(ctx, "ring: bucket fired", "shard", b.Shard, "second", b.Second,
+			"fired", st.Fired, "dropped", st.Dropped, "maxLate", st.MaxLate)
+		return true
+	})
+}
+
+// eachRecord runs handle on every record concurrently and reports the
+// records it returned false for as batch item failures.
+func (a *App) eachRecord(ctx context.Context, ev events.SQSEvent, handle func(context.Context, events.SQSMessage) bool) (events.SQSEventResponse, error) {
+	ok := make([]bool, len(ev.Records))
+	var wg sync.WaitGroup
+	for i, r := range ev.Records {
+		wg.Go(func() { ok[i] = handle(ctx, r) })
+	}
+	wg.Wait()
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for i, r := range ev.Records {
+		if !ok[i] {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+		}
+	}
+	return resp, nil
+}
+
+// ManualTrigger is the direct invocation payload of the dispatch function,
+// the shape of xxl-job's trigger API:
+//
+//	aws lambda invoke --function-name <stack>-dispatch \
+//	  --cli-binary-format raw-in-base64-out \
+//	  --payload '{"jobId":1,"executorParam":"x","addressList":["http://10.0.0.5:9999/"]}' out.json
+//
+// addressList may also be one comma-separated string, as xxl-job sends it.
+type ManualTrigger struct {
+	JobID         int64           `json:"jobId"`
+	ExecutorParam *string         `json:"executorParam,omitempty"`
+	AddressList   json.RawMessage `json:"addressList,omitempty"`
+}
+
+// ManualResult is the dispatch function's reply to a direct invocation.
+type ManualResult struct {
+	JobID        int64   `json:"jobId"`
+	OccurrenceID string  `json:"occurrenceId"`
+	LogIDs       []int64 `json:"logIds"`
+	TriggerCodes []int   `json:"triggerCodes"`
+	Duplicates   int     `json:"duplicates,omitempty"`
+	Dropped      bool    `json:"dropped,omitempty"`
+	Reason       string  `json:"reason,omitempty"`
+}
+
+// Dispatch is the dispatch function's handler. An SQS event (either lane)
+// dispatches each task and reports the ones to retry as batch item
+// failures, after setting their delay (Dispose's RetryAfter) with
+// ChangeMessageVisibility. Any other payload must be a ManualTrigger: it
+// is dispatched synchronously and answered with a ManualResult. The
+// occurrence's ref is the invocation's request id, so Lambda's own retry
+// of an asynchronous invocation (same request id) triggers the job once.
+func (a *App) Dispatch(ctx context.Context, raw json.RawMessage) (any, error) {
+	var probe struct {
+		Records []json.RawMessage `json:"Records"`
+		JobID   json.RawMessage   `json:"jobId"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("dispatch: payload is not a JSON object: %w", err)
+	}
+	switch {
+	case probe.Records != nil:
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("dispatch: SQS event: %w", err)
+		}
+		return a.DispatchSQS(ctx, ev)
+	case probe.JobID != nil:
+		var m ManualTrigger
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&m); err != nil {
+			return nil, fmt.Errorf("dispatch: manual trigger payload: %w", err)
+		}
+		return a.DispatchManual(ctx, m)
+	default:
+		return nil, errors.New(`dispatch: unrecognised payload: want an SQS event or {"jobId":…,"executorParam":…,"addressList":[…]}`)
+	}
+}
+
+// DispatchSQS handles one SQS batch of dispatch tasks from either lane.
+func (a *App) DispatchSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return a.eachRecord(ctx, ev, func(ctx context.Context, r events.SQSMessage) bool {
+		var task xjob.DispatchTask
+		if err := json.Unmarshal([]byte(r.Body), &task); err != nil {
+			a.log.ErrorContext(ctx, "dispatch: malformed task dropped", "messageId", r.MessageId, "err", err)
+			return true
+		}
+		receives, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+		out, err := a.dispatcher.Dispatch(ctx, task)
+		d := a.dispatcher.Dispose(err, max(receives, 1))
+		if d.Ack {
+			if err != nil {
+				a.log.WarnContext(ctx, "dispatch: task dropped", "occurrence", task.Occurrence.ID(0), "err", err)
+			} else if out.Dropped {
+				a.log.InfoContext(ctx, "dispatch: task no longer applies", "occurrence", task.Occurrence.ID(0), "reason", out.Reason)
+			}
+			return true
+		}
+		a.log.WarnContext(ctx, "dispatch: task will be retried", "occurrence", task.Occurrence.ID(0),
+			"retryAfter", d.RetryAfter, "receives", receives, "err", err)
+		if lane, ok := a.lanes[queueName(r.EventSourceARN)]; ok && d.RetryAfter > 0 {
+			if rerr := a.queues.Dispatch(lane).Retry(ctx, r.ReceiptHandle, d.RetryAfter); rerr != nil {
+				a.log.WarnContext(ctx, "dispatch: retry delay not set; the visibility timeout applies", "err", rerr)
+			}
+		}
+		return false
+	})
+}
+
+// DispatchManual triggers one job now, as the admin's "trigger once" does,
+// and waits for the executor's reply to /run.
+func (a *App) DispatchManual(ctx context.Context, m ManualTrigger) (ManualResult, error) {
+	addrs, err := parseAddressList(m.AddressList)
+	if err != nil {
+		return ManualResult{}, err
+	}
+	ref := ""
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		ref = lc.AwsRequestID
+	}
+	if ref == "" {
+		ref = randomHex(16)
+	}
+	task := xjob.DispatchTask{
+		Occurrence:  xjob.Occurrence{JobID: m.JobID, Type: xjob.TriggerManual, Ref: ref},
+		Param:       m.ExecutorParam,
+		AddressList: addrs,
+		EnqueuedAt:  a.clk.Now().UnixMilli(),
+	}
+	if err := task.Validate(); err != nil {
+		return ManualResult{}, fmt.Errorf("dispatch: manual trigger: %w", err)
+	}
+	out, err := a.dispatcher.Dispatch(ctx, task)
+	if err != nil {
+		return ManualResult{}, fmt.Errorf("dispatch: manual trigger job %d: %w", m.JobID, err)
+	}
+	res := ManualResult{JobID: m.JobID, OccurrenceID: task.Occurrence.ID(0), LogIDs: []int64{}, TriggerCodes: []int{},
+		Duplicates: out.Duplicates, Dropped: out.Dropped, Reason: out.Reason}
+	for _, l := range out.Logs {
+		res.LogIDs = append(res.LogIDs, l.ID)
+		res.TriggerCodes = append(res.TriggerCodes, l.TriggerCode)
+	}
+	return res, nil
+}
+
+// parseAddressList accepts a JSON array of addresses or one
+// comma-separated string (xxl-job's form).
+func parseAddressList(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err == nil {
+		return list, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, errors.New(`dispatch: manual trigger: addressList must be an array of addresses or a comma-separated string`)
+	}
+	for _, a := range bytes.Split([]byte(s), []byte(",")) {
+		if a = bytes.TrimSpace(a); len(a) > 0 {
+			list = append(list, string(a))
+		}
+	}
+	return list, nil
+}
