@@ -4,8 +4,11 @@
 //	GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -o bootstrap ./examples/lambdaexecutor
 //
 // Configuration comes from the function's environment: XJOB_ADMIN_ADDRESSES
-// (comma-separated) and XJOB_ACCESS_TOKEN. Register the function URL as the
-// (manual) address of an executor group; see package lambdaexec for what
+// (comma-separated) and XJOB_ACCESS_TOKEN. Create the function URL with
+// InvokeMode RESPONSE_STREAM: /run then replies as soon as the trigger is
+// accepted and the invocation runs the job afterwards, so jobs may be longer
+// than the dispatcher's 3 s + 3 s /run timeout. Register the function URL as
+// the (manual) address of an executor group; see package lambdaexec for what
 // beat, idleBeat, kill, log and block strategies mean on Lambda.
 package main
 
@@ -39,5 +42,5 @@ func main() {
 		slog.Error("register", "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(lambdaexec.Handler(e))
+	lambda.Start(lambdaexec.StreamingHandler(e))
 }

@@ -10,6 +10,12 @@
 // failure is never a Go error: it comes back as a failing ReturnT (code 500)
 // whose message names the URL, so the dispatcher records it in the trigger
 // log exactly as it records an executor's own refusal.
+//
+// Unlike xxl-job, which reads a reply to the end of the body, the client
+// stops at the end of the reply's JSON value. That is what lets a Lambda
+// executor with a streaming function URL answer /run at once and keep the
+// invocation running the job: the dispatcher is not held for the job's
+// duration, and a long job is not recorded as a timed-out trigger.
 package execclient
 
 import (
@@ -160,6 +166,9 @@ func (c *Client) Close() { c.http.CloseIdleConnections() }
 
 // Run asks the executor to queue one trigger (POST /run). Success means
 // accepted, not finished: the result comes later through the callback.
+// Run returns as soon as the reply's JSON value has arrived, so an
+// executor may keep the response open while the job runs (a Lambda
+// executor in RESPONSE_STREAM mode does).
 func (c *Client) Run(ctx context.Context, address string, p protocol.TriggerParam) protocol.ReturnT {
 	r, _ := c.post(ctx, address, protocol.PathRun, p, c.opts.MaxReplyBytes)
 	return r
@@ -250,20 +259,79 @@ func (c *Client) post(ctx context.Context, address, path string, body any, limit
 			"xxl-job remoting fail, StatusCode(%d) invalid. for url : %s", resp.StatusCode, u)), u
 	}
 
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return remotingError(err, u), u
+	return readReply(resp.Body, limit, u), u
+}
+
+// readReply decodes the reply envelope from body and returns as soon as
+// its JSON value is complete, without waiting for the end of the body. An
+// executor that streams its reply and keeps the body open while the job
+// runs (lambdaexec.StreamingHandler on a RESPONSE_STREAM function URL) is
+// therefore answered within the read timeout however long the job takes.
+// The caller then closes the body; an unread streaming body makes
+// net/http discard the connection instead of pooling it, which is what we
+// want. A complete body (Content-Length, or chunked with its end already
+// received) is read to EOF by the decoder, so its connection is reused.
+//
+// The limit applies to the value: one that ends past limit bytes is "too
+// large"; whitespace after it is never read. Anything that is not a valid
+// envelope — garbage, a value ending past the limit, non-space data already
+// received after the value, a read error — is judged on the whole body
+// (read up to limit+1 bytes), so the failure messages stay the ones a
+// buffered read gave.
+func readReply(body io.Reader, limit int64, u string) protocol.ReturnT {
+	rec := &recorder{r: io.LimitReader(body, limit+1)}
+	dec := json.NewDecoder(rec)
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err == nil && dec.InputOffset() <= limit && onlySpace(dec.Buffered()) {
+		if r, err := decodeReturn(raw); err == nil {
+			return r
+		}
 	}
-	if int64(len(data)) > limit {
+	_, _ = io.Copy(io.Discard, rec) // the rest of the body, for the message
+	switch {
+	case rec.err != nil:
+		return remotingError(rec.err, u)
+	case rec.n > limit:
 		return protocol.Fail(fmt.Sprintf(
-			"xxl-job remoting (url=%s) response larger than %d bytes.", u, limit)), u
-	}
-	r, err := decodeReturn(data)
-	if err != nil {
+			"xxl-job remoting (url=%s) response larger than %d bytes.", u, limit))
+	default:
 		return protocol.Fail(fmt.Sprintf(
-			"xxl-job remoting (url=%s) response content invalid(%s).", u, snippet(data))), u
+			"xxl-job remoting (url=%s) response content invalid(%s).", u, snippet(rec.head)))
 	}
-	return r, u
+}
+
+// recorder counts the bytes read through it and keeps the first ones (as
+// many as snippet quotes) and the first read error other than io.EOF, so
+// a failed decode can still quote the body without holding it twice.
+type recorder struct {
+	r    io.Reader
+	head []byte
+	n    int64
+	err  error
+}
+
+func (r *recorder) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if keep := snippetMax + 1 - len(r.head); keep > 0 {
+		r.head = append(r.head, p[:min(n, keep)]...)
+	}
+	r.n += int64(n)
+	if err != nil && !errors.Is(err, io.EOF) && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// onlySpace reports whether the bytes the decoder read past the value are
+// JSON whitespace; it does not read further from the body.
+func onlySpace(rest io.Reader) bool {
+	b, _ := io.ReadAll(rest) // a bytes.Reader over the decoder's buffer
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 // envelope accepts both ReturnT {code,msg,content} (xxl-job ≤ 3.2) and
@@ -320,9 +388,11 @@ func remotingError(err error, u string) protocol.ReturnT {
 
 // snippet quotes at most 256 bytes of a reply in an error message.
 func snippet(b []byte) string {
-	const max = 256
-	if len(b) <= max {
+	if len(b) <= snippetMax {
 		return string(b)
 	}
-	return string(b[:max]) + "..."
+	return string(b[:snippetMax]) + "..."
 }
+
+// snippetMax is how many bytes of a reply an error message quotes.
+const snippetMax = 256

@@ -362,3 +362,76 @@ func TestEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestRunReturnsAtEndOfReplyValue is the Lambda streaming executor's case:
+// the reply is flushed at once and the body stays open while the job runs.
+// Run must return with the reply before the server lets go of the body.
+func TestRunReturnsAtEndOfReplyValue(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	handlerDone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/run" {
+			_, _ = io.WriteString(w, `{"code":200}`)
+			return
+		}
+		defer close(handlerDone)
+		w.Header().Set("Content-Type", "text/html;charset=UTF-8")
+		_, _ = io.WriteString(w, `{"code":200}`)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		_, _ = io.WriteString(w, "\n")
+	}))
+	t.Cleanup(srv.Close)
+	c := newClient(t, execclient.Options{})
+
+	r := c.Run(context.Background(), srv.URL, protocol.TriggerParam{JobID: 1, LogID: 1})
+	select {
+	case <-handlerDone:
+		t.Fatal("the executor's handler finished before it was released")
+	default:
+	}
+	if r.Code != protocol.SuccessCode || r.Msg != "" {
+		t.Fatalf("Run = %d %q, want 200 while the body is still open", r.Code, r.Msg)
+	}
+	close(release)
+	<-handlerDone
+	// The open body's connection was discarded, not pooled half-read: the
+	// next call gets a clean reply.
+	if r := c.Beat(context.Background(), srv.URL); r.Code != protocol.SuccessCode {
+		t.Fatalf("Beat after a streamed reply = %d %q", r.Code, r.Msg)
+	}
+}
+
+func TestRepliesJudgedOnWholeBody(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		reply    string
+		limit    int64
+		wantCode int
+		wantMsg  string
+	}{
+		{"trailing whitespace", "{\"code\":200}\r\n", 0, 200, ""},
+		{"trailing garbage", `{"code":200}xyz`, 0, 500, "response content invalid({\"code\":200}xyz)"},
+		{"second value", `{"code":200}{"code":500}`, 0, 500, "response content invalid"},
+		{"value exactly at limit", `{"code":200}`, 12, 200, ""},
+		{"value one byte over limit", `{"code":200} `, 11, 500, "larger than 11 bytes"},
+		{"whitespace past limit is not read", `{"code":200}` + strings.Repeat(" ", 50), 20, 200, ""},
+		{"garbage quoted in part", `{"code":` + strings.Repeat("x", 300), 0, 500, "response content invalid({\"code\":" + strings.Repeat("x", 248) + "...)."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, tt.reply)
+			c := newClient(t, execclient.Options{MaxReplyBytes: tt.limit})
+			r := c.Kill(context.Background(), e.srv.URL, 1)
+			if r.Code != tt.wantCode || !strings.Contains(r.Msg, tt.wantMsg) {
+				t.Fatalf("got %d %q, want %d containing %q", r.Code, r.Msg, tt.wantCode, tt.wantMsg)
+			}
+		})
+	}
+}

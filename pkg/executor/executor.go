@@ -298,6 +298,11 @@ type Request struct {
 	// callback before returning, instead of queueing it on a job worker.
 	// Used by the Lambda adapter.
 	Inline bool
+	// Accepted, if set, is called once an inline /run has passed every
+	// check that could refuse it, just before the job starts: the Lambda
+	// adapter's streaming handler then replies {"code":200} at once and
+	// keeps the invocation alive for the run.
+	Accepted func()
 }
 
 // Executor replies xxl-job writes verbatim (EmbedServer).
@@ -334,7 +339,7 @@ func (e *Executor) Serve(ctx context.Context, req Request) protocol.ReturnT {
 			return protocol.Fail(err.Error())
 		}
 		if req.Inline {
-			return e.runInline(ctx, &p)
+			return e.runInline(ctx, &p, req.Accepted)
 		}
 		return e.run(&p)
 	case "/" + protocol.PathKill:
@@ -504,7 +509,7 @@ func (e *Executor) readLog(p protocol.LogParam) protocol.ReturnT {
 // runInline executes a trigger within the call and delivers its callback
 // before returning. There is no job worker: on Lambda every invocation
 // may land in its own environment, so nothing queues behind it.
-func (e *Executor) runInline(ctx context.Context, tp *protocol.TriggerParam) protocol.ReturnT {
+func (e *Executor) runInline(ctx context.Context, tp *protocol.TriggerParam, accepted func()) protocol.ReturnT {
 	entry, fail := e.resolve(tp)
 	if fail != nil {
 		return *fail
@@ -514,6 +519,9 @@ func (e *Executor) runInline(ctx context.Context, tp *protocol.TriggerParam) pro
 	e.mu.Unlock()
 	if closed {
 		return protocol.Fail(msgShuttingDown)
+	}
+	if accepted != nil {
+		accepted()
 	}
 	var deadline time.Time
 	if d, ok := ctx.Deadline(); ok {
