@@ -29,6 +29,7 @@ type gate[T any] struct {
 	state    int                  // gateOpen, gateDraining, gateClosed
 	inflight map[string]time.Time // token → end of its visibility
 	changed  chan struct{}        // closed and replaced on every change
+	draining chan struct{}        // closed once drain() is called
 }
 
 const (
@@ -38,7 +39,8 @@ const (
 )
 
 func newGate[T any](q driver.Queue[T]) *gate[T] {
-	return &gate[T]{q: q, now: time.Now, inflight: map[string]time.Time{}, changed: make(chan struct{})}
+	return &gate[T]{q: q, now: time.Now, inflight: map[string]time.Time{}, changed: make(chan struct{}),
+		draining: make(chan struct{})}
 }
 
 func (g *gate[T]) notifyLocked() {
@@ -52,6 +54,7 @@ func (g *gate[T]) drain() {
 	defer g.mu.Unlock()
 	if g.state == gateOpen {
 		g.state = gateDraining
+		close(g.draining)
 		g.notifyLocked()
 	}
 }
@@ -101,7 +104,7 @@ func (g *gate[T]) Send(ctx context.Context, msgs []driver.Outgoing[T]) error {
 // draining, and blocks until ctx ends once closed.
 func (g *gate[T]) Receive(ctx context.Context, p driver.ReceiveParams) ([]driver.Delivery[T], error) {
 	g.mu.Lock()
-	state, ch := g.state, g.changed
+	state := g.state
 	g.mu.Unlock()
 	switch state {
 	case gateClosed:
@@ -111,12 +114,13 @@ func (g *gate[T]) Receive(ctx context.Context, p driver.ReceiveParams) ([]driver
 		p.Wait = 0
 	default:
 		// A long poll started before drain() would hold the consumer for
-		// its whole wait; cut it short when the gate changes.
+		// its whole wait; cut it short when draining starts — and only
+		// then: acks and retries of other deliveries must not interrupt it.
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		go func() {
 			select {
-			case <-ch:
+			case <-g.draining:
 				cancel()
 			case <-rctx.Done():
 			}

@@ -135,12 +135,11 @@ func (d *Dispatcher) Dispatch(ctx context.Context, task xjob.DispatchTask) (Outc
 		return Outcome{}, fmt.Errorf("dispatch job %d: %w", occ.JobID, err)
 	}
 	if occ.Scheduled() {
+		// A person's stop or edit bumps the revision; the scan stopping a
+		// job whose schedule ended does not, and its last fires still run.
 		reason := ""
-		switch {
-		case job.TriggerStatus != xjob.StatusRunning:
-			reason = "job stopped"
-		case task.Revision != 0 && job.Revision != task.Revision:
-			reason = "job edited since the fire was planned"
+		if task.Revision != 0 && job.Revision != task.Revision {
+			reason = "job stopped or edited since the fire was planned"
 		}
 		if reason != "" {
 			d.d.Metrics.Drop()

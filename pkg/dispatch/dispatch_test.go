@@ -264,21 +264,45 @@ func TestDispatchManualOverrides(t *testing.T) {
 func TestDispatchDropsStaleScheduledTasks(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
+	ctx := context.Background()
 	ex := newExecutor(t, 200)
 	g := e.group(t, ex.srv.URL)
-	stopped := e.job(t, g, func(j *xjob.Job) { j.TriggerStatus = xjob.StatusStopped })
+	// A person stops a job (admin bumps the revision with the status).
+	stopped := e.job(t, g, nil)
+	stoppedTask := cronTask(stopped)
+	stopped.TriggerStatus, stopped.Revision = xjob.StatusStopped, stopped.Revision+1
+	if _, err := e.db.JobUpdate(ctx, driver.JobUpdateParams{Job: stopped, ExpectVersion: stopped.Version}); err != nil {
+		t.Fatal(err)
+	}
 	edited := e.job(t, g, nil)
 	task := cronTask(edited)
 	task.Revision = edited.Revision + 1
-	for name, tk := range map[string]xjob.DispatchTask{"stopped": cronTask(stopped), "edited": task,
+	for name, tk := range map[string]xjob.DispatchTask{"stopped": stoppedTask, "edited": task,
 		"deleted": {Occurrence: xjob.Occurrence{JobID: 999, Type: xjob.TriggerCron, FireTime: 1}}} {
-		out, err := e.d.Dispatch(context.Background(), tk)
+		out, err := e.d.Dispatch(ctx, tk)
 		if err != nil || !out.Dropped {
 			t.Errorf("%s: %+v, %v; want dropped", name, out, err)
 		}
 	}
 	if n := len(ex.got()); n != 0 {
 		t.Fatalf("executor ran %d stale tasks", n)
+	}
+}
+
+// A one-shot schedule: the scan pushes the last fire, finds no next time
+// and stops the job. That stop is not a person's: the fire must still run.
+func TestDispatchRunsLastFireOfJobStoppedByScan(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	ex := newExecutor(t, 200)
+	j := e.job(t, e.group(t, ex.srv.URL), nil)
+	if err := e.db.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version, Stop: true}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.d.Dispatch(ctx, cronTask(j))
+	if err != nil || out.Dropped || len(ex.got()) != 1 {
+		t.Fatalf("Dispatch = %+v, %v; executor ran %d; want the last fire to run", out, err, len(ex.got()))
 	}
 }
 

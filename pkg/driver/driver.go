@@ -78,8 +78,9 @@ type JobAdvanceParams struct {
 	ExpectVersion   int64
 	TriggerLastTime int64
 	TriggerNextTime int64
-	// Stop stops the job (status 0, last/next 0, revision bumped): its next
-	// fire time cannot be computed.
+	// Stop stops the job (status 0, last/next 0): its next fire time
+	// cannot be computed. The revision stays: the fires the scan already
+	// pushed (a one-shot job's last one) must still fire.
 	Stop bool
 }
 

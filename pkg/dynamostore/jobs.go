@@ -203,7 +203,6 @@ func (db *DB) JobAdvance(ctx context.Context, p driver.JobAdvanceParams) error {
 		u.Set("triggerStatus", n(int64(xjob.StatusStopped)))
 		u.Set("triggerLastTime", n(0))
 		u.Set("triggerNextTime", n(0))
-		u.Incr("revision")
 		u.Remove(AttrDueShard)
 		u.Remove(AttrDueKey)
 	} else {

@@ -415,3 +415,29 @@ type crashOnAdvance struct{ driver.JobStore }
 var errCrash = errors.New("simulated crash")
 
 func (crashOnAdvance) JobAdvance(context.Context, driver.JobAdvanceParams) error { return errCrash }
+
+// Invariant 1 for a one-shot schedule: the scan pushes the only fire, then
+// finds no next time and stops the job; the fire still runs, once.
+func TestOneShotCronFiresOnce(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	at := t0.Add(3 * time.Second) // 2027-01-15 08:00:03 UTC
+	j := xjob.Job{GroupID: s.group.ID, Description: "once", Author: "a", ScheduleType: xjob.ScheduleCron,
+		ScheduleConf: "3 0 8 15 1 ? 2027", Handler: "demo", TriggerStatus: xjob.StatusRunning, TriggerNextTime: at.UnixMilli()}
+	j.ApplyDefaults()
+	if err := j.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.db.JobInsert(context.Background(), j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.run(s.scanner("a", nil), 10*time.Second, 1)
+	if got := s.executedFires()[j.ID]; len(got) != 1 || got[at.UnixMilli()] != 1 {
+		t.Fatalf("one-shot job ran %v, want once at %s", got, at)
+	}
+	stored, _ := s.db.JobGet(context.Background(), j.ID)
+	if stored.TriggerStatus != xjob.StatusStopped {
+		t.Errorf("job status = %d, want stopped after its only fire", stored.TriggerStatus)
+	}
+}

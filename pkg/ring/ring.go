@@ -3,7 +3,7 @@
 // millisecond, drops occurrences whose job was stopped, deleted or edited
 // since they were pushed, and hands the rest to a dispatch lane.
 //
-//	ring queue ──▶ Fire(bucket): wait to t ──▶ job still running and
+//	ring queue ──▶ Fire(bucket): wait to t ──▶ job still there and
 //	                                           revision unchanged? ──yes──▶ dispatch lane (fast|slow)
 //	                                                     │no
 //	                                                     ▼
@@ -100,7 +100,10 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 		lanes := map[xjob.Lane][]driver.Outgoing[xjob.DispatchTask]{}
 		for _, it := range items[start:end] {
 			job, ok := byID[it.JobID]
-			if !ok || job.TriggerStatus != xjob.StatusRunning || job.Revision != it.Revision {
+			// Every stop or edit by a person bumps the revision; a stop by
+			// the scan (the schedule has no next time) does not, so the
+			// job's last pushed fires still fire.
+			if !ok || job.Revision != it.Revision {
 				st.Dropped++
 				continue
 			}

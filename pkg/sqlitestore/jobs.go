@@ -149,7 +149,7 @@ func (db *DB) JobAdvance(ctx context.Context, p driver.JobAdvanceParams) error {
 	var err error
 	if p.Stop {
 		n, err = rowsAffected(db.w.ExecContext(ctx, `UPDATE jobs SET trigger_status = 0,
-			trigger_last_time = 0, trigger_next_time = 0, revision = revision + 1, version = version + 1
+			trigger_last_time = 0, trigger_next_time = 0, version = version + 1
 			WHERE id = ? AND version = ?`, p.ID, p.ExpectVersion))
 	} else {
 		n, err = rowsAffected(db.w.ExecContext(ctx, `UPDATE jobs SET trigger_last_time = ?,

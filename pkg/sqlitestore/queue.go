@@ -144,7 +144,10 @@ func (q *queue[T]) claim(ctx context.Context, p driver.ReceiveParams) ([]driver.
 	if err != nil {
 		return nil, fmt.Errorf("sqlite queue %s receive: %w", q.name, err)
 	}
-	rows, err := q.db.w.QueryContext(ctx, `UPDATE queue_messages
+	// The claim runs to completion even if ctx ends meanwhile: rows that
+	// the UPDATE claimed but that were never returned would stay hidden
+	// for the whole visibility timeout.
+	rows, err := q.db.w.QueryContext(context.WithoutCancel(ctx), `UPDATE queue_messages
 		SET receives = receives + 1, visible_at = ?1, receipt = lower(hex(randomblob(12)))
 		WHERE id IN (SELECT id FROM queue_messages WHERE queue = ?2 AND visible_at <= ?3
 		             ORDER BY visible_at, id LIMIT ?4)
