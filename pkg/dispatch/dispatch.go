@@ -210,6 +210,7 @@ func (d *Dispatcher) triggerShard(ctx context.Context, t *trigger, i, n int, out
 	now := clock.Millis(d.d.Clock)
 	occ := t.task.Occurrence
 	address, trail, fail := "", "", t.fail
+	var recovered *protocol.ReturnT // set when a taken-over log already reached its executor
 	if fail == "" {
 		switch {
 		case len(t.addrs) == 0:
@@ -255,6 +256,7 @@ func (d *Dispatcher) triggerShard(ctx context.Context, t *trigger, i, n int, out
 		case now < created.ClaimUntil:
 			return fmt.Errorf("dispatch %s: %w", l.OccurrenceID, ErrInFlight)
 		}
+		prev := created
 		created, err = d.d.Store.LogClaim(ctx, driver.LogClaimParams{
 			ID: created.ID, ExpectVersion: created.Version, ClaimUntil: l.ClaimUntil, TriggerTime: now,
 		})
@@ -263,6 +265,11 @@ func (d *Dispatcher) triggerShard(ctx context.Context, t *trigger, i, n int, out
 		}
 		// Keep what this attempt routed; the stored log keeps its id.
 		created.ExecutorAddress = address
+		if err == nil && prev.ExecutorAddress != "" {
+			if rt, ok := d.probe(ctx, prev); ok {
+				recovered, address, fail = &rt, prev.ExecutorAddress, ""
+			}
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("dispatch %s: create log: %w", l.OccurrenceID, err)
@@ -270,9 +277,12 @@ func (d *Dispatcher) triggerShard(ctx context.Context, t *trigger, i, n int, out
 
 	var ret protocol.ReturnT
 	started := d.d.Clock.Now()
-	if fail != "" {
+	switch {
+	case recovered != nil:
+		ret = *recovered
+	case fail != "":
 		ret = protocol.Fail(fail)
-	} else {
+	default:
 		ret = d.d.Executors.Run(ctx, address, protocol.TriggerParam{
 			JobID:                 t.job.ID,
 			ExecutorHandler:       t.job.Handler,
@@ -287,6 +297,10 @@ func (d *Dispatcher) triggerShard(ctx context.Context, t *trigger, i, n int, out
 			BroadcastIndex:        i,
 			BroadcastTotal:        n,
 		})
+		if ret.Code != xjob.CodeSuccess && strings.HasPrefix(ret.Msg, msgRepeatTrigger) {
+			// A taken-over log the executor still holds in its queue.
+			ret = protocol.ReturnT{Code: xjob.CodeSuccess, Msg: "recovered: " + ret.Msg}
+		}
 	}
 	took := d.d.Clock.Now().Sub(started)
 	code := ret.Code
@@ -328,6 +342,28 @@ func (d *Dispatcher) triggerShard(ctx context.Context, t *trigger, i, n int, out
 		}
 	}
 	return nil
+}
+
+// msgRepeatTrigger starts an xxl-job executor's refusal of a log id it
+// already holds in its queue ("repeate trigger job, logId:N").
+const msgRepeatTrigger = "repeate trigger job"
+
+// probe asks the executor an abandoned attempt was routed to whether it
+// already has the run. The dispatcher that took the log over cannot know
+// whether the dead one's /run got through; xxl-job executors (ours too)
+// create the run's log file, keyed by log id and trigger date, when the
+// run starts, and /log tells whether it exists. Any doubt (executor
+// unreachable, no file) means "no": the trigger is sent again, and an
+// executor that still has it queued refuses the repeat (msgRepeatTrigger).
+func (d *Dispatcher) probe(ctx context.Context, prev xjob.Log) (protocol.ReturnT, bool) {
+	res, rt := d.d.Executors.Log(ctx, prev.ExecutorAddress, protocol.LogParam{
+		LogDateTim: prev.TriggerTime, LogID: prev.ID, FromLineNum: 1,
+	})
+	if rt.Code != xjob.CodeSuccess || (res.IsEnd && res.ToLineNum == 0) {
+		return rt, false
+	}
+	return protocol.ReturnT{Code: xjob.CodeSuccess, Msg: fmt.Sprintf(
+		"recovered: the executor already has log %d (%d log lines); not sent again", prev.ID, res.ToLineNum)}, true
 }
 
 // triggerMsg is the trigger_msg xxl-job shows on its log page, in English.

@@ -31,25 +31,40 @@ var t0 = time.UnixMilli(1_800_000_000_000).UTC()
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// executor is a protocol-speaking test executor answering /run with code.
+// executor is a protocol-speaking test executor answering /run with code
+// (and msg, "boom" by default on failure), and /log with a file for the
+// log ids in hasLog.
 type executor struct {
-	srv  *httptest.Server
-	code int
-	mu   sync.Mutex
-	runs []protocol.TriggerParam
+	srv    *httptest.Server
+	code   int
+	msg    string
+	mu     sync.Mutex
+	runs   []protocol.TriggerParam
+	hasLog map[int64]bool
 }
 
 func newExecutor(t *testing.T, code int) *executor {
-	e := &executor{code: code}
+	e := &executor{code: code, msg: map[bool]string{true: "boom"}[code != 200], hasLog: map[int64]bool{}}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/run" {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		switch r.URL.Path {
+		case "/run":
 			var p protocol.TriggerParam
 			_ = json.NewDecoder(r.Body).Decode(&p)
-			e.mu.Lock()
 			e.runs = append(e.runs, p)
-			e.mu.Unlock()
+		case "/log":
+			var p protocol.LogParam
+			_ = json.NewDecoder(r.Body).Decode(&p)
+			res := protocol.LogResult{FromLineNum: 1, LogContent: protocol.MsgLogFileNotExists, IsEnd: true}
+			if e.hasLog[p.LogID] {
+				res = protocol.LogResult{FromLineNum: 1, ToLineNum: 2, LogContent: "started\nworking\n"}
+			}
+			content, _ := json.Marshal(res)
+			_ = json.NewEncoder(w).Encode(protocol.ReturnT{Code: 200, Content: content})
+			return
 		}
-		_ = json.NewEncoder(w).Encode(protocol.ReturnT{Code: e.code, Msg: map[bool]string{true: "boom"}[e.code != 200]})
+		_ = json.NewEncoder(w).Encode(protocol.ReturnT{Code: e.code, Msg: e.msg})
 	}))
 	t.Cleanup(e.srv.Close)
 	return e
@@ -339,5 +354,56 @@ func TestDispatchRejectsMalformedTask(t *testing.T) {
 	}
 	if disp := e.d.Dispose(dispatch.ErrInFlight, 1); disp.Ack || disp.RetryAfter != 30*time.Second {
 		t.Errorf("in-flight disposition = %+v, want retry after the claim TTL", disp)
+	}
+}
+
+// A dispatcher routed a log to an executor and died before recording the
+// reply. The one that takes the log over asks the executor first (/log)
+// and, where it already has the run, records it instead of sending it again.
+func TestDispatchTakeoverDoesNotResendARunTheExecutorHas(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		hasLog   bool
+		runCode  int
+		runMsg   string
+		wantRuns int
+		wantMsg  string
+	}{
+		{"executor has the run", true, 200, "", 0, "recovered: the executor already has log"},
+		{"executor never got it", false, 200, "", 1, "code: 200"},
+		{"executor still queues it", false, 500, "repeate trigger job, logId:1", 1, "recovered: repeate trigger job"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			ctx := context.Background()
+			ex := newExecutor(t, tt.runCode)
+			ex.msg = tt.runMsg
+			j := e.job(t, e.group(t, ex.srv.URL), nil)
+			task := cronTask(j)
+			dead, err := e.db.LogCreate(ctx, xjob.Log{OccurrenceID: task.Occurrence.ID(0), JobID: j.ID, GroupID: j.GroupID,
+				TriggerType: xjob.TriggerCron, ScheduledTime: t0.UnixMilli(), TriggerTime: t0.UnixMilli(),
+				ExecutorAddress: ex.srv.URL, ClaimUntil: t0.Add(30 * time.Second).UnixMilli()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex.mu.Lock()
+			ex.hasLog[dead.ID] = tt.hasLog
+			ex.mu.Unlock()
+			e.clk.Advance(31 * time.Second)
+			out, err := e.d.Dispatch(ctx, task)
+			if err != nil || len(out.Logs) != 1 {
+				t.Fatalf("Dispatch = %+v, %v", out, err)
+			}
+			if n := len(ex.got()); n != tt.wantRuns {
+				t.Errorf("executor got %d /run calls, want %d", n, tt.wantRuns)
+			}
+			l, _ := e.db.LogGet(ctx, dead.ID)
+			if l.TriggerCode != 200 || !strings.Contains(l.TriggerMsg, tt.wantMsg) {
+				t.Errorf("log = code %d msg %q; want 200 with %q", l.TriggerCode, l.TriggerMsg, tt.wantMsg)
+			}
+		})
 	}
 }
