@@ -1,0 +1,211 @@
+package harness
+
+import (
+	"math"
+	"slices"
+)
+
+// LogRow is the part of a trigger log the analysis needs: it maps the log id
+// an executor receives to the scheduled fire time the scheduler planned.
+type LogRow struct {
+	ID          int64
+	JobID       int64
+	Scheduled   int64 // Unix ms: the occurrence's fire time
+	TriggerType string
+	TriggerCode int
+}
+
+// Interval is a half-open span of Unix milliseconds.
+type Interval struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+}
+
+func (iv Interval) contains(t int64) bool { return t >= iv.From && t < iv.To }
+
+// Expectation is the schedule the workload promises: every job fires at
+// every multiple of Period within Window.
+type Expectation struct {
+	Jobs   []int64
+	Window Interval
+	Period int64 // ms
+	// Outages are spans in which xjob was down or not yet scanning again
+	// (chaos): a fire planned there that never came is counted as Skipped —
+	// xxl-job's misfire and late-collapse rules drop such fires by design —
+	// and not as Lost.
+	Outages []Interval
+}
+
+// Fires lists the expected fire times.
+func (e Expectation) Fires() []int64 {
+	if e.Period <= 0 {
+		return nil
+	}
+	first := (e.Window.From + e.Period - 1) / e.Period * e.Period
+	var ts []int64
+	for t := first; t < e.Window.To; t += e.Period {
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// Outcome is what the receipts say about an expectation.
+type Outcome struct {
+	Expected   int `json:"expected"`
+	Fired      int `json:"fired"`      // (job, fire time) pairs received at least once
+	Lost       int `json:"lost"`       // expected, never received, not in an outage
+	Skipped    int `json:"skipped"`    // expected, never received, planned during an outage
+	Duplicates int `json:"duplicates"` // receipts beyond the first per (job, fire time)
+	// DuplicateLogs counts (job, fire time) pairs with more than one trigger
+	// log: the occurrence-id dedupe failed (a subset of the causes of
+	// Duplicates; the other is one log delivered twice).
+	DuplicateLogs   int `json:"duplicateLogs"`
+	Misfires        int `json:"misfireFires"` // fires triggered as MISFIRE (FIRE_ONCE_NOW)
+	TriggerFailures int `json:"triggerFailures"`
+	Unmatched       int `json:"unmatchedReceipts"` // receipts whose log id is unknown
+	// Lateness is receive time − scheduled fire time of the first receipt
+	// of each fired pair, in milliseconds.
+	LatenessP50 float64 `json:"latenessP50Ms"`
+	LatenessP90 float64 `json:"latenessP90Ms"`
+	LatenessP99 float64 `json:"latenessP99Ms"`
+	LatenessMax float64 `json:"latenessMaxMs"`
+	// WindowSeconds and Rate: fired pairs per second of window.
+	// LostAt counts lost fires per scheduled second (Unix seconds), to
+	// tell a stall from a steady leak.
+	LostAt        map[int64]int `json:"lostAt,omitempty"`
+	WindowSeconds float64       `json:"windowSeconds"`
+	Rate          float64       `json:"triggersPerSecond"`
+}
+
+type pairKey struct{ job, t int64 }
+
+// Analyze matches receipts to logs and logs to the expected schedule.
+// Receipts and logs outside the window or for other jobs are ignored.
+func Analyze(exp Expectation, logs []LogRow, receipts []Receipt) Outcome {
+	jobs := make(map[int64]bool, len(exp.Jobs))
+	for _, j := range exp.Jobs {
+		jobs[j] = true
+	}
+	fires := exp.Fires()
+	out := Outcome{Expected: len(jobs) * len(fires)}
+	out.WindowSeconds = float64(exp.Window.To-exp.Window.From) / 1000
+
+	byID := make(map[int64]LogRow, len(logs))
+	logsPer := make(map[pairKey]int)
+	for _, l := range logs {
+		byID[l.ID] = l
+		if !jobs[l.JobID] || !exp.Window.contains(l.Scheduled) {
+			continue
+		}
+		logsPer[pairKey{l.JobID, l.Scheduled}]++
+		if l.TriggerType == "MISFIRE" {
+			out.Misfires++
+		}
+		if l.TriggerCode != 200 && l.TriggerCode != 0 {
+			out.TriggerFailures++
+		}
+	}
+	for _, n := range logsPer {
+		if n > 1 {
+			out.DuplicateLogs++
+		}
+	}
+
+	first := make(map[pairKey]int64, out.Expected)
+	for _, r := range receipts {
+		l, ok := byID[r.LogID]
+		if !ok {
+			if jobs[r.JobID] {
+				out.Unmatched++
+			}
+			continue
+		}
+		if !jobs[l.JobID] || !exp.Window.contains(l.Scheduled) {
+			continue
+		}
+		k := pairKey{l.JobID, l.Scheduled}
+		if at, seen := first[k]; seen {
+			out.Duplicates++
+			if r.At < at {
+				first[k] = r.At
+			}
+			continue
+		}
+		first[k] = r.At
+	}
+	late := make([]float64, 0, len(first))
+	for k, at := range first {
+		late = append(late, float64(at-k.t*1000)/1000)
+	}
+	out.Fired = len(first)
+	for j := range jobs {
+		for _, t := range fires {
+			if _, ok := first[pairKey{j, t}]; ok {
+				continue
+			}
+			if inAny(exp.Outages, t) {
+				out.Skipped++
+			} else {
+				out.Lost++
+				if out.LostAt == nil {
+					out.LostAt = make(map[int64]int)
+				}
+				out.LostAt[t/1000]++
+			}
+		}
+	}
+	slices.Sort(late)
+	out.LatenessP50 = quantile(late, 0.50)
+	out.LatenessP90 = quantile(late, 0.90)
+	out.LatenessP99 = quantile(late, 0.99)
+	if len(late) > 0 {
+		out.LatenessMax = round1(late[len(late)-1])
+	}
+	if out.WindowSeconds > 0 {
+		out.Rate = round1(float64(out.Fired) / out.WindowSeconds)
+	}
+	return out
+}
+
+func inAny(ivs []Interval, t int64) bool {
+	for _, iv := range ivs {
+		if iv.contains(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// quantile is the nearest-rank quantile of sorted values.
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return round1(sorted[max(0, min(i, len(sorted)-1))])
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// Durations summarises a sample of durations in milliseconds.
+type Durations struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"meanMs"`
+	P50  float64 `json:"p50Ms"`
+	P99  float64 `json:"p99Ms"`
+	Max  float64 `json:"maxMs"`
+}
+
+// Summarise computes Durations of ms values.
+func Summarise(ms []float64) Durations {
+	if len(ms) == 0 {
+		return Durations{}
+	}
+	s := slices.Clone(ms)
+	slices.Sort(s)
+	var sum float64
+	for _, v := range s {
+		sum += v
+	}
+	return Durations{N: len(s), Mean: round1(sum / float64(len(s))), P50: quantile(s, 0.5), P99: quantile(s, 0.99), Max: round1(s[len(s)-1])}
+}

@@ -1,0 +1,97 @@
+package harness
+
+import "testing"
+
+func TestAnalyze(t *testing.T) {
+	t.Parallel()
+	// Two jobs, window [10 s, 13 s): fires at 10, 11, 12 s.
+	exp := Expectation{Jobs: []int64{1, 2}, Window: Interval{From: 10_000, To: 13_000}, Period: 1000}
+	logs := []LogRow{
+		{ID: 100, JobID: 1, Scheduled: 10_000, TriggerType: "CRON", TriggerCode: 200},
+		{ID: 101, JobID: 1, Scheduled: 11_000, TriggerType: "CRON", TriggerCode: 200},
+		{ID: 102, JobID: 1, Scheduled: 12_000, TriggerType: "MISFIRE", TriggerCode: 200},
+		{ID: 103, JobID: 2, Scheduled: 10_000, TriggerType: "CRON", TriggerCode: 200},
+		{ID: 104, JobID: 2, Scheduled: 10_000, TriggerType: "CRON", TriggerCode: 200}, // second log: dedupe failed
+		{ID: 105, JobID: 2, Scheduled: 12_000, TriggerType: "CRON", TriggerCode: 500},
+		{ID: 106, JobID: 2, Scheduled: 13_000, TriggerType: "CRON", TriggerCode: 200}, // outside the window
+	}
+	ms := func(v int64) int64 { return v * 1000 }
+	receipts := []Receipt{
+		{JobID: 1, LogID: 100, At: ms(10_005)},
+		{JobID: 1, LogID: 100, At: ms(10_050)}, // same log twice
+		{JobID: 1, LogID: 101, At: ms(11_010)},
+		{JobID: 1, LogID: 102, At: ms(12_020)},
+		{JobID: 2, LogID: 103, At: ms(10_001)},
+		{JobID: 2, LogID: 104, At: ms(10_002)},
+		{JobID: 2, LogID: 106, At: ms(13_001)},
+		{JobID: 2, LogID: 999, At: ms(13_001)}, // unknown log
+	}
+	tests := []struct {
+		name    string
+		outages []Interval
+		lost    int
+		skipped int
+	}{
+		{name: "no outage: job 2 at 11 s and 12 s lost", lost: 2},
+		{name: "outage over 11 s: skipped, not lost", outages: []Interval{{From: 10_500, To: 11_500}}, lost: 1, skipped: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := exp
+			e.Outages = tc.outages
+			got := Analyze(e, logs, receipts)
+			if got.Expected != 6 || got.Fired != 4 || got.Lost != tc.lost || got.Skipped != tc.skipped {
+				t.Errorf("expected/fired/lost/skipped = %d/%d/%d/%d, want 6/4/%d/%d",
+					got.Expected, got.Fired, got.Lost, got.Skipped, tc.lost, tc.skipped)
+			}
+			if got.Duplicates != 2 || got.DuplicateLogs != 1 {
+				t.Errorf("duplicates %d (logs %d), want 2 (1)", got.Duplicates, got.DuplicateLogs)
+			}
+			if got.Misfires != 1 || got.TriggerFailures != 1 || got.Unmatched != 1 {
+				t.Errorf("misfires/failures/unmatched = %d/%d/%d, want 1/1/1", got.Misfires, got.TriggerFailures, got.Unmatched)
+			}
+			// First receipts: 5, 10, 20, 1 ms late.
+			if got.LatenessP50 != 5 || got.LatenessMax != 20 || got.LatenessP99 != 20 {
+				t.Errorf("lateness p50/p99/max = %v/%v/%v, want 5/20/20", got.LatenessP50, got.LatenessP99, got.LatenessMax)
+			}
+			if got.Rate != 1.3 {
+				t.Errorf("rate %v, want 1.3", got.Rate)
+			}
+		})
+	}
+}
+
+func TestExpectationFires(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		exp  Expectation
+		want int
+	}{
+		{"aligned", Expectation{Window: Interval{From: 0, To: 3000}, Period: 1000}, 3},
+		{"unaligned start rounds up", Expectation{Window: Interval{From: 1, To: 3000}, Period: 1000}, 2},
+		{"one second", Expectation{Window: Interval{From: 5000, To: 6000}, Period: 1000}, 1},
+		{"no period", Expectation{Window: Interval{From: 0, To: 3000}}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := len(tc.exp.Fires()); got != tc.want {
+				t.Errorf("fires %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSummarise(t *testing.T) {
+	t.Parallel()
+	got := Summarise([]float64{4, 1, 3, 2})
+	want := Durations{N: 4, Mean: 2.5, P50: 2, P99: 4, Max: 4}
+	if got != want {
+		t.Errorf("Summarise = %+v, want %+v", got, want)
+	}
+	if (Summarise(nil) != Durations{}) {
+		t.Error("Summarise(nil) not zero")
+	}
+}

@@ -1,0 +1,224 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xjobdev/xjob/pkg/protocol"
+)
+
+// Receipt is one /run call the executor received.
+type Receipt struct {
+	JobID int64
+	LogID int64
+	// At is the receive time, Unix microseconds (wall clock, same host as
+	// the scheduler, so it compares with scheduled fire times directly).
+	At int64
+}
+
+// Executor is a minimal, fast xxl-job executor: it answers /run at once,
+// records a receipt, and reports success to the admin's /api/callback in
+// batches (as the SDK does, but without per-run log files, which would
+// measure the disk rather than the scheduler).
+type Executor struct {
+	srv      *http.Server
+	addr     string
+	adminURL atomic.Pointer[string]
+
+	mu       sync.Mutex
+	receipts []Receipt
+	seen     map[int64]bool // log ids received, what /log answers from
+
+	cbq      chan protocol.HandleCallbackParam
+	cbFailed atomic.Int64
+	cbSent   atomic.Int64
+	stop     chan struct{}
+	stopped  chan struct{}
+}
+
+// StartExecutor listens on a loopback port and starts the callback batcher.
+func StartExecutor() (*Executor, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("executor listen: %w", err)
+	}
+	e := &Executor{
+		addr:    "http://" + ln.Addr().String(),
+		cbq:     make(chan protocol.HandleCallbackParam, 1<<20),
+		seen:    map[int64]bool{},
+		stop:    make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /run", e.run)
+	ok := func(w http.ResponseWriter, _ *http.Request) { writeOK(w) }
+	mux.HandleFunc("POST /beat", ok)
+	mux.HandleFunc("POST /idleBeat", ok)
+	mux.HandleFunc("POST /kill", ok)
+	mux.HandleFunc("POST /log", e.log)
+	e.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = e.srv.Serve(ln) }()
+	go e.callbacks()
+	return e, nil
+}
+
+// Address is what a manual executor group lists.
+func (e *Executor) Address() string { return e.addr }
+
+// SetAdmin names the admin base URL callbacks go to ("" pauses them).
+func (e *Executor) SetAdmin(url string) { e.adminURL.Store(&url) }
+
+var okBody = []byte(`{"code":200}`)
+
+func writeOK(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(okBody)
+}
+
+func (e *Executor) run(w http.ResponseWriter, r *http.Request) {
+	at := time.Now().UnixMicro()
+	var p protocol.TriggerParam
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	e.mu.Lock()
+	e.receipts = append(e.receipts, Receipt{JobID: p.JobID, LogID: p.LogID, At: at})
+	e.seen[p.LogID] = true
+	e.mu.Unlock()
+	writeOK(w)
+	select {
+	case e.cbq <- protocol.HandleCallbackParam{LogID: p.LogID, LogDateTim: p.LogDateTime, HandleCode: protocol.SuccessCode}:
+	default:
+		e.cbFailed.Add(1) // queue full: the result is never reported
+	}
+}
+
+// log answers /log as an executor with one log file per run does: a file
+// exists for every log id it received. The dispatcher asks this before
+// re-sending a log it took over from a dispatcher that died mid-trigger.
+func (e *Executor) log(w http.ResponseWriter, r *http.Request) {
+	var p protocol.LogParam
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	e.mu.Lock()
+	seen := e.seen[p.LogID]
+	e.mu.Unlock()
+	res := protocol.LogResult{FromLineNum: p.FromLineNum, LogContent: protocol.MsgLogFileNotExists, IsEnd: true}
+	if seen {
+		res = protocol.LogResult{FromLineNum: p.FromLineNum, ToLineNum: 1, LogContent: "run\n"}
+	}
+	content, _ := json.Marshal(res)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(protocol.ReturnT{Code: protocol.SuccessCode, Content: content})
+}
+
+// Receipts returns a copy of everything received so far.
+func (e *Executor) Receipts() []Receipt {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Receipt(nil), e.receipts...)
+}
+
+// Count is the number of receipts so far.
+func (e *Executor) Count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.receipts)
+}
+
+// Reset forgets the receipts (between phases that reuse the executor).
+func (e *Executor) Reset() {
+	e.mu.Lock()
+	e.receipts = nil
+	e.mu.Unlock()
+}
+
+// CallbackStats reports callbacks delivered and given up.
+func (e *Executor) CallbackStats() (sent, failed int64) { return e.cbSent.Load(), e.cbFailed.Load() }
+
+// callbacks drains the queue in batches of up to 1000 every 50 ms. A batch
+// the admin does not take (down during chaos) is retried for 60 s.
+func (e *Executor) callbacks() {
+	defer close(e.stopped)
+	client := &http.Client{Timeout: 5 * time.Second}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	batch := make([]protocol.HandleCallbackParam, 0, 1000)
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		body, _ := json.Marshal(batch)
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if err := e.post(client, body); err == nil {
+				e.cbSent.Add(int64(len(batch)))
+				break
+			}
+			if time.Now().After(deadline) {
+				e.cbFailed.Add(int64(len(batch)))
+				break
+			}
+			select {
+			case <-e.stop:
+				e.cbFailed.Add(int64(len(batch)))
+				batch = batch[:0]
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		batch = batch[:0]
+	}
+	for {
+		select {
+		case <-e.stop:
+			return
+		case p := <-e.cbq:
+			batch = append(batch, p)
+			if len(batch) == cap(batch) {
+				flush()
+			}
+		case <-tick.C:
+			flush()
+		}
+	}
+}
+
+func (e *Executor) post(client *http.Client, body []byte) error {
+	admin := e.adminURL.Load()
+	if admin == nil || *admin == "" {
+		return errors.New("no admin")
+	}
+	resp, err := client.Post(*admin+"/"+protocol.PathCallback, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var rt protocol.ReturnT
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(data, &rt) != nil || rt.Code != protocol.SuccessCode {
+		return fmt.Errorf("callback: HTTP %d %s", resp.StatusCode, data)
+	}
+	return nil
+}
+
+// Close stops the server and the batcher (pending callbacks are dropped).
+func (e *Executor) Close() {
+	close(e.stop)
+	<-e.stopped
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = e.srv.Shutdown(ctx)
+}

@@ -1,0 +1,208 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/sqlitestore"
+)
+
+// openSQL opens the xjob file directly (modernc "sqlite" driver, registered
+// by pkg/sqlitestore). The harness reads logs and seeds jobs this way only
+// while no xjob runs, or for reads that WAL lets run beside it.
+func openSQL(path string) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// ReadLogs returns the trigger logs whose scheduled time is in iv.
+func ReadLogs(ctx context.Context, path string, iv Interval) ([]LogRow, error) {
+	db, err := openSQL(path)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT id, job_id, scheduled_time, trigger_type, trigger_code
+		FROM logs WHERE scheduled_time >= ? AND scheduled_time < ?`, iv.From, iv.To)
+	if err != nil {
+		return nil, fmt.Errorf("read logs: %w", err)
+	}
+	defer rows.Close()
+	var out []LogRow
+	for rows.Next() {
+		var l LogRow
+		if err := rows.Scan(&l.ID, &l.JobID, &l.Scheduled, &l.TriggerType, &l.TriggerCode); err != nil {
+			return nil, fmt.Errorf("read logs: %w", err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read logs: %w", err)
+	}
+	return out, nil
+}
+
+// SeedSpec is a workload written straight into a new xjob file before xjob
+// starts: Due jobs firing every second from FirstFire on, and Idle running
+// jobs whose next fire is years away (they sit in the due index, as stored
+// jobs of a large installation do, without ever being due).
+type SeedSpec struct {
+	Path      string
+	Shards    int
+	Executor  string // manual group address
+	Due, Idle int
+	FirstFire int64 // Unix ms of the due jobs' first fire
+}
+
+// Seed creates the schema (through sqlitestore.Open, so the migrations are
+// the real ones), one manual executor group, and the jobs. Due jobs go
+// through sqlitestore's JobInsert; idle ones through one prepared INSERT in
+// one transaction, since a million single-row transactions would take
+// minutes — the row is the one JobInsert writes, shard included. It returns
+// the due jobs' ids.
+func Seed(ctx context.Context, s SeedSpec) ([]int64, error) {
+	st, err := sqlitestore.Open(ctx, s.Path, sqlitestore.Options{Shards: s.Shards})
+	if err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	now := time.Now().UnixMilli()
+	g, err := st.GroupInsert(ctx, xjob.Group{AppName: "xjob-bench", Title: "bench", AddressType: xjob.AddressManual,
+		AddressList: []string{s.Executor}, Version: 1, UpdatedAt: now})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("seed group: %w", err)
+	}
+	ids := make([]int64, 0, s.Due)
+	for range s.Due {
+		j := benchJob(g.ID, "* * * * * ?")
+		j.TriggerNextTime, j.CreatedAt, j.UpdatedAt = s.FirstFire, now, now
+		j, err := st.JobInsert(ctx, j)
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("seed: %w", err)
+		}
+		ids = append(ids, j.ID)
+	}
+	if err := st.Close(); err != nil {
+		return nil, fmt.Errorf("seed close: %w", err)
+	}
+	if s.Idle == 0 {
+		return ids, nil
+	}
+	db, err := openSQL(s.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("seed idle: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO jobs (id, shard, group_id, description, author, alarm_email,
+		schedule_type, schedule_conf, time_zone, misfire_strategy,
+		route_strategy, handler, param, block_strategy, timeout_seconds, fail_retry_count,
+		glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
+		trigger_status, trigger_last_time, trigger_next_time,
+		version, revision, created_at, updated_at)
+		VALUES (?,?,?,'idle','bench','', 'CRON','0 0 0 1 1 ? 2099','UTC','DO_NOTHING',
+		'FIRST','bench','','SERIAL_EXECUTION',0,0, 'BEAN','','',0,'', 1,0,?, 1,1,?,?)`)
+	if err != nil {
+		return nil, fmt.Errorf("seed idle: %w", err)
+	}
+	next := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	base := int64(1)
+	if len(ids) > 0 {
+		base = ids[len(ids)-1] + 1
+	}
+	for i := range int64(s.Idle) {
+		id := base + i
+		if _, err := stmt.ExecContext(ctx, id, xjob.ShardOf(id, s.Shards), g.ID, next, now, now); err != nil {
+			return nil, fmt.Errorf("seed idle: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("seed idle commit: %w", err)
+	}
+	return ids, nil
+}
+
+// benchJob is the workload's job: a BEAN handler on a manual group,
+// xxl-job's defaults otherwise (DO_NOTHING on misfire, SERIAL_EXECUTION).
+func benchJob(group int64, cron string) xjob.Job {
+	j := xjob.Job{GroupID: group, Description: "bench", Author: "bench", ScheduleType: xjob.ScheduleCron,
+		ScheduleConf: cron, Handler: "bench", TriggerStatus: xjob.StatusRunning}
+	j.ApplyDefaults()
+	return j
+}
+
+// ScanTick is one "scan tick" debug line of the xjob process log.
+type ScanTick struct {
+	At   time.Time
+	Jobs int
+	Took time.Duration
+}
+
+// ReadScanTicks parses the scan tick lines of an xjob log file.
+func ReadScanTicks(path string) ([]ScanTick, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("scan ticks: %w", err)
+	}
+	defer f.Close()
+	var out []ScanTick
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !strings.Contains(string(line), `"msg":"scan tick"`) {
+			continue
+		}
+		var v struct {
+			Time time.Time `json:"time"`
+			Jobs int       `json:"jobs"`
+			Took int64     `json:"took"` // slog writes durations as nanoseconds
+			Err  string    `json:"err"`
+		}
+		if json.Unmarshal(line, &v) != nil || v.Err != "" {
+			continue
+		}
+		out = append(out, ScanTick{At: v.Time, Jobs: v.Jobs, Took: time.Duration(v.Took)})
+	}
+	return out, sc.Err()
+}
+
+// CountLines counts log lines at level ERROR or containing substr (for the
+// report: errors xjob logged during a run).
+func CountLines(path, level string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"level":"`+level+`"`) {
+			n++
+		}
+	}
+	return n
+}
