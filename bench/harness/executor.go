@@ -33,6 +33,7 @@ type Executor struct {
 	srv      *http.Server
 	addr     string
 	adminURL atomic.Pointer[string]
+	token    atomic.Pointer[string] // access token sent with callbacks ("" or nil: none)
 
 	mu       sync.Mutex
 	receipts []Receipt
@@ -76,6 +77,10 @@ func (e *Executor) Address() string { return e.addr }
 
 // SetAdmin names the admin base URL callbacks go to ("" pauses them).
 func (e *Executor) SetAdmin(url string) { e.adminURL.Store(&url) }
+
+// SetAccessToken makes callbacks carry the xxl-job access token (the
+// emulated AWS deployment requires one; xjob local in the bench does not).
+func (e *Executor) SetAccessToken(token string) { e.token.Store(&token) }
 
 var okBody = []byte(`{"code":200}`)
 
@@ -201,7 +206,15 @@ func (e *Executor) post(client *http.Client, body []byte) error {
 	if admin == nil || *admin == "" {
 		return errors.New("no admin")
 	}
-	resp, err := client.Post(*admin+"/"+protocol.PathCallback, "application/json", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, *admin+"/"+protocol.PathCallback, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if tok := e.token.Load(); tok != nil && *tok != "" {
+		req.Header.Set(protocol.AccessTokenHeader, *tok)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,8 @@ type Env struct {
 	Shards  int
 	Log     io.Writer
 	Stamp   string // timestamp shared by the run's result files
+	// Root is the module root (test/emulators for the AWS runs).
+	Root string
 }
 
 func (e *Env) logf(format string, args ...any) {
@@ -54,6 +56,8 @@ type Result struct {
 	Profile         string   `json:"cpuProfile,omitempty"`
 	ProfileTop      []string `json:"cpuProfileTop,omitempty"`
 	Notes           []string `json:"notes,omitempty"`
+	// AWS is set by runs on the emulated AWS stack (SteadyAWS).
+	AWS *AWSResult `json:"aws,omitempty"`
 }
 
 // SteadySpec describes a steady run and its fault variants.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	awscfg "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -27,6 +28,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/execclient"
 	"github.com/xjobdev/xjob/pkg/metric"
 	"github.com/xjobdev/xjob/pkg/registry"
+	"github.com/xjobdev/xjob/pkg/report"
 	"github.com/xjobdev/xjob/pkg/ring"
 	"github.com/xjobdev/xjob/pkg/route"
 	"github.com/xjobdev/xjob/pkg/scan"
@@ -67,6 +69,7 @@ type App struct {
 	callback   *callback.Service
 	registry   *registry.Service
 	admin      *admin.Service
+	reports    *report.Batcher // run-report counters, flushed before each handler returns
 	http       http.Handler
 	lanes      map[string]xjob.Lane // SQS queue name → dispatch lane
 }
@@ -143,7 +146,15 @@ func New(cfg Config, d Deps) (*App, error) {
 			a.lanes[queueName(url)] = lane
 		}
 	}
-	a.callback, err = callback.New(callback.Config{Store: store, Queues: queues, Alarmer: alarmer,
+	// Dispatch and callback count every trigger and result; the batcher
+	// folds an invocation's counts into one DynamoDB write per day, written
+	// when the handler returns (flushReports).
+	a.reports, err = report.New(store, report.Options{Clock: d.Clock, Logger: d.Logger})
+	if err != nil {
+		return fail("report", err)
+	}
+	counted := a.reports.Store(store)
+	a.callback, err = callback.New(callback.Config{Store: counted, Queues: queues, Alarmer: alarmer,
 		Clock: d.Clock, Logger: d.Logger, Metrics: metrics})
 	if err != nil {
 		return fail("callback", err)
@@ -152,13 +163,13 @@ func New(cfg Config, d Deps) (*App, error) {
 	if err != nil {
 		return fail("registry", err)
 	}
-	a.admin, err = admin.New(admin.Config{Store: store, Queues: queues, Executors: exec, Finisher: a.callback,
+	a.admin, err = admin.New(admin.Config{Store: counted, Queues: queues, Executors: exec, Finisher: a.callback,
 		Clock: d.Clock, Logger: d.Logger})
 	if err != nil {
 		return fail("admin", err)
 	}
 	a.dispatcher, err = dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda"}, dispatch.Deps{
-		Store: store, Executors: exec, Router: route.New(route.Options{Clock: d.Clock, Prober: exec}),
+		Store: counted, Executors: exec, Router: route.New(route.Options{Clock: d.Clock, Prober: exec}),
 		Addresses: a.registry, Completer: a.callback, Clock: d.Clock, Logger: d.Logger, Metrics: metrics,
 	})
 	if err != nil {
@@ -187,6 +198,23 @@ func New(cfg Config, d Deps) (*App, error) {
 		return fail("admin api", err)
 	}
 	return a, nil
+}
+
+// reportFlushTimeout bounds the counters' write at the end of an
+// invocation, which may run past a cancelled context.
+const reportFlushTimeout = 2 * time.Second
+
+// flushReports writes the run-report counts the invocation accumulated.
+// Handlers that can reach dispatch or callback defer it: a Lambda
+// environment is frozen between invocations, so no background loop could
+// do it. A failure is logged; the counts stay pending for the
+// environment's next invocation (they are best effort).
+func (a *App) flushReports(ctx context.Context) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportFlushTimeout)
+	defer cancel()
+	if err := a.reports.Flush(fctx); err != nil {
+		a.log.WarnContext(ctx, "report counters not flushed; kept for the next invocation", "err", err)
+	}
 }
 
 // Store returns the App's DynamoDB store (tests and table bootstrap).

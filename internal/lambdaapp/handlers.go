@@ -115,6 +115,7 @@ type ManualResult struct {
 // occurrence's ref is the invocation's request id, so Lambda's own retry
 // of an asynchronous invocation (same request id) triggers the job once.
 func (a *App) Dispatch(ctx context.Context, raw json.RawMessage) (any, error) {
+	defer a.flushReports(ctx)
 	var probe struct {
 		Records []json.RawMessage `json:"Records"`
 		JobID   json.RawMessage   `json:"jobId"`
@@ -144,6 +145,7 @@ func (a *App) Dispatch(ctx context.Context, raw json.RawMessage) (any, error) {
 
 // DispatchSQS handles one SQS batch of dispatch tasks from either lane.
 func (a *App) DispatchSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	defer a.flushReports(ctx)
 	return a.eachRecord(ctx, ev, func(ctx context.Context, r events.SQSMessage) bool {
 		var task xjob.DispatchTask
 		if err := json.Unmarshal([]byte(r.Body), &task); err != nil {
@@ -175,6 +177,7 @@ func (a *App) DispatchSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 // DispatchManual triggers one job now, as the admin's "trigger once" does,
 // and waits for the executor's reply to /run.
 func (a *App) DispatchManual(ctx context.Context, m ManualTrigger) (ManualResult, error) {
+	defer a.flushReports(ctx)
 	addrs, err := parseAddressList(m.AddressList)
 	if err != nil {
 		return ManualResult{}, err

@@ -19,6 +19,7 @@ import (
 // /api/callback (and /xxl-job-admin/api/callback) here. Every other path is
 // a 404, so a misrouted request cannot reach the admin API through it.
 func (a *App) Callback(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	defer a.flushReports(ctx)
 	switch requestPath(req) {
 	case "/api/callback", "/xxl-job-admin/api/callback":
 		return ServeHTTPAPI(ctx, a.http, req)
@@ -42,6 +43,7 @@ type MaintenanceResult struct {
 // event is served by the whole adminapi handler (executor registry, admin
 // API, health); an EventBridge scheduled event runs the maintenance.
 func (a *App) Registry(ctx context.Context, raw json.RawMessage) (any, error) {
+	defer a.flushReports(ctx)
 	var probe struct {
 		RequestContext struct {
 			HTTP *json.RawMessage `json:"http"`
@@ -77,6 +79,7 @@ func (a *App) Registry(ctx context.Context, raw json.RawMessage) (any, error) {
 // keeps each run's deletes small). Each step runs even when an earlier one
 // failed; the errors are joined, so the invocation is reported failed.
 func (a *App) Maintain(ctx context.Context, ev events.EventBridgeEvent) (MaintenanceResult, error) {
+	defer a.flushReports(ctx)
 	var res MaintenanceResult
 	var errs []error
 	n, err := a.callback.Sweep(ctx)

@@ -4,14 +4,22 @@
 //
 // One process hosts, each on its own goroutine:
 //
-//	scan (tick at every second) ──▶ ring queue ──▶ ring pollers ──▶ fast lane ─┐
-//	                                                            └─▶ slow lane ─┴▶ dispatch workers ──▶ executors
+//	scan (tick at every second) ──▶ ring queue ──▶ ring pollers ──▶ fast lane workers ─┐
+//	                                                            └─▶ slow lane workers ─┴▶ dispatch ──▶ executors
+//	lane queues (retries, child jobs, manual triggers, overflow) ──▶ lane consumers ──▶ dispatch
 //	HTTP listener: xxl-job executor API (/api/…) + admin API (/v1/…) ◀── callbacks, heartbeats, people
 //	maintenance: RefreshGroups 30 s · CheckLost 60 s · callback Sweep 10 s · PurgeLogs daily
+//	report counters: flushed every second (package report)
 //
-// Every queue lives in the file, so nothing in flight is held only in
-// memory: a process killed at any instruction loses no fire, and a restart
-// on the same file resumes where it stopped.
+// The ring dispatches a bucket's fires itself, on bounded per-lane worker
+// pools (laneSink), and acknowledges the bucket only once they are
+// triggered; what cannot be dispatched now (in flight elsewhere, a store
+// error, a saturated lane) goes to the durable lane queue. The ring queue
+// and the lane queues live in the file, so nothing in flight is held only
+// in memory: a process killed at any instruction loses no fire (its bucket
+// comes back, dispatch deduplicates), and a restart on the same file
+// resumes where it stopped. The run report's counters are the exception:
+// they are best effort, and a kill loses at most the last second of them.
 //
 // Files kept next to the database (for a DB at PATH):
 //
@@ -26,8 +34,9 @@
 //
 // Shutdown (ctx cancelled, e.g. SIGINT/SIGTERM) runs in pipeline order so
 // that nothing is lost: the scan stops and releases its leases; the ring
-// finishes the buckets it holds and those already due; the dispatch lanes
-// drain what is due; only then do the listener and the store close. Whatever
+// finishes the buckets it holds and those already due, dispatching their
+// fires; the dispatch lanes drain what is due; only then do the listener
+// close, the report counters flush and the store close. Whatever
 // the grace period cuts short stays unacknowledged in the durable queues and
 // comes back on the next start.
 package local

@@ -21,19 +21,22 @@ import (
 	"github.com/xjobdev/xjob/pkg/execclient"
 	"github.com/xjobdev/xjob/pkg/metric"
 	"github.com/xjobdev/xjob/pkg/registry"
+	"github.com/xjobdev/xjob/pkg/report"
 	"github.com/xjobdev/xjob/pkg/ring"
 	"github.com/xjobdev/xjob/pkg/route"
 	"github.com/xjobdev/xjob/pkg/scan"
 	"github.com/xjobdev/xjob/pkg/sqlitestore"
 )
 
-// Visibility timeouts of the local queues. The ring holds a bucket for at
-// most the scan's ring lead (500 ms) plus a few store calls, so a short
-// timeout brings back the bucket of a killed process quickly; redelivery
-// while it still fires is harmless (dispatch deduplicates). A dispatch
-// takes at most the executor client's 3 s + 3 s.
+// Visibility timeouts of the local queues. The ring holds a bucket while
+// it waits (the scan's ring lead, 500 ms), while its tasks wait for a free
+// dispatch worker (at most spillAfter, 1 s) and while they are dispatched
+// (at most the executor client's 3 s + 3 s, plus a few store calls): 10 s
+// covers that, and still brings back the bucket of a killed process
+// quickly. Redelivery while it still fires is harmless (dispatch
+// deduplicates). A dispatch from the lane queue takes at most 3 s + 3 s.
 const (
-	ringVisibility     = 5 * time.Second
+	ringVisibility     = 10 * time.Second
 	dispatchVisibility = 30 * time.Second
 	httpShutdownGrace  = 3 * time.Second
 )
@@ -84,7 +87,16 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	baseURL := "http://" + ln.Addr().String()
 
-	svc, parts, err := wire(cfg, db, clk, logger, st.owner, baseURL)
+	// One context per stage, so that shutdown can stop them in order.
+	scanCtx, stopScan := context.WithCancel(context.WithoutCancel(ctx))
+	ringCtx, stopRing := context.WithCancel(context.WithoutCancel(ctx))
+	laneCtx, stopLanes := context.WithCancel(context.WithoutCancel(ctx))
+	maintCtx, stopMaint := context.WithCancel(context.WithoutCancel(ctx))
+	reportCtx, stopReport := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopScan(); stopRing(); stopLanes(); stopMaint(); stopReport() }()
+	var scanWG, ringWG, laneWG, maintWG, reportWG sync.WaitGroup
+
+	svc, parts, err := wire(laneCtx, cfg, db, clk, logger, st.owner, baseURL)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -111,14 +123,14 @@ func Run(ctx context.Context, cfg Config) error {
 		close(httpErr)
 	}()
 
-	// One context per stage, so that shutdown can stop them in order.
-	scanCtx, stopScan := context.WithCancel(context.WithoutCancel(ctx))
-	ringCtx, stopRing := context.WithCancel(context.WithoutCancel(ctx))
-	laneCtx, stopLanes := context.WithCancel(context.WithoutCancel(ctx))
-	maintCtx, stopMaint := context.WithCancel(context.WithoutCancel(ctx))
-	defer func() { stopScan(); stopRing(); stopLanes(); stopMaint() }()
-	var scanWG, ringWG, laneWG, maintWG sync.WaitGroup
-
+	reportWG.Add(1)
+	go func() {
+		defer reportWG.Done()
+		// Run ends with a final flush of the counters.
+		if err := parts.reports.Run(reportCtx); err != nil {
+			logger.Warn("report counters: final flush", "err", err)
+		}
+	}()
 	laneWG.Add(2)
 	go func() {
 		defer laneWG.Done()
@@ -180,6 +192,11 @@ func Run(ctx context.Context, cfg Config) error {
 	scanWG.Wait()
 	parts.ringGate.drain()
 	ringDrained := parts.ringGate.waitIdle(graceCtx) == nil
+	if !ringDrained {
+		// The grace is spent: the ring's in-flight dispatches (they run on
+		// the lanes' context) are cut short too rather than awaited.
+		stopLanes()
+	}
 	stopRing()
 	ringWG.Wait()
 	parts.fast.drain()
@@ -196,6 +213,8 @@ func Run(ctx context.Context, cfg Config) error {
 		_ = srv.Close()
 	}
 	maintWG.Wait()
+	stopReport() // after everything that counts: dispatch, callbacks, maintenance
+	reportWG.Wait()
 	logger.Info("xjob local stopped", "took", time.Since(start).Round(time.Millisecond).String(),
 		"ringDrained", ringDrained, "lanesDrained", lanesDrained)
 	return runErr
@@ -209,10 +228,12 @@ type parts struct {
 	dispatcher *dispatch.Dispatcher
 	ringGate   *gate[xjob.RingBucket]
 	fast, slow *gate[xjob.DispatchTask]
+	reports    *report.Batcher
 }
 
-// wire builds every service on db.
-func wire(cfg Config, db *sqlitestore.DB, clk clock.Clock, logger *slog.Logger, owner, baseURL string) (*services, *parts, error) {
+// wire builds every service on db. laneCtx is the context dispatches run
+// on, those the ring hands over directly included.
+func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clock, logger *slog.Logger, owner, baseURL string) (*services, *parts, error) {
 	metrics := &metric.Metrics{}
 	exec, err := execclient.New(execclient.Options{AccessToken: cfg.AccessToken})
 	if err != nil {
@@ -230,7 +251,15 @@ func wire(cfg Config, db *sqlitestore.DB, clk clock.Clock, logger *slog.Logger, 
 		}
 		alarmer = alarm.Multi{alarmer, hook}
 	}
-	cb, err := callback.New(callback.Config{Store: db, Queues: db, Alarmer: alarmer, Clock: clk, Logger: logger, Metrics: metrics})
+	// Dispatch and callback count every trigger and result in the run
+	// report; the batcher folds those counts into one write per day and
+	// second instead of one per trigger.
+	reports, err := report.New(db, report.Options{Clock: clk, Logger: logger})
+	if err != nil {
+		return fail(fmt.Errorf("local: report: %w", err))
+	}
+	counted := reports.Store(db)
+	cb, err := callback.New(callback.Config{Store: counted, Queues: db, Alarmer: alarmer, Clock: clk, Logger: logger, Metrics: metrics})
 	if err != nil {
 		return fail(fmt.Errorf("local: callback: %w", err))
 	}
@@ -238,13 +267,13 @@ func wire(cfg Config, db *sqlitestore.DB, clk clock.Clock, logger *slog.Logger, 
 	if err != nil {
 		return fail(fmt.Errorf("local: registry: %w", err))
 	}
-	adm, err := admin.New(admin.Config{Store: db, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger})
+	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger})
 	if err != nil {
 		return fail(fmt.Errorf("local: admin: %w", err))
 	}
 	router := route.New(route.Options{Clock: clk, Prober: exec})
 	disp, err := dispatch.New(dispatch.Config{AdminAddress: baseURL}, dispatch.Deps{
-		Store: db, Executors: exec, Router: router, Addresses: reg, Completer: cb,
+		Store: counted, Executors: exec, Router: router, Addresses: reg, Completer: cb,
 		Clock: clk, Logger: logger, Metrics: metrics,
 	})
 	if err != nil {
@@ -256,8 +285,13 @@ func wire(cfg Config, db *sqlitestore.DB, clk clock.Clock, logger *slog.Logger, 
 		ringGate:   newGate(db.Ring()),
 		fast:       newGate(db.Dispatch(xjob.LaneFast)),
 		slow:       newGate(db.Dispatch(xjob.LaneSlow)),
+		reports:    reports,
 	}
-	p.ring, err = ring.New(ring.Deps{Jobs: db, Queues: ringQueues{Queues: db, ring: p.ringGate}, Clock: clk, Logger: logger})
+	// The ring dispatches straight on the lanes' worker pools; the lane
+	// queues take what must wait (retries) and what comes from elsewhere
+	// (child jobs, manual triggers).
+	sink := newLaneSink(laneCtx, disp, db, clk, logger, min(cfg.FastWorkers, sinkWorkers), min(cfg.SlowWorkers, sinkWorkers))
+	p.ring, err = ring.New(ring.Deps{Jobs: db, Queues: ringQueues{Queues: db, ring: p.ringGate}, Sink: sink, Clock: clk, Logger: logger})
 	if err != nil {
 		return fail(fmt.Errorf("local: ring: %w", err))
 	}

@@ -376,7 +376,10 @@ func TestLocalScenarios(t *testing.T) {
 		})
 		sc.trigger(parent.ID, nil)
 		eventually(t, scenarioWait, "child run after the parent's success", func() bool {
-			parentLogs, childLogs = sc.logs(parent.ID), sc.logs(child.ID)
+			// The child first: it is triggered only after the parent's
+			// result is recorded, so a parent read after it sees that result.
+			childLogs = sc.logs(child.ID)
+			parentLogs = sc.logs(parent.ID)
 			return len(childLogs) > 0 && completed(childLogs[0])
 		})
 

@@ -53,6 +53,15 @@ type JobStore interface {
 	// JobAdvance records a scan's progress on a job, conditional on its
 	// version; xjob.ErrConflict when another writer got there first.
 	JobAdvance(ctx context.Context, p JobAdvanceParams) error
+	// JobAdvanceMany applies several advances, each conditional on its own
+	// version exactly as JobAdvance, in order, so a scan page costs one
+	// call instead of one per job. The i-th error is ps[i]'s outcome: nil,
+	// xjob.ErrConflict or xjob.ErrNotFound (wrapped). The second return is
+	// a failure of the whole call (store unreachable, transaction failed);
+	// then the per-item slice is nil and any subset of the advances may
+	// have been applied, which the caller must tolerate as it tolerates a
+	// crash (the next scan re-reads the jobs).
+	JobAdvanceMany(ctx context.Context, ps []JobAdvanceParams) ([]error, error)
 	// JobRecordSlow counts one dispatch slower than 500 ms in minute
 	// (Unix minutes). It does not bump Version: it is not a schedule write.
 	JobRecordSlow(ctx context.Context, id int64, minute int64) error

@@ -416,6 +416,10 @@ var errCrash = errors.New("simulated crash")
 
 func (crashOnAdvance) JobAdvance(context.Context, driver.JobAdvanceParams) error { return errCrash }
 
+func (crashOnAdvance) JobAdvanceMany(context.Context, []driver.JobAdvanceParams) ([]error, error) {
+	return nil, errCrash
+}
+
 // Invariant 1 for a one-shot schedule: the scan pushes the only fire, then
 // finds no next time and stops the job; the fire still runs, once.
 func TestOneShotCronFiresOnce(t *testing.T) {

@@ -9,9 +9,15 @@
 //	                                                     ▼
 //	                                                  dropped
 //
-// A bucket is acknowledged only after its tasks are queued; if the process
-// dies first, the bucket comes back after its visibility timeout and is sent
-// again, and dispatch drops the repeats by occurrence id.
+// The hand-off is a Sink. On AWS it is QueueSink, the dispatch lane
+// queues; local mode hands the tasks straight to in-process dispatch
+// workers. Each instant's hand-off runs while the ring waits for the next
+// instant, so a slow hand-off never makes a later occurrence late.
+//
+// A bucket is acknowledged only after every hand-off of it has returned
+// (tasks queued, or dispatched, as the sink defines it); if the process
+// dies first, the bucket comes back after its visibility timeout and is
+// handed off again, and dispatch drops the repeats by occurrence id.
 package ring
 
 import (
@@ -28,10 +34,44 @@ import (
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
+// Sink takes the still-valid fires of one instant for one dispatch lane.
+// Deliver returns nil only once it is done with every task: the ring then
+// counts them fired and, when the whole bucket is done, acknowledges it. An
+// error leaves the bucket unacknowledged, so it comes back and every task
+// is delivered again (dispatch drops the repeats by occurrence id).
+// Deliver is called concurrently, for different instants and lanes.
+type Sink interface {
+	Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error
+}
+
+// QueueSink delivers tasks by sending them to their durable dispatch lane
+// queue: the hand-off on AWS, where dispatch is another function.
+type QueueSink struct {
+	Queues driver.Queues
+}
+
+// Deliver sends tasks to lane's queue, visible at once.
+func (s QueueSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
+	out := make([]driver.Outgoing[xjob.DispatchTask], len(tasks))
+	for i, t := range tasks {
+		out[i] = driver.Outgoing[xjob.DispatchTask]{Msg: t}
+	}
+	if err := s.Queues.Dispatch(lane).Send(ctx, out); err != nil {
+		return fmt.Errorf("dispatch send %s: %w", lane, err)
+	}
+	return nil
+}
+
+var _ Sink = QueueSink{}
+
 // Deps are the ports the ring uses.
 type Deps struct {
-	Jobs   driver.JobStore
+	Jobs driver.JobStore
+	// Queues holds the ring queue Serve polls, and the lane queues of the
+	// default Sink.
 	Queues driver.Queues
+	// Sink receives the fires (default QueueSink{Queues}).
+	Sink   Sink
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
@@ -40,6 +80,7 @@ type Deps struct {
 type Ring struct {
 	jobs   driver.JobStore
 	queues driver.Queues
+	sink   Sink
 	clock  clock.Clock
 	log    *slog.Logger
 }
@@ -52,7 +93,10 @@ func New(d Deps) (*Ring, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	return &Ring{jobs: d.Jobs, queues: d.Queues, clock: d.Clock, log: d.Logger}, nil
+	if d.Sink == nil {
+		d.Sink = QueueSink{Queues: d.Queues}
+	}
+	return &Ring{jobs: d.Jobs, queues: d.Queues, sink: d.Sink, clock: d.Clock, log: d.Logger}, nil
 }
 
 // Stats counts what Fire did with a bucket.
@@ -64,8 +108,10 @@ type Stats struct {
 	MaxLate time.Duration
 }
 
-// Fire waits for each occurrence of b in fire-time order and sends the
-// still-valid ones to their dispatch lane.
+// Fire waits for each occurrence of b in fire-time order and hands the
+// still-valid ones to the sink, per lane. The hand-off of one instant runs
+// while Fire waits for the next; Fire returns once every hand-off has
+// returned, with their errors joined.
 func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 	var st Stats
 	if len(b.Items) == 0 {
@@ -87,6 +133,24 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 	items := slices.Clone(b.Items)
 	slices.SortStableFunc(items, func(a, b xjob.RingItem) int { return int(a.FireTime - b.FireTime) })
 
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex // guards st.Fired and errs
+		errs  []error
+		fired int
+	)
+	deliver := func(lane xjob.Lane, tasks []xjob.DispatchTask) {
+		defer wg.Done()
+		err := r.sink.Deliver(ctx, lane, tasks)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ring bucket %d/%d: %s: %w", b.Shard, b.Second, lane, err))
+			return
+		}
+		fired += len(tasks)
+	}
+	var sleepErr error
 	for start := 0; start < len(items); {
 		at := items[start].FireTime
 		end := start
@@ -94,10 +158,11 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 			end++
 		}
 		if err := r.clock.SleepUntil(ctx, time.UnixMilli(at)); err != nil {
-			return st, fmt.Errorf("ring bucket %d/%d: %w", b.Shard, b.Second, err)
+			sleepErr = fmt.Errorf("ring bucket %d/%d: %w", b.Shard, b.Second, err)
+			break
 		}
 		now := clock.Millis(r.clock)
-		lanes := map[xjob.Lane][]driver.Outgoing[xjob.DispatchTask]{}
+		lanes := map[xjob.Lane][]xjob.DispatchTask{}
 		for _, it := range items[start:end] {
 			job, ok := byID[it.JobID]
 			// Every stop or edit by a person bumps the revision; a stop by
@@ -108,28 +173,26 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 				continue
 			}
 			lane := job.Lane(now)
-			lanes[lane] = append(lanes[lane], driver.Outgoing[xjob.DispatchTask]{Msg: xjob.DispatchTask{
+			lanes[lane] = append(lanes[lane], xjob.DispatchTask{
 				Occurrence: xjob.Occurrence{JobID: it.JobID, Type: xjob.TriggerCron, FireTime: it.FireTime},
 				Revision:   it.Revision,
 				EnqueuedAt: now,
-			}})
+			})
 		}
 		for _, lane := range []xjob.Lane{xjob.LaneFast, xjob.LaneSlow} {
-			tasks := lanes[lane]
-			if len(tasks) == 0 {
-				continue
+			if tasks := lanes[lane]; len(tasks) > 0 {
+				wg.Add(1)
+				go deliver(lane, tasks)
 			}
-			if err := r.queues.Dispatch(lane).Send(ctx, tasks); err != nil {
-				return st, fmt.Errorf("ring bucket %d/%d: dispatch send %s: %w", b.Shard, b.Second, lane, err)
-			}
-			st.Fired += len(tasks)
 		}
 		if late := time.Duration(clock.Millis(r.clock)-at) * time.Millisecond; late > st.MaxLate {
 			st.MaxLate = late
 		}
 		start = end
 	}
-	return st, nil
+	wg.Wait()
+	st.Fired = fired
+	return st, errors.Join(append(errs, sleepErr)...)
 }
 
 // ServeOptions tune Serve. Zero values take the documented defaults.

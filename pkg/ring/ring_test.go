@@ -2,6 +2,7 @@ package ring_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -104,9 +105,75 @@ func TestFireDropsStaleOccurrences(t *testing.T) {
 	}
 }
 
+// delivery is one Sink.Deliver call a test sink saw.
+type delivery struct {
+	lane  xjob.Lane
+	tasks []xjob.DispatchTask
+	// reply, when the test set replies, is what Deliver waits for and returns.
+	reply chan error
+}
+
+// chanSink passes every Deliver call to the test. With wait set, Deliver
+// blocks until the test answers on the call's reply channel, as local
+// mode's sink blocks until its dispatches are done.
+type chanSink struct {
+	calls chan delivery
+	wait  bool
+}
+
+func newChanSink(wait bool) *chanSink { return &chanSink{calls: make(chan delivery, 64), wait: wait} }
+
+func (s *chanSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
+	d := delivery{lane: lane, tasks: tasks}
+	if s.wait {
+		d.reply = make(chan error, 1)
+	}
+	s.calls <- d
+	if !s.wait {
+		return nil
+	}
+	select {
+	case err := <-d.reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *chanSink) next(t *testing.T) delivery {
+	t.Helper()
+	select {
+	case d := <-s.calls:
+		return d
+	case <-time.After(10 * time.Second):
+		t.Fatal("no delivery")
+		return delivery{}
+	}
+}
+
+func (s *chanSink) none(t *testing.T) {
+	t.Helper()
+	select {
+	case d := <-s.calls:
+		t.Fatalf("unexpected delivery %+v", d)
+	default:
+	}
+}
+
+func setupSink(t *testing.T, s ring.Sink) (*sqlitestore.DB, *clock.Fake, *ring.Ring) {
+	t.Helper()
+	db, clk, _ := setup(t)
+	r, err := ring.New(ring.Deps{Jobs: db, Queues: db, Sink: s, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, clk, r
+}
+
 func TestFireWaitsForEachMillisecond(t *testing.T) {
 	t.Parallel()
-	db, clk, r := setup(t)
+	sink := newChanSink(false)
+	db, clk, r := setupSink(t, sink)
 	ctx := context.Background()
 	j := addJob(t, db)
 	base := t0.Add(2 * time.Second)
@@ -129,21 +196,117 @@ func TestFireWaitsForEachMillisecond(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Set(base.Add(249 * time.Millisecond))
-	if n := len(tasks(t, db, xjob.LaneFast)); n != 0 {
-		t.Fatalf("%d tasks sent 1 ms early", n)
-	}
-	clk.Set(base.Add(250 * time.Millisecond))
 	if err := clk.WaitForSleepers(waitCtx, 1); err != nil {
 		t.Fatal(err)
 	}
-	first := tasks(t, db, xjob.LaneFast)
-	if len(first) != 1 || first[0].Occurrence.FireTime != base.Add(250*time.Millisecond).UnixMilli() {
+	sink.none(t) // nothing 1 ms early
+	clk.Set(base.Add(250 * time.Millisecond))
+	first := sink.next(t)
+	if len(first.tasks) != 1 || first.tasks[0].Occurrence.FireTime != base.Add(250*time.Millisecond).UnixMilli() {
 		t.Fatalf("at +250ms: %+v, want the first occurrence only", first)
 	}
+	if err := clk.WaitForSleepers(waitCtx, 1); err != nil {
+		t.Fatal(err)
+	}
+	sink.none(t)
 	clk.Set(base.Add(750 * time.Millisecond))
+	second := sink.next(t)
+	if len(second.tasks) != 1 || second.tasks[0].Occurrence.FireTime != base.Add(750*time.Millisecond).UnixMilli() {
+		t.Fatalf("at +750ms: %+v, want the second occurrence", second)
+	}
 	st := <-done
 	if st.Fired != 2 || st.MaxLate != 0 {
 		t.Fatalf("stats = %+v, want 2 fired on time", st)
+	}
+}
+
+// A sink that takes long (local mode dispatches before it returns) must
+// not make a later instant of the bucket late, and Fire — whose return
+// lets Serve acknowledge the bucket — returns only once every hand-off has.
+func TestFireOverlapsSlowHandOffs(t *testing.T) {
+	t.Parallel()
+	sink := newChanSink(true)
+	db, clk, r := setupSink(t, sink)
+	ctx := context.Background()
+	j := addJob(t, db)
+	base := t0.Add(2 * time.Second)
+	b := xjob.RingBucket{Second: base.Unix(), Items: []xjob.RingItem{
+		{JobID: j.ID, FireTime: base.Add(100 * time.Millisecond).UnixMilli(), Revision: j.Revision},
+		{JobID: j.ID, FireTime: base.Add(600 * time.Millisecond).UnixMilli(), Revision: j.Revision},
+	}}
+	type result struct {
+		st  ring.Stats
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := r.Fire(ctx, b)
+		done <- result{st, err}
+	}()
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := clk.WaitForSleepers(waitCtx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(base.Add(100 * time.Millisecond))
+	first := sink.next(t) // still dispatching
+	if err := clk.WaitForSleepers(waitCtx, 1); err != nil {
+		t.Fatal(err) // Fire already waits for the next instant
+	}
+	clk.Set(base.Add(600 * time.Millisecond))
+	second := sink.next(t)
+	second.reply <- nil
+	select {
+	case res := <-done:
+		t.Fatalf("Fire returned %+v before its first hand-off was done", res)
+	default:
+	}
+	first.reply <- nil
+	res := <-done
+	if res.err != nil || res.st.Fired != 2 || res.st.MaxLate != 0 {
+		t.Fatalf("Fire = %+v, %v; want 2 fired on time", res.st, res.err)
+	}
+}
+
+// A failed hand-off fails the bucket (Serve leaves it unacknowledged, so it
+// comes back), and the fires handed off successfully are still counted.
+func TestFireReportsFailedHandOff(t *testing.T) {
+	t.Parallel()
+	sink := newChanSink(true)
+	db, clk, r := setupSink(t, sink)
+	ctx := context.Background()
+	fast, slow := addJob(t, db), addJob(t, db)
+	minute := t0.UnixMilli() / 60000
+	for range xjob.SlowLaneCount + 1 {
+		if err := db.JobRecordSlow(ctx, slow.ID, minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := t0.Add(time.Second).UnixMilli()
+	clk.Set(time.UnixMilli(at))
+	type result struct {
+		st  ring.Stats
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := r.Fire(ctx, xjob.RingBucket{Second: at / 1000, Items: []xjob.RingItem{
+			{JobID: fast.ID, FireTime: at, Revision: fast.Revision},
+			{JobID: slow.ID, FireTime: at, Revision: slow.Revision},
+		}})
+		done <- result{st, err}
+	}()
+	for range 2 {
+		d := sink.next(t)
+		if d.lane == xjob.LaneSlow {
+			d.reply <- errors.New("lane unavailable")
+		} else {
+			d.reply <- nil
+		}
+	}
+	res := <-done
+	if res.err == nil || res.st.Fired != 1 {
+		t.Fatalf("Fire = %+v, %v; want 1 fired and an error", res.st, res.err)
 	}
 }
 

@@ -2,12 +2,12 @@
 // shard it holds a lease on, it reads the running jobs due within the
 // pre-read window, plans each one's fire times (see PlanJob), pushes the
 // upcoming fires onto the ring and the late ones onto a dispatch lane, and
-// only then advances the job's next fire time with a write conditional on
-// the job's version.
+// only then advances the jobs' next fire times, each with a write
+// conditional on its job's version (one JobAdvanceMany call per page).
 //
 // Order of effects per page of due jobs:
 //
-//	JobsDue ──▶ PlanJob ──▶ Ring.Send + Dispatch.Send ──▶ JobAdvance (if version unchanged)
+//	JobsDue ──▶ PlanJob ──▶ Ring.Send + Dispatch.Send ──▶ JobAdvanceMany (each if version unchanged)
 //
 // A crash after the sends and before the advance re-reads the same jobs on
 // the next tick and sends the same occurrences again; their ids are
@@ -368,21 +368,33 @@ func (s *Scanner) processPage(ctx context.Context, jobs []xjob.Job, now int64, p
 		}
 	}
 
+	// One conditional write per job, all in one store call per page.
+	var advances []driver.JobAdvanceParams
 	for _, p := range plans {
 		if p.plan.Stop {
 			st.Stopped++
 		} else if len(p.plan.Fires) == 0 && !p.plan.Misfired && p.plan.Next == p.job.TriggerNextTime {
 			continue
 		}
-		err := s.jobs.JobAdvance(ctx, driver.JobAdvanceParams{
+		advances = append(advances, driver.JobAdvanceParams{
 			ID: p.job.ID, ExpectVersion: p.job.Version,
 			TriggerLastTime: p.plan.Last, TriggerNextTime: p.plan.Next, Stop: p.plan.Stop,
 		})
+	}
+	if len(advances) == 0 {
+		return nil
+	}
+	errs, err := s.jobs.JobAdvanceMany(ctx, advances)
+	if err != nil {
+		return fmt.Errorf("advance %d jobs: %w", len(advances), err)
+	}
+	for i, err := range errs {
 		switch {
+		case err == nil:
 		case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):
 			st.Conflicts++
-		case err != nil:
-			return fmt.Errorf("advance job %d: %w", p.job.ID, err)
+		default:
+			return fmt.Errorf("advance job %d: %w", advances[i].ID, err)
 		}
 	}
 	return nil

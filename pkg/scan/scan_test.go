@@ -257,6 +257,10 @@ var errCrash = errors.New("simulated crash")
 
 func (failAdvance) JobAdvance(context.Context, driver.JobAdvanceParams) error { return errCrash }
 
+func (failAdvance) JobAdvanceMany(context.Context, []driver.JobAdvanceParams) ([]error, error) {
+	return nil, errCrash
+}
+
 func TestCrashBeforeAdvanceRepushesSameOccurrences(t *testing.T) {
 	t.Parallel()
 	e := setup(t)

@@ -43,15 +43,23 @@ func BenchmarkLogCreate(b *testing.B) {
 			}
 		})
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "logs/s")
+		reportBatching(b, db)
 	})
+}
+
+// reportBatching reports how many write requests shared a transaction.
+func reportBatching(b *testing.B, db *DB) {
+	if c := db.commits.Load(); c > 0 {
+		b.ReportMetric(float64(db.committed.Load())/float64(c), "reqs/commit")
+	}
 }
 
 // seedJobs bulk-inserts stored jobs into shard 0, due of them at or before 1000.
 func seedJobs(b *testing.B, db *DB, stored, due int) {
 	b.Helper()
 	ctx := context.Background()
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO jobs (shard, group_id, description, author, alarm_email,
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		stmt, err := c.PrepareContext(ctx, `INSERT INTO jobs (shard, group_id, description, author, alarm_email,
 			schedule_type, schedule_conf, time_zone, misfire_strategy, route_strategy, handler, param, block_strategy,
 			timeout_seconds, fail_retry_count, glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
 			trigger_status, trigger_last_time, trigger_next_time, version, revision, created_at, updated_at)

@@ -36,9 +36,11 @@ func addressJSON(addrs []string) string {
 
 // GroupInsert stores a new group with Version 1.
 func (db *DB) GroupInsert(ctx context.Context, g xjob.Group) (xjob.Group, error) {
-	err := db.w.QueryRowContext(ctx, `INSERT INTO groups (app_name, title, address_type, address_list, version, updated_at)
-		VALUES (?, ?, ?, ?, 1, ?) RETURNING id`,
-		g.AppName, g.Title, g.AddressType, addressJSON(g.AddressList), g.UpdatedAt).Scan(&g.ID)
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		return c.QueryRowContext(ctx, `INSERT INTO groups (app_name, title, address_type, address_list, version, updated_at)
+			VALUES (?, ?, ?, ?, 1, ?) RETURNING id`,
+			g.AppName, g.Title, g.AddressType, addressJSON(g.AddressList), g.UpdatedAt).Scan(&g.ID)
+	})
 	if err != nil {
 		return xjob.Group{}, fmt.Errorf("sqlite group insert: %w", err)
 	}
@@ -48,7 +50,7 @@ func (db *DB) GroupInsert(ctx context.Context, g xjob.Group) (xjob.Group, error)
 
 // GroupGet returns one group or xjob.ErrNotFound.
 func (db *DB) GroupGet(ctx context.Context, id int64) (xjob.Group, error) {
-	g, err := scanGroup(db.r.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM groups WHERE id = ?`, id))
+	g, err := scanGroup(db.rs.groupGet.QueryRowContext(ctx, id))
 	if err != nil {
 		return xjob.Group{}, fmt.Errorf("sqlite group get %d: %w", id, notFound(err))
 	}
@@ -89,13 +91,18 @@ func (db *DB) GroupList(ctx context.Context, p driver.GroupListParams) ([]xjob.G
 // GroupUpdate replaces a group if its version is ExpectVersion.
 func (db *DB) GroupUpdate(ctx context.Context, p driver.GroupUpdateParams) (xjob.Group, error) {
 	g := p.Group
-	out, err := scanGroup(db.w.QueryRowContext(ctx, `UPDATE groups SET app_name = ?, title = ?,
-		address_type = ?, address_list = ?, updated_at = ?, version = version + 1
-		WHERE id = ? AND version = ? RETURNING `+groupColumns,
-		g.AppName, g.Title, g.AddressType, addressJSON(g.AddressList), g.UpdatedAt, g.ID, p.ExpectVersion))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = db.missingOr(ctx, "groups", g.ID, xjob.ErrConflict)
-	}
+	var out xjob.Group
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		var err error
+		out, err = scanGroup(c.QueryRowContext(ctx, `UPDATE groups SET app_name = ?, title = ?,
+			address_type = ?, address_list = ?, updated_at = ?, version = version + 1
+			WHERE id = ? AND version = ? RETURNING `+groupColumns,
+			g.AppName, g.Title, g.AddressType, addressJSON(g.AddressList), g.UpdatedAt, g.ID, p.ExpectVersion))
+		if errors.Is(err, sql.ErrNoRows) {
+			err = missingOr(ctx, db.ws.groupExists, g.ID, xjob.ErrConflict)
+		}
+		return err
+	})
 	if err != nil {
 		return xjob.Group{}, fmt.Errorf("sqlite group update %d: %w", g.ID, err)
 	}
@@ -106,11 +113,14 @@ func (db *DB) GroupUpdate(ctx context.Context, p driver.GroupUpdateParams) (xjob
 // version: the registry's periodic rebuild must not make a person's edit
 // of the same group lose its conditional write.
 func (db *DB) GroupSetAddresses(ctx context.Context, id int64, addresses []string, updatedAt int64) error {
-	n, err := rowsAffected(db.w.ExecContext(ctx, `UPDATE groups SET address_list = ?, updated_at = ? WHERE id = ?`,
-		addressJSON(addresses), updatedAt, id))
-	if err == nil && n == 0 {
-		err = xjob.ErrNotFound
-	}
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		n, err := rowsAffected(c.ExecContext(ctx, `UPDATE groups SET address_list = ?, updated_at = ? WHERE id = ?`,
+			addressJSON(addresses), updatedAt, id))
+		if err == nil && n == 0 {
+			err = xjob.ErrNotFound
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite group set addresses %d: %w", id, err)
 	}
@@ -119,10 +129,13 @@ func (db *DB) GroupSetAddresses(ctx context.Context, id int64, addresses []strin
 
 // GroupDelete removes a group.
 func (db *DB) GroupDelete(ctx context.Context, id int64) error {
-	n, err := rowsAffected(db.w.ExecContext(ctx, `DELETE FROM groups WHERE id = ?`, id))
-	if err == nil && n == 0 {
-		err = xjob.ErrNotFound
-	}
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		n, err := rowsAffected(c.ExecContext(ctx, `DELETE FROM groups WHERE id = ?`, id))
+		if err == nil && n == 0 {
+			err = xjob.ErrNotFound
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite group delete %d: %w", id, err)
 	}

@@ -60,16 +60,20 @@ func formatIDs(ids []int64) string {
 	return strings.Join(parts, ",")
 }
 
+// sqlJobInsert inserts a job with version and revision 1; the shard is
+// set by a second statement once the id is known.
+const sqlJobInsert = `INSERT INTO jobs (group_id, description, author, alarm_email,
+	schedule_type, schedule_conf, time_zone, misfire_strategy,
+	route_strategy, handler, param, block_strategy, timeout_seconds, fail_retry_count,
+	glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
+	trigger_status, trigger_last_time, trigger_next_time,
+	version, revision, created_at, updated_at)
+	VALUES (?,?,?,?, ?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1,1,?,?) RETURNING id`
+
 // JobInsert stores a new job; its shard is derived from the id it gets.
 func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `INSERT INTO jobs (group_id, description, author, alarm_email,
-			schedule_type, schedule_conf, time_zone, misfire_strategy,
-			route_strategy, handler, param, block_strategy, timeout_seconds, fail_retry_count,
-			glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
-			trigger_status, trigger_last_time, trigger_next_time,
-			version, revision, created_at, updated_at)
-			VALUES (?,?,?,?, ?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1,1,?,?) RETURNING id`,
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		err := db.ws.jobInsert.QueryRowContext(ctx,
 			job.GroupID, job.Description, job.Author, job.AlarmEmail,
 			job.ScheduleType, job.ScheduleConf, job.TimeZone, job.MisfireStrategy,
 			job.RouteStrategy, job.Handler, job.Param, job.BlockStrategy, job.TimeoutSeconds, job.FailRetryCount,
@@ -80,7 +84,7 @@ func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
 			return err
 		}
 		job.Shard = xjob.ShardOf(job.ID, db.opts.Shards)
-		_, err = tx.ExecContext(ctx, `UPDATE jobs SET shard = ? WHERE id = ?`, job.Shard, job.ID)
+		_, err = db.ws.jobSetShard.ExecContext(ctx, job.Shard, job.ID)
 		return err
 	})
 	if err != nil {
@@ -92,7 +96,7 @@ func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
 
 // JobGet returns one job or xjob.ErrNotFound.
 func (db *DB) JobGet(ctx context.Context, id int64) (xjob.Job, error) {
-	j, err := scanJob(db.r.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	j, err := scanJob(db.rs.jobGet.QueryRowContext(ctx, id))
 	if err != nil {
 		return xjob.Job{}, fmt.Errorf("sqlite job get %d: %w", id, notFound(err))
 	}
@@ -104,9 +108,7 @@ func (db *DB) JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	// json_each keeps the statement one shape whatever the number of ids.
-	rows, err := db.r.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs
-		WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`, "["+formatIDs(ids)+"]")
+	rows, err := db.rs.jobGetMany.QueryContext(ctx, "["+formatIDs(ids)+"]")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite job get many: %w", err)
 	}
@@ -121,22 +123,27 @@ func (db *DB) JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error) {
 // creation time and the slow-dispatch counters are kept from the store.
 func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job, error) {
 	j := p.Job
-	out, err := scanJob(db.w.QueryRowContext(ctx, `UPDATE jobs SET group_id = ?, description = ?, author = ?, alarm_email = ?,
-		schedule_type = ?, schedule_conf = ?, time_zone = ?, misfire_strategy = ?,
-		route_strategy = ?, handler = ?, param = ?, block_strategy = ?, timeout_seconds = ?, fail_retry_count = ?,
-		glue_type = ?, glue_source = ?, glue_remark = ?, glue_updated_at = ?, child_job_ids = ?,
-		trigger_status = ?, trigger_last_time = ?, trigger_next_time = ?,
-		revision = ?, updated_at = ?, version = version + 1
-		WHERE id = ? AND version = ? RETURNING `+jobColumns,
-		j.GroupID, j.Description, j.Author, j.AlarmEmail,
-		j.ScheduleType, j.ScheduleConf, j.TimeZone, j.MisfireStrategy,
-		j.RouteStrategy, j.Handler, j.Param, j.BlockStrategy, j.TimeoutSeconds, j.FailRetryCount,
-		j.GlueType, j.GlueSource, j.GlueRemark, j.GlueUpdatedAt, formatIDs(j.ChildJobIDs),
-		j.TriggerStatus, j.TriggerLastTime, j.TriggerNextTime,
-		j.Revision, j.UpdatedAt, j.ID, p.ExpectVersion))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = db.missingOr(ctx, "jobs", j.ID, xjob.ErrConflict)
-	}
+	var out xjob.Job
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		var err error
+		out, err = scanJob(c.QueryRowContext(ctx, `UPDATE jobs SET group_id = ?, description = ?, author = ?, alarm_email = ?,
+			schedule_type = ?, schedule_conf = ?, time_zone = ?, misfire_strategy = ?,
+			route_strategy = ?, handler = ?, param = ?, block_strategy = ?, timeout_seconds = ?, fail_retry_count = ?,
+			glue_type = ?, glue_source = ?, glue_remark = ?, glue_updated_at = ?, child_job_ids = ?,
+			trigger_status = ?, trigger_last_time = ?, trigger_next_time = ?,
+			revision = ?, updated_at = ?, version = version + 1
+			WHERE id = ? AND version = ? RETURNING `+jobColumns,
+			j.GroupID, j.Description, j.Author, j.AlarmEmail,
+			j.ScheduleType, j.ScheduleConf, j.TimeZone, j.MisfireStrategy,
+			j.RouteStrategy, j.Handler, j.Param, j.BlockStrategy, j.TimeoutSeconds, j.FailRetryCount,
+			j.GlueType, j.GlueSource, j.GlueRemark, j.GlueUpdatedAt, formatIDs(j.ChildJobIDs),
+			j.TriggerStatus, j.TriggerLastTime, j.TriggerNextTime,
+			j.Revision, j.UpdatedAt, j.ID, p.ExpectVersion))
+		if errors.Is(err, sql.ErrNoRows) {
+			err = missingOr(ctx, db.ws.jobExists, j.ID, xjob.ErrConflict)
+		}
+		return err
+	})
 	if err != nil {
 		return xjob.Job{}, fmt.Errorf("sqlite job update %d: %w", j.ID, err)
 	}
@@ -145,37 +152,67 @@ func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job
 
 // JobAdvance records a scan's progress, conditional on the version.
 func (db *DB) JobAdvance(ctx context.Context, p driver.JobAdvanceParams) error {
-	var n int64
-	var err error
-	if p.Stop {
-		n, err = rowsAffected(db.w.ExecContext(ctx, `UPDATE jobs SET trigger_status = 0,
-			trigger_last_time = 0, trigger_next_time = 0, version = version + 1
-			WHERE id = ? AND version = ?`, p.ID, p.ExpectVersion))
-	} else {
-		n, err = rowsAffected(db.w.ExecContext(ctx, `UPDATE jobs SET trigger_last_time = ?,
-			trigger_next_time = ?, version = version + 1
-			WHERE id = ? AND version = ?`, p.TriggerLastTime, p.TriggerNextTime, p.ID, p.ExpectVersion))
-	}
-	if err == nil && n == 0 {
-		err = db.missingOr(ctx, "jobs", p.ID, xjob.ErrConflict)
-	}
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		return db.advance(ctx, p)
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite job advance %d: %w", p.ID, err)
 	}
 	return nil
 }
 
+// JobAdvanceMany applies every advance in one write transaction, each
+// conditional on its own version as JobAdvance is, in order.
+func (db *DB) JobAdvanceMany(ctx context.Context, ps []driver.JobAdvanceParams) ([]error, error) {
+	errs := make([]error, len(ps))
+	if len(ps) == 0 {
+		return errs, nil
+	}
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		for i, p := range ps {
+			err := db.advance(ctx, p)
+			switch {
+			case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):
+				errs[i] = fmt.Errorf("sqlite job advance %d: %w", p.ID, err)
+			case err != nil:
+				return fmt.Errorf("job %d: %w", p.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite job advance many: %w", err)
+	}
+	return errs, nil
+}
+
+// advance runs one conditional advance inside the writer's transaction.
+func (db *DB) advance(ctx context.Context, p driver.JobAdvanceParams) error {
+	var res sql.Result
+	var err error
+	if p.Stop {
+		res, err = db.ws.jobStop.ExecContext(ctx, p.ID, p.ExpectVersion)
+	} else {
+		res, err = db.ws.jobAdvance.ExecContext(ctx, p.TriggerLastTime, p.TriggerNextTime, p.ID, p.ExpectVersion)
+	}
+	n, err := rowsAffected(res, err)
+	if err == nil && n == 0 {
+		err = missingOr(ctx, db.ws.jobExists, p.ID, xjob.ErrConflict)
+	}
+	return err
+}
+
 // JobRecordSlow counts a slow dispatch in minute; a count for an older
 // minute than the one stored is dropped.
 func (db *DB) JobRecordSlow(ctx context.Context, id int64, minute int64) error {
-	n, err := rowsAffected(db.w.ExecContext(ctx, `UPDATE jobs SET
-		slow_count = CASE WHEN slow_minute = ?1 THEN slow_count + 1 ELSE 1 END,
-		slow_minute = ?1
-		WHERE id = ?2 AND slow_minute <= ?1`, minute, id))
-	if err == nil && n == 0 {
-		// Either missing or an out-of-date minute (nothing to do).
-		err = db.missingOr(ctx, "jobs", id, nil)
-	}
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		n, err := rowsAffected(db.ws.jobRecordSlow.ExecContext(ctx, minute, id))
+		if err == nil && n == 0 {
+			// Either missing or an out-of-date minute (nothing to do).
+			err = missingOr(ctx, db.ws.jobExists, id, nil)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite job record slow %d: %w", id, err)
 	}
@@ -184,10 +221,13 @@ func (db *DB) JobRecordSlow(ctx context.Context, id int64, minute int64) error {
 
 // JobDelete removes a job.
 func (db *DB) JobDelete(ctx context.Context, id int64) error {
-	n, err := rowsAffected(db.w.ExecContext(ctx, `DELETE FROM jobs WHERE id = ?`, id))
-	if err == nil && n == 0 {
-		err = xjob.ErrNotFound
-	}
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		n, err := rowsAffected(c.ExecContext(ctx, `DELETE FROM jobs WHERE id = ?`, id))
+		if err == nil && n == 0 {
+			err = xjob.ErrNotFound
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite job delete %d: %w", id, err)
 	}
@@ -252,7 +292,7 @@ func (db *DB) JobsDue(ctx context.Context, p driver.JobsDueParams) ([]xjob.Job, 
 	if after == (driver.DueCursor{}) {
 		after = driver.DueCursor{NextTime: -1 << 62}
 	}
-	rows, err := db.r.QueryContext(ctx, jobsDueSQL, p.Shard, p.Before, after.NextTime, after.ID, limit)
+	rows, err := db.rs.jobsDue.QueryContext(ctx, p.Shard, p.Before, after.NextTime, after.ID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite jobs due: %w", err)
 	}

@@ -18,14 +18,10 @@ func (db *DB) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (xj
 		return xjob.Lease{}, &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "owner", Message: "is required"}}}
 	}
 	l := xjob.Lease{Name: p.Name, Owner: p.Owner}
-	err := db.w.QueryRowContext(ctx, `INSERT INTO leases (name, owner, token, expires_at) VALUES (?1, ?2, 1, ?3)
-		ON CONFLICT (name) DO UPDATE SET
-			token = CASE WHEN leases.owner = excluded.owner THEN leases.token ELSE leases.token + 1 END,
-			owner = excluded.owner,
-			expires_at = excluded.expires_at
-		WHERE leases.owner = excluded.owner OR leases.owner = '' OR leases.expires_at <= ?4
-		RETURNING token, expires_at`,
-		p.Name, p.Owner, p.Now+p.TTL.Milliseconds(), p.Now).Scan(&l.Token, &l.ExpiresAt)
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		return db.ws.leaseAcquire.QueryRowContext(ctx, p.Name, p.Owner, p.Now+p.TTL.Milliseconds(), p.Now).
+			Scan(&l.Token, &l.ExpiresAt)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		err = xjob.ErrLeaseHeld
 	}
@@ -41,8 +37,10 @@ func (db *DB) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) (xjob.L
 	if l.Owner == "" {
 		return xjob.Lease{}, fmt.Errorf("sqlite lease renew %s: %w", l.Name, xjob.ErrLeaseLost)
 	}
-	err := db.w.QueryRowContext(ctx, `UPDATE leases SET expires_at = ? WHERE name = ? AND owner = ? AND token = ?
-		RETURNING expires_at`, p.Now+p.TTL.Milliseconds(), l.Name, l.Owner, l.Token).Scan(&l.ExpiresAt)
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		return db.ws.leaseRenew.QueryRowContext(ctx, p.Now+p.TTL.Milliseconds(), l.Name, l.Owner, l.Token).
+			Scan(&l.ExpiresAt)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		err = xjob.ErrLeaseLost
 	}
@@ -54,11 +52,13 @@ func (db *DB) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) (xjob.L
 
 // LeaseRelease frees the lease, keeping its token.
 func (db *DB) LeaseRelease(ctx context.Context, l xjob.Lease) error {
-	n, err := rowsAffected(db.w.ExecContext(ctx, `UPDATE leases SET owner = '', expires_at = 0
-		WHERE name = ? AND owner = ? AND token = ? AND owner <> ''`, l.Name, l.Owner, l.Token))
-	if err == nil && n == 0 {
-		err = xjob.ErrLeaseLost
-	}
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		n, err := rowsAffected(db.ws.leaseRelease.ExecContext(ctx, l.Name, l.Owner, l.Token))
+		if err == nil && n == 0 {
+			err = xjob.ErrLeaseLost
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite lease release %s: %w", l.Name, err)
 	}
@@ -68,8 +68,7 @@ func (db *DB) LeaseRelease(ctx context.Context, l xjob.Lease) error {
 // LeaseGet returns the lease's current state (Owner empty when released).
 func (db *DB) LeaseGet(ctx context.Context, name string) (xjob.Lease, error) {
 	l := xjob.Lease{Name: name}
-	err := db.r.QueryRowContext(ctx, `SELECT owner, token, expires_at FROM leases WHERE name = ?`, name).
-		Scan(&l.Owner, &l.Token, &l.ExpiresAt)
+	err := db.rs.leaseGet.QueryRowContext(ctx, name).Scan(&l.Owner, &l.Token, &l.ExpiresAt)
 	if err != nil {
 		return xjob.Lease{}, fmt.Errorf("sqlite lease get %s: %w", name, notFound(err))
 	}

@@ -49,31 +49,41 @@ func scanLogs(rows *sql.Rows) ([]xjob.Log, error) {
 	return out, rows.Err()
 }
 
+// sqlLogCreate inserts a log unless its occurrence has one; RETURNING
+// yields no row then.
+const sqlLogCreate = `INSERT INTO logs (occurrence_id, job_id, group_id, trigger_type,
+	scheduled_time, trigger_time, trigger_code, trigger_msg, executor_address, executor_handler,
+	executor_param, executor_sharding_param, executor_fail_retry_count, handle_time, handle_code,
+	handle_msg, alarm_status, claim_until, version)
+	VALUES (?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1)
+	ON CONFLICT (occurrence_id) DO NOTHING RETURNING id`
+
 // LogCreate stores a new log unless its OccurrenceID exists, in which case
 // it returns the existing log and xjob.ErrConflict.
 func (db *DB) LogCreate(ctx context.Context, l xjob.Log) (xjob.Log, error) {
 	if l.OccurrenceID == "" {
 		return xjob.Log{}, &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "occurrenceId", Message: "is required"}}}
 	}
-	err := db.w.QueryRowContext(ctx, `INSERT INTO logs (occurrence_id, job_id, group_id, trigger_type,
-		scheduled_time, trigger_time, trigger_code, trigger_msg, executor_address, executor_handler,
-		executor_param, executor_sharding_param, executor_fail_retry_count, handle_time, handle_code,
-		handle_msg, alarm_status, claim_until, version)
-		VALUES (?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1)
-		ON CONFLICT (occurrence_id) DO NOTHING RETURNING id`,
-		l.OccurrenceID, l.JobID, l.GroupID, l.TriggerType,
-		l.ScheduledTime, l.TriggerTime, l.TriggerCode, l.TriggerMsg, l.ExecutorAddress, l.ExecutorHandler,
-		l.ExecutorParam, l.ExecutorShardingParam, l.ExecutorFailRetryCount, l.HandleTime, l.HandleCode,
-		l.HandleMsg, l.AlarmStatus, l.ClaimUntil).Scan(&l.ID)
-	if errors.Is(err, sql.ErrNoRows) {
-		existing, err := scanLog(db.r.QueryRowContext(ctx, `SELECT `+logColumns+` FROM logs WHERE occurrence_id = ?`, l.OccurrenceID))
-		if err != nil {
-			return xjob.Log{}, fmt.Errorf("sqlite log create %s: %w", l.OccurrenceID, err)
+	var existing *xjob.Log
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		err := db.ws.logCreate.QueryRowContext(ctx,
+			l.OccurrenceID, l.JobID, l.GroupID, l.TriggerType,
+			l.ScheduledTime, l.TriggerTime, l.TriggerCode, l.TriggerMsg, l.ExecutorAddress, l.ExecutorHandler,
+			l.ExecutorParam, l.ExecutorShardingParam, l.ExecutorFailRetryCount, l.HandleTime, l.HandleCode,
+			l.HandleMsg, l.AlarmStatus, l.ClaimUntil).Scan(&l.ID)
+		if errors.Is(err, sql.ErrNoRows) {
+			// Read in the same transaction: the log that won is there.
+			e, err := scanLog(db.ws.logByOccurrence.QueryRowContext(ctx, l.OccurrenceID))
+			existing = &e
+			return err
 		}
-		return existing, fmt.Errorf("sqlite log create %s: %w", l.OccurrenceID, xjob.ErrConflict)
-	}
+		return err
+	})
 	if err != nil {
 		return xjob.Log{}, fmt.Errorf("sqlite log create %s: %w", l.OccurrenceID, err)
+	}
+	if existing != nil {
+		return *existing, fmt.Errorf("sqlite log create %s: %w", l.OccurrenceID, xjob.ErrConflict)
 	}
 	l.Version = 1
 	return l, nil
@@ -81,7 +91,7 @@ func (db *DB) LogCreate(ctx context.Context, l xjob.Log) (xjob.Log, error) {
 
 // LogGet returns one log or xjob.ErrNotFound.
 func (db *DB) LogGet(ctx context.Context, id int64) (xjob.Log, error) {
-	l, err := scanLog(db.r.QueryRowContext(ctx, `SELECT `+logColumns+` FROM logs WHERE id = ?`, id))
+	l, err := scanLog(db.rs.logGet.QueryRowContext(ctx, id))
 	if err != nil {
 		return xjob.Log{}, fmt.Errorf("sqlite log get %d: %w", id, notFound(err))
 	}
@@ -90,12 +100,15 @@ func (db *DB) LogGet(ctx context.Context, id int64) (xjob.Log, error) {
 
 // LogClaim takes over an untriggered log, conditional on its version.
 func (db *DB) LogClaim(ctx context.Context, p driver.LogClaimParams) (xjob.Log, error) {
-	l, err := scanLog(db.w.QueryRowContext(ctx, `UPDATE logs SET claim_until = ?, trigger_time = ?, version = version + 1
-		WHERE id = ? AND version = ? AND trigger_code = 0 RETURNING `+logColumns,
-		p.ClaimUntil, p.TriggerTime, p.ID, p.ExpectVersion))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = db.missingOr(ctx, "logs", p.ID, xjob.ErrConflict)
-	}
+	var l xjob.Log
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		var err error
+		l, err = scanLog(db.ws.logClaim.QueryRowContext(ctx, p.ClaimUntil, p.TriggerTime, p.ID, p.ExpectVersion))
+		if errors.Is(err, sql.ErrNoRows) {
+			err = missingOr(ctx, db.ws.logExists, p.ID, xjob.ErrConflict)
+		}
+		return err
+	})
 	if err != nil {
 		return xjob.Log{}, fmt.Errorf("sqlite log claim %d: %w", p.ID, err)
 	}
@@ -107,12 +120,13 @@ func (db *DB) LogTriggered(ctx context.Context, p driver.LogTriggeredParams) err
 	if p.TriggerCode == xjob.CodeNone {
 		return fmt.Errorf("sqlite log triggered %d: trigger code 0 records nothing", p.ID)
 	}
-	n, err := rowsAffected(db.w.ExecContext(ctx, `UPDATE logs SET executor_address = ?, trigger_code = ?,
-		trigger_msg = ?, version = version + 1 WHERE id = ? AND trigger_code = 0`,
-		p.ExecutorAddress, p.TriggerCode, p.TriggerMsg, p.ID))
-	if err == nil && n == 0 {
-		err = db.missingOr(ctx, "logs", p.ID, xjob.ErrConflict)
-	}
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		n, err := rowsAffected(db.ws.logTriggered.ExecContext(ctx, p.ExecutorAddress, p.TriggerCode, p.TriggerMsg, p.ID))
+		if err == nil && n == 0 {
+			err = missingOr(ctx, db.ws.logExists, p.ID, xjob.ErrConflict)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite log triggered %d: %w", p.ID, err)
 	}
@@ -124,12 +138,15 @@ func (db *DB) LogFinish(ctx context.Context, p driver.LogFinishParams) (xjob.Log
 	if p.HandleCode == xjob.CodeNone {
 		return xjob.Log{}, fmt.Errorf("sqlite log finish %d: handle code 0 records nothing", p.ID)
 	}
-	l, err := scanLog(db.w.QueryRowContext(ctx, `UPDATE logs SET handle_time = ?, handle_code = ?, handle_msg = ?,
-		version = version + 1 WHERE id = ? AND handle_code = 0 RETURNING `+logColumns,
-		p.HandleTime, p.HandleCode, p.HandleMsg, p.ID))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = db.missingOr(ctx, "logs", p.ID, xjob.ErrConflict)
-	}
+	var l xjob.Log
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		var err error
+		l, err = scanLog(db.ws.logFinish.QueryRowContext(ctx, p.HandleTime, p.HandleCode, p.HandleMsg, p.ID))
+		if errors.Is(err, sql.ErrNoRows) {
+			err = missingOr(ctx, db.ws.logExists, p.ID, xjob.ErrConflict)
+		}
+		return err
+	})
 	if err != nil {
 		return xjob.Log{}, fmt.Errorf("sqlite log finish %d: %w", p.ID, err)
 	}
@@ -138,11 +155,13 @@ func (db *DB) LogFinish(ctx context.Context, p driver.LogFinishParams) (xjob.Log
 
 // LogSetAlarm compares-and-sets a log's alarm status.
 func (db *DB) LogSetAlarm(ctx context.Context, p driver.LogSetAlarmParams) error {
-	n, err := rowsAffected(db.w.ExecContext(ctx, `UPDATE logs SET alarm_status = ?, version = version + 1
-		WHERE id = ? AND alarm_status = ?`, p.To, p.ID, p.From))
-	if err == nil && n == 0 {
-		err = db.missingOr(ctx, "logs", p.ID, xjob.ErrConflict)
-	}
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		n, err := rowsAffected(db.ws.logSetAlarm.ExecContext(ctx, p.To, p.ID, p.From))
+		if err == nil && n == 0 {
+			err = missingOr(ctx, db.ws.logExists, p.ID, xjob.ErrConflict)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite log set alarm %d: %w", p.ID, err)
 	}
@@ -239,9 +258,14 @@ func (db *DB) LogsFailedUnalarmed(ctx context.Context, before int64, limit int) 
 // LogDeleteBefore deletes up to limit of the oldest logs triggered before
 // before.
 func (db *DB) LogDeleteBefore(ctx context.Context, before int64, limit int) (int, error) {
-	n, err := rowsAffected(db.w.ExecContext(ctx, `DELETE FROM logs WHERE id IN (
-		SELECT id FROM logs WHERE trigger_time < ? ORDER BY trigger_time, id LIMIT ?)`,
-		before, clampLimit(limit, 1000, 100000)))
+	var n int64
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		var err error
+		n, err = rowsAffected(c.ExecContext(ctx, `DELETE FROM logs WHERE id IN (
+			SELECT id FROM logs WHERE trigger_time < ? ORDER BY trigger_time, id LIMIT ?)`,
+			before, clampLimit(limit, 1000, 100000)))
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite log delete before: %w", err)
 	}

@@ -50,18 +50,18 @@ func (q *queue[T]) Send(ctx context.Context, msgs []driver.Outgoing[T]) error {
 		return nil
 	}
 	now := q.db.opts.Clock.Now().UnixMilli()
-	err := q.db.inTx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO queue_messages (queue, body, visible_at) VALUES (?, ?, ?)`)
+	// Encode outside the writer: it is the one goroutine all writes share.
+	bodies := make([]string, len(msgs))
+	for i, m := range msgs {
+		body, err := json.Marshal(m.Msg)
 		if err != nil {
-			return err
+			return fmt.Errorf("sqlite queue %s send: %w", q.name, err)
 		}
-		defer stmt.Close()
-		for _, m := range msgs {
-			body, err := json.Marshal(m.Msg)
-			if err != nil {
-				return err
-			}
-			if _, err := stmt.ExecContext(ctx, q.name, string(body), max(m.VisibleAt, now)); err != nil {
+		bodies[i] = string(body)
+	}
+	err := q.db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		for i, m := range msgs {
+			if _, err := q.db.ws.queueSend.ExecContext(ctx, q.name, bodies[i], max(m.VisibleAt, now)); err != nil {
 				return err
 			}
 		}
@@ -99,7 +99,7 @@ func (q *queue[T]) Receive(ctx context.Context, p driver.ReceiveParams) ([]drive
 		}
 		wake := now.Add(q.db.opts.PollInterval)
 		var next sql.NullInt64
-		if err := q.db.r.QueryRowContext(ctx, `SELECT min(visible_at) FROM queue_messages WHERE queue = ?`, q.name).Scan(&next); err != nil {
+		if err := q.db.rs.queueNextVisible.QueryRowContext(ctx, q.name).Scan(&next); err != nil {
 			return nil, fmt.Errorf("sqlite queue %s receive: %w", q.name, err)
 		}
 		if next.Valid {
@@ -136,46 +136,50 @@ func (q *queue[T]) claim(ctx context.Context, p driver.ReceiveParams) ([]driver.
 	now := q.db.opts.Clock.Now().UnixMilli()
 	// Look on a reader first: an empty poll should not take the write lock.
 	var one int
-	err := q.db.r.QueryRowContext(ctx, `SELECT 1 FROM queue_messages WHERE queue = ? AND visible_at <= ? LIMIT 1`,
-		q.name, now).Scan(&one)
+	err := q.db.rs.queuePeek.QueryRowContext(ctx, q.name, now).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite queue %s receive: %w", q.name, err)
 	}
-	// The claim runs to completion even if ctx ends meanwhile: rows that
-	// the UPDATE claimed but that were never returned would stay hidden
-	// for the whole visibility timeout.
-	rows, err := q.db.w.QueryContext(context.WithoutCancel(ctx), `UPDATE queue_messages
-		SET receives = receives + 1, visible_at = ?1, receipt = lower(hex(randomblob(12)))
-		WHERE id IN (SELECT id FROM queue_messages WHERE queue = ?2 AND visible_at <= ?3
-		             ORDER BY visible_at, id LIMIT ?4)
-		RETURNING id, body, receives, receipt`,
-		now+p.Visibility.Milliseconds(), q.name, now, p.Max)
+	// Once the writer has started the claim it runs to completion even if
+	// ctx ends meanwhile (write only abandons requests not yet started):
+	// rows that the UPDATE claimed but that were never returned would stay
+	// hidden for the whole visibility timeout.
+	type claimed struct {
+		id       int64
+		body     string
+		receives int
+		receipt  string
+	}
+	var got []claimed
+	err = q.db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		got = got[:0]
+		rows, err := q.db.ws.queueClaim.QueryContext(ctx, now+p.Visibility.Milliseconds(), q.name, now, p.Max)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c claimed
+			if err := rows.Scan(&c.id, &c.body, &c.receives, &c.receipt); err != nil {
+				return err
+			}
+			got = append(got, c)
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite queue %s receive: %w", q.name, err)
 	}
-	defer rows.Close()
-	var out []driver.Delivery[T]
-	for rows.Next() {
-		var (
-			id      int64
-			body    string
-			d       driver.Delivery[T]
-			receipt string
-		)
-		if err := rows.Scan(&id, &body, &d.Receives, &receipt); err != nil {
-			return nil, fmt.Errorf("sqlite queue %s receive: %w", q.name, err)
+	out := make([]driver.Delivery[T], 0, len(got))
+	for _, c := range got {
+		d := driver.Delivery[T]{Receives: c.receives, Token: strconv.FormatInt(c.id, 10) + "." + c.receipt}
+		if err := json.Unmarshal([]byte(c.body), &d.Msg); err != nil {
+			return nil, fmt.Errorf("sqlite queue %s receive: message %d: %w", q.name, c.id, err)
 		}
-		if err := json.Unmarshal([]byte(body), &d.Msg); err != nil {
-			return nil, fmt.Errorf("sqlite queue %s receive: message %d: %w", q.name, id, err)
-		}
-		d.Token = strconv.FormatInt(id, 10) + "." + receipt
 		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite queue %s receive: %w", q.name, err)
 	}
 	return out, nil
 }
@@ -195,13 +199,21 @@ func (q *queue[T]) Ack(ctx context.Context, tokens []string) error {
 	if len(tokens) == 0 {
 		return nil
 	}
-	err := q.db.inTx(ctx, func(tx *sql.Tx) error {
-		for _, tok := range tokens {
-			id, receipt, err := parseToken(tok)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM queue_messages WHERE id = ? AND receipt = ?`, id, receipt); err != nil {
+	type key struct {
+		id      int64
+		receipt string
+	}
+	keys := make([]key, len(tokens))
+	for i, tok := range tokens {
+		id, receipt, err := parseToken(tok)
+		if err != nil {
+			return fmt.Errorf("sqlite queue %s ack: %w", q.name, err)
+		}
+		keys[i] = key{id, receipt}
+	}
+	err := q.db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		for _, k := range keys {
+			if _, err := q.db.ws.queueAck.ExecContext(ctx, k.id, k.receipt); err != nil {
 				return err
 			}
 		}
@@ -221,10 +233,13 @@ func (q *queue[T]) Retry(ctx context.Context, token string, delay time.Duration)
 		return fmt.Errorf("sqlite queue %s retry: %w", q.name, err)
 	}
 	at := q.db.opts.Clock.Now().Add(max(delay, 0)).UnixMilli()
-	n, err := rowsAffected(q.db.w.ExecContext(ctx, `UPDATE queue_messages SET visible_at = ? WHERE id = ? AND receipt = ?`, at, id, receipt))
-	if err == nil && n == 0 {
-		err = xjob.ErrNotFound
-	}
+	err = q.db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		n, err := rowsAffected(q.db.ws.queueRetry.ExecContext(ctx, at, id, receipt))
+		if err == nil && n == 0 {
+			err = xjob.ErrNotFound
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite queue %s retry: %w", q.name, err)
 	}

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/xjobdev/xjob"
@@ -11,9 +12,10 @@ import (
 // RegistryUpsert inserts an entry or refreshes its UpdatedAt (never moving
 // it back, so a delayed heartbeat cannot age a fresher one).
 func (db *DB) RegistryUpsert(ctx context.Context, e xjob.RegistryEntry) error {
-	_, err := db.w.ExecContext(ctx, `INSERT INTO registry (grp, key, value, updated_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (grp, key, value) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`,
-		e.Group, e.Key, e.Value, e.UpdatedAt)
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		_, err := db.ws.registryUpsert.ExecContext(ctx, e.Group, e.Key, e.Value, e.UpdatedAt)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite registry upsert: %w", err)
 	}
@@ -22,7 +24,10 @@ func (db *DB) RegistryUpsert(ctx context.Context, e xjob.RegistryEntry) error {
 
 // RegistryRemove deletes one entry; a missing one is not an error.
 func (db *DB) RegistryRemove(ctx context.Context, e xjob.RegistryEntry) error {
-	_, err := db.w.ExecContext(ctx, `DELETE FROM registry WHERE grp = ? AND key = ? AND value = ?`, e.Group, e.Key, e.Value)
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, `DELETE FROM registry WHERE grp = ? AND key = ? AND value = ?`, e.Group, e.Key, e.Value)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite registry remove: %w", err)
 	}
@@ -31,13 +36,13 @@ func (db *DB) RegistryRemove(ctx context.Context, e xjob.RegistryEntry) error {
 
 // RegistryList returns entries updated at or after Since, for one key or all.
 func (db *DB) RegistryList(ctx context.Context, p driver.RegistryListParams) ([]xjob.RegistryEntry, error) {
-	q := `SELECT grp, key, value, updated_at FROM registry WHERE updated_at >= ?`
-	args := []any{p.Since}
+	var rows *sql.Rows
+	var err error
 	if p.Key != "" {
-		q += ` AND key = ?`
-		args = append(args, p.Key)
+		rows, err = db.rs.registryByKey.QueryContext(ctx, p.Since, p.Key)
+	} else {
+		rows, err = db.rs.registryList.QueryContext(ctx, p.Since)
 	}
-	rows, err := db.r.QueryContext(ctx, q+` ORDER BY grp, key, value`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite registry list: %w", err)
 	}
@@ -58,7 +63,12 @@ func (db *DB) RegistryList(ctx context.Context, p driver.RegistryListParams) ([]
 
 // RegistryDeleteBefore deletes entries not updated since before.
 func (db *DB) RegistryDeleteBefore(ctx context.Context, before int64) (int, error) {
-	n, err := rowsAffected(db.w.ExecContext(ctx, `DELETE FROM registry WHERE updated_at < ?`, before))
+	var n int64
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		var err error
+		n, err = rowsAffected(c.ExecContext(ctx, `DELETE FROM registry WHERE updated_at < ?`, before))
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite registry delete before: %w", err)
 	}
@@ -67,12 +77,10 @@ func (db *DB) RegistryDeleteBefore(ctx context.Context, before int64) (int, erro
 
 // ReportAdd adds d's counters to its day, creating the day.
 func (db *DB) ReportAdd(ctx context.Context, d xjob.ReportDay) error {
-	_, err := db.w.ExecContext(ctx, `INSERT INTO report_days (day, running_count, suc_count, fail_count)
-		VALUES (?, ?, ?, ?) ON CONFLICT (day) DO UPDATE SET
-		running_count = running_count + excluded.running_count,
-		suc_count = suc_count + excluded.suc_count,
-		fail_count = fail_count + excluded.fail_count`,
-		d.Day, d.RunningCount, d.SucCount, d.FailCount)
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		_, err := db.ws.reportAdd.ExecContext(ctx, d.Day, d.RunningCount, d.SucCount, d.FailCount)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite report add %s: %w", d.Day, err)
 	}
@@ -81,8 +89,7 @@ func (db *DB) ReportAdd(ctx context.Context, d xjob.ReportDay) error {
 
 // ReportList returns the days from..to inclusive, in day order.
 func (db *DB) ReportList(ctx context.Context, from, to string) ([]xjob.ReportDay, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT day, running_count, suc_count, fail_count FROM report_days
-		WHERE day >= ? AND day <= ? ORDER BY day`, from, to)
+	rows, err := db.rs.reportList.QueryContext(ctx, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite report list: %w", err)
 	}

@@ -4,9 +4,12 @@
 //
 // The file is opened in WAL mode with synchronous=NORMAL, so readers never
 // block the writer. Each *DB holds two connection pools: a single writer
-// connection whose transactions start with BEGIN IMMEDIATE (writes inside one
-// process queue in Go instead of spinning on SQLITE_BUSY), and a pool of
-// readers. Several processes may open the same file: every conditional write
+// connection, owned by one goroutine that runs the writes queued meanwhile
+// in one BEGIN IMMEDIATE transaction, a SAVEPOINT each (group commit, see
+// writer.go: writes inside one process queue in Go instead of spinning on
+// SQLITE_BUSY, and share the commit's cost), and a pool of readers. Hot
+// statements are prepared once (stmts.go). Several processes may open the
+// same file: every conditional write
 // is a single UPDATE … WHERE version = ? (or an upsert) whose affected rows
 // decide the winner, or runs inside BEGIN IMMEDIATE, so correctness never
 // depends on in-process locks; the busy timeout absorbs cross-process
@@ -26,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
@@ -85,8 +89,19 @@ func (o *Options) applyDefaults() {
 // and is safe for concurrent use.
 type DB struct {
 	opts Options
-	w    *sql.DB // one connection, BEGIN IMMEDIATE transactions
-	r    *sql.DB // readers
+	w    *sql.DB   // one connection, owned by the writer goroutine
+	wc   *sql.Conn // that connection
+	r    *sql.DB   // readers
+	ws   writeStmts
+	rs   readStmts
+
+	reqs       chan *writeReq // unbuffered: a request is handed over or not at all
+	closing    chan struct{}
+	writerDone chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
+	commits    atomic.Int64 // write transactions run, for benchmarks
+	committed  atomic.Int64 // requests they carried
 
 	ring  *queue[xjob.RingBucket]
 	fast  *queue[xjob.DispatchTask]
@@ -128,34 +143,47 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	r.SetMaxOpenConns(opts.Readers)
 	r.SetMaxIdleConns(opts.Readers)
 
-	db := &DB{opts: opts, w: w, r: r, signals: map[string]chan struct{}{}}
-	if err := db.migrateRetrying(ctx); err != nil {
+	db := &DB{opts: opts, w: w, r: r, signals: map[string]chan struct{}{},
+		reqs: make(chan *writeReq), closing: make(chan struct{}), writerDone: make(chan struct{})}
+	if err := db.startRetrying(ctx); err != nil {
+		close(db.writerDone) // never started
 		_ = db.Close()
 		return nil, err
 	}
+	go db.runWriter()
 	db.ring = newQueue[xjob.RingBucket](db, "ring")
 	db.fast = newQueue[xjob.DispatchTask](db, "dispatch-"+string(xjob.LaneFast))
 	db.slow = newQueue[xjob.DispatchTask](db, "dispatch-"+string(xjob.LaneSlow))
 	return db, nil
 }
 
-// Close closes both connection pools.
+// Close stops the writer (after the transaction it is running), then
+// closes both connection pools. Writes submitted afterwards fail.
 func (db *DB) Close() error {
-	return errors.Join(db.w.Close(), db.r.Close())
+	db.closeOnce.Do(func() {
+		close(db.closing)
+		<-db.writerDone
+		errs := []error{db.ws.close(), db.rs.close()}
+		if db.wc != nil {
+			errs = append(errs, db.wc.Close())
+		}
+		db.closeErr = errors.Join(append(errs, db.w.Close(), db.r.Close())...)
+	})
+	return db.closeErr
 }
 
 // Shards returns the number of scan shards the DB was opened with.
 func (db *DB) Shards() int { return db.opts.Shards }
 
-// migrateRetrying runs migrate, retrying while another process holds a
+// startRetrying runs start, retrying while another process holds a
 // lock the busy handler does not wait for: switching a new file to WAL
 // needs an exclusive lock, and SQLite reports SQLITE_BUSY at once when
 // several processes open a new file together. This waits on the wall
 // clock on purpose: it is about OS file locks, not scheduling time.
-func (db *DB) migrateRetrying(ctx context.Context) error {
+func (db *DB) startRetrying(ctx context.Context) error {
 	deadline := time.Now().Add(db.opts.BusyTimeout)
 	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
-		err := db.migrate(ctx)
+		err := db.start(ctx)
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
@@ -167,6 +195,25 @@ func (db *DB) migrateRetrying(ctx context.Context) error {
 			return fmt.Errorf("sqlite migrate: %w", ctx.Err())
 		}
 	}
+}
+
+// start takes the writer connection, applies pending migrations on it and
+// prepares the hot statements on the writer and the reader pool.
+func (db *DB) start(ctx context.Context) error {
+	if db.wc == nil {
+		c, err := db.w.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("sqlite open writer: %w", err)
+		}
+		db.wc = c
+	}
+	if err := db.migrate(ctx); err != nil {
+		return err
+	}
+	if err := db.ws.prepare(ctx, db.wc); err != nil {
+		return err
+	}
+	return db.rs.prepare(ctx, db.r)
 }
 
 // isBusy reports whether err is SQLITE_BUSY (any extended code).
@@ -184,7 +231,11 @@ func (db *DB) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlite migrate: %w", err)
 	}
 	sort.Strings(names)
-	return db.inTx(ctx, func(tx *sql.Tx) error {
+	tx, err := db.wc.BeginTx(ctx, nil) // _txlock=immediate: BEGIN IMMEDIATE
+	if err != nil {
+		return fmt.Errorf("sqlite migrate: %w", err)
+	}
+	err = func() error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    TEXT PRIMARY KEY,
 			applied_at INTEGER NOT NULL
@@ -225,27 +276,23 @@ func (db *DB) migrate(ctx context.Context) error {
 			}
 		}
 		return nil
-	})
-}
-
-// inTx runs fn in a BEGIN IMMEDIATE transaction on the writer connection.
-func (db *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := db.w.BeginTx(ctx, nil)
+	}()
 	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite migrate: %w", err)
+	}
+	return nil
 }
 
-// missingOr tells a lost conditional write apart from a missing record:
-// ErrNotFound when table has no row id, else lost.
-func (db *DB) missingOr(ctx context.Context, table string, id int64, lost error) error {
+// missingOr tells a lost conditional write apart from a missing record,
+// inside the write transaction (exists is a writer statement selecting 1
+// by id): ErrNotFound when there is no such row, else lost.
+func missingOr(ctx context.Context, exists *sql.Stmt, id int64, lost error) error {
 	var one int
-	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM `+table+` WHERE id = ?`, id).Scan(&one)
+	err := exists.QueryRowContext(ctx, id).Scan(&one)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return xjob.ErrNotFound

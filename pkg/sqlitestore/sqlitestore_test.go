@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -320,5 +321,104 @@ func TestReceiveWaitHonoursContext(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("receive after cancel: %v", err)
+	}
+}
+
+// TestGroupCommitIsolatesFailures runs many writes at once so they share
+// transactions: a request that writes and then fails is rolled back alone
+// (its savepoint), and every other request of its transaction commits.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	t.Parallel()
+	db := setup(t, Options{})
+	ctx := t.Context()
+	errBoom := errors.New("boom")
+	const n = 64
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for i := range n {
+		go func() {
+			<-start
+			if i%4 == 0 { // writes a row, then fails
+				err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+					if _, err := c.ExecContext(ctx, `INSERT INTO report_days (day, running_count, suc_count, fail_count)
+						VALUES (?, 0, 0, 0)`, fmt.Sprintf("failed-%d", i)); err != nil {
+						return err
+					}
+					return errBoom
+				})
+				if !errors.Is(err, errBoom) {
+					err = fmt.Errorf("failing request %d: got %v", i, err)
+				} else {
+					err = nil
+				}
+				errs <- err
+				return
+			}
+			errs <- db.ReportAdd(ctx, xjob.ReportDay{Day: fmt.Sprintf("ok-%02d", i), SucCount: 1})
+		}()
+	}
+	close(start)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	days, err := db.ReportList(ctx, "", "~")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(days) != n-n/4 {
+		t.Fatalf("%d days stored, want the %d successful writes only: %+v", len(days), n-n/4, days)
+	}
+	for _, d := range days {
+		if !strings.HasPrefix(d.Day, "ok-") {
+			t.Fatalf("a failed request's write was committed: %+v", d)
+		}
+	}
+	if db.commits.Load() >= db.committed.Load() {
+		t.Logf("no two requests shared a transaction (%d commits, %d requests)", db.commits.Load(), db.committed.Load())
+	}
+}
+
+// TestWriteAbandonedBeforeStart: a caller whose context ends while its
+// write waits gets the context's error and the write never runs; after
+// Close, writes fail instead of hanging.
+func TestWriteAbandonedBeforeStart(t *testing.T) {
+	t.Parallel()
+	db := setup(t, Options{})
+	ctx := t.Context()
+	hold := make(chan struct{})
+	running := make(chan struct{})
+	go func() {
+		_ = db.write(ctx, func(context.Context, *sql.Conn) error {
+			close(running)
+			<-hold // keep the writer busy
+			return nil
+		})
+	}()
+	<-running
+	cctx, cancel := context.WithCancel(ctx)
+	ran := false
+	done := make(chan error, 1)
+	go func() {
+		done <- db.write(cctx, func(context.Context, *sql.Conn) error { ran = true; return nil })
+	}()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("abandoned write: %v", err)
+	}
+	close(hold)
+	if err := db.ReportAdd(ctx, xjob.ReportDay{Day: "d", SucCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if ran {
+		t.Fatal("an abandoned write ran")
+	}
+	other := setup(t, Options{})
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.ReportAdd(ctx, xjob.ReportDay{Day: "d"}); !errors.Is(err, errClosed) {
+		t.Fatalf("write after close: %v", err)
 	}
 }

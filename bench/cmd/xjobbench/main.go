@@ -42,6 +42,10 @@ func run() int {
 	shards := fs.Int("shards", 16, "scan shards")
 	out := fs.String("out", "bench/results", "directory of the JSON results and profiles")
 	root := fs.String("root", ".", "module root (where cmd/xjob is)")
+	onAWS := fs.Bool("aws", false, "run the steady scenario on the emulated AWS stack (dynalite + fauxqs, the five Lambda handlers) instead of xjob local, adding AWS requests and $ per trigger; other scenarios are skipped")
+	ringPollers := fs.Int("aws-ring-pollers", 10, "with --aws: concurrent batches of the ring event source mapping")
+	fastPollers := fs.Int("aws-fast-pollers", 20, "with --aws: concurrent batches of the fast-lane mapping")
+	slowPollers := fs.Int("aws-slow-pollers", 5, "with --aws: concurrent batches of the slow-lane mapping")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
@@ -61,8 +65,14 @@ func run() int {
 		return 1
 	}
 	results, _ := filepath.Abs(*out)
-	env := &harness.Env{Work: work, Results: results, Shards: *shards, Log: os.Stderr,
+	absRoot, _ := filepath.Abs(*root)
+	env := &harness.Env{Work: work, Results: results, Shards: *shards, Log: os.Stderr, Root: absRoot,
 		Stamp: time.Now().UTC().Format("20060102T150405Z")}
+	want := strings.Split(*scenarios, ",")
+	if *onAWS {
+		return runAWS(ctx, env, want, *steadyJobs, *steadyWindow,
+			harness.AWSOptions{RingPollers: *ringPollers, FastPollers: *fastPollers, SlowPollers: *slowPollers})
+	}
 	env.Bin, err = harness.Build(ctx, *root, "./cmd/xjob", work, "xjob")
 	if err == nil {
 		env.ProfBin, err = harness.Build(ctx, *root, "./bench/cmd/xjobprof", work, "xjobprof")
@@ -72,7 +82,6 @@ func run() int {
 		return 1
 	}
 
-	want := strings.Split(*scenarios, ",")
 	var rs []*harness.Result
 	failed := false
 	record := func(r *harness.Result, err error) {
@@ -116,6 +125,53 @@ func run() int {
 	}
 	harness.PrintTable(os.Stdout, rs)
 	for _, r := range rs {
+		for _, n := range r.Notes {
+			fmt.Printf("note (%s): %s\n", r.Scenario, n)
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// runAWS runs the steady scenario on the emulated AWS stack (--aws). The
+// other scenarios have no AWS form yet and are skipped with a message.
+func runAWS(ctx context.Context, env *harness.Env, want []string, steadyJobs string, window time.Duration, o harness.AWSOptions) int {
+	for _, s := range want {
+		if s != "steady" {
+			fmt.Fprintf(os.Stderr, "xjobbench: --aws: scenario %q has no AWS form, skipped\n", s)
+		}
+	}
+	if !slices.Contains(want, "steady") {
+		fmt.Fprintln(os.Stderr, "xjobbench: --aws runs the steady scenario only (--scenarios steady)")
+		return 2
+	}
+	var rs []*harness.Result
+	failed := false
+	for _, s := range strings.Split(steadyJobs, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(s), &n); err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "xjobbench: --steady-jobs: %q is not a job count\n", s)
+			return 2
+		}
+		r, err := harness.SteadyAWS(ctx, env, harness.SteadySpec{Name: fmt.Sprintf("steady-aws-%d", n), Jobs: n, Window: window}, o)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "xjobbench:", err)
+			failed = true
+			continue
+		}
+		path, err := harness.WriteJSON(env.Results, env.Stamp, r)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "xjobbench:", err)
+			failed = true
+		}
+		fmt.Fprintf(os.Stderr, "xjobbench: %s → %s\n", r.Scenario, path)
+		rs = append(rs, r)
+	}
+	harness.PrintTable(os.Stdout, rs)
+	for _, r := range rs {
+		harness.PrintCost(os.Stdout, r)
 		for _, n := range r.Notes {
 			fmt.Printf("note (%s): %s\n", r.Scenario, n)
 		}

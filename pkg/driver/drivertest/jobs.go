@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -236,6 +237,53 @@ func ExerciseJobStore(t *testing.T, newStore func(t *testing.T) driver.JobStore)
 		}
 	})
 
+	t.Run("AdvanceMany", func(t *testing.T) { t.Parallel(); exerciseAdvanceMany(t, newStore(t)) })
+	t.Run("AdvanceManyMatchesAdvance", func(t *testing.T) {
+		t.Parallel()
+		exerciseAdvanceManyMatchesAdvance(t, newStore(t), newStore(t))
+	})
+	t.Run("ConcurrentAdvanceManyOneWinner", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		var jobs []xjob.Job
+		for range 3 {
+			j, err := s.JobInsert(ctx, sampleJob(1, 1000))
+			requireNoErr(t, err, "insert")
+			jobs = append(jobs, j)
+		}
+		const n = 4
+		type result struct {
+			errs []error
+			err  error
+		}
+		res := make([]result, n)
+		race(n, func(i int) error {
+			ps := make([]driver.JobAdvanceParams, len(jobs))
+			for k, j := range jobs {
+				ps[k] = driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version,
+					TriggerLastTime: 1000, TriggerNextTime: 2000 + int64(i)}
+			}
+			res[i].errs, res[i].err = s.JobAdvanceMany(ctx, ps)
+			return res[i].err
+		})
+		for k, j := range jobs {
+			per := make([]error, n)
+			for i, r := range res {
+				requireNoErr(t, r.err, "advance many")
+				if len(r.errs) != len(jobs) {
+					t.Fatalf("call %d: %d results for %d advances", i, len(r.errs), len(jobs))
+				}
+				per[i] = r.errs[k]
+			}
+			w := oneWinner(t, per, xjob.ErrConflict, fmt.Sprintf("job %d", k))
+			got, err := s.JobGet(ctx, j.ID)
+			requireNoErr(t, err, "get")
+			if got.Version != j.Version+1 || got.TriggerNextTime != 2000+int64(w) {
+				t.Fatalf("job %d after race: version %d next %d, want %d %d", k, got.Version, got.TriggerNextTime, j.Version+1, 2000+w)
+			}
+		}
+	})
+
 	t.Run("RecordSlow", func(t *testing.T) {
 		t.Parallel()
 		s, ctx := newStore(t), t.Context()
@@ -430,5 +478,135 @@ func exerciseJobList(t *testing.T, s driver.JobStore) {
 			}
 			requireIDs(t, fmt.Sprintf("%s (limit %d)", c.name, limit), ids(got, jobID), want)
 		}
+	}
+}
+
+// exerciseAdvanceMany mixes successes, stale versions, a stop and a missing
+// job in one call: each item gets its own outcome, and only the winners
+// move.
+func exerciseAdvanceMany(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	var jobs []xjob.Job
+	for i := range 4 {
+		j, err := s.JobInsert(ctx, sampleJob(1, 1000+int64(i)))
+		requireNoErr(t, err, "insert")
+		jobs = append(jobs, j)
+	}
+	// jobs[1] moves on before the batch: its batch item is stale.
+	requireNoErr(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: jobs[1].ID, ExpectVersion: jobs[1].Version,
+		TriggerLastTime: 1, TriggerNextTime: 2}), "advance before batch")
+
+	errs, err := s.JobAdvanceMany(ctx, nil)
+	requireNoErr(t, err, "advance many of none")
+	if len(errs) != 0 {
+		t.Fatalf("advance many of none: %d results", len(errs))
+	}
+
+	ps := []driver.JobAdvanceParams{
+		{ID: jobs[0].ID, ExpectVersion: jobs[0].Version, TriggerLastTime: 1000, TriggerNextTime: 61_000},
+		{ID: jobs[1].ID, ExpectVersion: jobs[1].Version, TriggerLastTime: 1001, TriggerNextTime: 61_001},
+		{ID: 424242, ExpectVersion: 1, TriggerLastTime: 1, TriggerNextTime: 2},
+		{ID: jobs[2].ID, ExpectVersion: jobs[2].Version, Stop: true, TriggerLastTime: 5, TriggerNextTime: 6},
+		{ID: jobs[3].ID, ExpectVersion: jobs[3].Version + 7, TriggerLastTime: 1003, TriggerNextTime: 61_003},
+	}
+	errs, err = s.JobAdvanceMany(ctx, ps)
+	requireNoErr(t, err, "advance many")
+	if len(errs) != len(ps) {
+		t.Fatalf("advance many: %d results for %d advances", len(errs), len(ps))
+	}
+	requireNoErr(t, errs[0], "item 0 (current version)")
+	requireIs(t, errs[1], xjob.ErrConflict, "item 1 (stale version)")
+	requireMissing(t, errs[2], "item 2 (missing job)")
+	requireNoErr(t, errs[3], "item 3 (stop)")
+	requireIs(t, errs[4], xjob.ErrConflict, "item 4 (future version)")
+
+	want := []xjob.Job{jobs[0], jobs[1], jobs[2], jobs[3]}
+	want[0].TriggerLastTime, want[0].TriggerNextTime, want[0].Version = 1000, 61_000, jobs[0].Version+1
+	want[1].TriggerLastTime, want[1].TriggerNextTime, want[1].Version = 1, 2, jobs[1].Version+1
+	want[2].TriggerStatus, want[2].TriggerLastTime, want[2].TriggerNextTime, want[2].Version = xjob.StatusStopped, 0, 0, jobs[2].Version+1
+	for i, w := range want {
+		got, err := s.JobGet(ctx, w.ID)
+		requireNoErr(t, err, "get")
+		requireJob(t, fmt.Sprintf("job %d after advance many", i), got, w)
+	}
+	due, err := s.JobsDue(ctx, driver.JobsDueParams{Shard: jobs[2].Shard, Before: 1 << 62, Limit: 10})
+	requireNoErr(t, err, "due")
+	for _, d := range due {
+		if d.ID == jobs[2].ID {
+			t.Fatalf("job stopped by advance many still due: %+v", d)
+		}
+	}
+
+	// The same job twice with one version: as two JobAdvance calls in a
+	// row, the first wins and the second is stale.
+	errs, err = s.JobAdvanceMany(ctx, []driver.JobAdvanceParams{
+		{ID: jobs[0].ID, ExpectVersion: want[0].Version, TriggerLastTime: 2000, TriggerNextTime: 62_000},
+		{ID: jobs[0].ID, ExpectVersion: want[0].Version, TriggerLastTime: 3000, TriggerNextTime: 63_000},
+	})
+	requireNoErr(t, err, "advance many, same job twice")
+	requireNoErr(t, errs[0], "first of same job")
+	requireIs(t, errs[1], xjob.ErrConflict, "second of same job")
+	got, err := s.JobGet(ctx, jobs[0].ID)
+	requireNoErr(t, err, "get")
+	if got.TriggerNextTime != 62_000 || got.Version != want[0].Version+1 {
+		t.Fatalf("same job twice: next %d version %d, want 62000 %d", got.TriggerNextTime, got.Version, want[0].Version+1)
+	}
+}
+
+// exerciseAdvanceManyMatchesAdvance applies one sequence of advances to two
+// stores, one by one with JobAdvance and at once with JobAdvanceMany: the
+// outcomes and the stored jobs must be the same.
+func exerciseAdvanceManyMatchesAdvance(t *testing.T, one, many driver.JobStore) {
+	ctx := t.Context()
+	var a, b []xjob.Job
+	for i := range 6 {
+		ja, err := one.JobInsert(ctx, sampleJob(1, 1000+int64(i)))
+		requireNoErr(t, err, "insert")
+		jb, err := many.JobInsert(ctx, sampleJob(1, 1000+int64(i)))
+		requireNoErr(t, err, "insert")
+		a, b = append(a, ja), append(b, jb)
+	}
+	// Item k targets job k%6 with a version that is current, stale or
+	// ahead depending on k, and stops every fourth.
+	var pa, pb []driver.JobAdvanceParams
+	for k := range 18 {
+		i := k % 6
+		v := a[i].Version + int64(k/6) - int64(k%3%2) // some current, some off by one
+		p := driver.JobAdvanceParams{ExpectVersion: v, TriggerLastTime: int64(k), TriggerNextTime: int64(5000 + k), Stop: k%4 == 3}
+		p.ID = a[i].ID
+		pa = append(pa, p)
+		p.ID = b[i].ID
+		pb = append(pb, p)
+	}
+	pa = append(pa, driver.JobAdvanceParams{ID: 999_999, ExpectVersion: 1})
+	pb = append(pb, driver.JobAdvanceParams{ID: 999_999, ExpectVersion: 1})
+
+	errsMany, err := many.JobAdvanceMany(ctx, pb)
+	requireNoErr(t, err, "advance many")
+	if len(errsMany) != len(pb) {
+		t.Fatalf("advance many: %d results for %d advances", len(errsMany), len(pb))
+	}
+	wins := 0
+	for k, p := range pa {
+		errOne := one.JobAdvance(ctx, p)
+		switch {
+		case errOne == nil && errsMany[k] == nil:
+			wins++
+		case errOne == nil || errsMany[k] == nil:
+			t.Fatalf("item %d: JobAdvance %v, JobAdvanceMany %v", k, errOne, errsMany[k])
+		case errors.Is(errOne, xjob.ErrConflict) != errors.Is(errsMany[k], xjob.ErrConflict):
+			t.Fatalf("item %d: JobAdvance %v, JobAdvanceMany %v", k, errOne, errsMany[k])
+		}
+	}
+	if wins == 0 || wins == len(pa) {
+		t.Fatalf("%d of %d advances won: the sequence should mix outcomes", wins, len(pa))
+	}
+	for i := range a {
+		ga, err := one.JobGet(ctx, a[i].ID)
+		requireNoErr(t, err, "get")
+		gb, err := many.JobGet(ctx, b[i].ID)
+		requireNoErr(t, err, "get")
+		gb.ID, gb.Shard = ga.ID, ga.Shard
+		requireJob(t, fmt.Sprintf("job %d", i), gb, ga)
 	}
 }
