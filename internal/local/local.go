@@ -80,6 +80,16 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("local: open %s: %w", cfg.DB, err)
 	}
 	defer db.Close()
+	if !st.ownerShared {
+		// This process holds the installation lock, so whoever consumed the
+		// queues before it is gone: take back what it held (ring buckets,
+		// lane tasks) now rather than after their visibility timeouts.
+		if n, err := db.ReleaseClaims(ctx); err != nil {
+			return fmt.Errorf("local: %w", err)
+		} else if n > 0 {
+			logger.Info("took back queue messages a previous run held", "messages", n)
+		}
+	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

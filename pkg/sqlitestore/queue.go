@@ -246,3 +246,31 @@ func (q *queue[T]) Retry(ctx context.Context, token string, delay time.Duration)
 	q.db.wake(q.name)
 	return nil
 }
+
+// ReleaseClaims makes every claimed, unacknowledged message of every queue
+// visible again at once, and invalidates the old delivery tokens. It is
+// for a process that knows the previous consumer of the file is dead —
+// xjob local holding the installation lock after a crash — so that the
+// buckets and tasks the dead process held come back now instead of after
+// their visibility timeout. A message some other live consumer still
+// holds would be delivered twice; deduplication downstream (occurrence
+// ids) makes that harmless.
+func (db *DB) ReleaseClaims(ctx context.Context) (int, error) {
+	var n int64
+	now := db.opts.Clock.Now().UnixMilli()
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		var err error
+		n, err = rowsAffected(c.ExecContext(ctx, `UPDATE queue_messages SET visible_at = ?, receipt = ''
+			WHERE receipt <> '' AND visible_at > ?`, now, now))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite queue release claims: %w", err)
+	}
+	if n > 0 {
+		for _, name := range []string{db.ring.name, db.fast.name, db.slow.name} {
+			db.wake(name)
+		}
+	}
+	return int(n), nil
+}

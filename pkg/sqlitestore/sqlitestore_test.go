@@ -422,3 +422,36 @@ func TestWriteAbandonedBeforeStart(t *testing.T) {
 		t.Fatalf("write after close: %v", err)
 	}
 }
+
+// After a crash the next process releases what the dead one held: the
+// messages come back at once, and the dead process's tokens no longer ack.
+func TestReleaseClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewFake(time.UnixMilli(1_800_000_000_000))
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "x.db"), Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	q := db.Ring()
+	later := clk.Now().Add(time.Minute).UnixMilli()
+	if err := q.Send(ctx, []driver.Outgoing[xjob.RingBucket]{{Msg: xjob.RingBucket{Second: 1}}, {Msg: xjob.RingBucket{Second: 2}, VisibleAt: later}}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := q.Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Hour})
+	if err != nil || len(held) != 1 {
+		t.Fatalf("receive = %v, %v", held, err)
+	}
+	n, err := db.ReleaseClaims(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("ReleaseClaims = %d, %v; want the one claimed message (not the delayed one)", n, err)
+	}
+	again, err := q.Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Hour})
+	if err != nil || len(again) != 1 || again[0].Msg.Second != 1 || again[0].Receives != 2 {
+		t.Fatalf("after release: %+v, %v; want the released message, second receive", again, err)
+	}
+	if err := q.Retry(ctx, held[0].Token, 0); !errors.Is(err, xjob.ErrNotFound) {
+		t.Fatalf("stale token retry = %v, want ErrNotFound", err)
+	}
+}
