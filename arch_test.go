@@ -12,7 +12,7 @@ var corePackages = []string{
 	".", "./pkg/clock", "./pkg/driver", "./pkg/protocol", "./pkg/schedule",
 	"./pkg/lease", "./pkg/scan", "./pkg/ring", "./pkg/dispatch", "./pkg/callback",
 	"./pkg/registry", "./pkg/route", "./pkg/execclient", "./pkg/alarm", "./pkg/metric",
-	"./pkg/executor",
+	"./pkg/executor", "./pkg/report",
 }
 
 var forbiddenImports = []string{
