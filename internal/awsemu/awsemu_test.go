@@ -2,6 +2,7 @@ package awsemu_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/awsemu"
+	"github.com/xjobdev/xjob/internal/awsemu/emulator"
 	"github.com/xjobdev/xjob/pkg/adminclient"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/executor"
@@ -26,10 +28,8 @@ func TestDeploymentEndToEnd(t *testing.T) {
 	d, err := awsemu.Start(ctx, awsemu.Options{Shards: 2, RingPollers: 2, FastPollers: 2, SlowPollers: 1,
 		PollWait: time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		if strings.Contains(err.Error(), "make emulators") || strings.Contains(err.Error(), "node not found") {
-			if os.Getenv("CI") == "" {
-				t.Skip(err)
-			}
+		if errors.Is(err, emulator.ErrNotInstalled) && os.Getenv("CI") == "" {
+			t.Skip(err)
 		}
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/xjobdev/xjob/internal/awsconfig"
+	"github.com/xjobdev/xjob/internal/awsemu/emulator"
 	"github.com/xjobdev/xjob/internal/lambdaapp"
 	"github.com/xjobdev/xjob/pkg/dynamostore"
 	"github.com/xjobdev/xjob/pkg/scan"
@@ -112,8 +113,8 @@ func (o *Options) applyDefaults() {
 // Deployment is one running emulated AWS deployment of xjob.
 type Deployment struct {
 	opts     Options
-	dynalite *emulator
-	fauxqs   *emulator
+	dynalite *emulator.Process
+	fauxqs   *emulator.Process
 	meter    *Meter
 	httpc    *awshttp.BuildableClient
 	vars     map[string]string // the functions' environment
@@ -138,7 +139,7 @@ type Deployment struct {
 // at once). Close stops everything.
 func Start(ctx context.Context, opts Options) (d *Deployment, err error) {
 	opts.applyDefaults()
-	dir, err := emulatorDir(opts.Root)
+	dir, err := emulator.Dir(opts.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -149,10 +150,10 @@ func Start(ctx context.Context, opts Options) (d *Deployment, err error) {
 			d = nil
 		}
 	}()
-	if d.dynalite, err = startEmulator("dynalite", dir, opts.StartTimeout, dynaliteScript, "0"); err != nil {
+	if d.dynalite, err = emulator.StartDynalite(dir, opts.StartTimeout); err != nil {
 		return nil, err
 	}
-	if d.fauxqs, err = startEmulator("fauxqs", dir, opts.StartTimeout, "--input-type=module", "-e", fauxqsLoopback, "0"); err != nil {
+	if d.fauxqs, err = emulator.StartFauxqs(dir, opts.StartTimeout); err != nil {
 		return nil, err
 	}
 	// One transport for every client: the SDK's default keeps 10 idle
@@ -203,14 +204,14 @@ func (d *Deployment) Meter() *Meter { return d.meter }
 
 // Endpoints returns the emulators' base URLs (DynamoDB, SQS/SNS).
 func (d *Deployment) Endpoints() (dynamoDB, sqsSNS string) {
-	return d.dynalite.endpoint, d.fauxqs.endpoint
+	return d.dynalite.Endpoint(), d.fauxqs.Endpoint()
 }
 
 // EmulatorUsage is the kernel's accounting of the emulator processes; the
 // figures are complete after Close.
 func (d *Deployment) EmulatorUsage() []ProcessUsage {
 	var out []ProcessUsage
-	for _, e := range []*emulator{d.dynalite, d.fauxqs} {
+	for _, e := range []*emulator.Process{d.dynalite, d.fauxqs} {
 		if e != nil {
 			out = append(out, e.Usage())
 		}
@@ -247,9 +248,9 @@ func (d *Deployment) Close() {
 			cancel()
 		}
 		d.wg.Wait()
-		for _, e := range []*emulator{d.fauxqs, d.dynalite} {
+		for _, e := range []*emulator.Process{d.fauxqs, d.dynalite} {
 			if e != nil {
-				e.stop()
+				e.Stop()
 			}
 		}
 	})
@@ -271,15 +272,15 @@ func (d *Deployment) clients(fn string) (*dynamodb.Client, *sqs.Client, *sns.Cli
 	}
 	cfg := d.config()
 	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		o.BaseEndpoint = aws.String(d.dynalite.endpoint)
+		o.BaseEndpoint = aws.String(d.dynalite.Endpoint())
 		o.APIOptions = append(o.APIOptions, apiOpts...)
 	})
 	sq := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
-		o.BaseEndpoint = aws.String(d.fauxqs.endpoint)
+		o.BaseEndpoint = aws.String(d.fauxqs.Endpoint())
 		o.APIOptions = append(o.APIOptions, apiOpts...)
 	})
 	sn := sns.NewFromConfig(cfg, func(o *sns.Options) {
-		o.BaseEndpoint = aws.String(d.fauxqs.endpoint)
+		o.BaseEndpoint = aws.String(d.fauxqs.Endpoint())
 		o.APIOptions = append(o.APIOptions, apiOpts...)
 	})
 	return ddb, sq, sn

@@ -20,5 +20,5 @@
 // retry (reported as a batch item failure), or drop (malformed message:
 // logged and deleted, since no retry can fix it).
 //
-// The mains stay thin: lambda.Start(app.Handler) after Init.
+// The mains stay thin: each is one call of Main naming its function and handler.
 package lambdaapp

@@ -26,6 +26,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/awsconfig"
+	"github.com/xjobdev/xjob/internal/awsemu"
 	"github.com/xjobdev/xjob/internal/lambdaapp"
 	"github.com/xjobdev/xjob/pkg/awstest"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -52,7 +53,7 @@ type env struct {
 	sqs     *sqs.Client       // un-metered (event source mappings have their own meter key)
 	store   *dynamostore.DB   // un-metered, for assertions
 	alarmQ  string            // queue subscribed to the alarm topic
-	meter   *meter
+	meter   *awsemu.Meter
 	ddbURL  string
 	sqsURL  string
 	logger  *slog.Logger
@@ -65,7 +66,7 @@ type env struct {
 func setupEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{t: t, meter: newMeter(), ddbURL: awstest.Dynalite(t), sqsURL: awstest.Fauxqs(t),
+	e := &env{t: t, meter: awsemu.NewMeter(), ddbURL: awstest.Dynalite(t), sqsURL: awstest.Fauxqs(t),
 		sqs: awstest.SQS(t), arns: map[string]string{}, apps: map[string]*lambdaapp.App{}, shards: 2}
 	e.logger = slog.New(slog.DiscardHandler)
 	if os.Getenv("XJOB_TEST_LOG") != "" {
@@ -127,7 +128,7 @@ func (e *env) app(fn, key string) *lambdaapp.App {
 	if err != nil {
 		e.t.Fatalf("config %s: %v", fn, err)
 	}
-	mw := e.meter.middleware(fn)
+	mw := e.meter.Middleware(fn)
 	d := lambdaapp.Deps{
 		DynamoDB: dynamodb.NewFromConfig(awstest.Config(), func(o *dynamodb.Options) {
 			o.BaseEndpoint = aws.String(e.ddbURL)
@@ -167,9 +168,9 @@ func invoke[In, Out any](e *env, fn string, timeout time.Duration, h func(contex
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: awstest.UniqueName("req")})
-	start := time.Now()
+	end := e.meter.Begin(fn)
 	out, err := h(ctx, in)
-	e.meter.invoked(fn, time.Since(start))
+	end()
 	return out, err
 }
 
@@ -183,7 +184,7 @@ func scheduledEvent() events.EventBridgeEvent {
 // each request into a payload-2.0 event and routes it as the templates do.
 func (e *env) apiGateway() *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e.meter.httpRequest()
+		e.meter.HTTPRequest()
 		body, _ := io.ReadAll(r.Body)
 		hdr := map[string]string{}
 		for k, v := range r.Header {
@@ -236,7 +237,7 @@ type esm struct {
 func (s *esm) run(ctx context.Context, wg *sync.WaitGroup) {
 	client := sqs.NewFromConfig(awstest.Config(), func(o *sqs.Options) {
 		o.BaseEndpoint = aws.String(s.e.sqsURL)
-		o.APIOptions = append(o.APIOptions, s.e.meter.middleware("esm:"+s.fn))
+		o.APIOptions = append(o.APIOptions, s.e.meter.Middleware("esm:"+s.fn))
 	})
 	wg.Go(func() {
 		for ctx.Err() == nil {
@@ -404,7 +405,7 @@ func TestLambdaEndToEnd(t *testing.T) {
 	var boomJob xjob.Job
 	adminCall(t, gw.URL, "POST", "/v1/jobs", map[string]any{"jobGroup": g.ID, "jobDesc": "fails", "author": "t",
 		"scheduleType": "FIX_RATE", "scheduleConf": "4", "executorHandler": "boom", "triggerStatus": 1}, &boomJob)
-	e.meter.reset() // cost accounting covers the pipeline, not the setup
+	setup := e.meter.Snapshot() // cost accounting covers the pipeline, not the setup
 
 	// Event source mappings: ring and both dispatch lanes, each injecting
 	// one redelivery of a message it handled successfully.
@@ -531,19 +532,20 @@ func TestLambdaEndToEnd(t *testing.T) {
 		t.Errorf("group after maintenance: %+v %v", eg, err)
 	}
 
-	// Every AWS action a function called is declared for it.
+	// Every AWS action a function called (setup included) is declared for it.
+	all := e.meter.Snapshot()
 	for _, fn := range awsconfig.Functions {
-		for _, act := range e.meter.iamActions(fn.Name) {
+		for _, act := range iamActions(all, fn.Name) {
 			if !slices.Contains(fn.Actions, act) {
 				t.Errorf("%s calls %s, which awsconfig does not declare", fn.Name, act)
 			}
 		}
-		t.Logf("%-8s observed IAM actions: %v", fn.Name, e.meter.iamActions(fn.Name))
+		t.Logf("%-8s observed IAM actions: %v", fn.Name, iamActions(all, fn.Name))
 	}
 	triggers := len(e.logs(t, boomJob.ID))
 	for _, j := range okJobs {
 		triggers += len(e.logs(t, j.ID))
 	}
 	t.Logf("executor runs %d, trigger logs %d", runs, triggers)
-	costTable(t, e.meter, triggers)
+	costTable(t, all.Sub(setup), triggers)
 }

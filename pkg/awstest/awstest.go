@@ -3,8 +3,8 @@
 // them. It is imported by tests only.
 //
 // Each emulator is a Node child process started once per test binary, on
-// first use, on a port the OS picks on 127.0.0.1 (the starter scripts in
-// test/emulators print "READY <port>"). The processes end when the test
+// first use, on a port the OS picks on 127.0.0.1, by internal/awsemu/emulator
+// (the same starter the emulated deployment uses). The processes end when the test
 // binary calls Stop (Main does it after m.Run) and, as a safety net, when
 // their stdin closes, which happens when the test binary dies however it
 // dies.
@@ -16,14 +16,9 @@
 package awstest
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +27,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	emu "github.com/xjobdev/xjob/internal/awsemu/emulator"
 )
 
 // Region is the region every emulator client is built for; the emulators
@@ -41,23 +38,21 @@ const Region = "us-east-1"
 // startTimeout bounds how long an emulator may take to print READY.
 const startTimeout = 30 * time.Second
 
-// emulator is one lazily started child process.
+// emulator is one emulator process of this test binary, started on first
+// use by the shared starter in internal/awsemu/emulator.
 type emulator struct {
-	script string // file in test/emulators
+	start func(dir string, timeout time.Duration) (*emu.Process, error)
 
-	once     sync.Once
-	endpoint string
-	err      error
-	skip     bool // err means "not installed", not "broken"
-
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	in  io.Closer
+	once sync.Once
+	proc *emu.Process
+	err  error
+	skip bool // err means "not installed", not "broken"
+	mu   sync.Mutex
 }
 
 var (
-	dynalite = &emulator{script: "dynalite.js"}
-	fauxqs   = &emulator{script: "fauxqs.js"}
+	dynalite = &emulator{start: emu.StartDynalite}
+	fauxqs   = &emulator{start: emu.StartFauxqs}
 )
 
 // Dynalite returns the base endpoint (http://127.0.0.1:port) of the shared
@@ -125,99 +120,35 @@ var (
 
 func (e *emulator) get(t testing.TB) string {
 	t.Helper()
-	e.once.Do(e.start)
+	e.once.Do(e.run)
 	if e.err != nil {
 		if e.skip && os.Getenv("CI") == "" {
 			t.Skip(e.err.Error())
 		}
 		t.Fatal(e.err)
 	}
-	return e.endpoint
+	return e.proc.Endpoint()
 }
 
-func (e *emulator) start() {
-	dir, err := emulatorDir()
+func (e *emulator) run() {
+	dir, err := emu.Dir("")
+	if err == nil {
+		var p *emu.Process
+		p, err = e.start(dir, startTimeout)
+		e.mu.Lock()
+		e.proc = p
+		e.mu.Unlock()
+	}
 	if err != nil {
-		e.err = err
-		return
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
-		e.err, e.skip = fmt.Errorf("awstest: %s is missing: run make emulators (npm ci --prefix test/emulators)", filepath.Join(dir, "node_modules")), true
-		return
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		e.err, e.skip = fmt.Errorf("awstest: node not found on PATH (Node 20 runs the emulators; then run make emulators): %w", err), true
-		return
-	}
-	cmd := exec.Command(node, e.script, "0")
-	cmd.Dir = dir
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		e.err = fmt.Errorf("awstest %s: %w", e.script, err)
-		return
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		e.err = fmt.Errorf("awstest %s: %w", e.script, err)
-		return
-	}
-	if err := cmd.Start(); err != nil {
-		e.err = fmt.Errorf("awstest %s: start: %w", e.script, err)
-		return
-	}
-	e.mu.Lock()
-	e.cmd, e.in = cmd, stdin
-	e.mu.Unlock()
-
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if port, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
-				ready <- port
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout) // keep the pipe drained
-	}()
-	select {
-	case port := <-ready:
-		e.endpoint = "http://127.0.0.1:" + strings.TrimSpace(port)
-	case <-time.After(startTimeout):
-		e.stop()
-		e.err = fmt.Errorf("awstest %s: not ready after %v", e.script, startTimeout)
+		e.err, e.skip = fmt.Errorf("awstest: %w", err), errors.Is(err, emu.ErrNotInstalled)
 	}
 }
 
 func (e *emulator) stop() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.cmd == nil {
-		return
-	}
-	_ = e.in.Close()
-	_ = e.cmd.Process.Kill()
-	_ = e.cmd.Wait()
-	e.cmd = nil
-}
-
-// emulatorDir finds test/emulators from the working directory (a package
-// directory under go test) by walking up to the module root.
-func emulatorDir() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("awstest: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "test", "emulators"), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("awstest: no go.mod above the working directory")
-		}
-		dir = parent
+	if e.proc != nil {
+		e.proc.Stop()
+		e.proc = nil
 	}
 }
