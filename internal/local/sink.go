@@ -32,11 +32,16 @@ const sinkWorkers = 16
 // saves the three queue writes per trigger (send, claim, ack) of a round
 // trip through the SQLite lane queue.
 //
-//	ring ──Deliver(lane, tasks)──▶ free worker of lane? ──yes──▶ Dispatch
-//	                                      │no, for spillAfter        │ErrInFlight, store error
-//	                                      ▼                          ▼
-//	                          durable lane queue ◀──────── (after Dispose's delay)
-//	                          (the lane consumers: retries, child and manual tasks)
+//	ring ──Deliver(lane, tasks)──▶ Load (shared reads) ──▶ free worker of lane? ──yes──▶ Trigger
+//	                                                       │no, for spillAfter           │ErrInFlight, store error
+//	                                                       ▼                             ▼
+//	                                       durable lane queue ◀───────────────────────── (after Dispose's delay)
+//	                                       (the lane consumers: retries, child and manual tasks)
+//
+// The tasks of one Deliver are one batch (dispatch.Dispatcher.Load): their
+// jobs, groups and executor addresses are read once for all of them, and
+// each task is then triggered when a worker of the lane is free, exactly
+// as DispatchMany would but on the lane's pool.
 //
 // Deliver returns once every task is dispatched or durably queued, so the
 // ring acknowledges a bucket only after its fires were triggered. A crash
@@ -65,11 +70,11 @@ func newLaneSink(base context.Context, disp *dispatch.Dispatcher, queues driver.
 		}}
 }
 
-// Deliver dispatches tasks on lane's workers and waits for them. Tasks it
-// could not start within the spill time, and tasks whose dispatch must be
-// retried, go to the durable lane queue; an error means that send failed
-// (or ctx ended before every task was started), and the ring delivers the
-// bucket again.
+// Deliver dispatches tasks as one batch on lane's workers and waits for
+// them. Tasks it could not start within the spill time, and tasks whose
+// dispatch must be retried, go to the durable lane queue; an error means
+// that send failed (or ctx ended before every task was started), and the
+// ring delivers the bucket again.
 func (s *laneSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
 	slots, ok := s.slots[lane]
 	if !ok {
@@ -85,6 +90,7 @@ func (s *laneSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dis
 		defer mu.Unlock()
 		back = append(back, driver.Outgoing[xjob.DispatchTask]{Msg: t, VisibleAt: s.clk.Now().Add(after).UnixMilli()})
 	}
+	batch := s.disp.Load(s.base, tasks)
 	spill := time.NewTimer(s.spill)
 	defer spill.Stop()
 	spilling := false
@@ -94,7 +100,8 @@ func (s *laneSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dis
 			case slots <- struct{}{}:
 				wg.Go(func() {
 					defer func() { <-slots }()
-					s.dispatch(t, requeue)
+					out, err := batch.Trigger(s.base, i)
+					s.settle(t, out, err, requeue)
 				})
 				continue
 			case <-spill.C:
@@ -117,10 +124,9 @@ func (s *laneSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dis
 	return nil
 }
 
-// dispatch runs one task and hands it to requeue when Dispose says to
-// try again later; malformed tasks and tasks that no longer apply end here.
-func (s *laneSink) dispatch(t xjob.DispatchTask, requeue func(xjob.DispatchTask, time.Duration)) {
-	out, err := s.disp.Dispatch(s.base, t)
+// settle hands a dispatched task to requeue when Dispose says to try
+// again later; malformed tasks and tasks that no longer apply end here.
+func (s *laneSink) settle(t xjob.DispatchTask, out dispatch.Outcome, err error, requeue func(xjob.DispatchTask, time.Duration)) {
 	if err == nil {
 		if out.Dropped {
 			s.log.Debug("dispatch dropped", "job", t.Occurrence.JobID, "reason", out.Reason)

@@ -17,6 +17,10 @@
 // which an executor can see one log id twice is a dispatcher that called
 // /run and died before recording it, and its claim then expired; xxl-job
 // executors reject a log id that is still queued with them.
+//
+// DispatchMany (and Load + Batch.Trigger for callers with their own worker
+// pools) triggers a batch with shared reads: one JobGetMany, each group
+// and its addresses once. Dispatch is a batch of one; there is one path.
 package dispatch
 
 import (
@@ -24,8 +28,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/xjobdev/xjob"
@@ -70,6 +76,10 @@ type Config struct {
 	ClaimTTL time.Duration
 	// AdminAddress is shown in trigger messages (xxl-job shows the admin IP).
 	AdminAddress string
+	// BatchConcurrency bounds the tasks of one DispatchMany triggered at
+	// the same time, and its concurrent group reads (default 32): a batch
+	// shares its reads, not its executors' latency.
+	BatchConcurrency int
 }
 
 // Deps are the ports a Dispatcher uses.
@@ -96,6 +106,9 @@ func New(cfg Config, d Deps) (*Dispatcher, error) {
 	if cfg.ClaimTTL == 0 {
 		cfg.ClaimTTL = 30 * time.Second
 	}
+	if cfg.BatchConcurrency <= 0 {
+		cfg.BatchConcurrency = 32
+	}
 	if d.Store == nil || d.Executors == nil || d.Router == nil || d.Addresses == nil || d.Completer == nil || d.Clock == nil {
 		return nil, errors.New("dispatch: Store, Executors, Router, Addresses, Completer and Clock are required")
 	}
@@ -121,54 +134,188 @@ type Outcome struct {
 // holds the occurrence, a *xjob.ValidationError for a malformed task, and
 // other errors for store failures (retry later). Executor failures are not
 // errors: they are recorded in the log and completed (retry/alarm).
+// It is DispatchMany of one task.
 func (d *Dispatcher) Dispatch(ctx context.Context, task xjob.DispatchTask) (Outcome, error) {
-	if err := task.Validate(); err != nil {
-		return Outcome{}, err
+	outs, errs := d.DispatchMany(ctx, []xjob.DispatchTask{task})
+	return outs[0], errs[0]
+}
+
+// DispatchMany triggers tasks with shared reads (Load): their jobs in one
+// JobGetMany (JobGet when they are all one job's), each distinct group
+// and its addresses once; then every task concurrently, at most
+// Config.BatchConcurrency at a time. The i-th outcome and error are
+// tasks[i]'s and mean exactly what Dispatch's do.
+func (d *Dispatcher) DispatchMany(ctx context.Context, tasks []xjob.DispatchTask) ([]Outcome, []error) {
+	b := d.Load(ctx, tasks)
+	outs, errs := make([]Outcome, len(tasks)), make([]error, len(tasks))
+	each(len(tasks), d.cfg.BatchConcurrency, func(i int) { outs[i], errs[i] = b.Trigger(ctx, i) })
+	return outs, errs
+}
+
+// Batch is a set of tasks whose reads are done: what Load learnt about
+// each task, waiting for Trigger. It lets a caller that bounds its own
+// workers (the local lane pools) share the reads of DispatchMany and
+// still start each trigger when a worker is free.
+type Batch struct {
+	d     *Dispatcher
+	tasks []batchTask
+}
+
+// batchTask is one task's state after Load: done with (out, err) when
+// validation, the job or its group decided it; else t is ready to trigger.
+type batchTask struct {
+	done bool
+	out  Outcome
+	err  error
+	t    *trigger
+}
+
+// Load validates tasks and reads what triggering them needs: all jobs in
+// one JobGetMany (JobGet for a single job), each distinct group once, and each group's addresses
+// once (only for groups some task needs them for). Read failures are not
+// returned here but by the Trigger of each task they concern; Load has no
+// other effect, so a caller may leave some tasks of a batch untriggered.
+func (d *Dispatcher) Load(ctx context.Context, tasks []xjob.DispatchTask) *Batch {
+	b := &Batch{d: d, tasks: make([]batchTask, len(tasks))}
+	ids := make([]int64, 0, len(tasks))
+	for i := range tasks {
+		if err := tasks[i].Validate(); err != nil {
+			b.tasks[i] = batchTask{done: true, err: err}
+			continue
+		}
+		ids = append(ids, tasks[i].Occurrence.JobID)
 	}
-	occ := task.Occurrence
-	job, err := d.d.Store.JobGet(ctx, occ.JobID)
-	if errors.Is(err, xjob.ErrNotFound) {
-		d.d.Metrics.Drop()
-		return Outcome{Dropped: true, Reason: "job deleted"}, nil
+	if len(ids) == 0 {
+		return b
 	}
-	if err != nil {
-		return Outcome{}, fmt.Errorf("dispatch job %d: %w", occ.JobID, err)
+	slices.Sort(ids)
+	jobs, err := d.loadJobs(ctx, slices.Compact(ids))
+	byID := make(map[int64]*xjob.Job, len(jobs))
+	for i := range jobs {
+		byID[jobs[i].ID] = &jobs[i]
 	}
-	if occ.Scheduled() {
+
+	// Jobs: drop what no longer applies; note the groups the rest need.
+	type groupRead struct {
+		id        int64
+		needAddrs bool
+		group     xjob.Group
+		addrs     []string
+		err       error // group read failure (not ErrNotFound)
+		missing   bool
+		addrsErr  error
+	}
+	groups := map[int64]*groupRead{}
+	var order []*groupRead
+	for i, task := range tasks {
+		bt := &b.tasks[i]
+		if bt.done {
+			continue
+		}
+		occ := task.Occurrence
+		if err != nil {
+			*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: %w", occ.JobID, err)}
+			continue
+		}
+		job, ok := byID[occ.JobID]
+		if !ok {
+			*bt = batchTask{done: true, out: Outcome{Dropped: true, Reason: "job deleted"}}
+			continue
+		}
 		// A person's stop or edit bumps the revision; the scan stopping a
 		// job whose schedule ended does not, and its last fires still run.
-		reason := ""
-		if task.Revision != 0 && job.Revision != task.Revision {
-			reason = "job stopped or edited since the fire was planned"
+		if occ.Scheduled() && task.Revision != 0 && job.Revision != task.Revision {
+			*bt = batchTask{done: true, out: Outcome{Dropped: true, Reason: "job stopped or edited since the fire was planned"}}
+			continue
 		}
-		if reason != "" {
-			d.d.Metrics.Drop()
-			return Outcome{Dropped: true, Reason: reason}, nil
+		bt.t = d.newTrigger(*job, task)
+		g := groups[job.GroupID]
+		if g == nil {
+			g = &groupRead{id: job.GroupID}
+			groups[job.GroupID] = g
+			order = append(order, g)
 		}
+		g.needAddrs = g.needAddrs || len(task.AddressList) == 0
 	}
-	t := d.newTrigger(job, task)
-	group, err := d.d.Store.GroupGet(ctx, job.GroupID)
-	switch {
-	case errors.Is(err, xjob.ErrNotFound):
-		t.fail = "executor group " + strconv.FormatInt(job.GroupID, 10) + " does not exist"
-	case err != nil:
-		return Outcome{}, fmt.Errorf("dispatch job %d: group: %w", job.ID, err)
-	default:
-		t.group = group
-		t.addrs = task.AddressList
-		if len(t.addrs) == 0 {
-			if t.addrs, err = d.d.Addresses.Addresses(ctx, group); err != nil {
-				return Outcome{}, fmt.Errorf("dispatch job %d: addresses: %w", job.ID, err)
+
+	// Groups and their addresses, each once, concurrently.
+	each(len(order), d.cfg.BatchConcurrency, func(i int) {
+		g := order[i]
+		g.group, g.err = d.d.Store.GroupGet(ctx, g.id)
+		if errors.Is(g.err, xjob.ErrNotFound) {
+			g.missing, g.err = true, nil
+		}
+		if g.err != nil || g.missing || !g.needAddrs {
+			return
+		}
+		g.addrs, g.addrsErr = d.d.Addresses.Addresses(ctx, g.group)
+	})
+	for i := range b.tasks {
+		bt := &b.tasks[i]
+		if bt.done {
+			continue
+		}
+		t := bt.t
+		g := groups[t.job.GroupID]
+		switch {
+		case g.missing:
+			t.fail = "executor group " + strconv.FormatInt(t.job.GroupID, 10) + " does not exist"
+		case g.err != nil:
+			*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: group: %w", t.job.ID, g.err)}
+		default:
+			t.group = g.group
+			t.addrs = t.task.AddressList
+			if len(t.addrs) == 0 {
+				if g.addrsErr != nil {
+					*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: addresses: %w", t.job.ID, g.addrsErr)}
+					continue
+				}
+				t.addrs = g.addrs
 			}
 		}
 	}
+	return b
+}
 
-	var out Outcome
+// loadJobs reads the jobs among ids that exist: one JobGetMany, or one
+// JobGet for a single job (a plain Dispatch reads exactly as it always
+// did, which on DynamoDB is a GetItem rather than a BatchGetItem).
+func (d *Dispatcher) loadJobs(ctx context.Context, ids []int64) ([]xjob.Job, error) {
+	if len(ids) > 1 {
+		return d.d.Store.JobGetMany(ctx, ids)
+	}
+	job, err := d.d.Store.JobGet(ctx, ids[0])
 	switch {
-	case job.RouteStrategy == xjob.RouteShardingBroadcast && task.ShardTotal > 0:
+	case errors.Is(err, xjob.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return []xjob.Job{job}, nil
+}
+
+// Trigger triggers task i of b, once: what Dispatch does after its reads.
+// Triggers of different tasks may run concurrently.
+func (b *Batch) Trigger(ctx context.Context, i int) (Outcome, error) {
+	bt := &b.tasks[i]
+	if bt.done {
+		if bt.out.Dropped {
+			// Counted here, not in Load: a task Load decided but its
+			// caller never triggers (the local sink's spill) is not dropped.
+			b.d.d.Metrics.Drop()
+		}
+		return bt.out, bt.err
+	}
+	d, t, task := b.d, bt.t, bt.t.task
+	var (
+		out Outcome
+		err error
+	)
+	switch {
+	case t.job.RouteStrategy == xjob.RouteShardingBroadcast && task.ShardTotal > 0:
 		// A retried shard re-runs only itself.
 		err = d.triggerShard(ctx, t, task.ShardIndex, task.ShardTotal, &out)
-	case job.RouteStrategy == xjob.RouteShardingBroadcast && t.fail == "" && len(t.addrs) > 0:
+	case t.job.RouteStrategy == xjob.RouteShardingBroadcast && t.fail == "" && len(t.addrs) > 0:
 		n := len(t.addrs)
 		for i := range n {
 			if e := d.triggerShard(ctx, t, i, n, &out); e != nil {
@@ -179,6 +326,24 @@ func (d *Dispatcher) Dispatch(ctx context.Context, task xjob.DispatchTask) (Outc
 		err = d.triggerShard(ctx, t, 0, 1, &out)
 	}
 	return out, err
+}
+
+// each runs fn(0..n-1), at most limit at a time; one call runs inline.
+func each(n, limit int, fn func(int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	sem := make(chan struct{}, max(limit, 1))
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
 }
 
 // trigger is what one task knows before it routes.

@@ -84,6 +84,13 @@ type env struct {
 
 func setup(t *testing.T) env {
 	t.Helper()
+	return setupWith(t, nil)
+}
+
+// setupWith is setup with the dispatcher's (and registry's) store wrapped
+// by wrap, when not nil; env.db stays the bare store for fixtures.
+func setupWith(t *testing.T, wrap func(driver.Store) driver.Store) env {
+	t.Helper()
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	db, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "x.db"), sqlitestore.Options{Shards: 1, Clock: clk})
@@ -95,7 +102,11 @@ func setup(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.New(registry.Config{Store: db, Clock: clk, Logger: quiet})
+	var store driver.Store = db
+	if wrap != nil {
+		store = wrap(db)
+	}
+	reg, err := registry.New(registry.Config{Store: store, Clock: clk, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +114,7 @@ func setup(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dispatch.New(dispatch.Config{}, dispatch.Deps{Store: db, Executors: client,
+	d, err := dispatch.New(dispatch.Config{}, dispatch.Deps{Store: store, Executors: client,
 		Router: route.New(route.Options{Clock: clk, Prober: client}), Addresses: reg, Completer: cb, Clock: clk, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
