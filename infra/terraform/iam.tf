@@ -88,7 +88,7 @@ resource "aws_iam_role" "dispatch" {
 data "aws_iam_policy_document" "dispatch" {
   statement {
     sid       = "Tables"
-    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
+    actions   = ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
     resources = local.table_arns
   }
   statement {

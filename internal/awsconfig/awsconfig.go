@@ -75,6 +75,7 @@ var Functions = []Function{
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel},
 		Actions: []string{
+			"dynamodb:BatchGetItem", // the jobs of an SQS batch (DispatchMany)
 			"dynamodb:GetItem",
 			"dynamodb:PutItem", // occurrence marker, trigger log
 			"dynamodb:Query",   // live executors of an automatic group

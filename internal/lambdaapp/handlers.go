@@ -143,17 +143,29 @@ func (a *App) Dispatch(ctx context.Context, raw json.RawMessage) (any, error) {
 	}
 }
 
-// DispatchSQS handles one SQS batch of dispatch tasks from either lane.
+// DispatchSQS handles one SQS batch of dispatch tasks from either lane as
+// one DispatchMany (the batch's jobs, groups and addresses read once), and
+// reports each record whose task must be retried as a batch item failure.
 func (a *App) DispatchSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer a.flushReports(ctx)
-	return a.eachRecord(ctx, ev, func(ctx context.Context, r events.SQSMessage) bool {
+	tasks := make([]xjob.DispatchTask, 0, len(ev.Records))
+	records := make([]events.SQSMessage, 0, len(ev.Records))
+	for _, r := range ev.Records {
 		var task xjob.DispatchTask
 		if err := json.Unmarshal([]byte(r.Body), &task); err != nil {
 			a.log.ErrorContext(ctx, "dispatch: malformed task dropped", "messageId", r.MessageId, "err", err)
-			return true
+			continue
 		}
+		tasks, records = append(tasks, task), append(records, r)
+	}
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	if len(tasks) == 0 {
+		return resp, nil
+	}
+	outs, errs := a.dispatcher.DispatchMany(ctx, tasks)
+	for i, r := range records {
+		task, out, err := tasks[i], outs[i], errs[i]
 		receives, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
-		out, err := a.dispatcher.Dispatch(ctx, task)
 		d := a.dispatcher.Dispose(err, max(receives, 1))
 		if d.Ack {
 			if err != nil {
@@ -161,7 +173,7 @@ func (a *App) DispatchSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 			} else if out.Dropped {
 				a.log.InfoContext(ctx, "dispatch: task no longer applies", "occurrence", task.Occurrence.ID(0), "reason", out.Reason)
 			}
-			return true
+			continue
 		}
 		a.log.WarnContext(ctx, "dispatch: task will be retried", "occurrence", task.Occurrence.ID(0),
 			"retryAfter", d.RetryAfter, "receives", receives, "err", err)
@@ -170,8 +182,9 @@ func (a *App) DispatchSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 				a.log.WarnContext(ctx, "dispatch: retry delay not set; the visibility timeout applies", "err", rerr)
 			}
 		}
-		return false
-	})
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+	}
+	return resp, nil
 }
 
 // DispatchManual triggers one job now, as the admin's "trigger once" does,
