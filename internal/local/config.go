@@ -53,6 +53,9 @@ type Config struct {
 	// them from an in-process executor on DemoListen.
 	Demo       bool
 	DemoListen string
+	// PprofListen, when set, serves net/http/pprof on its own listener
+	// (keep it on loopback: it is not authenticated).
+	PprofListen string
 
 	// Stdout receives the start-up banner (how to reach the API, the
 	// generated token, demo hints). Nil: nothing is printed.
@@ -196,6 +199,8 @@ func options() []option {
 			func(c *Config) *bool { return &c.Demo }),
 		strOpt("demo-listen", "XJOB_DEMO_LISTEN", "listen address of the demo executor",
 			func(c *Config) *string { return &c.DemoListen }),
+		strOpt("pprof-listen", "XJOB_PPROF_LISTEN", "serve net/http/pprof here (loopback only; empty: off)",
+			func(c *Config) *string { return &c.PprofListen }),
 	}
 }
 
@@ -318,6 +323,13 @@ func (c *Config) Validate() error {
 	}
 	if c.LogRetentionDays != -1 && c.LogRetentionDays < 7 {
 		bad("log-retention-days", "XJOB_LOG_RETENTION_DAYS", "must be at least 7 (or -1 to keep logs), got %d", c.LogRetentionDays)
+	}
+	if c.PprofListen != "" {
+		if err := checkHostPort(c.PprofListen); err != nil {
+			bad("pprof-listen", "XJOB_PPROF_LISTEN", "%v", err)
+		} else if !isLoopback(c.PprofListen) {
+			bad("pprof-listen", "XJOB_PPROF_LISTEN", "must be a loopback address (profiles are not authenticated)")
+		}
 	}
 	if c.Demo {
 		if err := checkHostPort(c.DemoListen); err != nil {

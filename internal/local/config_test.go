@@ -67,6 +67,12 @@ func TestParse(t *testing.T) {
 			}
 		}},
 		{name: "bad log level", env: map[string]string{"XJOB_LOG_LEVEL": "loud"}, wantErr: []string{"XJOB_LOG_LEVEL"}},
+		{name: "pprof beyond loopback refused", args: []string{"--pprof-listen", "0.0.0.0:6060"}, wantErr: []string{"--pprof-listen (XJOB_PPROF_LISTEN)", "loopback"}},
+		{name: "pprof on loopback", env: map[string]string{"XJOB_PPROF_LISTEN": "127.0.0.1:6060"}, check: func(t *testing.T, c Config) {
+			if c.PprofListen != "127.0.0.1:6060" {
+				t.Errorf("PprofListen = %q", c.PprofListen)
+			}
+		}},
 		{name: "demo on the API port", args: []string{"--demo", "--demo-listen", "127.0.0.1:8080"}, wantErr: []string{"--demo-listen (XJOB_DEMO_LISTEN)"}},
 		{name: "several problems at once", args: []string{"--shards", "0", "--grace", "-1s"},
 			wantErr: []string{"--shards", "--grace"}},

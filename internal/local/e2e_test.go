@@ -231,9 +231,10 @@ func TestLocalRunsJobsEndToEnd(t *testing.T) {
 		Successes    int64 `json:"successes"`
 		FireDelayP50 int64 `json:"fireDelayP50Ms"`
 		FireDelayP99 int64 `json:"fireDelayP99Ms"`
+		ScanTicks    int64 `json:"scanTicks"`
 	}
 	api(t, info.URL, info.AdminToken, "GET", "/v1/metrics", nil, &snap)
-	if snap.Triggers < 3 || snap.Successes < 3 || snap.FireDelayP50 <= 0 {
+	if snap.Triggers < 3 || snap.Successes < 3 || snap.FireDelayP50 <= 0 || snap.ScanTicks < 3 {
 		t.Errorf("metrics: %+v", snap)
 	}
 	// Lateness as the executor saw it: receive time − scheduled time.

@@ -80,6 +80,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("local: open %s: %w", cfg.DB, err)
 	}
 	defer db.Close()
+	if cfg.PprofListen != "" {
+		stop, err := servePprof(cfg.PprofListen, logger)
+		if err != nil {
+			return fmt.Errorf("local: %w", err)
+		}
+		defer stop()
+	}
 	if !st.ownerShared {
 		// This process holds the installation lock, so whoever consumed the
 		// queues before it is gone: take back what it held (ring buckets,
@@ -306,7 +313,7 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 		return fail(fmt.Errorf("local: ring: %w", err))
 	}
 	p.scanner, err = scan.New(scan.Config{Shards: cfg.Shards}, scan.Deps{
-		Jobs: db, Leases: db, Queues: db, Clock: clk, Logger: logger, Owner: owner,
+		Jobs: db, Leases: db, Queues: db, Clock: clk, Logger: logger, Owner: owner, Metrics: metrics,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("local: scan: %w", err))

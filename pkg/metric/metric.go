@@ -27,6 +27,9 @@ type Metrics struct {
 	Failures        atomic.Int64 // results with any other handle code
 	delay           [15]atomic.Int64
 	delaySum        atomic.Int64 // ms
+	scanTicks       atomic.Int64
+	scanJobs        atomic.Int64
+	scanTick        [15]atomic.Int64
 }
 
 // Trigger records one trigger attempt; delay is how late it was against
@@ -43,15 +46,29 @@ func (m *Metrics) Trigger(ok bool, delay time.Duration) {
 	if delay < 0 {
 		delay = 0
 	}
-	i := len(delayBounds)
+	m.delay[bucket(delay)].Add(1)
+	m.delaySum.Add(delay.Milliseconds())
+}
+
+// ScanTick records one scan tick: how long it took and how many due jobs
+// it read. A tick must stay well under a second for fires to be on time.
+func (m *Metrics) ScanTick(took time.Duration, jobs int) {
+	if m == nil {
+		return
+	}
+	m.scanTicks.Add(1)
+	m.scanJobs.Add(int64(jobs))
+	m.scanTick[bucket(took)].Add(1)
+}
+
+// bucket returns the histogram bucket of d.
+func bucket(d time.Duration) int {
 	for j, b := range delayBounds {
-		if delay <= b {
-			i = j
-			break
+		if d <= b {
+			return j
 		}
 	}
-	m.delay[i].Add(1)
-	m.delaySum.Add(delay.Milliseconds())
+	return len(delayBounds)
 }
 
 // Result records one executor result.
@@ -93,6 +110,12 @@ type Snapshot struct {
 	FireDelayP50 int64 `json:"fireDelayP50Ms"`
 	FireDelayP99 int64 `json:"fireDelayP99Ms"`
 	FireDelayAvg int64 `json:"fireDelayAvgMs"`
+	// ScanTicks counts scan ticks, ScanJobs the due jobs they read;
+	// ScanTickP50/P99 bound the tick duration like the fire delay.
+	ScanTicks   int64 `json:"scanTicks"`
+	ScanJobs    int64 `json:"scanJobs"`
+	ScanTickP50 int64 `json:"scanTickP50Ms"`
+	ScanTickP99 int64 `json:"scanTickP99Ms"`
 }
 
 // Snapshot copies the counters.
@@ -115,6 +138,13 @@ func (m *Metrics) Snapshot() Snapshot {
 	}
 	s.FireDelayP50 = quantile(counts[:], total, 0.50)
 	s.FireDelayP99 = quantile(counts[:], total, 0.99)
+	var ticks [15]int64
+	for i := range ticks {
+		ticks[i] = m.scanTick[i].Load()
+	}
+	s.ScanTicks, s.ScanJobs = m.scanTicks.Load(), m.scanJobs.Load()
+	s.ScanTickP50 = quantile(ticks[:], s.ScanTicks, 0.50)
+	s.ScanTickP99 = quantile(ticks[:], s.ScanTicks, 0.99)
 	return s
 }
 

@@ -18,9 +18,12 @@ func TestSnapshot(t *testing.T) {
 	m.Result(502)
 	m.Duplicate()
 	m.Drop()
+	m.ScanTick(30*time.Millisecond, 1000)
+	m.ScanTick(300*time.Millisecond, 1000)
 	s := m.Snapshot()
 	want := Snapshot{Triggers: 100, TriggerFailures: 1, Duplicates: 1, Dropped: 1, Successes: 1, Failures: 1,
-		FireDelayP50: 5, FireDelayP99: 50, FireDelayAvg: s.FireDelayAvg}
+		FireDelayP50: 5, FireDelayP99: 50, FireDelayAvg: s.FireDelayAvg,
+		ScanTicks: 2, ScanJobs: 2000, ScanTickP50: 50, ScanTickP99: 500}
 	if s != want {
 		t.Fatalf("Snapshot = %+v, want %+v", s, want)
 	}

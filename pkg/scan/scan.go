@@ -28,6 +28,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/lease"
+	"github.com/xjobdev/xjob/pkg/metric"
 )
 
 // Config holds the scan's tunables. Zero values take the documented defaults.
@@ -107,16 +108,19 @@ type Deps struct {
 	Logger *slog.Logger
 	// Owner identifies this scanner in leases (host/pid/instance).
 	Owner string
+	// Metrics, if set, records each tick's duration and due jobs.
+	Metrics *metric.Metrics
 }
 
 // Scanner runs scan ticks over the shards it can lease.
 type Scanner struct {
-	cfg    Config
-	jobs   driver.JobStore
-	queues driver.Queues
-	clock  clock.Clock
-	log    *slog.Logger
-	keeper *lease.Keeper
+	cfg     Config
+	jobs    driver.JobStore
+	queues  driver.Queues
+	clock   clock.Clock
+	log     *slog.Logger
+	keeper  *lease.Keeper
+	metrics *metric.Metrics
 
 	mu     sync.Mutex
 	leases map[int]xjob.Lease
@@ -136,7 +140,7 @@ func New(cfg Config, d Deps) (*Scanner, error) {
 	}
 	return &Scanner{
 		cfg: cfg, jobs: d.Jobs, queues: d.Queues, clock: d.Clock, log: d.Logger,
-		keeper: lease.NewKeeper(d.Leases, d.Clock, d.Owner, cfg.LeaseTTL),
+		keeper: lease.NewKeeper(d.Leases, d.Clock, d.Owner, cfg.LeaseTTL), metrics: d.Metrics,
 		leases: make(map[int]xjob.Lease),
 	}, nil
 }
@@ -181,6 +185,7 @@ func (s *Scanner) Run(ctx context.Context, until time.Time) error {
 			return nil // ctx ended
 		}
 		st, err := s.Tick(ctx)
+		s.metrics.ScanTick(st.Duration, st.Jobs)
 		if err != nil {
 			s.log.ErrorContext(ctx, "scan tick", "err", err)
 		} else if st.Jobs > 0 || st.Truncated {
