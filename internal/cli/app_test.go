@@ -524,7 +524,7 @@ func TestCommands(t *testing.T) {
 			name:   "metrics json",
 			routes: map[string][]reply{"GET /v1/metrics": {{200, `{"triggers":3}`}}},
 			args:   []string{"metrics", "-o", "json"},
-			out:    "{\n  \"triggers\": 3,\n  \"triggerFailures\": 0,\n  \"duplicates\": 0,\n  \"dropped\": 0,\n  \"successes\": 0,\n  \"failures\": 0,\n  \"fireDelayP50Ms\": 0,\n  \"fireDelayP99Ms\": 0,\n  \"fireDelayAvgMs\": 0\n}\n",
+			out:    "{\n  \"triggers\": 3,\n  \"triggerFailures\": 0,\n  \"duplicates\": 0,\n  \"dropped\": 0,\n  \"successes\": 0,\n  \"failures\": 0,\n  \"fireDelayP50Ms\": 0,\n  \"fireDelayP99Ms\": 0,\n  \"fireDelayAvgMs\": 0,\n  \"scanTicks\": 0,\n  \"scanJobs\": 0,\n  \"scanTickP50Ms\": 0,\n  \"scanTickP99Ms\": 0\n}\n",
 		},
 		{
 			name: "cron next behind global flags goes to the offline preview",
