@@ -309,7 +309,10 @@ func TestExampleExecutorAgainstLocal(t *testing.T) {
 			if l.HandleCode != xjob.CodeSuccess || l.HandleMsg != "released "+p {
 				t.Errorf("%s: handle %d %q, want 200 %q", p, l.HandleCode, l.HandleMsg, "released "+p)
 			}
-			if prev.ID != 0 && (l.ID <= prev.ID || l.HandleTime < prev.HandleTime) {
+			// Runs are serial (checked on the gates above); the admin may
+			// record results of one callback batch concurrently, so only the
+			// log order is checked here, not the handle times.
+			if prev.ID != 0 && l.ID <= prev.ID {
 				t.Errorf("%s (log %d, handled %d) not after %s (log %d, handled %d)",
 					p, l.ID, l.HandleTime, prev.ExecutorParam, prev.ID, prev.HandleTime)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/xjobdev/xjob"
@@ -57,6 +58,9 @@ type Config struct {
 	SweepGrace time.Duration
 	// SweepLimit caps the logs one Sweep handles (default DefaultSweepLimit).
 	SweepLimit int
+	// Parallel bounds how many items of one callback batch are recorded
+	// at once (default 16).
+	Parallel int
 	// Metrics, if set, counts recorded results.
 	Metrics *metric.Metrics
 }
@@ -95,6 +99,9 @@ func (c *Config) applyDefaults() {
 	if c.SweepLimit == 0 {
 		c.SweepLimit = DefaultSweepLimit
 	}
+	if c.Parallel <= 0 {
+		c.Parallel = 16
+	}
 }
 
 // Service records executor results and completes logs. It is safe for
@@ -117,15 +124,42 @@ func New(cfg Config) (*Service, error) {
 // /api/callback) and returns one error per item, nil for items recorded.
 // A rejected item does not stop the others: xxl-job answers 200 to the
 // executor regardless and only logs per-item failures.
+//
+// Items for different logs are recorded concurrently (an executor's batch
+// holds everything it finished since its last callback, up to thousands);
+// a repeat of a log id within the batch is recorded after the first, so the
+// first result in the batch wins as it would one by one.
 func (s *Service) Callback(ctx context.Context, items []protocol.HandleCallbackParam) []error {
 	errs := make([]error, len(items))
-	for i, it := range items {
+	one := func(i int) {
+		it := items[i]
 		errs[i] = s.callbackOne(ctx, it)
 		if errs[i] != nil {
 			s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "callback item rejected",
 				slog.Int64("logId", it.LogID), slog.Int("handleCode", it.HandleCode),
 				slog.String("error", errs[i].Error()))
 		}
+	}
+	seen := make(map[int64]bool, len(items))
+	var repeats []int
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, s.cfg.Parallel)
+	for i, it := range items {
+		if seen[it.LogID] {
+			repeats = append(repeats, i)
+			continue
+		}
+		seen[it.LogID] = true
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			one(i)
+		}()
+	}
+	wg.Wait()
+	for _, i := range repeats {
+		one(i)
 	}
 	return errs
 }

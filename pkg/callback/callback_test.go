@@ -291,6 +291,36 @@ func TestCallbackBatchIsPerItem(t *testing.T) {
 	}
 }
 
+// A large batch is recorded concurrently; a log id repeated within it is
+// decided by its first item, as one by one.
+func TestCallbackLargeBatchFirstItemWins(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	j := e.job(0)
+	var items []protocol.HandleCallbackParam
+	var ids []int64
+	for range 60 {
+		l := e.triggered(j, 200, 0, "")
+		ids = append(ids, l.ID)
+		items = append(items, protocol.HandleCallbackParam{LogID: l.ID, HandleCode: 200, HandleMsg: "first"})
+	}
+	items = append(items, protocol.HandleCallbackParam{LogID: ids[7], HandleCode: 500, HandleMsg: "second"})
+	errs := e.svc.Callback(e.ctx, items)
+	for i, err := range errs[:60] {
+		if err != nil {
+			t.Fatalf("item %d: %v", i, err)
+		}
+	}
+	if !errors.Is(errs[60], callback.ErrRepeatCallback) {
+		t.Fatalf("repeat in the batch: %v, want ErrRepeatCallback", errs[60])
+	}
+	for _, id := range ids {
+		if l := e.get(id); l.HandleCode != 200 || l.HandleMsg != "first" {
+			t.Fatalf("log %d = %d %q, want the batch's first result", id, l.HandleCode, l.HandleMsg)
+		}
+	}
+}
+
 func TestChildrenOnSuccessOnly(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
