@@ -259,6 +259,17 @@ func (a *app) do(body func(ctx context.Context, c *adminclient.Client, args []st
 	}
 }
 
+// doID is do for the commands whose one argument is a numeric id.
+func (a *app) doID(body func(ctx context.Context, c *adminclient.Client, id int64) error) func(*cobra.Command, []string) error {
+	return a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
+		id, err := parseID(args[0])
+		if err != nil {
+			return err
+		}
+		return body(ctx, c, id)
+	})
+}
+
 // client builds the API client from the global flags and the environment.
 func (a *app) client() (*adminclient.Client, error) {
 	server, token := a.server, a.token

@@ -110,11 +110,7 @@ func (a *app) groupList() *cobra.Command {
 
 func (a *app) groupGet() *cobra.Command {
 	cmd := &cobra.Command{Use: "get ID", Short: "Show one executor group", Args: cobra.ExactArgs(1)}
-	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
-		id, err := parseID(args[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
 		g, err := c.GroupGet(ctx, id)
 		if err != nil {
 			return fmt.Errorf("get group %d: %w", id, err)
@@ -132,11 +128,7 @@ func (a *app) groupUpdate() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 	}
 	f.register(cmd)
-	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
-		id, err := parseID(args[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
 		g, err := c.GroupGet(ctx, id)
 		if err != nil {
 			return fmt.Errorf("read group %d: %w", id, err)
@@ -158,20 +150,7 @@ func (a *app) groupUpdate() *cobra.Command {
 }
 
 func (a *app) groupDelete() *cobra.Command {
-	cmd := &cobra.Command{Use: "delete ID", Short: "Delete an executor group no job uses", Args: cobra.ExactArgs(1)}
-	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
-		id, err := parseID(args[0])
-		if err != nil {
-			return err
-		}
-		if err := c.GroupDelete(ctx, id); err != nil {
-			return fmt.Errorf("delete group %d: %w", id, err)
-		}
-		return a.emit(map[string]any{"id": id, "deleted": true}, func(w io.Writer) {
-			fmt.Fprintf(w, "Deleted group %d.\n", id)
-		})
-	})
-	return cmd
+	return a.deleteCmd("group", "Delete an executor group no job uses", (*adminclient.Client).GroupDelete)
 }
 
 func (a *app) groupDetail(w io.Writer, g *xjob.Group) {

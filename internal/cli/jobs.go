@@ -182,11 +182,7 @@ so a concurrent change is reported (409) instead of overwritten.`,
 		Args: cobra.ExactArgs(1),
 	}
 	f.register(cmd)
-	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
-		id, err := parseID(args[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
 		j, err := c.JobGet(ctx, id)
 		if err != nil {
 			return fmt.Errorf("read job %d: %w", id, err)
@@ -268,11 +264,7 @@ func (a *app) jobList() *cobra.Command {
 
 func (a *app) jobGet() *cobra.Command {
 	cmd := &cobra.Command{Use: "get ID", Short: "Show one job", Args: cobra.ExactArgs(1)}
-	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
-		id, err := parseID(args[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
 		j, err := c.JobGet(ctx, id)
 		if err != nil {
 			return fmt.Errorf("get job %d: %w", id, err)
@@ -283,17 +275,18 @@ func (a *app) jobGet() *cobra.Command {
 }
 
 func (a *app) jobDelete() *cobra.Command {
-	cmd := &cobra.Command{Use: "delete ID", Short: "Delete a job", Args: cobra.ExactArgs(1)}
-	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
-		id, err := parseID(args[0])
-		if err != nil {
-			return err
-		}
-		if err := c.JobDelete(ctx, id); err != nil {
-			return fmt.Errorf("delete job %d: %w", id, err)
+	return a.deleteCmd("job", "Delete a job", (*adminclient.Client).JobDelete)
+}
+
+// deleteCmd is "delete ID" for a noun whose client method del removes it.
+func (a *app) deleteCmd(noun, short string, del func(*adminclient.Client, context.Context, int64) error) *cobra.Command {
+	cmd := &cobra.Command{Use: "delete ID", Short: short, Args: cobra.ExactArgs(1)}
+	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
+		if err := del(c, ctx, id); err != nil {
+			return fmt.Errorf("delete %s %d: %w", noun, id, err)
 		}
 		return a.emit(map[string]any{"id": id, "deleted": true}, func(w io.Writer) {
-			fmt.Fprintf(w, "Deleted job %d.\n", id)
+			fmt.Fprintf(w, "Deleted %s %d.\n", noun, id)
 		})
 	})
 	return cmd
@@ -305,11 +298,7 @@ func (a *app) jobStartStop(start bool) *cobra.Command {
 		name, short = "start", "Let the scheduler fire a job"
 	}
 	cmd := &cobra.Command{Use: name + " ID", Short: short, Args: cobra.ExactArgs(1)}
-	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
-		id, err := parseID(args[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
 		call := c.JobStop
 		if start {
 			call = c.JobStart
@@ -340,11 +329,7 @@ func (a *app) jobTrigger() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&param, "param", "", "executor parameter for this run (default: the job's)")
 	cmd.Flags().StringSliceVar(&addresses, "address", nil, "executor address(es) for this run, instead of routing")
-	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
-		id, err := parseID(args[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
 		p := adminclient.TriggerParams{AddressList: addresses}
 		if cmd.Flags().Changed("param") {
 			p.ExecutorParam = &param
@@ -364,11 +349,7 @@ func (a *app) jobNext() *cobra.Command {
 	var n int
 	cmd := &cobra.Command{Use: "next ID [-n N]", Short: "Show a job's next fire times", Args: cobra.ExactArgs(1)}
 	cmd.Flags().IntVarP(&n, "count", "n", 5, "how many fire times")
-	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
-		id, err := parseID(args[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
 		if n < 1 || n > 1000 {
 			return usagef("-n must be 1..1000, got %d", n)
 		}

@@ -113,11 +113,7 @@ func (a *app) parseInstant(flag, s string) (time.Time, error) {
 
 func (a *app) logGet() *cobra.Command {
 	cmd := &cobra.Command{Use: "get ID", Short: "Show one trigger log", Args: cobra.ExactArgs(1)}
-	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
-		id, err := parseID(args[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
 		l, err := c.LogGet(ctx, id)
 		if err != nil {
 			return fmt.Errorf("get log %d: %w", id, err)
@@ -167,11 +163,7 @@ With -o json each poll's reply is printed as one JSON line.`,
 		Args: cobra.ExactArgs(1),
 	}
 	cmd.Flags().IntVar(&from, "from", 1, "first line to print (1-based)")
-	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
-		id, err := parseID(args[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
 		if from < 1 {
 			return usagef("--from must be at least 1, got %d", from)
 		}
@@ -210,11 +202,7 @@ With -o json each poll's reply is printed as one JSON line.`,
 
 func (a *app) logKill() *cobra.Command {
 	cmd := &cobra.Command{Use: "kill ID", Short: "Kill a running trigger on its executor", Args: cobra.ExactArgs(1)}
-	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
-		id, err := parseID(args[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
 		l, err := c.LogKill(ctx, id)
 		if err != nil {
 			return fmt.Errorf("kill log %d: %w", id, err)
