@@ -73,16 +73,8 @@ func (db *DB) GroupList(ctx context.Context, p driver.GroupListParams) ([]xjob.G
 	if err != nil {
 		return nil, fmt.Errorf("sqlite group list: %w", err)
 	}
-	defer rows.Close()
-	var out []xjob.Group
-	for rows.Next() {
-		g, err := scanGroup(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite group list: %w", err)
-		}
-		out = append(out, g)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanAll(rows, scanGroup)
+	if err != nil {
 		return nil, fmt.Errorf("sqlite group list: %w", err)
 	}
 	return out, nil

@@ -21,6 +21,20 @@ const jobColumns = `id, shard, group_id, description, author, alarm_email,
 
 type scanner interface{ Scan(dest ...any) error }
 
+// scanAll reads every row of rows with scan, then closes rows.
+func scanAll[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 func scanJob(s scanner) (xjob.Job, error) {
 	var j xjob.Job
 	var children string
@@ -37,19 +51,6 @@ func scanJob(s scanner) (xjob.Job, error) {
 		return xjob.Job{}, fmt.Errorf("job %d child ids: %w", j.ID, err)
 	}
 	return j, nil
-}
-
-func scanJobs(rows *sql.Rows) ([]xjob.Job, error) {
-	defer rows.Close()
-	var out []xjob.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
 }
 
 func formatIDs(ids []int64) string {
@@ -112,7 +113,7 @@ func (db *DB) JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite job get many: %w", err)
 	}
-	jobs, err := scanJobs(rows)
+	jobs, err := scanAll(rows, scanJob)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite job get many: %w", err)
 	}
@@ -265,7 +266,7 @@ func (db *DB) JobList(ctx context.Context, p driver.JobListParams) (driver.JobPa
 	if err != nil {
 		return driver.JobPage{}, fmt.Errorf("sqlite job list: %w", err)
 	}
-	jobs, err := scanJobs(rows)
+	jobs, err := scanAll(rows, scanJob)
 	if err != nil {
 		return driver.JobPage{}, fmt.Errorf("sqlite job list: %w", err)
 	}
@@ -296,7 +297,7 @@ func (db *DB) JobsDue(ctx context.Context, p driver.JobsDueParams) ([]xjob.Job, 
 	if err != nil {
 		return nil, fmt.Errorf("sqlite jobs due: %w", err)
 	}
-	jobs, err := scanJobs(rows)
+	jobs, err := scanAll(rows, scanJob)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite jobs due: %w", err)
 	}

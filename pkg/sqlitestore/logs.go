@@ -36,19 +36,6 @@ func scanLog(s scanner) (xjob.Log, error) {
 	return l, nil
 }
 
-func scanLogs(rows *sql.Rows) ([]xjob.Log, error) {
-	defer rows.Close()
-	var out []xjob.Log
-	for rows.Next() {
-		l, err := scanLog(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
-}
-
 // sqlLogCreate inserts a log unless its occurrence has one; RETURNING
 // yields no row then.
 const sqlLogCreate = `INSERT INTO logs (occurrence_id, job_id, group_id, trigger_type,
@@ -209,7 +196,7 @@ func (db *DB) LogList(ctx context.Context, p driver.LogListParams) (driver.LogPa
 	if err != nil {
 		return driver.LogPage{}, fmt.Errorf("sqlite log list: %w", err)
 	}
-	logs, err := scanLogs(rows)
+	logs, err := scanAll(rows, scanLog)
 	if err != nil {
 		return driver.LogPage{}, fmt.Errorf("sqlite log list: %w", err)
 	}
@@ -232,7 +219,7 @@ func (db *DB) LogsRunning(ctx context.Context, before int64, limit int) ([]xjob.
 	if err != nil {
 		return nil, fmt.Errorf("sqlite logs running: %w", err)
 	}
-	logs, err := scanLogs(rows)
+	logs, err := scanAll(rows, scanLog)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite logs running: %w", err)
 	}
@@ -248,7 +235,7 @@ func (db *DB) LogsFailedUnalarmed(ctx context.Context, before int64, limit int) 
 	if err != nil {
 		return nil, fmt.Errorf("sqlite logs failed unalarmed: %w", err)
 	}
-	logs, err := scanLogs(rows)
+	logs, err := scanAll(rows, scanLog)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite logs failed unalarmed: %w", err)
 	}

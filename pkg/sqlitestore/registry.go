@@ -46,16 +46,12 @@ func (db *DB) RegistryList(ctx context.Context, p driver.RegistryListParams) ([]
 	if err != nil {
 		return nil, fmt.Errorf("sqlite registry list: %w", err)
 	}
-	defer rows.Close()
-	var out []xjob.RegistryEntry
-	for rows.Next() {
+	out, err := scanAll(rows, func(s scanner) (xjob.RegistryEntry, error) {
 		var e xjob.RegistryEntry
-		if err := rows.Scan(&e.Group, &e.Key, &e.Value, &e.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("sqlite registry list: %w", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+		err := s.Scan(&e.Group, &e.Key, &e.Value, &e.UpdatedAt)
+		return e, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("sqlite registry list: %w", err)
 	}
 	return out, nil
@@ -93,16 +89,12 @@ func (db *DB) ReportList(ctx context.Context, from, to string) ([]xjob.ReportDay
 	if err != nil {
 		return nil, fmt.Errorf("sqlite report list: %w", err)
 	}
-	defer rows.Close()
-	var out []xjob.ReportDay
-	for rows.Next() {
+	out, err := scanAll(rows, func(s scanner) (xjob.ReportDay, error) {
 		var d xjob.ReportDay
-		if err := rows.Scan(&d.Day, &d.RunningCount, &d.SucCount, &d.FailCount); err != nil {
-			return nil, fmt.Errorf("sqlite report list: %w", err)
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
+		err := s.Scan(&d.Day, &d.RunningCount, &d.SucCount, &d.FailCount)
+		return d, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("sqlite report list: %w", err)
 	}
 	return out, nil
