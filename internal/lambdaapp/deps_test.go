@@ -3,8 +3,6 @@ package lambdaapp_test
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -16,10 +14,7 @@ import (
 // no SQLite driver and no database/sql may end up in a function.
 func TestFunctionsHaveNoSQLite(t *testing.T) {
 	t.Parallel()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
+	goBin := "go"
 	forbidden := []string{"database/sql", "modernc.org/sqlite", "github.com/mattn/go-sqlite3", "github.com/xjobdev/xjob/pkg/sqlitestore"}
 	for _, fn := range awsconfig.Functions {
 		t.Run(fn.Name, func(t *testing.T) {

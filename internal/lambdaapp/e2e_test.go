@@ -47,20 +47,19 @@ const (
 // env is one emulated deployment: tables, queues, topic and the
 // environment the templates would give each function.
 type env struct {
-	t       *testing.T
-	vars    map[string]string
-	arns    map[string]string // queue URL → ARN
-	sqs     *sqs.Client       // un-metered (event source mappings have their own meter key)
-	store   *dynamostore.DB   // un-metered, for assertions
-	alarmQ  string            // queue subscribed to the alarm topic
-	meter   *awsemu.Meter
-	ddbURL  string
-	sqsURL  string
-	logger  *slog.Logger
-	apps    map[string]*lambdaapp.App
-	appsMu  sync.Mutex
-	shards  int
-	leaseTT time.Duration
+	t      *testing.T
+	vars   map[string]string
+	arns   map[string]string // queue URL → ARN
+	sqs    *sqs.Client       // un-metered (event source mappings have their own meter key)
+	store  *dynamostore.DB   // un-metered, for assertions
+	alarmQ string            // queue subscribed to the alarm topic
+	meter  *awsemu.Meter
+	ddbURL string
+	sqsURL string
+	logger *slog.Logger
+	apps   map[string]*lambdaapp.App
+	appsMu sync.Mutex
+	shards int
 }
 
 func setupEnv(t *testing.T) *env {

@@ -127,7 +127,7 @@ func loadOrCreate(path string, create func() ([]byte, error)) ([]byte, error) {
 		return nil, fmt.Errorf("local: create %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err == nil {
+	if err = tmp.Chmod(0o600); err == nil {
 		_, err = tmp.Write(content)
 		if err == nil {
 			err = tmp.Sync()
