@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -817,5 +819,53 @@ func TestNewRequiresDeps(t *testing.T) {
 	t.Parallel()
 	if _, err := admin.New(admin.Config{}); err == nil {
 		t.Fatal("New accepted an empty config")
+	}
+}
+
+// Child jobs must not lead back to the job: A→B→C→A would ping-pong
+// forever. Diamonds are fine; a refused edit writes nothing.
+func TestChildJobCycleRejected(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	a := e.create(e.spec(xjob.ScheduleNone, ""))
+	b := e.create(e.spec(xjob.ScheduleNone, ""))
+	c := e.create(e.spec(xjob.ScheduleNone, ""))
+	d := e.create(e.spec(xjob.ScheduleNone, ""))
+	setChildren := func(j xjob.Job, ids ...int64) (xjob.Job, error) {
+		j.ChildJobIDs = ids
+		return e.svc.UpdateJob(e.ctx, admin.UpdateJobParams{Job: j})
+	}
+	var err error
+	if a, err = setChildren(a, b.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = setChildren(b, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = setChildren(c, d.ID); err != nil { // diamond: A→B→D, A→C→D
+		t.Fatalf("diamond refused: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		j    xjob.Job
+		kids []int64
+	}{
+		"self":        {a, []int64{a.ID}},
+		"two jobs":    {b, []int64{d.ID, a.ID}},
+		"three jobs":  {d, []int64{a.ID}},
+		"via diamond": {d, []int64{c.ID}},
+	} {
+		before, _ := e.svc.GetJob(e.ctx, tc.j.ID)
+		_, err := setChildren(before, tc.kids...)
+		if f := problemFields(t, err); len(f) != 1 || f[0] != "childJobIds" {
+			t.Errorf("%s: fields %v (%v)", name, f, err)
+		}
+		after, _ := e.svc.GetJob(e.ctx, tc.j.ID)
+		if after.Version != before.Version {
+			t.Errorf("%s: refused edit was written", name)
+		}
+	}
+	if _, err := setChildren(d, a.ID); err == nil || !strings.Contains(err.Error(),
+		fmt.Sprintf("%d → %d → %d → %d", d.ID, a.ID, b.ID, d.ID)) {
+		t.Errorf("cycle not named: %v", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/xjobdev/xjob"
@@ -225,7 +227,63 @@ func (s *Service) checkJob(ctx context.Context, j *xjob.Job) error {
 	if len(problems) > 0 {
 		return &xjob.ValidationError{Problems: problems}
 	}
-	return nil
+	return s.checkChildCycle(ctx, j)
+}
+
+// checkChildCycle refuses child jobs that lead back to j: a cycle (A→B→A,
+// or A→A) would trigger its jobs in turn forever. It walks the stored
+// child graph breadth-first from j's new children, one JobGetMany per
+// level, with j's stored children replaced by the new ones; a new job (id
+// 0) cannot be reached by anything yet. Two concurrent edits that each
+// close half of a cycle are not caught here (each sees the other's old
+// children); the callback's child trigger is the place that would have to.
+func (s *Service) checkChildCycle(ctx context.Context, j *xjob.Job) error {
+	if j.ID == 0 || len(j.ChildJobIDs) == 0 {
+		return nil
+	}
+	seen := map[int64]bool{}
+	path := map[int64]int64{} // child → the job that named it, to report the cycle
+	var level []int64
+	for _, c := range j.ChildJobIDs {
+		if !seen[c] {
+			seen[c], path[c] = true, j.ID
+			level = append(level, c)
+		}
+	}
+	for len(level) > 0 {
+		if seen[j.ID] {
+			break
+		}
+		jobs, err := s.cfg.Store.JobGetMany(ctx, level)
+		if err != nil {
+			return fmt.Errorf("admin job check child cycle: %w", err)
+		}
+		level = level[:0:0]
+		for _, c := range jobs {
+			for _, gc := range c.ChildJobIDs {
+				if !seen[gc] {
+					seen[gc], path[gc] = true, c.ID
+					level = append(level, gc)
+				}
+			}
+		}
+	}
+	if !seen[j.ID] {
+		return nil
+	}
+	// Walk back from j to j: path[x] is the job that names x.
+	cycle := []int64{j.ID}
+	for x := path[j.ID]; x != j.ID && len(cycle) <= len(seen); x = path[x] {
+		cycle = append(cycle, x)
+	}
+	cycle = append(cycle, j.ID)
+	slices.Reverse(cycle)
+	parts := make([]string, len(cycle))
+	for i, id := range cycle {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return invalid("childJobIds", "child jobs form a cycle (%s): each would trigger the next forever",
+		strings.Join(parts, " → "))
 }
 
 // firstFire is the first fire time of a job started (or rescheduled) at
