@@ -95,6 +95,11 @@ func addressProblem(a string) string {
 	return ""
 }
 
+// AddressKey is the form in which two addresses of one executor compare
+// equal: the client appends "/" before the path, so a trailing slash
+// makes no difference.
+func AddressKey(a string) string { return strings.TrimRight(strings.TrimSpace(a), "/") }
+
 func validPort(p string) bool {
 	n, err := strconv.Atoi(p)
 	return err == nil && n >= 1 && n <= 65535

@@ -27,6 +27,9 @@ type Config struct {
 	// AccessToken is xxl-job's XXL-JOB-ACCESS-TOKEN, shared with executors.
 	// Empty disables the check on executor routes, as in xxl-job.
 	AccessToken string
+	// AnyTriggerAddress lets a manual trigger's address override name any
+	// http(s) address; off, only the group's own addresses (admin.Config).
+	AnyTriggerAddress bool
 	// Shards is the number of scan shards. It is fixed when the file is
 	// created; a different value on a later start is refused.
 	Shards int
@@ -171,6 +174,9 @@ func options() []option {
 			func(c *Config) *string { return &c.AdminToken }),
 		strOpt("access-token", "XJOB_ACCESS_TOKEN", "XXL-JOB-ACCESS-TOKEN shared with executors (empty: not checked)",
 			func(c *Config) *string { return &c.AccessToken }),
+		boolOpt("allow-any-trigger-address", "XJOB_ALLOW_ANY_TRIGGER_ADDRESS",
+			"let a manual trigger's address override name any host (default: only the group's own executors)",
+			func(c *Config) *bool { return &c.AnyTriggerAddress }),
 		intOpt("shards", "XJOB_SHARDS", "scan shards (fixed when the DB is created)",
 			func(c *Config) *int { return &c.Shards }),
 		strOpt("alarm-webhook", "XJOB_ALARM_WEBHOOK", "http(s) URL that receives a JSON POST per failed trigger",

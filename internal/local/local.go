@@ -284,12 +284,13 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: registry: %w", err))
 	}
-	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger})
+	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger,
+		AnyTriggerAddress: cfg.AnyTriggerAddress})
 	if err != nil {
 		return fail(fmt.Errorf("local: admin: %w", err))
 	}
 	router := route.New(route.Options{Clock: clk, Prober: exec})
-	disp, err := dispatch.New(dispatch.Config{AdminAddress: baseURL}, dispatch.Deps{
+	disp, err := dispatch.New(dispatch.Config{AdminAddress: baseURL, AnyTriggerAddress: cfg.AnyTriggerAddress}, dispatch.Deps{
 		Store: counted, Executors: exec, Router: router, Addresses: reg, Completer: cb,
 		Clock: clk, Logger: logger, Metrics: metrics,
 	})

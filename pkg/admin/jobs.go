@@ -346,14 +346,53 @@ func (s *Service) TriggerJob(ctx context.Context, p TriggerParams) (TriggerResul
 	if err := task.Validate(); err != nil {
 		return TriggerResult{}, err
 	}
-	if _, err := s.cfg.Store.JobGet(ctx, p.JobID); err != nil {
+	j, err := s.cfg.Store.JobGet(ctx, p.JobID)
+	if err != nil {
 		return TriggerResult{}, mapNotFound(err, "job", p.JobID, "admin job trigger")
 	}
-	err := s.cfg.Queues.Dispatch(xjob.LaneFast).Send(ctx, []driver.Outgoing[xjob.DispatchTask]{{Msg: task}})
+	if len(p.AddressList) > 0 && !s.cfg.AnyTriggerAddress {
+		if err := s.checkOverride(ctx, j, p.AddressList); err != nil {
+			return TriggerResult{}, err
+		}
+	}
+	err = s.cfg.Queues.Dispatch(xjob.LaneFast).Send(ctx, []driver.Outgoing[xjob.DispatchTask]{{Msg: task}})
 	if err != nil {
 		return TriggerResult{}, fmt.Errorf("admin job trigger %d: %w", p.JobID, err)
 	}
 	return TriggerResult{JobID: p.JobID, OccurrenceID: task.Occurrence.ID(0)}, nil
+}
+
+// checkOverride refuses override addresses that are not the group's: its
+// stored list, or an executor registered under its app name within
+// DeadAfter (see Config.AnyTriggerAddress).
+func (s *Service) checkOverride(ctx context.Context, j xjob.Job, addrs []string) error {
+	g, err := s.cfg.Store.GroupGet(ctx, j.GroupID)
+	if err != nil {
+		return mapNotFound(err, "group", j.GroupID, "admin job trigger")
+	}
+	known := map[string]bool{}
+	for _, a := range g.AddressList {
+		known[xjob.AddressKey(a)] = true
+	}
+	live, err := s.liveExecutors(ctx, g.AppName)
+	if err != nil {
+		return err
+	}
+	for _, e := range live {
+		known[xjob.AddressKey(e.Address)] = true
+	}
+	var problems []xjob.FieldProblem
+	for _, a := range addrs {
+		if !known[xjob.AddressKey(a)] {
+			problems = append(problems, xjob.FieldProblem{Field: "addressList", Message: fmt.Sprintf(
+				"%s is not an address of group %s (neither in its list nor a live registered executor); "+
+					"overrides to other hosts need the server's allow-any-trigger-address setting", a, g.AppName)})
+		}
+	}
+	if len(problems) > 0 {
+		return &xjob.ValidationError{Problems: problems}
+	}
+	return nil
 }
 
 // NextFireTimes previews the next n fire times of a job from now, in the
