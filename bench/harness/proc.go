@@ -91,7 +91,7 @@ func (x *Xjob) Start(ctx context.Context, timeout time.Duration) error {
 	}
 	cmd := exec.Command(x.spec.Bin, "local", "--db", x.spec.DB, "--listen", x.spec.Listen,
 		"--shards", fmt.Sprint(shards), "--log-level", "debug", "--grace", "5s")
-	cmd.Env = append(os.Environ(), "XJOB_ADMIN_TOKEN="+x.spec.Token, "XJOB_ACCESS_TOKEN=", "XJOB_DEMO=")
+	cmd.Env = append(os.Environ(), "XJOB_ADMIN_TOKEN="+x.spec.Token, "XJOB_ACCESS_TOKEN="+LocalAccessToken, "XJOB_DEMO=")
 	cmd.Env = append(cmd.Env, x.spec.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
