@@ -192,8 +192,14 @@ func New(cfg Config, d Deps) (*App, error) {
 		// handler still wants a token, so it gets one nobody knows.
 		adminToken = randomHex(32)
 	}
+	accessToken := cfg.AccessToken
+	if accessToken == "" {
+		// Likewise for the functions that serve no HTTP at all (scan,
+		// ring); every function that does requires XJOB_ACCESS_TOKEN.
+		accessToken = randomHex(32)
+	}
 	a.http, err = adminapi.New(adminapi.Config{Admin: a.admin, Registry: a.registry, Callback: a.callback,
-		Metrics: metrics, AdminToken: adminToken, AccessToken: cfg.AccessToken, Logger: d.Logger, Clock: d.Clock})
+		Metrics: metrics, AdminToken: adminToken, AccessToken: accessToken, Logger: d.Logger, Clock: d.Clock})
 	if err != nil {
 		return fail("admin api", err)
 	}

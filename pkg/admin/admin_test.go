@@ -916,4 +916,6 @@ type nopExecutors struct{ driver.ExecutorClient }
 
 type nopFinisher struct{}
 
-func (nopFinisher) Finish(context.Context, xjob.Log, int, string) (xjob.Log, error) { return xjob.Log{}, nil }
+func (nopFinisher) Finish(context.Context, xjob.Log, int, string) (xjob.Log, error) {
+	return xjob.Log{}, nil
+}
