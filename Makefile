@@ -35,6 +35,13 @@ bench: ## Load and fault harness against xjob local (~9 min; BENCH_FLAGS=... to 
 bench-go: ## Run the Go micro-benchmarks of the core packages
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+.PHONY: quartz-golden
+quartz-golden: ## Regenerate pkg/schedule/testdata/quartz_golden_nw.json from the real Quartz (Debian libquartz2-java, JDK 17)
+	@command -v javac >/dev/null || { apt-get update && apt-get install -y openjdk-17-jdk-headless; }
+	@test -f /usr/share/java/quartz2.jar || { apt-get update && apt-get install -y libquartz2-java; }
+	@tmp=$$(mktemp -d) && javac -d $$tmp -cp /usr/share/java/quartz2.jar pkg/schedule/testdata/quartzgen/QuartzGolden.java && \
+	  java -cp /usr/share/java/quartz2.jar:$$tmp QuartzGolden pkg/schedule/testdata/quartz_golden_nw.tsv > pkg/schedule/testdata/quartz_golden_nw.json && rm -rf $$tmp
+
 .PHONY: build
 build: build-cli build-lambda ## Build bin/xjob and the Lambda zips in dist/
 
