@@ -14,14 +14,14 @@
 // role or group edit applies at once and a deleted user is signed out.
 // The cookie is HttpOnly, SameSite=Strict, and Secure behind TLS.
 //
-//	             SignIn ok                      password changed,
-//	 (anonymous) ─────────▶ (signed in) ──────▶ user deleted, expired,
-//	      ▲                    │  │             key rotated: (refused)
-//	      │       SignOut      │  │ unsafe method
-//	      └────────────────────┘  ▼
-//	                        needs CSRF token = HMAC(key, "csrf", id)
-//	                        (header X-CSRF-Token or form field _csrf)
-//	                        and no cross-site Origin / Sec-Fetch-Site
+//	            SignIn ok                      password changed,
+//	(anonymous) ─────────▶ (signed in) ──────▶ user deleted, expired,
+//	     ▲                    │  │             key rotated: (refused)
+//	     │       SignOut      │  │ unsafe method
+//	     └────────────────────┘  ▼
+//	                       needs CSRF token = HMAC(key, "csrf", id)
+//	                       (header X-CSRF-Token or form field _csrf)
+//	                       and no cross-site Origin / Sec-Fetch-Site
 //
 // Sign-in failures are counted per client address and per username in
 // fixed windows (in memory: per Lambda environment on AWS).

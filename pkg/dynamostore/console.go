@@ -74,7 +74,7 @@ func (db *DB) UserGet(ctx context.Context, username string) (xjob.User, error) {
 func (db *DB) UserList(ctx context.Context, p driver.UserListParams) ([]xjob.User, error) {
 	var e expr
 	items, err := db.queryAll(ctx, &dynamodb.QueryInput{TableName: &db.t.Console, ConsistentRead: aws.Bool(true),
-		KeyConditionExpression: aws.String(e.name(AttrPK) + " = " + e.val(s(consoleUsers))),
+		KeyConditionExpression:   aws.String(e.name(AttrPK) + " = " + e.val(s(consoleUsers))),
 		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values})
 	if err != nil {
 		return nil, fmt.Errorf("dynamo user list: %w", err)
