@@ -254,6 +254,28 @@ resource "aws_dynamodb_table" "counters" {
   }
 }
 
+# Console users and saved GLUE sources (dynamostore.TableConsole).
+resource "aws_dynamodb_table" "console" {
+  name         = "${var.table_prefix}-console"
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "pk"
+  range_key    = "sk"
+
+  attribute {
+    name = "pk"
+    type = "S"
+  }
+
+  attribute {
+    name = "sk"
+    type = "S"
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+}
+
 locals {
   # Every function works through one dynamostore.DB over all tables.
   table_arns = [
@@ -265,6 +287,7 @@ locals {
     aws_dynamodb_table.leases.arn,
     aws_dynamodb_table.reports.arn,
     aws_dynamodb_table.counters.arn,
+    aws_dynamodb_table.console.arn,
   ]
   # Queried by dynamodb:Query only.
   index_arns = [
