@@ -397,13 +397,15 @@ func batchWait(ctx context.Context, attempt int) error {
 }
 
 // batchGet reads items by key (any number; 100 per request), retrying
-// unprocessed keys with backoff. Order is not kept.
-func (db *DB) batchGet(ctx context.Context, table string, keys []item) ([]item, error) {
+// unprocessed keys with backoff. Order is not kept. Reads are eventually
+// consistent unless consistent is set.
+func (db *DB) batchGet(ctx context.Context, table string, keys []item, consistent ...bool) ([]item, error) {
+	strong := len(consistent) > 0 && consistent[0]
 	var out []item
 	for len(keys) > 0 {
 		chunk := keys[:min(len(keys), 100)]
 		keys = keys[len(chunk):]
-		req := map[string]types.KeysAndAttributes{table: {Keys: toMaps(chunk)}}
+		req := map[string]types.KeysAndAttributes{table: {Keys: toMaps(chunk), ConsistentRead: aws.Bool(strong)}}
 		for attempt := 0; len(req) > 0; attempt++ {
 			if attempt > 0 {
 				if attempt >= batchAttempts {
