@@ -28,7 +28,7 @@ lint: ## gofmt and go vet
 	$(GO) vet $(PKGS)
 
 .PHONY: bench
-bench: ## Load and fault harness against xjob local (~9 min; BENCH_FLAGS=... to tune, see bench/README.md)
+bench: ## Load and fault harness against xjob local (~11 min; BENCH_FLAGS='--quick --baseline-rev REV' etc., see bench/README.md)
 	$(GO) run ./bench/cmd/xjobbench $(BENCH_FLAGS)
 
 .PHONY: bench-go
