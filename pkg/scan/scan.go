@@ -152,11 +152,19 @@ type Stats struct {
 	Jobs      int // due jobs read
 	RingFires int // occurrences pushed to the ring
 	NowFires  int // occurrences sent straight to dispatch (late or misfire)
-	Misfires  int
-	Stopped   int // jobs stopped because no next time exists
-	Conflicts int // advances lost to a concurrent writer
-	Truncated bool
-	Duration  time.Duration
+	Misfires  int // jobs found more than the misfire threshold late
+	// MisfiredDoNothing and MisfiredFireOnceNow count the scheduled times
+	// of those jobs that were past the threshold, per misfire strategy;
+	// Collapsed the late times within the threshold folded into one fire
+	// (see Plan.Late). Oldest is the earliest such time (Unix ms).
+	MisfiredDoNothing   int
+	MisfiredFireOnceNow int
+	Collapsed           int
+	Oldest              int64
+	Stopped             int // jobs stopped because no next time exists
+	Conflicts           int // advances lost to a concurrent writer
+	Truncated           bool
+	Duration            time.Duration
 }
 
 func (s *Stats) add(o Stats) {
@@ -166,6 +174,12 @@ func (s *Stats) add(o Stats) {
 	s.RingFires += o.RingFires
 	s.NowFires += o.NowFires
 	s.Misfires += o.Misfires
+	s.MisfiredDoNothing += o.MisfiredDoNothing
+	s.MisfiredFireOnceNow += o.MisfiredFireOnceNow
+	s.Collapsed += o.Collapsed
+	if o.Oldest != 0 && (s.Oldest == 0 || o.Oldest < s.Oldest) {
+		s.Oldest = o.Oldest
+	}
 	s.Stopped += o.Stopped
 	s.Conflicts += o.Conflicts
 	s.Truncated = s.Truncated || o.Truncated
@@ -186,6 +200,14 @@ func (s *Scanner) Run(ctx context.Context, until time.Time) error {
 		}
 		st, err := s.Tick(ctx)
 		s.metrics.ScanTick(st.Duration, st.Jobs)
+		if late := st.MisfiredDoNothing + st.MisfiredFireOnceNow + st.Collapsed; late > 0 {
+			// One line per tick, whatever the number of jobs: overload must
+			// be visible without flooding the log.
+			s.log.WarnContext(ctx, "scan: behind schedule, late fire times passed over",
+				"misfiredDoNothing", st.MisfiredDoNothing, "misfiredFireOnceNow", st.MisfiredFireOnceNow,
+				"misfiredJobs", st.Misfires, "collapsed", st.Collapsed,
+				"oldest", time.UnixMilli(st.Oldest).UTC(), "misfireThreshold", s.cfg.MisfireThreshold)
+		}
 		if err != nil {
 			s.log.ErrorContext(ctx, "scan tick", "err", err)
 		} else if st.Jobs > 0 || st.Truncated {
@@ -374,7 +396,10 @@ func (s *Scanner) processPage(ctx context.Context, jobs []xjob.Job, now int64, p
 	}
 
 	// One conditional write per job, all in one store call per page.
-	var advances []driver.JobAdvanceParams
+	var (
+		advances []driver.JobAdvanceParams
+		advanced []planned
+	)
 	for _, p := range plans {
 		if p.plan.Stop {
 			st.Stopped++
@@ -385,6 +410,7 @@ func (s *Scanner) processPage(ctx context.Context, jobs []xjob.Job, now int64, p
 			ID: p.job.ID, ExpectVersion: p.job.Version,
 			TriggerLastTime: p.plan.Last, TriggerNextTime: p.plan.Next, Stop: p.plan.Stop,
 		})
+		advanced = append(advanced, p)
 	}
 	if len(advances) == 0 {
 		return nil
@@ -396,6 +422,7 @@ func (s *Scanner) processPage(ctx context.Context, jobs []xjob.Job, now int64, p
 	for i, err := range errs {
 		switch {
 		case err == nil:
+			s.noteLate(ctx, advanced[i], st)
 		case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):
 			st.Conflicts++
 		default:
@@ -403,4 +430,33 @@ func (s *Scanner) processPage(ctx context.Context, jobs []xjob.Job, now int64, p
 		}
 	}
 	return nil
+}
+
+// noteLate counts the late fire times of an advanced job's plan (once the
+// advance is committed, so a plan lost to a concurrent writer is not
+// counted twice) and logs, at debug level, the span of scheduled times it
+// passed over without a fire of their own: what the load harness uses to
+// tell a fire dropped by the misfire rules from a lost one.
+func (s *Scanner) noteLate(ctx context.Context, p planned, st *Stats) {
+	if p.plan.Late == 0 {
+		return
+	}
+	switch {
+	case !p.plan.Misfired:
+		st.Collapsed += p.plan.Late
+		s.metrics.Collapse(p.plan.Late)
+	case p.job.MisfireStrategy == xjob.MisfireFireOnceNow:
+		st.MisfiredFireOnceNow += p.plan.Late
+		s.metrics.Misfire(metric.StrategyFireOnceNow, p.plan.Late)
+	default:
+		st.MisfiredDoNothing += p.plan.Late
+		s.metrics.Misfire(metric.StrategyDoNothing, p.plan.Late)
+	}
+	if st.Oldest == 0 || p.job.TriggerNextTime < st.Oldest {
+		st.Oldest = p.job.TriggerNextTime
+	}
+	if p.plan.Passed != (Span{}) {
+		s.log.DebugContext(ctx, "scan: fires passed over", "job", p.job.ID, "misfired", p.plan.Misfired,
+			"from", p.plan.Passed.From, "to", p.plan.Passed.To)
+	}
 }
