@@ -28,6 +28,8 @@ type Store interface {
 	RegistryStore
 	LeaseStore
 	ReportStore
+	UserStore
+	GlueStore
 }
 
 // Queues are a backend's durable queues: the ring and the two dispatch lanes.
@@ -372,6 +374,46 @@ type ReportStore interface {
 	ReportAdd(ctx context.Context, d xjob.ReportDay) error
 	// ReportList returns the days from..to inclusive (yyyy-mm-dd) that have counters.
 	ReportList(ctx context.Context, from, to string) ([]xjob.ReportDay, error)
+}
+
+// UserStore keeps console users, keyed by username.
+type UserStore interface {
+	// UserInsert stores a new user with Version 1; xjob.ErrConflict if the
+	// username is taken.
+	UserInsert(ctx context.Context, u xjob.User) (xjob.User, error)
+	// UserGet returns one user or xjob.ErrNotFound.
+	UserGet(ctx context.Context, username string) (xjob.User, error)
+	// UserList returns users in username order, filtered.
+	UserList(ctx context.Context, p UserListParams) ([]xjob.User, error)
+	// UserUpdate replaces a user if its stored version is ExpectVersion and
+	// returns it with the version bumped.
+	UserUpdate(ctx context.Context, p UserUpdateParams) (xjob.User, error)
+	// UserDelete removes a user; xjob.ErrNotFound if there is none.
+	UserDelete(ctx context.Context, username string) error
+}
+
+// UserListParams filters UserStore.UserList. Zero values match everything;
+// Username matches a substring.
+type UserListParams struct {
+	Username string
+	Role     *xjob.Role
+}
+
+// UserUpdateParams is the input of UserStore.UserUpdate.
+type UserUpdateParams struct {
+	User          xjob.User
+	ExpectVersion int64
+}
+
+// GlueStore keeps the saved GLUE sources of jobs.
+type GlueStore interface {
+	// GlueVersionAdd stores a saved source and deletes the job's oldest
+	// versions beyond keep.
+	GlueVersionAdd(ctx context.Context, v xjob.GlueVersion, keep int) error
+	// GlueVersionList returns a job's versions, newest first, at most limit.
+	GlueVersionList(ctx context.Context, jobID int64, limit int) ([]xjob.GlueVersion, error)
+	// GlueVersionDeleteJob removes every version of a job (the job was deleted).
+	GlueVersionDeleteJob(ctx context.Context, jobID int64) error
 }
 
 // Queue is a durable at-least-once queue of T with delayed visibility and a

@@ -48,6 +48,10 @@ const (
 	TableLeases      = "leases"
 	TableReports     = "reports"
 	TableCounters    = "counters"
+	// TableConsole holds the console's records, apart from the scheduling
+	// tables: users (AttrPK "user", AttrSK username) and saved GLUE sources
+	// (AttrPK "glue#<jobId>", AttrSK SortKey(savedAt, random)).
+	TableConsole = "console"
 )
 
 // Index names. They are part of the deployed schema: the infra templates
@@ -89,11 +93,13 @@ const (
 	AttrName         = "name"         // S: leases and counters partition key
 	AttrDay          = "day"          // S: reports partition key (yyyy-mm-dd)
 	AttrPurgeAt      = "purgeAt"      // N: TTL attribute (Unix seconds) of logs, occurrences, registry
+	AttrPK           = "pk"           // S: console partition key
+	AttrSK           = "sk"           // S: console sort key
 )
 
 // Tables names the store's tables.
 type Tables struct {
-	Jobs, Groups, Logs, Occurrences, Registry, Leases, Reports, Counters string
+	Jobs, Groups, Logs, Occurrences, Registry, Leases, Reports, Counters, Console string
 }
 
 // TablesWithPrefix returns the default table names as prefix + "-" + name,
@@ -106,7 +112,8 @@ func TablesWithPrefix(prefix string) Tables {
 		return prefix + "-" + n
 	}
 	return Tables{Jobs: p(TableJobs), Groups: p(TableGroups), Logs: p(TableLogs), Occurrences: p(TableOccurrences),
-		Registry: p(TableRegistry), Leases: p(TableLeases), Reports: p(TableReports), Counters: p(TableCounters)}
+		Registry: p(TableRegistry), Leases: p(TableLeases), Reports: p(TableReports), Counters: p(TableCounters),
+		Console: p(TableConsole)}
 }
 
 // Options configure a DB.
@@ -136,7 +143,7 @@ type Options struct {
 
 func (o *Options) applyDefaults() error {
 	t := o.Tables
-	for _, n := range []string{t.Jobs, t.Groups, t.Logs, t.Occurrences, t.Registry, t.Leases, t.Reports, t.Counters} {
+	for _, n := range []string{t.Jobs, t.Groups, t.Logs, t.Occurrences, t.Registry, t.Leases, t.Reports, t.Counters, t.Console} {
 		if n == "" {
 			return errors.New("dynamostore: every table name is required (see TablesWithPrefix)")
 		}
