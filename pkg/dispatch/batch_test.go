@@ -328,3 +328,23 @@ func TestDispatchManyStoreFailureFailsEveryLiveTask(t *testing.T) {
 		t.Errorf("executor ran %d tasks after a failed read", n)
 	}
 }
+
+// An occurrence delivered twice in one batch (SQS at-least-once) reaches
+// its executor once; the second copy is a duplicate, not a task in flight
+// elsewhere to retry later.
+func TestDispatchManyOccurrenceTwiceInOneBatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ex := newExecutor(t, 200)
+	task := cronTask(e.job(t, e.group(t, ex.srv.URL), nil))
+	outs, errs := e.d.DispatchMany(context.Background(), []xjob.DispatchTask{task, task})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("errors %v", errs)
+	}
+	if len(outs[0].Logs) != 1 || outs[1].Duplicates != 1 || len(outs[1].Logs) != 0 {
+		t.Fatalf("outcomes %+v, want one trigger and one duplicate", outs)
+	}
+	if n := len(ex.got()); n != 1 {
+		t.Fatalf("executor ran %d times, want once", n)
+	}
+}

@@ -385,19 +385,27 @@ func (d *Dispatcher) runShards(ctx context.Context, shards []*shard, calls chan 
 	}
 	claims, err := d.d.Store.LogCreateMany(ctx, logs)
 	var call []*shard
+	mine := map[int64]bool{} // logs this Run claimed
 	for j, sh := range shards {
 		if err != nil {
 			sh.err = fmt.Errorf("dispatch %s: create log: %w", sh.log.OccurrenceID, err)
 			continue
 		}
 		c := claims[j]
+		if c.Outcome == driver.ClaimHeld && mine[c.Log.ID] {
+			// Claimed by this very batch (the occurrence was delivered
+			// twice in it), which triggers it: a duplicate.
+			c.Outcome = driver.ClaimTriggered
+		}
 		switch c.Outcome {
 		case driver.ClaimCreated:
 			sh.log = c.Log
+			mine[c.Log.ID] = true
 		case driver.ClaimTakenOver:
 			// Keep what this attempt routed; the stored log keeps its id.
 			sh.log, sh.prev, sh.takenOver = c.Log, c.Prev, true
 			sh.log.ExecutorAddress = sh.address
+			mine[c.Log.ID] = true
 		case driver.ClaimTriggered:
 			sh.duplicate = true
 			d.d.Metrics.Duplicate()
@@ -515,6 +523,8 @@ func (d *Dispatcher) route(ctx context.Context, shards []*shard) {
 }
 
 func (d *Dispatcher) routeOne(ctx context.Context, sh *shard) {
+	// Route probes name the group: xxl-job 3.5 executors require XXL-JOB-APPNAME.
+	ctx = protocol.WithAppName(ctx, sh.t.group.AppName)
 	res, err := d.d.Router.Route(ctx, sh.t.job.RouteStrategy, sh.t.job.ID, sh.t.addrs)
 	sh.address, sh.trail = res.Address, res.Trail
 	if err != nil {
@@ -548,6 +558,9 @@ func (d *Dispatcher) newLog(sh *shard, now int64) xjob.Log {
 // call POSTs /run for one claimed shard (or, for a log taken over from a
 // dead dispatcher, first asks its executor whether the run got there).
 func (d *Dispatcher) call(ctx context.Context, sh *shard) {
+	// Every executor call (/run, the take-over probe) names the group:
+	// xxl-job 3.5 executors require XXL-JOB-APPNAME.
+	ctx = protocol.WithAppName(ctx, sh.t.group.AppName)
 	if sh.takenOver && sh.prev.ExecutorAddress != "" {
 		if rt, ok := d.probe(ctx, sh.prev); ok {
 			sh.ret, sh.address, sh.fail = rt, sh.prev.ExecutorAddress, ""
