@@ -15,6 +15,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/admin"
+	"github.com/xjobdev/xjob/pkg/auth"
 )
 
 // apiError is the body of every admin API error.
@@ -69,6 +70,8 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, err.Error(), nil)
 	case errors.Is(err, admin.ErrExecutor):
 		writeError(w, http.StatusBadGateway, err.Error(), nil)
+	case errors.Is(err, auth.ErrForbidden):
+		writeError(w, http.StatusForbidden, err.Error(), nil)
 	default:
 		h.cfg.Logger.LogAttrs(r.Context(), slog.LevelError, "admin api request failed",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
