@@ -115,7 +115,7 @@ func TestCallsWireFormat(t *testing.T) {
 				return r
 			},
 			wantPath: "/log",
-			wantBody: `{"logDateTim":1700000000123,"logId":345,"fromLineNum":5}`,
+			wantBody: `{"logDateTim":1700000000123,"logDateTime":1700000000123,"logId":345,"fromLineNum":5}`,
 		},
 	}
 	for _, tt := range tests {
