@@ -46,7 +46,7 @@ lint-infra: ## cfn-lint the SAM template, terraform fmt -check / validate, each 
 	exit $$status
 
 .PHONY: bench
-bench: ## Load and fault harness against xjob local (~9 min; BENCH_FLAGS=... to tune, see bench/README.md)
+bench: ## Load and fault harness against xjob local (~11 min; BENCH_FLAGS='--quick --baseline-rev REV' etc., see bench/README.md)
 	$(GO) run ./bench/cmd/xjobbench $(BENCH_FLAGS)
 
 .PHONY: bench-go

@@ -83,7 +83,11 @@ type Options struct {
 	MaxLogReplyBytes int64
 	// MaxIdleConnsPerHost is how many keep-alive connections are kept per
 	// executor. Zero means DefaultMaxIdleConnsPerHost (Go's own default of
-	// 2 is too few for a busy executor).
+	// 2 is too few for a busy executor). Size it to the concurrent calls
+	// the caller makes (a local dispatch lane's workers): every call beyond
+	// it dials a connection that is closed again when it returns to the
+	// pool, so a burst to one executor would pay a TCP (and TLS) handshake
+	// and leave a TIME_WAIT socket per trigger.
 	MaxIdleConnsPerHost int
 	// InsecureSkipVerify disables TLS certificate checks for https
 	// executors. xxl-job trusts every certificate; we verify by default
@@ -158,7 +162,7 @@ func newTransport(o Options) *http.Transport {
 		DialContext:           dialer.DialContext,
 		TLSHandshakeTimeout:   o.ConnectTimeout,
 		ResponseHeaderTimeout: o.ReadTimeout,
-		MaxIdleConns:          DefaultMaxIdleConns,
+		MaxIdleConns:          max(DefaultMaxIdleConns, o.MaxIdleConnsPerHost),
 		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
 		IdleConnTimeout:       DefaultIdleConnTimeout,
 		ExpectContinueTimeout: time.Second,
