@@ -60,8 +60,9 @@ type Config struct {
 	// normal users (authz.go) and serves /v1/users and /v1/me. Without it
 	// only the admin token is accepted.
 	Auth *auth.Service
-	// AccessToken is the xxl-job access token executors send. Blank turns
-	// the check off, as in xxl-job; mains should always set one.
+	// AccessToken is the xxl-job access token executors send. It must not
+	// be blank either: unlike xxl-job, the executor routes never run open
+	// (anyone reaching them could complete any log or register addresses).
 	AccessToken string
 	// Logger defaults to slog.Default(); Clock (the default "from" of cron
 	// previews) to the wall clock.
@@ -93,6 +94,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if strings.TrimSpace(cfg.AdminToken) == "" {
 		missing = append(missing, "AdminToken")
+	}
+	if strings.TrimSpace(cfg.AccessToken) == "" {
+		missing = append(missing, "AccessToken")
 	}
 	if len(missing) > 0 {
 		return nil, errors.New("adminapi config: missing " + strings.Join(missing, ", "))

@@ -50,7 +50,7 @@ func TestSessionPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := adminapi.New(adminapi.Config{Admin: svc, Registry: reg, Callback: cb, AdminToken: adminToken + "-long-enough",
-		Auth: au, Logger: quiet, Clock: clk})
+		AccessToken: accessToken, Auth: au, Logger: quiet, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,6 +76,14 @@ type Config struct {
 	ClaimTTL time.Duration
 	// AdminAddress is shown in trigger messages (xxl-job shows the admin IP).
 	AdminAddress string
+	// AnyTriggerAddress lets a task's address override name any address.
+	// Off (the default), an override address that is neither in the
+	// group's stored list nor a live executor of the group fails the
+	// trigger without a call: the admin service checks overrides when a
+	// person triggers, and this keeps a task that reaches a lane some
+	// other way (a direct invocation of the dispatch function) to the
+	// same rule.
+	AnyTriggerAddress bool
 	// BatchConcurrency bounds the tasks of one DispatchMany triggered at
 	// the same time, and its concurrent group reads (default 32): a batch
 	// shares its reads, not its executors' latency.
@@ -235,7 +243,7 @@ func (d *Dispatcher) Load(ctx context.Context, tasks []xjob.DispatchTask) *Batch
 			groups[job.GroupID] = g
 			order = append(order, g)
 		}
-		g.needAddrs = g.needAddrs || len(task.AddressList) == 0
+		g.needAddrs = g.needAddrs || len(task.AddressList) == 0 || !d.cfg.AnyTriggerAddress
 	}
 
 	// Groups and their addresses, each once, concurrently.
@@ -265,16 +273,37 @@ func (d *Dispatcher) Load(ctx context.Context, tasks []xjob.DispatchTask) *Batch
 		default:
 			t.group = g.group
 			t.addrs = t.task.AddressList
+			if (len(t.addrs) == 0 || !d.cfg.AnyTriggerAddress) && g.addrsErr != nil {
+				*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: addresses: %w", t.job.ID, g.addrsErr)}
+				continue
+			}
 			if len(t.addrs) == 0 {
-				if g.addrsErr != nil {
-					*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: addresses: %w", t.job.ID, g.addrsErr)}
-					continue
-				}
 				t.addrs = g.addrs
+			} else if !d.cfg.AnyTriggerAddress {
+				if bad := foreignAddress(t.addrs, g.group.AddressList, g.addrs); bad != "" {
+					t.fail = "address override " + bad + " is not an address of group " + g.group.AppName
+				}
 			}
 		}
 	}
 	return b
+}
+
+// foreignAddress returns the first of overrides found in neither of the
+// group's lists, or "".
+func foreignAddress(overrides []string, lists ...[]string) string {
+	known := map[string]bool{}
+	for _, l := range lists {
+		for _, a := range l {
+			known[xjob.AddressKey(a)] = true
+		}
+	}
+	for _, a := range overrides {
+		if !known[xjob.AddressKey(a)] {
+			return a
+		}
+	}
+	return ""
 }
 
 // loadJobs reads the jobs among ids that exist: one JobGetMany, or one
