@@ -103,6 +103,7 @@ var Functions = []Function{
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel},
 		Actions: []string{
+			"dynamodb:BatchGetItem", // a callback request's logs and jobs (LogGetMany, JobGetMany)
 			"dynamodb:GetItem",
 			"dynamodb:UpdateItem", // first result wins; alarm status; report counters
 			"sns:Publish",         // alarm of a failed result

@@ -324,7 +324,7 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	// The ring dispatches straight on the lanes' worker pools; the lane
 	// queues take what must wait (retries) and what comes from elsewhere
 	// (child jobs, manual triggers).
-	sink := newLaneSink(laneCtx, disp, db, clk, logger, min(cfg.FastWorkers, sinkWorkers), min(cfg.SlowWorkers, sinkWorkers))
+	sink := newLaneSink(laneCtx, disp, db, clk, logger, cfg.FastWorkers, cfg.SlowWorkers)
 	p.ring, err = ring.New(ring.Deps{Jobs: db, Queues: ringQueues{Queues: db, ring: p.ringGate}, Sink: sink, Clock: clk, Logger: logger})
 	if err != nil {
 		return fail(fmt.Errorf("local: ring: %w", err))
