@@ -27,13 +27,38 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
+# Infra linters are optional tools: each runs where it is installed and
+# says so where it is not. Never part of make test (go test ./infra is the
+# offline cross-check that always runs).
+.PHONY: lint-infra
+lint-infra: ## cfn-lint the SAM template, terraform fmt -check / validate, each only where installed
+	@status=0; skipped=""; \
+	if command -v cfn-lint >/dev/null 2>&1; then \
+		echo "cfn-lint infra/sam/template.yaml"; cfn-lint infra/sam/template.yaml || status=1; \
+	else skipped="$$skipped cfn-lint"; fi; \
+	if command -v terraform >/dev/null 2>&1; then \
+		echo "terraform fmt -check -recursive infra/terraform"; terraform fmt -check -diff -recursive infra/terraform || status=1; \
+		if terraform -chdir=infra/terraform init -backend=false -input=false >/dev/null 2>&1; then \
+			echo "terraform validate"; terraform -chdir=infra/terraform validate || status=1; \
+		else skipped="$$skipped terraform-validate(init-could-not-fetch-the-aws-provider)"; fi; \
+	else skipped="$$skipped terraform-fmt terraform-validate"; fi; \
+	if [ -n "$$skipped" ]; then echo "lint-infra: SKIPPED (not installed or not usable here):$$skipped"; fi; \
+	exit $$status
+
 .PHONY: bench
-bench: ## Load and fault harness against xjob local (~9 min; BENCH_FLAGS=... to tune, see bench/README.md)
+bench: ## Load and fault harness against xjob local (~11 min; BENCH_FLAGS='--quick --baseline-rev REV' etc., see bench/README.md)
 	$(GO) run ./bench/cmd/xjobbench $(BENCH_FLAGS)
 
 .PHONY: bench-go
 bench-go: ## Run the Go micro-benchmarks of the core packages
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+.PHONY: quartz-golden
+quartz-golden: ## Regenerate pkg/schedule/testdata/quartz_golden_nw.json from the real Quartz (Debian libquartz2-java, JDK 17)
+	@command -v javac >/dev/null || { apt-get update && apt-get install -y openjdk-17-jdk-headless; }
+	@test -f /usr/share/java/quartz2.jar || { apt-get update && apt-get install -y libquartz2-java; }
+	@tmp=$$(mktemp -d) && javac -d $$tmp -cp /usr/share/java/quartz2.jar pkg/schedule/testdata/quartzgen/QuartzGolden.java && \
+	  java -cp /usr/share/java/quartz2.jar:$$tmp QuartzGolden pkg/schedule/testdata/quartz_golden_nw.tsv > pkg/schedule/testdata/quartz_golden_nw.json && rm -rf $$tmp
 
 .PHONY: build
 build: build-cli build-lambda ## Build bin/xjob and the Lambda zips in dist/

@@ -57,6 +57,7 @@ type table struct {
 	ttl         string // TTL attribute, "" when off
 	pitr        bool
 	billingMode string
+	retain      bool // survives stack deletion and replacement (SAM Retain, Terraform prevent_destroy)
 }
 
 type gsi struct{ hash, rng, projection string }
@@ -76,6 +77,9 @@ type function struct {
 	grants           map[string]bool     // "action resource"
 	consumes         map[string]consumer // by queue key
 	logGroup         string              // symbol of LoggingConfig's group
+	reserved         int                 // reserved concurrency, -1 when unset
+	asyncRetries     int                 // asynchronous invocation retries, -1 when unset (Lambda: 2)
+	asyncMaxAge      int                 // maximum event age in seconds, -1 when unset
 }
 
 type consumer struct {
@@ -339,6 +343,9 @@ func checkTables(t *testing.T, s *stack) {
 		if !got.pitr {
 			t.Errorf("%s: point-in-time recovery is not enabled", where)
 		}
+		if !got.retain {
+			t.Errorf("%s: not retained: a stack deletion or replacement would drop the data (SAM DeletionPolicy and UpdateReplacePolicy Retain; Terraform lifecycle prevent_destroy)", where)
+		}
 		wantTTL := ""
 		if slices.Contains(ttlTables, short) {
 			wantTTL = dynamostore.AttrPurgeAt
@@ -387,6 +394,13 @@ func checkFunctions(t *testing.T, s *stack) {
 		}
 		if f.Name == "scan" && got.timeout <= 60 {
 			t.Errorf("%s: timeout %d s, must exceed the minute the scan loops for", where, got.timeout)
+		}
+		if f.ReservedConcurrency > 0 && got.reserved != f.ReservedConcurrency {
+			t.Errorf("%s: reserved concurrency %d, awsconfig wants %d", where, got.reserved, f.ReservedConcurrency)
+		}
+		if f.NoAsyncRetries && (got.asyncRetries != 0 || got.asyncMaxAge < 60 || got.asyncMaxAge > 120) {
+			t.Errorf("%s: asynchronous retries %d, maximum event age %d s; awsconfig wants no retries and events dropped after 60-120 s",
+				where, got.asyncRetries, got.asyncMaxAge)
 		}
 		// Environment: every required variable, from the right source; nothing unknown.
 		for _, e := range f.Env {

@@ -109,7 +109,9 @@ func loadSAM(file string) (*stack, error) {
 		props := mapOf(rm["Properties"])
 		switch rm["Type"] {
 		case "AWS::DynamoDB::Table":
-			s.tables[samTableName(props)] = samTable(props)
+			t := samTable(props)
+			t.retain = rm["DeletionPolicy"] == "Retain" && rm["UpdateReplacePolicy"] == "Retain"
+			s.tables[samTableName(props)] = t
 		case "AWS::SQS::Queue":
 			key := strings.TrimPrefix(str(props["QueueName"]), stackPrefix)
 			q := queue{visibility: 30}
@@ -138,6 +140,18 @@ func loadSAM(file string) (*stack, error) {
 			}
 			f.timeout, _ = intOf(merged["Timeout"])
 			f.memory, _ = intOf(merged["MemorySize"])
+			f.reserved, f.asyncRetries, f.asyncMaxAge = -1, -1, -1
+			if n, ok := intOf(merged["ReservedConcurrentExecutions"]); ok {
+				f.reserved = n
+			}
+			if eic := mapOf(merged["EventInvokeConfig"]); eic != nil {
+				if n, ok := intOf(eic["MaximumRetryAttempts"]); ok {
+					f.asyncRetries = n
+				}
+				if n, ok := intOf(eic["MaximumEventAgeInSeconds"]); ok {
+					f.asyncMaxAge = n
+				}
+			}
 			for k, v := range mapOf(mapOf(merged["Environment"])["Variables"]) {
 				f.env[k] = symStr(v)
 			}

@@ -305,6 +305,7 @@ func (m *tfModule) stack() *stack {
 			t.ttl = str(ttl.attrs["attribute_name"])
 		}
 		t.pitr = b.block("point_in_time_recovery").attrs["enabled"] == true
+		t.retain = b.block("lifecycle").attrs["prevent_destroy"] == true
 		s.tables[tableName(b)] = t
 	}
 	for _, b := range res("aws_sqs_queue") {
@@ -380,6 +381,10 @@ func (m *tfModule) stack() *stack {
 		}
 		f.timeout, _ = intOf(b.attrs["timeout"])
 		f.memory, _ = intOf(b.attrs["memory_size"])
+		f.reserved, f.asyncRetries, f.asyncMaxAge = -1, -1, -1
+		if v, ok := intOf(b.attrs["reserved_concurrent_executions"]); ok {
+			f.reserved = v
+		}
 		for k, v := range mapOf(b.block("environment").attrs["variables"]) {
 			f.env[k] = symStr(v)
 		}
@@ -400,6 +405,21 @@ func (m *tfModule) stack() *stack {
 		if len(users) > 1 {
 			s.problem("%s is shared by functions %v (one role per function)", role, users)
 		}
+	}
+	for n, b := range res("aws_lambda_function_event_invoke_config") {
+		fn := strings.TrimPrefix(symStr(b.attrs["function_name"]), "function:")
+		f, ok := s.functions[fn]
+		if !ok {
+			s.problem("aws_lambda_function_event_invoke_config.%s: function %v is not an aws_lambda_function of the module", n, b.attrs["function_name"])
+			continue
+		}
+		if v, ok := intOf(b.attrs["maximum_retry_attempts"]); ok {
+			f.asyncRetries = v
+		}
+		if v, ok := intOf(b.attrs["maximum_event_age_in_seconds"]); ok {
+			f.asyncMaxAge = v
+		}
+		s.functions[fn] = f
 	}
 	permitted := map[string]bool{} // "principal function source"
 	for _, b := range res("aws_lambda_permission") {

@@ -3,7 +3,7 @@
 // maintenance (sweep, group refresh, lost-job check, log purge).
 // lambdaapp.Main reads its configuration from the environment (internal/awsconfig
 // names), builds the SDK clients and services once, outside the handler, and
-// serves invocations with the handler named here.
+// serves invocations with the function's handler (App.Handler).
 package main
 
 import (
@@ -12,4 +12,4 @@ import (
 	"github.com/xjobdev/xjob/internal/lambdaapp"
 )
 
-func main() { lambdaapp.Main("registry", func(a *lambdaapp.App) any { return a.Registry }) }
+func main() { lambdaapp.Main("registry") }

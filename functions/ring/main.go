@@ -2,7 +2,7 @@
 // each bucket's exact millisecond and hands the fires to a dispatch lane.
 // lambdaapp.Main reads its configuration from the environment (internal/awsconfig
 // names), builds the SDK clients and services once, outside the handler, and
-// serves invocations with the handler named here.
+// serves invocations with the function's handler (App.Handler).
 package main
 
 import (
@@ -11,4 +11,4 @@ import (
 	"github.com/xjobdev/xjob/internal/lambdaapp"
 )
 
-func main() { lambdaapp.Main("ring", func(a *lambdaapp.App) any { return a.Ring }) }
+func main() { lambdaapp.Main("ring") }

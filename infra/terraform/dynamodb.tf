@@ -2,6 +2,10 @@
 # purgeAt (logs, occurrences, registry) and point-in-time recovery, which CreateTable does not carry.
 
 resource "aws_dynamodb_table" "jobs" {
+  lifecycle {
+    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+  }
+
   name         = "${var.table_prefix}-jobs"
   billing_mode = "PAY_PER_REQUEST"
   hash_key     = "id"
@@ -43,6 +47,10 @@ resource "aws_dynamodb_table" "jobs" {
 }
 
 resource "aws_dynamodb_table" "groups" {
+  lifecycle {
+    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+  }
+
   name         = "${var.table_prefix}-groups"
   billing_mode = "PAY_PER_REQUEST"
   hash_key     = "id"
@@ -58,6 +66,10 @@ resource "aws_dynamodb_table" "groups" {
 }
 
 resource "aws_dynamodb_table" "logs" {
+  lifecycle {
+    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+  }
+
   name         = "${var.table_prefix}-logs"
   billing_mode = "PAY_PER_REQUEST"
   hash_key     = "id"
@@ -133,6 +145,10 @@ resource "aws_dynamodb_table" "logs" {
 }
 
 resource "aws_dynamodb_table" "occurrences" {
+  lifecycle {
+    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+  }
+
   name         = "${var.table_prefix}-occurrences"
   billing_mode = "PAY_PER_REQUEST"
   hash_key     = "occurrenceId"
@@ -153,6 +169,10 @@ resource "aws_dynamodb_table" "occurrences" {
 }
 
 resource "aws_dynamodb_table" "registry" {
+  lifecycle {
+    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+  }
+
   name         = "${var.table_prefix}-registry"
   billing_mode = "PAY_PER_REQUEST"
   hash_key     = "registryKey"
@@ -178,6 +198,10 @@ resource "aws_dynamodb_table" "registry" {
 }
 
 resource "aws_dynamodb_table" "leases" {
+  lifecycle {
+    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+  }
+
   name         = "${var.table_prefix}-leases"
   billing_mode = "PAY_PER_REQUEST"
   hash_key     = "name"
@@ -193,6 +217,10 @@ resource "aws_dynamodb_table" "leases" {
 }
 
 resource "aws_dynamodb_table" "reports" {
+  lifecycle {
+    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+  }
+
   name         = "${var.table_prefix}-reports"
   billing_mode = "PAY_PER_REQUEST"
   hash_key     = "day"
@@ -208,12 +236,38 @@ resource "aws_dynamodb_table" "reports" {
 }
 
 resource "aws_dynamodb_table" "counters" {
+  lifecycle {
+    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+  }
+
   name         = "${var.table_prefix}-counters"
   billing_mode = "PAY_PER_REQUEST"
   hash_key     = "name"
 
   attribute {
     name = "name"
+    type = "S"
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+}
+
+# Console users and saved GLUE sources (dynamostore.TableConsole).
+resource "aws_dynamodb_table" "console" {
+  name         = "${var.table_prefix}-console"
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "pk"
+  range_key    = "sk"
+
+  attribute {
+    name = "pk"
+    type = "S"
+  }
+
+  attribute {
+    name = "sk"
     type = "S"
   }
 
@@ -233,6 +287,7 @@ locals {
     aws_dynamodb_table.leases.arn,
     aws_dynamodb_table.reports.arn,
     aws_dynamodb_table.counters.arn,
+    aws_dynamodb_table.console.arn,
   ]
   # Queried by dynamodb:Query only.
   index_arns = [

@@ -37,3 +37,17 @@ resource "aws_lambda_permission" "registry_events" {
   principal     = "events.amazonaws.com"
   source_arn    = aws_cloudwatch_event_rule.registry.arn
 }
+
+# A failed or throttled scheduled run is superseded by the next minute's:
+# no asynchronous retries, and an event older than a minute is dropped.
+resource "aws_lambda_function_event_invoke_config" "scan" {
+  function_name                = aws_lambda_function.scan.function_name
+  maximum_retry_attempts       = 0
+  maximum_event_age_in_seconds = 60
+}
+
+resource "aws_lambda_function_event_invoke_config" "registry" {
+  function_name                = aws_lambda_function.registry.function_name
+  maximum_retry_attempts       = 0
+  maximum_event_age_in_seconds = 60
+}

@@ -16,6 +16,8 @@ resource "aws_lambda_function" "scan" {
   memory_size      = 256
   timeout          = 70 # one minute of ticks + lease handover
   role             = aws_iam_role.scan.arn
+
+  reserved_concurrent_executions = 2 # consecutive minutes overlap by the lease hand-over
   logging_config {
     log_format = "Text"
     log_group  = aws_cloudwatch_log_group.scan.name
@@ -146,6 +148,8 @@ resource "aws_lambda_function" "registry" {
   memory_size      = 256
   timeout          = 60 # HTTP requests are cut at 30 s by the API; maintenance may use the minute
   role             = aws_iam_role.registry.arn
+
+  reserved_concurrent_executions = 10 # admin API, heartbeats and maintenance; a ceiling, not a crowd
   logging_config {
     log_format = "Text"
     log_group  = aws_cloudwatch_log_group.registry.name

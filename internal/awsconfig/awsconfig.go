@@ -44,6 +44,15 @@ type Function struct {
 	// Consumes lists the queues (by env var of their URL) the function is
 	// fed from by an SQS event source mapping.
 	Consumes []string
+	// ReservedConcurrency, when > 0, is the function's reserved concurrency
+	// in the templates: a ceiling for functions an EventBridge rule
+	// invokes, so a backlog of scheduled events can never run a crowd.
+	ReservedConcurrency int
+	// NoAsyncRetries says the templates turn Lambda's asynchronous retries
+	// off (MaximumRetryAttempts 0, events older than a minute dropped): a
+	// failed or throttled scheduled run is simply superseded by the next
+	// minute's, instead of running late and overlapping it.
+	NoAsyncRetries bool
 }
 
 // Functions lists the five functions. Actions are what each function's
@@ -62,7 +71,9 @@ var Functions = []Function{
 			"dynamodb:Query",      // due index; leases
 			"dynamodb:UpdateItem", // job advance; lease acquire/renew/release
 			"sqs:SendMessage",     // ring buckets; late fires to the dispatch lanes
-		}},
+		},
+		// Consecutive minutes' invocations overlap by the lease hand-over.
+		ReservedConcurrency: 2, NoAsyncRetries: true},
 	{Name: "ring",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL},
 		OptionalEnv: []string{EnvLogLevel},
@@ -110,5 +121,8 @@ var Functions = []Function{
 			"dynamodb:UpdateItem",
 			"sns:Publish",     // not exercised: alarms from the lost-job check and the sweep
 			"sqs:SendMessage", // admin push of a new job's fires within the scan horizon (ring); manual trigger, retries
-		}},
+		},
+		// The ceiling covers the admin API and heartbeats too (a few ms
+		// each; 10 serve thousands of executors beating every 30 s).
+		ReservedConcurrency: 10, NoAsyncRetries: true},
 }

@@ -3,12 +3,14 @@ package awsemu
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -21,6 +23,7 @@ import (
 	"github.com/xjobdev/xjob/internal/awsconfig"
 	"github.com/xjobdev/xjob/internal/awsemu/emulator"
 	"github.com/xjobdev/xjob/internal/lambdaapp"
+	"github.com/xjobdev/xjob/internal/lambdarun"
 	"github.com/xjobdev/xjob/pkg/dynamostore"
 	"github.com/xjobdev/xjob/pkg/scan"
 )
@@ -36,10 +39,7 @@ const (
 	RingTimeout     = 10 * time.Second
 	DispatchTimeout = 30 * time.Second
 	CallbackTimeout = 15 * time.Second
-	// RegistryTimeout is the HTTP API's integration limit for requests;
-	// the scheduled maintenance gets the function's 60 s.
-	RegistryTimeout    = 30 * time.Second
-	MaintenanceTimeout = 60 * time.Second
+	RegistryTimeout = 60 * time.Second
 )
 
 // Options configure a Deployment. Zero values take the defaults noted.
@@ -73,6 +73,18 @@ type Options struct {
 	Scan scan.Config
 	// StartTimeout bounds each emulator's start (default 30 s).
 	StartTimeout time.Duration
+	// ScanTimeout is the scan function's timeout (default ScanTimeout, as
+	// deployed); a scan invocation ticks until ~1.5 s before it.
+	ScanTimeout time.Duration
+	// Bootstraps, when set, is a directory holding the five functions'
+	// bootstrap binaries, one per function named by it (see
+	// BuildBootstraps): every invocation then goes to the real mains,
+	// served by package lambdarun, instead of to in-process handlers. The
+	// meter then counts invocations and HTTP API requests only (the
+	// processes' SDK calls are not metered), and Scan is ignored.
+	Bootstraps string
+	// BootstrapOutput receives the bootstraps' logs (default: discarded).
+	BootstrapOutput io.Writer
 }
 
 func (o *Options) applyDefaults() {
@@ -108,6 +120,9 @@ func (o *Options) applyDefaults() {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 30 * time.Second
 	}
+	if o.ScanTimeout <= 0 {
+		o.ScanTimeout = ScanTimeout
+	}
 }
 
 // Deployment is one running emulated AWS deployment of xjob.
@@ -123,8 +138,10 @@ type Deployment struct {
 	srv      *http.Server
 	url      string
 
-	appsMu sync.Mutex
-	apps   map[string]*lambdaapp.App // execution environment → app
+	appsMu   sync.Mutex
+	apps     map[string]*lambdaapp.App      // execution environment → app
+	handlers map[string]lambda.Handler      // execution environment → its App's handler
+	runners  map[string]*lambdarun.Function // function → bootstraps (Options.Bootstraps)
 
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -143,7 +160,8 @@ func Start(ctx context.Context, opts Options) (d *Deployment, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d = &Deployment{opts: opts, meter: NewMeter(), arns: map[string]string{}, apps: map[string]*lambdaapp.App{}}
+	d = &Deployment{opts: opts, meter: NewMeter(), arns: map[string]string{}, apps: map[string]*lambdaapp.App{},
+		handlers: map[string]lambda.Handler{}, runners: map[string]*lambdarun.Function{}}
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -173,11 +191,17 @@ func Start(ctx context.Context, opts Options) (d *Deployment, err error) {
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = stop
 	d.wg.Go(func() { _ = d.srv.Serve(ln) })
-	// Build every function's environment before the triggers start, so a
-	// broken configuration fails Start rather than the first invocation.
-	for _, fn := range []string{"scan", "ring", "dispatch", "callback", "registry"} {
-		if _, err := d.app(fn, fn); err != nil {
+	if opts.Bootstraps != "" {
+		if err := d.startBootstraps(); err != nil {
 			return nil, err
+		}
+	} else {
+		// Build every function's environment before the triggers start, so a
+		// broken configuration fails Start rather than the first invocation.
+		for _, fn := range []string{"scan", "ring", "dispatch", "callback", "registry"} {
+			if _, err := d.app(fn, fn); err != nil {
+				return nil, err
+			}
 		}
 	}
 	d.startMappings(runCtx)
@@ -248,6 +272,9 @@ func (d *Deployment) Close() {
 			cancel()
 		}
 		d.wg.Wait()
+		for _, r := range d.runners {
+			r.Close()
+		}
 		for _, e := range []*emulator.Process{d.fauxqs, d.dynalite} {
 			if e != nil {
 				e.Stop()
@@ -365,4 +392,21 @@ func (d *Deployment) app(fn, key string) (*lambdaapp.App, error) {
 	}
 	d.apps[key] = a
 	return a, nil
+}
+
+// handler returns the handler of execution environment key of function
+// fn, as lambda.Start would wrap it.
+func (d *Deployment) handler(fn, key string) (lambda.Handler, error) {
+	a, err := d.app(fn, key)
+	if err != nil {
+		return nil, err
+	}
+	d.appsMu.Lock()
+	defer d.appsMu.Unlock()
+	h := d.handlers[key]
+	if h == nil {
+		h = lambda.NewHandler(a.Handler())
+		d.handlers[key] = h
+	}
+	return h, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -21,19 +22,72 @@ import (
 	"github.com/xjobdev/xjob/internal/awsconfig"
 )
 
-// invoke runs one Lambda invocation of fn: the context carries the
-// function's deadline and a request id, the handler time is metered.
-func invoke[Out any](ctx context.Context, d *Deployment, fn string, timeout time.Duration, h func(context.Context) (Out, error)) (Out, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: requestID()})
+// call runs one Lambda invocation of function fn with payload (any
+// JSON-encodable event) and decodes the response into out when out is not
+// nil. With Options.Bootstraps it goes to the function's bootstrap through
+// the Runtime API; otherwise to the App of execution environment key,
+// in-process, through the same JSON boundary (lambda.NewHandler), with a
+// context that carries the function's deadline and a request id. The
+// handler time is metered either way.
+func (d *Deployment) call(ctx context.Context, fn, key string, payload, out any) error {
+	in, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("%s payload: %w", fn, err)
+	}
+	res, err := d.Invoke(ctx, fn, key, in)
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		if err := json.Unmarshal(res, out); err != nil {
+			d.fail(fmt.Errorf("%s response: %w", fn, err))
+			return fmt.Errorf("%s response: %w", fn, err)
+		}
+	}
+	return nil
+}
+
+// Invoke runs one invocation of function fn with a JSON payload, as
+// `aws lambda invoke` does (key names the in-process execution
+// environment; bootstraps pick their own), and returns its response. A
+// failed invocation is also recorded for Errors.
+func (d *Deployment) Invoke(ctx context.Context, fn, key string, payload []byte) ([]byte, error) {
+	timeout := d.timeout(fn)
 	end := d.meter.Begin(fn)
-	out, err := h(ctx)
+	var res []byte
+	var err error
+	if r := d.runners[fn]; r != nil {
+		res, err = r.Invoke(ctx, payload, timeout)
+	} else {
+		var h lambda.Handler
+		if h, err = d.handler(fn, key); err == nil {
+			ictx, cancel := context.WithTimeout(ctx, timeout)
+			ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{AwsRequestID: requestID()})
+			res, err = h.Invoke(ictx, payload)
+			cancel()
+		}
+	}
 	end()
 	if err != nil {
-		d.fail(fmt.Errorf("%s invocation: %w", fn, err))
+		err = fmt.Errorf("%s invocation: %w", fn, err)
+		d.fail(err)
 	}
-	return out, err
+	return res, err
+}
+
+// timeout is function fn's timeout in the templates.
+func (d *Deployment) timeout(fn string) time.Duration {
+	switch fn {
+	case "scan":
+		return d.opts.ScanTimeout
+	case "ring":
+		return RingTimeout
+	case "dispatch":
+		return DispatchTimeout
+	case "callback":
+		return CallbackTimeout
+	}
+	return RegistryTimeout // the function's; API Gateway would cut an HTTP request at 30 s
 }
 
 func requestID() string {
@@ -57,28 +111,10 @@ func (d *Deployment) startSchedules(ctx context.Context) {
 		defer tick.Stop()
 		for i := 0; ; i++ {
 			key := fmt.Sprintf("scan-%d", i%2)
-			app, err := d.app("scan", key)
-			if err != nil {
-				d.fail(err)
-				return
-			}
 			ev := scheduledEvent(time.Now())
-			d.wg.Go(func() {
-				_, _ = invoke(ctx, d, "scan", ScanTimeout, func(ctx context.Context) (struct{}, error) {
-					return struct{}{}, app.Scan(ctx, ev)
-				})
-			})
+			d.wg.Go(func() { _ = d.call(ctx, "scan", key, ev, nil) })
 			if !d.opts.NoMaintenance {
-				d.wg.Go(func() {
-					reg, err := d.app("registry", "registry")
-					if err != nil {
-						d.fail(err)
-						return
-					}
-					_, _ = invoke(ctx, d, "registry", MaintenanceTimeout, func(ctx context.Context) (any, error) {
-						return reg.Maintain(ctx, ev)
-					})
-				})
+				d.wg.Go(func() { _ = d.call(ctx, "registry", "registry", ev, nil) })
 			}
 			select {
 			case <-ctx.Done():
@@ -96,17 +132,14 @@ func (d *Deployment) startSchedules(ctx context.Context) {
 type mapping struct {
 	fn, url, arn string
 	pollers      int
-	handle       func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 }
 
 // startMappings starts the ring mapping and one per dispatch lane.
 func (d *Deployment) startMappings(ctx context.Context) {
-	ring, _ := d.app("ring", "ring")
-	disp, _ := d.app("dispatch", "dispatch")
 	ms := []mapping{
-		{fn: "ring", url: d.vars[awsconfig.EnvRingQueueURL], pollers: d.opts.RingPollers, handle: ring.Ring},
-		{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchFastURL], pollers: d.opts.FastPollers, handle: disp.DispatchSQS},
-		{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchSlowURL], pollers: d.opts.SlowPollers, handle: disp.DispatchSQS},
+		{fn: "ring", url: d.vars[awsconfig.EnvRingQueueURL], pollers: d.opts.RingPollers},
+		{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchFastURL], pollers: d.opts.FastPollers},
+		{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchSlowURL], pollers: d.opts.SlowPollers},
 	}
 	for _, m := range ms {
 		m.arn = d.arns[m.url]
@@ -140,16 +173,10 @@ func (d *Deployment) poll(ctx context.Context, client *sqs.Client, m mapping) {
 				ReceiptHandle: aws.ToString(msg.ReceiptHandle), Body: aws.ToString(msg.Body), Attributes: msg.Attributes,
 				Md5OfBody: aws.ToString(msg.MD5OfBody), EventSource: "aws:sqs", EventSourceARN: m.arn, AWSRegion: Region})
 		}
-		timeout := RingTimeout
-		if m.fn == "dispatch" {
-			timeout = DispatchTimeout
-		}
 		// An invocation runs to its end even when the deployment closes,
 		// as Lambda lets it; only new polls stop.
-		resp, err := invoke(context.WithoutCancel(ctx), d, m.fn, timeout, func(ctx context.Context) (events.SQSEventResponse, error) {
-			return m.handle(ctx, ev)
-		})
-		if err != nil {
+		var resp events.SQSEventResponse
+		if err := d.call(context.WithoutCancel(ctx), m.fn, m.fn, ev, &resp); err != nil {
 			continue // the whole batch comes back after the visibility timeout
 		}
 		del := deletable(ev, resp)
@@ -210,33 +237,12 @@ func (d *Deployment) serveAPI(w http.ResponseWriter, r *http.Request) {
 		RequestContext: events.APIGatewayV2HTTPRequestContext{Stage: "$default", DomainName: r.Host, RequestID: requestID(),
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path,
 				Protocol: r.Proto, SourceIP: "127.0.0.1", UserAgent: r.UserAgent()}}}
-	var resp events.APIGatewayV2HTTPResponse
+	fn := "registry"
 	if IsCallbackPath(r.URL.Path) {
-		app, aerr := d.app("callback", "callback")
-		if aerr != nil {
-			http.Error(w, aerr.Error(), http.StatusInternalServerError)
-			return
-		}
-		resp, err = invoke(r.Context(), d, "callback", CallbackTimeout, func(ctx context.Context) (events.APIGatewayV2HTTPResponse, error) {
-			return app.Callback(ctx, ev)
-		})
-	} else {
-		app, aerr := d.app("registry", "registry")
-		if aerr != nil {
-			http.Error(w, aerr.Error(), http.StatusInternalServerError)
-			return
-		}
-		raw, _ := json.Marshal(ev)
-		var out any
-		out, err = invoke(r.Context(), d, "registry", RegistryTimeout, func(ctx context.Context) (any, error) {
-			return app.Registry(ctx, raw)
-		})
-		if err == nil {
-			b, _ := json.Marshal(out)
-			err = json.Unmarshal(b, &resp)
-		}
+		fn = "callback"
 	}
-	if err != nil {
+	var resp events.APIGatewayV2HTTPResponse
+	if err := d.call(r.Context(), fn, fn, ev, &resp); err != nil {
 		// API Gateway answers a failed invocation with 500.
 		http.Error(w, `{"message":"Internal Server Error"}`, http.StatusInternalServerError)
 		return

@@ -524,7 +524,16 @@ func TestCommands(t *testing.T) {
 			name:   "metrics json",
 			routes: map[string][]reply{"GET /v1/metrics": {{200, `{"triggers":3}`}}},
 			args:   []string{"metrics", "-o", "json"},
-			out:    "{\n  \"triggers\": 3,\n  \"triggerFailures\": 0,\n  \"duplicates\": 0,\n  \"dropped\": 0,\n  \"successes\": 0,\n  \"failures\": 0,\n  \"fireDelayP50Ms\": 0,\n  \"fireDelayP99Ms\": 0,\n  \"fireDelayAvgMs\": 0,\n  \"scanTicks\": 0,\n  \"scanJobs\": 0,\n  \"scanTickP50Ms\": 0,\n  \"scanTickP99Ms\": 0\n}\n",
+			out:    "{\n  \"triggers\": 3,\n  \"triggerFailures\": 0,\n  \"duplicates\": 0,\n  \"dropped\": 0,\n  \"successes\": 0,\n  \"failures\": 0,\n  \"fireDelayP50Ms\": 0,\n  \"fireDelayP99Ms\": 0,\n  \"fireDelayAvgMs\": 0,\n  \"scanTicks\": 0,\n  \"scanJobs\": 0,\n  \"scanTickP50Ms\": 0,\n  \"scanTickP99Ms\": 0,\n  \"misfired\": {\n    \"DO_NOTHING\": 0,\n    \"FIRE_ONCE_NOW\": 0\n  },\n  \"collapsed\": 0\n}\n",
+		},
+		{
+			name:   "metrics shows misfired fires",
+			routes: map[string][]reply{"GET /v1/metrics": {{200, `{"triggers":3,"misfired":{"DO_NOTHING":5,"FIRE_ONCE_NOW":1},"collapsed":2}`}}},
+			args:   []string{"metrics"},
+			out: "Triggers:           3\nTrigger failures:   0\nDuplicates:         0\nDropped:            0\nSuccesses:          0\nFailures:           0\n" +
+				"Fire delay p50:     0 ms\nFire delay p99:     0 ms\nFire delay avg:     0 ms\nScan ticks:         0\nScan tick p50/p99:  0 / 0 ms\n" +
+				"Misfired:           6 (DO_NOTHING 5, FIRE_ONCE_NOW 1)\nLate, collapsed:    2\n\n" +
+				"xjob fell behind schedule: fire times above were passed over (see the server's \"behind schedule\" warnings).\n",
 		},
 		{
 			name: "cron next behind global flags goes to the offline preview",

@@ -260,7 +260,7 @@ func (a *app) reportCommand() *cobra.Command {
 }
 
 func (a *app) metricsCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "metrics", Short: "Show the server's trigger counters and fire delay", Args: noArgs}
+	cmd := &cobra.Command{Use: "metrics", Short: "Show the server's trigger counters, fire delay, scan ticks and misfired fires", Args: noArgs}
 	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, _ []string) error {
 		s, err := c.Metrics(ctx)
 		if err != nil {
@@ -277,7 +277,15 @@ func (a *app) metricsCommand() *cobra.Command {
 				{"Fire delay p50", itoa(s.FireDelayP50) + " ms"},
 				{"Fire delay p99", itoa(s.FireDelayP99) + " ms"},
 				{"Fire delay avg", itoa(s.FireDelayAvg) + " ms"},
+				{"Scan ticks", itoa(s.ScanTicks)},
+				{"Scan tick p50/p99", itoa(s.ScanTickP50) + " / " + itoa(s.ScanTickP99) + " ms"},
+				{"Misfired", itoa(s.Misfired.Total()) + " (DO_NOTHING " + itoa(s.Misfired.DoNothing) +
+					", FIRE_ONCE_NOW " + itoa(s.Misfired.FireOnceNow) + ")"},
+				{"Late, collapsed", itoa(s.Collapsed)},
 			})
+			if s.Misfired.Total()+s.Collapsed > 0 {
+				fmt.Fprintln(w, "\nxjob fell behind schedule: fire times above were passed over (see the server's \"behind schedule\" warnings).")
+			}
 		})
 	})
 	return cmd

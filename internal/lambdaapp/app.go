@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awscfg "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -83,7 +84,7 @@ func Init(ctx context.Context, name string) (*App, error) {
 		return nil, err
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel})).With("function", name)
-	awsConf, err := awscfg.LoadDefaultConfig(ctx)
+	awsConf, err := awscfg.LoadDefaultConfig(ctx, awscfg.WithHTTPClient(sdkHTTPClient()))
 	if err != nil {
 		return nil, fmt.Errorf("lambdaapp %s: aws config: %w", name, err)
 	}
@@ -97,6 +98,24 @@ func Init(ctx context.Context, name string) (*App, error) {
 		d.SNS = sns.NewFromConfig(awsConf)
 	}
 	return New(cfg, d)
+}
+
+// SDKConnsPerHost is how many idle connections the SDK clients of one
+// execution environment keep per endpoint. The SDK's default is 10, but
+// one invocation fans out further: the ring sends a bucket's lanes and
+// fires concurrently, dispatch reads and writes up to 32 tasks' items at
+// once, callback records 16 results at once. Connections past the idle
+// pool are opened and closed per request (a TLS handshake each on AWS),
+// which is the latency and the CPU this avoids.
+const SDKConnsPerHost = 64
+
+// sdkHTTPClient is the SDK's HTTP client with the pool sized for one
+// environment's concurrency (SDKConnsPerHost), shared by the DynamoDB,
+// SQS and SNS clients.
+func sdkHTTPClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 3*SDKConnsPerHost, SDKConnsPerHost
+	})
 }
 
 // New wires every core service of the pipeline on DynamoDB and SQS, the

@@ -16,6 +16,30 @@ import (
 	"github.com/xjobdev/xjob"
 )
 
+// Handler is the handler Lambda calls for the App's function (its
+// Config.Function): what the function's main serves with lambda.Start, and
+// what the emulated deployment invokes in-process through the same JSON
+// boundary (lambda.NewHandler).
+func (a *App) Handler() any {
+	switch a.cfg.Function {
+	case "scan":
+		return a.Scan
+	case "ring":
+		return a.Ring
+	case "dispatch":
+		return a.Dispatch
+	case "callback":
+		return a.Callback
+	case "registry":
+		return a.Registry
+	}
+	// New validates the name through LoadConfig; an App built with an
+	// unknown one answers every invocation with this error.
+	return func(context.Context, json.RawMessage) (any, error) {
+		return nil, fmt.Errorf("lambdaapp: no handler for function %q", a.cfg.Function)
+	}
+}
+
 // ScanReserve is how long before the invocation deadline the scan stops
 // ticking: time to release the shard leases so the next invocation (the
 // next minute's EventBridge event) takes them over at once.

@@ -18,11 +18,11 @@ import (
 // process, and a failed Init exits with status 1 after logging why, so
 // that Lambda reports an init error instead of serving a broken App. It
 // is meant for mains only, never for library code.
-func Main(name string, handler func(*App) any) {
+func Main(name string) {
 	app, err := Init(context.Background(), name)
 	if err != nil {
 		slog.Error(name+": init", "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(handler(app))
+	lambda.Start(app.Handler())
 }

@@ -252,7 +252,12 @@ type parts struct {
 // on, those the ring hands over directly included.
 func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clock, logger *slog.Logger, owner, baseURL string) (*services, *parts, error) {
 	metrics := &metric.Metrics{}
-	exec, err := execclient.New(execclient.Options{AccessToken: cfg.AccessToken})
+	// One keep-alive connection per concurrent dispatch: both lanes'
+	// workers may call the same executor at once (a burst of one app's
+	// jobs), and a pool smaller than that closes and re-dials the excess
+	// on every burst.
+	exec, err := execclient.New(execclient.Options{AccessToken: cfg.AccessToken,
+		MaxIdleConnsPerHost: cfg.FastWorkers + cfg.SlowWorkers})
 	if err != nil {
 		return nil, nil, fmt.Errorf("local: executor client: %w", err)
 	}

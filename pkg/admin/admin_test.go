@@ -789,7 +789,7 @@ func TestExecutorLogEnd(t *testing.T) {
 			if len(calls) != tt.wantCalls {
 				t.Fatalf("%d /log calls", len(calls))
 			}
-			if len(calls) == 1 && (calls[0] != protocol.LogParam{LogDateTim: l.TriggerTime, LogID: l.ID, FromLineNum: tt.from}) {
+			if len(calls) == 1 && (calls[0] != protocol.LogParam{LogDateTim: l.TriggerTime, LogDateTime: l.TriggerTime, LogID: l.ID, FromLineNum: tt.from}) {
 				t.Fatalf("/log param %+v", calls[0])
 			}
 		})

@@ -53,7 +53,7 @@ func (s *Service) ExecutorLog(ctx context.Context, id int64, fromLineNum int) (p
 	if l.TriggerCode != xjob.CodeSuccess || l.ExecutorAddress == "" {
 		return protocol.LogResult{FromLineNum: fromLineNum, IsEnd: l.Triggered()}, nil
 	}
-	res, rt := s.cfg.Executors.Log(ctx, l.ExecutorAddress, protocol.LogParam{
+	res, rt := s.cfg.Executors.Log(s.withAppName(ctx, l), l.ExecutorAddress, protocol.LogParam{
 		LogDateTim: l.TriggerTime, LogID: l.ID, FromLineNum: fromLineNum,
 	})
 	if rt.Code != protocol.SuccessCode {
@@ -84,7 +84,7 @@ func (s *Service) KillLog(ctx context.Context, id int64) (xjob.Log, error) {
 		return xjob.Log{}, fmt.Errorf("log %d is not running (trigger code %d, handle code %d): %w",
 			id, l.TriggerCode, l.HandleCode, xjob.ErrConflict)
 	}
-	rt := s.cfg.Executors.Kill(ctx, l.ExecutorAddress, l.JobID)
+	rt := s.cfg.Executors.Kill(s.withAppName(ctx, l), l.ExecutorAddress, l.JobID)
 	if rt.Code != protocol.SuccessCode {
 		return xjob.Log{}, fmt.Errorf("log %d: executor %s /kill: %s: %w", id, l.ExecutorAddress, rt.Msg, ErrExecutor)
 	}
@@ -153,4 +153,15 @@ func (s *Service) Report(ctx context.Context, from, to string) ([]xjob.ReportDay
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// withAppName names l's executor group in ctx for the executor client,
+// which sends it as XXL-JOB-APPNAME (required by xxl-job 3.5 executors). A
+// group that cannot be read is left out: older executors do not need it.
+func (s *Service) withAppName(ctx context.Context, l xjob.Log) context.Context {
+	g, err := s.cfg.Store.GroupGet(ctx, l.GroupID)
+	if err != nil {
+		return ctx
+	}
+	return protocol.WithAppName(ctx, g.AppName)
 }

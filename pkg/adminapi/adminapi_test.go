@@ -242,7 +242,7 @@ func TestExecutorAPI(t *testing.T) {
 		{"callback unknown log", "POST", "callback", `[{"logId":424242,"logDateTim":1,"handleCode":200}]`,
 			[]string{withToken}, `{"code":200}`, 0},
 		{"callback not an array", "POST", "callback", `{"logId":1}`, []string{withToken},
-			`{"code":500,"msg":"invalid request, callback body is not a JSON array of HandleCallbackParam."}`, 0},
+			`{"code":500,"msg":"invalid request, callback body is not a JSON array of HandleCallbackParam or a callbackList."}`, 0},
 	}
 	for _, prefix := range []string{"", "/xxl-job-admin"} {
 		for _, tt := range tests {

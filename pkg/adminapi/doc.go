@@ -11,6 +11,8 @@
 //	  POST /api/registry          RegistryParam → registry.Register
 //	  POST /api/registryRemove    RegistryParam → registry.Remove
 //	  POST /api/callback          [HandleCallbackParam…] → callback.Callback
+//	                              (also 3.5's {"callbackList":[…]} and 2.2's
+//	                              executeResult items: protocol.DecodeCallbacks)
 //
 //	health (no auth):
 //	  GET  /healthz                           {"status":"ok"}

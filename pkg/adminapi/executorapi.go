@@ -21,6 +21,9 @@ const (
 
 // executorAPI serves POST /api/{uri} as xxl-job's JobApiController does:
 // method check, then token, then the uri; always HTTP 200 with a ReturnT.
+// Executors of xxl-job 3.5 also send XXL-JOB-APPNAME; it is not needed to
+// authenticate them here (the token is global), and their bodies are read
+// by the same decoders.
 func (h *Handler) executorAPI(w http.ResponseWriter, r *http.Request) {
 	uri := r.PathValue("uri")
 	switch {
@@ -84,9 +87,11 @@ func (h *Handler) callback(r *http.Request) protocol.ReturnT {
 	if len(body) > MaxExecutorBodyBytes {
 		return protocol.Fail("invalid request, callback body too large.")
 	}
-	var items []protocol.HandleCallbackParam
-	if err := json.Unmarshal(body, &items); err != nil {
-		return protocol.Fail("invalid request, callback body is not a JSON array of HandleCallbackParam.")
+	// Every generation's body: [item…] or 3.5's {"callbackList":[item…]},
+	// items with handleCode or 2.2's executeResult, logDateTim or logDateTime.
+	items, err := protocol.DecodeCallbacks(body)
+	if err != nil {
+		return protocol.Fail("invalid request, callback body is not a JSON array of HandleCallbackParam or a callbackList.")
 	}
 	for _, err := range h.cfg.Callback.Callback(r.Context(), items) {
 		if err != nil && !rejectedItem(err) {

@@ -372,6 +372,9 @@ func (d *Dispatcher) newTrigger(job xjob.Job, task xjob.DispatchTask) *trigger {
 
 // triggerShard creates (or takes over) the log of shard i of n and calls the executor.
 func (d *Dispatcher) triggerShard(ctx context.Context, t *trigger, i, n int, out *Outcome) error {
+	// Every executor call below (route probes, /run, the take-over probe)
+	// names the group: xxl-job 3.5 executors require XXL-JOB-APPNAME.
+	ctx = protocol.WithAppName(ctx, t.group.AppName)
 	now := clock.Millis(d.d.Clock)
 	occ := t.task.Occurrence
 	address, trail, fail := "", "", t.fail

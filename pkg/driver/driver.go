@@ -28,6 +28,8 @@ type Store interface {
 	RegistryStore
 	LeaseStore
 	ReportStore
+	UserStore
+	GlueStore
 }
 
 // Queues are a backend's durable queues: the ring and the two dispatch lanes.
@@ -171,6 +173,35 @@ type LogStore interface {
 	LogFinish(ctx context.Context, p LogFinishParams) (xjob.Log, error)
 	// LogSetAlarm moves AlarmStatus from From to To (compare-and-set).
 	LogSetAlarm(ctx context.Context, p LogSetAlarmParams) error
+
+	// The batch methods below are the write path of a ring bucket and of a
+	// callback request: one call (one write transaction on SQLite) per
+	// batch instead of one per trigger. Each item keeps the conditional
+	// semantics of its single-item method; items naming the same
+	// occurrence or log take effect in order, as if called one by one.
+	// The second return is a failure of the whole call (store unreachable,
+	// transaction failed): the per-item slice is nil then, and any subset
+	// of the items may have been applied, which the caller tolerates as it
+	// tolerates a crash.
+
+	// LogGetMany returns the logs that exist among ids, in no set order.
+	LogGetMany(ctx context.Context, ids []int64) ([]xjob.Log, error)
+	// LogCreateMany claims a batch of occurrences: for each log it
+	// creates the log under its OccurrenceID, or, when the occurrence has
+	// a log already, reports that log and whether this caller may trigger
+	// it (see ClaimOutcome). An untriggered log whose claim expired at or
+	// before the new log's TriggerTime is taken over in the same call
+	// (as LogClaim: new ClaimUntil and TriggerTime, version bumped).
+	LogCreateMany(ctx context.Context, logs []xjob.Log) ([]LogCreated, error)
+	// LogTriggeredMany records executors' replies to /run, each as
+	// LogTriggered. The i-th error is ps[i]'s outcome: nil,
+	// xjob.ErrConflict (already triggered) or xjob.ErrNotFound (wrapped).
+	LogTriggeredMany(ctx context.Context, ps []LogTriggeredParams) ([]error, error)
+	// LogFinishMany records results, each as LogFinish (first result
+	// wins). The i-th result is ps[i]'s: the updated log, or Err
+	// xjob.ErrConflict (a result was recorded already) or
+	// xjob.ErrNotFound (wrapped).
+	LogFinishMany(ctx context.Context, ps []LogFinishParams) ([]LogFinished, error)
 	// LogList pages logs by trigger time, newest first.
 	LogList(ctx context.Context, p LogListParams) (LogPage, error)
 	// LogsRunning returns logs triggered successfully at or before Before
@@ -206,6 +237,60 @@ type LogFinishParams struct {
 	HandleTime int64
 	HandleCode int
 	HandleMsg  string
+}
+
+// ClaimOutcome says what LogCreateMany did with one occurrence, and so
+// whether its caller may call the executor.
+type ClaimOutcome int
+
+// Claim outcomes. Only ClaimCreated and ClaimTakenOver let the caller
+// trigger; every other delivery of the occurrence sees one of the others.
+const (
+	// ClaimCreated: the log is new; the caller triggers it.
+	ClaimCreated ClaimOutcome = iota + 1
+	// ClaimTakenOver: the occurrence's log was created but never
+	// triggered and its claim had expired (its dispatcher died); the
+	// caller now holds it and triggers it. LogCreated.Prev is the log as
+	// the dead dispatcher left it.
+	ClaimTakenOver
+	// ClaimTriggered: the log was triggered already; a duplicate, dropped.
+	ClaimTriggered
+	// ClaimHeld: the log is untriggered and another dispatcher's claim is
+	// still valid; the caller retries after the claim expires.
+	ClaimHeld
+)
+
+// ClaimOutcomeOf decides what a new delivery of an occurrence may do with
+// the log the occurrence already has, at instant now (the new log's
+// TriggerTime): ClaimTriggered, ClaimHeld, or ClaimTakenOver when the
+// log's claim expired (the store then takes it over conditionally).
+func ClaimOutcomeOf(existing xjob.Log, now int64) ClaimOutcome {
+	switch {
+	case existing.Triggered():
+		return ClaimTriggered
+	case now < existing.ClaimUntil:
+		return ClaimHeld
+	}
+	return ClaimTakenOver
+}
+
+// LogCreated is one item's outcome of LogStore.LogCreateMany.
+type LogCreated struct {
+	Outcome ClaimOutcome
+	// Log is the stored log: the new one, the one taken over (with this
+	// caller's claim), or the existing one.
+	Log xjob.Log
+	// Prev is the log before a take-over (ClaimTakenOver only).
+	Prev xjob.Log
+	// Err is set for an item that was refused without effect (a
+	// *xjob.ValidationError); Outcome is 0 then.
+	Err error
+}
+
+// LogFinished is one item's outcome of LogStore.LogFinishMany.
+type LogFinished struct {
+	Log xjob.Log
+	Err error
 }
 
 // LogSetAlarmParams is the input of LogStore.LogSetAlarm.
@@ -289,6 +374,46 @@ type ReportStore interface {
 	ReportAdd(ctx context.Context, d xjob.ReportDay) error
 	// ReportList returns the days from..to inclusive (yyyy-mm-dd) that have counters.
 	ReportList(ctx context.Context, from, to string) ([]xjob.ReportDay, error)
+}
+
+// UserStore keeps console users, keyed by username.
+type UserStore interface {
+	// UserInsert stores a new user with Version 1; xjob.ErrConflict if the
+	// username is taken.
+	UserInsert(ctx context.Context, u xjob.User) (xjob.User, error)
+	// UserGet returns one user or xjob.ErrNotFound.
+	UserGet(ctx context.Context, username string) (xjob.User, error)
+	// UserList returns users in username order, filtered.
+	UserList(ctx context.Context, p UserListParams) ([]xjob.User, error)
+	// UserUpdate replaces a user if its stored version is ExpectVersion and
+	// returns it with the version bumped.
+	UserUpdate(ctx context.Context, p UserUpdateParams) (xjob.User, error)
+	// UserDelete removes a user; xjob.ErrNotFound if there is none.
+	UserDelete(ctx context.Context, username string) error
+}
+
+// UserListParams filters UserStore.UserList. Zero values match everything;
+// Username matches a substring.
+type UserListParams struct {
+	Username string
+	Role     *xjob.Role
+}
+
+// UserUpdateParams is the input of UserStore.UserUpdate.
+type UserUpdateParams struct {
+	User          xjob.User
+	ExpectVersion int64
+}
+
+// GlueStore keeps the saved GLUE sources of jobs.
+type GlueStore interface {
+	// GlueVersionAdd stores a saved source and deletes the job's oldest
+	// versions beyond keep.
+	GlueVersionAdd(ctx context.Context, v xjob.GlueVersion, keep int) error
+	// GlueVersionList returns a job's versions, newest first, at most limit.
+	GlueVersionList(ctx context.Context, jobID int64, limit int) ([]xjob.GlueVersion, error)
+	// GlueVersionDeleteJob removes every version of a job (the job was deleted).
+	GlueVersionDeleteJob(ctx context.Context, jobID int64) error
 }
 
 // Queue is a durable at-least-once queue of T with delayed visibility and a

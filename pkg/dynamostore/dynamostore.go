@@ -48,6 +48,10 @@ const (
 	TableLeases      = "leases"
 	TableReports     = "reports"
 	TableCounters    = "counters"
+	// TableConsole holds the console's records, apart from the scheduling
+	// tables: users (AttrPK "user", AttrSK username) and saved GLUE sources
+	// (AttrPK "glue#<jobId>", AttrSK SortKey(savedAt, random)).
+	TableConsole = "console"
 )
 
 // Index names. They are part of the deployed schema: the infra templates
@@ -89,11 +93,13 @@ const (
 	AttrName         = "name"         // S: leases and counters partition key
 	AttrDay          = "day"          // S: reports partition key (yyyy-mm-dd)
 	AttrPurgeAt      = "purgeAt"      // N: TTL attribute (Unix seconds) of logs, occurrences, registry
+	AttrPK           = "pk"           // S: console partition key
+	AttrSK           = "sk"           // S: console sort key
 )
 
 // Tables names the store's tables.
 type Tables struct {
-	Jobs, Groups, Logs, Occurrences, Registry, Leases, Reports, Counters string
+	Jobs, Groups, Logs, Occurrences, Registry, Leases, Reports, Counters, Console string
 }
 
 // TablesWithPrefix returns the default table names as prefix + "-" + name,
@@ -106,7 +112,8 @@ func TablesWithPrefix(prefix string) Tables {
 		return prefix + "-" + n
 	}
 	return Tables{Jobs: p(TableJobs), Groups: p(TableGroups), Logs: p(TableLogs), Occurrences: p(TableOccurrences),
-		Registry: p(TableRegistry), Leases: p(TableLeases), Reports: p(TableReports), Counters: p(TableCounters)}
+		Registry: p(TableRegistry), Leases: p(TableLeases), Reports: p(TableReports), Counters: p(TableCounters),
+		Console: p(TableConsole)}
 }
 
 // Options configure a DB.
@@ -136,7 +143,7 @@ type Options struct {
 
 func (o *Options) applyDefaults() error {
 	t := o.Tables
-	for _, n := range []string{t.Jobs, t.Groups, t.Logs, t.Occurrences, t.Registry, t.Leases, t.Reports, t.Counters} {
+	for _, n := range []string{t.Jobs, t.Groups, t.Logs, t.Occurrences, t.Registry, t.Leases, t.Reports, t.Counters, t.Console} {
 		if n == "" {
 			return errors.New("dynamostore: every table name is required (see TablesWithPrefix)")
 		}
@@ -397,13 +404,15 @@ func batchWait(ctx context.Context, attempt int) error {
 }
 
 // batchGet reads items by key (any number; 100 per request), retrying
-// unprocessed keys with backoff. Order is not kept.
-func (db *DB) batchGet(ctx context.Context, table string, keys []item) ([]item, error) {
+// unprocessed keys with backoff. Order is not kept. Reads are eventually
+// consistent unless consistent is set.
+func (db *DB) batchGet(ctx context.Context, table string, keys []item, consistent ...bool) ([]item, error) {
+	strong := len(consistent) > 0 && consistent[0]
 	var out []item
 	for len(keys) > 0 {
 		chunk := keys[:min(len(keys), 100)]
 		keys = keys[len(chunk):]
-		req := map[string]types.KeysAndAttributes{table: {Keys: toMaps(chunk)}}
+		req := map[string]types.KeysAndAttributes{table: {Keys: toMaps(chunk), ConsistentRead: aws.Bool(strong)}}
 		for attempt := 0; len(req) > 0; attempt++ {
 			if attempt > 0 {
 				if attempt >= batchAttempts {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -239,72 +238,23 @@ func (db *DB) JobAdvance(ctx context.Context, p driver.JobAdvanceParams) error {
 	return nil
 }
 
-// advanceConcurrency bounds the UpdateItem calls one JobAdvanceMany has in
-// flight: enough to hide the round trip, few enough not to burst a
-// table's write capacity or the SDK's connection pool.
-const advanceConcurrency = 16
-
 // JobAdvanceMany runs the advances as parallel single-item conditional
-// updates (at most advanceConcurrency at once). DynamoDB transactions are
-// not used: items are independent, a transaction caps at 100 items and
-// costs twice the writes, and one conflict would fail all of them. Items
-// naming the same job run in order, one after the other, so the outcome
-// is that of calling JobAdvance for each in turn.
+// updates (perKey: items of one job in order, at most batchConcurrency
+// jobs at once). DynamoDB transactions are not used: items are
+// independent, a transaction caps at 100 items and costs twice the
+// writes, and one conflict would fail all of them.
 func (db *DB) JobAdvanceMany(ctx context.Context, ps []driver.JobAdvanceParams) ([]error, error) {
 	errs := make([]error, len(ps))
-	if len(ps) == 0 {
-		return errs, nil
-	}
-	// Chain the items of one job so they keep their order.
-	byJob := map[int64][]int{}
-	var order []int64
-	for i, p := range ps {
-		if _, ok := byJob[p.ID]; !ok {
-			order = append(order, p.ID)
+	err := perKey(ctx, len(ps), func(i int) int64 { return ps[i].ID }, func(ctx context.Context, i int) error {
+		err := db.JobAdvance(ctx, ps[i])
+		if err == nil || errors.Is(err, xjob.ErrConflict) || errors.Is(err, xjob.ErrNotFound) {
+			errs[i] = err
+			return nil
 		}
-		byJob[p.ID] = append(byJob[p.ID], i)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, advanceConcurrency)
-		mu    sync.Mutex
-		fatal error
-	)
-	for _, id := range order {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func(items []int) {
-			defer func() { <-sem; wg.Done() }()
-			for _, i := range items {
-				err := db.JobAdvance(ctx, ps[i])
-				if err == nil || errors.Is(err, xjob.ErrConflict) || errors.Is(err, xjob.ErrNotFound) {
-					errs[i] = err
-					continue
-				}
-				mu.Lock()
-				if fatal == nil {
-					fatal = err
-					cancel() // the call has failed: stop sending the rest
-				}
-				mu.Unlock()
-				return
-			}
-		}(byJob[id])
-	}
-	wg.Wait()
-	if fatal == nil && ctx.Err() != nil {
-		fatal = ctx.Err()
-	}
-	if fatal != nil {
-		return nil, fmt.Errorf("dynamo job advance many: %w", fatal)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dynamo job advance many: %w", err)
 	}
 	return errs, nil
 }

@@ -62,6 +62,7 @@ func TableSpecs(t Tables) []*dynamodb.CreateTableInput {
 		table(t.Leases, []types.AttributeDefinition{attr(AttrName, S)}, key(AttrName, "")),
 		table(t.Reports, []types.AttributeDefinition{attr(AttrDay, S)}, key(AttrDay, "")),
 		table(t.Counters, []types.AttributeDefinition{attr(AttrName, S)}, key(AttrName, "")),
+		table(t.Console, []types.AttributeDefinition{attr(AttrPK, S), attr(AttrSK, S)}, key(AttrPK, AttrSK)),
 	}
 }
 

@@ -6,6 +6,8 @@
 // xxl-job-compatible executor (Java, Go, Node, the xjob SDK) accepts our
 // calls: always POST, a JSON body, the same Content-Type and Accept-Charset
 // headers, the XXL-JOB-ACCESS-TOKEN header only when a token is configured,
+// XXL-JOB-APPNAME when the caller names the group (protocol.WithAppName;
+// xxl-job 3.5 requires it), /trigger instead of /run for 3.5 executors,
 // and connect and read timeouts of 3 s by default. Like xxl-job, a transport
 // failure is never a Go error: it comes back as a failing ReturnT (code 500)
 // whose message names the URL, so the dispatcher records it in the trigger
@@ -31,6 +33,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -80,7 +83,11 @@ type Options struct {
 	MaxLogReplyBytes int64
 	// MaxIdleConnsPerHost is how many keep-alive connections are kept per
 	// executor. Zero means DefaultMaxIdleConnsPerHost (Go's own default of
-	// 2 is too few for a busy executor).
+	// 2 is too few for a busy executor). Size it to the concurrent calls
+	// the caller makes (a local dispatch lane's workers): every call beyond
+	// it dials a connection that is closed again when it returns to the
+	// pool, so a burst to one executor would pay a TCP (and TLS) handshake
+	// and leave a TIME_WAIT socket per trigger.
 	MaxIdleConnsPerHost int
 	// InsecureSkipVerify disables TLS certificate checks for https
 	// executors. xxl-job trusts every certificate; we verify by default
@@ -124,7 +131,16 @@ type Client struct {
 	opts  Options
 	token string
 	http  *http.Client
+	// triggerAt holds the addresses found to take triggers at /trigger
+	// (xxl-job 3.5) rather than /run; see Run.
+	mu        sync.Mutex
+	triggerAt map[string]bool
 }
+
+// maxRemembered bounds triggerAt; past it the map starts over (xxl-job 3.5
+// clears its client cache past 1000 entries the same way), and forgotten
+// addresses are found again on their next trigger.
+const maxRemembered = 10000
 
 // New returns a Client, or an error when an option is out of range.
 func New(opts Options) (*Client, error) {
@@ -146,7 +162,7 @@ func newTransport(o Options) *http.Transport {
 		DialContext:           dialer.DialContext,
 		TLSHandshakeTimeout:   o.ConnectTimeout,
 		ResponseHeaderTimeout: o.ReadTimeout,
-		MaxIdleConns:          DefaultMaxIdleConns,
+		MaxIdleConns:          max(DefaultMaxIdleConns, o.MaxIdleConnsPerHost),
 		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
 		IdleConnTimeout:       DefaultIdleConnTimeout,
 		ExpectContinueTimeout: time.Second,
@@ -169,9 +185,60 @@ func (c *Client) Close() { c.http.CloseIdleConnections() }
 // Run returns as soon as the reply's JSON value has arrived, so an
 // executor may keep the response open while the job runs (a Lambda
 // executor in RESPONSE_STREAM mode does).
+//
+// xxl-job 3.5 executors take triggers at /trigger and answer /run with
+// "uri-mapping(/run) not found": Run calls the path last seen to work for
+// the address (/run for a new one) and, when the executor says it has no
+// such path (that message, or HTTP 404), calls the other one at once and
+// remembers it. Neither refusal ran anything, so the second call cannot
+// run the job twice.
 func (c *Client) Run(ctx context.Context, address string, p protocol.TriggerParam) protocol.ReturnT {
-	r, _ := c.post(ctx, address, protocol.PathRun, p, c.opts.MaxReplyBytes)
-	return r
+	path := c.runPath(address)
+	r, _ := c.post(ctx, address, path, p, c.opts.MaxReplyBytes)
+	if !notMapped(r, path) {
+		return r
+	}
+	other := protocol.PathTrigger
+	if path == protocol.PathTrigger {
+		other = protocol.PathRun
+	}
+	r2, _ := c.post(ctx, address, other, p, c.opts.MaxReplyBytes)
+	if notMapped(r2, other) {
+		return r // neither path: report the first refusal
+	}
+	c.setRunPath(address, other)
+	return r2
+}
+
+func (c *Client) runPath(address string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.triggerAt[address] {
+		return protocol.PathTrigger
+	}
+	return protocol.PathRun
+}
+
+func (c *Client) setRunPath(address, path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if path == protocol.PathRun {
+		delete(c.triggerAt, address)
+		return
+	}
+	if c.triggerAt == nil || len(c.triggerAt) >= maxRemembered {
+		c.triggerAt = map[string]bool{}
+	}
+	c.triggerAt[address] = true
+}
+
+// notMapped reports whether r says the executor has no endpoint path: an
+// xxl-job executor's "invalid request, uri-mapping(/path) not found." or an
+// HTTP 404 (post's message for it).
+func notMapped(r protocol.ReturnT, path string) bool {
+	return r.Code != protocol.SuccessCode &&
+		(strings.Contains(r.Msg, "uri-mapping(/"+path+") not found") ||
+			strings.HasPrefix(r.Msg, "xxl-job remoting fail, StatusCode(404)"))
 }
 
 // Beat checks that the executor is alive (POST /beat, the FAILOVER probe).
@@ -197,7 +264,11 @@ func (c *Client) Kill(ctx context.Context, address string, jobID int64) protocol
 // Log reads a trigger's execution log from fromLineNum on (POST /log). The
 // LogResult is decoded from the envelope's "content" field, or "data" for
 // xxl-job 3.3+ executors; it is zero when the reply fails or carries none.
+// The request carries the date as both logDateTim and logDateTime.
 func (c *Client) Log(ctx context.Context, address string, p protocol.LogParam) (protocol.LogResult, protocol.ReturnT) {
+	// Both spellings of the date: ≤ 3.4 executors read logDateTim, 3.5
+	// ones logDateTime, and each ignores the other.
+	p.LogDateTim, p.LogDateTime = p.Date(), p.Date()
 	r, u := c.post(ctx, address, protocol.PathLog, p, c.opts.MaxLogReplyBytes)
 	var lr protocol.LogResult
 	if r.Code != protocol.SuccessCode || len(r.Content) == 0 {
@@ -244,6 +315,10 @@ func (c *Client) post(ctx context.Context, address, path string, body any, limit
 		// form; header names are case-insensitive, but not every executor
 		// framework is careful about it.
 		req.Header[protocol.AccessTokenHeader] = []string{c.opts.AccessToken}
+	}
+	if app := protocol.AppNameFromContext(ctx); app != "" {
+		// Required by xxl-job 3.5 executors, ignored by older ones.
+		req.Header[protocol.AppNameHeader] = []string{app}
 	}
 
 	resp, err := c.http.Do(req)

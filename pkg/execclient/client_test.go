@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,7 +116,7 @@ func TestCallsWireFormat(t *testing.T) {
 				return r
 			},
 			wantPath: "/log",
-			wantBody: `{"logDateTim":1700000000123,"logId":345,"fromLineNum":5}`,
+			wantBody: `{"logDateTim":1700000000123,"logDateTime":1700000000123,"logId":345,"fromLineNum":5}`,
 		},
 	}
 	for _, tt := range tests {
@@ -336,6 +337,57 @@ func TestConnectionReuse(t *testing.T) {
 	}
 	if len(conns) != 1 {
 		t.Errorf("sequential calls used %d connections, want 1 (keep-alive)", len(conns))
+	}
+}
+
+// A lane's worth of concurrent triggers to one executor, twice: with the
+// pool sized for the concurrency, the second wave reuses every connection
+// of the first (no dial, no TLS handshake, no TIME_WAIT per trigger).
+func TestConcurrentWavesReuseThePool(t *testing.T) {
+	t.Parallel()
+	const n = 48
+	var (
+		mu      sync.Mutex
+		conns   = map[string]bool{}
+		arrived = make(chan struct{}, n)
+		release atomic.Pointer[chan struct{}]
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns[r.RemoteAddr] = true
+		mu.Unlock()
+		hold := *release.Load()
+		arrived <- struct{}{}
+		<-hold // hold every call until the whole wave is in flight
+		_, _ = io.WriteString(w, `{"code":200}`)
+	}))
+	t.Cleanup(srv.Close)
+	c := newClient(t, execclient.Options{MaxIdleConnsPerHost: n})
+	wave := func() int {
+		ch := make(chan struct{})
+		release.Store(&ch)
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				if r := c.Run(context.Background(), srv.URL, protocol.TriggerParam{JobID: 1}); r.Code != 200 {
+					t.Errorf("run: %d %s", r.Code, r.Msg)
+				}
+			})
+		}
+		for range n {
+			<-arrived
+		}
+		close(ch)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return len(conns)
+	}
+	if first := wave(); first != n {
+		t.Fatalf("first wave used %d connections, want %d", first, n)
+	}
+	if second := wave(); second != n {
+		t.Errorf("second wave opened %d new connections, want 0 (pool of %d per host)", second-n, n)
 	}
 }
 

@@ -290,7 +290,7 @@ func localIP() string {
 // Request is one executor-protocol call, independent of the transport.
 type Request struct {
 	Method string // HTTP method; anything but POST is refused
-	URI    string // raw request URI; must be exactly /run, /beat, /idleBeat, /kill or /log
+	URI    string // raw request URI; must be exactly /run (or 3.5's /trigger), /beat, /idleBeat, /kill or /log
 	Token  string // XXL-JOB-ACCESS-TOKEN header value
 	Body   []byte
 	// Inline makes /run execute the trigger to completion inside the call
@@ -333,7 +333,7 @@ func (e *Executor) Serve(ctx context.Context, req Request) protocol.ReturnT {
 			return protocol.Fail(err.Error())
 		}
 		return e.idleBeat(p.JobID)
-	case "/" + protocol.PathRun:
+	case "/" + protocol.PathRun, "/" + protocol.PathTrigger: // /trigger: what xxl-job 3.5 admins call
 		var p protocol.TriggerParam
 		if err := decode(req.Body, &p); err != nil {
 			return protocol.Fail(err.Error())
@@ -503,7 +503,8 @@ func (e *Executor) readLog(p protocol.LogParam) protocol.ReturnT {
 	if err != nil {
 		return protocol.Fail("log encode: " + err.Error())
 	}
-	return protocol.ReturnT{Code: protocol.SuccessCode, Content: raw}
+	// content for admins up to 3.2, data for 3.3+ (each reads its own).
+	return protocol.ReturnT{Code: protocol.SuccessCode, Content: raw, Data: raw}
 }
 
 // runInline executes a trigger within the call and delivers its callback

@@ -99,7 +99,7 @@ func (l *runLog) append(text string) {
 // is the number of lines in the file; isEnd is false unless the file does
 // not exist, because only the admin knows whether the run has finished.
 func (s *logStore) read(p protocol.LogParam) (protocol.LogResult, error) {
-	f, err := os.Open(s.path(p.LogDateTim, p.LogID))
+	f, err := os.Open(s.path(p.Date(), p.LogID))
 	if errors.Is(err, os.ErrNotExist) {
 		return protocol.LogResult{FromLineNum: p.FromLineNum, ToLineNum: 0,
 			LogContent: protocol.MsgLogFileNotExists, IsEnd: true}, nil

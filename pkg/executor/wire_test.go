@@ -51,15 +51,20 @@ func TestWireReplies(t *testing.T) {
 			`{"jobId":9,"executorHandler":"demo","executorParams":"p","executorBlockStrategy":"SERIAL_EXECUTION","executorTimeout":0,"logId":900,"logDateTime":1709287200000,"glueType":"BEAN","glueSource":"","glueUpdatetime":0,"broadcastIndex":0,"broadcastTotal":1}`,
 			`{"code":200}`},
 		{"log from 1", "POST", "/log", "tok", `{"logDateTim":1709287200000,"logId":42,"fromLineNum":1}`,
-			`{"code":200,"content":{"fromLineNum":1,"toLineNum":3,"logContent":"line one\nline two\nline three\n","isEnd":false}}`},
+			`{"code":200,"content":{"fromLineNum":1,"toLineNum":3,"logContent":"line one\nline two\nline three\n","isEnd":false},"data":{"fromLineNum":1,"toLineNum":3,"logContent":"line one\nline two\nline three\n","isEnd":false}}`},
 		{"log from 2", "POST", "/log", "tok", `{"logDateTim":1709287200000,"logId":42,"fromLineNum":2}`,
-			`{"code":200,"content":{"fromLineNum":2,"toLineNum":3,"logContent":"line two\nline three\n","isEnd":false}}`},
+			`{"code":200,"content":{"fromLineNum":2,"toLineNum":3,"logContent":"line two\nline three\n","isEnd":false},"data":{"fromLineNum":2,"toLineNum":3,"logContent":"line two\nline three\n","isEnd":false}}`},
 		{"log past end", "POST", "/log", "tok", `{"logDateTim":1709287200000,"logId":42,"fromLineNum":4}`,
-			`{"code":200,"content":{"fromLineNum":4,"toLineNum":3,"logContent":"","isEnd":false}}`},
+			`{"code":200,"content":{"fromLineNum":4,"toLineNum":3,"logContent":"","isEnd":false},"data":{"fromLineNum":4,"toLineNum":3,"logContent":"","isEnd":false}}`},
 		{"log missing", "POST", "/log", "tok", `{"logDateTim":1709287200000,"logId":43,"fromLineNum":1}`,
-			`{"code":200,"content":{"fromLineNum":1,"toLineNum":0,"logContent":"readLog fail, logFile not exists","isEnd":true}}`},
+			`{"code":200,"content":{"fromLineNum":1,"toLineNum":0,"logContent":"readLog fail, logFile not exists","isEnd":true},"data":{"fromLineNum":1,"toLineNum":0,"logContent":"readLog fail, logFile not exists","isEnd":true}}`},
+		{"log with 3.5's logDateTime", "POST", "/log", "tok", `{"logDateTime":1709287200000,"logId":42,"fromLineNum":3}`,
+			`{"code":200,"content":{"fromLineNum":3,"toLineNum":3,"logContent":"line three\n","isEnd":false},"data":{"fromLineNum":3,"toLineNum":3,"logContent":"line three\n","isEnd":false}}`},
+		{"trigger (3.5 admin) ok", "POST", "/trigger", "tok",
+			`{"jobId":10,"executorHandler":"demo","executorParams":"p","executorBlockStrategy":"SERIAL_EXECUTION","executorTimeout":0,"logId":901,"logDateTime":1709287200000,"glueType":"BEAN","glueSource":"","glueUpdatetime":0,"broadcastIndex":0,"broadcastTotal":1}`,
+			`{"code":200}`},
 		{"log other day", "POST", "/log", "tok", `{"logDateTim":1709200800000,"logId":42,"fromLineNum":1}`,
-			`{"code":200,"content":{"fromLineNum":1,"toLineNum":0,"logContent":"readLog fail, logFile not exists","isEnd":true}}`},
+			`{"code":200,"content":{"fromLineNum":1,"toLineNum":0,"logContent":"readLog fail, logFile not exists","isEnd":true},"data":{"fromLineNum":1,"toLineNum":0,"logContent":"readLog fail, logFile not exists","isEnd":true}}`},
 	}
 	for _, tt := range tests {
 		req, _ := http.NewRequest(tt.method, f.srv.URL+tt.uri, strings.NewReader(tt.body))
@@ -202,12 +207,13 @@ func TestWireJobLogLines(t *testing.T) {
 	f.post(t, "/run", `{"jobId":5,"executorHandler":"logger","executorParams":"world","logId":5,"logDateTime":1709287200000,"glueType":"BEAN","broadcastTotal":1}`)
 	f.admin.waitCallbacks(t, 5)
 	p := "2024-03-01 10:00:00 [logger]-[5] "
-	want := `{"code":200,"content":{"fromLineNum":3,"toLineNum":7,"logContent":"` +
+	payload := `{"fromLineNum":3,"toLineNum":7,"logContent":"` +
 		p + `hello world\n` +
 		p + `level=INFO msg=\"via slog\" n=1\n` +
 		p + `----------- xjob job execute end(finish) -----------\n` +
 		p + `----------- Result: handleCode=200, handleMsg = \n` +
-		`2024-03-01 10:00:00 [callback]-[5] ----------- xjob job callback finish.\n","isEnd":false}}`
+		`2024-03-01 10:00:00 [callback]-[5] ----------- xjob job callback finish.\n","isEnd":false}`
+	want := `{"code":200,"content":` + payload + `,"data":` + payload + `}`
 	eventually(t, "callback note in log", func() bool {
 		return strings.Contains(f.post(t, "/log", `{"logDateTim":1709287200000,"logId":5,"fromLineNum":3}`), "callback finish")
 	})

@@ -30,6 +30,39 @@ type Metrics struct {
 	scanTicks       atomic.Int64
 	scanJobs        atomic.Int64
 	scanTick        [15]atomic.Int64
+	misfiredNothing atomic.Int64
+	misfiredOnce    atomic.Int64
+	collapsed       atomic.Int64
+}
+
+// Misfire strategies as xxl-job names them (the xjob.MisfireStrategy
+// values; this package stays below the domain).
+const (
+	StrategyDoNothing   = "DO_NOTHING"
+	StrategyFireOnceNow = "FIRE_ONCE_NOW"
+)
+
+// Misfire records fires: scheduled times found more than the misfire
+// threshold late because the scheduler fell behind, under the job's misfire
+// strategy: DO_NOTHING drops them all, FIRE_ONCE_NOW fires one of them once.
+func (m *Metrics) Misfire(strategy string, fires int) {
+	if m == nil || fires <= 0 {
+		return
+	}
+	if strategy == StrategyFireOnceNow {
+		m.misfiredOnce.Add(int64(fires))
+	} else {
+		m.misfiredNothing.Add(int64(fires))
+	}
+}
+
+// Collapse records scheduled times that were late within the misfire
+// threshold and were folded into the one late fire before them (xxl-job
+// fires a late job once and recomputes from now).
+func (m *Metrics) Collapse(fires int) {
+	if m != nil && fires > 0 {
+		m.collapsed.Add(int64(fires))
+	}
 }
 
 // Trigger records one trigger attempt; delay is how late it was against
@@ -116,7 +149,22 @@ type Snapshot struct {
 	ScanJobs    int64 `json:"scanJobs"`
 	ScanTickP50 int64 `json:"scanTickP50Ms"`
 	ScanTickP99 int64 `json:"scanTickP99Ms"`
+	// Misfired counts, per misfire strategy, the scheduled fire times that
+	// were more than the misfire threshold late when the scan reached them
+	// (xjob fell behind); Collapsed those late within the threshold that
+	// were folded into one fire. Both are 0 on a scheduler that keeps up.
+	Misfired  Misfired `json:"misfired"`
+	Collapsed int64    `json:"collapsed"`
 }
+
+// Misfired is the misfired fire count per misfire strategy.
+type Misfired struct {
+	DoNothing   int64 `json:"DO_NOTHING"`
+	FireOnceNow int64 `json:"FIRE_ONCE_NOW"`
+}
+
+// Total is the misfired fires of every strategy.
+func (m Misfired) Total() int64 { return m.DoNothing + m.FireOnceNow }
 
 // Snapshot copies the counters.
 func (m *Metrics) Snapshot() Snapshot {
@@ -145,6 +193,8 @@ func (m *Metrics) Snapshot() Snapshot {
 	s.ScanTicks, s.ScanJobs = m.scanTicks.Load(), m.scanJobs.Load()
 	s.ScanTickP50 = quantile(ticks[:], s.ScanTicks, 0.50)
 	s.ScanTickP99 = quantile(ticks[:], s.ScanTicks, 0.99)
+	s.Misfired = Misfired{DoNothing: m.misfiredNothing.Load(), FireOnceNow: m.misfiredOnce.Load()}
+	s.Collapsed = m.collapsed.Load()
 	return s
 }
 

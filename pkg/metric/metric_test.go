@@ -20,15 +20,25 @@ func TestSnapshot(t *testing.T) {
 	m.Drop()
 	m.ScanTick(30*time.Millisecond, 1000)
 	m.ScanTick(300*time.Millisecond, 1000)
+	m.Misfire(StrategyDoNothing, 7)
+	m.Misfire(StrategyFireOnceNow, 2)
+	m.Misfire(StrategyDoNothing, 0)
+	m.Collapse(3)
 	s := m.Snapshot()
 	want := Snapshot{Triggers: 100, TriggerFailures: 1, Duplicates: 1, Dropped: 1, Successes: 1, Failures: 1,
 		FireDelayP50: 5, FireDelayP99: 50, FireDelayAvg: s.FireDelayAvg,
-		ScanTicks: 2, ScanJobs: 2000, ScanTickP50: 50, ScanTickP99: 500}
+		ScanTicks: 2, ScanJobs: 2000, ScanTickP50: 50, ScanTickP99: 500,
+		Misfired: Misfired{DoNothing: 7, FireOnceNow: 2}, Collapsed: 3}
 	if s != want {
 		t.Fatalf("Snapshot = %+v, want %+v", s, want)
 	}
+	if s.Misfired.Total() != 9 {
+		t.Errorf("Misfired.Total = %d, want 9", s.Misfired.Total())
+	}
 	var nilM *Metrics
 	nilM.Trigger(true, time.Second) // must not panic
+	nilM.Misfire(StrategyDoNothing, 1)
+	nilM.Collapse(1)
 	if nilM.Snapshot() != (Snapshot{}) {
 		t.Fatal("nil metrics must snapshot to zero")
 	}

@@ -31,7 +31,27 @@ type Plan struct {
 	// Misfired is set when the job's next time was more than the misfire
 	// threshold in the past.
 	Misfired bool
+	// Late counts the fire times that were past when planned and that the
+	// rules folded away (they are behind Fires' now-fire, or replaced by it):
+	// when Misfired, every time of the misfire span [old next, now] (with
+	// FIRE_ONCE_NOW one of them still fires, as MISFIRE); otherwise the
+	// times after a late fire up to now, collapsed into it. Counted up to
+	// MaxLate. Such times mean the scheduler fell behind; the scan reports
+	// them (metrics, a warning per tick) so overload is never silent.
+	Late int
+	// Passed is the span of scheduled times, inclusive, that were passed
+	// over without any fire of their own (zero when none were): the whole
+	// misfire span with DO_NOTHING, the span after the fired time
+	// otherwise.
+	Passed Span
 }
+
+// Span is an inclusive range of scheduled times, Unix ms.
+type Span struct{ From, To int64 }
+
+// MaxLate bounds the fire times counted in Plan.Late, so a job found days
+// behind costs a bounded number of schedule steps.
+const MaxLate = 1000
 
 // Policy holds the scan's timing rules (xxl-job: 5 s and 5 s).
 type Policy struct {
@@ -72,8 +92,14 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 	case now > next+p.MisfireThreshold.Milliseconds():
 		plan.Misfired = true
 		plan.Last = next
+		passedFrom := next
 		if job.MisfireStrategy == xjob.MisfireFireOnceNow {
 			plan.Fires = append(plan.Fires, Fire{Time: next, Type: xjob.TriggerMisfire, Now: true})
+			passedFrom, _ = nextTime(sched, next)
+		}
+		plan.Late = countTimes(sched, next, now)
+		if passedFrom != 0 && passedFrom <= now {
+			plan.Passed = Span{From: passedFrom, To: now}
 		}
 		if !advance(nowT) {
 			return plan
@@ -81,6 +107,12 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 	case next <= now:
 		plan.Last = next
 		plan.Fires = append(plan.Fires, Fire{Time: next, Type: xjob.TriggerCron, Now: true})
+		if next < now {
+			if after, ok := nextTime(sched, next); ok && after <= now {
+				plan.Late = countTimes(sched, after, now)
+				plan.Passed = Span{From: after, To: now}
+			}
+		}
 		if !advance(nowT) {
 			return plan
 		}
@@ -94,4 +126,23 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 	}
 	plan.Next = next
 	return plan
+}
+
+// nextTime is sched's next time after t (Unix ms); 0 and false when none.
+func nextTime(sched schedule.Schedule, t int64) (int64, bool) {
+	n, ok := sched.Next(time.UnixMilli(t))
+	if !ok {
+		return 0, false
+	}
+	return n.UnixMilli(), true
+}
+
+// countTimes counts sched's times in [from, to], from being one of them,
+// up to MaxLate.
+func countTimes(sched schedule.Schedule, from, to int64) int {
+	n := 0
+	for t, ok := from, true; ok && t <= to && n < MaxLate; t, ok = nextTime(sched, t) {
+		n++
+	}
+	return n
 }

@@ -28,6 +28,16 @@ func (u until) Next(t time.Time) (time.Time, bool) {
 	return n, true
 }
 
+// denseUntil fires every 10 ms up to a time, then 10 s after it.
+type denseUntil int64
+
+func (d denseUntil) Next(t time.Time) (time.Time, bool) {
+	if n := t.Add(10 * time.Millisecond); n.UnixMilli() <= int64(d) {
+		return n, true
+	}
+	return time.UnixMilli(int64(d)).Add(10 * time.Second), true
+}
+
 func TestPlanJob(t *testing.T) {
 	t.Parallel()
 	const s = int64(1000)
@@ -59,7 +69,7 @@ func TestPlanJob(t *testing.T) {
 			want: Plan{Fires: []Fire{
 				{base - 3*s, xjob.TriggerCron, true},
 				{base + 2*s, xjob.TriggerCron, false}, {base + 4*s, xjob.TriggerCron, false},
-			}, Last: base + 4*s, Next: base + 6*s},
+			}, Last: base + 4*s, Next: base + 6*s, Late: 1, Passed: Span{base - 1*s, base}},
 		},
 		{
 			name:  "exactly on time counts as late (next <= now)",
@@ -69,22 +79,36 @@ func TestPlanJob(t *testing.T) {
 		{
 			name:  "exactly at the threshold is still late, not misfired",
 			sched: every(10 * time.Second), next: base - 5*s, now: base,
-			want: Plan{Fires: []Fire{{base - 5*s, xjob.TriggerCron, true}}, Last: base - 5*s, Next: base + 10*s},
+			want: Plan{Fires: []Fire{{base - 5*s, xjob.TriggerCron, true}}, Last: base - 5*s, Next: base + 10*s,
+				Late: 1, Passed: Span{base, base}},
 		},
 		{
 			name:  "misfire DO_NOTHING skips and recomputes from now",
 			sched: every(10 * time.Second), next: base - 60*s, misfire: xjob.MisfireDoNothing, now: base,
-			want: Plan{Misfired: true, Last: base - 60*s, Next: base + 10*s},
+			want: Plan{Misfired: true, Last: base - 60*s, Next: base + 10*s, Late: 7, Passed: Span{base - 60*s, base}},
 		},
 		{
 			name:  "misfire FIRE_ONCE_NOW fires once with type MISFIRE",
 			sched: every(10 * time.Second), next: base - 60*s, misfire: xjob.MisfireFireOnceNow, now: base,
-			want: Plan{Misfired: true, Fires: []Fire{{base - 60*s, xjob.TriggerMisfire, true}}, Last: base - 60*s, Next: base + 10*s},
+			want: Plan{Misfired: true, Fires: []Fire{{base - 60*s, xjob.TriggerMisfire, true}}, Last: base - 60*s, Next: base + 10*s,
+				Late: 7, Passed: Span{base - 50*s, base}},
 		},
 		{
 			name:  "misfire then upcoming fires in the window are pushed too",
 			sched: every(2 * time.Second), next: base - 60*s, misfire: xjob.MisfireDoNothing, now: base,
-			want: Plan{Misfired: true, Fires: []Fire{{base + 2*s, xjob.TriggerCron, false}, {base + 4*s, xjob.TriggerCron, false}}, Last: base + 4*s, Next: base + 6*s},
+			want: Plan{Misfired: true, Fires: []Fire{{base + 2*s, xjob.TriggerCron, false}, {base + 4*s, xjob.TriggerCron, false}}, Last: base + 4*s, Next: base + 6*s,
+				Late: 31, Passed: Span{base - 60*s, base}},
+		},
+		{
+			name:  "a job found far behind counts its late times up to MaxLate",
+			sched: denseUntil(base), next: base - 60*s, misfire: xjob.MisfireDoNothing, now: base,
+			want: Plan{Misfired: true, Last: base - 60*s, Next: base + 10*s, Late: MaxLate, Passed: Span{base - 60*s, base}},
+		},
+		{
+			name:  "FIRE_ONCE_NOW with a single late time passes nothing over",
+			sched: every(10 * time.Second), next: base - 7*s, misfire: xjob.MisfireFireOnceNow, now: base - 1*s,
+			want: Plan{Misfired: true, Fires: []Fire{{base - 7*s, xjob.TriggerMisfire, true}, {base, xjob.TriggerCron, false}},
+				Last: base, Next: base + 10*s, Late: 1},
 		},
 		{
 			name:  "schedule that ends stops the job",
@@ -113,7 +137,8 @@ func TestPlanJob(t *testing.T) {
 }
 
 func equalPlan(a, b Plan) bool {
-	if len(a.Fires) != len(b.Fires) || a.Next != b.Next || a.Last != b.Last || a.Stop != b.Stop || a.Misfired != b.Misfired {
+	if len(a.Fires) != len(b.Fires) || a.Next != b.Next || a.Last != b.Last || a.Stop != b.Stop || a.Misfired != b.Misfired ||
+		a.Late != b.Late || a.Passed != b.Passed {
 		return false
 	}
 	for i := range a.Fires {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/metric"
+	"github.com/xjobdev/xjob/pkg/schedule"
 )
 
 // Pusher carries out the scan's step for a set of running jobs at one
@@ -23,10 +25,14 @@ import (
 // bucket's claim keeps one. A pushed occurrence carries the job's schedule
 // revision, so the ring drops it if a person edits the job again.
 type Pusher struct {
-	cfg    Config
-	jobs   driver.JobStore
-	queues driver.Queues
-	log    *slog.Logger
+	cfg     Config
+	jobs    driver.JobStore
+	queues  driver.Queues
+	log     *slog.Logger
+	metrics *metric.Metrics
+	// schedules holds the parsed schedules of the jobs planned, so a job's
+	// cron expression and zone are parsed once, not on every tick.
+	schedules *schedule.Cache
 }
 
 // NewPusher builds a Pusher with the scan's tunables (PreRead,
@@ -43,7 +49,12 @@ func NewPusher(cfg Config, jobs driver.JobStore, queues driver.Queues, logger *s
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Pusher{cfg: cfg, jobs: jobs, queues: queues, log: logger}, nil
+	return newPusher(cfg, jobs, queues, logger, nil), nil
+}
+
+func newPusher(cfg Config, jobs driver.JobStore, queues driver.Queues, logger *slog.Logger, m *metric.Metrics) *Pusher {
+	return &Pusher{cfg: cfg, jobs: jobs, queues: queues, log: logger, metrics: m,
+		schedules: schedule.NewCache(schedule.DefaultCacheLimit)}
 }
 
 // Horizon is how far ahead of now the pusher plans (the scan's PreRead).
@@ -88,7 +99,7 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 	for i := range jobs {
 		job := &jobs[i]
 		var plan Plan
-		sched, err := job.Schedule()
+		sched, err := p.schedules.Parse(string(job.ScheduleType), job.ScheduleConf, job.TimeZone)
 		if err != nil {
 			p.log.WarnContext(ctx, "scan: stopping job with a bad schedule", "job", job.ID, "err", err)
 			plan = Plan{Stop: true, Last: job.TriggerNextTime}
@@ -143,7 +154,10 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 	}
 
 	// One conditional write per job, all in one store call per page.
-	var advances []driver.JobAdvanceParams
+	var (
+		advances []driver.JobAdvanceParams
+		advanced []planned
+	)
 	for _, pl := range plans {
 		if pl.plan.Stop {
 			st.Stopped++
@@ -154,6 +168,7 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 			ID: pl.job.ID, ExpectVersion: pl.job.Version,
 			TriggerLastTime: pl.plan.Last, TriggerNextTime: pl.plan.Next, Stop: pl.plan.Stop,
 		})
+		advanced = append(advanced, pl)
 	}
 	if len(advances) == 0 {
 		return nil
@@ -165,6 +180,7 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 	for i, err := range errs {
 		switch {
 		case err == nil:
+			p.noteLate(ctx, advanced[i], st)
 		case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):
 			st.Conflicts++
 		default:
@@ -172,4 +188,33 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 		}
 	}
 	return nil
+}
+
+// noteLate counts the late fire times of an advanced job's plan (once the
+// advance is committed, so a plan lost to a concurrent writer is not
+// counted twice) and logs, at debug level, the span of scheduled times it
+// passed over without a fire of their own: what the load harness uses to
+// tell a fire dropped by the misfire rules from a lost one.
+func (p *Pusher) noteLate(ctx context.Context, pl planned, st *Stats) {
+	if pl.plan.Late == 0 {
+		return
+	}
+	switch {
+	case !pl.plan.Misfired:
+		st.Collapsed += pl.plan.Late
+		p.metrics.Collapse(pl.plan.Late)
+	case pl.job.MisfireStrategy == xjob.MisfireFireOnceNow:
+		st.MisfiredFireOnceNow += pl.plan.Late
+		p.metrics.Misfire(metric.StrategyFireOnceNow, pl.plan.Late)
+	default:
+		st.MisfiredDoNothing += pl.plan.Late
+		p.metrics.Misfire(metric.StrategyDoNothing, pl.plan.Late)
+	}
+	if st.Oldest == 0 || pl.job.TriggerNextTime < st.Oldest {
+		st.Oldest = pl.job.TriggerNextTime
+	}
+	if pl.plan.Passed != (Span{}) {
+		p.log.DebugContext(ctx, "scan: fires passed over", "job", pl.job.ID, "misfired", pl.plan.Misfired,
+			"from", pl.plan.Passed.From, "to", pl.plan.Passed.To)
+	}
 }

@@ -120,7 +120,8 @@ type Scanner struct {
 	log     *slog.Logger
 	keeper  *lease.Keeper
 	metrics *metric.Metrics
-	push    *Pusher
+	// push plans, pushes and advances each page of due jobs.
+	push *Pusher
 
 	mu     sync.Mutex
 	leases map[int]xjob.Lease
@@ -142,7 +143,7 @@ func New(cfg Config, d Deps) (*Scanner, error) {
 		cfg: cfg, jobs: d.Jobs, clock: d.Clock, log: d.Logger,
 		keeper: lease.NewKeeper(d.Leases, d.Clock, d.Owner, cfg.LeaseTTL), metrics: d.Metrics,
 		leases: make(map[int]xjob.Lease),
-		push:   &Pusher{cfg: cfg, jobs: d.Jobs, queues: d.Queues, log: d.Logger},
+		push:   newPusher(cfg, d.Jobs, d.Queues, d.Logger, d.Metrics),
 	}, nil
 }
 
@@ -153,11 +154,19 @@ type Stats struct {
 	Jobs      int // due jobs read
 	RingFires int // occurrences pushed to the ring
 	NowFires  int // occurrences sent straight to dispatch (late or misfire)
-	Misfires  int
-	Stopped   int // jobs stopped because no next time exists
-	Conflicts int // advances lost to a concurrent writer
-	Truncated bool
-	Duration  time.Duration
+	Misfires  int // jobs found more than the misfire threshold late
+	// MisfiredDoNothing and MisfiredFireOnceNow count the scheduled times
+	// of those jobs that were past the threshold, per misfire strategy;
+	// Collapsed the late times within the threshold folded into one fire
+	// (see Plan.Late). Oldest is the earliest such time (Unix ms).
+	MisfiredDoNothing   int
+	MisfiredFireOnceNow int
+	Collapsed           int
+	Oldest              int64
+	Stopped             int // jobs stopped because no next time exists
+	Conflicts           int // advances lost to a concurrent writer
+	Truncated           bool
+	Duration            time.Duration
 }
 
 func (s *Stats) add(o Stats) {
@@ -167,6 +176,12 @@ func (s *Stats) add(o Stats) {
 	s.RingFires += o.RingFires
 	s.NowFires += o.NowFires
 	s.Misfires += o.Misfires
+	s.MisfiredDoNothing += o.MisfiredDoNothing
+	s.MisfiredFireOnceNow += o.MisfiredFireOnceNow
+	s.Collapsed += o.Collapsed
+	if o.Oldest != 0 && (s.Oldest == 0 || o.Oldest < s.Oldest) {
+		s.Oldest = o.Oldest
+	}
 	s.Stopped += o.Stopped
 	s.Conflicts += o.Conflicts
 	s.Truncated = s.Truncated || o.Truncated
@@ -187,6 +202,14 @@ func (s *Scanner) Run(ctx context.Context, until time.Time) error {
 		}
 		st, err := s.Tick(ctx)
 		s.metrics.ScanTick(st.Duration, st.Jobs)
+		if late := st.MisfiredDoNothing + st.MisfiredFireOnceNow + st.Collapsed; late > 0 {
+			// One line per tick, whatever the number of jobs: overload must
+			// be visible without flooding the log.
+			s.log.WarnContext(ctx, "scan: behind schedule, late fire times passed over",
+				"misfiredDoNothing", st.MisfiredDoNothing, "misfiredFireOnceNow", st.MisfiredFireOnceNow,
+				"misfiredJobs", st.Misfires, "collapsed", st.Collapsed,
+				"oldest", time.UnixMilli(st.Oldest).UTC(), "misfireThreshold", s.cfg.MisfireThreshold)
+		}
 		if err != nil {
 			s.log.ErrorContext(ctx, "scan tick", "err", err)
 		} else if st.Jobs > 0 || st.Truncated {

@@ -1,16 +1,22 @@
 package scan_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/metric"
 	"github.com/xjobdev/xjob/pkg/scan"
 	"github.com/xjobdev/xjob/pkg/sqlitestore"
 )
@@ -332,5 +338,90 @@ func TestPagingCoversEveryDueJob(t *testing.T) {
 	e.clk.Advance(10 * time.Second)
 	if items := e.drainRing(t); len(items) != n {
 		t.Fatalf("ring holds %d, want %d", len(items), n)
+	}
+}
+
+// syncBuffer is a log sink the scanner's goroutines may share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) lines(msg string) []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, l := range strings.Split(b.buf.String(), "\n") {
+		var v map[string]any
+		if json.Unmarshal([]byte(l), &v) == nil && v["msg"] == msg {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// A scanner that fell behind counts the late fire times per misfire
+// strategy in the metrics, writes one warning for the tick (not one per
+// job) and, at debug level, the span each job passed over.
+func TestRunReportsLateFiresOncePerTick(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	for range 3 {
+		e.addJob(t, "1", t0.Add(-60*time.Second), xjob.MisfireDoNothing) // [t0-60s, t0+1s]: 62 times
+	}
+	once := e.addJob(t, "10", t0.Add(-60*time.Second), xjob.MisfireFireOnceNow) // t0-60s … t0: 7 times
+	late := e.addJob(t, "1", t0.Add(-3*time.Second), xjob.MisfireDoNothing)     // 4 s late: t0-2s … t0+1s collapsed
+	var logs syncBuffer
+	var m metric.Metrics
+	s, err := scan.New(scan.Config{Shards: shards, RingLead: 0}, scan.Deps{
+		Jobs: e.db, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: "a", Metrics: &m,
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, t0.Add(2*time.Second)) }()
+	if err := e.clk.WaitForSleepers(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(time.Second) // one tick, at t0+1s
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	snap := m.Snapshot()
+	if want := (metric.Misfired{DoNothing: 3 * 62, FireOnceNow: 7}); snap.Misfired != want || snap.Collapsed != 4 {
+		t.Errorf("metrics misfired = %+v collapsed %d, want %+v and 4", snap.Misfired, snap.Collapsed, want)
+	}
+	warns := logs.lines("scan: behind schedule, late fire times passed over")
+	if len(warns) != 1 {
+		t.Fatalf("%d warning lines, want 1 for the tick", len(warns))
+	}
+	w := warns[0]
+	if w["level"] != "WARN" || w["misfiredDoNothing"] != float64(186) || w["misfiredFireOnceNow"] != float64(7) ||
+		w["misfiredJobs"] != float64(4) || w["collapsed"] != float64(4) {
+		t.Errorf("warning = %v", w)
+	}
+	spans := map[int64][2]int64{}
+	for _, l := range logs.lines("scan: fires passed over") {
+		spans[int64(l["job"].(float64))] = [2]int64{int64(l["from"].(float64)), int64(l["to"].(float64))}
+	}
+	now := t0.Add(time.Second).UnixMilli()
+	if len(spans) != 5 {
+		t.Errorf("passed-over spans for %d jobs, want 5: %v", len(spans), spans)
+	}
+	if got, want := spans[once.ID], [2]int64{t0.Add(-50 * time.Second).UnixMilli(), now}; got != want {
+		t.Errorf("FIRE_ONCE_NOW span = %v, want %v (its first late time fires as MISFIRE)", got, want)
+	}
+	if got, want := spans[late.ID], [2]int64{t0.Add(-2 * time.Second).UnixMilli(), now}; got != want {
+		t.Errorf("collapsed span = %v, want %v", got, want)
 	}
 }

@@ -412,6 +412,7 @@ func (c *Cron) scan(from time.Time, visit func(y int, mo time.Month, d, h, mi, s
 	if y < minYear {
 		y, mo, d, h, mi, s = minYear, time.January, 1, 0, 0, 0
 	}
+	skipY, skipMo := c.quartzSkips(y, mo, d, h, mi, s)
 	for y <= c.lastYear {
 		if !c.yearOK(y) {
 			y, mo, d, h, mi, s = y+1, time.January, 1, 0, 0, 0
@@ -422,6 +423,10 @@ func (c *Cron) scan(from time.Time, visit func(y int, mo time.Month, d, h, mi, s
 			continue
 		}
 		ndays := daysIn(y, mo)
+		if y == skipY && mo == skipMo {
+			y, mo, d, h, mi, s = nextMonth(y, mo)
+			continue
+		}
 		for ; d <= ndays; d, h, mi, s = d+1, 0, 0, 0 {
 			if !c.dayOK(y, mo, d, ndays) {
 				continue
@@ -432,6 +437,46 @@ func (c *Cron) scan(from time.Time, visit func(y int, mo time.Month, d, h, mi, s
 		}
 		y, mo, d, h, mi, s = nextMonth(y, mo)
 	}
+}
+
+// quartzSkips returns the month (year, month) whose nW fire past its end
+// (pastEndWeekday) Quartz does not reach when its search starts at the wall
+// reading y-mo-d h:mi:s, or 0 when there is none.
+//
+// Quartz moves from month P to month S = P+1 in one of two ways. Running
+// off P's last day (the search starts there after the day's last fire
+// time) lands on S's 1st, where the W rule is applied to S. Finding P's own
+// W day already passed instead jumps to "day n of S" on a lenient calendar,
+// which is past S's end, so S is never looked at. The second is what
+// happens after a fire on any day of P but its last: 30W fires Friday
+// January 30, and Quartz then skips February even where 30W would give
+// Friday February 29. Months further on are reached from a month whose W
+// day exists (every month before a short one has 31 days), so only the
+// month after the start month is affected.
+func (c *Cron) quartzSkips(y int, mo time.Month, d, h, mi, s int) (int, time.Month) {
+	ny, nmo, _, _, _, _ := nextMonth(y, mo)
+	if !c.useDOM || c.domMode != domWeekday || c.domDay <= daysIn(ny, nmo) {
+		return 0, 0
+	}
+	ndays := daysIn(y, mo)
+	t := d // the day Quartz's W rule runs on in month mo
+	if c.visitDay(y, mo, d, h, mi, s, func(int, time.Month, int, int, int, int) bool { return false }) {
+		t++ // no fire time left on day d: the search runs off it
+	}
+	if t > ndays {
+		return 0, 0 // off the month's end onto the 1st of the next
+	}
+	if c.yearOK(y) && c.month&(1<<mo) != 0 {
+		// mo is allowed: its W day fires on or after day t, or it has
+		// passed and Quartz jumps over the next month.
+		return ny, nmo
+	}
+	// mo is not allowed: Quartz still applies the W rule to it before the
+	// month rule moves on, and jumps only if that day has passed.
+	if c.domDay <= ndays && nearestWeekday(y, mo, c.domDay, ndays) < t {
+		return ny, nmo
+	}
+	return 0, 0
 }
 
 // visitDay visits the matching times of one day at or after h:mi:s.
@@ -490,7 +535,10 @@ func (c *Cron) dayOK(y int, mo time.Month, d, ndays int) bool {
 		case domLast:
 			return d == ndays-c.domOffset // never matches when that is < 1
 		case domWeekday:
-			return c.domDay <= ndays && d == nearestWeekday(y, mo, c.domDay, ndays)
+			if c.domDay > ndays {
+				return d == pastEndWeekday(y, mo, c.domDay, ndays)
+			}
+			return d == nearestWeekday(y, mo, c.domDay, ndays)
 		default: // domLastWeekday
 			target := ndays - c.domOffset
 			return target >= 1 && d == nearestWeekday(y, mo, target, ndays)
@@ -524,6 +572,20 @@ func nearestWeekday(y int, mo time.Month, target, ndays int) int {
 		return target + 1
 	}
 	return target
+}
+
+// pastEndWeekday is Quartz's W rule for a day the month does not have
+// (31W in April, 30W in February): Quartz takes the weekday of day target
+// on a lenient calendar, where it falls in the next month (April 31 is
+// May 1). Only a Saturday steps back into the month, and only when target
+// is the day after the last (April 30, a Friday, fires for 31W when May 1
+// is a Saturday); in every other case Quartz moves on to the next month,
+// and this one has no fire. It returns 0 when the month has none.
+func pastEndWeekday(y int, mo time.Month, target, ndays int) int {
+	if target == ndays+1 && time.Date(y, mo, target, 0, 0, 0, 0, time.UTC).Weekday() == time.Saturday {
+		return ndays
+	}
+	return 0
 }
 
 func daysIn(y int, mo time.Month) int {

@@ -21,9 +21,14 @@
 // day-of-month and day-of-week must be '?'.
 //
 // Month-end rules, all confirmed against Quartz 2.3.2: a day that does not
-// exist in a month (31, 30W, L-30 in a 30-day month) does not fire that
-// month; nW never leaves the month (1W on a Saturday is Monday the 3rd, a
-// Sunday last day moves back to Friday); q#5 skips months without a fifth q.
+// exist in a month (31, L-30 in a 30-day month) does not fire that month;
+// nW never leaves the month (1W on a Saturday is Monday the 3rd, a Sunday
+// last day moves back to Friday); q#5 skips months without a fifth q.
+// nW for a day the month lacks follows Quartz's lenient calendar: 31W in
+// April looks at May 1, and when that is a Saturday fires Friday April 30
+// — but only when Quartz's search enters April on the 1st, not when it
+// jumps there from March's W day (Cron.quartzSkips spells the rule out;
+// testdata/quartz_golden_nw.json is its Quartz-generated check).
 //
 // # Time zones and DST
 //

@@ -48,22 +48,13 @@ const sqlLogCreate = `INSERT INTO logs (occurrence_id, job_id, group_id, trigger
 // LogCreate stores a new log unless its OccurrenceID exists, in which case
 // it returns the existing log and xjob.ErrConflict.
 func (db *DB) LogCreate(ctx context.Context, l xjob.Log) (xjob.Log, error) {
-	if l.OccurrenceID == "" {
-		return xjob.Log{}, &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "occurrenceId", Message: "is required"}}}
+	if err := validateNewLog(l); err != nil {
+		return xjob.Log{}, err
 	}
 	var existing *xjob.Log
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
-		err := db.ws.logCreate.QueryRowContext(ctx,
-			l.OccurrenceID, l.JobID, l.GroupID, l.TriggerType,
-			l.ScheduledTime, l.TriggerTime, l.TriggerCode, l.TriggerMsg, l.ExecutorAddress, l.ExecutorHandler,
-			l.ExecutorParam, l.ExecutorShardingParam, l.ExecutorFailRetryCount, l.HandleTime, l.HandleCode,
-			l.HandleMsg, l.AlarmStatus, l.ClaimUntil).Scan(&l.ID)
-		if errors.Is(err, sql.ErrNoRows) {
-			// Read in the same transaction: the log that won is there.
-			e, err := scanLog(db.ws.logByOccurrence.QueryRowContext(ctx, l.OccurrenceID))
-			existing = &e
-			return err
-		}
+		var err error
+		l.ID, existing, err = db.insertLog(ctx, l)
 		return err
 	})
 	if err != nil {
@@ -76,6 +67,80 @@ func (db *DB) LogCreate(ctx context.Context, l xjob.Log) (xjob.Log, error) {
 	return l, nil
 }
 
+func validateNewLog(l xjob.Log) error {
+	if l.OccurrenceID == "" {
+		return &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "occurrenceId", Message: "is required"}}}
+	}
+	return nil
+}
+
+// insertLog inserts l inside the writer's transaction and returns its id,
+// or the log its occurrence already has (read in the same transaction: the
+// log that won is there).
+func (db *DB) insertLog(ctx context.Context, l xjob.Log) (int64, *xjob.Log, error) {
+	var id int64
+	err := db.ws.logCreate.QueryRowContext(ctx,
+		l.OccurrenceID, l.JobID, l.GroupID, l.TriggerType,
+		l.ScheduledTime, l.TriggerTime, l.TriggerCode, l.TriggerMsg, l.ExecutorAddress, l.ExecutorHandler,
+		l.ExecutorParam, l.ExecutorShardingParam, l.ExecutorFailRetryCount, l.HandleTime, l.HandleCode,
+		l.HandleMsg, l.AlarmStatus, l.ClaimUntil).Scan(&id)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return id, nil, err
+	}
+	e, err := scanLog(db.ws.logByOccurrence.QueryRowContext(ctx, l.OccurrenceID))
+	if err != nil {
+		return 0, nil, err
+	}
+	return 0, &e, nil
+}
+
+// LogCreateMany claims every occurrence of logs in one write transaction:
+// each is created, taken over (untriggered, claim expired by its
+// TriggerTime) or reported as it stands, in order.
+func (db *DB) LogCreateMany(ctx context.Context, logs []xjob.Log) ([]driver.LogCreated, error) {
+	out := make([]driver.LogCreated, len(logs))
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		for i, l := range logs {
+			if err := validateNewLog(l); err != nil {
+				out[i] = driver.LogCreated{Err: err}
+				continue
+			}
+			c, err := db.claimOccurrence(ctx, l)
+			if err != nil {
+				return fmt.Errorf("%s: %w", l.OccurrenceID, err)
+			}
+			out[i] = c
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite log create many: %w", err)
+	}
+	return out, nil
+}
+
+// claimOccurrence is one item of LogCreateMany, inside the transaction.
+func (db *DB) claimOccurrence(ctx context.Context, l xjob.Log) (driver.LogCreated, error) {
+	id, existing, err := db.insertLog(ctx, l)
+	switch {
+	case err != nil:
+		return driver.LogCreated{}, err
+	case existing == nil:
+		l.ID, l.Version = id, 1
+		return driver.LogCreated{Outcome: driver.ClaimCreated, Log: l}, nil
+	}
+	prev := *existing
+	outcome := driver.ClaimOutcomeOf(prev, l.TriggerTime)
+	if outcome != driver.ClaimTakenOver {
+		return driver.LogCreated{Outcome: outcome, Log: prev}, nil
+	}
+	taken, err := scanLog(db.ws.logClaim.QueryRowContext(ctx, l.ClaimUntil, l.TriggerTime, prev.ID, prev.Version))
+	if err != nil {
+		return driver.LogCreated{}, fmt.Errorf("take over log %d: %w", prev.ID, err)
+	}
+	return driver.LogCreated{Outcome: driver.ClaimTakenOver, Log: taken, Prev: prev}, nil
+}
+
 // LogGet returns one log or xjob.ErrNotFound.
 func (db *DB) LogGet(ctx context.Context, id int64) (xjob.Log, error) {
 	l, err := scanLog(db.rs.logGet.QueryRowContext(ctx, id))
@@ -83,6 +148,22 @@ func (db *DB) LogGet(ctx context.Context, id int64) (xjob.Log, error) {
 		return xjob.Log{}, fmt.Errorf("sqlite log get %d: %w", id, notFound(err))
 	}
 	return l, nil
+}
+
+// LogGetMany reads the logs among ids in one query.
+func (db *DB) LogGetMany(ctx context.Context, ids []int64) ([]xjob.Log, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := db.rs.logGetMany.QueryContext(ctx, "["+formatIDs(ids)+"]")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite log get many: %w", err)
+	}
+	logs, err := scanAll(rows, scanLog)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite log get many: %w", err)
+	}
+	return logs, nil
 }
 
 // LogClaim takes over an untriggered log, conditional on its version.
@@ -104,40 +185,81 @@ func (db *DB) LogClaim(ctx context.Context, p driver.LogClaimParams) (xjob.Log, 
 
 // LogTriggered records the executor's reply to /run if none is recorded yet.
 func (db *DB) LogTriggered(ctx context.Context, p driver.LogTriggeredParams) error {
-	if p.TriggerCode == xjob.CodeNone {
-		return fmt.Errorf("sqlite log triggered %d: trigger code 0 records nothing", p.ID)
-	}
-	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
-		n, err := rowsAffected(db.ws.logTriggered.ExecContext(ctx, p.ExecutorAddress, p.TriggerCode, p.TriggerMsg, p.ID))
-		if err == nil && n == 0 {
-			err = missingOr(ctx, db.ws.logExists, p.ID, xjob.ErrConflict)
-		}
+	errs, err := db.LogTriggeredMany(ctx, []driver.LogTriggeredParams{p})
+	if err != nil {
 		return err
+	}
+	return errs[0]
+}
+
+// LogTriggeredMany records every reply in one write transaction, in order.
+func (db *DB) LogTriggeredMany(ctx context.Context, ps []driver.LogTriggeredParams) ([]error, error) {
+	for _, p := range ps {
+		if p.TriggerCode == xjob.CodeNone {
+			return nil, fmt.Errorf("sqlite log triggered %d: trigger code 0 records nothing", p.ID)
+		}
+	}
+	errs := make([]error, len(ps))
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		for i, p := range ps {
+			n, err := rowsAffected(db.ws.logTriggered.ExecContext(ctx, p.ExecutorAddress, p.TriggerCode, p.TriggerMsg, p.ID))
+			if err == nil && n == 0 {
+				err = missingOr(ctx, db.ws.logExists, p.ID, xjob.ErrConflict)
+			}
+			switch {
+			case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):
+				errs[i] = fmt.Errorf("sqlite log triggered %d: %w", p.ID, err)
+			case err != nil:
+				return fmt.Errorf("sqlite log triggered %d: %w", p.ID, err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite log triggered %d: %w", p.ID, err)
+		return nil, fmt.Errorf("sqlite log triggered many: %w", err)
 	}
-	return nil
+	return errs, nil
 }
 
 // LogFinish records the first result of a log.
 func (db *DB) LogFinish(ctx context.Context, p driver.LogFinishParams) (xjob.Log, error) {
-	if p.HandleCode == xjob.CodeNone {
-		return xjob.Log{}, fmt.Errorf("sqlite log finish %d: handle code 0 records nothing", p.ID)
+	res, err := db.LogFinishMany(ctx, []driver.LogFinishParams{p})
+	if err != nil {
+		return xjob.Log{}, err
 	}
-	var l xjob.Log
-	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
-		var err error
-		l, err = scanLog(db.ws.logFinish.QueryRowContext(ctx, p.HandleTime, p.HandleCode, p.HandleMsg, p.ID))
-		if errors.Is(err, sql.ErrNoRows) {
-			err = missingOr(ctx, db.ws.logExists, p.ID, xjob.ErrConflict)
+	return res[0].Log, res[0].Err
+}
+
+// LogFinishMany records every result in one write transaction, in order
+// (a second result for one log loses to the first).
+func (db *DB) LogFinishMany(ctx context.Context, ps []driver.LogFinishParams) ([]driver.LogFinished, error) {
+	for _, p := range ps {
+		if p.HandleCode == xjob.CodeNone {
+			return nil, fmt.Errorf("sqlite log finish %d: handle code 0 records nothing", p.ID)
 		}
-		return err
+	}
+	out := make([]driver.LogFinished, len(ps))
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		for i, p := range ps {
+			l, err := scanLog(db.ws.logFinish.QueryRowContext(ctx, p.HandleTime, p.HandleCode, p.HandleMsg, p.ID))
+			if errors.Is(err, sql.ErrNoRows) {
+				err = missingOr(ctx, db.ws.logExists, p.ID, xjob.ErrConflict)
+			}
+			switch {
+			case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):
+				out[i].Err = fmt.Errorf("sqlite log finish %d: %w", p.ID, err)
+			case err != nil:
+				return fmt.Errorf("sqlite log finish %d: %w", p.ID, err)
+			default:
+				out[i].Log = l
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return xjob.Log{}, fmt.Errorf("sqlite log finish %d: %w", p.ID, err)
+		return nil, fmt.Errorf("sqlite log finish many: %w", err)
 	}
-	return l, nil
+	return out, nil
 }
 
 // LogSetAlarm compares-and-sets a log's alarm status.

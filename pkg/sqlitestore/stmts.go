@@ -37,7 +37,7 @@ type writeStmts struct {
 // readStmts run on the reader pool.
 type readStmts struct {
 	jobGet, jobGetMany, jobsDue *sql.Stmt
-	logGet                      *sql.Stmt
+	logGet, logGetMany          *sql.Stmt
 	groupGet                    *sql.Stmt
 	registryList, registryByKey *sql.Stmt
 	leaseGet, reportList        *sql.Stmt
@@ -123,6 +123,8 @@ func (s *readStmts) defs() []stmtDef {
 			WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`},
 		{&s.jobsDue, jobsDueSQL},
 		{&s.logGet, `SELECT ` + logColumns + ` FROM logs WHERE id = ?`},
+		{&s.logGetMany, `SELECT ` + logColumns + ` FROM logs
+			WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`},
 		{&s.groupGet, `SELECT ` + groupColumns + ` FROM groups WHERE id = ?`},
 		{&s.registryList, `SELECT grp, key, value, updated_at FROM registry WHERE updated_at >= ?
 			ORDER BY grp, key, value`},

@@ -42,6 +42,12 @@ func Exercise(t *testing.T, newStore func(t *testing.T) driver.Store) {
 	t.Run("ReportStore", func(t *testing.T) {
 		ExerciseReportStore(t, func(t *testing.T) driver.ReportStore { return newStore(t) })
 	})
+	t.Run("UserStore", func(t *testing.T) {
+		ExerciseUserStore(t, func(t *testing.T) driver.UserStore { return newStore(t) })
+	})
+	t.Run("GlueStore", func(t *testing.T) {
+		ExerciseGlueStore(t, func(t *testing.T) driver.GlueStore { return newStore(t) })
+	})
 }
 
 // requireIs fails the test unless err wraps target.

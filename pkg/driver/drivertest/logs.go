@@ -195,6 +195,7 @@ func ExerciseLogStore(t *testing.T, newStore func(t *testing.T) driver.LogStore)
 	})
 
 	t.Run("Queries", func(t *testing.T) { t.Parallel(); exerciseLogQueries(t, newStore(t)) })
+	t.Run("Batches", func(t *testing.T) { exerciseLogBatches(t, newStore) })
 
 	t.Run("DeleteBefore", func(t *testing.T) {
 		t.Parallel()

@@ -56,7 +56,7 @@ func StreamingHandler(e *executor.Executor) StreamingHandlerFunc {
 		if early != nil {
 			return streamed(*early), nil
 		}
-		if r.URI != "/"+protocol.PathRun {
+		if r.URI != "/"+protocol.PathRun && r.URI != "/"+protocol.PathTrigger {
 			return streamed(reply(e.Serve(ctx, r))), nil
 		}
 		accepted := make(chan struct{})

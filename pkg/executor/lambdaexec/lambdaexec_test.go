@@ -142,7 +142,7 @@ func TestOtherEndpoints(t *testing.T) {
 		{"idleBeat", "/idleBeat", "", "tok", `{"jobId":3}`, false, `{"code":200}`},
 		{"kill", "/kill", "", "tok", `{"jobId":3}`, false, `{"code":200,"msg":"job thread already killed."}`},
 		{"log", "/log", "", "tok", `{"logDateTim":1709287200000,"logId":42,"fromLineNum":1}`, false,
-			`{"code":200,"content":{"fromLineNum":1,"toLineNum":0,"logContent":"readLog fail, logFile not exists","isEnd":true}}`},
+			`{"code":200,"content":{"fromLineNum":1,"toLineNum":0,"logContent":"readLog fail, logFile not exists","isEnd":true},"data":{"fromLineNum":1,"toLineNum":0,"logContent":"readLog fail, logFile not exists","isEnd":true}}`},
 		{"base64", "/idleBeat", "", "tok", base64.StdEncoding.EncodeToString([]byte(`{"jobId":3}`)), true, `{"code":200}`},
 		{"query", "/beat", "a=b", "tok", `""`, false, `{"code":500,"msg":"invalid request, uri-mapping(/beat?a=b) not found."}`},
 		{"token", "/beat", "", "bad", `""`, false, `{"code":500,"msg":"The access token is wrong."}`},

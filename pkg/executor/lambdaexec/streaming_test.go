@@ -135,7 +135,7 @@ func TestStreamingRefusalsAndOtherEndpoints(t *testing.T) {
 		{"idleBeat", "POST", "/idleBeat", "tok", `{"jobId":3}`, false, 200, `{"code":200}`},
 		{"kill", "POST", "/kill", "tok", `{"jobId":3}`, false, 200, `{"code":200,"msg":"job thread already killed."}`},
 		{"log", "POST", "/log", "tok", `{"logDateTim":1709287200000,"logId":42,"fromLineNum":1}`, false, 200,
-			`{"code":200,"content":{"fromLineNum":1,"toLineNum":0,"logContent":"readLog fail, logFile not exists","isEnd":true}}`},
+			`{"code":200,"content":{"fromLineNum":1,"toLineNum":0,"logContent":"readLog fail, logFile not exists","isEnd":true},"data":{"fromLineNum":1,"toLineNum":0,"logContent":"readLog fail, logFile not exists","isEnd":true}}`},
 		{"base64", "POST", "/idleBeat", "tok", base64.StdEncoding.EncodeToString([]byte(`{"jobId":3}`)), true, 200, `{"code":200}`},
 		{"bad base64", "POST", "/run", "tok", "%%%", true, 200, ""},
 		{"too large", "POST", "/run", "tok", strings.Repeat(" ", executor.MaxBodyBytes+1), false, 413, "request body too large"},

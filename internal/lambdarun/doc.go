@@ -1,0 +1,40 @@
+// Package lambdarun runs a Lambda function's real bootstrap binary the way
+// the Lambda service runs it on provided.al2023: a pool of execution
+// environments (one child process each) that pull invocations from the
+// Lambda Runtime API, which this package serves on 127.0.0.1.
+//
+// It exists so that tests drive the shipped mains (functions/*) — their
+// environment configuration, SDK wiring and handler selection — and not
+// only the handlers in-process. Only the Lambda service is played here;
+// the bootstrap, the aws-lambda-go runtime client in it and the AWS SDK
+// are the shipped ones.
+//
+// The Runtime API (version 2018-06-01) as served, per function:
+//
+//	GET  /2018-06-01/runtime/invocation/next          blocks until an invocation
+//	                                                   is queued; body = payload,
+//	                                                   headers Lambda-Runtime-Aws-Request-Id,
+//	                                                   -Deadline-Ms, -Invoked-Function-Arn,
+//	                                                   -Trace-Id
+//	POST /2018-06-01/runtime/invocation/{id}/response  the handler's result → 202
+//	POST /2018-06-01/runtime/invocation/{id}/error     the handler's error → 202
+//	POST /2018-06-01/runtime/init/error                Init failed → 202; the
+//	                                                   environment is discarded
+//
+// One invocation's life:
+//
+//	           Invoke
+//	             │ no idle environment and fewer than Max: start one
+//	             ▼
+//	queued ──/next──▶ running ──/response──▶ succeeded
+//	                    │ ──────/error────▶ failed (Invoke returns *Error)
+//	                    │ deadline passed
+//	                    ▼
+//	                 timed out: the environment is killed, as Lambda
+//	                 kills a timed-out sandbox (its late reply is ignored)
+//
+// An environment serves one invocation at a time (it asks for the next
+// one only after replying), so concurrency is the number of live
+// environments, bounded by Function's Max, as reserved concurrency bounds
+// it on AWS.
+package lambdarun
