@@ -42,6 +42,7 @@ type Executor struct {
 	cbq      chan protocol.HandleCallbackParam
 	cbFailed atomic.Int64
 	cbSent   atomic.Int64
+	cbBatch  atomic.Int64 // results per callback request at most (0: 1000)
 	stop     chan struct{}
 	stopped  chan struct{}
 }
@@ -150,6 +151,10 @@ func (e *Executor) Reset() {
 	e.mu.Unlock()
 }
 
+// SetCallbackBatch limits the results per callback request (1: one
+// result per request, as an executor without a batching callback thread).
+func (e *Executor) SetCallbackBatch(n int) { e.cbBatch.Store(int64(n)) }
+
 // CallbackStats reports callbacks delivered and given up.
 func (e *Executor) CallbackStats() (sent, failed int64) { return e.cbSent.Load(), e.cbFailed.Load() }
 
@@ -192,7 +197,7 @@ func (e *Executor) callbacks() {
 			return
 		case p := <-e.cbq:
 			batch = append(batch, p)
-			if len(batch) == cap(batch) {
+			if limit := int(e.cbBatch.Load()); len(batch) == cap(batch) || limit > 0 && len(batch) >= limit {
 				flush()
 			}
 		case <-tick.C:

@@ -27,9 +27,19 @@ const (
 // int32, because xxl-job executors parse jobId as a Java int; an insert
 // beyond that is undone and refused.
 func (s *Service) CreateJob(ctx context.Context, in xjob.Job) (xjob.Job, error) {
+	in.ID = 0
+	return s.createJob(ctx, in)
+}
+
+// createJob is CreateJob keeping in.ID when it is not 0 (an apply or an
+// import keeping ids); a taken id is xjob.ErrConflict.
+func (s *Service) createJob(ctx context.Context, in xjob.Job) (xjob.Job, error) {
 	now := s.now()
 	j := in
-	j.ID, j.Shard, j.Version, j.Revision = 0, 0, 0, 0
+	if j.ID < 0 || j.ID > math.MaxInt32 {
+		return xjob.Job{}, invalid("id", "%d is not a job id (1 to %d)", j.ID, math.MaxInt32)
+	}
+	j.Shard, j.Version, j.Revision = 0, 0, 0
 	j.SlowMinute, j.SlowCount = 0, 0
 	j.TriggerLastTime, j.TriggerNextTime = 0, 0
 	j.CreatedAt, j.UpdatedAt, j.GlueUpdatedAt = now, now, now

@@ -167,6 +167,9 @@ func (h *Handler) v1Routes() []route {
 		{"GET", "/v1/logs/{id}/executor-log", h.executorLog},
 		{"POST", "/v1/logs/{id}/kill", h.killLog},
 		{"GET", "/v1/report", h.report},
+		{"POST", "/v1/apply", h.apply},
+		{"GET", "/v1/export", h.export},
+		{"POST", "/v1/bulk/jobs", h.bulkJobs},
 	}
 }
 
