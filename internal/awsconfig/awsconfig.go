@@ -16,6 +16,9 @@ const (
 	EnvAdminToken      = "XJOB_ADMIN_TOKEN"             // bearer token of the /v1 admin API
 	EnvAlarmTopicARN   = "XJOB_ALARM_TOPIC_ARN"         // SNS topic for final-failure alarms
 	EnvLogLevel        = "XJOB_LOG_LEVEL"               // debug|info|warn|error (optional, default info)
+	// EnvAnyTriggerAddress=true lets a manual trigger's address override
+	// name any host (optional; default: only the group's own executors).
+	EnvAnyTriggerAddress = "XJOB_ALLOW_ANY_TRIGGER_ADDRESS"
 )
 
 // Lookup returns the function named name from Functions.
@@ -84,7 +87,7 @@ var Functions = []Function{
 		Consumes: []string{EnvRingQueueURL}},
 	{Name: "dispatch",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel},
+		OptionalEnv: []string{EnvLogLevel, EnvAnyTriggerAddress},
 		Actions: []string{
 			"dynamodb:BatchGetItem", // the jobs of an SQS batch (DispatchMany)
 			"dynamodb:GetItem",
@@ -100,6 +103,7 @@ var Functions = []Function{
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel},
 		Actions: []string{
+			"dynamodb:BatchGetItem", // a callback request's logs and jobs (LogGetMany, JobGetMany)
 			"dynamodb:GetItem",
 			"dynamodb:UpdateItem", // first result wins; alarm status; report counters
 			"sns:Publish",         // alarm of a failed result
@@ -107,7 +111,7 @@ var Functions = []Function{
 		}},
 	{Name: "registry",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel},
+		OptionalEnv: []string{EnvLogLevel, EnvAnyTriggerAddress},
 		Actions: []string{
 			// The admin API and maintenance reach every store operation; the
 			// test exercises heartbeats, job/group creation and one maintenance run.

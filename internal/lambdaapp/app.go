@@ -187,11 +187,11 @@ func New(cfg Config, d Deps) (*App, error) {
 	// The admin pushes the fires of a job it creates, starts or edits within
 	// the scan's horizon, so it shares the scanner's configuration.
 	a.admin, err = admin.New(admin.Config{Store: counted, Queues: queues, Executors: exec, Finisher: a.callback,
-		Clock: d.Clock, Logger: d.Logger, Scan: sc})
+		Clock: d.Clock, Logger: d.Logger, Scan: sc, AnyTriggerAddress: cfg.AnyTriggerAddress})
 	if err != nil {
 		return fail("admin", err)
 	}
-	a.dispatcher, err = dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda"}, dispatch.Deps{
+	a.dispatcher, err = dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda", AnyTriggerAddress: cfg.AnyTriggerAddress}, dispatch.Deps{
 		Store: counted, Executors: exec, Router: route.New(route.Options{Clock: d.Clock, Prober: exec}),
 		Addresses: a.registry, Completer: a.callback, Clock: d.Clock, Logger: d.Logger, Metrics: metrics,
 	})
@@ -213,8 +213,14 @@ func New(cfg Config, d Deps) (*App, error) {
 		// handler still wants a token, so it gets one nobody knows.
 		adminToken = randomHex(32)
 	}
+	accessToken := cfg.AccessToken
+	if accessToken == "" {
+		// Likewise for the functions that serve no HTTP at all (scan,
+		// ring); every function that does requires XJOB_ACCESS_TOKEN.
+		accessToken = randomHex(32)
+	}
 	a.http, err = adminapi.New(adminapi.Config{Admin: a.admin, Registry: a.registry, Callback: a.callback,
-		Metrics: metrics, AdminToken: adminToken, AccessToken: cfg.AccessToken, Logger: d.Logger, Clock: d.Clock})
+		Metrics: metrics, AdminToken: adminToken, AccessToken: accessToken, Logger: d.Logger, Clock: d.Clock})
 	if err != nil {
 		return fail("admin api", err)
 	}

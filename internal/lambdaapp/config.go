@@ -24,6 +24,9 @@ type Config struct {
 	AccessToken     string
 	AdminToken      string
 	AlarmTopicARN   string
+	// AnyTriggerAddress is XJOB_ALLOW_ANY_TRIGGER_ADDRESS (default false):
+	// manual trigger overrides may name any host (admin.Config).
+	AnyTriggerAddress bool
 	// LogLevel is XJOB_LOG_LEVEL (default info).
 	LogLevel slog.Level
 }
@@ -63,6 +66,13 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 	cfg.AccessToken = get(awsconfig.EnvAccessToken)
 	cfg.AdminToken = get(awsconfig.EnvAdminToken)
 	cfg.AlarmTopicARN = get(awsconfig.EnvAlarmTopicARN)
+	if s := get(awsconfig.EnvAnyTriggerAddress); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s=%q must be true or false", awsconfig.EnvAnyTriggerAddress, s))
+		}
+		cfg.AnyTriggerAddress = b
+	}
 	if lv := strings.TrimSpace(getenv(awsconfig.EnvLogLevel)); lv != "" {
 		if err := cfg.LogLevel.UnmarshalText([]byte(lv)); err != nil {
 			problems = append(problems, fmt.Sprintf("%s=%q must be debug, info, warn or error", awsconfig.EnvLogLevel, lv))

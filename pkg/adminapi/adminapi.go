@@ -54,8 +54,9 @@ type Config struct {
 	// AdminToken is the bearer token of the /v1 API. It must not be
 	// blank: the admin API never runs open.
 	AdminToken string
-	// AccessToken is the xxl-job access token executors send. Blank turns
-	// the check off, as in xxl-job; mains should always set one.
+	// AccessToken is the xxl-job access token executors send. It must not
+	// be blank either: unlike xxl-job, the executor routes never run open
+	// (anyone reaching them could complete any log or register addresses).
 	AccessToken string
 	// Logger defaults to slog.Default(); Clock (the default "from" of cron
 	// previews) to the wall clock.
@@ -87,6 +88,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if strings.TrimSpace(cfg.AdminToken) == "" {
 		missing = append(missing, "AdminToken")
+	}
+	if strings.TrimSpace(cfg.AccessToken) == "" {
+		missing = append(missing, "AccessToken")
 	}
 	if len(missing) > 0 {
 		return nil, errors.New("adminapi config: missing " + strings.Join(missing, ", "))
