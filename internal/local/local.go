@@ -120,7 +120,17 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer parts.exec.Close()
 
-	handler, err := newHandler(cfg, svc, st.adminToken)
+	au, err := newAuth(svc, st.adminToken)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	adminPassword, err := au.Bootstrap(ctx)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("local: first console user: %w", err)
+	}
+	handler, err := newHandler(cfg, svc, st.adminToken, au)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -174,7 +184,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 
 	info := Info{URL: baseURL, AdminToken: st.adminToken, TokenFile: st.tokenFile, Owner: st.owner,
-		AccessToken: cfg.AccessToken, AccessTokenFile: st.accessTokenFile}
+		AccessToken: cfg.AccessToken, AccessTokenFile: st.accessTokenFile, AdminPassword: adminPassword}
 	var demo *demoExecutor
 	if cfg.Demo {
 		demo, err = startDemo(ctx, cfg, svc, baseURL)

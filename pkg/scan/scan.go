@@ -14,6 +14,12 @@
 // deterministic, so dispatch drops the repeats (no lost fire, no duplicate).
 // A lost advance (version conflict: a person edited the job, or a stale
 // scanner raced us) leaves the job to the next tick.
+//
+// Falling behind is never silent: fire times a tick finds past (beyond the
+// misfire threshold, or collapsed into one late fire) are counted per
+// misfire strategy in the metrics, summarised in one warning per tick and
+// listed per job at debug level (see Plan.Late). Schedules are parsed once
+// per distinct (type, expression, zone), not once per due job per tick.
 package scan
 
 import (
