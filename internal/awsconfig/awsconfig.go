@@ -16,6 +16,8 @@ const (
 	EnvAdminToken      = "XJOB_ADMIN_TOKEN"             // bearer token of the /v1 admin API
 	EnvAlarmTopicARN   = "XJOB_ALARM_TOPIC_ARN"         // SNS topic for final-failure alarms
 	EnvLogLevel        = "XJOB_LOG_LEVEL"               // debug|info|warn|error (optional, default info)
+	EnvRetryDelay      = "XJOB_RETRY_DELAY"             // wait before a failure's retry, a Go duration (optional, default 5s)
+	EnvRetryBackoff    = "XJOB_RETRY_BACKOFF"           // retry delay multiplier per retry made, 1-10 (optional, default 1)
 )
 
 // Lookup returns the function named name from Functions.
@@ -84,7 +86,7 @@ var Functions = []Function{
 		Consumes: []string{EnvRingQueueURL}},
 	{Name: "dispatch",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
 		Actions: []string{
 			"dynamodb:BatchGetItem", // the jobs of an SQS batch (DispatchMany)
 			"dynamodb:GetItem",
@@ -98,7 +100,7 @@ var Functions = []Function{
 		Consumes: []string{EnvDispatchFastURL, EnvDispatchSlowURL}},
 	{Name: "callback",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
 		Actions: []string{
 			"dynamodb:GetItem",
 			"dynamodb:UpdateItem", // first result wins; alarm status; report counters
@@ -107,7 +109,7 @@ var Functions = []Function{
 		}},
 	{Name: "registry",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
 		Actions: []string{
 			// The admin API and maintenance reach every store operation; the
 			// test exercises heartbeats, job/group creation and one maintenance run.
