@@ -46,8 +46,12 @@ lint-infra: ## cfn-lint the SAM template, terraform fmt -check / validate, each 
 	exit $$status
 
 .PHONY: bench
-bench: ## Load and fault harness against xjob local (~9 min; BENCH_FLAGS=... to tune, see bench/README.md)
+bench: ## Load and fault harness against xjob local (~11 min; BENCH_FLAGS='--quick --baseline-rev REV' etc., see bench/README.md)
 	$(GO) run ./bench/cmd/xjobbench $(BENCH_FLAGS)
+
+.PHONY: cost
+cost: emulators ## Price W1/W2/W3 per million triggers and an idle deployment per month on the emulated AWS stack (~8 min; COST_FLAGS=...)
+	$(GO) run ./bench/cmd/xjobcost $(COST_FLAGS)
 
 .PHONY: bench-go
 bench-go: ## Run the Go micro-benchmarks of the core packages

@@ -34,6 +34,14 @@ type Expectation struct {
 	// xxl-job's misfire and late-collapse rules drop such fires by design —
 	// and not as Lost.
 	Outages []Interval
+	// Passed maps a job to the spans of scheduled times xjob's scan
+	// reported passing over by policy (misfire, or a late fire collapsing
+	// the ones after it; the "scan: fires passed over" debug lines). A fire
+	// never received inside such a span is Misfired, not Lost.
+	Passed map[int64][]Interval
+	// Each, when set, replaces the periodic schedule: job → its own fire
+	// times (Unix ms) within Window (the spread one-shot workload).
+	Each map[int64][]int64
 }
 
 // Fires lists the expected fire times.
@@ -51,9 +59,13 @@ func (e Expectation) Fires() []int64 {
 
 // Outcome is what the receipts say about an expectation.
 type Outcome struct {
-	Expected   int `json:"expected"`
-	Fired      int `json:"fired"`      // (job, fire time) pairs received at least once
-	Lost       int `json:"lost"`       // expected, never received, not in an outage
+	Expected int `json:"expected"`
+	Fired    int `json:"fired"` // (job, fire time) pairs received at least once
+	Lost     int `json:"lost"`  // expected, never received, neither misfired by policy nor in an outage
+	// Misfired counts expected fires never received that xjob reported
+	// passing over by its misfire / late-collapse rules (Expectation.Passed):
+	// overload made visible, not lost.
+	Misfired   int `json:"misfired"`
 	Skipped    int `json:"skipped"`    // expected, never received, planned during an outage
 	Duplicates int `json:"duplicates"` // receipts beyond the first per (job, fire time)
 	// DuplicateLogs counts (job, fire time) pairs with more than one trigger
@@ -87,7 +99,20 @@ func Analyze(exp Expectation, logs []LogRow, receipts []Receipt) Outcome {
 		jobs[j] = true
 	}
 	fires := exp.Fires()
-	out := Outcome{Expected: len(jobs) * len(fires)}
+	firesOf := func(j int64) []int64 {
+		if exp.Each != nil {
+			return exp.Each[j]
+		}
+		return fires
+	}
+	out := Outcome{}
+	for j := range jobs {
+		for _, t := range firesOf(j) {
+			if exp.Window.contains(t) {
+				out.Expected++
+			}
+		}
+	}
 	out.WindowSeconds = float64(exp.Window.To-exp.Window.From) / 1000
 
 	byID := make(map[int64]LogRow, len(logs))
@@ -139,13 +164,19 @@ func Analyze(exp Expectation, logs []LogRow, receipts []Receipt) Outcome {
 	}
 	out.Fired = len(first)
 	for j := range jobs {
-		for _, t := range fires {
+		for _, t := range firesOf(j) {
+			if !exp.Window.contains(t) {
+				continue
+			}
 			if _, ok := first[pairKey{j, t}]; ok {
 				continue
 			}
-			if inAny(exp.Outages, t) {
+			switch {
+			case inAny(exp.Passed[j], t):
+				out.Misfired++
+			case inAny(exp.Outages, t):
 				out.Skipped++
-			} else {
+			default:
 				out.Lost++
 				if out.LostAt == nil {
 					out.LostAt = make(map[int64]int)

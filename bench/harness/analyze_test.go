@@ -1,6 +1,11 @@
 package harness
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
 
 func TestAnalyze(t *testing.T) {
 	t.Parallel()
@@ -27,23 +32,29 @@ func TestAnalyze(t *testing.T) {
 		{JobID: 2, LogID: 999, At: ms(13_001)}, // unknown log
 	}
 	tests := []struct {
-		name    string
-		outages []Interval
-		lost    int
-		skipped int
+		name     string
+		outages  []Interval
+		passed   map[int64][]Interval
+		lost     int
+		skipped  int
+		misfired int
 	}{
 		{name: "no outage: job 2 at 11 s and 12 s lost", lost: 2},
 		{name: "outage over 11 s: skipped, not lost", outages: []Interval{{From: 10_500, To: 11_500}}, lost: 1, skipped: 1},
+		{name: "xjob passed job 2's 11 s over: misfired, not lost", passed: map[int64][]Interval{2: {{From: 11_000, To: 11_001}}, 1: {{From: 12_000, To: 12_001}}},
+			lost: 1, misfired: 1},
+		{name: "a passed-over span wins over an outage", outages: []Interval{{From: 10_500, To: 12_500}}, passed: map[int64][]Interval{2: {{From: 11_000, To: 12_001}}},
+			misfired: 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := exp
-			e.Outages = tc.outages
+			e.Outages, e.Passed = tc.outages, tc.passed
 			got := Analyze(e, logs, receipts)
-			if got.Expected != 6 || got.Fired != 4 || got.Lost != tc.lost || got.Skipped != tc.skipped {
-				t.Errorf("expected/fired/lost/skipped = %d/%d/%d/%d, want 6/4/%d/%d",
-					got.Expected, got.Fired, got.Lost, got.Skipped, tc.lost, tc.skipped)
+			if got.Expected != 6 || got.Fired != 4 || got.Lost != tc.lost || got.Skipped != tc.skipped || got.Misfired != tc.misfired {
+				t.Errorf("expected/fired/lost/skipped/misfired = %d/%d/%d/%d/%d, want 6/4/%d/%d/%d",
+					got.Expected, got.Fired, got.Lost, got.Skipped, got.Misfired, tc.lost, tc.skipped, tc.misfired)
 			}
 			if got.Duplicates != 2 || got.DuplicateLogs != 1 {
 				t.Errorf("duplicates %d (logs %d), want 2 (1)", got.Duplicates, got.DuplicateLogs)
@@ -93,5 +104,45 @@ func TestSummarise(t *testing.T) {
 	}
 	if (Summarise(nil) != Durations{}) {
 		t.Error("Summarise(nil) not zero")
+	}
+}
+
+// The spread workload: each job has its own fire time; only those count.
+func TestAnalyzeEachJobOwnTime(t *testing.T) {
+	t.Parallel()
+	exp := Expectation{Jobs: []int64{1, 2, 3}, Window: Interval{From: 10_000, To: 40_000},
+		Each: map[int64][]int64{1: {10_000}, 2: {25_000}, 3: {39_000}}}
+	logs := []LogRow{{ID: 1, JobID: 1, Scheduled: 10_000}, {ID: 2, JobID: 2, Scheduled: 25_000}}
+	receipts := []Receipt{{JobID: 1, LogID: 1, At: 10_004_000}, {JobID: 2, LogID: 2, At: 25_012_000}}
+	got := Analyze(exp, logs, receipts)
+	if got.Expected != 3 || got.Fired != 2 || got.Lost != 1 || got.LostAt[39] != 1 {
+		t.Errorf("expected/fired/lost = %d/%d/%d (lostAt %v), want 3/2/1 (39 s)", got.Expected, got.Fired, got.Lost, got.LostAt)
+	}
+	if got.LatenessP50 != 4 || got.LatenessMax != 12 {
+		t.Errorf("lateness p50/max = %v/%v, want 4/12", got.LatenessP50, got.LatenessMax)
+	}
+}
+
+// ReadPassed turns the scan's debug lines into half-open spans per job and
+// ignores every other line.
+func TestReadPassed(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "xjob.log")
+	log := `{"time":"2026-11-23T19:00:00Z","level":"DEBUG","msg":"scan: fires passed over","job":7,"misfired":true,"from":10000,"to":16000}
+{"time":"2026-11-23T19:00:00Z","level":"WARN","msg":"scan: behind schedule, late fire times passed over","misfiredDoNothing":7}
+not json
+{"time":"2026-11-23T19:00:01Z","level":"DEBUG","msg":"scan: fires passed over","job":7,"misfired":false,"from":20000,"to":21000}
+{"time":"2026-11-23T19:00:01Z","level":"DEBUG","msg":"scan: fires passed over","job":9,"misfired":true,"from":30000,"to":30000}
+`
+	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64][]Interval{}
+	if err := ReadPassed(path, got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64][]Interval{7: {{10000, 16001}, {20000, 21001}}, 9: {{30000, 30001}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ReadPassed = %v, want %v", got, want)
 	}
 }

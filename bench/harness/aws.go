@@ -114,7 +114,10 @@ func SteadyAWS(ctx context.Context, env *Env, s SteadySpec, o AWSOptions) (*Resu
 	res.CallbacksOK, res.CallbacksKO = cbOK, cbKO
 
 	res.Window = win
-	res.Outcome = Analyze(Expectation{Jobs: jobs, Window: win, Period: 1000}, logs, exe.Receipts())
+	_ = logf.Sync()
+	passed := map[int64][]Interval{}
+	_ = ReadPassed(logPath, passed)
+	res.Outcome = Analyze(Expectation{Jobs: jobs, Window: win, Period: 1000, Passed: passed}, logs, exe.Receipts())
 	aws := &AWSResult{Usage: window, Cost: window.Cost(len(logs), awsemu.ListPrices()), Emulators: d.EmulatorUsage(),
 		HarnessCPUSeconds: selfCPU() - cpu0, Pollers: [3]int{o.RingPollers, o.FastPollers, o.SlowPollers}, InvocationErrors: invErrs}
 	res.AWS = aws
@@ -200,7 +203,7 @@ func (f scanTickFilter) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (f scanTickFilter) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level < slog.LevelInfo && r.Message != "scan tick" {
+	if r.Level < slog.LevelInfo && r.Message != "scan tick" && r.Message != "scan: fires passed over" {
 		return nil
 	}
 	return f.Handler.Handle(ctx, r)

@@ -42,6 +42,7 @@ type Executor struct {
 	cbq      chan protocol.HandleCallbackParam
 	cbFailed atomic.Int64
 	cbSent   atomic.Int64
+	cbBatch  atomic.Int64 // results per callback request at most (0: 1000)
 	stop     chan struct{}
 	stopped  chan struct{}
 }
@@ -67,6 +68,7 @@ func StartExecutor() (*Executor, error) {
 	mux.HandleFunc("POST /kill", ok)
 	mux.HandleFunc("POST /log", e.log)
 	e.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	e.SetAccessToken(LocalAccessToken)
 	go func() { _ = e.srv.Serve(ln) }()
 	go e.callbacks()
 	return e, nil
@@ -78,8 +80,12 @@ func (e *Executor) Address() string { return e.addr }
 // SetAdmin names the admin base URL callbacks go to ("" pauses them).
 func (e *Executor) SetAdmin(url string) { e.adminURL.Store(&url) }
 
-// SetAccessToken makes callbacks carry the xxl-job access token (the
-// emulated AWS deployment requires one; xjob local in the bench does not).
+// LocalAccessToken is the executor access token the bench gives every
+// xjob local it starts (executor routes always require one), and the one
+// an Executor sends until SetAccessToken names another.
+const LocalAccessToken = "bench-access-token"
+
+// SetAccessToken makes callbacks carry the xxl-job access token.
 func (e *Executor) SetAccessToken(token string) { e.token.Store(&token) }
 
 var okBody = []byte(`{"code":200}`)
@@ -150,6 +156,10 @@ func (e *Executor) Reset() {
 	e.mu.Unlock()
 }
 
+// SetCallbackBatch limits the results per callback request (1: one
+// result per request, as an executor without a batching callback thread).
+func (e *Executor) SetCallbackBatch(n int) { e.cbBatch.Store(int64(n)) }
+
 // CallbackStats reports callbacks delivered and given up.
 func (e *Executor) CallbackStats() (sent, failed int64) { return e.cbSent.Load(), e.cbFailed.Load() }
 
@@ -192,7 +202,7 @@ func (e *Executor) callbacks() {
 			return
 		case p := <-e.cbq:
 			batch = append(batch, p)
-			if len(batch) == cap(batch) {
+			if limit := int(e.cbBatch.Load()); len(batch) == cap(batch) || limit > 0 && len(batch) >= limit {
 				flush()
 			}
 		case <-tick.C:

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +28,56 @@ func Build(ctx context.Context, root, pkg, dir, name string) (string, error) {
 		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
 	return bin, nil
+}
+
+// BuildRev builds cmd/xjob as it was at git revision rev of the repository
+// at root: `git archive rev` is unpacked into dir/src-<rev> and built there
+// into dir/xjob-<rev>. It returns the binary and the revision's short hash.
+func BuildRev(ctx context.Context, root, rev, dir string) (bin, short string, err error) {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", "--verify", rev+"^{commit}").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("baseline revision %q: %w", rev, err)
+	}
+	short = strings.TrimSpace(string(out))
+	src := filepath.Join(dir, "src-"+short)
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", "", err
+	}
+	archive := exec.CommandContext(ctx, "git", "-C", root, "archive", "--format=tar", short)
+	untar := exec.CommandContext(ctx, "tar", "-x", "-C", src)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		return "", "", err
+	}
+	untar.Stdin = pipe
+	var stderr strings.Builder
+	archive.Stderr, untar.Stderr = &stderr, &stderr
+	if err := untar.Start(); err != nil {
+		return "", "", fmt.Errorf("tar: %w", err)
+	}
+	if err := archive.Run(); err != nil {
+		_ = untar.Wait()
+		return "", "", fmt.Errorf("git archive %s: %w: %s", short, err, stderr.String())
+	}
+	if err := untar.Wait(); err != nil {
+		return "", "", fmt.Errorf("tar: %w: %s", err, stderr.String())
+	}
+	bin, err = Build(ctx, src, "./cmd/xjob", dir, "xjob-"+short)
+	return bin, short, err
+}
+
+// Describe names the tree at root: its short HEAD hash, "+dirty" when it
+// has uncommitted changes ("" when git cannot tell).
+func Describe(ctx context.Context, root string) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	d := strings.TrimSpace(string(out))
+	if st, err := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		d += "+dirty"
+	}
+	return d
 }
 
 // FreeAddr returns a loopback address with a port that was free a moment ago.
@@ -48,8 +101,11 @@ type XjobSpec struct {
 	// LogPath receives the child's stdout and stderr (JSON process log,
 	// debug level: the harness reads scan tick times from it).
 	LogPath string
-	// Env is added to the child's environment (e.g. XJOBBENCH_CPUPROFILE).
+	// Env is added to the child's environment.
 	Env []string
+	// Pprof, when set, is the loopback host:port of the child's
+	// --pprof-listen (net/http/pprof), for CPU profiles of a live run.
+	Pprof string
 }
 
 // Usage is what the kernel accounted to the xjob processes the harness ran:
@@ -89,9 +145,13 @@ func (x *Xjob) Start(ctx context.Context, timeout time.Duration) error {
 	if shards == 0 {
 		shards = 16
 	}
-	cmd := exec.Command(x.spec.Bin, "local", "--db", x.spec.DB, "--listen", x.spec.Listen,
-		"--shards", fmt.Sprint(shards), "--log-level", "debug", "--grace", "5s")
-	cmd.Env = append(os.Environ(), "XJOB_ADMIN_TOKEN="+x.spec.Token, "XJOB_ACCESS_TOKEN=", "XJOB_DEMO=")
+	args := []string{"local", "--db", x.spec.DB, "--listen", x.spec.Listen,
+		"--shards", fmt.Sprint(shards), "--log-level", "debug", "--grace", "5s"}
+	if x.spec.Pprof != "" {
+		args = append(args, "--pprof-listen", x.spec.Pprof)
+	}
+	cmd := exec.Command(x.spec.Bin, args...)
+	cmd.Env = append(os.Environ(), "XJOB_ADMIN_TOKEN="+x.spec.Token, "XJOB_ACCESS_TOKEN="+LocalAccessToken, "XJOB_DEMO=")
 	cmd.Env = append(cmd.Env, x.spec.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -168,6 +228,77 @@ func (x *Xjob) Kill() { x.signal(syscall.SIGKILL, 10*time.Second) }
 
 // Stop asks the child to shut down cleanly (SIGTERM) and waits for it.
 func (x *Xjob) Stop() { x.signal(syscall.SIGTERM, 20*time.Second) }
+
+// CPU is the CPU time (user + system) the running child has used so far,
+// from /proc/PID/stat (Linux; clock ticks of 10 ms), plus that of every
+// child of this supervisor that has exited: what a window's CPU figure is
+// the difference of.
+func (x *Xjob) CPU() (time.Duration, error) {
+	x.mu.Lock()
+	cmd, done, exited := x.cmd, x.done, x.usage.CPUSeconds
+	x.mu.Unlock()
+	total := time.Duration(exited * float64(time.Second))
+	if cmd == nil {
+		return total, nil
+	}
+	select {
+	case <-done:
+		return total, nil // accounted in usage already
+	default:
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("xjob cpu: %w", err)
+	}
+	// Fields after the parenthesised command: state is field 3, utime 14, stime 15.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("xjob cpu: bad /proc stat")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, errors.New("xjob cpu: short /proc stat")
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("xjob cpu: bad /proc stat times")
+	}
+	const tick = 10 * time.Millisecond // USER_HZ = 100 on Linux
+	return total + time.Duration(ut+st)*tick, nil
+}
+
+// Profile fetches a CPU profile of d from the child's pprof endpoint into
+// path (blocking for d).
+func (x *Xjob) Profile(ctx context.Context, d time.Duration, path string) error {
+	if x.spec.Pprof == "" {
+		return errors.New("xjob started without --pprof-listen")
+	}
+	secs := max(1, int(d.Round(time.Second)/time.Second))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", x.spec.Pprof, secs), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Timeout: d + 30*time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("cpu profile: HTTP %d: %s", resp.StatusCode, b)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	return f.Close()
+}
 
 // Usage returns the accounting of every child that has exited.
 func (x *Xjob) Usage() Usage {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,13 +16,18 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/adminclient"
+	"github.com/xjobdev/xjob/pkg/metric"
 )
 
 // Env is what every scenario shares: the binaries, where to put temporary
 // files and results, and where progress goes.
 type Env struct {
-	Bin     string // cmd/xjob
-	ProfBin string // bench/cmd/xjobprof (cmd/xjob + CPU profile)
+	Bin string // the xjob binary the scenarios run
+	// Target names Bin in results: "candidate" (the tree the harness
+	// runs from) or "baseline" (--baseline-bin / --baseline-rev).
+	Target string
+	// Label says which code Bin was built from (a git revision or a path).
+	Label   string
 	Work    string // temporary directory, one sub-directory per run
 	Results string // bench/results
 	Shards  int
@@ -43,13 +49,34 @@ type Result struct {
 	Started  time.Time `json:"started"`
 	Window   Interval  `json:"window"`
 	Outcome
-	Usage       Usage      `json:"xjob"`
-	ScanTick    Durations  `json:"scanTick"` // "took" of the scan ticks in the window
-	Restarts    int        `json:"restarts,omitempty"`
-	Outages     []Interval `json:"outages,omitempty"`
-	CallbacksOK int64      `json:"callbacksDelivered"`
-	CallbacksKO int64      `json:"callbacksGivenUp"`
-	XjobErrors  int        `json:"xjobErrorLines"`
+	Target string `json:"target"`
+	Label  string `json:"label"`
+	Usage  Usage  `json:"xjob"`
+	// WindowCPUSeconds is xjob's CPU time (/proc) over the measured span:
+	// the window (steady) or from just before the scan pre-reads the
+	// burst until its last receipt settled (burst, spread).
+	// CPUPerTriggerUs divides it by the fires received in it.
+	WindowCPUSeconds float64 `json:"windowCpuSeconds"`
+	CPUPerTriggerUs  float64 `json:"cpuPerTriggerUs"`
+	// Scan is read from xjob's /v1/metrics at the end of the window
+	// (ticks: those in the window; p50/p99: bucket bounds over the
+	// process's life). ScanTick is the emulated AWS run's figure, from the
+	// scan's "scan tick" log lines.
+	Scan     ScanMetrics `json:"scanMetrics"`
+	ScanTick Durations   `json:"scanTick,omitempty"`
+	// MisfiredByXjob is the misfired + collapsed fire times xjob counted
+	// itself (/v1/metrics, over the processes' lives); XjobMetrics are the
+	// snapshots it came from.
+	MisfiredByXjob int64             `json:"misfiredByXjob"`
+	XjobMetrics    []metric.Snapshot `json:"xjobMetrics,omitempty"`
+	Restarts       int               `json:"restarts,omitempty"`
+	// SettleSeconds is how long after the window the run waited for the
+	// window's late fires (steady runs; see settleWindow).
+	SettleSeconds float64    `json:"settleSeconds,omitempty"`
+	Outages       []Interval `json:"outages,omitempty"`
+	CallbacksOK   int64      `json:"callbacksDelivered"`
+	CallbacksKO   int64      `json:"callbacksGivenUp"`
+	XjobErrors    int        `json:"xjobErrorLines"`
 	// BurstAllFiredMs is, for burst, the time from the common fire second
 	// to the last receipt.
 	BurstAllFiredMs float64  `json:"burstAllFiredMs,omitempty"`
@@ -58,6 +85,13 @@ type Result struct {
 	Notes           []string `json:"notes,omitempty"`
 	// AWS is set by runs on the emulated AWS stack (SteadyAWS).
 	AWS *AWSResult `json:"aws,omitempty"`
+}
+
+// ScanMetrics are the scan tick figures of /v1/metrics.
+type ScanMetrics struct {
+	Ticks int64 `json:"ticks"`
+	P50Ms int64 `json:"p50Ms"`
+	P99Ms int64 `json:"p99Ms"`
 }
 
 // SteadySpec describes a steady run and its fault variants.
@@ -70,7 +104,7 @@ type SteadySpec struct {
 	KillEvery time.Duration
 	// Procs runs this many `xjob local` processes on the one file (race).
 	Procs int
-	// Profile runs xjob under a CPU profile.
+	// Profile takes a CPU profile of the window through --pprof-listen.
 	Profile bool
 	// MinSettle is how long after the window receipts are awaited at least
 	// (chaos: a dispatch claimed by a killed process returns after the 30 s
@@ -86,7 +120,7 @@ const warmup = 7 * time.Second
 // Steady creates Jobs every-second CRON jobs through the API and measures
 // one window of their fires, optionally killing xjob or racing three of them.
 func Steady(ctx context.Context, env *Env, s SteadySpec) (*Result, error) {
-	res := &Result{Scenario: s.Name, Jobs: s.Jobs, Stored: s.Jobs, Started: time.Now().UTC()}
+	res := env.newResult(s.Name, s.Jobs, s.Jobs)
 	dir, err := os.MkdirTemp(env.Work, s.Name+"-")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
@@ -98,26 +132,9 @@ func Steady(ctx context.Context, env *Env, s SteadySpec) (*Result, error) {
 	}
 	defer exe.Close()
 
-	procs := max(1, s.Procs)
-	xs := make([]*Xjob, procs)
-	var extra []string
-	bin := env.Bin
-	if s.Profile {
-		bin = env.ProfBin
-		res.Profile = filepath.Join(env.Results, s.Name+"-"+env.Stamp+".cpu.pprof")
-		extra = append(extra, "XJOBBENCH_CPUPROFILE="+res.Profile)
-	}
-	for i := range xs {
-		addr, err := FreeAddr()
-		if err != nil {
-			return nil, err
-		}
-		xs[i] = NewXjob(XjobSpec{Bin: bin, DB: db, Listen: addr, Token: "bench-admin-token", Shards: env.Shards,
-			LogPath: filepath.Join(dir, fmt.Sprintf("xjob-%d.log", i)), Env: extra})
-		if err := xs[i].Start(ctx, 30*time.Second); err != nil {
-			stopAll(xs)
-			return nil, fmt.Errorf("%s: %w", s.Name, err)
-		}
+	xs, err := startXjobs(ctx, env, dir, db, max(1, s.Procs), 30*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
 	defer stopAll(xs)
 	exe.SetAdmin(xs[0].URL())
@@ -136,7 +153,31 @@ func Steady(ctx context.Context, env *Env, s SteadySpec) (*Result, error) {
 	from := time.Now().Add(warmup).Truncate(time.Second).Add(time.Second)
 	win := Interval{From: from.UnixMilli(), To: from.Add(s.Window).UnixMilli()}
 	env.logf("%s: measuring %s from %s", s.Name, s.Window, from.Format("15:04:05"))
+	counter, err := NewLogCounter(ctx, db, win)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	defer counter.Close()
 
+	// The window's start is sampled beside the kill loop (chaos).
+	var (
+		cpu0    time.Duration
+		m0      []metric.Snapshot
+		sampled = make(chan struct{})
+		profErr = make(chan error, 1)
+	)
+	go func() {
+		defer close(sampled)
+		if sleepUntil(ctx, from) != nil {
+			return
+		}
+		cpu0 = cpuOf(xs)
+		m0, _ = metricsOf(ctx, xs)
+		if s.Profile {
+			res.Profile = filepath.Join(env.Results, s.Name+"-"+env.fileTag()+env.Stamp+".cpu.pprof")
+			go func() { profErr <- xs[0].Profile(ctx, s.Window, res.Profile) }()
+		}
+	}()
 	if s.KillEvery > 0 {
 		for {
 			next := time.Now().Add(s.KillEvery)
@@ -162,49 +203,64 @@ func Steady(ctx context.Context, env *Env, s SteadySpec) (*Result, error) {
 	if err := sleepUntil(ctx, from.Add(s.Window)); err != nil {
 		return nil, err
 	}
-	// The jobs keep firing after the window, so the wait is fixed: long
-	// enough for the window's last fires, however late.
-	if err := sleepUntil(ctx, time.Now().Add(max(s.MinSettle, 5*time.Second))); err != nil {
-		return nil, err
-	}
-	stopAll(xs)
-	cbOK, cbKO := exe.CallbackStats()
-	res.CallbacksOK, res.CallbacksKO = cbOK, cbKO
-
-	logs, err := ReadLogs(ctx, db, win)
+	<-sampled
+	cpu1 := cpuOf(xs)
+	res.scrape(ctx, xs, m0)
+	// The jobs keep firing after the window, so receipts never stop: wait
+	// until every fire of the window has its trigger log, or they stopped
+	// coming (xjob overloaded or, in chaos, fires skipped by design).
+	settled, err := settleWindow(ctx, counter, len(jobs)*int(s.Window/time.Second), max(s.MinSettle, 5*time.Second), settleLimit)
 	if err != nil {
 		return nil, err
 	}
-	res.Window = win
-	res.Outcome = Analyze(Expectation{Jobs: jobs, Window: win, Period: 1000, Outages: res.Outages}, logs, exe.Receipts())
-	var us []Usage
-	for i, x := range xs {
-		us = append(us, x.Usage())
-		res.XjobErrors += CountLines(filepath.Join(dir, fmt.Sprintf("xjob-%d.log", i)), "ERROR")
-	}
-	res.Usage = merge(us...)
-	res.ScanTick = scanTicks(dir, procs, win)
+	res.SettleSeconds = math.Round(settled.Seconds()*10) / 10
+	stopAll(xs)
 	if s.Profile {
-		res.ProfileTop = pprofTop(ctx, bin, res.Profile)
+		if err := <-profErr; err != nil {
+			res.Notes = append(res.Notes, "cpu profile: "+err.Error())
+		} else {
+			res.ProfileTop = pprofTop(ctx, env.Bin, res.Profile)
+		}
 	}
+	if err := res.finish(ctx, env, dir, db, xs, Expectation{Jobs: jobs, Window: win, Period: 1000, Outages: res.Outages}, exe); err != nil {
+		return nil, err
+	}
+	res.setCPU(cpu1 - cpu0)
 	cleanup(env, dir)
 	return res, nil
 }
 
-// BurstSpec: Jobs jobs whose only fire is the same second.
+// BurstSpec: Jobs jobs whose only fire is the same second, or (Spread > 1)
+// spread round-robin over that many consecutive seconds.
 type BurstSpec struct {
+	Name string // "burst" unless set
 	Jobs int
-	// Lead is how far ahead the common second is chosen; creation through
-	// the API must finish before it.
+	// Lead is how far ahead the (first) common second is chosen; creation
+	// through the API must finish before it.
 	Lead time.Duration
+	// Spread is the number of consecutive seconds the fires are spread over
+	// (0 or 1: all on one second).
+	Spread int
+	// Profile takes a CPU profile of the burst through --pprof-listen.
+	Profile bool
 }
 
-// Burst creates Jobs jobs through the API, all with a one-shot cron on the
-// same second, and measures how long until every one has reached the
-// executor.
+// preRead is xjob's default pre-read window: the scan plans a fire this
+// long before it is due, so the CPU a burst costs starts then.
+const preRead = 5 * time.Second
+
+// Burst creates Jobs jobs through the API, each with one fire (a daily cron
+// on its second), all on the same second or spread over Spread seconds, and
+// measures how late each reached the executor and what xjob's CPU cost per
+// trigger was, from just before the scan pre-read the first fire until the
+// last receipt settled.
 func Burst(ctx context.Context, env *Env, s BurstSpec) (*Result, error) {
-	name := "burst"
-	res := &Result{Scenario: name, Jobs: s.Jobs, Stored: s.Jobs, Started: time.Now().UTC()}
+	name := s.Name
+	if name == "" {
+		name = "burst"
+	}
+	spread := max(1, s.Spread)
+	res := env.newResult(name, s.Jobs, s.Jobs)
 	dir, err := os.MkdirTemp(env.Work, name+"-")
 	if err != nil {
 		return nil, err
@@ -215,16 +271,12 @@ func Burst(ctx context.Context, env *Env, s BurstSpec) (*Result, error) {
 		return nil, err
 	}
 	defer exe.Close()
-	addr, err := FreeAddr()
+	xs, err := startXjobs(ctx, env, dir, db, 1, 30*time.Second)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	x := NewXjob(XjobSpec{Bin: env.Bin, DB: db, Listen: addr, Token: "bench-admin-token", Shards: env.Shards,
-		LogPath: filepath.Join(dir, "xjob-0.log")})
-	if err := x.Start(ctx, 30*time.Second); err != nil {
-		return nil, fmt.Errorf("burst: %w", err)
-	}
-	defer x.Stop()
+	defer stopAll(xs)
+	x := xs[0]
 	exe.SetAdmin(x.URL())
 	api, err := adminclient.New(x.URL(), "bench-admin-token")
 	if err != nil {
@@ -234,17 +286,29 @@ func Burst(ctx context.Context, env *Env, s BurstSpec) (*Result, error) {
 	// A daily cron, not a one-shot one: the scan stops a job whose schedule
 	// has no further time while its last fire still waits on the ring, and
 	// the ring then drops that fire as "job stopped" (see the report).
-	cron := at.Format("5 4 15 * * ?")
+	second := func(i int) time.Time { return at.Add(time.Duration(i%spread) * time.Second) }
 	t := time.Now()
-	jobs, err := createJobs(ctx, api, exe.Address(), s.Jobs, func(int) string { return cron })
+	jobs, err := createJobs(ctx, api, exe.Address(), s.Jobs, func(i int) string { return second(i).Format("5 4 15 * * ?") })
 	if err != nil {
-		return nil, fmt.Errorf("burst: %w", err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	env.logf("burst: created %d jobs due at %s in %s", len(jobs), at.Format("15:04:05"), time.Since(t).Round(time.Millisecond))
-	if left := time.Until(at); left < 5*time.Second {
-		res.Notes = append(res.Notes, fmt.Sprintf("creation ended only %s before the burst second: not every job was pre-read on the same tick", left.Round(time.Millisecond)))
+	env.logf("%s: created %d jobs due from %s over %d s in %s", name, len(jobs), at.Format("15:04:05"), spread, time.Since(t).Round(time.Millisecond))
+	start := at.Add(-preRead - time.Second)
+	if left := time.Until(start); left < 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("creation ended only %s before the first fire second: not every job was pre-read on the same tick, and the CPU figure includes some creation", time.Until(at).Round(time.Millisecond)))
 	}
-	if err := sleepUntil(ctx, at.Add(time.Second)); err != nil {
+	if err := sleepUntil(ctx, start); err != nil {
+		return nil, err
+	}
+	cpu0 := cpuOf(xs)
+	m0, _ := metricsOf(ctx, xs)
+	profErr := make(chan error, 1)
+	if s.Profile {
+		res.Profile = filepath.Join(env.Results, name+"-"+env.fileTag()+env.Stamp+".cpu.pprof")
+		d := time.Until(at) + time.Duration(spread)*time.Second + 3*time.Second
+		go func() { profErr <- x.Profile(ctx, d, res.Profile) }()
+	}
+	if err := sleepUntil(ctx, at.Add(time.Duration(spread)*time.Second)); err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -254,29 +318,35 @@ func Burst(ctx context.Context, env *Env, s BurstSpec) (*Result, error) {
 		}
 	}
 	settle(ctx, exe, time.Second, 10*time.Second)
+	cpu1 := cpuOf(xs)
+	win := Interval{From: at.UnixMilli(), To: at.Add(time.Duration(spread) * time.Second).UnixMilli()}
+	res.scrape(ctx, xs, m0)
+	if s.Profile {
+		if err := <-profErr; err != nil {
+			res.Notes = append(res.Notes, "cpu profile: "+err.Error())
+		} else {
+			res.ProfileTop = pprofTop(ctx, env.Bin, res.Profile)
+		}
+	}
 	x.Stop()
-	win := Interval{From: at.UnixMilli(), To: at.UnixMilli() + 1000}
-	logs, err := ReadLogs(ctx, db, win)
-	if err != nil {
+	each := make(map[int64][]int64, len(jobs))
+	for i, id := range jobs {
+		each[id] = []int64{second(i).UnixMilli()}
+	}
+	if err := res.finish(ctx, env, dir, db, xs, Expectation{Jobs: jobs, Window: win, Each: each}, exe); err != nil {
 		return nil, err
 	}
-	res.Window = win
-	res.Outcome = Analyze(Expectation{Jobs: jobs, Window: win, Period: 1000}, logs, exe.Receipts())
 	res.Rate = 0 // one second of schedule: a rate would say nothing
-	res.BurstAllFiredMs = res.LatenessMax
-	if res.LatenessMax > 0 {
-		res.Rate = round1(float64(res.Fired) / (res.LatenessMax / 1000))
-		res.Notes = append(res.Notes, "triggersPerSecond = jobs fired / time from the burst second to the last receipt")
+	if spread == 1 {
+		res.BurstAllFiredMs = res.LatenessMax
+		if res.LatenessMax > 0 {
+			res.Rate = round1(float64(res.Fired) / (res.LatenessMax / 1000))
+			res.Notes = append(res.Notes, "triggersPerSecond = jobs fired / time from the burst second to the last receipt")
+		}
+	} else if res.WindowSeconds > 0 {
+		res.Rate = round1(float64(res.Fired) / res.WindowSeconds)
 	}
-	res.Usage = x.Usage()
-	res.CallbacksOK, res.CallbacksKO = exe.CallbackStats()
-	res.XjobErrors = CountLines(filepath.Join(dir, "xjob-0.log"), "ERROR")
-	ticks, _ := ReadScanTicks(filepath.Join(dir, "xjob-0.log"))
-	var ms []float64
-	for _, tk := range ticks {
-		ms = append(ms, float64(tk.Took.Microseconds())/1000)
-	}
-	res.ScanTick = Summarise(ms)
+	res.setCPU(cpu1 - cpu0)
 	cleanup(env, dir)
 	return res, nil
 }
@@ -291,7 +361,7 @@ type ScaleSpec struct {
 // 2099) and measures the scan tick time of Due every-second jobs.
 func Scale(ctx context.Context, env *Env, s ScaleSpec) (*Result, error) {
 	name := fmt.Sprintf("scale-%d", s.Stored)
-	res := &Result{Scenario: name, Jobs: s.Due, Stored: s.Stored, Started: time.Now().UTC()}
+	res := env.newResult(name, s.Due, s.Stored)
 	dir, err := os.MkdirTemp(env.Work, "scale-")
 	if err != nil {
 		return nil, err
@@ -309,39 +379,196 @@ func Scale(ctx context.Context, env *Env, s ScaleSpec) (*Result, error) {
 		return nil, err
 	}
 	env.logf("%s: seeded %d jobs (%d due every second) in %s", name, s.Stored, s.Due, time.Since(t).Round(time.Millisecond))
-	addr, err := FreeAddr()
+	xs, err := startXjobs(ctx, env, dir, db, 1, 60*time.Second)
 	if err != nil {
-		return nil, err
-	}
-	x := NewXjob(XjobSpec{Bin: env.Bin, DB: db, Listen: addr, Token: "bench-admin-token", Shards: env.Shards,
-		LogPath: filepath.Join(dir, "xjob-0.log")})
-	if err := x.Start(ctx, 60*time.Second); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	defer x.Stop()
-	exe.SetAdmin(x.URL())
+	defer stopAll(xs)
+	exe.SetAdmin(xs[0].URL())
 	from := time.Now().Add(warmup).Truncate(time.Second).Add(time.Second)
 	win := Interval{From: from.UnixMilli(), To: from.Add(s.Window).UnixMilli()}
+	if err := sleepUntil(ctx, from); err != nil {
+		return nil, err
+	}
+	cpu0 := cpuOf(xs)
+	m0, _ := metricsOf(ctx, xs)
 	if err := sleepUntil(ctx, from.Add(s.Window)); err != nil {
 		return nil, err
 	}
+	cpu1 := cpuOf(xs)
+	res.scrape(ctx, xs, m0)
 	if err := sleepUntil(ctx, time.Now().Add(5*time.Second)); err != nil {
 		return nil, err
 	}
-	x.Stop()
-	logs, err := ReadLogs(ctx, db, win)
-	if err != nil {
+	stopAll(xs)
+	if err := res.finish(ctx, env, dir, db, xs, Expectation{Jobs: jobs, Window: win, Period: 1000}, exe); err != nil {
 		return nil, err
 	}
-	res.Window = win
-	res.Outcome = Analyze(Expectation{Jobs: jobs, Window: win, Period: 1000}, logs, exe.Receipts())
-	res.Usage = x.Usage()
-	res.CallbacksOK, res.CallbacksKO = exe.CallbackStats()
-	res.XjobErrors = CountLines(filepath.Join(dir, "xjob-0.log"), "ERROR")
-	res.ScanTick = scanTicks(dir, 1, win)
-	res.Notes = append(res.Notes, "scanTick is the scan's own 'took' (query + plan + ring send + advance of every shard, 4 in parallel), from xjob's debug log")
+	res.setCPU(cpu1 - cpu0)
+	res.Notes = append(res.Notes, "scan p50/p99 are /v1/metrics bucket bounds (query + plan + ring send + advance of every shard, 4 in parallel)")
 	cleanup(env, dir)
 	return res, nil
+}
+
+// settleLimit bounds the wait for a window's late fires after it ends.
+const settleLimit = 90 * time.Second
+
+// settleWindow waits at least minWait, then until the window's trigger
+// logs reach want or have not grown for 3 s (at most limit in all), plus
+// a second for the last receipts. It returns how long it waited.
+func settleWindow(ctx context.Context, c *LogCounter, want int, minWait, limit time.Duration) (time.Duration, error) {
+	start := time.Now()
+	last, lastChange := -1, time.Now()
+	for time.Since(start) < limit {
+		n, err := c.Poll(ctx)
+		if err != nil {
+			return time.Since(start), err
+		}
+		if n != last {
+			last, lastChange = n, time.Now()
+		}
+		if time.Since(start) >= minWait && (n >= want || time.Since(lastChange) >= 3*time.Second) {
+			break
+		}
+		if err := sleepUntil(ctx, time.Now().Add(500*time.Millisecond)); err != nil {
+			return time.Since(start), err
+		}
+	}
+	return time.Since(start), sleepUntil(ctx, time.Now().Add(time.Second))
+}
+
+// newResult starts a scenario's result, labelled with the binary it runs.
+func (e *Env) newResult(name string, jobs, stored int) *Result {
+	return &Result{Scenario: name, Jobs: jobs, Stored: stored, Started: time.Now().UTC(), Target: e.Target, Label: e.Label}
+}
+
+// fileTag is put in result file names of the baseline runs.
+func (e *Env) fileTag() string {
+	if e.Target == "" || e.Target == TargetCandidate {
+		return ""
+	}
+	return e.Target + "-"
+}
+
+// Targets: which binary a run measured.
+const (
+	TargetCandidate = "candidate"
+	TargetBaseline  = "baseline"
+)
+
+// startXjobs starts n `xjob local` processes on one file, each with its
+// own API and pprof port.
+func startXjobs(ctx context.Context, env *Env, dir, db string, n int, timeout time.Duration) ([]*Xjob, error) {
+	xs := make([]*Xjob, n)
+	for i := range xs {
+		addr, err := FreeAddr()
+		if err != nil {
+			stopAll(xs)
+			return nil, err
+		}
+		pp, err := FreeAddr()
+		if err != nil {
+			stopAll(xs)
+			return nil, err
+		}
+		xs[i] = NewXjob(XjobSpec{Bin: env.Bin, DB: db, Listen: addr, Token: "bench-admin-token", Shards: env.Shards,
+			LogPath: filepath.Join(dir, fmt.Sprintf("xjob-%d.log", i)), Pprof: pp})
+		if err := xs[i].Start(ctx, timeout); err != nil {
+			stopAll(xs)
+			return nil, err
+		}
+	}
+	return xs, nil
+}
+
+// cpuOf sums the CPU time of every supervisor's children so far.
+func cpuOf(xs []*Xjob) time.Duration {
+	var d time.Duration
+	for _, x := range xs {
+		if c, err := x.CPU(); err == nil {
+			d += c
+		}
+	}
+	return d
+}
+
+// metricsOf reads /v1/metrics of every running process.
+func metricsOf(ctx context.Context, xs []*Xjob) ([]metric.Snapshot, error) {
+	var out []metric.Snapshot
+	for _, x := range xs {
+		api, err := adminclient.New(x.URL(), "bench-admin-token")
+		if err != nil {
+			return out, err
+		}
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := api.Metrics(sctx)
+		cancel()
+		if err != nil {
+			return out, fmt.Errorf("metrics: %w", err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func ticksOf(ms []metric.Snapshot) int64 {
+	var n int64
+	for _, m := range ms {
+		n += m.ScanTicks
+	}
+	return n
+}
+
+// scrape reads /v1/metrics of every running process at the end of a
+// window: the scan ticks since `before` (taken at the window's start; a
+// restarted process counts from its start) and xjob's own misfire counters.
+func (r *Result) scrape(ctx context.Context, xs []*Xjob, before []metric.Snapshot) {
+	ms, err := metricsOf(ctx, xs)
+	if err != nil {
+		r.Notes = append(r.Notes, err.Error())
+	}
+	for _, m := range ms {
+		r.MisfiredByXjob += m.Misfired.Total() + m.Collapsed
+		r.Scan.P50Ms = max(r.Scan.P50Ms, m.ScanTickP50)
+		r.Scan.P99Ms = max(r.Scan.P99Ms, m.ScanTickP99)
+	}
+	r.XjobMetrics = ms
+	r.Scan.Ticks = ticksOf(ms)
+	if d := r.Scan.Ticks - ticksOf(before); d >= 0 {
+		r.Scan.Ticks = d
+	}
+}
+
+// finish reads what the run left (trigger logs, passed-over spans, process
+// logs) and fills the outcome and usage.
+func (r *Result) finish(ctx context.Context, env *Env, dir, db string, xs []*Xjob, exp Expectation, exe *Executor) error {
+	r.CallbacksOK, r.CallbacksKO = exe.CallbackStats()
+	logs, err := ReadLogs(ctx, db, exp.Window)
+	if err != nil {
+		return err
+	}
+	exp.Passed = map[int64][]Interval{}
+	var us []Usage
+	for i, x := range xs {
+		path := filepath.Join(dir, fmt.Sprintf("xjob-%d.log", i))
+		if err := ReadPassed(path, exp.Passed); err != nil {
+			env.logf("%s: %v", r.Scenario, err)
+		}
+		r.XjobErrors += CountLines(path, "ERROR")
+		us = append(us, x.Usage())
+	}
+	r.Window = exp.Window
+	r.Outcome = Analyze(exp, logs, exe.Receipts())
+	r.Usage = merge(us...)
+	return nil
+}
+
+// setCPU records the measured span's CPU and its cost per fired trigger.
+func (r *Result) setCPU(d time.Duration) {
+	r.WindowCPUSeconds = math.Round(d.Seconds()*100) / 100
+	if r.Fired > 0 {
+		r.CPUPerTriggerUs = math.Round(float64(d.Microseconds()) / float64(r.Fired))
+	}
 }
 
 func stopAll(xs []*Xjob) {
@@ -415,22 +642,6 @@ func createJobs(ctx context.Context, api *adminclient.Client, executor string, n
 		return nil, *p
 	}
 	return ids, nil
-}
-
-func scanTicks(dir string, procs int, win Interval) Durations {
-	var ms []float64
-	for i := range procs {
-		ticks, err := ReadScanTicks(filepath.Join(dir, fmt.Sprintf("xjob-%d.log", i)))
-		if err != nil {
-			continue
-		}
-		for _, t := range ticks {
-			if win.contains(t.At.UnixMilli()) {
-				ms = append(ms, float64(t.Took.Microseconds())/1000)
-			}
-		}
-	}
-	return Summarise(ms)
 }
 
 // pprofTop runs `go tool pprof -top` on a CPU profile and keeps its table.

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -56,6 +57,51 @@ func ReadLogs(ctx context.Context, path string, iv Interval) ([]LogRow, error) {
 	}
 	return out, nil
 }
+
+// LogCounter counts, while xjob runs, the trigger logs created for a
+// window's fires: each Poll reads only the rows added since the last one
+// (by rowid), so it stays cheap however many logs the file holds. The
+// steady runs use it to wait until the window's fires have all been
+// triggered, or have stopped coming, before they stop xjob.
+type LogCounter struct {
+	db     *sql.DB
+	win    Interval
+	lastID int64
+	n      int
+}
+
+// NewLogCounter starts counting the logs scheduled in win that are created
+// from now on.
+func NewLogCounter(ctx context.Context, path string, win Interval) (*LogCounter, error) {
+	db, err := openSQL(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &LogCounter{db: db, win: win}
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM logs`).Scan(&c.lastID); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("log counter: %w", err)
+	}
+	return c, nil
+}
+
+// Poll returns how many logs scheduled in the window exist so far.
+func (c *LogCounter) Poll(ctx context.Context) (int, error) {
+	var n, last sql.NullInt64
+	err := c.db.QueryRowContext(ctx, `SELECT SUM(CASE WHEN scheduled_time >= ? AND scheduled_time < ? THEN 1 ELSE 0 END), MAX(id)
+		FROM logs WHERE id > ?`, c.win.From, c.win.To, c.lastID).Scan(&n, &last)
+	if err != nil {
+		return c.n, fmt.Errorf("log counter: %w", err)
+	}
+	if last.Valid {
+		c.n += int(n.Int64)
+		c.lastID = last.Int64
+	}
+	return c.n, nil
+}
+
+// Close releases the connection.
+func (c *LogCounter) Close() error { return c.db.Close() }
 
 // SeedSpec is a workload written straight into a new xjob file before xjob
 // starts: Due jobs firing every second from FirstFire on, and Idle running
@@ -152,14 +198,44 @@ func benchJob(group int64, cron string) xjob.Job {
 	return j
 }
 
-// ScanTick is one "scan tick" debug line of the xjob process log.
+// ReadPassed collects the "scan: fires passed over" debug lines of an xjob
+// log file: per job, the spans of scheduled times (inclusive in the log,
+// half-open here) the scan passed over by its misfire / late-collapse
+// rules. A binary that predates those lines yields none.
+func ReadPassed(path string, into map[int64][]Interval) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("passed spans: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.Contains(line, []byte(`"msg":"scan: fires passed over"`)) {
+			continue
+		}
+		var v struct {
+			Job      int64 `json:"job"`
+			From, To int64
+		}
+		if json.Unmarshal(line, &v) != nil || v.Job == 0 {
+			continue
+		}
+		into[v.Job] = append(into[v.Job], Interval{From: v.From, To: v.To + 1})
+	}
+	return sc.Err()
+}
+
+// ScanTick is one "scan tick" debug line of a process log (the emulated
+// AWS run, whose functions have no /v1/metrics).
 type ScanTick struct {
 	At   time.Time
 	Jobs int
 	Took time.Duration
 }
 
-// ReadScanTicks parses the scan tick lines of an xjob log file.
+// ReadScanTicks parses the scan tick lines of a log file.
 func ReadScanTicks(path string) ([]ScanTick, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -171,7 +247,7 @@ func ReadScanTicks(path string) ([]ScanTick, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if !strings.Contains(string(line), `"msg":"scan tick"`) {
+		if !bytes.Contains(line, []byte(`"msg":"scan tick"`)) {
 			continue
 		}
 		var v struct {

@@ -18,6 +18,9 @@ const (
 	EnvLogLevel        = "XJOB_LOG_LEVEL"               // debug|info|warn|error (optional, default info)
 	EnvRetryDelay      = "XJOB_RETRY_DELAY"             // wait before a failure's retry, a Go duration (optional, default 5s)
 	EnvRetryBackoff    = "XJOB_RETRY_BACKOFF"           // retry delay multiplier per retry made, 1-10 (optional, default 1)
+	// EnvAnyTriggerAddress=true lets a manual trigger's address override
+	// name any host (optional; default: only the group's own executors).
+	EnvAnyTriggerAddress = "XJOB_ALLOW_ANY_TRIGGER_ADDRESS"
 )
 
 // Lookup returns the function named name from Functions.
@@ -86,7 +89,7 @@ var Functions = []Function{
 		Consumes: []string{EnvRingQueueURL}},
 	{Name: "dispatch",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress},
 		Actions: []string{
 			"dynamodb:BatchGetItem", // the jobs of an SQS batch (DispatchMany)
 			"dynamodb:GetItem",
@@ -102,6 +105,7 @@ var Functions = []Function{
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
 		Actions: []string{
+			"dynamodb:BatchGetItem", // a callback request's logs and jobs (LogGetMany, JobGetMany)
 			"dynamodb:GetItem",
 			"dynamodb:UpdateItem", // first result wins; alarm status; report counters
 			"sns:Publish",         // alarm of a failed result
@@ -109,7 +113,7 @@ var Functions = []Function{
 		}},
 	{Name: "registry",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress},
 		Actions: []string{
 			// The admin API and maintenance reach every store operation; the
 			// test exercises heartbeats, job/group creation and one maintenance run.

@@ -14,15 +14,20 @@ type Prices struct {
 	LambdaRequest  float64 `json:"lambdaRequest"`  // Lambda invocation
 	LambdaGBSecond float64 `json:"lambdaGBSecond"` // Lambda duration, arm64
 	HTTPRequest    float64 `json:"httpRequest"`    // API Gateway HTTP API request
+	// StorageGBMonth is DynamoDB standard storage per GB-month; retained
+	// bytes (OpStat.StoredBytes) are held for one month (the default log
+	// retention, 30 days).
+	StorageGBMonth float64 `json:"storageGBMonth"`
 	// MemoryGB is the configured memory assumed for every function.
 	MemoryGB float64 `json:"memoryGB"`
 }
 
-// ListPrices are us-east-1 list prices (the figures of issue 5), with
-// 128 MB functions.
+// ListPrices are us-east-1 list prices (issue 10), with the functions'
+// deployed memory (MemoryMB, the templates' MemorySize).
 func ListPrices() Prices {
 	return Prices{WRU: 0.625e-6, RRU: 0.125e-6, SQSRequest: 0.40e-6, SNSRequest: 0.50e-6,
-		LambdaRequest: 0.20e-6, LambdaGBSecond: 0.0000133334, HTTPRequest: 1.00e-6, MemoryGB: 0.128}
+		LambdaRequest: 0.20e-6, LambdaGBSecond: 0.0000133334, HTTPRequest: 1.00e-6, StorageGBMonth: 0.25,
+		MemoryGB: MemoryMB / 1024.0}
 }
 
 // FunctionCost is one function's share of a metered interval, per trigger
@@ -37,11 +42,14 @@ type FunctionCost struct {
 	DynamoDBPerTrigger float64 `json:"dynamodbRequestsPerTrigger"`
 	SQSPerTrigger      float64 `json:"sqsRequestsPerTrigger"`
 	SNSPerTrigger      float64 `json:"snsRequestsPerTrigger"`
-	WRUPerTrigger      float64 `json:"wruPerTrigger"`
+	WRUPerTrigger      float64 `json:"wruPerTrigger"` // index writes included
+	IndexWRUPerTrigger float64 `json:"indexWruPerTrigger"`
 	RRUPerTrigger      float64 `json:"rruPerTrigger"`
+	StoredBytesPerTrig float64 `json:"storedBytesPerTrigger"`
 	// Dollars per million triggers.
-	DynamoDBPerM       float64 `json:"dynamodbUSDPerM"`
-	SQSPerM            float64 `json:"sqsUSDPerM"` // SNS included
+	DynamoDBPerM       float64 `json:"dynamodbUSDPerM"` // request units
+	StoragePerM        float64 `json:"storageUSDPerM"`  // DynamoDB storage for the retention
+	SQSPerM            float64 `json:"sqsUSDPerM"`      // SNS included
 	LambdaRequestsPerM float64 `json:"lambdaRequestsUSDPerM"`
 	LambdaDurationPerM float64 `json:"lambdaDurationUSDPerM"`
 	TotalPerM          float64 `json:"totalUSDPerM"`
@@ -94,8 +102,8 @@ func (u Usage) Cost(triggers int, p Prices) Cost {
 	var ddbN, sqsN, snsN, invN int
 	for _, fn := range names {
 		fc := FunctionCost{Function: fn, Ops: map[string]int{}}
-		var wru, rru float64
-		var fddb, fsqs, fsns int
+		var wru, rru, iwru float64
+		var fddb, fsqs, fsns, billed, stored int
 		for key, s := range u.Ops[fn] {
 			fc.Ops[key] = s.Requests
 			svc, op, _ := strings.Cut(key, ":")
@@ -106,12 +114,15 @@ func (u Usage) Cost(triggers int, p Prices) Cost {
 					c.CapacityReported = true
 				}
 				if IsWrite(op) {
-					wru += s.Reported + s.Derived
+					wru += s.Reported + s.Derived + s.IndexUnits
+					iwru += s.IndexUnits
 				} else {
 					rru += s.Reported + s.Derived
 				}
+				stored += s.StoredBytes
 			case "sqs":
 				fsqs += s.Requests
+				billed += max(s.Billed, s.Requests)
 			case "sns":
 				fsns += s.Requests
 			}
@@ -122,12 +133,14 @@ func (u Usage) Cost(triggers int, p Prices) Cost {
 			fc.MsPerInvoke = float64(inv.Duration.Microseconds()) / 1000 / float64(inv.Invocations)
 		}
 		fc.DynamoDBPerTrigger, fc.SQSPerTrigger, fc.SNSPerTrigger = float64(fddb)/t, float64(fsqs)/t, float64(fsns)/t
-		fc.WRUPerTrigger, fc.RRUPerTrigger = wru/t, rru/t
+		fc.WRUPerTrigger, fc.IndexWRUPerTrigger, fc.RRUPerTrigger = wru/t, iwru/t, rru/t
+		fc.StoredBytesPerTrig = float64(stored) / t
 		fc.DynamoDBPerM = (wru*p.WRU + rru*p.RRU) * perM
-		fc.SQSPerM = (float64(fsqs)*p.SQSRequest + float64(fsns)*p.SNSRequest) * perM
+		fc.StoragePerM = float64(stored) / 1e9 * p.StorageGBMonth * perM
+		fc.SQSPerM = (float64(billed)*p.SQSRequest + float64(fsns)*p.SNSRequest) * perM
 		fc.LambdaRequestsPerM = float64(inv.Invocations) * p.LambdaRequest * perM
 		fc.LambdaDurationPerM = inv.Duration.Seconds() * p.MemoryGB * p.LambdaGBSecond * perM
-		fc.TotalPerM = fc.DynamoDBPerM + fc.SQSPerM + fc.LambdaRequestsPerM + fc.LambdaDurationPerM
+		fc.TotalPerM = fc.DynamoDBPerM + fc.StoragePerM + fc.SQSPerM + fc.LambdaRequestsPerM + fc.LambdaDurationPerM
 		c.TotalPerM += fc.TotalPerM
 		ddbN, sqsN, snsN, invN = ddbN+fddb, sqsN+fsqs, snsN+fsns, invN+inv.Invocations
 		c.Functions = append(c.Functions, fc)

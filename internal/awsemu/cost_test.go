@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -142,5 +144,67 @@ func TestMeterInflight(t *testing.T) {
 	}
 	if d := b.Sub(a).Invokes["scan"]; d.Invocations != 0 {
 		t.Errorf("window diff counts the invocation twice: %+v", d)
+	}
+}
+
+func TestIndexWrites(t *testing.T) {
+	t.Parallel()
+	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	due := gsiSchema{name: "due", keys: []string{"dueShard", "dueKey"}, projectAll: true}
+	byJob := gsiSchema{name: "byJob", keys: []string{"jobId", "timeKey"}}
+	running := item{"id": s("1"), "dueShard": s("0"), "dueKey": s("a"), "jobId": s("7"), "timeKey": s("t")}
+	advanced := item{"id": s("1"), "dueShard": s("0"), "dueKey": s("b"), "jobId": s("7"), "timeKey": s("t")}
+	renamed := item{"id": s("1"), "dueShard": s("0"), "dueKey": s("a"), "jobId": s("7"), "timeKey": s("t"), "desc": s("x")}
+	stopped := item{"id": s("1"), "jobId": s("7"), "timeKey": s("t")}
+	tests := []struct {
+		name      string
+		old, cur  item
+		wantUnits float64
+		wantAdded int
+	}{
+		{"create: one entry per index", nil, running, 2, 2},
+		{"due key moves: delete + put in due only", running, advanced, 2, 0},
+		{"non-key change: ALL index rewritten, KEYS_ONLY not", running, renamed, 1, 0},
+		{"leaves the sparse index: one delete", running, stopped, 1, 0},
+		{"unchanged: nothing", running, running, 0, 0},
+		{"delete: one per index", running, nil, 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u, a := indexWrites([]gsiSchema{due, byJob}, tt.old, tt.cur)
+			if u != tt.wantUnits || a != tt.wantAdded {
+				t.Errorf("units %v added %d, want %v %d", u, a, tt.wantUnits, tt.wantAdded)
+			}
+		})
+	}
+}
+
+func TestSQSBilledPer64KB(t *testing.T) {
+	t.Parallel()
+	body := func(n int) *string { b := make([]byte, n); return aws.String(string(b)) }
+	tests := []struct {
+		name string
+		in   any
+		want int
+	}{
+		{"small send", &sqs.SendMessageInput{MessageBody: body(10)}, 1},
+		{"batch of 10 × 20 KB", &sqs.SendMessageBatchInput{Entries: func() []sqstypes.SendMessageBatchRequestEntry {
+			var es []sqstypes.SendMessageBatchRequestEntry
+			for range 10 {
+				es = append(es, sqstypes.SendMessageBatchRequestEntry{MessageBody: body(20 << 10)})
+			}
+			return es
+		}()}, 4},
+		{"exactly 64 KB", &sqs.SendMessageInput{MessageBody: body(64 << 10)}, 1},
+		{"empty receive", &sqs.ReceiveMessageInput{}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := sqsBilled(tt.in, nil); got != tt.want {
+				t.Errorf("billed %d, want %d", got, tt.want)
+			}
+		})
 	}
 }

@@ -331,6 +331,8 @@ func (d *Deployment) createResources(ctx context.Context) error {
 	if err := st.CreateTables(ctx); err != nil {
 		return fmt.Errorf("awsemu create tables: %w", err)
 	}
+	tables := dynamostore.TablesWithPrefix(prefix)
+	d.meter.Describe(ddb, dynamostore.TableSpecs(tables), tables.Logs, tables.Occurrences)
 	d.store = st
 	queue := func(name, visibility string) (string, error) {
 		out, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name),

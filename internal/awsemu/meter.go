@@ -3,9 +3,15 @@ package awsemu
 import (
 	"context"
 	"maps"
+	"math"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -25,6 +31,16 @@ type OpStat struct {
 	// requests that reported none (see DeriveUnits).
 	Reported float64 `json:"reportedUnits,omitempty"`
 	Derived  float64 `json:"derivedUnits,omitempty"`
+	// IndexUnits are the write units of global secondary index entries
+	// (see Meter.Describe), which neither dynalite nor a request's TOTAL
+	// consumed capacity includes.
+	IndexUnits float64 `json:"indexUnits,omitempty"`
+	// StoredBytes is what the writes added to tables kept for the log
+	// retention (items and index entries, with DynamoDB's per-item
+	// overhead).
+	StoredBytes int `json:"storedBytes,omitempty"`
+	// Billed counts SQS requests as billed: one per 64 KB chunk of payload.
+	Billed int `json:"billed,omitempty"`
 }
 
 // InvokeStat counts a function's invocations and their handler time
@@ -51,7 +67,8 @@ func (u Usage) Sub(before Usage) Usage {
 		for op, s := range ops {
 			b := before.Ops[fn][op]
 			d := OpStat{Requests: s.Requests - b.Requests, Errors: s.Errors - b.Errors, Entries: s.Entries - b.Entries,
-				Reported: s.Reported - b.Reported, Derived: s.Derived - b.Derived}
+				Reported: s.Reported - b.Reported, Derived: s.Derived - b.Derived, IndexUnits: s.IndexUnits - b.IndexUnits,
+				StoredBytes: s.StoredBytes - b.StoredBytes, Billed: s.Billed - b.Billed}
 			if d == (OpStat{}) {
 				continue
 			}
@@ -94,6 +111,8 @@ type Meter struct {
 	usage   Usage
 	seq     int64
 	running map[int64]inflight // invocations begun and not ended
+	schema  map[string]tableSchema
+	raw     *dynamodb.Client // un-metered, for the index accounting's reads
 }
 
 type inflight struct {
@@ -169,6 +188,9 @@ func (m *Meter) record(fn, key string, d OpStat) {
 	s.Entries += d.Entries
 	s.Reported += d.Reported
 	s.Derived += d.Derived
+	s.IndexUnits += d.IndexUnits
+	s.StoredBytes += d.StoredBytes
+	s.Billed += d.Billed
 	ops[key] = s
 }
 
@@ -180,6 +202,7 @@ func (m *Meter) Middleware(fn string) func(*middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("xjobAWSEmuMeter",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				askCapacity(in.Parameters)
+				iw := m.beginIndexed(ctx, in.Parameters)
 				out, md, err := next.HandleInitialize(ctx, in)
 				svc := strings.ToLower(awsmiddleware.GetServiceID(ctx))
 				op := awsmiddleware.GetOperationName(ctx)
@@ -187,11 +210,20 @@ func (m *Meter) Middleware(fn string) func(*middleware.Stack) error {
 				if err != nil {
 					d.Errors = 1
 				}
-				if svc == "dynamodb" {
+				switch svc {
+				case "dynamodb":
 					d.Reported = capacity(out.Result)
 					if d.Reported == 0 {
 						d.Derived = DeriveUnits(op, in.Parameters)
 					}
+					if iw != nil && err == nil {
+						d.IndexUnits, d.StoredBytes = iw.finish(ctx)
+					}
+					if bw, ok := in.Parameters.(*dynamodb.BatchWriteItemInput); ok && err == nil {
+						d.IndexUnits, d.StoredBytes = m.batchIndexed(bw)
+					}
+				case "sqs":
+					d.Billed = sqsBilled(in.Parameters, out.Result)
 				}
 				m.record(fn, svc+":"+op, d)
 				return out, md, err
@@ -325,4 +357,318 @@ func batchEntries(p any) int {
 		n = len(in.Entries)
 	}
 	return n
+}
+
+// tableSchema is what the meter needs to know of a table to price its
+// index writes and storage: key attributes and global secondary indexes.
+type tableSchema struct {
+	keys     []string
+	gsis     []gsiSchema
+	retained bool // items live for the log retention (TTL), so their storage is per trigger
+}
+
+type gsiSchema struct {
+	name       string
+	keys       []string // hash, then range if any
+	projectAll bool
+}
+
+// Describe tells the meter the deployment's tables (dynamostore.TableSpecs)
+// and gives it an un-metered client to read items with. Once described,
+// every write to a table with global secondary indexes is priced exactly
+// as DynamoDB bills it: the meter reads the item before (and, for an
+// update, after) the write and adds, per index, 1 write unit to delete an
+// old index entry and ⌈size/1 KB⌉ to write a new or changed one (an
+// entry's size is the projected item's for ALL, the keys' for
+// KEYS_ONLY). Neither dynalite nor a request's ConsumedCapacity
+// (TOTAL) includes those units. retained names the tables whose items
+// live as long as the log retention; their bytes (and their index
+// entries') count as storage per trigger. The extra reads are the
+// meter's, not the pipeline's: they go through client, not through the
+// metered stack.
+func (m *Meter) Describe(client *dynamodb.Client, specs []*dynamodb.CreateTableInput, retained ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.raw = client
+	m.schema = map[string]tableSchema{}
+	for _, s := range specs {
+		ts := tableSchema{retained: slices.Contains(retained, aws.ToString(s.TableName))}
+		for _, k := range s.KeySchema {
+			ts.keys = append(ts.keys, aws.ToString(k.AttributeName))
+		}
+		for _, g := range s.GlobalSecondaryIndexes {
+			gs := gsiSchema{name: aws.ToString(g.IndexName), projectAll: g.Projection != nil && g.Projection.ProjectionType == ddbtypes.ProjectionTypeAll}
+			for _, k := range g.KeySchema {
+				gs.keys = append(gs.keys, aws.ToString(k.AttributeName))
+			}
+			ts.gsis = append(ts.gsis, gs)
+		}
+		m.schema[aws.ToString(s.TableName)] = ts
+	}
+}
+
+// batchIndexed prices the index writes and storage of a BatchWriteItem
+// without reading the items: a put is taken as a new item, a delete as
+// removing one entry from every index (purges delete indexed logs).
+// Unprocessed items are counted too (they are retried and billed then).
+func (m *Meter) batchIndexed(in *dynamodb.BatchWriteItemInput) (units float64, stored int) {
+	for table, reqs := range in.RequestItems {
+		ts, _, ok := m.schemaOf(table)
+		if !ok {
+			continue
+		}
+		for _, r := range reqs {
+			switch {
+			case r.PutRequest != nil:
+				it := r.PutRequest.Item
+				for _, g := range ts.gsis {
+					if hasAll(it, g.keys) {
+						if g.projectAll {
+							units += math.Ceil(float64(itemSize(it)) / 1024)
+						} else {
+							units++
+						}
+						if ts.retained {
+							stored += indexEntryBytes
+						}
+					}
+				}
+				if ts.retained {
+					stored += itemSize(it) + itemOverhead
+				}
+			case r.DeleteRequest != nil:
+				units += float64(len(ts.gsis))
+			}
+		}
+	}
+	return units, stored
+}
+
+func (m *Meter) schemaOf(table string) (tableSchema, *dynamodb.Client, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ts, ok := m.schema[table]
+	return ts, m.raw, ok && m.raw != nil
+}
+
+type item = map[string]ddbtypes.AttributeValue
+
+// writeTarget is the table and key of a single-item write, and the item a
+// put writes.
+func writeTarget(p any) (table string, key, put item, ok bool) {
+	switch in := p.(type) {
+	case *dynamodb.PutItemInput:
+		return aws.ToString(in.TableName), nil, in.Item, true
+	case *dynamodb.UpdateItemInput:
+		return aws.ToString(in.TableName), in.Key, nil, true
+	case *dynamodb.DeleteItemInput:
+		return aws.ToString(in.TableName), in.Key, nil, true
+	}
+	return "", nil, nil, false
+}
+
+// indexedWrite prices the index writes and storage of one single-item
+// write; before runs ahead of the request and after once it succeeded.
+type indexedWrite struct {
+	m     *Meter
+	ts    tableSchema
+	raw   *dynamodb.Client
+	table string
+	key   item
+	put   item
+	old   item
+	isDel bool
+}
+
+func (m *Meter) beginIndexed(ctx context.Context, p any) *indexedWrite {
+	table, key, put, ok := writeTarget(p)
+	if !ok {
+		return nil
+	}
+	ts, raw, ok := m.schemaOf(table)
+	if !ok || (len(ts.gsis) == 0 && !ts.retained) {
+		return nil
+	}
+	w := &indexedWrite{m: m, ts: ts, raw: raw, table: table, key: key, put: put}
+	_, w.isDel = p.(*dynamodb.DeleteItemInput)
+	if w.key == nil {
+		w.key = item{}
+		for _, k := range ts.keys {
+			w.key[k] = put[k]
+		}
+	}
+	w.old = w.read(ctx)
+	return w
+}
+
+func (w *indexedWrite) read(ctx context.Context) item {
+	out, err := w.raw.GetItem(context.WithoutCancel(ctx), &dynamodb.GetItemInput{TableName: aws.String(w.table), Key: w.key, ConsistentRead: aws.Bool(true)})
+	if err != nil || out.Item == nil {
+		return nil
+	}
+	return out.Item
+}
+
+// finish returns the index write units and the new stored bytes of the
+// write that succeeded.
+func (w *indexedWrite) finish(ctx context.Context) (units float64, stored int) {
+	var cur item
+	switch {
+	case w.isDel:
+	case w.put != nil:
+		cur = w.put
+	default:
+		cur = w.read(ctx)
+	}
+	units, entries := indexWrites(w.ts.gsis, w.old, cur)
+	if w.ts.retained {
+		stored += entries * indexEntryBytes
+	}
+	if w.ts.retained && cur != nil {
+		stored += itemSize(cur) - itemSize(w.old) + itemOverhead
+		if w.old != nil {
+			stored -= itemOverhead
+		}
+	}
+	return units, stored
+}
+
+// indexWrites is what one write that turns item old into cur (nil: no
+// item) costs in the global secondary indexes gsis, as DynamoDB bills it:
+// 1 unit to delete an entry, ⌈entry size / 1 KB⌉ to put or rewrite one;
+// an entry whose keys and projected attributes did not change costs
+// nothing. added counts the entries that did not exist before.
+func indexWrites(gsis []gsiSchema, old, cur item) (units float64, added int) {
+	for _, g := range gsis {
+		oldIn, newIn := hasAll(old, g.keys), hasAll(cur, g.keys)
+		entry := 1.0 // index keys + table keys, well under 1 KB
+		if g.projectAll {
+			entry = math.Ceil(float64(itemSize(cur)) / 1024)
+		}
+		sameKeys := oldIn && newIn && equalAttrs(old, cur, g.keys)
+		switch {
+		case sameKeys && g.projectAll && !equalItems(old, cur):
+			units += entry
+		case sameKeys:
+		case oldIn && newIn:
+			units += 1 + entry
+		case oldIn:
+			units++
+		case newIn:
+			units += entry
+			added++
+		}
+	}
+	return units, added
+}
+
+// DynamoDB bills storage with 100 bytes of overhead per item and per
+// index entry.
+const (
+	itemOverhead    = 100
+	indexEntryBytes = 100 + 40 // overhead + keys
+)
+
+func hasAll(it item, keys []string) bool {
+	if it == nil {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := it[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func equalAttrs(a, b item, keys []string) bool {
+	for _, k := range keys {
+		if !reflect.DeepEqual(a[k], b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalItems(a, b item) bool { return reflect.DeepEqual(a, b) }
+
+// itemSize is DynamoDB's item size: attribute names plus values (numbers
+// about one byte per two digits).
+func itemSize(it item) int {
+	n := 0
+	for k, v := range it {
+		n += len(k) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v ddbtypes.AttributeValue) int {
+	switch x := v.(type) {
+	case *ddbtypes.AttributeValueMemberS:
+		return len(x.Value)
+	case *ddbtypes.AttributeValueMemberN:
+		return (len(x.Value)+1)/2 + 1
+	case *ddbtypes.AttributeValueMemberB:
+		return len(x.Value)
+	case *ddbtypes.AttributeValueMemberBOOL, *ddbtypes.AttributeValueMemberNULL:
+		return 1
+	case *ddbtypes.AttributeValueMemberSS:
+		n := 0
+		for _, s := range x.Value {
+			n += len(s)
+		}
+		return n
+	case *ddbtypes.AttributeValueMemberNS:
+		n := 0
+		for _, s := range x.Value {
+			n += (len(s)+1)/2 + 1
+		}
+		return n
+	case *ddbtypes.AttributeValueMemberL:
+		n := 3
+		for _, e := range x.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *ddbtypes.AttributeValueMemberM:
+		n := 3
+		for k, e := range x.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	}
+	return 1
+}
+
+// sqsChunk is SQS's billing unit: each 64 KB of a request's payload is
+// one request.
+const sqsChunk = 64 * 1024
+
+// sqsBilled is the billed request count of one SQS call: its payload
+// (message bodies and attributes sent, or received) in 64 KB chunks, at
+// least 1.
+func sqsBilled(in, out any) int {
+	n := 0
+	attrs := func(m map[string]sqstypes.MessageAttributeValue) {
+		for k, v := range m {
+			n += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
+		}
+	}
+	switch x := in.(type) {
+	case *sqs.SendMessageInput:
+		n += len(aws.ToString(x.MessageBody))
+		attrs(x.MessageAttributes)
+	case *sqs.SendMessageBatchInput:
+		for _, e := range x.Entries {
+			n += len(aws.ToString(e.MessageBody))
+			attrs(e.MessageAttributes)
+		}
+	}
+	if r, ok := out.(*sqs.ReceiveMessageOutput); ok {
+		for _, msg := range r.Messages {
+			n += len(aws.ToString(msg.Body))
+			attrs(msg.MessageAttributes)
+		}
+	}
+	return max(1, (n+sqsChunk-1)/sqsChunk)
 }

@@ -223,14 +223,8 @@ func (a *app) jobList() *cobra.Command {
 	fs.BoolVar(&all, "all", false, "follow the cursors and list every page")
 	_ = cmd.RegisterFlagCompletionFunc("status", fixedCompletion("started,stopped"))
 	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, _ []string) error {
-		switch strings.ToLower(status) {
-		case "":
-		case "started", "running", "1":
-			p.Status = new(xjob.StatusRunning)
-		case "stopped", "stop", "0":
-			p.Status = new(xjob.StatusStopped)
-		default:
-			return usagef("--status must be started or stopped, got %q", status)
+		if err := setStatusFilter(&p, status); err != nil {
+			return err
 		}
 		page := adminclient.JobPage{Items: []xjob.Job{}}
 		if all {
@@ -275,30 +269,34 @@ func (a *app) jobGet() *cobra.Command {
 }
 
 func (a *app) jobDelete() *cobra.Command {
-	return a.deleteCmd("job", "Delete a job", (*adminclient.Client).JobDelete)
+	return a.jobBulk(xjob.ActionDelete, "Delete jobs", a.deleteOne("job", (*adminclient.Client).JobDelete))
 }
 
 // deleteCmd is "delete ID" for a noun whose client method del removes it.
 func (a *app) deleteCmd(noun, short string, del func(*adminclient.Client, context.Context, int64) error) *cobra.Command {
 	cmd := &cobra.Command{Use: "delete ID", Short: short, Args: cobra.ExactArgs(1)}
-	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
+	cmd.RunE = a.doID(a.deleteOne(noun, del))
+	return cmd
+}
+
+// deleteOne deletes one noun with del and says so.
+func (a *app) deleteOne(noun string, del func(*adminclient.Client, context.Context, int64) error) func(context.Context, *adminclient.Client, int64) error {
+	return func(ctx context.Context, c *adminclient.Client, id int64) error {
 		if err := del(c, ctx, id); err != nil {
 			return fmt.Errorf("delete %s %d: %w", noun, id, err)
 		}
 		return a.emit(map[string]any{"id": id, "deleted": true}, func(w io.Writer) {
 			fmt.Fprintf(w, "Deleted %s %d.\n", noun, id)
 		})
-	})
-	return cmd
+	}
 }
 
 func (a *app) jobStartStop(start bool) *cobra.Command {
-	name, short := "stop", "Stop the scheduler firing a job"
+	name, short := "stop", "Stop the scheduler firing jobs"
 	if start {
-		name, short = "start", "Let the scheduler fire a job"
+		name, short = "start", "Let the scheduler fire jobs"
 	}
-	cmd := &cobra.Command{Use: name + " ID", Short: short, Args: cobra.ExactArgs(1)}
-	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
+	return a.jobBulk(name, short, func(ctx context.Context, c *adminclient.Client, id int64) error {
 		call := c.JobStop
 		if start {
 			call = c.JobStart
@@ -315,7 +313,113 @@ func (a *app) jobStartStop(start bool) *cobra.Command {
 			}
 		})
 	})
+}
+
+// jobBulk is a command acting on jobs named by ids or selected by filters:
+// one id goes through the single-job request (one), several or a filter
+// through POST /v1/bulk/jobs, 1000 at a time, with a line per job; the
+// command fails if any job failed.
+func (a *app) jobBulk(action, short string, one func(context.Context, *adminclient.Client, int64) error) *cobra.Command {
+	var p adminclient.JobListParams
+	var status string
+	cmd := &cobra.Command{
+		Use:     action + " ID... | " + action + " --group G [--handler H] [--desc D] [--author A] [--status S]",
+		Short:   short + ", by id or by a filter",
+		Example: "  xjob job " + action + " 7\n  xjob job " + action + " 7 8 9\n  xjob job " + action + " --group 2 --handler report",
+		Args:    cobra.ArbitraryArgs,
+	}
+	fs := cmd.Flags()
+	fs.Int64Var(&p.Group, "group", 0, "every job of this executor group id")
+	fs.StringVar(&p.Handler, "handler", "", "every job whose handler contains this")
+	fs.StringVar(&p.Desc, "desc", "", "every job whose description contains this")
+	fs.StringVar(&p.Author, "author", "", "every job whose author contains this")
+	fs.StringVar(&status, "status", "", "only started or stopped jobs (with a filter)")
+	_ = cmd.RegisterFlagCompletionFunc("status", fixedCompletion("started,stopped"))
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
+		filtered := p.Group != 0 || p.Handler != "" || p.Desc != "" || p.Author != "" || status != ""
+		if len(args) > 0 && filtered {
+			return usagef("give job ids or a filter, not both")
+		}
+		if len(args) == 0 && !filtered {
+			return usagef("give job ids, or a filter such as --group")
+		}
+		if len(args) == 1 {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			return one(ctx, c, id)
+		}
+		ids := make([]int64, 0, len(args))
+		for _, s := range args {
+			id, err := parseID(s)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		if filtered {
+			if err := setStatusFilter(&p, status); err != nil {
+				return err
+			}
+			for j, err := range c.JobListAll(ctx, p) {
+				if err != nil {
+					return fmt.Errorf("list jobs: %w", err)
+				}
+				ids = append(ids, j.ID)
+			}
+		}
+		results := []adminclient.BulkResult{}
+		for len(ids) > 0 {
+			n := min(len(ids), 1000)
+			rs, err := c.JobBulk(ctx, action, ids[:n])
+			if err != nil {
+				return fmt.Errorf("%s jobs: %w", action, err)
+			}
+			results, ids = append(results, rs...), ids[n:]
+		}
+		failed := 0
+		for _, r := range results {
+			if r.Error != "" {
+				failed++
+			}
+		}
+		err := a.emit(map[string]any{"items": results}, func(w io.Writer) {
+			row(w, "JOB", "RESULT")
+			for _, r := range results {
+				res := "ok"
+				if r.Error != "" {
+					res = fmt.Sprintf("failed (HTTP %d): %s", r.Status, r.Error)
+				}
+				row(w, itoa(r.ID), res)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if failed > 0 {
+			return fmt.Errorf("%s: %d of %d jobs failed", action, failed, len(results))
+		}
+		if a.output == "table" {
+			fmt.Fprintf(a.stderr, "%d jobs: %s done.\n", len(results), action)
+		}
+		return nil
+	})
 	return cmd
+}
+
+// setStatusFilter reads --status started|stopped into p.
+func setStatusFilter(p *adminclient.JobListParams, status string) error {
+	switch strings.ToLower(status) {
+	case "":
+	case "started", "running", "1":
+		p.Status = new(xjob.StatusRunning)
+	case "stopped", "stop", "0":
+		p.Status = new(xjob.StatusStopped)
+	default:
+		return usagef("--status must be started or stopped, got %q", status)
+	}
+	return nil
 }
 
 func (a *app) jobTrigger() *cobra.Command {

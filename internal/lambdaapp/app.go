@@ -21,6 +21,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/admin"
 	"github.com/xjobdev/xjob/pkg/adminapi"
 	"github.com/xjobdev/xjob/pkg/alarm"
+	"github.com/xjobdev/xjob/pkg/auth"
 	"github.com/xjobdev/xjob/pkg/callback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/dispatch"
@@ -184,11 +185,11 @@ func New(cfg Config, d Deps) (*App, error) {
 		return fail("registry", err)
 	}
 	a.admin, err = admin.New(admin.Config{Store: counted, Queues: queues, Executors: exec, Finisher: a.callback,
-		Clock: d.Clock, Logger: d.Logger})
+		Clock: d.Clock, Logger: d.Logger, AnyTriggerAddress: cfg.AnyTriggerAddress})
 	if err != nil {
 		return fail("admin", err)
 	}
-	a.dispatcher, err = dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda"}, dispatch.Deps{
+	a.dispatcher, err = dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda", AnyTriggerAddress: cfg.AnyTriggerAddress}, dispatch.Deps{
 		Store: counted, Executors: exec, Router: route.New(route.Options{Clock: d.Clock, Prober: exec}),
 		Addresses: a.registry, Completer: a.callback, Clock: d.Clock, Logger: d.Logger, Metrics: metrics,
 	})
@@ -212,8 +213,20 @@ func New(cfg Config, d Deps) (*App, error) {
 		// handler still wants a token, so it gets one nobody knows.
 		adminToken = randomHex(32)
 	}
+	accessToken := cfg.AccessToken
+	if accessToken == "" {
+		// Likewise for the functions that serve no HTTP at all (scan,
+		// ring); every function that does requires XJOB_ACCESS_TOKEN.
+		accessToken = randomHex(32)
+	}
+	// Console sessions are signed with a key derived from the admin token,
+	// so every environment of the registry function verifies them alike.
+	au, err := auth.New(auth.Config{Users: store, AdminToken: adminToken, Key: auth.DeriveKey(adminToken), Clock: d.Clock})
+	if err != nil {
+		return fail("auth", err)
+	}
 	a.http, err = adminapi.New(adminapi.Config{Admin: a.admin, Registry: a.registry, Callback: a.callback,
-		Metrics: metrics, AdminToken: adminToken, AccessToken: cfg.AccessToken, Logger: d.Logger, Clock: d.Clock})
+		Metrics: metrics, AdminToken: adminToken, Auth: au, AccessToken: accessToken, Logger: d.Logger, Clock: d.Clock})
 	if err != nil {
 		return fail("admin api", err)
 	}

@@ -26,6 +26,9 @@ type Config struct {
 	AccessToken     string
 	AdminToken      string
 	AlarmTopicARN   string
+	// AnyTriggerAddress is XJOB_ALLOW_ANY_TRIGGER_ADDRESS (default false):
+	// manual trigger overrides may name any host (admin.Config).
+	AnyTriggerAddress bool
 	// LogLevel is XJOB_LOG_LEVEL (default info).
 	LogLevel slog.Level
 	// RetryDelay and RetryBackoff are XJOB_RETRY_DELAY and
@@ -82,6 +85,13 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 			problems = append(problems, fmt.Sprintf("%s=%q must be a number from 1 to 10", awsconfig.EnvRetryBackoff, s))
 		}
 		cfg.RetryBackoff = f
+	}
+	if s := get(awsconfig.EnvAnyTriggerAddress); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s=%q must be true or false", awsconfig.EnvAnyTriggerAddress, s))
+		}
+		cfg.AnyTriggerAddress = b
 	}
 	if lv := strings.TrimSpace(getenv(awsconfig.EnvLogLevel)); lv != "" {
 		if err := cfg.LogLevel.UnmarshalText([]byte(lv)); err != nil {

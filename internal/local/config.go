@@ -27,8 +27,12 @@ type Config struct {
 	// stored next to DB is used, generated on first start.
 	AdminToken string
 	// AccessToken is xxl-job's XXL-JOB-ACCESS-TOKEN, shared with executors.
-	// Empty disables the check on executor routes, as in xxl-job.
+	// Empty: the token stored next to DB is used, generated on first start
+	// (executor routes are never open, unlike xxl-job without a token).
 	AccessToken string
+	// AnyTriggerAddress lets a manual trigger's address override name any
+	// http(s) address; off, only the group's own addresses (admin.Config).
+	AnyTriggerAddress bool
 	// Shards is the number of scan shards. It is fixed when the file is
 	// created; a different value on a later start is refused.
 	Shards int
@@ -84,12 +88,19 @@ type Info struct {
 	AdminToken string
 	// TokenFile is where a generated token is kept ("" when configured).
 	TokenFile string
+	// AccessToken is the executor access token in effect, and
+	// AccessTokenFile where it is kept ("" when configured).
+	AccessToken     string
+	AccessTokenFile string
 	// Owner is the scan-lease owner id this process uses.
 	Owner string
 	// DemoExecutor is the demo executor's address ("" without --demo).
 	DemoExecutor string
 	// DemoJobs are the ids of the demo jobs.
 	DemoJobs []int64
+	// AdminPassword is the console password of the "admin" user created
+	// on this first start ("" when users already existed).
+	AdminPassword string
 }
 
 // Defaults of Config.
@@ -105,7 +116,7 @@ const (
 	DefaultRetryDelay       = callback.DefaultRetryDelay
 	DefaultRetryBackoff     = 1.0
 	DefaultDemoListen       = "127.0.0.1:8081"
-	minTokenLen             = 8
+	minTokenLen             = 16 // as on AWS
 )
 
 // Defaults returns the configuration used when no flag or variable is set.
@@ -181,8 +192,11 @@ func options() []option {
 			func(c *Config) *string { return &c.Listen }),
 		strOpt("admin-token", "XJOB_ADMIN_TOKEN", "admin API bearer token (prefer the variable: flags show in ps); default: generated and kept next to the DB",
 			func(c *Config) *string { return &c.AdminToken }),
-		strOpt("access-token", "XJOB_ACCESS_TOKEN", "XXL-JOB-ACCESS-TOKEN shared with executors (empty: not checked)",
+		strOpt("access-token", "XJOB_ACCESS_TOKEN", "XXL-JOB-ACCESS-TOKEN shared with executors (prefer the variable); default: generated and kept next to the DB",
 			func(c *Config) *string { return &c.AccessToken }),
+		boolOpt("allow-any-trigger-address", "XJOB_ALLOW_ANY_TRIGGER_ADDRESS",
+			"let a manual trigger's address override name any host (default: only the group's own executors)",
+			func(c *Config) *bool { return &c.AnyTriggerAddress }),
 		intOpt("shards", "XJOB_SHARDS", "scan shards (fixed when the DB is created)",
 			func(c *Config) *int { return &c.Shards }),
 		strOpt("alarm-webhook", "XJOB_ALARM_WEBHOOK", "http(s) URL that receives a JSON POST per failed trigger",

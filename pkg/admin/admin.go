@@ -76,6 +76,14 @@ type Config struct {
 	// DeadAfter decides which registered executors are listed as live
 	// (default DefaultDeadAfter).
 	DeadAfter time.Duration
+	// AnyTriggerAddress lets a manual trigger's address override name any
+	// http(s) address. Off (the default), an override may only name
+	// addresses of the job's group — its stored list (a manual group's
+	// typed list) or an executor registered under its app name — since
+	// the trigger POSTs the access token and job parameters there and
+	// records the reply: an open override would make the admin API a
+	// request forwarder into the scheduler's network.
+	AnyTriggerAddress bool
 	// NewRequestID names manual triggers (the occurrence ref); the default
 	// is 16 random bytes in hex. Tests set it to get stable ids.
 	NewRequestID func() string

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -503,6 +505,11 @@ func TestTriggerJob(t *testing.T) {
 	e := setup(t)
 	j := e.create(e.spec(xjob.ScheduleNone, "")) // stopped: manual triggers still run
 	param := "override"
+	// An override may name a live executor of the group.
+	if err := e.db.RegistryUpsert(e.ctx, xjob.RegistryEntry{Group: xjob.RegistryGroupExecutor, Key: e.group.AppName,
+		Value: "http://127.0.0.1:9999", UpdatedAt: ms(start)}); err != nil {
+		t.Fatal(err)
+	}
 	res, err := e.svc.TriggerJob(e.ctx, admin.TriggerParams{JobID: j.ID, Param: &param,
 		AddressList: []string{"http://127.0.0.1:9999/"}})
 	if err != nil {
@@ -525,6 +532,9 @@ func TestTriggerJob(t *testing.T) {
 	for name, p := range map[string]admin.TriggerParams{
 		"missing job":  {JobID: 999},
 		"bad address":  {JobID: j.ID, AddressList: []string{"not a url"}},
+		"user-info":    {JobID: j.ID, AddressList: []string{"http://u:pw@127.0.0.1:9999/"}},
+		"other host":   {JobID: j.ID, AddressList: []string{"http://169.254.169.254/latest/"}},
+		"other port":   {JobID: j.ID, AddressList: []string{"http://127.0.0.1:9998/"}},
 		"long param":   {JobID: j.ID, Param: ptr(string(make([]byte, xjob.MaxParamLen+1)))},
 		"invalid id 0": {JobID: 0},
 	} {
@@ -820,4 +830,94 @@ func TestNewRequiresDeps(t *testing.T) {
 	if _, err := admin.New(admin.Config{}); err == nil {
 		t.Fatal("New accepted an empty config")
 	}
+}
+
+// Child jobs must not lead back to the job: A→B→C→A would ping-pong
+// forever. Diamonds are fine; a refused edit writes nothing.
+func TestChildJobCycleRejected(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	a := e.create(e.spec(xjob.ScheduleNone, ""))
+	b := e.create(e.spec(xjob.ScheduleNone, ""))
+	c := e.create(e.spec(xjob.ScheduleNone, ""))
+	d := e.create(e.spec(xjob.ScheduleNone, ""))
+	setChildren := func(j xjob.Job, ids ...int64) (xjob.Job, error) {
+		j.ChildJobIDs = ids
+		return e.svc.UpdateJob(e.ctx, admin.UpdateJobParams{Job: j})
+	}
+	var err error
+	if a, err = setChildren(a, b.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = setChildren(b, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = setChildren(c, d.ID); err != nil { // diamond: A→B→D, A→C→D
+		t.Fatalf("diamond refused: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		j    xjob.Job
+		kids []int64
+	}{
+		"self":        {a, []int64{a.ID}},
+		"two jobs":    {b, []int64{d.ID, a.ID}},
+		"three jobs":  {d, []int64{a.ID}},
+		"via diamond": {d, []int64{c.ID}},
+	} {
+		before, _ := e.svc.GetJob(e.ctx, tc.j.ID)
+		_, err := setChildren(before, tc.kids...)
+		if f := problemFields(t, err); len(f) != 1 || f[0] != "childJobIds" {
+			t.Errorf("%s: fields %v (%v)", name, f, err)
+		}
+		after, _ := e.svc.GetJob(e.ctx, tc.j.ID)
+		if after.Version != before.Version {
+			t.Errorf("%s: refused edit was written", name)
+		}
+	}
+	if _, err := setChildren(d, a.ID); err == nil || !strings.Contains(err.Error(),
+		fmt.Sprintf("%d → %d → %d → %d", d.ID, a.ID, b.ID, d.ID)) {
+		t.Errorf("cycle not named: %v", err)
+	}
+}
+
+// Overrides outside the group are refused (400, nothing queued) unless the
+// service allows any address; the group's stored list counts as its own.
+func TestTriggerOverrideAllowList(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	manual, err := e.svc.CreateGroup(e.ctx, xjob.Group{AppName: "manual-app", Title: "m", AddressType: xjob.AddressManual,
+		AddressList: []string{"http://10.0.0.5:9999/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := e.spec(xjob.ScheduleNone, "")
+	spec.GroupID = manual.ID
+	j := e.create(spec)
+	if _, err := e.svc.TriggerJob(e.ctx, admin.TriggerParams{JobID: j.ID, AddressList: []string{"http://10.0.0.5:9999"}}); err != nil {
+		t.Fatalf("the group's own address: %v", err)
+	}
+	_, err = e.svc.TriggerJob(e.ctx, admin.TriggerParams{JobID: j.ID, AddressList: []string{"http://10.0.0.6:9999/"}})
+	if f := problemFields(t, err); len(f) != 1 || f[0] != "addressList" {
+		t.Fatalf("foreign address: %v", err)
+	}
+	if q := e.queued(); len(q) != 1 {
+		t.Fatalf("%d tasks queued, want only the allowed trigger", len(q))
+	}
+
+	open, err := admin.New(admin.Config{Store: e.db, Queues: e.db, Executors: nopExecutors{}, Finisher: nopFinisher{},
+		Clock: e.clk, AnyTriggerAddress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open.TriggerJob(e.ctx, admin.TriggerParams{JobID: j.ID, AddressList: []string{"http://10.0.0.6:9999/"}}); err != nil {
+		t.Fatalf("AnyTriggerAddress: %v", err)
+	}
+}
+
+type nopExecutors struct{ driver.ExecutorClient }
+
+type nopFinisher struct{}
+
+func (nopFinisher) Finish(context.Context, xjob.Log, int, string) (xjob.Log, error) {
+	return xjob.Log{}, nil
 }

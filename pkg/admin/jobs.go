@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/xjobdev/xjob"
@@ -26,9 +28,19 @@ const (
 // int32, because xxl-job executors parse jobId as a Java int; an insert
 // beyond that is undone and refused.
 func (s *Service) CreateJob(ctx context.Context, in xjob.Job) (xjob.Job, error) {
+	in.ID = 0
+	return s.createJob(ctx, in)
+}
+
+// createJob is CreateJob keeping in.ID when it is not 0 (an apply or an
+// import keeping ids); a taken id is xjob.ErrConflict.
+func (s *Service) createJob(ctx context.Context, in xjob.Job) (xjob.Job, error) {
 	now := s.now()
 	j := in
-	j.ID, j.Shard, j.Version, j.Revision = 0, 0, 0, 0
+	if j.ID < 0 || j.ID > math.MaxInt32 {
+		return xjob.Job{}, invalid("id", "%d is not a job id (1 to %d)", j.ID, math.MaxInt32)
+	}
+	j.Shard, j.Version, j.Revision = 0, 0, 0
 	j.SlowMinute, j.SlowCount = 0, 0
 	j.TriggerLastTime, j.TriggerNextTime = 0, 0
 	j.CreatedAt, j.UpdatedAt, j.GlueUpdatedAt = now, now, now
@@ -225,7 +237,63 @@ func (s *Service) checkJob(ctx context.Context, j *xjob.Job) error {
 	if len(problems) > 0 {
 		return &xjob.ValidationError{Problems: problems}
 	}
-	return nil
+	return s.checkChildCycle(ctx, j)
+}
+
+// checkChildCycle refuses child jobs that lead back to j: a cycle (A→B→A,
+// or A→A) would trigger its jobs in turn forever. It walks the stored
+// child graph breadth-first from j's new children, one JobGetMany per
+// level, with j's stored children replaced by the new ones; a new job (id
+// 0) cannot be reached by anything yet. Two concurrent edits that each
+// close half of a cycle are not caught here (each sees the other's old
+// children); the callback's child trigger is the place that would have to.
+func (s *Service) checkChildCycle(ctx context.Context, j *xjob.Job) error {
+	if j.ID == 0 || len(j.ChildJobIDs) == 0 {
+		return nil
+	}
+	seen := map[int64]bool{}
+	path := map[int64]int64{} // child → the job that named it, to report the cycle
+	var level []int64
+	for _, c := range j.ChildJobIDs {
+		if !seen[c] {
+			seen[c], path[c] = true, j.ID
+			level = append(level, c)
+		}
+	}
+	for len(level) > 0 {
+		if seen[j.ID] {
+			break
+		}
+		jobs, err := s.cfg.Store.JobGetMany(ctx, level)
+		if err != nil {
+			return fmt.Errorf("admin job check child cycle: %w", err)
+		}
+		level = level[:0:0]
+		for _, c := range jobs {
+			for _, gc := range c.ChildJobIDs {
+				if !seen[gc] {
+					seen[gc], path[gc] = true, c.ID
+					level = append(level, gc)
+				}
+			}
+		}
+	}
+	if !seen[j.ID] {
+		return nil
+	}
+	// Walk back from j to j: path[x] is the job that names x.
+	cycle := []int64{j.ID}
+	for x := path[j.ID]; x != j.ID && len(cycle) <= len(seen); x = path[x] {
+		cycle = append(cycle, x)
+	}
+	cycle = append(cycle, j.ID)
+	slices.Reverse(cycle)
+	parts := make([]string, len(cycle))
+	for i, id := range cycle {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return invalid("childJobIds", "child jobs form a cycle (%s): each would trigger the next forever",
+		strings.Join(parts, " → "))
 }
 
 // firstFire is the first fire time of a job started (or rescheduled) at
@@ -288,14 +356,53 @@ func (s *Service) TriggerJob(ctx context.Context, p TriggerParams) (TriggerResul
 	if err := task.Validate(); err != nil {
 		return TriggerResult{}, err
 	}
-	if _, err := s.cfg.Store.JobGet(ctx, p.JobID); err != nil {
+	j, err := s.cfg.Store.JobGet(ctx, p.JobID)
+	if err != nil {
 		return TriggerResult{}, mapNotFound(err, "job", p.JobID, "admin job trigger")
 	}
-	err := s.cfg.Queues.Dispatch(xjob.LaneFast).Send(ctx, []driver.Outgoing[xjob.DispatchTask]{{Msg: task}})
+	if len(p.AddressList) > 0 && !s.cfg.AnyTriggerAddress {
+		if err := s.checkOverride(ctx, j, p.AddressList); err != nil {
+			return TriggerResult{}, err
+		}
+	}
+	err = s.cfg.Queues.Dispatch(xjob.LaneFast).Send(ctx, []driver.Outgoing[xjob.DispatchTask]{{Msg: task}})
 	if err != nil {
 		return TriggerResult{}, fmt.Errorf("admin job trigger %d: %w", p.JobID, err)
 	}
 	return TriggerResult{JobID: p.JobID, OccurrenceID: task.Occurrence.ID(0)}, nil
+}
+
+// checkOverride refuses override addresses that are not the group's: its
+// stored list, or an executor registered under its app name within
+// DeadAfter (see Config.AnyTriggerAddress).
+func (s *Service) checkOverride(ctx context.Context, j xjob.Job, addrs []string) error {
+	g, err := s.cfg.Store.GroupGet(ctx, j.GroupID)
+	if err != nil {
+		return mapNotFound(err, "group", j.GroupID, "admin job trigger")
+	}
+	known := map[string]bool{}
+	for _, a := range g.AddressList {
+		known[xjob.AddressKey(a)] = true
+	}
+	live, err := s.liveExecutors(ctx, g.AppName)
+	if err != nil {
+		return err
+	}
+	for _, e := range live {
+		known[xjob.AddressKey(e.Address)] = true
+	}
+	var problems []xjob.FieldProblem
+	for _, a := range addrs {
+		if !known[xjob.AddressKey(a)] {
+			problems = append(problems, xjob.FieldProblem{Field: "addressList", Message: fmt.Sprintf(
+				"%s is not an address of group %s (neither in its list nor a live registered executor); "+
+					"overrides to other hosts need the server's allow-any-trigger-address setting", a, g.AppName)})
+		}
+	}
+	if len(problems) > 0 {
+		return &xjob.ValidationError{Problems: problems}
+	}
+	return nil
 }
 
 // NextFireTimes previews the next n fire times of a job from now, in the

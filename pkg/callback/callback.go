@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -145,64 +146,187 @@ func New(cfg Config) (*Service, error) {
 // A rejected item does not stop the others: xxl-job answers 200 to the
 // executor regardless and only logs per-item failures.
 //
-// Items for different logs are recorded concurrently (an executor's batch
-// holds everything it finished since its last callback, up to thousands);
-// a repeat of a log id within the batch is recorded after the first, so the
-// first result in the batch wins as it would one by one.
+// The batch is one unit of durable work (an executor's batch holds
+// everything it finished since its last callback, up to thousands): its
+// logs are read in one LogGetMany, their jobs in one JobGetMany, every
+// result is recorded in one LogFinishMany, the report counters once per
+// day; then each recorded log is completed (children, retry, alarm), at
+// most Config.Parallel at once. A repeat of a log id within the batch is
+// recorded after the first, so the first result in the batch wins as it
+// would one by one.
 func (s *Service) Callback(ctx context.Context, items []protocol.HandleCallbackParam) []error {
 	errs := make([]error, len(items))
-	one := func(i int) {
-		it := items[i]
-		errs[i] = s.callbackOne(ctx, it)
+	var ids []int64
+	for i, it := range items {
+		switch {
+		case it.LogID <= 0:
+			errs[i] = ErrLogNotFound
+		case it.HandleCode == xjob.CodeNone:
+			errs[i] = &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "handleCode", Message: "must not be 0"}}}
+		default:
+			ids = append(ids, it.LogID)
+		}
+	}
+	if len(ids) > 0 {
+		s.callbackMany(ctx, items, errs, ids)
+	}
+	for i, it := range items {
 		if errs[i] != nil {
 			s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "callback item rejected",
 				slog.Int64("logId", it.LogID), slog.Int("handleCode", it.HandleCode),
 				slog.String("error", errs[i].Error()))
 		}
 	}
-	seen := make(map[int64]bool, len(items))
-	var repeats []int
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, s.cfg.Parallel)
-	for i, it := range items {
-		if seen[it.LogID] {
-			repeats = append(repeats, i)
-			continue
-		}
-		seen[it.LogID] = true
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			one(i)
-		}()
-	}
-	wg.Wait()
-	for _, i := range repeats {
-		one(i)
-	}
 	return errs
 }
 
-func (s *Service) callbackOne(ctx context.Context, it protocol.HandleCallbackParam) error {
-	if it.LogID <= 0 {
-		return ErrLogNotFound
+// callbackMany records the items of a Callback that passed validation
+// (errs[i] nil); ids are their log ids.
+func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallbackParam, errs []error, ids []int64) {
+	fail := func(err error) {
+		for i := range items {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
 	}
-	if it.HandleCode == xjob.CodeNone {
-		return &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "handleCode", Message: "must not be 0"}}}
+	logs, err := s.cfg.Store.LogGetMany(ctx, ids)
+	if err != nil {
+		fail(fmt.Errorf("callback log get: %w", err))
+		return
 	}
-	l, err := s.cfg.Store.LogGet(ctx, it.LogID)
-	switch {
-	case errors.Is(err, xjob.ErrNotFound):
-		return ErrLogNotFound
-	case err != nil:
-		return fmt.Errorf("callback log get: %w", err)
-	case l.Handled():
-		// A cheap early answer; correctness rests on LogFinish's condition.
-		return ErrRepeatCallback
+	byID := make(map[int64]xjob.Log, len(logs))
+	for _, l := range logs {
+		byID[l.ID] = l
 	}
-	_, err = s.Finish(ctx, l, it.HandleCode, it.HandleMsg)
-	return err
+	var reqs []finishReq
+	var at []int // at[k] is the item of reqs[k]
+	for i, it := range items {
+		if errs[i] != nil {
+			continue
+		}
+		l, ok := byID[it.LogID]
+		switch {
+		case !ok:
+			errs[i] = ErrLogNotFound
+		case l.Handled():
+			// A cheap early answer; correctness rests on LogFinishMany's condition.
+			errs[i] = ErrRepeatCallback
+		default:
+			reqs, at = append(reqs, finishReq{log: l, code: it.HandleCode, msg: it.HandleMsg}), append(at, i)
+		}
+	}
+	for k, r := range s.finishMany(ctx, reqs) {
+		errs[at[k]] = r.Err
+	}
+}
+
+// finishReq is one result to record: for log, code and msg.
+type finishReq struct {
+	log  xjob.Log
+	code int
+	msg  string
+}
+
+// finishMany records the results of reqs in one LogFinishMany (after one
+// JobGetMany for the child summaries of successes), counts them in the
+// report once per day, and completes each recorded log. The k-th result is
+// reqs[k]'s: the finished log, or ErrRepeatCallback, ErrLogNotFound or a
+// store error.
+func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.LogFinished {
+	out := make([]driver.LogFinished, len(reqs))
+	if len(reqs) == 0 {
+		return out
+	}
+	fail := func(err error) []driver.LogFinished {
+		for k := range out {
+			out[k].Err = err
+		}
+		return out
+	}
+	var jobIDs []int64
+	for _, r := range reqs {
+		if r.code == xjob.CodeSuccess {
+			jobIDs = append(jobIDs, r.log.JobID)
+		}
+	}
+	jobs := map[int64]*jobRef{}
+	if len(jobIDs) > 0 {
+		slices.Sort(jobIDs)
+		jobIDs = slices.Compact(jobIDs)
+		found, err := s.cfg.Store.JobGetMany(ctx, jobIDs)
+		if err != nil {
+			return fail(fmt.Errorf("callback job get: %w", err))
+		}
+		for _, id := range jobIDs {
+			jobs[id] = &jobRef{loaded: true}
+		}
+		for _, j := range found {
+			jobs[j.ID] = &jobRef{loaded: true, found: true, job: j}
+		}
+	}
+	now := clock.Millis(s.cfg.Clock)
+	ps := make([]driver.LogFinishParams, len(reqs))
+	for k, r := range reqs {
+		summary := ""
+		if jr := jobs[r.log.JobID]; r.code == xjob.CodeSuccess && jr.found {
+			summary = ChildSummary(jr.job.ChildJobIDs)
+		}
+		ps[k] = driver.LogFinishParams{ID: r.log.ID, HandleTime: now, HandleCode: r.code, HandleMsg: HandleMsg(r.msg, summary)}
+	}
+	res, err := s.cfg.Store.LogFinishMany(ctx, ps)
+	if err != nil {
+		return fail(fmt.Errorf("callback log finish: %w", err))
+	}
+	days := map[string]*xjob.ReportDay{}
+	var done []int
+	for k, r := range res {
+		switch {
+		case errors.Is(r.Err, xjob.ErrConflict):
+			out[k].Err = ErrRepeatCallback
+			continue
+		case errors.Is(r.Err, xjob.ErrNotFound):
+			out[k].Err = ErrLogNotFound
+			continue
+		case r.Err != nil:
+			out[k].Err = fmt.Errorf("callback log finish: %w", r.Err)
+			continue
+		}
+		out[k].Log = r.Log
+		done = append(done, k)
+		s.cfg.Metrics.Result(r.Log.HandleCode)
+		if d := FinishDelta(r.Log); !zeroDelta(d) {
+			sum := days[d.Day]
+			if sum == nil {
+				sum = &xjob.ReportDay{Day: d.Day}
+				days[d.Day] = sum
+			}
+			sum.RunningCount += d.RunningCount
+			sum.SucCount += d.SucCount
+			sum.FailCount += d.FailCount
+		}
+	}
+	for _, d := range days {
+		if err := s.cfg.Store.ReportAdd(ctx, *d); err != nil {
+			s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "report counters not updated",
+				slog.String("day", d.Day), slog.String("error", err.Error()))
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, s.cfg.Parallel)
+	for _, k := range done {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			jr := jobs[out[k].Log.JobID]
+			if jr == nil {
+				jr = &jobRef{}
+			}
+			out[k].Err = s.complete(ctx, out[k].Log, jr)
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // Finish records result code/msg for l (a log as read from the store) if no
@@ -214,41 +338,8 @@ func (s *Service) Finish(ctx context.Context, l xjob.Log, code int, msg string) 
 	if code == xjob.CodeNone {
 		return xjob.Log{}, &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "handleCode", Message: "must not be 0"}}}
 	}
-	var jr jobRef
-	summary := ""
-	if code == xjob.CodeSuccess {
-		if err := jr.load(ctx, s.cfg.Store, l.JobID); err != nil {
-			return xjob.Log{}, err
-		}
-		if jr.found {
-			summary = ChildSummary(jr.job.ChildJobIDs)
-		}
-	}
-	done, err := s.cfg.Store.LogFinish(ctx, driver.LogFinishParams{
-		ID:         l.ID,
-		HandleTime: clock.Millis(s.cfg.Clock),
-		HandleCode: code,
-		HandleMsg:  HandleMsg(msg, summary),
-	})
-	switch {
-	case errors.Is(err, xjob.ErrConflict):
-		return xjob.Log{}, ErrRepeatCallback
-	case errors.Is(err, xjob.ErrNotFound):
-		return xjob.Log{}, ErrLogNotFound
-	case err != nil:
-		return xjob.Log{}, fmt.Errorf("callback log finish: %w", err)
-	}
-	s.cfg.Metrics.Result(done.HandleCode)
-	if d := FinishDelta(done); !zeroDelta(d) {
-		if err := s.cfg.Store.ReportAdd(ctx, d); err != nil {
-			s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "report counters not updated",
-				slog.Int64("logId", done.ID), slog.String("error", err.Error()))
-		}
-	}
-	if err := s.complete(ctx, done, &jr); err != nil {
-		return done, err
-	}
-	return done, nil
+	r := s.finishMany(ctx, []finishReq{{log: l, code: code, msg: msg}})[0]
+	return r.Log, r.Err
 }
 
 // Complete runs the completion path on a log whose outcome is recorded: a

@@ -29,6 +29,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/lease"
 	"github.com/xjobdev/xjob/pkg/metric"
+	"github.com/xjobdev/xjob/pkg/schedule"
 )
 
 // Config holds the scan's tunables. Zero values take the documented defaults.
@@ -121,6 +122,9 @@ type Scanner struct {
 	log     *slog.Logger
 	keeper  *lease.Keeper
 	metrics *metric.Metrics
+	// schedules holds the parsed schedules of the due jobs, so a job's
+	// cron expression and zone are parsed once, not on every tick.
+	schedules *schedule.Cache
 
 	mu     sync.Mutex
 	leases map[int]xjob.Lease
@@ -141,7 +145,7 @@ func New(cfg Config, d Deps) (*Scanner, error) {
 	return &Scanner{
 		cfg: cfg, jobs: d.Jobs, queues: d.Queues, clock: d.Clock, log: d.Logger,
 		keeper: lease.NewKeeper(d.Leases, d.Clock, d.Owner, cfg.LeaseTTL), metrics: d.Metrics,
-		leases: make(map[int]xjob.Lease),
+		leases: make(map[int]xjob.Lease), schedules: schedule.NewCache(schedule.DefaultCacheLimit),
 	}, nil
 }
 
@@ -341,7 +345,7 @@ func (s *Scanner) processPage(ctx context.Context, jobs []xjob.Job, now int64, p
 	for i := range jobs {
 		job := &jobs[i]
 		var plan Plan
-		sched, err := job.Schedule()
+		sched, err := s.schedules.Parse(string(job.ScheduleType), job.ScheduleConf, job.TimeZone)
 		if err != nil {
 			s.log.WarnContext(ctx, "scan: stopping job with a bad schedule", "job", job.ID, "err", err)
 			plan = Plan{Stop: true, Last: job.TriggerNextTime}

@@ -1,8 +1,9 @@
 // Command xjobbench is the load and fault harness behind `make bench`: it
-// builds cmd/xjob, runs `xjob local` on temporary files against a fast
-// loopback executor, and reports throughput, fire lateness, lost and
-// duplicate fires, CPU and memory per scenario (table on stdout, JSON under
-// bench/results/). See bench/README.md.
+// builds cmd/xjob (and optionally a baseline binary or git revision), runs
+// `xjob local` on temporary files against a fast loopback executor, and
+// reports throughput, fire lateness, lost, misfired and duplicate fires, CPU
+// per trigger and memory per scenario (table on stdout, baseline → candidate
+// ratios, JSON under bench/results/). See bench/README.md.
 package main
 
 import (
@@ -26,10 +27,13 @@ func main() {
 
 func run() int {
 	fs := flag.NewFlagSet("xjobbench", flag.ContinueOnError)
-	scenarios := fs.String("scenarios", "steady,burst,scale,chaos,race", "comma-separated: steady, burst, scale, chaos, race")
+	scenarios := fs.String("scenarios", "steady,burst,spread,scale,chaos,race", "comma-separated: steady, burst, spread, scale, chaos, race")
+	quick := fs.Bool("quick", false, "a quick subset (~3 min, ~6 with a baseline): steady 10,000 jobs for 20 s, burst, spread; flags given explicitly still win")
 	steadyJobs := fs.String("steady-jobs", "1000,10000", "job counts of the steady runs")
 	steadyWindow := fs.Duration("steady-window", time.Minute, "measured window of each steady run")
 	burstJobs := fs.Int("burst-jobs", 10000, "jobs due at the same second")
+	spreadJobs := fs.Int("spread-jobs", 2000, "one-shot jobs of the spread run")
+	spreadSeconds := fs.Int("spread-seconds", 30, "seconds the spread run's fires are spread over")
 	scaleStored := fs.Int("scale-stored", 1000000, "stored jobs of the large scale run")
 	scaleDue := fs.Int("scale-due", 1000, "jobs due every second in the scale runs")
 	scaleWindow := fs.Duration("scale-window", 20*time.Second, "measured window of each scale run")
@@ -38,7 +42,10 @@ func run() int {
 	killEvery := fs.Duration("kill-every", 5*time.Second, "SIGKILL period in the chaos run")
 	raceJobs := fs.Int("race-jobs", 1000, "jobs of the race run")
 	raceWindow := fs.Duration("race-window", 30*time.Second, "measured window of the race run")
-	profile := fs.Int("profile-jobs", 10000, "CPU-profile the steady run with this many jobs (0: none)")
+	profile := fs.Int("profile-jobs", 10000, "CPU-profile the window of the steady run with this many jobs (0: none)")
+	profileBurst := fs.Bool("profile-burst", true, "CPU-profile the burst (through xjob's --pprof-listen)")
+	baselineBin := fs.String("baseline-bin", "", "also run every scenario against this xjob binary, before the candidate, and print both side by side")
+	baselineRev := fs.String("baseline-rev", "", "like --baseline-bin, building cmd/xjob at this git revision (git archive into a temporary directory)")
 	shards := fs.Int("shards", 16, "scan shards")
 	out := fs.String("out", "bench/results", "directory of the JSON results and profiles")
 	root := fs.String("root", ".", "module root (where cmd/xjob is)")
@@ -47,6 +54,22 @@ func run() int {
 	fastPollers := fs.Int("aws-fast-pollers", 20, "with --aws: concurrent batches of the fast-lane mapping")
 	slowPollers := fs.Int("aws-slow-pollers", 5, "with --aws: concurrent batches of the slow-lane mapping")
 	if err := fs.Parse(os.Args[1:]); err != nil {
+		return 2
+	}
+	if *quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		quickDefault := func(name, v string) {
+			if !set[name] {
+				_ = fs.Set(name, v)
+			}
+		}
+		quickDefault("scenarios", "steady,burst,spread")
+		quickDefault("steady-jobs", "10000")
+		quickDefault("steady-window", "20s")
+	}
+	if *baselineBin != "" && *baselineRev != "" {
+		fmt.Fprintln(os.Stderr, "xjobbench: --baseline-bin and --baseline-rev exclude each other")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -73,30 +96,54 @@ func run() int {
 		return runAWS(ctx, env, want, *steadyJobs, *steadyWindow,
 			harness.AWSOptions{RingPollers: *ringPollers, FastPollers: *fastPollers, SlowPollers: *slowPollers})
 	}
-	env.Bin, err = harness.Build(ctx, *root, "./cmd/xjob", work, "xjob")
-	if err == nil {
-		env.ProfBin, err = harness.Build(ctx, *root, "./bench/cmd/xjobprof", work, "xjobprof")
+
+	// The binaries: the candidate (this tree) and, optionally, a baseline.
+	targets := []harness.Env{}
+	if *baselineBin != "" || *baselineRev != "" {
+		b := *env
+		b.Target, b.Label, b.Bin = harness.TargetBaseline, *baselineBin, *baselineBin
+		if *baselineRev != "" {
+			env.Log.Write([]byte("xjobbench: building the baseline " + *baselineRev + "\n"))
+			b.Bin, b.Label, err = harness.BuildRev(ctx, absRoot, *baselineRev, work)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "xjobbench:", err)
+				return 1
+			}
+		} else if b.Bin, err = filepath.Abs(b.Bin); err != nil {
+			fmt.Fprintln(os.Stderr, "xjobbench:", err)
+			return 1
+		}
+		targets = append(targets, b)
 	}
+	c := *env
+	c.Target, c.Label = harness.TargetCandidate, harness.Describe(ctx, absRoot)
+	c.Bin, err = harness.Build(ctx, *root, "./cmd/xjob", work, "xjob")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "xjobbench:", err)
 		return 1
 	}
+	targets = append(targets, c)
 
 	var rs []*harness.Result
 	failed := false
-	record := func(r *harness.Result, err error) {
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "xjobbench:", err)
-			failed = true
-			return
+	// each runs one scenario against every binary, the baseline first, so
+	// both see the machine in the same state.
+	each := func(fn func(env *harness.Env) (*harness.Result, error)) {
+		for i := range targets {
+			r, err := fn(&targets[i])
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "xjobbench: %s: %v\n", targets[i].Target, err)
+				failed = true
+				continue
+			}
+			path, err := harness.WriteJSON(results, env.Stamp, r)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "xjobbench:", err)
+				failed = true
+			}
+			fmt.Fprintf(os.Stderr, "xjobbench: %s (%s) → %s\n", r.Scenario, r.Target, path)
+			rs = append(rs, r)
 		}
-		path, err := harness.WriteJSON(results, env.Stamp, r)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "xjobbench:", err)
-			failed = true
-		}
-		fmt.Fprintf(os.Stderr, "xjobbench: %s → %s\n", r.Scenario, path)
-		rs = append(rs, r)
 	}
 	if slices.Contains(want, "steady") {
 		for _, s := range strings.Split(*steadyJobs, ",") {
@@ -105,28 +152,56 @@ func run() int {
 				fmt.Fprintf(os.Stderr, "xjobbench: --steady-jobs: %q is not a job count\n", s)
 				return 2
 			}
-			record(harness.Steady(ctx, env, harness.SteadySpec{Name: fmt.Sprintf("steady-%d", n), Jobs: n,
-				Window: *steadyWindow, Profile: n == *profile}))
+			each(func(e *harness.Env) (*harness.Result, error) {
+				return harness.Steady(ctx, e, harness.SteadySpec{Name: fmt.Sprintf("steady-%d", n), Jobs: n,
+					Window: *steadyWindow, Profile: n == *profile})
+			})
 		}
 	}
 	if slices.Contains(want, "burst") {
-		record(harness.Burst(ctx, env, harness.BurstSpec{Jobs: *burstJobs, Lead: 15*time.Second + time.Duration(*burstJobs)*2*time.Millisecond}))
+		each(func(e *harness.Env) (*harness.Result, error) {
+			return harness.Burst(ctx, e, harness.BurstSpec{Jobs: *burstJobs, Profile: *profileBurst,
+				Lead: 15*time.Second + time.Duration(*burstJobs)*2*time.Millisecond})
+		})
+	}
+	if slices.Contains(want, "spread") {
+		each(func(e *harness.Env) (*harness.Result, error) {
+			return harness.Burst(ctx, e, harness.BurstSpec{Name: "spread", Jobs: *spreadJobs, Spread: *spreadSeconds,
+				Lead: 15*time.Second + time.Duration(*spreadJobs)*2*time.Millisecond})
+		})
 	}
 	if slices.Contains(want, "scale") {
-		record(harness.Scale(ctx, env, harness.ScaleSpec{Due: *scaleDue, Stored: *scaleDue, Window: *scaleWindow}))
-		record(harness.Scale(ctx, env, harness.ScaleSpec{Due: *scaleDue, Stored: *scaleStored, Window: *scaleWindow}))
+		each(func(e *harness.Env) (*harness.Result, error) {
+			return harness.Scale(ctx, e, harness.ScaleSpec{Due: *scaleDue, Stored: *scaleDue, Window: *scaleWindow})
+		})
+		each(func(e *harness.Env) (*harness.Result, error) {
+			return harness.Scale(ctx, e, harness.ScaleSpec{Due: *scaleDue, Stored: *scaleStored, Window: *scaleWindow})
+		})
 	}
 	if slices.Contains(want, "chaos") {
-		record(harness.Steady(ctx, env, harness.SteadySpec{Name: "chaos", Jobs: *chaosJobs, Window: *chaosWindow,
-			KillEvery: *killEvery, MinSettle: 35 * time.Second}))
+		each(func(e *harness.Env) (*harness.Result, error) {
+			return harness.Steady(ctx, e, harness.SteadySpec{Name: "chaos", Jobs: *chaosJobs, Window: *chaosWindow,
+				KillEvery: *killEvery, MinSettle: 35 * time.Second})
+		})
 	}
 	if slices.Contains(want, "race") {
-		record(harness.Steady(ctx, env, harness.SteadySpec{Name: "race", Jobs: *raceJobs, Window: *raceWindow, Procs: 3}))
+		each(func(e *harness.Env) (*harness.Result, error) {
+			return harness.Steady(ctx, e, harness.SteadySpec{Name: "race", Jobs: *raceJobs, Window: *raceWindow, Procs: 3})
+		})
 	}
 	harness.PrintTable(os.Stdout, rs)
+	harness.PrintComparison(os.Stdout, rs)
 	for _, r := range rs {
 		for _, n := range r.Notes {
-			fmt.Printf("note (%s): %s\n", r.Scenario, n)
+			fmt.Printf("note (%s, %s): %s\n", r.Scenario, r.Target, n)
+		}
+	}
+	for _, r := range rs {
+		if len(r.ProfileTop) > 0 {
+			fmt.Printf("\nCPU profile, %s (%s): %s\n", r.Scenario, r.Target, r.Profile)
+			for _, l := range r.ProfileTop[:min(len(r.ProfileTop), 18)] {
+				fmt.Println("  " + l)
+			}
 		}
 	}
 	if failed {

@@ -16,6 +16,7 @@ import (
 func sampleJob(group int64, next int64) xjob.Job {
 	j := xjob.Job{
 		GroupID:         group,
+		Name:            "sample.job-1",
 		Description:     "sample job",
 		Author:          "drivertest",
 		AlarmEmail:      "ops@example.com",
@@ -77,6 +78,35 @@ func ExerciseJobStore(t *testing.T, newStore func(t *testing.T) driver.JobStore)
 		read, err := s.JobGet(ctx, got.ID)
 		requireNoErr(t, err, "get")
 		requireJob(t, "get", read, want)
+	})
+
+	t.Run("InsertWithID", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		in := sampleJob(3, 1_700_000_060_000)
+		in.ID = 5000
+		got, err := s.JobInsert(ctx, in)
+		requireNoErr(t, err, "insert with id")
+		if got.ID != 5000 || got.Version != 1 || got.Revision != 1 {
+			t.Fatalf("insert with id 5000 returned id %d version %d revision %d", got.ID, got.Version, got.Revision)
+		}
+		read, err := s.JobGet(ctx, 5000)
+		requireNoErr(t, err, "get")
+		requireJob(t, "get", read, got)
+		_, err = s.JobInsert(ctx, in)
+		requireIs(t, err, xjob.ErrConflict, "insert of a taken id")
+		next, err := s.JobInsert(ctx, sampleJob(3, 0))
+		requireNoErr(t, err, "insert after an explicit id")
+		if next.ID <= 5000 {
+			t.Fatalf("an allocated id %d is not above the explicit id 5000", next.ID)
+		}
+		low := sampleJob(3, 0)
+		low.ID = 17
+		got, err = s.JobInsert(ctx, low)
+		requireNoErr(t, err, "insert of a free id below the counter")
+		if got.ID != 17 {
+			t.Fatalf("insert with id 17 returned id %d", got.ID)
+		}
 	})
 
 	t.Run("NotFound", func(t *testing.T) {

@@ -1,0 +1,200 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/xjobdev/xjob/internal/awsemu"
+	"github.com/xjobdev/xjob/pkg/adminclient"
+)
+
+// Workload is one `make cost` workload, run at a reduced rate on the
+// emulated stack.
+type Workload struct {
+	Name string
+	// Cron returns job i's schedule; PerJobPerSecond is each job's fire
+	// rate, so Jobs×PerJobPerSecond is the workload's trigger rate.
+	Cron            func(i int) string
+	PerJobPerSecond float64
+	// FullJobs is the real workload's job count (the rate it is priced at).
+	FullJobs int
+	// CallbackBatch is the executor's callback batch limit (0: 1000, as
+	// xxl-job's callback thread drains its queue; 1: one result per request).
+	CallbackBatch int
+}
+
+// CostSample is one metered window of a workload at one rate.
+type CostSample struct {
+	Jobs     int
+	Rate     float64 // triggers per second offered
+	Seconds  float64
+	Triggers int // trigger logs scheduled in the window
+	Usage    awsemu.Usage
+	Outcome  Outcome
+}
+
+// CostRun measures workload w at jobs jobs for window on a fresh emulated
+// deployment (shards scan shards; pollers as in the templates' defaults).
+func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Duration) (*CostSample, error) {
+	exe, err := StartExecutor()
+	if err != nil {
+		return nil, err
+	}
+	defer exe.Close()
+	if w.CallbackBatch > 0 {
+		exe.SetCallbackBatch(w.CallbackBatch)
+	}
+	d, err := awsemu.Start(ctx, awsemu.Options{Root: env.Root, Shards: env.Shards, Logger: slog.New(slog.DiscardHandler),
+		RingPollers: 5, FastPollers: 5, SlowPollers: 5})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", w.Name, err)
+	}
+	defer d.Close()
+	exe.SetAdmin(d.URL())
+	exe.SetAccessToken(d.AccessToken())
+	api, err := adminclient.New(d.URL(), d.AdminToken())
+	if err != nil {
+		return nil, err
+	}
+	t := time.Now()
+	var ids []int64
+	if jobs > 0 {
+		if ids, err = createJobs(ctx, api, exe.Address(), jobs, w.Cron); err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Name, err)
+		}
+	}
+	env.logf("%s: %d jobs created in %s", w.Name, jobs, time.Since(t).Round(time.Millisecond))
+	from := time.Now().Add(warmup).Truncate(time.Second).Add(time.Second)
+	win := Interval{From: from.UnixMilli(), To: from.Add(window).UnixMilli()}
+	if err := sleepUntil(ctx, from); err != nil {
+		return nil, err
+	}
+	before := d.Meter().Snapshot()
+	if err := sleepUntil(ctx, from.Add(window)); err != nil {
+		return nil, err
+	}
+	usage := d.Meter().Snapshot().Sub(before)
+	if err := sleepUntil(ctx, time.Now().Add(10*time.Second)); err != nil {
+		return nil, err
+	}
+	logs, err := readDynamoLogs(ctx, d.Store(), win)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", w.Name, err)
+	}
+	s := &CostSample{Jobs: jobs, Rate: float64(jobs) * w.PerJobPerSecond, Seconds: window.Seconds(), Triggers: len(logs), Usage: usage}
+	if jobs > 0 && w.PerJobPerSecond >= 1 {
+		s.Outcome = Analyze(Expectation{Jobs: ids, Window: win, Period: 1000}, logs, exe.Receipts())
+	} else {
+		s.Outcome = Analyze(Expectation{Window: win, Period: 1000}, logs, exe.Receipts())
+	}
+	return s, nil
+}
+
+// Component is one (function, service) share of a workload's cost.
+type Component struct {
+	Function, Service string
+}
+
+// componentDollars splits a sample's cost into (function, service)
+// dollars: DynamoDB request units, DynamoDB storage, SQS/SNS, Lambda
+// requests, Lambda duration, HTTP API.
+func componentDollars(u awsemu.Usage, p awsemu.Prices) map[Component]float64 {
+	out := map[Component]float64{}
+	c := u.Cost(1_000_000, p) // $/M at 1 M triggers = the window's dollars
+	for _, f := range c.Functions {
+		out[Component{f.Function, "dynamodb"}] += f.DynamoDBPerM
+		out[Component{f.Function, "storage"}] += f.StoragePerM
+		out[Component{f.Function, "sqs+sns"}] += f.SQSPerM
+		out[Component{f.Function, "lambda-req"}] += f.LambdaRequestsPerM
+		out[Component{f.Function, "lambda-gbs"}] += f.LambdaDurationPerM
+	}
+	out[Component{"http api", "apigw"}] += c.HTTPPerM
+	return out
+}
+
+// Scaled is a workload priced at its full rate from two samples at
+// different rates: per component, dollars = fixed per second + variable
+// per trigger (least squares through the two points, each clamped at 0).
+// Per-bucket costs (a ring bucket per shard-second) and per-request costs
+// of batched callbacks are per second once every second has fires on
+// every shard, so they land in the fixed part.
+type Scaled struct {
+	Workload   string
+	FullRate   float64
+	PerM       map[Component]float64 // $ per million triggers at the full rate
+	TotalPerM  float64
+	MeasuredAt float64 // the higher measured rate (triggers/s)
+	Measured   float64 // $ per million triggers as measured at that rate
+}
+
+// ScaleCost prices w at its full rate from samples lo and hi.
+func ScaleCost(w Workload, lo, hi *CostSample, p awsemu.Prices) Scaled {
+	full := float64(w.FullJobs) * w.PerJobPerSecond
+	dl, dh := componentDollars(lo.Usage, p), componentDollars(hi.Usage, p)
+	keys := map[Component]bool{}
+	for k := range dl {
+		keys[k] = true
+	}
+	for k := range dh {
+		keys[k] = true
+	}
+	s := Scaled{Workload: w.Name, FullRate: full, PerM: map[Component]float64{}, MeasuredAt: float64(hi.Triggers) / hi.Seconds}
+	tl, th := float64(lo.Triggers), float64(hi.Triggers)
+	for k := range keys {
+		// dollars = a·seconds + b·triggers
+		var a, b float64
+		if th > tl {
+			b = (dh[k]/hi.Seconds - dl[k]/lo.Seconds) / (th/hi.Seconds - tl/lo.Seconds)
+		}
+		b = max(b, 0)
+		a = max((dh[k]-b*th)/hi.Seconds, 0)
+		v := (a/full + b) * 1e6
+		if v > 0 {
+			s.PerM[k] = v
+			s.TotalPerM += v
+		}
+	}
+	if hi.Triggers > 0 {
+		for _, v := range dh {
+			s.Measured += v
+		}
+		s.Measured *= 1e6 / th
+	}
+	return s
+}
+
+// ByFunction and ByService sum a Scaled's components.
+func (s Scaled) ByFunction() [][2]any { return sum(s.PerM, func(c Component) string { return c.Function }) }
+func (s Scaled) ByService() [][2]any  { return sum(s.PerM, func(c Component) string { return c.Service }) }
+
+func sum(m map[Component]float64, key func(Component) string) [][2]any {
+	t := map[string]float64{}
+	for k, v := range m {
+		t[key(k)] += v
+	}
+	names := make([]string, 0, len(t))
+	for n := range t {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([][2]any, 0, len(names))
+	for _, n := range names {
+		out = append(out, [2]any{n, t[n]})
+	}
+	return out
+}
+
+// IdleMonth is the dollars per month of a deployment from a sample with
+// no or few triggers: the window's dollars scaled to 30 days.
+func IdleMonth(s *CostSample, p awsemu.Prices) (total float64, by map[string]float64) {
+	by = map[string]float64{}
+	month := 30 * 24 * 3600 / s.Seconds
+	for k, v := range componentDollars(s.Usage, p) { // v: the window's dollars
+		by[k.Function] += v * month
+		total += v * month
+	}
+	return total, by
+}
