@@ -165,6 +165,7 @@ resource "aws_lambda_function" "registry" {
       XJOB_LOG_LEVEL               = var.log_level
       XJOB_RETRY_DELAY             = var.retry_delay
       XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
+      XJOB_RING_QUEUE_URL          = aws_sqs_queue.ring.url
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
       XJOB_ACCESS_TOKEN            = var.access_token
