@@ -183,8 +183,12 @@ func New(cfg Config, d Deps) (*App, error) {
 	if err != nil {
 		return fail("registry", err)
 	}
+	sc := d.Scan
+	sc.Shards = cfg.Shards
+	// The admin pushes the fires of a job it creates, starts or edits within
+	// the scan's horizon, so it shares the scanner's configuration.
 	a.admin, err = admin.New(admin.Config{Store: counted, Queues: queues, Executors: exec, Finisher: a.callback,
-		Clock: d.Clock, Logger: d.Logger, AnyTriggerAddress: cfg.AnyTriggerAddress})
+		Clock: d.Clock, Logger: d.Logger, Scan: sc, AnyTriggerAddress: cfg.AnyTriggerAddress})
 	if err != nil {
 		return fail("admin", err)
 	}
@@ -199,8 +203,6 @@ func New(cfg Config, d Deps) (*App, error) {
 	if err != nil {
 		return fail("ring", err)
 	}
-	sc := d.Scan
-	sc.Shards = cfg.Shards
 	a.scanner, err = scan.New(sc, scan.Deps{Jobs: store, Leases: store, Queues: queues,
 		Clock: d.Clock, Logger: d.Logger, Owner: d.Owner})
 	if err != nil {
