@@ -150,7 +150,7 @@ Exit codes: 0 success, 1 the command failed (server error shown), 2 bad usage.`,
 		SilenceUsage:  true,
 		Args:          noArgs,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-		Version: Version(),
+		Version:       Version(),
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			if a.output != "table" && a.output != "json" {
 				return usagef("-o must be table or json, got %q", a.output)
