@@ -305,7 +305,8 @@ func Burst(ctx context.Context, env *Env, s BurstSpec) (*Result, error) {
 	profErr := make(chan error, 1)
 	if s.Profile {
 		res.Profile = filepath.Join(env.Results, name+"-"+env.fileTag()+env.Stamp+".cpu.pprof")
-		d := time.Until(at) + time.Duration(spread)*time.Second + 3*time.Second
+		// Long enough for a slow burst to drain; idle time adds no samples.
+		d := time.Until(at) + time.Duration(spread)*time.Second + 15*time.Second
 		go func() { profErr <- x.Profile(ctx, d, res.Profile) }()
 	}
 	if err := sleepUntil(ctx, at.Add(time.Duration(spread)*time.Second)); err != nil {

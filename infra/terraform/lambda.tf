@@ -159,6 +159,7 @@ resource "aws_lambda_function" "registry" {
       XJOB_TABLE_PREFIX            = var.table_prefix
       XJOB_SHARDS                  = tostring(var.shards)
       XJOB_LOG_LEVEL               = var.log_level
+      XJOB_RING_QUEUE_URL          = aws_sqs_queue.ring.url
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
       XJOB_ACCESS_TOKEN            = var.access_token

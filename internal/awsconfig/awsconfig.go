@@ -110,7 +110,7 @@ var Functions = []Function{
 			"sqs:SendMessage",     // not exercised: retry and child-job tasks
 		}},
 	{Name: "registry",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvAnyTriggerAddress},
 		Actions: []string{
 			// The admin API and maintenance reach every store operation; the
@@ -124,7 +124,7 @@ var Functions = []Function{
 			"dynamodb:Scan", // small tables: registry (all appnames), reports, job list without a group
 			"dynamodb:UpdateItem",
 			"sns:Publish",     // not exercised: alarms from the lost-job check and the sweep
-			"sqs:SendMessage", // not exercised: admin manual trigger, retries after the lost-job check
+			"sqs:SendMessage", // admin push of a new job's fires within the scan horizon (ring); manual trigger, retries
 		},
 		// The ceiling covers the admin API and heartbeats too (a few ms
 		// each; 10 serve thousands of executors beating every 30 s).

@@ -89,6 +89,9 @@ type Info struct {
 	DemoExecutor string
 	// DemoJobs are the ids of the demo jobs.
 	DemoJobs []int64
+	// AdminPassword is the console password of the "admin" user created
+	// on this first start ("" when users already existed).
+	AdminPassword string
 }
 
 // Defaults of Config.

@@ -120,7 +120,17 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer parts.exec.Close()
 
-	handler, err := newHandler(cfg, svc, st.adminToken)
+	au, err := newAuth(svc, st.adminToken)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	adminPassword, err := au.Bootstrap(ctx)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("local: first console user: %w", err)
+	}
+	handler, err := newHandler(cfg, svc, st.adminToken, au)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -174,7 +184,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 
 	info := Info{URL: baseURL, AdminToken: st.adminToken, TokenFile: st.tokenFile, Owner: st.owner,
-		AccessToken: cfg.AccessToken, AccessTokenFile: st.accessTokenFile}
+		AccessToken: cfg.AccessToken, AccessTokenFile: st.accessTokenFile, AdminPassword: adminPassword}
 	var demo *demoExecutor
 	if cfg.Demo {
 		demo, err = startDemo(ctx, cfg, svc, baseURL)
@@ -290,8 +300,11 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: registry: %w", err))
 	}
+	// The admin pushes the fires of a job it creates, starts or edits within
+	// the scan's horizon, so it shares the scanner's configuration.
+	scanCfg := scan.Config{Shards: cfg.Shards}
 	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger,
-		AnyTriggerAddress: cfg.AnyTriggerAddress})
+		Scan: scanCfg, AnyTriggerAddress: cfg.AnyTriggerAddress})
 	if err != nil {
 		return fail(fmt.Errorf("local: admin: %w", err))
 	}
@@ -319,7 +332,7 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: ring: %w", err))
 	}
-	p.scanner, err = scan.New(scan.Config{Shards: cfg.Shards}, scan.Deps{
+	p.scanner, err = scan.New(scanCfg, scan.Deps{
 		Jobs: db, Leases: db, Queues: db, Clock: clk, Logger: logger, Owner: owner, Metrics: metrics,
 	})
 	if err != nil {

@@ -333,13 +333,61 @@ func (s *Service) Complete(ctx context.Context, l xjob.Log) error {
 }
 
 func (s *Service) complete(ctx context.Context, l xjob.Log, jr *jobRef) error {
+	var err error
 	switch {
 	case l.Handled() && l.HandleCode == xjob.CodeSuccess:
-		return s.triggerChildren(ctx, l, jr)
+		err = s.triggerChildren(ctx, l, jr)
 	case l.Failed():
-		return s.handleFailure(ctx, l, jr)
+		err = s.handleFailure(ctx, l, jr)
 	}
+	if err != nil {
+		return err
+	}
+	return s.afterCompletion(ctx, l, jr)
+}
+
+// afterCompletion deletes a ONCE job whose afterCompletion is DELETE once
+// its scheduled run has a final result: success, or a failure (of the
+// trigger or of the run) with no retry left — after the children are
+// triggered and the alarm is sent, which read the job. "After it fires" is
+// this moment rather than the dispatch, so that retries and the alarm
+// still find the job. A manual or child run does not end the job, nor
+// does a run of an instant the job no longer has (a person moved the
+// instant later: the schedule still fires after the run's trigger time).
+// KEEP needs nothing here: the scan stopped the job when it pushed the fire.
+func (s *Service) afterCompletion(ctx context.Context, l xjob.Log, jr *jobRef) error {
+	final := (l.Handled() && l.HandleCode == xjob.CodeSuccess) || (l.Failed() && l.ExecutorFailRetryCount <= 0)
+	if !final || !EndsOnceJob(l.TriggerType) {
+		return nil
+	}
+	if err := jr.load(ctx, s.cfg.Store, l.JobID); err != nil {
+		return err
+	}
+	j := &jr.job
+	if !jr.found || j.ScheduleType != xjob.ScheduleOnce || j.AfterCompletion != xjob.AfterDelete {
+		return nil
+	}
+	sched, err := j.Schedule()
+	if err != nil {
+		return nil // not a ONCE instant any more: nothing to end
+	}
+	if _, more := sched.Next(time.UnixMilli(l.TriggerTime)); more {
+		return nil
+	}
+	if err := s.cfg.Store.JobDelete(ctx, j.ID); err != nil && !errors.Is(err, xjob.ErrNotFound) {
+		return fmt.Errorf("callback delete of completed job %d: %w", j.ID, err)
+	}
+	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "one-time job completed and deleted",
+		slog.Int64("jobId", j.ID), slog.Int64("logId", l.ID))
+	jr.found = false
 	return nil
+}
+
+// EndsOnceJob reports whether a run of this trigger type can be the one
+// run of a ONCE job: its scheduled fire (on time or by the misfire
+// strategy) or a retry of it.
+func EndsOnceJob(t xjob.TriggerType) bool {
+	return t == xjob.TriggerCron || t == xjob.TriggerMisfire || t == xjob.TriggerRetry
 }
 
 func (s *Service) triggerChildren(ctx context.Context, l xjob.Log, jr *jobRef) error {
