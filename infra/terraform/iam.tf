@@ -132,7 +132,7 @@ resource "aws_iam_role" "callback" {
 data "aws_iam_policy_document" "callback" {
   statement {
     sid       = "Tables"
-    actions   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    actions   = ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:UpdateItem"]
     resources = local.table_arns
   }
   statement {
@@ -177,7 +177,7 @@ data "aws_iam_policy_document" "registry" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+    resources = [aws_sqs_queue.ring.arn, aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
   }
   statement {
     sid       = "Alarm"

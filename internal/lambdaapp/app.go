@@ -21,6 +21,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/admin"
 	"github.com/xjobdev/xjob/pkg/adminapi"
 	"github.com/xjobdev/xjob/pkg/alarm"
+	"github.com/xjobdev/xjob/pkg/auth"
 	"github.com/xjobdev/xjob/pkg/callback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/dispatch"
@@ -174,7 +175,8 @@ func New(cfg Config, d Deps) (*App, error) {
 	}
 	counted := a.reports.Store(store)
 	a.callback, err = callback.New(callback.Config{Store: counted, Queues: queues, Alarmer: alarmer,
-		Clock: d.Clock, Logger: d.Logger, Metrics: metrics})
+		Clock: d.Clock, Logger: d.Logger, Metrics: metrics,
+		Retry: callback.RetryPolicy{Delay: cfg.RetryDelay, Backoff: cfg.RetryBackoff}})
 	if err != nil {
 		return fail("callback", err)
 	}
@@ -182,8 +184,12 @@ func New(cfg Config, d Deps) (*App, error) {
 	if err != nil {
 		return fail("registry", err)
 	}
+	sc := d.Scan
+	sc.Shards = cfg.Shards
+	// The admin pushes the fires of a job it creates, starts or edits within
+	// the scan's horizon, so it shares the scanner's configuration.
 	a.admin, err = admin.New(admin.Config{Store: counted, Queues: queues, Executors: exec, Finisher: a.callback,
-		Clock: d.Clock, Logger: d.Logger, AnyTriggerAddress: cfg.AnyTriggerAddress})
+		Clock: d.Clock, Logger: d.Logger, Scan: sc, AnyTriggerAddress: cfg.AnyTriggerAddress})
 	if err != nil {
 		return fail("admin", err)
 	}
@@ -198,8 +204,6 @@ func New(cfg Config, d Deps) (*App, error) {
 	if err != nil {
 		return fail("ring", err)
 	}
-	sc := d.Scan
-	sc.Shards = cfg.Shards
 	a.scanner, err = scan.New(sc, scan.Deps{Jobs: store, Leases: store, Queues: queues,
 		Clock: d.Clock, Logger: d.Logger, Owner: d.Owner})
 	if err != nil {
@@ -217,8 +221,14 @@ func New(cfg Config, d Deps) (*App, error) {
 		// ring); every function that does requires XJOB_ACCESS_TOKEN.
 		accessToken = randomHex(32)
 	}
+	// Console sessions are signed with a key derived from the admin token,
+	// so every environment of the registry function verifies them alike.
+	au, err := auth.New(auth.Config{Users: store, AdminToken: adminToken, Key: auth.DeriveKey(adminToken), Clock: d.Clock})
+	if err != nil {
+		return fail("auth", err)
+	}
 	a.http, err = adminapi.New(adminapi.Config{Admin: a.admin, Registry: a.registry, Callback: a.callback,
-		Metrics: metrics, AdminToken: adminToken, AccessToken: accessToken, Logger: d.Logger, Clock: d.Clock})
+		Metrics: metrics, AdminToken: adminToken, Auth: au, AccessToken: accessToken, Logger: d.Logger, Clock: d.Clock})
 	if err != nil {
 		return fail("admin api", err)
 	}

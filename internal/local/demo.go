@@ -215,6 +215,12 @@ func printBanner(w io.Writer, cfg Config, info Info, generated, accessGenerated 
 	default:
 		fmt.Fprintf(w, "  access token  kept in %s (executors' XXL-JOB-ACCESS-TOKEN)\n", info.AccessTokenFile)
 	}
+	if info.AdminPassword != "" {
+		fmt.Fprintf(w, "  console       %s/console/   user admin, password %s\n                (generated on first start and shown only now; change it under Users)\n",
+			info.URL, info.AdminPassword)
+	} else {
+		fmt.Fprintf(w, "  console       %s/console/\n", info.URL)
+	}
 	if info.DemoExecutor != "" {
 		fmt.Fprintf(w, "\nDemo: group %q, jobs %q (cron */2 * * * * ?) and %q (FIX_RATE 5 s),\n      served by the demo executor at %s\n",
 			demoAppName, demoCronDesc, demoFixRateDesc, info.DemoExecutor)

@@ -120,7 +120,17 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer parts.exec.Close()
 
-	handler, err := newHandler(cfg, svc, st.adminToken)
+	au, err := newAuth(svc, st.adminToken)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	adminPassword, err := au.Bootstrap(ctx)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("local: first console user: %w", err)
+	}
+	handler, err := newHandler(cfg, svc, st.adminToken, au)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -174,7 +184,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 
 	info := Info{URL: baseURL, AdminToken: st.adminToken, TokenFile: st.tokenFile, Owner: st.owner,
-		AccessToken: cfg.AccessToken, AccessTokenFile: st.accessTokenFile}
+		AccessToken: cfg.AccessToken, AccessTokenFile: st.accessTokenFile, AdminPassword: adminPassword}
 	var demo *demoExecutor
 	if cfg.Demo {
 		demo, err = startDemo(ctx, cfg, svc, baseURL)
@@ -282,7 +292,8 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 		return fail(fmt.Errorf("local: report: %w", err))
 	}
 	counted := reports.Store(db)
-	cb, err := callback.New(callback.Config{Store: counted, Queues: db, Alarmer: alarmer, Clock: clk, Logger: logger, Metrics: metrics})
+	cb, err := callback.New(callback.Config{Store: counted, Queues: db, Alarmer: alarmer, Clock: clk, Logger: logger, Metrics: metrics,
+		Retry: callback.RetryPolicy{Delay: cfg.RetryDelay, Backoff: cfg.RetryBackoff}})
 	if err != nil {
 		return fail(fmt.Errorf("local: callback: %w", err))
 	}
@@ -290,8 +301,11 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: registry: %w", err))
 	}
+	// The admin pushes the fires of a job it creates, starts or edits within
+	// the scan's horizon, so it shares the scanner's configuration.
+	scanCfg := scan.Config{Shards: cfg.Shards}
 	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger,
-		AnyTriggerAddress: cfg.AnyTriggerAddress})
+		Scan: scanCfg, AnyTriggerAddress: cfg.AnyTriggerAddress})
 	if err != nil {
 		return fail(fmt.Errorf("local: admin: %w", err))
 	}
@@ -314,12 +328,12 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	// The ring dispatches straight on the lanes' worker pools; the lane
 	// queues take what must wait (retries) and what comes from elsewhere
 	// (child jobs, manual triggers).
-	sink := newLaneSink(laneCtx, disp, db, clk, logger, min(cfg.FastWorkers, sinkWorkers), min(cfg.SlowWorkers, sinkWorkers))
+	sink := newLaneSink(laneCtx, disp, db, clk, logger, cfg.FastWorkers, cfg.SlowWorkers)
 	p.ring, err = ring.New(ring.Deps{Jobs: db, Queues: ringQueues{Queues: db, ring: p.ringGate}, Sink: sink, Clock: clk, Logger: logger})
 	if err != nil {
 		return fail(fmt.Errorf("local: ring: %w", err))
 	}
-	p.scanner, err = scan.New(scan.Config{Shards: cfg.Shards}, scan.Deps{
+	p.scanner, err = scan.New(scanCfg, scan.Deps{
 		Jobs: db, Leases: db, Queues: db, Clock: clk, Logger: logger, Owner: owner, Metrics: metrics,
 	})
 	if err != nil {

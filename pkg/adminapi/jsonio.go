@@ -16,6 +16,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/admin"
+	"github.com/xjobdev/xjob/pkg/auth"
 	"github.com/xjobdev/xjob/pkg/strictjson"
 )
 
@@ -78,6 +79,8 @@ func (h *Handler) errStatus(r *http.Request, err error) (int, string, []xjob.Fie
 		return http.StatusConflict, err.Error(), nil
 	case errors.Is(err, admin.ErrExecutor):
 		return http.StatusBadGateway, err.Error(), nil
+	case errors.Is(err, auth.ErrForbidden):
+		return http.StatusForbidden, err.Error(), nil
 	}
 	h.cfg.Logger.LogAttrs(r.Context(), slog.LevelError, "admin api request failed",
 		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
