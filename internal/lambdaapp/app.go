@@ -175,7 +175,8 @@ func New(cfg Config, d Deps) (*App, error) {
 	}
 	counted := a.reports.Store(store)
 	a.callback, err = callback.New(callback.Config{Store: counted, Queues: queues, Alarmer: alarmer,
-		Clock: d.Clock, Logger: d.Logger, Metrics: metrics})
+		Clock: d.Clock, Logger: d.Logger, Metrics: metrics,
+		Retry: callback.RetryPolicy{Delay: cfg.RetryDelay, Backoff: cfg.RetryBackoff}})
 	if err != nil {
 		return fail("callback", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/xjobdev/xjob/pkg/callback"
 )
 
 // Config is everything `xjob local` needs. Parse builds it from flags and
@@ -51,6 +53,13 @@ type Config struct {
 	// LogRetentionDays: trigger logs older than this are purged daily;
 	// -1 keeps them forever.
 	LogRetentionDays int
+	// RetryDelay is how long after a failure its retry is sent, and how
+	// long a retry the executor refuses as busy is put off
+	// (callback.RetryPolicy).
+	RetryDelay time.Duration
+	// RetryBackoff multiplies RetryDelay for each retry already made of a
+	// failure (1: constant).
+	RetryBackoff float64
 	// LogLevel of the JSON process log on stderr.
 	LogLevel slog.Level
 	// Demo creates a demo executor group and two demo jobs and serves
@@ -104,6 +113,8 @@ const (
 	DefaultRingWorkers      = 8
 	DefaultGrace            = 10 * time.Second
 	DefaultLogRetentionDays = 30
+	DefaultRetryDelay       = callback.DefaultRetryDelay
+	DefaultRetryBackoff     = 1.0
 	DefaultDemoListen       = "127.0.0.1:8081"
 	minTokenLen             = 16 // as on AWS
 )
@@ -114,6 +125,7 @@ func Defaults() Config {
 		DB: DefaultDB, Listen: DefaultListen, Shards: DefaultShards,
 		FastWorkers: DefaultFastWorkers, SlowWorkers: DefaultSlowWorkers, RingWorkers: DefaultRingWorkers,
 		Grace: DefaultGrace, LogRetentionDays: DefaultLogRetentionDays, LogLevel: slog.LevelInfo,
+		RetryDelay: DefaultRetryDelay, RetryBackoff: DefaultRetryBackoff,
 		DemoListen: DefaultDemoListen,
 	}
 }
@@ -201,6 +213,18 @@ func options() []option {
 			func(c *Config) *time.Duration { return &c.Grace }),
 		intOpt("log-retention-days", "XJOB_LOG_RETENTION_DAYS", "purge trigger logs older than this (≥ 7, or -1 to keep)",
 			func(c *Config) *int { return &c.LogRetentionDays }),
+		durOpt("retry-delay", "XJOB_RETRY_DELAY", "wait before a failed trigger's retry (and before re-sending a retry the executor refused as busy)",
+			func(c *Config) *time.Duration { return &c.RetryDelay }),
+		{flag: "retry-backoff", env: "XJOB_RETRY_BACKOFF", usage: "multiply the retry delay by this per retry already made (1: constant)",
+			set: func(c *Config, v string) error {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					return fmt.Errorf("%q is not a number", v)
+				}
+				c.RetryBackoff = f
+				return nil
+			},
+			get: func(c *Config) string { return strconv.FormatFloat(c.RetryBackoff, 'g', -1, 64) }},
 		{flag: "log-level", env: "XJOB_LOG_LEVEL", usage: "debug, info, warn or error",
 			set: func(c *Config, v string) error {
 				if err := c.LogLevel.UnmarshalText([]byte(strings.TrimSpace(v))); err != nil {
@@ -334,6 +358,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Grace < 0 || c.Grace > 10*time.Minute {
 		bad("grace", "XJOB_SHUTDOWN_GRACE", "must be between 0s and 10m, got %s", c.Grace)
+	}
+	if c.RetryDelay < 100*time.Millisecond || c.RetryDelay > callback.MaxRetryDelay {
+		bad("retry-delay", "XJOB_RETRY_DELAY", "must be between 100ms and %s, got %s", callback.MaxRetryDelay, c.RetryDelay)
+	}
+	if !(c.RetryBackoff >= 1 && c.RetryBackoff <= 10) {
+		bad("retry-backoff", "XJOB_RETRY_BACKOFF", "must be between 1 and 10, got %g", c.RetryBackoff)
 	}
 	if c.LogRetentionDays != -1 && c.LogRetentionDays < 7 {
 		bad("log-retention-days", "XJOB_LOG_RETENTION_DAYS", "must be at least 7 (or -1 to keep logs), got %d", c.LogRetentionDays)

@@ -724,7 +724,9 @@ func TestKillLog(t *testing.T) {
 	if k := e.exec.killed(); len(k) != 1 || k[0] != j.ID {
 		t.Fatalf("executor kills = %v", k)
 	}
-	// The completion path ran: the failure with a retry left is retried.
+	// The completion path ran: the failure with a retry left is retried
+	// (after the retry delay).
+	e.clk.Advance(callback.DefaultRetryDelay)
 	if q := e.queued(); len(q) != 1 || q[0].Occurrence.Type != xjob.TriggerRetry {
 		t.Fatalf("after kill queued %+v", q)
 	}
