@@ -256,6 +256,10 @@ resource "aws_dynamodb_table" "counters" {
 
 # Console users and saved GLUE sources (dynamostore.TableConsole).
 resource "aws_dynamodb_table" "console" {
+  lifecycle {
+    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+  }
+
   name         = "${var.table_prefix}-console"
   billing_mode = "PAY_PER_REQUEST"
   hash_key     = "pk"

@@ -106,7 +106,9 @@ var Functions = []Function{
 			"sqs:SendMessage",     // not exercised: retry and child-job tasks
 		}},
 	{Name: "registry",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
+		// The ring queue: the admin pushes the first fires of a job it
+		// starts or reschedules (scan.Scanner.Prime).
+		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel},
 		Actions: []string{
 			// The admin API and maintenance reach every store operation; the
@@ -120,7 +122,7 @@ var Functions = []Function{
 			"dynamodb:Scan", // small tables: registry (all appnames), reports, job list without a group
 			"dynamodb:UpdateItem",
 			"sns:Publish",     // not exercised: alarms from the lost-job check and the sweep
-			"sqs:SendMessage", // not exercised: admin manual trigger, retries after the lost-job check
+			"sqs:SendMessage", // ring: a started job's first fires; not exercised: admin manual trigger, retries after the lost-job check
 		},
 		// The ceiling covers the admin API and heartbeats too (a few ms
 		// each; 10 serve thousands of executors beating every 30 s).

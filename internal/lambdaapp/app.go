@@ -182,11 +182,6 @@ func New(cfg Config, d Deps) (*App, error) {
 	if err != nil {
 		return fail("registry", err)
 	}
-	a.admin, err = admin.New(admin.Config{Store: counted, Queues: queues, Executors: exec, Finisher: a.callback,
-		Clock: d.Clock, Logger: d.Logger})
-	if err != nil {
-		return fail("admin", err)
-	}
 	a.dispatcher, err = dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda"}, dispatch.Deps{
 		Store: counted, Executors: exec, Router: route.New(route.Options{Clock: d.Clock, Prober: exec}),
 		Addresses: a.registry, Completer: a.callback, Clock: d.Clock, Logger: d.Logger, Metrics: metrics,
@@ -200,10 +195,29 @@ func New(cfg Config, d Deps) (*App, error) {
 	}
 	sc := d.Scan
 	sc.Shards = cfg.Shards
+	if sc.PreRead == 0 {
+		sc.PreRead = ScanHorizon
+	}
+	if sc.TickBudget == 0 {
+		sc.TickBudget = scanBudget
+	}
+	if sc.LeaseTTL == 0 {
+		sc.LeaseTTL = scanLease
+	}
+	if sc.RingLead == 0 {
+		sc.RingLead = time.Second // SQS delays are whole seconds, rounded up (see scan.Config.RingLead)
+	}
 	a.scanner, err = scan.New(sc, scan.Deps{Jobs: store, Leases: store, Queues: queues,
 		Clock: d.Clock, Logger: d.Logger, Owner: d.Owner})
 	if err != nil {
 		return fail("scan", err)
+	}
+	// The admin pushes the first fires of the jobs it starts or reschedules
+	// inside the scan's horizon, since the next scan may be a minute away.
+	a.admin, err = admin.New(admin.Config{Store: counted, Queues: queues, Executors: exec, Finisher: a.callback,
+		Clock: d.Clock, Logger: d.Logger, Primer: a.scanner})
+	if err != nil {
+		return fail("admin", err)
 	}
 	adminToken := cfg.AdminToken
 	if adminToken == "" {

@@ -79,6 +79,17 @@ type Config struct {
 	// NewRequestID names manual triggers (the occurrence ref); the default
 	// is 16 random bytes in hex. Tests set it to get stable ids.
 	NewRequestID func() string
+	// Primer, when set, is given every running job the admin creates,
+	// starts or reschedules, to push its fires inside the scan's horizon
+	// onto the ring at once (scan.Scanner.Prime). Needed where the scan
+	// runs once a minute with a long pre-read (AWS); local mode scans
+	// every second and leaves it nil.
+	Primer Primer
+}
+
+// Primer pushes a running job's upcoming fires inside the scan horizon.
+type Primer interface {
+	Prime(ctx context.Context, job xjob.Job) error
 }
 
 // Validate reports a missing dependency or a negative duration.

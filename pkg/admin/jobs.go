@@ -54,7 +54,20 @@ func (s *Service) CreateJob(ctx context.Context, in xjob.Job) (xjob.Job, error) 
 		return xjob.Job{}, fmt.Errorf("admin job create: job ids are exhausted (id %d does not fit the int32 jobId executors expect): %w",
 			out.ID, xjob.ErrConflict)
 	}
+	s.prime(ctx, out)
 	return out, nil
+}
+
+// prime hands a running job to the Primer, if any. The job is stored
+// either way: a failed push is logged, and the next scan plans the job
+// (its fires before that scan are then late or misfired, and reported so).
+func (s *Service) prime(ctx context.Context, j xjob.Job) {
+	if s.cfg.Primer == nil || j.TriggerStatus != xjob.StatusRunning {
+		return
+	}
+	if err := s.cfg.Primer.Prime(ctx, j); err != nil {
+		s.cfg.Logger.WarnContext(ctx, "admin: job stored, its first fires not pushed to the ring; the next scan plans it", "job", j.ID, "err", err)
+	}
 }
 
 // GetJob returns one job.
@@ -112,7 +125,10 @@ func (s *Service) UpdateJob(ctx context.Context, p UpdateJobParams) (xjob.Job, e
 		if err := s.checkJob(ctx, &n); err != nil {
 			return xjob.Job{}, false, err
 		}
-		if n.TriggerStatus == xjob.StatusRunning && timingChanged(&old, &n) {
+		// A revision bump drops the occurrences already on the ring, so a
+		// running job is replanned from now on (its next fire after now +
+		// PreRead), whatever the edit that bumped it.
+		if n.TriggerStatus == xjob.StatusRunning && (timingChanged(&old, &n) || old.ScheduleChanged(&n)) {
 			next, err := s.firstFire(&n, now)
 			if err != nil {
 				return xjob.Job{}, false, err
@@ -187,6 +203,7 @@ func (s *Service) editJob(ctx context.Context, id, version int64,
 		out, err := s.cfg.Store.JobUpdate(ctx, driver.JobUpdateParams{Job: n, ExpectVersion: old.Version})
 		switch {
 		case err == nil:
+			s.prime(ctx, out)
 			return out, nil
 		case errors.Is(err, xjob.ErrConflict) && version == 0 && attempt < maxRetries:
 			continue

@@ -45,7 +45,12 @@ type Config struct {
 	// TickBudget is how long one tick may keep paging (default 800 ms).
 	TickBudget time.Duration
 	// RingLead makes ring buckets visible this much before their second,
-	// so the ring can be waiting when the second starts (default 500 ms).
+	// so the ring can be waiting when the second starts (default 500 ms,
+	// for queues with millisecond delays). On SQS, whose delays are whole
+	// seconds rounded up (never early), a lead under a second lets a
+	// bucket become visible after its fire instant; the Lambda functions
+	// use 1 s, so a bucket is always visible within the second before its
+	// instant and the ring's wait to the exact millisecond does the rest.
 	RingLead time.Duration
 	// LeaseTTL is the lifetime of a shard lease (default 10 s).
 	LeaseTTL time.Duration
@@ -463,4 +468,28 @@ func (s *Scanner) noteLate(ctx context.Context, p planned, st *Stats) {
 		s.log.DebugContext(ctx, "scan: fires passed over", "job", p.job.ID, "misfired", p.plan.Misfired,
 			"from", p.plan.Passed.From, "to", p.plan.Passed.To)
 	}
+}
+
+// Prime plans one running job at the current second exactly as a tick
+// would, pushes its fires inside the pre-read window onto the ring (or to
+// a lane when due now) and then advances it, conditional on its version.
+// The admin calls it after a create, start or edit when the scan runs
+// once a minute with a long pre-read (AWS): without it a new job's fires
+// before the next scan would be found late and handled as misfires. It
+// takes no lease: a racing scan plans the same occurrences (their ids are
+// deterministic, so dispatch runs each once) and one of the two advances
+// wins on the version (invariants 1–3 hold as for two overlapping ticks).
+func (s *Scanner) Prime(ctx context.Context, job xjob.Job) error {
+	if job.TriggerStatus != xjob.StatusRunning || job.TriggerNextTime == 0 {
+		return nil
+	}
+	now := s.clock.Now().Truncate(time.Second).UnixMilli()
+	if job.TriggerNextTime > now+s.cfg.PreRead.Milliseconds() {
+		return nil // nothing inside the window; the scan will get to it
+	}
+	var st Stats
+	if err := s.processPage(ctx, []xjob.Job{job}, now, Policy{PreRead: s.cfg.PreRead, MisfireThreshold: s.cfg.MisfireThreshold}, &st); err != nil {
+		return fmt.Errorf("scan prime job %d: %w", job.ID, err)
+	}
+	return nil
 }

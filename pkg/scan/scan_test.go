@@ -425,3 +425,59 @@ func TestRunReportsLateFiresOncePerTick(t *testing.T) {
 		t.Errorf("collapsed span = %v, want %v", got, want)
 	}
 }
+
+// TestPrimeThenTickPushEachFireOnce: the admin's Prime of a new job plans
+// its fires inside the (long) pre-read window and advances it; the next
+// tick, a minute later, continues from there: every fire is pushed once.
+func TestPrimeThenTickPushEachFireOnce(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	s, err := scan.New(scan.Config{Shards: shards, PreRead: 90 * time.Second, RingLead: 0}, scan.Deps{
+		Jobs: e.db, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := e.addJob(t, "10", t0.Add(5*time.Second), xjob.MisfireDoNothing)
+	if err := s.Prime(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.db.JobGet(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := t0.Add(95 * time.Second).UnixMilli(); got.TriggerNextTime != want {
+		t.Errorf("next after prime %d, want %d (first fire beyond the 90 s window)", got.TriggerNextTime, want)
+	}
+	// A stale copy primed again (the admin retried) conflicts on the version and pushes duplicates only.
+	if err := s.Prime(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(60 * time.Second)
+	if _, err := s.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(200 * time.Second)
+	seen := map[int64]int{}
+	for _, it := range e.drainRing(t) {
+		seen[it.FireTime]++
+	}
+	for sec := int64(5); sec <= 145; sec += 10 {
+		if seen[t0.UnixMilli()+sec*1000] == 0 {
+			t.Errorf("fire at +%d s never pushed", sec)
+		}
+	}
+	for ft, n := range seen {
+		if n > 2 {
+			t.Errorf("fire %d pushed %d times", ft, n)
+		}
+	}
+	// A job whose next fire is beyond the window is left to the scan.
+	far := e.addJob(t, "10", e.clk.Now().Add(10*time.Minute), xjob.MisfireDoNothing)
+	if err := s.Prime(ctx, far); err != nil {
+		t.Fatal(err)
+	}
+	if items := e.drainRing(t); len(items) != 0 {
+		t.Errorf("prime of a far job pushed %d items", len(items))
+	}
+}
