@@ -17,8 +17,13 @@ emulators: $(EMULATORS)/node_modules/.package-lock.json ## Install dynalite + fa
 $(EMULATORS)/node_modules/.package-lock.json: $(EMULATORS)/package-lock.json
 	npm ci --prefix $(EMULATORS) --no-audit --no-fund
 
+.PHONY: mariadb
+mariadb: ## Install Debian's mariadb-server when missing (the xxl-job import test starts its own mariadbd)
+	@command -v mariadbd >/dev/null 2>&1 || test -x /usr/sbin/mariadbd || \
+		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y mariadb-server)
+
 .PHONY: test
-test: emulators ## Run every test with the race detector (what CI runs)
+test: emulators mariadb ## Run every test with the race detector (what CI runs)
 	$(GO) vet $(PKGS)
 	CI=$${CI:-true} $(GO) test -race -count=1 -parallel 8 -timeout 20m $(PKGS)
 

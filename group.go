@@ -3,6 +3,7 @@ package xjob
 import (
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -52,23 +53,56 @@ func (g *Group) Validate() error {
 		p.add("addressList", "at most %d addresses", MaxAddresses)
 	}
 	for _, a := range g.AddressList {
-		if err := ValidateAddress(a); err != nil {
-			p.add("addressList", "%v", err)
+		if why := addressProblem(a); why != "" {
+			p.add("addressList", "%s", why)
 		}
 	}
 	return p.err()
 }
 
-// ValidateAddress checks an executor address: an absolute http(s) URL.
+// ValidateAddress checks an executor address: an absolute http(s) URL with
+// a host, and nothing a base address has no use for. User-info is refused
+// (a password would be stored and logged in clear), and so are a query and
+// a fragment (the client appends "run", "beat"…, so a "?" or "#" would turn
+// the path into something else), white space and control characters.
 func ValidateAddress(a string) error {
-	if len(a) > MaxAddressLen {
-		return &ValidationError{Problems: []FieldProblem{{Field: "address", Message: "longer than 255 bytes"}}}
-	}
-	u, err := url.Parse(a)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &ValidationError{Problems: []FieldProblem{{Field: "address", Message: a + " is not an http(s) URL"}}}
+	if why := addressProblem(a); why != "" {
+		return &ValidationError{Problems: []FieldProblem{{Field: "address", Message: why}}}
 	}
 	return nil
+}
+
+// addressProblem says what is wrong with address a, or "".
+func addressProblem(a string) string {
+	if len(a) > MaxAddressLen {
+		return "longer than 255 bytes"
+	}
+	shown := strconv.QuoteToASCII(a)
+	if strings.IndexFunc(a, func(r rune) bool { return r <= ' ' || r == 0x7f || r > 0x7e }) >= 0 {
+		return shown + " contains white space, control or non-ASCII characters"
+	}
+	u, err := url.Parse(a)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+		return shown + " is not an http(s) URL"
+	case u.User != nil:
+		return "an address must not carry user-info (user:password@)"
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(a, "?#"):
+		return shown + " must not have a query or a fragment"
+	case u.Port() != "" && !validPort(u.Port()):
+		return shown + " has no valid port"
+	}
+	return ""
+}
+
+// AddressKey is the form in which two addresses of one executor compare
+// equal: the client appends "/" before the path, so a trailing slash
+// makes no difference.
+func AddressKey(a string) string { return strings.TrimRight(strings.TrimSpace(a), "/") }
+
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // RegistryEntry is one executor heartbeat (xxl_job_registry): executor Value
@@ -85,7 +119,13 @@ func (r *RegistryEntry) Validate() error {
 	var p problems
 	checkLen(&p, "registryGroup", r.Group, 1, 32)
 	checkLen(&p, "registryKey", r.Key, 1, MaxAppNameLen)
+	before := len(p)
 	checkLen(&p, "registryValue", r.Value, 1, MaxAddressLen)
+	if len(p) == before {
+		if why := addressProblem(r.Value); why != "" {
+			p.add("registryValue", "%s", why)
+		}
+	}
 	return p.err()
 }
 

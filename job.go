@@ -1,6 +1,7 @@
 package xjob
 
 import (
+	"fmt"
 	"math"
 	"net/mail"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 // and keep every record well inside a DynamoDB item (400 KB) and an SQS
 // message (256 KB).
 const (
+	MaxNameLen        = 64
 	MaxDescriptionLen = 255
 	MaxAuthorLen      = 64
 	MaxAlarmEmailLen  = 255
@@ -37,7 +39,10 @@ const (
 // pushed occurrence whose revision is stale, but not one whose job was merely
 // advanced by the scan.
 type Job struct {
-	ID          int64  `json:"id"`
+	ID int64 `json:"id"`
+	// Name is an optional stable key, unique among jobs when set: what a
+	// jobs-as-code file (xjob apply) matches the job by. xxl-job has none.
+	Name        string `json:"name"`
 	GroupID     int64  `json:"jobGroup"`
 	Description string `json:"jobDesc"`
 	Author      string `json:"author"`
@@ -47,6 +52,8 @@ type Job struct {
 	ScheduleConf    string          `json:"scheduleConf"`
 	TimeZone        string          `json:"timeZone"`
 	MisfireStrategy MisfireStrategy `json:"misfireStrategy"`
+	// AfterCompletion applies to ONCE jobs: KEEP (default) or DELETE.
+	AfterCompletion AfterCompletion `json:"afterCompletion"`
 
 	RouteStrategy  RouteStrategy `json:"executorRouteStrategy"`
 	Handler        string        `json:"executorHandler"`
@@ -100,6 +107,9 @@ func (j *Job) ApplyDefaults() {
 	if j.TimeZone == "" {
 		j.TimeZone = "UTC"
 	}
+	if j.AfterCompletion == "" {
+		j.AfterCompletion = AfterKeep
+	}
 }
 
 // Validate checks every field a person sets. It does not check that the
@@ -110,6 +120,9 @@ func (j *Job) Validate() error {
 	if j.GroupID <= 0 {
 		p.add("jobGroup", "is required")
 	}
+	if err := ValidateJobName(j.Name); err != nil {
+		p.add("name", "%v", err)
+	}
 	checkLen(&p, "jobDesc", j.Description, 1, MaxDescriptionLen)
 	checkLen(&p, "author", j.Author, 1, MaxAuthorLen)
 	checkLen(&p, "alarmEmail", j.AlarmEmail, 0, MaxAlarmEmailLen)
@@ -119,7 +132,7 @@ func (j *Job) Validate() error {
 		}
 	}
 	if !j.ScheduleType.valid() {
-		p.add("scheduleType", "must be one of NONE, CRON, FIX_RATE, got %q", j.ScheduleType)
+		p.add("scheduleType", "must be one of NONE, CRON, FIX_RATE, ONCE, got %q", j.ScheduleType)
 	} else {
 		checkLen(&p, "scheduleConf", j.ScheduleConf, 0, MaxScheduleConf)
 		if _, err := time.LoadLocation(j.TimeZone); err != nil || j.TimeZone == "" || j.TimeZone == "Local" {
@@ -127,6 +140,12 @@ func (j *Job) Validate() error {
 		} else if _, err := j.Schedule(); err != nil {
 			p.add("scheduleConf", "%v", err)
 		}
+	}
+	switch {
+	case !j.AfterCompletion.valid():
+		p.add("afterCompletion", "must be KEEP or DELETE, got %q", j.AfterCompletion)
+	case j.AfterCompletion == AfterDelete && j.ScheduleType != ScheduleOnce:
+		p.add("afterCompletion", "DELETE needs schedule type ONCE (a job that fires once)")
 	}
 	if !j.MisfireStrategy.valid() {
 		p.add("misfireStrategy", "must be DO_NOTHING or FIRE_ONCE_NOW, got %q", j.MisfireStrategy)
@@ -170,6 +189,25 @@ func (j *Job) Validate() error {
 		p.add("triggerStatus", "a job with schedule type NONE cannot be started")
 	}
 	return p.err()
+}
+
+// ValidateJobName checks a job name: empty (no name), or 1 to MaxNameLen
+// letters, digits, '.', '_' and '-', starting with a letter or digit, so
+// that it reads the same in a file, a URL and a shell.
+func ValidateJobName(name string) error {
+	if name == "" {
+		return nil
+	}
+	if len(name) > MaxNameLen {
+		return fmt.Errorf("is %d bytes, at most %d allowed", len(name), MaxNameLen)
+	}
+	for i, r := range name {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !alnum && (i == 0 || (r != '.' && r != '_' && r != '-')) {
+			return fmt.Errorf("%q: use letters, digits, '.', '_' and '-', starting with a letter or digit", name)
+		}
+	}
+	return nil
 }
 
 // Schedule parses the job's schedule in its time zone.

@@ -109,8 +109,8 @@ func (t *DispatchTask) Validate() error {
 		p.add("executorParam", "is %d bytes, at most %d allowed", len(*t.Param), MaxParamLen)
 	}
 	for _, a := range t.AddressList {
-		if err := ValidateAddress(a); err != nil {
-			p.add("addressList", "%v", err)
+		if why := addressProblem(a); why != "" {
+			p.add("addressList", "%s", why)
 		}
 	}
 	if t.ShardTotal < 0 || t.ShardIndex < 0 || (t.ShardTotal > 0 && t.ShardIndex >= t.ShardTotal) {

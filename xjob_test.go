@@ -159,3 +159,43 @@ func TestTruncate(t *testing.T) {
 		t.Errorf("Truncate short = %q", got)
 	}
 }
+
+func TestValidateAddress(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		addr string
+		ok   bool
+	}{
+		{"http://127.0.0.1:9999/", true},
+		{"https://exec.example.com/xxl-job-executor/", true},
+		{"http://[::1]:9999", true},
+		{"ftp://10.0.0.5/", false},
+		{"file:///etc/passwd", false},
+		{"javascript:alert(1)", false},
+		{"http://user:pw@10.0.0.5:9999/", false},
+		{"http://user@10.0.0.5:9999/", false},
+		{"http://10.0.0.5:9999/?x=", false},
+		{"http://10.0.0.5:9999/?", false},
+		{"http://10.0.0.5:9999/#frag", false},
+		{"http://10.0.0.5:9999/\x1b[31m", false},
+		{"http://10.0.0.5:9999/a b", false},
+		{"http://10.0.0.5:9999/\n", false},
+		{"http://10.0.0.5:99999/", false},
+		{"http:10.0.0.5", false},
+		{"http://", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		err := xjob.ValidateAddress(tt.addr)
+		if (err == nil) != tt.ok {
+			t.Errorf("ValidateAddress(%q) = %v, want ok=%v", tt.addr, err, tt.ok)
+		}
+		e := xjob.RegistryEntry{Group: xjob.RegistryGroupExecutor, Key: "demo-app", Value: tt.addr}
+		if err := e.Validate(); (err == nil) != tt.ok {
+			t.Errorf("RegistryEntry{Value: %q}.Validate() = %v, want ok=%v", tt.addr, err, tt.ok)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw") {
+			t.Errorf("error %q repeats the password", err)
+		}
+	}
+}

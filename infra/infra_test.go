@@ -124,6 +124,8 @@ var (
 		awsconfig.EnvAdminToken:      "param:admintoken",
 		awsconfig.EnvAlarmTopicARN:   "topic:alarms",
 		awsconfig.EnvLogLevel:        "param:loglevel",
+		awsconfig.EnvRetryDelay:      "param:retrydelay",
+		awsconfig.EnvRetryBackoff:    "param:retrybackoff",
 	}
 	// secretParams must be NoEcho (SAM) / sensitive (Terraform).
 	secretParams = []string{"param:accesstoken", "param:admintoken"}

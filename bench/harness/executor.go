@@ -68,6 +68,7 @@ func StartExecutor() (*Executor, error) {
 	mux.HandleFunc("POST /kill", ok)
 	mux.HandleFunc("POST /log", e.log)
 	e.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	e.SetAccessToken(LocalAccessToken)
 	go func() { _ = e.srv.Serve(ln) }()
 	go e.callbacks()
 	return e, nil
@@ -79,8 +80,12 @@ func (e *Executor) Address() string { return e.addr }
 // SetAdmin names the admin base URL callbacks go to ("" pauses them).
 func (e *Executor) SetAdmin(url string) { e.adminURL.Store(&url) }
 
-// SetAccessToken makes callbacks carry the xxl-job access token (the
-// emulated AWS deployment requires one; xjob local in the bench does not).
+// LocalAccessToken is the executor access token the bench gives every
+// xjob local it starts (executor routes always require one), and the one
+// an Executor sends until SetAccessToken names another.
+const LocalAccessToken = "bench-access-token"
+
+// SetAccessToken makes callbacks carry the xxl-job access token.
 func (e *Executor) SetAccessToken(token string) { e.token.Store(&token) }
 
 var okBody = []byte(`{"code":200}`)

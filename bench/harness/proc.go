@@ -151,7 +151,7 @@ func (x *Xjob) Start(ctx context.Context, timeout time.Duration) error {
 		args = append(args, "--pprof-listen", x.spec.Pprof)
 	}
 	cmd := exec.Command(x.spec.Bin, args...)
-	cmd.Env = append(os.Environ(), "XJOB_ADMIN_TOKEN="+x.spec.Token, "XJOB_ACCESS_TOKEN=", "XJOB_DEMO=")
+	cmd.Env = append(os.Environ(), "XJOB_ADMIN_TOKEN="+x.spec.Token, "XJOB_ACCESS_TOKEN="+LocalAccessToken, "XJOB_DEMO=")
 	cmd.Env = append(cmd.Env, x.spec.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

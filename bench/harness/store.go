@@ -203,28 +203,15 @@ func benchJob(group int64, cron string) xjob.Job {
 // half-open here) the scan passed over by its misfire / late-collapse
 // rules. A binary that predates those lines yields none.
 func ReadPassed(path string, into map[int64][]Interval) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("passed spans: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.Contains(line, []byte(`"msg":"scan: fires passed over"`)) {
-			continue
-		}
+	return eachLine(path, "scan: fires passed over", func(line []byte) {
 		var v struct {
 			Job      int64 `json:"job"`
 			From, To int64
 		}
-		if json.Unmarshal(line, &v) != nil || v.Job == 0 {
-			continue
+		if json.Unmarshal(line, &v) == nil && v.Job != 0 {
+			into[v.Job] = append(into[v.Job], Interval{From: v.From, To: v.To + 1})
 		}
-		into[v.Job] = append(into[v.Job], Interval{From: v.From, To: v.To + 1})
-	}
-	return sc.Err()
+	})
 }
 
 // ScanTick is one "scan tick" debug line of a process log (the emulated
@@ -237,31 +224,41 @@ type ScanTick struct {
 
 // ReadScanTicks parses the scan tick lines of a log file.
 func ReadScanTicks(path string) ([]ScanTick, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("scan ticks: %w", err)
-	}
-	defer f.Close()
 	var out []ScanTick
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.Contains(line, []byte(`"msg":"scan tick"`)) {
-			continue
-		}
+	err := eachLine(path, "scan tick", func(line []byte) {
 		var v struct {
 			Time time.Time `json:"time"`
 			Jobs int       `json:"jobs"`
 			Took int64     `json:"took"` // slog writes durations as nanoseconds
 			Err  string    `json:"err"`
 		}
-		if json.Unmarshal(line, &v) != nil || v.Err != "" {
-			continue
+		if json.Unmarshal(line, &v) == nil && v.Err == "" {
+			out = append(out, ScanTick{At: v.Time, Jobs: v.Jobs, Took: time.Duration(v.Took)})
 		}
-		out = append(out, ScanTick{At: v.Time, Jobs: v.Jobs, Took: time.Duration(v.Took)})
+	})
+	return out, err
+}
+
+// eachLine calls fn with every line of a JSON process log whose message is
+// msg.
+func eachLine(path, msg string, fn func(line []byte)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
 	}
-	return out, sc.Err()
+	defer f.Close()
+	want := []byte(`"msg":"` + msg + `"`)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), want) {
+			fn(sc.Bytes())
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
 }
 
 // CountLines counts log lines at level ERROR or containing substr (for the

@@ -132,7 +132,7 @@ func setup(t *testing.T) *harness {
 	// xxl-job executor at xjob: the /xxl-job-admin admin address.
 	noEnv := func(string) (string, bool) { return "", false }
 	e, err := newExecutor([]string{
-		"-admin", info.URL + "/xxl-job-admin", "-appname", appName,
+		"-admin", info.URL + "/xxl-job-admin", "-token", info.AccessToken, "-appname", appName,
 		"-listen", "127.0.0.1:0", "-logdir", t.TempDir(),
 	}, noEnv, io.Discard)
 	if err != nil {

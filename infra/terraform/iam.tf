@@ -132,7 +132,7 @@ resource "aws_iam_role" "callback" {
 data "aws_iam_policy_document" "callback" {
   statement {
     sid       = "Tables"
-    actions   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    actions   = ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:UpdateItem"]
     resources = local.table_arns
   }
   statement {

@@ -91,6 +91,8 @@ resource "aws_lambda_function" "dispatch" {
       XJOB_TABLE_PREFIX            = var.table_prefix
       XJOB_SHARDS                  = tostring(var.shards)
       XJOB_LOG_LEVEL               = var.log_level
+      XJOB_RETRY_DELAY             = var.retry_delay
+      XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
       XJOB_ACCESS_TOKEN            = var.access_token
@@ -124,6 +126,8 @@ resource "aws_lambda_function" "callback" {
       XJOB_TABLE_PREFIX            = var.table_prefix
       XJOB_SHARDS                  = tostring(var.shards)
       XJOB_LOG_LEVEL               = var.log_level
+      XJOB_RETRY_DELAY             = var.retry_delay
+      XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
       XJOB_ACCESS_TOKEN            = var.access_token
@@ -159,6 +163,8 @@ resource "aws_lambda_function" "registry" {
       XJOB_TABLE_PREFIX            = var.table_prefix
       XJOB_SHARDS                  = tostring(var.shards)
       XJOB_LOG_LEVEL               = var.log_level
+      XJOB_RETRY_DELAY             = var.retry_delay
+      XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
       XJOB_RING_QUEUE_URL          = aws_sqs_queue.ring.url
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url

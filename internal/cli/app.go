@@ -162,7 +162,8 @@ Exit codes: 0 success, 1 the command failed (server error shown), 2 bad usage.`,
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 
 	root.AddCommand(a.jobCommand(), a.groupCommand(), a.executorCommand(), a.logCommand(),
-		a.reportCommand(), a.metricsCommand(), delegated("cron", "next"), delegated("local"))
+		a.reportCommand(), a.metricsCommand(), a.applyCommand(), a.exportCommand(), a.importCommand(),
+		delegated("cron", "next"), delegated("local"))
 	return root
 }
 

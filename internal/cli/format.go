@@ -99,6 +99,8 @@ func scheduleText(j *xjob.Job) string {
 		return "cron " + j.ScheduleConf
 	case xjob.ScheduleFixRate:
 		return "every " + j.ScheduleConf + "s"
+	case xjob.ScheduleOnce:
+		return "once at " + j.ScheduleConf
 	case "", xjob.ScheduleNone:
 		return "none"
 	}

@@ -31,7 +31,7 @@ type jobFlags struct {
 	file                                      string
 	group                                     int64
 	desc, author, alarmEmail                  string
-	cron                                      string
+	cron, at, afterCompletion                 string
 	fixRate                                   int
 	handler, param, route, block, misfire, tz string
 	timeout, retry                            int
@@ -47,6 +47,8 @@ func (f *jobFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.alarmEmail, "alarm-email", "", "comma-separated e-mail addresses alerted on failure")
 	fs.StringVar(&f.cron, "cron", "", "fire on a Quartz cron `EXPR` (schedule type CRON)")
 	fs.IntVar(&f.fixRate, "fix-rate", 0, "fire every `SECONDS` (schedule type FIX_RATE)")
+	fs.StringVar(&f.at, "at", "", "fire once at an RFC 3339 `INSTANT` with its zone, e.g. 2026-11-24T09:30:00+01:00 (schedule type ONCE)")
+	fs.StringVar(&f.afterCompletion, "after-completion", "", "what becomes of a ONCE job after its run: KEEP (stopped) or DELETE")
 	fs.StringVar(&f.tz, "tz", "", "IANA time zone the schedule is read in (default UTC)")
 	fs.StringVar(&f.misfire, "misfire", "", "misfire strategy: DO_NOTHING or FIRE_ONCE_NOW")
 	fs.StringVar(&f.handler, "handler", "", "executor handler name")
@@ -56,10 +58,11 @@ func (f *jobFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&f.timeout, "timeout", 0, "executor timeout in seconds (0: none)")
 	fs.IntVar(&f.retry, "retry", 0, "retries after a failed run")
 	fs.StringVar(&f.child, "child", "", "comma-separated child job ids fired after a success (empty clears)")
-	cmd.MarkFlagsMutuallyExclusive("cron", "fix-rate")
+	cmd.MarkFlagsMutuallyExclusive("cron", "fix-rate", "at")
 	_ = cmd.RegisterFlagCompletionFunc("route", fixedCompletion(routeNames()))
 	_ = cmd.RegisterFlagCompletionFunc("block", fixedCompletion("SERIAL_EXECUTION,DISCARD_LATER,COVER_EARLY"))
 	_ = cmd.RegisterFlagCompletionFunc("misfire", fixedCompletion("DO_NOTHING,FIRE_ONCE_NOW"))
+	_ = cmd.RegisterFlagCompletionFunc("after-completion", fixedCompletion("KEEP,DELETE"))
 }
 
 func routeNames() string {
@@ -96,6 +99,8 @@ func (f *jobFlags) apply(a *app, fs *pflag.FlagSet, j *xjob.Job) (changed bool, 
 	set("alarm-email", func() { j.AlarmEmail = f.alarmEmail })
 	set("cron", func() { j.ScheduleType, j.ScheduleConf = xjob.ScheduleCron, f.cron })
 	set("fix-rate", func() { j.ScheduleType, j.ScheduleConf = xjob.ScheduleFixRate, strconv.Itoa(f.fixRate) })
+	set("at", func() { j.ScheduleType, j.ScheduleConf = xjob.ScheduleOnce, f.at })
+	set("after-completion", func() { j.AfterCompletion = xjob.AfterCompletion(strings.ToUpper(f.afterCompletion)) })
 	set("tz", func() { j.TimeZone = f.tz })
 	set("misfire", func() { j.MisfireStrategy = xjob.MisfireStrategy(strings.ToUpper(f.misfire)) })
 	set("handler", func() { j.Handler = f.handler })
@@ -223,14 +228,8 @@ func (a *app) jobList() *cobra.Command {
 	fs.BoolVar(&all, "all", false, "follow the cursors and list every page")
 	_ = cmd.RegisterFlagCompletionFunc("status", fixedCompletion("started,stopped"))
 	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, _ []string) error {
-		switch strings.ToLower(status) {
-		case "":
-		case "started", "running", "1":
-			p.Status = new(xjob.StatusRunning)
-		case "stopped", "stop", "0":
-			p.Status = new(xjob.StatusStopped)
-		default:
-			return usagef("--status must be started or stopped, got %q", status)
+		if err := setStatusFilter(&p, status); err != nil {
+			return err
 		}
 		page := adminclient.JobPage{Items: []xjob.Job{}}
 		if all {
@@ -275,30 +274,34 @@ func (a *app) jobGet() *cobra.Command {
 }
 
 func (a *app) jobDelete() *cobra.Command {
-	return a.deleteCmd("job", "Delete a job", (*adminclient.Client).JobDelete)
+	return a.jobBulk(xjob.ActionDelete, "Delete jobs", a.deleteOne("job", (*adminclient.Client).JobDelete))
 }
 
 // deleteCmd is "delete ID" for a noun whose client method del removes it.
 func (a *app) deleteCmd(noun, short string, del func(*adminclient.Client, context.Context, int64) error) *cobra.Command {
 	cmd := &cobra.Command{Use: "delete ID", Short: short, Args: cobra.ExactArgs(1)}
-	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
+	cmd.RunE = a.doID(a.deleteOne(noun, del))
+	return cmd
+}
+
+// deleteOne deletes one noun with del and says so.
+func (a *app) deleteOne(noun string, del func(*adminclient.Client, context.Context, int64) error) func(context.Context, *adminclient.Client, int64) error {
+	return func(ctx context.Context, c *adminclient.Client, id int64) error {
 		if err := del(c, ctx, id); err != nil {
 			return fmt.Errorf("delete %s %d: %w", noun, id, err)
 		}
 		return a.emit(map[string]any{"id": id, "deleted": true}, func(w io.Writer) {
 			fmt.Fprintf(w, "Deleted %s %d.\n", noun, id)
 		})
-	})
-	return cmd
+	}
 }
 
 func (a *app) jobStartStop(start bool) *cobra.Command {
-	name, short := "stop", "Stop the scheduler firing a job"
+	name, short := "stop", "Stop the scheduler firing jobs"
 	if start {
-		name, short = "start", "Let the scheduler fire a job"
+		name, short = "start", "Let the scheduler fire jobs"
 	}
-	cmd := &cobra.Command{Use: name + " ID", Short: short, Args: cobra.ExactArgs(1)}
-	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
+	return a.jobBulk(name, short, func(ctx context.Context, c *adminclient.Client, id int64) error {
 		call := c.JobStop
 		if start {
 			call = c.JobStart
@@ -315,7 +318,113 @@ func (a *app) jobStartStop(start bool) *cobra.Command {
 			}
 		})
 	})
+}
+
+// jobBulk is a command acting on jobs named by ids or selected by filters:
+// one id goes through the single-job request (one), several or a filter
+// through POST /v1/bulk/jobs, 1000 at a time, with a line per job; the
+// command fails if any job failed.
+func (a *app) jobBulk(action, short string, one func(context.Context, *adminclient.Client, int64) error) *cobra.Command {
+	var p adminclient.JobListParams
+	var status string
+	cmd := &cobra.Command{
+		Use:     action + " ID... | " + action + " --group G [--handler H] [--desc D] [--author A] [--status S]",
+		Short:   short + ", by id or by a filter",
+		Example: "  xjob job " + action + " 7\n  xjob job " + action + " 7 8 9\n  xjob job " + action + " --group 2 --handler report",
+		Args:    cobra.ArbitraryArgs,
+	}
+	fs := cmd.Flags()
+	fs.Int64Var(&p.Group, "group", 0, "every job of this executor group id")
+	fs.StringVar(&p.Handler, "handler", "", "every job whose handler contains this")
+	fs.StringVar(&p.Desc, "desc", "", "every job whose description contains this")
+	fs.StringVar(&p.Author, "author", "", "every job whose author contains this")
+	fs.StringVar(&status, "status", "", "only started or stopped jobs (with a filter)")
+	_ = cmd.RegisterFlagCompletionFunc("status", fixedCompletion("started,stopped"))
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, args []string) error {
+		filtered := p.Group != 0 || p.Handler != "" || p.Desc != "" || p.Author != "" || status != ""
+		if len(args) > 0 && filtered {
+			return usagef("give job ids or a filter, not both")
+		}
+		if len(args) == 0 && !filtered {
+			return usagef("give job ids, or a filter such as --group")
+		}
+		if len(args) == 1 {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			return one(ctx, c, id)
+		}
+		ids := make([]int64, 0, len(args))
+		for _, s := range args {
+			id, err := parseID(s)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		if filtered {
+			if err := setStatusFilter(&p, status); err != nil {
+				return err
+			}
+			for j, err := range c.JobListAll(ctx, p) {
+				if err != nil {
+					return fmt.Errorf("list jobs: %w", err)
+				}
+				ids = append(ids, j.ID)
+			}
+		}
+		results := []adminclient.BulkResult{}
+		for len(ids) > 0 {
+			n := min(len(ids), 1000)
+			rs, err := c.JobBulk(ctx, action, ids[:n])
+			if err != nil {
+				return fmt.Errorf("%s jobs: %w", action, err)
+			}
+			results, ids = append(results, rs...), ids[n:]
+		}
+		failed := 0
+		for _, r := range results {
+			if r.Error != "" {
+				failed++
+			}
+		}
+		err := a.emit(map[string]any{"items": results}, func(w io.Writer) {
+			row(w, "JOB", "RESULT")
+			for _, r := range results {
+				res := "ok"
+				if r.Error != "" {
+					res = fmt.Sprintf("failed (HTTP %d): %s", r.Status, r.Error)
+				}
+				row(w, itoa(r.ID), res)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if failed > 0 {
+			return fmt.Errorf("%s: %d of %d jobs failed", action, failed, len(results))
+		}
+		if a.output == "table" {
+			fmt.Fprintf(a.stderr, "%d jobs: %s done.\n", len(results), action)
+		}
+		return nil
+	})
 	return cmd
+}
+
+// setStatusFilter reads --status started|stopped into p.
+func setStatusFilter(p *adminclient.JobListParams, status string) error {
+	switch strings.ToLower(status) {
+	case "":
+	case "started", "running", "1":
+		p.Status = new(xjob.StatusRunning)
+	case "stopped", "stop", "0":
+		p.Status = new(xjob.StatusStopped)
+	default:
+		return usagef("--status must be started or stopped, got %q", status)
+	}
+	return nil
 }
 
 func (a *app) jobTrigger() *cobra.Command {
@@ -386,13 +495,17 @@ func (a *app) jobDetail(w io.Writer, j *xjob.Job) {
 	if j.TimeoutSeconds > 0 {
 		timeout = itoa(j.TimeoutSeconds) + "s"
 	}
+	schedule := scheduleText(j) + " (" + dash(j.TimeZone) + ")"
+	if j.ScheduleType == xjob.ScheduleOnce {
+		schedule = scheduleText(j) + ", then " + strings.ToLower(dash(string(j.AfterCompletion)))
+	}
 	detail(w, []field{
 		{"ID", itoa(j.ID)},
 		{"Group", itoa(j.GroupID)},
 		{"Description", j.Description},
 		{"Author", j.Author},
 		{"Alarm e-mail", dash(j.AlarmEmail)},
-		{"Schedule", scheduleText(j) + " (" + dash(j.TimeZone) + ")"},
+		{"Schedule", schedule},
 		{"Misfire", dash(string(j.MisfireStrategy))},
 		{"Status", statusText(j.TriggerStatus)},
 		{"Handler", dash(j.Handler)},

@@ -21,6 +21,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/admin"
 	"github.com/xjobdev/xjob/pkg/adminapi"
 	"github.com/xjobdev/xjob/pkg/alarm"
+	"github.com/xjobdev/xjob/pkg/auth"
 	"github.com/xjobdev/xjob/pkg/callback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/dispatch"
@@ -174,24 +175,14 @@ func New(cfg Config, d Deps) (*App, error) {
 	}
 	counted := a.reports.Store(store)
 	a.callback, err = callback.New(callback.Config{Store: counted, Queues: queues, Alarmer: alarmer,
-		Clock: d.Clock, Logger: d.Logger, Metrics: metrics})
+		Clock: d.Clock, Logger: d.Logger, Metrics: metrics,
+		Retry: callback.RetryPolicy{Delay: cfg.RetryDelay, Backoff: cfg.RetryBackoff}})
 	if err != nil {
 		return fail("callback", err)
 	}
 	a.registry, err = registry.New(registry.Config{Store: store, Completer: a.callback, Clock: d.Clock, Logger: d.Logger})
 	if err != nil {
 		return fail("registry", err)
-	}
-	a.dispatcher, err = dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda"}, dispatch.Deps{
-		Store: counted, Executors: exec, Router: route.New(route.Options{Clock: d.Clock, Prober: exec}),
-		Addresses: a.registry, Completer: a.callback, Clock: d.Clock, Logger: d.Logger, Metrics: metrics,
-	})
-	if err != nil {
-		return fail("dispatch", err)
-	}
-	a.ring, err = ring.New(ring.Deps{Jobs: store, Queues: queues, Clock: d.Clock, Logger: d.Logger})
-	if err != nil {
-		return fail("ring", err)
 	}
 	sc := d.Scan
 	sc.Shards = cfg.Shards
@@ -205,19 +196,30 @@ func New(cfg Config, d Deps) (*App, error) {
 		sc.LeaseTTL = scanLease
 	}
 	if sc.RingLead == 0 {
-		sc.RingLead = time.Second // SQS delays are whole seconds, rounded up (see scan.Config.RingLead)
+		sc.RingLead = time.Second // SQS delays are whole seconds, rounded up (see ScanHorizon's doc)
+	}
+	// The admin pushes the fires of a job it creates, starts or edits within
+	// the scan's horizon, so it shares the scanner's configuration.
+	a.admin, err = admin.New(admin.Config{Store: counted, Queues: queues, Executors: exec, Finisher: a.callback,
+		Clock: d.Clock, Logger: d.Logger, Scan: sc, AnyTriggerAddress: cfg.AnyTriggerAddress})
+	if err != nil {
+		return fail("admin", err)
+	}
+	a.dispatcher, err = dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda", AnyTriggerAddress: cfg.AnyTriggerAddress}, dispatch.Deps{
+		Store: counted, Executors: exec, Router: route.New(route.Options{Clock: d.Clock, Prober: exec}),
+		Addresses: a.registry, Completer: a.callback, Clock: d.Clock, Logger: d.Logger, Metrics: metrics,
+	})
+	if err != nil {
+		return fail("dispatch", err)
+	}
+	a.ring, err = ring.New(ring.Deps{Jobs: store, Queues: queues, Clock: d.Clock, Logger: d.Logger})
+	if err != nil {
+		return fail("ring", err)
 	}
 	a.scanner, err = scan.New(sc, scan.Deps{Jobs: store, Leases: store, Queues: queues,
 		Clock: d.Clock, Logger: d.Logger, Owner: d.Owner})
 	if err != nil {
 		return fail("scan", err)
-	}
-	// The admin pushes the first fires of the jobs it starts or reschedules
-	// inside the scan's horizon, since the next scan may be a minute away.
-	a.admin, err = admin.New(admin.Config{Store: counted, Queues: queues, Executors: exec, Finisher: a.callback,
-		Clock: d.Clock, Logger: d.Logger, Primer: a.scanner})
-	if err != nil {
-		return fail("admin", err)
 	}
 	adminToken := cfg.AdminToken
 	if adminToken == "" {
@@ -225,8 +227,20 @@ func New(cfg Config, d Deps) (*App, error) {
 		// handler still wants a token, so it gets one nobody knows.
 		adminToken = randomHex(32)
 	}
+	accessToken := cfg.AccessToken
+	if accessToken == "" {
+		// Likewise for the functions that serve no HTTP at all (scan,
+		// ring); every function that does requires XJOB_ACCESS_TOKEN.
+		accessToken = randomHex(32)
+	}
+	// Console sessions are signed with a key derived from the admin token,
+	// so every environment of the registry function verifies them alike.
+	au, err := auth.New(auth.Config{Users: store, AdminToken: adminToken, Key: auth.DeriveKey(adminToken), Clock: d.Clock})
+	if err != nil {
+		return fail("auth", err)
+	}
 	a.http, err = adminapi.New(adminapi.Config{Admin: a.admin, Registry: a.registry, Callback: a.callback,
-		Metrics: metrics, AdminToken: adminToken, AccessToken: cfg.AccessToken, Logger: d.Logger, Clock: d.Clock})
+		Metrics: metrics, AdminToken: adminToken, Auth: au, AccessToken: accessToken, Logger: d.Logger, Clock: d.Clock})
 	if err != nil {
 		return fail("admin api", err)
 	}

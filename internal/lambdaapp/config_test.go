@@ -35,6 +35,10 @@ func TestLoadConfig(t *testing.T) {
 		{"bad log level named", "scan", with(awsconfig.EnvLogLevel, "loud"), awsconfig.EnvLogLevel},
 		{"missing token of callback", "callback", with(awsconfig.EnvAccessToken, " "), awsconfig.EnvAccessToken},
 		{"unknown function", "nope", full, "unknown function"},
+		{"retry delay out of range", "callback", with(awsconfig.EnvRetryDelay, "1h"), awsconfig.EnvRetryDelay},
+		{"retry delay not a duration", "dispatch", with(awsconfig.EnvRetryDelay, "soon"), awsconfig.EnvRetryDelay},
+		{"retry backoff below 1", "registry", with(awsconfig.EnvRetryBackoff, "0.5"), awsconfig.EnvRetryBackoff},
+		{"bad allow-any-trigger-address named", "dispatch", with(awsconfig.EnvAnyTriggerAddress, "yes please"), awsconfig.EnvAnyTriggerAddress},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,9 +58,36 @@ func TestLoadConfig(t *testing.T) {
 			}
 		})
 	}
+	// The retry settings reach the functions that complete failures.
+	retry := with(awsconfig.EnvRetryDelay, "2s")
+	retry[awsconfig.EnvRetryBackoff] = "1.5"
+	for _, fn := range []string{"dispatch", "callback", "registry"} {
+		cfg, err := lambdaapp.LoadConfig(fn, func(k string) string { return retry[k] })
+		if err != nil || cfg.RetryDelay.String() != "2s" || cfg.RetryBackoff != 1.5 {
+			t.Errorf("%s: retry %s ×%g, %v", fn, cfg.RetryDelay, cfg.RetryBackoff, err)
+		}
+	}
 	// A variable that is not the function's own is ignored.
 	cfg, err := lambdaapp.LoadConfig("scan", func(k string) string { return full[k] })
 	if err != nil || cfg.AdminToken != "" || cfg.AccessToken != "" {
 		t.Errorf("scan config %+v %v: foreign variables leaked in", cfg, err)
+	}
+}
+
+func TestLoadConfigAnyTriggerAddress(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		awsconfig.EnvTablePrefix: "p-", awsconfig.EnvShards: "8",
+		awsconfig.EnvDispatchFastURL: "http://q/fast", awsconfig.EnvDispatchSlowURL: "http://q/slow",
+		awsconfig.EnvAccessToken: "a", awsconfig.EnvAlarmTopicARN: "arn:aws:sns:x",
+	}
+	get := func(k string) string { return env[k] }
+	cfg, err := lambdaapp.LoadConfig("dispatch", get)
+	if err != nil || cfg.AnyTriggerAddress {
+		t.Fatalf("default: %+v %v, want overrides restricted", cfg, err)
+	}
+	env[awsconfig.EnvAnyTriggerAddress] = "true"
+	if cfg, err = lambdaapp.LoadConfig("dispatch", get); err != nil || !cfg.AnyTriggerAddress {
+		t.Fatalf("set: %+v %v", cfg, err)
 	}
 }

@@ -47,7 +47,7 @@ func (a *App) Handler() any {
 // retries), with every bucket's SQS delay well inside the 900 s limit. A
 // frequent job is advanced once per minute, not once per fire. Fires of
 // jobs created, started or rescheduled in between are pushed by the admin
-// (scan.Scanner.Prime); the ring drops occurrences whose schedule revision
+// (admin, through scan.Pusher); the ring drops occurrences whose schedule revision
 // changed since they were pushed.
 const ScanHorizon = 150 * time.Second
 

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/xjobdev/xjob/pkg/callback"
 )
 
 // Config is everything `xjob local` needs. Parse builds it from flags and
@@ -25,8 +27,12 @@ type Config struct {
 	// stored next to DB is used, generated on first start.
 	AdminToken string
 	// AccessToken is xxl-job's XXL-JOB-ACCESS-TOKEN, shared with executors.
-	// Empty disables the check on executor routes, as in xxl-job.
+	// Empty: the token stored next to DB is used, generated on first start
+	// (executor routes are never open, unlike xxl-job without a token).
 	AccessToken string
+	// AnyTriggerAddress lets a manual trigger's address override name any
+	// http(s) address; off, only the group's own addresses (admin.Config).
+	AnyTriggerAddress bool
 	// Shards is the number of scan shards. It is fixed when the file is
 	// created; a different value on a later start is refused.
 	Shards int
@@ -47,6 +53,13 @@ type Config struct {
 	// LogRetentionDays: trigger logs older than this are purged daily;
 	// -1 keeps them forever.
 	LogRetentionDays int
+	// RetryDelay is how long after a failure its retry is sent, and how
+	// long a retry the executor refuses as busy is put off
+	// (callback.RetryPolicy).
+	RetryDelay time.Duration
+	// RetryBackoff multiplies RetryDelay for each retry already made of a
+	// failure (1: constant).
+	RetryBackoff float64
 	// LogLevel of the JSON process log on stderr.
 	LogLevel slog.Level
 	// Demo creates a demo executor group and two demo jobs and serves
@@ -75,12 +88,19 @@ type Info struct {
 	AdminToken string
 	// TokenFile is where a generated token is kept ("" when configured).
 	TokenFile string
+	// AccessToken is the executor access token in effect, and
+	// AccessTokenFile where it is kept ("" when configured).
+	AccessToken     string
+	AccessTokenFile string
 	// Owner is the scan-lease owner id this process uses.
 	Owner string
 	// DemoExecutor is the demo executor's address ("" without --demo).
 	DemoExecutor string
 	// DemoJobs are the ids of the demo jobs.
 	DemoJobs []int64
+	// AdminPassword is the console password of the "admin" user created
+	// on this first start ("" when users already existed).
+	AdminPassword string
 }
 
 // Defaults of Config.
@@ -93,8 +113,10 @@ const (
 	DefaultRingWorkers      = 8
 	DefaultGrace            = 10 * time.Second
 	DefaultLogRetentionDays = 30
+	DefaultRetryDelay       = callback.DefaultRetryDelay
+	DefaultRetryBackoff     = 1.0
 	DefaultDemoListen       = "127.0.0.1:8081"
-	minTokenLen             = 8
+	minTokenLen             = 16 // as on AWS
 )
 
 // Defaults returns the configuration used when no flag or variable is set.
@@ -103,6 +125,7 @@ func Defaults() Config {
 		DB: DefaultDB, Listen: DefaultListen, Shards: DefaultShards,
 		FastWorkers: DefaultFastWorkers, SlowWorkers: DefaultSlowWorkers, RingWorkers: DefaultRingWorkers,
 		Grace: DefaultGrace, LogRetentionDays: DefaultLogRetentionDays, LogLevel: slog.LevelInfo,
+		RetryDelay: DefaultRetryDelay, RetryBackoff: DefaultRetryBackoff,
 		DemoListen: DefaultDemoListen,
 	}
 }
@@ -169,8 +192,11 @@ func options() []option {
 			func(c *Config) *string { return &c.Listen }),
 		strOpt("admin-token", "XJOB_ADMIN_TOKEN", "admin API bearer token (prefer the variable: flags show in ps); default: generated and kept next to the DB",
 			func(c *Config) *string { return &c.AdminToken }),
-		strOpt("access-token", "XJOB_ACCESS_TOKEN", "XXL-JOB-ACCESS-TOKEN shared with executors (empty: not checked)",
+		strOpt("access-token", "XJOB_ACCESS_TOKEN", "XXL-JOB-ACCESS-TOKEN shared with executors (prefer the variable); default: generated and kept next to the DB",
 			func(c *Config) *string { return &c.AccessToken }),
+		boolOpt("allow-any-trigger-address", "XJOB_ALLOW_ANY_TRIGGER_ADDRESS",
+			"let a manual trigger's address override name any host (default: only the group's own executors)",
+			func(c *Config) *bool { return &c.AnyTriggerAddress }),
 		intOpt("shards", "XJOB_SHARDS", "scan shards (fixed when the DB is created)",
 			func(c *Config) *int { return &c.Shards }),
 		strOpt("alarm-webhook", "XJOB_ALARM_WEBHOOK", "http(s) URL that receives a JSON POST per failed trigger",
@@ -187,6 +213,18 @@ func options() []option {
 			func(c *Config) *time.Duration { return &c.Grace }),
 		intOpt("log-retention-days", "XJOB_LOG_RETENTION_DAYS", "purge trigger logs older than this (≥ 7, or -1 to keep)",
 			func(c *Config) *int { return &c.LogRetentionDays }),
+		durOpt("retry-delay", "XJOB_RETRY_DELAY", "wait before a failed trigger's retry (and before re-sending a retry the executor refused as busy)",
+			func(c *Config) *time.Duration { return &c.RetryDelay }),
+		{flag: "retry-backoff", env: "XJOB_RETRY_BACKOFF", usage: "multiply the retry delay by this per retry already made (1: constant)",
+			set: func(c *Config, v string) error {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					return fmt.Errorf("%q is not a number", v)
+				}
+				c.RetryBackoff = f
+				return nil
+			},
+			get: func(c *Config) string { return strconv.FormatFloat(c.RetryBackoff, 'g', -1, 64) }},
 		{flag: "log-level", env: "XJOB_LOG_LEVEL", usage: "debug, info, warn or error",
 			set: func(c *Config, v string) error {
 				if err := c.LogLevel.UnmarshalText([]byte(strings.TrimSpace(v))); err != nil {
@@ -320,6 +358,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Grace < 0 || c.Grace > 10*time.Minute {
 		bad("grace", "XJOB_SHUTDOWN_GRACE", "must be between 0s and 10m, got %s", c.Grace)
+	}
+	if c.RetryDelay < 100*time.Millisecond || c.RetryDelay > callback.MaxRetryDelay {
+		bad("retry-delay", "XJOB_RETRY_DELAY", "must be between 100ms and %s, got %s", callback.MaxRetryDelay, c.RetryDelay)
+	}
+	if !(c.RetryBackoff >= 1 && c.RetryBackoff <= 10) {
+		bad("retry-backoff", "XJOB_RETRY_BACKOFF", "must be between 1 and 10, got %g", c.RetryBackoff)
 	}
 	if c.LogRetentionDays != -1 && c.LogRetentionDays < 7 {
 		bad("log-retention-days", "XJOB_LOG_RETENTION_DAYS", "must be at least 7 (or -1 to keep logs), got %d", c.LogRetentionDays)

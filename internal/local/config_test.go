@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -27,11 +28,11 @@ func TestParse(t *testing.T) {
 			}
 		}},
 		{name: "env", env: map[string]string{
-			"XJOB_DB": "/tmp/x.db", "XJOB_LISTEN": ":9090", "XJOB_ADMIN_TOKEN": "secret-token",
+			"XJOB_DB": "/tmp/x.db", "XJOB_LISTEN": ":9090", "XJOB_ADMIN_TOKEN": "secret-token-0123",
 			"XJOB_ACCESS_TOKEN": "default_token", "XJOB_SHARDS": "4", "XJOB_ALARM_WEBHOOK": "https://hooks.example.com/x",
 			"XJOB_SHUTDOWN_GRACE": "3s", "XJOB_DEMO": "true", "XJOB_LOG_LEVEL": "debug", "XJOB_FAST_WORKERS": "7",
 		}, check: func(t *testing.T, c Config) {
-			if c.DB != "/tmp/x.db" || c.Listen != ":9090" || c.AdminToken != "secret-token" || c.AccessToken != "default_token" ||
+			if c.DB != "/tmp/x.db" || c.Listen != ":9090" || c.AdminToken != "secret-token-0123" || c.AccessToken != "default_token" ||
 				c.Shards != 4 || c.AlarmWebhook != "https://hooks.example.com/x" || c.Grace != 3*time.Second || !c.Demo ||
 				c.LogLevel != slog.LevelDebug || c.FastWorkers != 7 {
 				t.Errorf("got %+v", c)
@@ -55,7 +56,7 @@ func TestParse(t *testing.T) {
 			wantErr: []string{"--grace", "not a duration"}},
 		{name: "shards out of range", args: []string{"--shards", "0"}, wantErr: []string{"--shards (XJOB_SHARDS)", "between 1 and 1024"}},
 		{name: "listen not host:port", env: map[string]string{"XJOB_LISTEN": "8080"}, wantErr: []string{"--listen (XJOB_LISTEN)"}},
-		{name: "short admin token", env: map[string]string{"XJOB_ADMIN_TOKEN": "abc"}, wantErr: []string{"--admin-token (XJOB_ADMIN_TOKEN)", "at least 8"}},
+		{name: "short admin token", env: map[string]string{"XJOB_ADMIN_TOKEN": "abc"}, wantErr: []string{"--admin-token (XJOB_ADMIN_TOKEN)", "at least 16"}},
 		{name: "webhook not http", env: map[string]string{"XJOB_ALARM_WEBHOOK": "ftp://x"}, wantErr: []string{"XJOB_ALARM_WEBHOOK", "not an http(s) URL"}},
 		{name: "secret without webhook", env: map[string]string{"XJOB_ALARM_WEBHOOK_SECRET": "s"}, wantErr: []string{"XJOB_ALARM_WEBHOOK_SECRET"}},
 		{name: "memory db refused", args: []string{"--db", ":memory:"}, wantErr: []string{"--db (XJOB_DB)", "file path"}},
@@ -67,6 +68,20 @@ func TestParse(t *testing.T) {
 			}
 		}},
 		{name: "bad log level", env: map[string]string{"XJOB_LOG_LEVEL": "loud"}, wantErr: []string{"XJOB_LOG_LEVEL"}},
+		{name: "retry delay and backoff", args: []string{"--retry-delay", "2s"}, env: map[string]string{"XJOB_RETRY_BACKOFF": "2.5"},
+			check: func(t *testing.T, c Config) {
+				if c.RetryDelay != 2*time.Second || c.RetryBackoff != 2.5 {
+					t.Errorf("retry delay %s backoff %g", c.RetryDelay, c.RetryBackoff)
+				}
+			}},
+		{name: "retry defaults", check: func(t *testing.T, c Config) {
+			if c.RetryDelay != 5*time.Second || c.RetryBackoff != 1 {
+				t.Errorf("retry delay %s backoff %g", c.RetryDelay, c.RetryBackoff)
+			}
+		}},
+		{name: "retry delay out of range", env: map[string]string{"XJOB_RETRY_DELAY": "20m"}, wantErr: []string{"--retry-delay (XJOB_RETRY_DELAY)"}},
+		{name: "retry backoff not a number", args: []string{"--retry-backoff", "fast"}, wantErr: []string{"--retry-backoff", "not a number"}},
+		{name: "retry backoff below 1", env: map[string]string{"XJOB_RETRY_BACKOFF": "0.5"}, wantErr: []string{"XJOB_RETRY_BACKOFF", "between 1 and 10"}},
 		{name: "pprof beyond loopback refused", args: []string{"--pprof-listen", "0.0.0.0:6060"}, wantErr: []string{"--pprof-listen (XJOB_PPROF_LISTEN)", "loopback"}},
 		{name: "pprof on loopback", env: map[string]string{"XJOB_PPROF_LISTEN": "127.0.0.1:6060"}, check: func(t *testing.T, c Config) {
 			if c.PprofListen != "127.0.0.1:6060" {
@@ -122,7 +137,7 @@ func TestOpenSite(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Defaults()
 	cfg.DB = dir + "/data/x.db"
-	first, err := openSite(&cfg)
+	first, err := openSite(&cfg, quietLogger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +145,7 @@ func TestOpenSite(t *testing.T) {
 		t.Fatalf("first start: %+v", first)
 	}
 	// A second process on the same file gets the same token but its own owner.
-	second, err := openSite(&cfg)
+	second, err := openSite(&cfg, quietLogger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +155,7 @@ func TestOpenSite(t *testing.T) {
 	second.close()
 	first.close()
 	// A restart takes the stable owner back.
-	again, err := openSite(&cfg)
+	again, err := openSite(&cfg, quietLogger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,23 +166,96 @@ func TestOpenSite(t *testing.T) {
 	// The shard count is fixed at creation.
 	other := cfg
 	other.Shards = 4
-	if _, err := openSite(&other); err == nil || !strings.Contains(err.Error(), "XJOB_SHARDS") {
+	if _, err := openSite(&other, quietLogger); err == nil || !strings.Contains(err.Error(), "XJOB_SHARDS") {
 		t.Fatalf("changed shards: %v", err)
 	}
 	// A configured token is used as is, and the generated one is private.
 	withTok := cfg
-	withTok.AdminToken = "configured-token"
-	s, err := openSite(&withTok)
+	withTok.AdminToken = "configured-token-0123"
+	s, err := openSite(&withTok, quietLogger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.close()
-	if s.adminToken != "configured-token" || s.tokenFile != "" {
+	if s.adminToken != "configured-token-0123" || s.tokenFile != "" {
 		t.Fatalf("configured token: %+v", s)
 	}
 	for _, p := range []string{tokenPath(cfg.DB), statePath(cfg.DB)} {
 		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v", p, fi, err)
 		}
+	}
+}
+
+var quietLogger = slog.New(slog.DiscardHandler)
+
+// Without a configured access token one is generated on first start
+// (0600, kept), so executor routes are never open; a later start reuses
+// it, and a token file others can read is reported.
+func TestAccessTokenGenerated(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base := Defaults()
+	base.DB = dir + "/x.db"
+	cfg := base
+	first, err := openSite(&cfg, quietLogger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.close()
+	if len(cfg.AccessToken) < minTokenLen || !first.accessTokenGenerated || first.accessTokenFile != accessTokenPath(base.DB) {
+		t.Fatalf("first start: token %q, site %+v", cfg.AccessToken, first)
+	}
+	if fi, err := os.Stat(accessTokenPath(base.DB)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("access token file: %v %v", fi, err)
+	}
+	if err := os.Chmod(accessTokenPath(base.DB), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	again := base
+	second, err := openSite(&again, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.close()
+	if again.AccessToken != cfg.AccessToken || second.accessTokenGenerated {
+		t.Fatalf("restart: token %q (was %q), generated %v", again.AccessToken, cfg.AccessToken, second.accessTokenGenerated)
+	}
+	if !strings.Contains(logs.String(), "token file is readable or writable by others") ||
+		!strings.Contains(logs.String(), accessTokenPath(base.DB)) {
+		t.Fatalf("lax token file not reported: %s", logs.String())
+	}
+	configured := base
+	configured.AccessToken = "configured-access-token"
+	third, err := openSite(&configured, quietLogger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third.close()
+	if configured.AccessToken != "configured-access-token" || third.accessTokenFile != "" {
+		t.Fatalf("configured token replaced: %q %+v", configured.AccessToken, third)
+	}
+}
+
+// Tokens are shown once, on the start that generated them.
+func TestBannerShowsTokensOnlyWhenGenerated(t *testing.T) {
+	t.Parallel()
+	info := Info{URL: "http://127.0.0.1:8080", AdminToken: "admin-secret-0123456789", TokenFile: "/d/x.db.admin-token",
+		AccessToken: "access-secret-0123456789", AccessTokenFile: "/d/x.db.access-token"}
+	for _, generated := range []bool{true, false} {
+		var b bytes.Buffer
+		printBanner(&b, Defaults(), info, generated, generated)
+		for _, tok := range []string{info.AdminToken, info.AccessToken} {
+			if strings.Contains(b.String(), tok) != generated {
+				t.Errorf("generated=%v: banner shows %s: %v\n%s", generated, tok, !generated, b.String())
+			}
+		}
+	}
+	var b bytes.Buffer
+	configured := Info{URL: info.URL, AdminToken: "configured-admin-token", AccessToken: "configured-access-token"}
+	printBanner(&b, Defaults(), configured, false, false)
+	if strings.Contains(b.String(), "configured-admin-token") || strings.Contains(b.String(), "configured-access-token") {
+		t.Errorf("banner shows a configured token:\n%s", b.String())
 	}
 }

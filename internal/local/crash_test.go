@@ -52,10 +52,13 @@ type child struct {
 	out *os.File
 }
 
+// crashAccessToken is the executor access token the child runs with.
+const crashAccessToken = "crash-test-access-token"
+
 func startChild(t *testing.T, bin, db, listen, token string, logf *os.File) *child {
 	t.Helper()
 	cmd := exec.Command(bin, "local", "--db", db, "--listen", listen, "--shards", "4", "--grace", "5s")
-	cmd.Env = append(os.Environ(), "XJOB_ADMIN_TOKEN="+token, "XJOB_ACCESS_TOKEN=", "XJOB_DEMO=")
+	cmd.Env = append(os.Environ(), "XJOB_ADMIN_TOKEN="+token, "XJOB_ACCESS_TOKEN="+crashAccessToken, "XJOB_DEMO=")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -107,7 +110,7 @@ func TestCrashRestartNoLostNoDuplicate(t *testing.T) {
 	}()
 
 	rec := newRecorder(t)
-	rec.start(t, base, "") // manual group: no registration, results go to base
+	rec.start(t, base, crashAccessToken, "") // manual group: no registration, results go to base
 
 	proc := startChild(t, bin, db, listen, token, logf)
 	var g xjob.Group

@@ -191,8 +191,10 @@ func waitRegistered(ctx context.Context, svc *services, address string, limit ti
 	}
 }
 
-// printBanner tells a person what runs and what to try next.
-func printBanner(w io.Writer, cfg Config, info Info, generated bool) {
+// printBanner tells a person what runs and what to try next. A token is
+// printed once, on the start that generated it; later starts name its file
+// (the banner often ends up in terminal scrollback and CI logs).
+func printBanner(w io.Writer, cfg Config, info Info, generated, accessGenerated bool) {
 	fmt.Fprintf(w, "\nxjob local is running\n")
 	fmt.Fprintf(w, "  API           %s   (xxl-job executors: admin address %s or %s/xxl-job-admin)\n", info.URL, info.URL, info.URL)
 	fmt.Fprintf(w, "  database      %s\n", cfg.DB)
@@ -200,19 +202,32 @@ func printBanner(w io.Writer, cfg Config, info Info, generated bool) {
 	case info.TokenFile == "":
 		fmt.Fprintf(w, "  admin token   from --admin-token / XJOB_ADMIN_TOKEN\n")
 	case generated:
-		fmt.Fprintf(w, "  admin token   %s\n                (generated on first start, kept in %s, mode 0600)\n", info.AdminToken, info.TokenFile)
+		fmt.Fprintf(w, "  admin token   %s\n                (generated on first start, kept in %s, mode 0600; shown only now)\n", info.AdminToken, info.TokenFile)
 	default:
-		fmt.Fprintf(w, "  admin token   %s   (from %s)\n", info.AdminToken, info.TokenFile)
+		fmt.Fprintf(w, "  admin token   kept in %s\n", info.TokenFile)
+	}
+	switch {
+	case info.AccessTokenFile == "":
+		fmt.Fprintf(w, "  access token  from --access-token / XJOB_ACCESS_TOKEN (give it to executors)\n")
+	case accessGenerated:
+		fmt.Fprintf(w, "  access token  %s\n                (for executors' XXL-JOB-ACCESS-TOKEN; generated, kept in %s, mode 0600; shown only now)\n",
+			info.AccessToken, info.AccessTokenFile)
+	default:
+		fmt.Fprintf(w, "  access token  kept in %s (executors' XXL-JOB-ACCESS-TOKEN)\n", info.AccessTokenFile)
+	}
+	if info.AdminPassword != "" {
+		fmt.Fprintf(w, "  console       %s/console/   user admin, password %s\n                (generated on first start and shown only now; change it under Users)\n",
+			info.URL, info.AdminPassword)
+	} else {
+		fmt.Fprintf(w, "  console       %s/console/\n", info.URL)
 	}
 	if info.DemoExecutor != "" {
 		fmt.Fprintf(w, "\nDemo: group %q, jobs %q (cron */2 * * * * ?) and %q (FIX_RATE 5 s),\n      served by the demo executor at %s\n",
 			demoAppName, demoCronDesc, demoFixRateDesc, info.DemoExecutor)
 	}
-	tokenExpr := "'" + info.AdminToken + "'"
+	tokenExpr := "<your admin token>"
 	if info.TokenFile != "" {
 		tokenExpr = "$(cat " + info.TokenFile + ")"
-	} else if cfg.AdminToken != "" {
-		tokenExpr = "<your admin token>"
 	}
 	fmt.Fprintf(w, "\nNext, in another terminal:\n")
 	fmt.Fprintf(w, "  export XJOB_SERVER=%s XJOB_TOKEN=%s\n", info.URL, tokenExpr)

@@ -62,10 +62,10 @@ func newRecorder(t *testing.T) *recorder {
 }
 
 // start serves the SDK executor, sending results to admin.
-func (r *recorder) start(t *testing.T, admin, appName string) {
+func (r *recorder) start(t *testing.T, admin, accessToken, appName string) {
 	t.Helper()
 	e, err := executor.New(executor.Config{
-		AdminAddresses: []string{admin}, AppName: appName, Address: r.srv.URL + "/",
+		AdminAddresses: []string{admin}, AccessToken: accessToken, AppName: appName, Address: r.srv.URL + "/",
 		LogDir: t.TempDir(), CallbackRetryInterval: 500 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler),
 	})
@@ -199,7 +199,7 @@ func TestLocalRunsJobsEndToEnd(t *testing.T) {
 	t.Parallel()
 	info, stop := runLocal(t, nil)
 	rec := newRecorder(t)
-	rec.start(t, info.URL, "xjob-e2e")
+	rec.start(t, info.URL, info.AccessToken, "xjob-e2e")
 
 	var g xjob.Group
 	if code := api(t, info.URL, info.AdminToken, "POST", "/v1/groups",
@@ -216,9 +216,17 @@ func TestLocalRunsJobsEndToEnd(t *testing.T) {
 
 	// A running job first fires after the 5 s pre-read window.
 	var logs logPage
+	// A result may be recorded a moment before the trigger reply of the
+	// same log (the executor's callback overtakes the dispatcher's record
+	// of /run's reply): wait until every listed log has both.
 	eventually(t, 20*time.Second, "3 successful logs", func() bool {
 		logs = logPage{}
 		api(t, info.URL, info.AdminToken, "GET", fmt.Sprintf("/v1/logs?job=%d&status=success&limit=100", j.ID), nil, &logs)
+		for _, l := range logs.Items {
+			if l.TriggerCode == xjob.CodeNone {
+				return false
+			}
+		}
 		return len(logs.Items) >= 3
 	})
 	for _, l := range logs.Items {

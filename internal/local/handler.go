@@ -5,19 +5,31 @@ import (
 	"net/http"
 
 	"github.com/xjobdev/xjob/pkg/adminapi"
+	"github.com/xjobdev/xjob/pkg/auth"
 	"github.com/xjobdev/xjob/pkg/clock"
 )
+
+// newAuth builds the sign-in service over the installation's users. The
+// session key derives from the admin token (see auth.DeriveKey).
+func newAuth(svc *services, adminToken string) (*auth.Service, error) {
+	a, err := auth.New(auth.Config{Users: svc.db, AdminToken: adminToken, Key: auth.DeriveKey(adminToken), Clock: clock.Real{}})
+	if err != nil {
+		return nil, fmt.Errorf("local: auth: %w", err)
+	}
+	return a, nil
+}
 
 // newHandler builds the one HTTP handler: the xxl-job executor API
 // (/api/…, also under /xxl-job-admin), the xjob admin API (/v1/…) and
 // /healthz, all served by package adminapi.
-func newHandler(cfg Config, svc *services, adminToken string) (http.Handler, error) {
+func newHandler(cfg Config, svc *services, adminToken string, au *auth.Service) (http.Handler, error) {
 	h, err := adminapi.New(adminapi.Config{
 		Admin:       svc.admin,
 		Registry:    svc.registry,
 		Callback:    svc.callback,
 		Metrics:     svc.metrics,
 		AdminToken:  adminToken,
+		Auth:        au,
 		AccessToken: cfg.AccessToken,
 		Logger:      svc.logger,
 		Clock:       clock.Real{},

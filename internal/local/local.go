@@ -62,7 +62,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if logger == nil {
 		logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	}
-	st, err := openSite(&cfg)
+	st, err := openSite(&cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func Run(ctx context.Context, cfg Config) error {
 		logger.Warn("another xjob local runs on this file; scanning under a separate owner", "db", cfg.DB, "owner", st.owner)
 	}
 	if cfg.AccessToken == "" && !isLoopback(cfg.Listen) {
-		logger.Warn("executor routes are open: set XJOB_ACCESS_TOKEN when listening beyond loopback", "listen", cfg.Listen)
+		return fmt.Errorf("local: --listen (XJOB_LISTEN) %s is not loopback and no executor access token is set (XJOB_ACCESS_TOKEN)", cfg.Listen)
 	}
 
 	clk := clock.Real{}
@@ -120,7 +120,17 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer parts.exec.Close()
 
-	handler, err := newHandler(cfg, svc, st.adminToken)
+	au, err := newAuth(svc, st.adminToken)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	adminPassword, err := au.Bootstrap(ctx)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("local: first console user: %w", err)
+	}
+	handler, err := newHandler(cfg, svc, st.adminToken, au)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -173,7 +183,8 @@ func Run(ctx context.Context, cfg Config) error {
 		maintain(maintCtx, svc, logger)
 	}()
 
-	info := Info{URL: baseURL, AdminToken: st.adminToken, TokenFile: st.tokenFile, Owner: st.owner}
+	info := Info{URL: baseURL, AdminToken: st.adminToken, TokenFile: st.tokenFile, Owner: st.owner,
+		AccessToken: cfg.AccessToken, AccessTokenFile: st.accessTokenFile, AdminPassword: adminPassword}
 	var demo *demoExecutor
 	if cfg.Demo {
 		demo, err = startDemo(ctx, cfg, svc, baseURL)
@@ -186,7 +197,7 @@ func Run(ctx context.Context, cfg Config) error {
 	logger.Info("xjob local started", "url", baseURL, "db", cfg.DB, "shards", cfg.Shards, "owner", st.owner,
 		"fastWorkers", cfg.FastWorkers, "slowWorkers", cfg.SlowWorkers, "demo", cfg.Demo)
 	if cfg.Stdout != nil {
-		printBanner(cfg.Stdout, cfg, info, st.tokenGenerated)
+		printBanner(cfg.Stdout, cfg, info, st.tokenGenerated, st.accessTokenGenerated)
 	}
 	if cfg.Ready != nil {
 		cfg.Ready(info)
@@ -281,7 +292,8 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 		return fail(fmt.Errorf("local: report: %w", err))
 	}
 	counted := reports.Store(db)
-	cb, err := callback.New(callback.Config{Store: counted, Queues: db, Alarmer: alarmer, Clock: clk, Logger: logger, Metrics: metrics})
+	cb, err := callback.New(callback.Config{Store: counted, Queues: db, Alarmer: alarmer, Clock: clk, Logger: logger, Metrics: metrics,
+		Retry: callback.RetryPolicy{Delay: cfg.RetryDelay, Backoff: cfg.RetryBackoff}})
 	if err != nil {
 		return fail(fmt.Errorf("local: callback: %w", err))
 	}
@@ -289,12 +301,16 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: registry: %w", err))
 	}
-	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger})
+	// The admin pushes the fires of a job it creates, starts or edits within
+	// the scan's horizon, so it shares the scanner's configuration.
+	scanCfg := scan.Config{Shards: cfg.Shards}
+	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger,
+		Scan: scanCfg, AnyTriggerAddress: cfg.AnyTriggerAddress})
 	if err != nil {
 		return fail(fmt.Errorf("local: admin: %w", err))
 	}
 	router := route.New(route.Options{Clock: clk, Prober: exec})
-	disp, err := dispatch.New(dispatch.Config{AdminAddress: baseURL}, dispatch.Deps{
+	disp, err := dispatch.New(dispatch.Config{AdminAddress: baseURL, AnyTriggerAddress: cfg.AnyTriggerAddress}, dispatch.Deps{
 		Store: counted, Executors: exec, Router: router, Addresses: reg, Completer: cb,
 		Clock: clk, Logger: logger, Metrics: metrics,
 	})
@@ -312,12 +328,12 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	// The ring dispatches straight on the lanes' worker pools; the lane
 	// queues take what must wait (retries) and what comes from elsewhere
 	// (child jobs, manual triggers).
-	sink := newLaneSink(laneCtx, disp, db, clk, logger, min(cfg.FastWorkers, sinkWorkers), min(cfg.SlowWorkers, sinkWorkers))
+	sink := newLaneSink(laneCtx, disp, db, clk, logger, cfg.FastWorkers, cfg.SlowWorkers)
 	p.ring, err = ring.New(ring.Deps{Jobs: db, Queues: ringQueues{Queues: db, ring: p.ringGate}, Sink: sink, Clock: clk, Logger: logger})
 	if err != nil {
 		return fail(fmt.Errorf("local: ring: %w", err))
 	}
-	p.scanner, err = scan.New(scan.Config{Shards: cfg.Shards}, scan.Deps{
+	p.scanner, err = scan.New(scanCfg, scan.Deps{
 		Jobs: db, Leases: db, Queues: db, Clock: clk, Logger: logger, Owner: owner, Metrics: metrics,
 	})
 	if err != nil {

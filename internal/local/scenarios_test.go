@@ -501,7 +501,8 @@ func TestLocalScenarios(t *testing.T) {
 		t.Parallel()
 		sc := scenario{t, info}
 		configured, override := newStandin(t, info.URL), newStandin(t, info.URL)
-		g := sc.group("scn-manual", configured.address())
+		// An override may only name the group's own addresses.
+		g := sc.group("scn-manual", configured.address(), override.address())
 		j := sc.job(g, map[string]any{"executorParam": "job-param"}) // stopped
 		occ := sc.trigger(j.ID, map[string]any{"executorParam": "override-param", "addressList": []string{override.address()}})
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,11 @@ type site struct {
 	adminToken     string
 	tokenFile      string // set when the token comes from the file
 	tokenGenerated bool
-	unlock         func()
+	// accessTokenFile and accessTokenGenerated: the same for the executor
+	// access token, when none was configured.
+	accessTokenFile      string
+	accessTokenGenerated bool
+	unlock               func()
 }
 
 func (s *site) close() {
@@ -41,11 +46,14 @@ func (s *site) close() {
 func statePath(db string) string { return db + ".state.json" }
 func lockPath(db string) string  { return db + ".lock" }
 func tokenPath(db string) string { return db + ".admin-token" }
+func accessTokenPath(db string) string {
+	return db + ".access-token"
+}
 
 // openSite prepares the files next to cfg.DB: the directory (with a
 // .gitignore when this creates it), the lock, the installation state and the
 // admin token.
-func openSite(cfg *Config) (*site, error) {
+func openSite(cfg *Config, logger *slog.Logger) (*site, error) {
 	dir := filepath.Dir(cfg.DB)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -86,24 +94,45 @@ func openSite(cfg *Config) (*site, error) {
 	}
 	s.adminToken = cfg.AdminToken
 	if s.adminToken == "" {
-		created := false
-		tok, err := loadOrCreate(tokenPath(cfg.DB), func() ([]byte, error) {
-			created = true
-			return []byte(randomHex(24) + "\n"), nil
-		})
+		tok, file, created, err := storedToken(tokenPath(cfg.DB), logger)
 		if err != nil {
 			s.close()
 			return nil, err
 		}
-		s.adminToken = strings.TrimSpace(string(tok))
-		s.tokenFile = tokenPath(cfg.DB)
-		s.tokenGenerated = created
-		if len(s.adminToken) < minTokenLen {
+		s.adminToken, s.tokenFile, s.tokenGenerated = tok, file, created
+	}
+	if cfg.AccessToken == "" {
+		// Executor routes are never open: without a configured token one
+		// is generated once and kept, for executors to be given.
+		tok, file, created, err := storedToken(accessTokenPath(cfg.DB), logger)
+		if err != nil {
 			s.close()
-			return nil, fmt.Errorf("local: %s holds a token shorter than %d characters", s.tokenFile, minTokenLen)
+			return nil, err
 		}
+		cfg.AccessToken, s.accessTokenFile, s.accessTokenGenerated = tok, file, created
 	}
 	return s, nil
+}
+
+// storedToken reads the token kept in path, generating it (mode 0600) on
+// first use. A token file others may read or write is reported: the token
+// is only as secret as the file.
+func storedToken(path string, logger *slog.Logger) (tok, file string, created bool, err error) {
+	b, err := loadOrCreate(path, func() ([]byte, error) {
+		created = true
+		return []byte(randomHex(24) + "\n"), nil
+	})
+	if err != nil {
+		return "", "", false, err
+	}
+	tok = strings.TrimSpace(string(b))
+	if len(tok) < minTokenLen {
+		return "", "", false, fmt.Errorf("local: %s holds a token shorter than %d characters", path, minTokenLen)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		logger.Warn("token file is readable or writable by others; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
+	}
+	return tok, path, created, nil
 }
 
 // loadOrCreate returns the content of path, first creating it (mode 0600)

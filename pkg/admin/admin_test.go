@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -207,14 +209,18 @@ func TestCreateJobNextFireTime(t *testing.T) {
 		tz       string
 		status   xjob.TriggerStatus
 		wantNext int64
+		wantLast int64 // a fire inside the 5 s horizon is pushed and the job advanced past it
 	}{
-		// now 12:00:00 + 5 s pre-read → first match strictly after 12:00:05
-		{"cron running", xjob.ScheduleCron, "0/10 * * * * ?", "", xjob.StatusRunning, ms(start.Add(10 * time.Second))},
-		{"cron on the window edge", xjob.ScheduleCron, "0/5 * * * * ?", "", xjob.StatusRunning, ms(start.Add(10 * time.Second))},
-		{"cron in a zone", xjob.ScheduleCron, "0 0 14 * * ?", "Europe/Berlin", xjob.StatusRunning, ms(start.Add(time.Hour))},
-		{"fix rate running", xjob.ScheduleFixRate, "30", "", xjob.StatusRunning, ms(start.Add(35 * time.Second))},
-		{"cron stopped", xjob.ScheduleCron, "0/10 * * * * ?", "", xjob.StatusStopped, 0},
-		{"none stopped", xjob.ScheduleNone, "", "", xjob.StatusStopped, 0},
+		// now 12:00:00 → first match strictly after now; fires up to 12:00:05 are pushed at once
+		{"cron running", xjob.ScheduleCron, "0/10 * * * * ?", "", xjob.StatusRunning, ms(start.Add(10 * time.Second)), 0},
+		{"cron on the window edge", xjob.ScheduleCron, "0/5 * * * * ?", "", xjob.StatusRunning,
+			ms(start.Add(10 * time.Second)), ms(start.Add(5 * time.Second))},
+		{"cron in a zone", xjob.ScheduleCron, "0 0 14 * * ?", "Europe/Berlin", xjob.StatusRunning, ms(start.Add(time.Hour)), 0},
+		{"fix rate running", xjob.ScheduleFixRate, "30", "", xjob.StatusRunning, ms(start.Add(30 * time.Second)), 0},
+		{"fix rate inside the horizon", xjob.ScheduleFixRate, "2", "", xjob.StatusRunning,
+			ms(start.Add(6 * time.Second)), ms(start.Add(4 * time.Second))},
+		{"cron stopped", xjob.ScheduleCron, "0/10 * * * * ?", "", xjob.StatusStopped, 0, 0},
+		{"none stopped", xjob.ScheduleNone, "", "", xjob.StatusStopped, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -224,10 +230,14 @@ func TestCreateJobNextFireTime(t *testing.T) {
 			spec.TimeZone, spec.TriggerStatus = tt.tz, tt.status
 			spec.ID, spec.Version, spec.TriggerNextTime, spec.TriggerLastTime = 99, 7, 123, 456 // ignored
 			j := e.create(spec)
-			if j.TriggerNextTime != tt.wantNext || j.TriggerLastTime != 0 {
-				t.Fatalf("next/last = %d/%d, want %d/0", j.TriggerNextTime, j.TriggerLastTime, tt.wantNext)
+			if j.TriggerNextTime != tt.wantNext || j.TriggerLastTime != tt.wantLast {
+				t.Fatalf("next/last = %d/%d, want %d/%d", j.TriggerNextTime, j.TriggerLastTime, tt.wantNext, tt.wantLast)
 			}
-			if j.ID == 99 || j.Version != 1 || j.Revision != 1 || j.TriggerStatus != tt.status {
+			wantVersion := int64(1)
+			if tt.wantLast != 0 {
+				wantVersion = 2 // the admin's advance past the horizon
+			}
+			if j.ID == 99 || j.Version != wantVersion || j.Revision != 1 || j.TriggerStatus != tt.status {
 				t.Fatalf("stored job = id %d version %d revision %d status %d", j.ID, j.Version, j.Revision, j.TriggerStatus)
 			}
 			if j.CreatedAt != ms(start) || j.GlueUpdatedAt != ms(start) {
@@ -326,7 +336,7 @@ func TestUpdateJobRevisionAndNextTime(t *testing.T) {
 		{"cron of running job", true, func(j *xjob.Job) { j.ScheduleConf = "0/20 * * * * ?" }, 1,
 			at(start.Add(time.Minute + 20*time.Second))},
 		{"type of running job", true, func(j *xjob.Job) { j.ScheduleType, j.ScheduleConf = xjob.ScheduleFixRate, "7" }, 1,
-			at(start.Add(time.Minute + 12*time.Second))},
+			at(start.Add(time.Minute + 7*time.Second))},
 		{"zone of running job", true, func(j *xjob.Job) { j.TimeZone = "Asia/Tokyo" }, 1,
 			at(start.Add(time.Minute + 10*time.Second))},
 		// A revision bump drops the occurrences already on the ring, so the
@@ -347,7 +357,7 @@ func TestUpdateJobRevisionAndNextTime(t *testing.T) {
 				spec.TriggerStatus = xjob.StatusRunning
 			}
 			old := e.create(spec)
-			e.clk.Advance(time.Minute) // now 12:01:00; a re-plan starts after 12:01:05
+			e.clk.Advance(time.Minute) // now 12:01:00; a re-plan starts after now
 			in := old
 			tt.edit(&in)
 			in.Version = 0
@@ -472,7 +482,7 @@ func TestStartStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := ms(start.Add(90*time.Second + 5*time.Second + time.Minute)); started.TriggerNextTime != want ||
+	if want := ms(start.Add(90*time.Second + time.Minute)); started.TriggerNextTime != want ||
 		started.TriggerStatus != xjob.StatusRunning || started.Revision != j.Revision+1 {
 		t.Fatalf("started = %+v, want next %d", started, want)
 	}
@@ -507,6 +517,11 @@ func TestTriggerJob(t *testing.T) {
 	e := setup(t)
 	j := e.create(e.spec(xjob.ScheduleNone, "")) // stopped: manual triggers still run
 	param := "override"
+	// An override may name a live executor of the group.
+	if err := e.db.RegistryUpsert(e.ctx, xjob.RegistryEntry{Group: xjob.RegistryGroupExecutor, Key: e.group.AppName,
+		Value: "http://127.0.0.1:9999", UpdatedAt: ms(start)}); err != nil {
+		t.Fatal(err)
+	}
 	res, err := e.svc.TriggerJob(e.ctx, admin.TriggerParams{JobID: j.ID, Param: &param,
 		AddressList: []string{"http://127.0.0.1:9999/"}})
 	if err != nil {
@@ -529,6 +544,9 @@ func TestTriggerJob(t *testing.T) {
 	for name, p := range map[string]admin.TriggerParams{
 		"missing job":  {JobID: 999},
 		"bad address":  {JobID: j.ID, AddressList: []string{"not a url"}},
+		"user-info":    {JobID: j.ID, AddressList: []string{"http://u:pw@127.0.0.1:9999/"}},
+		"other host":   {JobID: j.ID, AddressList: []string{"http://169.254.169.254/latest/"}},
+		"other port":   {JobID: j.ID, AddressList: []string{"http://127.0.0.1:9998/"}},
 		"long param":   {JobID: j.ID, Param: ptr(string(make([]byte, xjob.MaxParamLen+1)))},
 		"invalid id 0": {JobID: 0},
 	} {
@@ -710,7 +728,9 @@ func TestKillLog(t *testing.T) {
 	if k := e.exec.killed(); len(k) != 1 || k[0] != j.ID {
 		t.Fatalf("executor kills = %v", k)
 	}
-	// The completion path ran: the failure with a retry left is retried.
+	// The completion path ran: the failure with a retry left is retried
+	// (after the retry delay).
+	e.clk.Advance(callback.DefaultRetryDelay)
 	if q := e.queued(); len(q) != 1 || q[0].Occurrence.Type != xjob.TriggerRetry {
 		t.Fatalf("after kill queued %+v", q)
 	}
@@ -822,4 +842,94 @@ func TestNewRequiresDeps(t *testing.T) {
 	if _, err := admin.New(admin.Config{}); err == nil {
 		t.Fatal("New accepted an empty config")
 	}
+}
+
+// Child jobs must not lead back to the job: A→B→C→A would ping-pong
+// forever. Diamonds are fine; a refused edit writes nothing.
+func TestChildJobCycleRejected(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	a := e.create(e.spec(xjob.ScheduleNone, ""))
+	b := e.create(e.spec(xjob.ScheduleNone, ""))
+	c := e.create(e.spec(xjob.ScheduleNone, ""))
+	d := e.create(e.spec(xjob.ScheduleNone, ""))
+	setChildren := func(j xjob.Job, ids ...int64) (xjob.Job, error) {
+		j.ChildJobIDs = ids
+		return e.svc.UpdateJob(e.ctx, admin.UpdateJobParams{Job: j})
+	}
+	var err error
+	if a, err = setChildren(a, b.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = setChildren(b, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = setChildren(c, d.ID); err != nil { // diamond: A→B→D, A→C→D
+		t.Fatalf("diamond refused: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		j    xjob.Job
+		kids []int64
+	}{
+		"self":        {a, []int64{a.ID}},
+		"two jobs":    {b, []int64{d.ID, a.ID}},
+		"three jobs":  {d, []int64{a.ID}},
+		"via diamond": {d, []int64{c.ID}},
+	} {
+		before, _ := e.svc.GetJob(e.ctx, tc.j.ID)
+		_, err := setChildren(before, tc.kids...)
+		if f := problemFields(t, err); len(f) != 1 || f[0] != "childJobIds" {
+			t.Errorf("%s: fields %v (%v)", name, f, err)
+		}
+		after, _ := e.svc.GetJob(e.ctx, tc.j.ID)
+		if after.Version != before.Version {
+			t.Errorf("%s: refused edit was written", name)
+		}
+	}
+	if _, err := setChildren(d, a.ID); err == nil || !strings.Contains(err.Error(),
+		fmt.Sprintf("%d → %d → %d → %d", d.ID, a.ID, b.ID, d.ID)) {
+		t.Errorf("cycle not named: %v", err)
+	}
+}
+
+// Overrides outside the group are refused (400, nothing queued) unless the
+// service allows any address; the group's stored list counts as its own.
+func TestTriggerOverrideAllowList(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	manual, err := e.svc.CreateGroup(e.ctx, xjob.Group{AppName: "manual-app", Title: "m", AddressType: xjob.AddressManual,
+		AddressList: []string{"http://10.0.0.5:9999/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := e.spec(xjob.ScheduleNone, "")
+	spec.GroupID = manual.ID
+	j := e.create(spec)
+	if _, err := e.svc.TriggerJob(e.ctx, admin.TriggerParams{JobID: j.ID, AddressList: []string{"http://10.0.0.5:9999"}}); err != nil {
+		t.Fatalf("the group's own address: %v", err)
+	}
+	_, err = e.svc.TriggerJob(e.ctx, admin.TriggerParams{JobID: j.ID, AddressList: []string{"http://10.0.0.6:9999/"}})
+	if f := problemFields(t, err); len(f) != 1 || f[0] != "addressList" {
+		t.Fatalf("foreign address: %v", err)
+	}
+	if q := e.queued(); len(q) != 1 {
+		t.Fatalf("%d tasks queued, want only the allowed trigger", len(q))
+	}
+
+	open, err := admin.New(admin.Config{Store: e.db, Queues: e.db, Executors: nopExecutors{}, Finisher: nopFinisher{},
+		Clock: e.clk, AnyTriggerAddress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open.TriggerJob(e.ctx, admin.TriggerParams{JobID: j.ID, AddressList: []string{"http://10.0.0.6:9999/"}}); err != nil {
+		t.Fatalf("AnyTriggerAddress: %v", err)
+	}
+}
+
+type nopExecutors struct{ driver.ExecutorClient }
+
+type nopFinisher struct{}
+
+func (nopFinisher) Finish(context.Context, xjob.Log, int, string) (xjob.Log, error) {
+	return xjob.Log{}, nil
 }

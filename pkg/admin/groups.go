@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -15,8 +16,18 @@ import (
 // group's address list is not a person's to set: it starts as the app's
 // live executors and is kept up to date by the registry.
 func (s *Service) CreateGroup(ctx context.Context, in xjob.Group) (xjob.Group, error) {
+	in.ID = 0
+	return s.createGroup(ctx, in)
+}
+
+// createGroup is CreateGroup keeping in.ID when it is not 0; a taken id is
+// xjob.ErrConflict.
+func (s *Service) createGroup(ctx context.Context, in xjob.Group) (xjob.Group, error) {
 	g := in
-	g.ID, g.Version, g.UpdatedAt = 0, 0, s.now()
+	if g.ID < 0 || g.ID > math.MaxInt32 {
+		return xjob.Group{}, invalid("id", "%d is not a group id", g.ID)
+	}
+	g.Version, g.UpdatedAt = 0, s.now()
 	if err := s.prepareGroup(ctx, &g); err != nil {
 		return xjob.Group{}, err
 	}

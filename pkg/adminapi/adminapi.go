@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/xjobdev/xjob/pkg/admin"
+	"github.com/xjobdev/xjob/pkg/auth"
 	"github.com/xjobdev/xjob/pkg/callback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/metric"
@@ -54,8 +55,14 @@ type Config struct {
 	// AdminToken is the bearer token of the /v1 API. It must not be
 	// blank: the admin API never runs open.
 	AdminToken string
-	// AccessToken is the xxl-job access token executors send. Blank turns
-	// the check off, as in xxl-job; mains should always set one.
+	// Auth, when set, also accepts console sessions on /v1 (with their
+	// CSRF token on unsafe methods), checks each route's permission for
+	// normal users (authz.go) and serves /v1/users and /v1/me. Without it
+	// only the admin token is accepted.
+	Auth *auth.Service
+	// AccessToken is the xxl-job access token executors send. It must not
+	// be blank either: unlike xxl-job, the executor routes never run open
+	// (anyone reaching them could complete any log or register addresses).
 	AccessToken string
 	// Logger defaults to slog.Default(); Clock (the default "from" of cron
 	// previews) to the wall clock.
@@ -87,6 +94,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if strings.TrimSpace(cfg.AdminToken) == "" {
 		missing = append(missing, "AdminToken")
+	}
+	if strings.TrimSpace(cfg.AccessToken) == "" {
+		missing = append(missing, "AccessToken")
 	}
 	if len(missing) > 0 {
 		return nil, errors.New("adminapi config: missing " + strings.Join(missing, ", "))
@@ -130,7 +140,7 @@ func (h *Handler) routes() {
 	v1 := http.NewServeMux()
 	allowed := map[string][]string{}
 	for _, rt := range h.v1Routes() {
-		v1.HandleFunc(rt.method+" "+rt.pattern, rt.fn)
+		v1.HandleFunc(rt.method+" "+rt.pattern, h.authorize(rt))
 		allowed[rt.pattern] = append(allowed[rt.pattern], rt.method)
 	}
 	for pattern, methods := range allowed {
@@ -140,11 +150,11 @@ func (h *Handler) routes() {
 	v1.HandleFunc("/v1/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "no such route", nil)
 	})
-	h.mux.Handle("/v1/", h.requireAdmin(v1))
+	h.mux.Handle("/v1/", h.authenticate(v1))
 }
 
 func (h *Handler) v1Routes() []route {
-	return []route{
+	return append([]route{
 		{"GET", "/v1/metrics", h.metrics},
 		{"POST", "/v1/jobs", h.createJob},
 		{"GET", "/v1/jobs", h.listJobs},
@@ -167,22 +177,13 @@ func (h *Handler) v1Routes() []route {
 		{"GET", "/v1/logs/{id}/executor-log", h.executorLog},
 		{"POST", "/v1/logs/{id}/kill", h.killLog},
 		{"GET", "/v1/report", h.report},
-	}
+		{"POST", "/v1/apply", h.apply},
+		{"GET", "/v1/export", h.export},
+		{"POST", "/v1/bulk/jobs", h.bulkJobs},
+	}, h.userRoutes()...)
 }
 
-// requireAdmin checks the bearer token in constant time.
-func (h *Handler) requireAdmin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") ||
-			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), h.adminToken) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="xjob"`)
-			writeError(w, http.StatusUnauthorized, "missing or invalid bearer token", nil)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
+func constantEqual(a string, b []byte) bool { return subtle.ConstantTimeCompare([]byte(a), b) == 1 }
 
 func methodNotAllowed(methods []string) http.HandlerFunc {
 	allow := strings.Join(methods, ", ")

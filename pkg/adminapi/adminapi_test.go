@@ -326,6 +326,12 @@ func TestAuthAndHealth(t *testing.T) {
 	if _, err := adminapi.New(adminapi.Config{}); err == nil {
 		t.Fatal("New accepted a config without admin token")
 	}
+	// Executor routes never run open either.
+	_, err := adminapi.New(adminapi.Config{Admin: &admin.Service{}, Registry: &registry.Service{}, Callback: &callback.Service{},
+		AdminToken: adminToken, AccessToken: "  "})
+	if err == nil || !strings.Contains(err.Error(), "AccessToken") {
+		t.Fatalf("New without access token: %v", err)
+	}
 }
 
 func TestJobLifecycle(t *testing.T) {
@@ -397,8 +403,18 @@ func TestJobLifecycle(t *testing.T) {
 		JobID        int64
 		OccurrenceID string
 	}
+	// An override names an executor registered for the group…
+	if r := e.call("POST", "/api/registry", `{"registryGroup":"EXECUTOR","registryKey":"xjob-demo","registryValue":"http://127.0.0.1:9/"}`,
+		"XXL-JOB-ACCESS-TOKEN: "+accessToken); string(r.body) != `{"code":200}` {
+		t.Fatalf("registry: %s", r.body)
+	}
 	e.must(202, "POST", "/v1/jobs/"+strconv.FormatInt(j.ID, 10)+"/trigger",
 		`{"executorParam":"x=1","addressList":["http://127.0.0.1:9/"]}`, &trig)
+	// …and nothing else.
+	if r := e.call("POST", "/v1/jobs/"+strconv.FormatInt(j.ID, 10)+"/trigger",
+		`{"addressList":["http://169.254.169.254/latest/meta-data/"]}`); r.status != 400 {
+		t.Fatalf("foreign override: %d %s", r.status, r.body)
+	}
 	if trig.JobID != j.ID || !strings.HasPrefix(trig.OccurrenceID, "j"+strconv.FormatInt(j.ID, 10)+"/MANUAL/r") {
 		t.Fatalf("trigger = %+v", trig)
 	}

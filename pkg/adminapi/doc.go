@@ -36,6 +36,11 @@
 //	  GET  /v1/logs/{id}/executor-log?from=1  {"fromLineNum","toLineNum","logContent","isEnd"}
 //	  POST /v1/logs/{id}/kill                 200 log (409 if not running)
 //	  GET  /v1/report?from=&to=               {"items":[ReportDay…]}
+//	  POST /v1/apply?prune=&dryRun=           manifest → {"plan":[…],"unchanged","dryRun"}
+//	                                          (400 and no write if any item is bad)
+//	  GET  /v1/export                         manifest {"groups":[…],"jobs":[…]}
+//	  POST /v1/bulk/jobs                      {"action":"start|stop|delete","ids":[…]} →
+//	                                          {"items":[{"id","status","error"}]}, one per id
 //
 // Status codes of the admin API: 400 malformed JSON, unknown field, wrong
 // type, bad query parameter or failed validation; 401 missing or wrong

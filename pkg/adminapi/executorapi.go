@@ -33,8 +33,7 @@ func (h *Handler) executorAPI(w http.ResponseWriter, r *http.Request) {
 	case uri == "":
 		writeReturn(w, protocol.Fail(msgURIEmpty))
 		return
-	case len(h.accessToken) > 0 &&
-		subtle.ConstantTimeCompare([]byte(r.Header.Get(protocol.AccessTokenHeader)), h.accessToken) != 1:
+	case subtle.ConstantTimeCompare([]byte(r.Header.Get(protocol.AccessTokenHeader)), h.accessToken) != 1:
 		writeReturn(w, protocol.Fail(protocol.MsgWrongToken))
 		return
 	}

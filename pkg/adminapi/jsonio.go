@@ -15,6 +15,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/admin"
+	"github.com/xjobdev/xjob/pkg/auth"
 )
 
 // apiError is the body of every admin API error.
@@ -56,24 +57,32 @@ func writeError(w http.ResponseWriter, status int, msg string, problems []xjob.F
 // service's error classes; anything else is a 500 whose detail is logged,
 // not shown.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg, problems := h.errStatus(r, err)
+	writeError(w, status, msg, problems)
+}
+
+// errStatus classes err as fail answers it (also used for the per-item
+// results of bulk requests).
+func (h *Handler) errStatus(r *http.Request, err error) (int, string, []xjob.FieldProblem) {
 	var he *httpError
 	var ve *xjob.ValidationError
 	switch {
 	case errors.As(err, &he):
-		writeError(w, he.status, he.msg, he.problems)
+		return he.status, he.msg, he.problems
 	case errors.As(err, &ve):
-		writeError(w, http.StatusBadRequest, ve.Error(), ve.Problems)
+		return http.StatusBadRequest, ve.Error(), ve.Problems
 	case errors.Is(err, xjob.ErrNotFound):
-		writeError(w, http.StatusNotFound, err.Error(), nil)
+		return http.StatusNotFound, err.Error(), nil
 	case errors.Is(err, xjob.ErrConflict):
-		writeError(w, http.StatusConflict, err.Error(), nil)
+		return http.StatusConflict, err.Error(), nil
 	case errors.Is(err, admin.ErrExecutor):
-		writeError(w, http.StatusBadGateway, err.Error(), nil)
-	default:
-		h.cfg.Logger.LogAttrs(r.Context(), slog.LevelError, "admin api request failed",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
-		writeError(w, http.StatusInternalServerError, "internal error", nil)
+		return http.StatusBadGateway, err.Error(), nil
+	case errors.Is(err, auth.ErrForbidden):
+		return http.StatusForbidden, err.Error(), nil
 	}
+	h.cfg.Logger.LogAttrs(r.Context(), slog.LevelError, "admin api request failed",
+		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	return http.StatusInternalServerError, "internal error", nil
 }
 
 // decodeBody decodes one JSON object from the request body into dst,
@@ -180,6 +189,18 @@ func (q *query) int64(name string, def, minV, maxV int64) int64 {
 		return def
 	}
 	return n
+}
+
+// bool parses an optional flag: true/1 or false/0 (absent: false).
+func (q *query) bool(name string) bool {
+	switch q.str(name) {
+	case "", "false", "0":
+		return false
+	case "true", "1":
+		return true
+	}
+	q.add(name, "must be true or false")
+	return false
 }
 
 func (q *query) err() error {

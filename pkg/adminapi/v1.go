@@ -56,6 +56,10 @@ func (h *Handler) createJob(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if err := h.allowJobBody(r, j); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	out, err := h.cfg.Admin.CreateJob(r.Context(), j)
 	if err != nil {
 		h.fail(w, r, err)
@@ -119,6 +123,10 @@ func (h *Handler) updateJob(w http.ResponseWriter, r *http.Request) {
 	}
 	if j.ID != 0 && j.ID != id {
 		h.fail(w, r, badRequest("id", "%d does not match the job id %d in the URL", j.ID, id))
+		return
+	}
+	if err := h.allowJobBody(r, j); err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	version := j.Version
@@ -281,6 +289,7 @@ func (h *Handler) listGroups(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	gs = filterGroups(principal(r), gs)
 	for i := range gs {
 		gs[i] = groupOut(gs[i])
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/xjobdev/xjob"
@@ -74,7 +75,7 @@ type Service struct {
 	cfg     Config
 	sign    signer
 	limit   *limiter
-	dummy   string // a hash to check unknown usernames against (equal timing)
+	dummy   func() string // a hash to check unknown usernames against (equal timing)
 	adminTk []byte
 }
 
@@ -103,12 +104,15 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	dummy, err := HashPassword(RandomPassword(), cfg.Params)
-	if err != nil {
-		return nil, fmt.Errorf("auth: %w", err)
-	}
-	return &Service{cfg: cfg, sign: signer{key: cfg.Key}, limit: newLimiter(cfg.MaxFailures, cfg.FailWindow),
-		dummy: dummy, adminTk: []byte(cfg.AdminToken)}, nil
+	s := &Service{cfg: cfg, sign: signer{key: cfg.Key}, limit: newLimiter(cfg.MaxFailures, cfg.FailWindow),
+		adminTk: []byte(cfg.AdminToken)}
+	// Built on first use: a Lambda function that never signs anyone in
+	// does not pay for a hash at cold start.
+	s.dummy = sync.OnceValue(func() string {
+		h, _ := HashPassword(RandomPassword(), cfg.Params) // a generated password always passes the rules
+		return h
+	})
+	return s, nil
 }
 
 // Principal is who a request acts as: the admin token (superuser) or a
@@ -257,7 +261,7 @@ func (s *Service) SignIn(w http.ResponseWriter, r *http.Request, username, passw
 	u, err := s.cfg.Users.UserGet(r.Context(), username)
 	switch {
 	case errors.Is(err, xjob.ErrNotFound) || !xjob.ValidUsername(username):
-		CheckPassword(s.dummy, password) // same work as a known user
+		CheckPassword(s.dummy(), password) // same work as a known user
 		err = ErrBadCredentials
 	case err != nil:
 		return Principal{}, fmt.Errorf("auth sign-in: %w", err)

@@ -6,7 +6,7 @@
 // # Completion state machine
 //
 //	                 callback / kill / lost-job check
-//	triggered ───────────── Finish (LogFinish, first result wins) ──┐
+//	triggered ────────── Finish (LogFinishMany, first result wins) ─┐
 //	   │                                                            │
 //	   │ trigger failed (dispatch)                                  ▼
 //	   └──────────────────────────────────────────────────▶ Complete(log)
@@ -25,6 +25,10 @@
 // the retry decision comes first, then the alarm, and both happen.
 //
 // # Why this is safe under duplicates and crashes
+//
+// A callback request is one unit of durable work: its logs and jobs are
+// read once (LogGetMany, JobGetMany) and its results recorded in one
+// LogFinishMany, each item still conditional on its own log.
 //
 // Only the caller whose LogFinish wins the conditional write goes on to
 // trigger children, so duplicate or concurrent callbacks have one effect.

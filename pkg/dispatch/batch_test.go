@@ -22,6 +22,38 @@ type countingStore struct {
 	jobGetMany   int
 	groupGets    map[int64]int
 	registryList int
+	writes       map[string]int // write method → calls
+}
+
+func (c *countingStore) wrote(method string) {
+	c.mu.Lock()
+	c.writes[method]++
+	c.mu.Unlock()
+}
+
+func (c *countingStore) LogCreate(ctx context.Context, l xjob.Log) (xjob.Log, error) {
+	c.wrote("LogCreate")
+	return c.Store.LogCreate(ctx, l)
+}
+
+func (c *countingStore) LogCreateMany(ctx context.Context, ls []xjob.Log) ([]driver.LogCreated, error) {
+	c.wrote("LogCreateMany")
+	return c.Store.LogCreateMany(ctx, ls)
+}
+
+func (c *countingStore) LogTriggered(ctx context.Context, p driver.LogTriggeredParams) error {
+	c.wrote("LogTriggered")
+	return c.Store.LogTriggered(ctx, p)
+}
+
+func (c *countingStore) LogTriggeredMany(ctx context.Context, ps []driver.LogTriggeredParams) ([]error, error) {
+	c.wrote("LogTriggeredMany")
+	return c.Store.LogTriggeredMany(ctx, ps)
+}
+
+func (c *countingStore) ReportAdd(ctx context.Context, d xjob.ReportDay) error {
+	c.wrote("ReportAdd")
+	return c.Store.ReportAdd(ctx, d)
 }
 
 func (c *countingStore) JobGet(ctx context.Context, id int64) (xjob.Job, error) {
@@ -55,7 +87,7 @@ func (c *countingStore) RegistryList(ctx context.Context, p driver.RegistryListP
 func (c *countingStore) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.jobGet, c.jobGetMany, c.groupGets, c.registryList = 0, 0, map[int64]int{}, 0
+	c.jobGet, c.jobGetMany, c.groupGets, c.registryList, c.writes = 0, 0, map[int64]int{}, 0, map[string]int{}
 }
 
 // executors are shared by the environments a batch test compares, so
@@ -203,7 +235,7 @@ func TestDispatchManyEqualsDispatchOneByOne(t *testing.T) {
 func TestDispatchManyReadsEachJobAndGroupOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	counter := &countingStore{groupGets: map[int64]int{}}
+	counter := &countingStore{groupGets: map[int64]int{}, writes: map[string]int{}}
 	e := setupWith(t, func(s driver.Store) driver.Store { counter.Store = s; return counter })
 	_, tasks, groups := mixedBatch(t, e, newExecutors(t))
 	counter.reset()
@@ -228,6 +260,51 @@ func TestDispatchManyReadsEachJobAndGroupOnce(t *testing.T) {
 	}
 }
 
+// A batch is one unit of durable work: its occurrences are claimed in
+// one LogCreateMany and its replies recorded in one LogTriggeredMany,
+// with one report update, however many tasks and broadcast shards it has;
+// delivered again, it reaches no executor twice.
+func TestDispatchManyWritesOncePerBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	counter := &countingStore{groupGets: map[int64]int{}, writes: map[string]int{}}
+	e := setupWith(t, func(s driver.Store) driver.Store { counter.Store = s; return counter })
+	ex := newExecutors(t)
+	_, tasks, _ := mixedBatch(t, e, ex)
+	counter.reset()
+	outs, _ := e.d.DispatchMany(ctx, tasks)
+	logs := 0
+	for _, o := range outs {
+		logs += len(o.Logs)
+	}
+	if logs < 3 {
+		t.Fatalf("the mixed batch triggered %d logs; the test needs several", logs)
+	}
+	counter.mu.Lock()
+	want := map[string]int{"LogCreateMany": 1, "LogTriggeredMany": 1, "ReportAdd": 1}
+	if !reflect.DeepEqual(counter.writes, want) {
+		t.Errorf("writes for %d logs: %v, want %v", logs, counter.writes, want)
+	}
+	counter.mu.Unlock()
+
+	runs := len(ex.ok.got()) + len(ex.ok2.got()) + len(ex.fail.got()) + len(ex.override.got())
+	counter.reset()
+	outs, errs := e.d.DispatchMany(ctx, tasks)
+	for i, o := range outs {
+		if len(o.Logs) != 0 || (errs[i] != nil && !errors.As(errs[i], new(*xjob.ValidationError)) && !errors.Is(errs[i], dispatch.ErrInFlight)) {
+			t.Errorf("redelivered task %d: %+v, %v; want no trigger", i, o, errs[i])
+		}
+	}
+	if again := len(ex.ok.got()) + len(ex.ok2.got()) + len(ex.fail.got()) + len(ex.override.got()); again != runs {
+		t.Errorf("executors ran %d times after the redelivery, %d before", again, runs)
+	}
+	counter.mu.Lock()
+	defer counter.mu.Unlock()
+	if counter.writes["LogTriggeredMany"] != 0 || counter.writes["LogCreateMany"] != 1 {
+		t.Errorf("redelivery writes: %v, want one LogCreateMany and nothing else", counter.writes)
+	}
+}
+
 func TestDispatchManyStoreFailureFailsEveryLiveTask(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -249,5 +326,25 @@ func TestDispatchManyStoreFailureFailsEveryLiveTask(t *testing.T) {
 	}
 	if n := len(ex.got()); n != 0 {
 		t.Errorf("executor ran %d tasks after a failed read", n)
+	}
+}
+
+// An occurrence delivered twice in one batch (SQS at-least-once) reaches
+// its executor once; the second copy is a duplicate, not a task in flight
+// elsewhere to retry later.
+func TestDispatchManyOccurrenceTwiceInOneBatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ex := newExecutor(t, 200)
+	task := cronTask(e.job(t, e.group(t, ex.srv.URL), nil))
+	outs, errs := e.d.DispatchMany(context.Background(), []xjob.DispatchTask{task, task})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("errors %v", errs)
+	}
+	if len(outs[0].Logs) != 1 || outs[1].Duplicates != 1 || len(outs[1].Logs) != 0 {
+		t.Fatalf("outcomes %+v, want one trigger and one duplicate", outs)
+	}
+	if n := len(ex.got()); n != 1 {
+		t.Fatalf("executor ran %d times, want once", n)
 	}
 }

@@ -4,13 +4,13 @@
 //
 // The trigger log is the deduplication point. It is created with a write
 // conditional on its occurrence id, so a second delivery of the same
-// occurrence finds it:
+// occurrence finds it. Per occurrence:
 //
-//	LogCreate(occurrence id) ──ok──▶ POST /run ──▶ LogTriggered(code, msg)
-//	      │conflict
+//	claim (occurrence id) ──created──▶ POST /run ──▶ record reply (trigger code, msg)
+//	      │exists
 //	      ├── log already triggered ──────────────▶ drop (duplicate)
 //	      ├── untriggered, claim still valid ─────▶ ErrInFlight (retry later)
-//	      └── untriggered, claim expired ─LogClaim─▶ POST /run (take over)
+//	      └── untriggered, claim expired ─taken over─▶ POST /run (take over)
 //
 // The take-over closes the gap of a dispatcher that died between creating
 // the log and calling the executor: the fire is not lost. The only case in
@@ -18,9 +18,13 @@
 // /run and died before recording it, and its claim then expired; xxl-job
 // executors reject a log id that is still queued with them.
 //
-// DispatchMany (and Load + Batch.Trigger for callers with their own worker
-// pools) triggers a batch with shared reads: one JobGetMany, each group
-// and its addresses once. Dispatch is a batch of one; there is one path.
+// The unit of durable work is a batch (a ring bucket's instant on one
+// lane, an SQS batch on AWS), not a trigger: Load reads the batch's jobs
+// in one JobGetMany and each group and its addresses once; Batch.Run
+// claims all its occurrences in one LogCreateMany, calls the executors
+// concurrently, records every reply in one LogTriggeredMany and adds the
+// report counters once per day. DispatchMany is Load + Run; Dispatch is a
+// batch of one; there is one path.
 package dispatch
 
 import (
@@ -76,6 +80,14 @@ type Config struct {
 	ClaimTTL time.Duration
 	// AdminAddress is shown in trigger messages (xxl-job shows the admin IP).
 	AdminAddress string
+	// AnyTriggerAddress lets a task's address override name any address.
+	// Off (the default), an override address that is neither in the
+	// group's stored list nor a live executor of the group fails the
+	// trigger without a call: the admin service checks overrides when a
+	// person triggers, and this keeps a task that reaches a lane some
+	// other way (a direct invocation of the dispatch function) to the
+	// same rule.
+	AnyTriggerAddress bool
 	// BatchConcurrency bounds the tasks of one DispatchMany triggered at
 	// the same time, and its concurrent group reads (default 32): a batch
 	// shares its reads, not its executors' latency.
@@ -146,16 +158,17 @@ func (d *Dispatcher) Dispatch(ctx context.Context, task xjob.DispatchTask) (Outc
 // Config.BatchConcurrency at a time. The i-th outcome and error are
 // tasks[i]'s and mean exactly what Dispatch's do.
 func (d *Dispatcher) DispatchMany(ctx context.Context, tasks []xjob.DispatchTask) ([]Outcome, []error) {
-	b := d.Load(ctx, tasks)
-	outs, errs := make([]Outcome, len(tasks)), make([]error, len(tasks))
-	each(len(tasks), d.cfg.BatchConcurrency, func(i int) { outs[i], errs[i] = b.Trigger(ctx, i) })
-	return outs, errs
+	idx := make([]int, len(tasks))
+	for i := range idx {
+		idx[i] = i
+	}
+	return d.Load(ctx, tasks).Run(ctx, idx, nil)
 }
 
 // Batch is a set of tasks whose reads are done: what Load learnt about
-// each task, waiting for Trigger. It lets a caller that bounds its own
-// workers (the local lane pools) share the reads of DispatchMany and
-// still start each trigger when a worker is free.
+// each task, waiting for Run. It lets a caller that paces its own work
+// (the local lane sink) share the reads of DispatchMany and still run the
+// batch in chunks, each chunk one claim and one record.
 type Batch struct {
 	d     *Dispatcher
 	tasks []batchTask
@@ -173,7 +186,7 @@ type batchTask struct {
 // Load validates tasks and reads what triggering them needs: all jobs in
 // one JobGetMany (JobGet for a single job), each distinct group once, and each group's addresses
 // once (only for groups some task needs them for). Read failures are not
-// returned here but by the Trigger of each task they concern; Load has no
+// returned here but by the Run of each task they concern; Load has no
 // other effect, so a caller may leave some tasks of a batch untriggered.
 func (d *Dispatcher) Load(ctx context.Context, tasks []xjob.DispatchTask) *Batch {
 	b := &Batch{d: d, tasks: make([]batchTask, len(tasks))}
@@ -235,7 +248,7 @@ func (d *Dispatcher) Load(ctx context.Context, tasks []xjob.DispatchTask) *Batch
 			groups[job.GroupID] = g
 			order = append(order, g)
 		}
-		g.needAddrs = g.needAddrs || len(task.AddressList) == 0
+		g.needAddrs = g.needAddrs || len(task.AddressList) == 0 || !d.cfg.AnyTriggerAddress
 	}
 
 	// Groups and their addresses, each once, concurrently.
@@ -265,16 +278,37 @@ func (d *Dispatcher) Load(ctx context.Context, tasks []xjob.DispatchTask) *Batch
 		default:
 			t.group = g.group
 			t.addrs = t.task.AddressList
+			if (len(t.addrs) == 0 || !d.cfg.AnyTriggerAddress) && g.addrsErr != nil {
+				*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: addresses: %w", t.job.ID, g.addrsErr)}
+				continue
+			}
 			if len(t.addrs) == 0 {
-				if g.addrsErr != nil {
-					*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: addresses: %w", t.job.ID, g.addrsErr)}
-					continue
-				}
 				t.addrs = g.addrs
+			} else if !d.cfg.AnyTriggerAddress {
+				if bad := foreignAddress(t.addrs, g.group.AddressList, g.addrs); bad != "" {
+					t.fail = "address override " + bad + " is not an address of group " + g.group.AppName
+				}
 			}
 		}
 	}
 	return b
+}
+
+// foreignAddress returns the first of overrides found in neither of the
+// group's lists, or "".
+func foreignAddress(overrides []string, lists ...[]string) string {
+	known := map[string]bool{}
+	for _, l := range lists {
+		for _, a := range l {
+			known[xjob.AddressKey(a)] = true
+		}
+	}
+	for _, a := range overrides {
+		if !known[xjob.AddressKey(a)] {
+			return a
+		}
+	}
+	return ""
 }
 
 // loadJobs reads the jobs among ids that exist: one JobGetMany, or one
@@ -294,38 +328,299 @@ func (d *Dispatcher) loadJobs(ctx context.Context, ids []int64) ([]xjob.Job, err
 	return []xjob.Job{job}, nil
 }
 
-// Trigger triggers task i of b, once: what Dispatch does after its reads.
-// Triggers of different tasks may run concurrently.
-func (b *Batch) Trigger(ctx context.Context, i int) (Outcome, error) {
-	bt := &b.tasks[i]
-	if bt.done {
-		if bt.out.Dropped {
-			// Counted here, not in Load: a task Load decided but its
-			// caller never triggers (the local sink's spill) is not dropped.
-			b.d.d.Metrics.Drop()
+// Run triggers the tasks idx of b (indexes into the tasks given to Load)
+// as one unit of durable work, and returns their outcomes and errors in
+// the order of idx, each meaning exactly what Dispatch's does:
+//
+//	route every shard ──▶ LogCreateMany (one claim for all) ──▶ POST /run, concurrently
+//	    ──▶ LogTriggeredMany (one record for all replies) ──▶ report counters once per day,
+//	        slow marks, failed triggers completed
+//
+// Executor calls take a slot of calls each (a buffered channel used as a
+// semaphore, shared by the Runs of one lane); nil bounds them to
+// Config.BatchConcurrency for this Run. Each task must be Run once; Runs
+// of different tasks of one Batch may overlap.
+func (b *Batch) Run(ctx context.Context, idx []int, calls chan struct{}) ([]Outcome, []error) {
+	d := b.d
+	outs, errs := make([]Outcome, len(idx)), make([]error, len(idx))
+	var shards []*shard
+	for k, i := range idx {
+		bt := &b.tasks[i]
+		if bt.done {
+			if bt.out.Dropped {
+				// Counted here, not in Load: a task Load decided but its
+				// caller never runs (the local sink's spill) is not dropped.
+				d.d.Metrics.Drop()
+			}
+			outs[k], errs[k] = bt.out, bt.err
+			continue
 		}
-		return bt.out, bt.err
+		t, task := bt.t, bt.t.task
+		switch {
+		case t.broadcast && task.ShardTotal > 0:
+			// A retried shard re-runs only itself.
+			shards = append(shards, &shard{k: k, t: t, i: task.ShardIndex, n: task.ShardTotal})
+		case t.broadcast && t.fail == "" && len(t.addrs) > 0:
+			for i := range t.addrs {
+				shards = append(shards, &shard{k: k, t: t, i: i, n: len(t.addrs)})
+			}
+		default:
+			shards = append(shards, &shard{k: k, t: t, i: 0, n: 1})
+		}
 	}
-	d, t, task := b.d, bt.t, bt.t.task
-	var (
-		out Outcome
-		err error
-	)
-	switch {
-	case t.job.RouteStrategy == xjob.RouteShardingBroadcast && task.ShardTotal > 0:
-		// A retried shard re-runs only itself.
-		err = d.triggerShard(ctx, t, task.ShardIndex, task.ShardTotal, &out)
-	case t.job.RouteStrategy == xjob.RouteShardingBroadcast && t.fail == "" && len(t.addrs) > 0:
-		n := len(t.addrs)
-		for i := range n {
-			if e := d.triggerShard(ctx, t, i, n, &out); e != nil {
-				err = errors.Join(err, e)
+	if len(shards) > 0 {
+		d.runShards(ctx, shards, calls)
+	}
+	for _, sh := range shards {
+		out := &outs[sh.k]
+		switch {
+		case sh.err != nil:
+			errs[sh.k] = errors.Join(errs[sh.k], sh.err)
+		case sh.duplicate:
+			out.Duplicates++
+		case sh.recorded:
+			out.Logs = append(out.Logs, sh.log)
+		}
+	}
+	return outs, errs
+}
+
+// shard is one log of a Run: a task's only one, or one broadcast shard.
+type shard struct {
+	k    int // the task's position in Run's idx
+	t    *trigger
+	i, n int
+
+	address, trail, fail string
+	log                  xjob.Log // to create; then as stored
+	prev                 xjob.Log // a taken-over log as its dead dispatcher left it
+	takenOver            bool
+
+	ret       protocol.ReturnT
+	took      time.Duration
+	duplicate bool
+	recorded  bool
+	err       error
+}
+
+// runShards routes, claims, calls and records the shards of one Run.
+func (d *Dispatcher) runShards(ctx context.Context, shards []*shard, calls chan struct{}) {
+	now := clock.Millis(d.d.Clock)
+	d.route(ctx, shards)
+	logs := make([]xjob.Log, len(shards))
+	for j, sh := range shards {
+		sh.log = d.newLog(sh, now)
+		logs[j] = sh.log
+	}
+	claims, err := d.d.Store.LogCreateMany(ctx, logs)
+	var call []*shard
+	mine := map[int64]bool{} // logs this Run claimed
+	for j, sh := range shards {
+		if err != nil {
+			sh.err = fmt.Errorf("dispatch %s: create log: %w", sh.log.OccurrenceID, err)
+			continue
+		}
+		c := claims[j]
+		if c.Outcome == driver.ClaimHeld && mine[c.Log.ID] {
+			// Claimed by this very batch (the occurrence was delivered
+			// twice in it), which triggers it: a duplicate.
+			c.Outcome = driver.ClaimTriggered
+		}
+		switch c.Outcome {
+		case driver.ClaimCreated:
+			sh.log = c.Log
+			mine[c.Log.ID] = true
+		case driver.ClaimTakenOver:
+			// Keep what this attempt routed; the stored log keeps its id.
+			sh.log, sh.prev, sh.takenOver = c.Log, c.Prev, true
+			sh.log.ExecutorAddress = sh.address
+			mine[c.Log.ID] = true
+		case driver.ClaimTriggered:
+			sh.duplicate = true
+			d.d.Metrics.Duplicate()
+			continue
+		case driver.ClaimHeld:
+			sh.err = fmt.Errorf("dispatch %s: %w", sh.log.OccurrenceID, ErrInFlight)
+			continue
+		default:
+			sh.err = fmt.Errorf("dispatch %s: create log: %w", sh.log.OccurrenceID, c.Err)
+			continue
+		}
+		call = append(call, sh)
+	}
+	if len(call) == 0 {
+		return
+	}
+
+	if calls == nil {
+		calls = make(chan struct{}, d.cfg.BatchConcurrency)
+	}
+	var wg sync.WaitGroup
+	for _, sh := range call {
+		calls <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-calls }()
+			d.call(ctx, sh)
+		})
+	}
+	wg.Wait()
+
+	replies := make([]driver.LogTriggeredParams, len(call))
+	for j, sh := range call {
+		code := sh.ret.Code
+		if code != xjob.CodeSuccess {
+			code = xjob.CodeFail
+		}
+		msg := d.triggerMsg(sh.t, sh.address, sh.trail, sh.ret)
+		replies[j] = driver.LogTriggeredParams{ID: sh.log.ID, ExecutorAddress: sh.address, TriggerCode: code, TriggerMsg: msg}
+		sh.log.TriggerCode, sh.log.TriggerMsg, sh.log.ExecutorAddress = code, msg, sh.address
+	}
+	rerrs, err := d.d.Store.LogTriggeredMany(ctx, replies)
+	var failed []xjob.Log
+	days := map[string]*xjob.ReportDay{}
+	for j, sh := range call {
+		if err == nil && rerrs[j] != nil && !errors.Is(rerrs[j], xjob.ErrConflict) {
+			err = rerrs[j]
+		}
+		if err != nil {
+			sh.err = fmt.Errorf("dispatch %s: record trigger: %w", sh.log.OccurrenceID, err)
+			err = nil
+			continue
+		}
+		sh.recorded = true
+		ok := sh.log.TriggerCode == xjob.CodeSuccess
+		var delay time.Duration
+		if occ := sh.t.task.Occurrence; occ.Scheduled() {
+			delay = time.Duration(sh.log.TriggerTime-occ.FireTime) * time.Millisecond
+		}
+		d.d.Metrics.Trigger(ok, delay)
+		day := time.UnixMilli(sh.log.TriggerTime).UTC().Format(time.DateOnly)
+		delta := days[day]
+		if delta == nil {
+			delta = &xjob.ReportDay{Day: day}
+			days[day] = delta
+		}
+		if ok {
+			delta.RunningCount++
+		} else {
+			delta.FailCount++
+			failed = append(failed, sh.log)
+		}
+		if sh.took > xjob.SlowDispatch*time.Millisecond {
+			if err := d.d.Store.JobRecordSlow(ctx, sh.t.job.ID, now/60000); err != nil {
+				d.d.Logger.WarnContext(ctx, "dispatch record slow", "job", sh.t.job.ID, "err", err)
 			}
 		}
-	default:
-		err = d.triggerShard(ctx, t, 0, 1, &out)
 	}
-	return out, err
+	for _, delta := range days {
+		if err := d.d.Store.ReportAdd(ctx, *delta); err != nil {
+			d.d.Logger.WarnContext(ctx, "dispatch report", "err", err)
+		}
+	}
+	each(len(failed), d.cfg.BatchConcurrency, func(j int) {
+		if err := d.d.Completer.Complete(ctx, failed[j]); err != nil {
+			// The fail monitor's sweep will pick it up again.
+			d.d.Logger.WarnContext(ctx, "dispatch complete failed trigger", "log", failed[j].ID, "err", err)
+		}
+	})
+}
+
+// route picks each shard's executor: broadcast shards their own address,
+// other tasks through the Router (FAILOVER and BUSYOVER probe executors,
+// so those run concurrently; the rest decide in memory).
+func (d *Dispatcher) route(ctx context.Context, shards []*shard) {
+	var probing []*shard
+	for _, sh := range shards {
+		t := sh.t
+		switch {
+		case t.fail != "":
+			sh.fail = t.fail
+		case len(t.addrs) == 0:
+			sh.fail = "no executor address available"
+		case t.broadcast:
+			sh.address = t.addrs[0]
+			if sh.i < len(t.addrs) {
+				sh.address = t.addrs[sh.i]
+			}
+		case t.job.RouteStrategy == xjob.RouteFailover || t.job.RouteStrategy == xjob.RouteBusyover:
+			probing = append(probing, sh)
+		default:
+			d.routeOne(ctx, sh)
+		}
+	}
+	each(len(probing), d.cfg.BatchConcurrency, func(j int) { d.routeOne(ctx, probing[j]) })
+}
+
+func (d *Dispatcher) routeOne(ctx context.Context, sh *shard) {
+	// Route probes name the group: xxl-job 3.5 executors require XXL-JOB-APPNAME.
+	ctx = protocol.WithAppName(ctx, sh.t.group.AppName)
+	res, err := d.d.Router.Route(ctx, sh.t.job.RouteStrategy, sh.t.job.ID, sh.t.addrs)
+	sh.address, sh.trail = res.Address, res.Trail
+	if err != nil {
+		sh.address, sh.fail = "", err.Error()
+	}
+}
+
+// newLog is the trigger log a shard creates, claimed until now + ClaimTTL.
+func (d *Dispatcher) newLog(sh *shard, now int64) xjob.Log {
+	t, occ := sh.t, sh.t.task.Occurrence
+	sharding := ""
+	if t.broadcast {
+		sharding = xjob.ShardingParam(sh.i, sh.n)
+	}
+	return xjob.Log{
+		OccurrenceID:           occ.ID(sh.i),
+		JobID:                  t.job.ID,
+		GroupID:                t.job.GroupID,
+		TriggerType:            occ.Type,
+		ScheduledTime:          occ.FireTime,
+		TriggerTime:            now,
+		ExecutorAddress:        sh.address,
+		ExecutorHandler:        t.job.Handler,
+		ExecutorParam:          t.param,
+		ExecutorShardingParam:  sharding,
+		ExecutorFailRetryCount: t.retry,
+		ClaimUntil:             now + d.cfg.ClaimTTL.Milliseconds(),
+	}
+}
+
+// call POSTs /run for one claimed shard (or, for a log taken over from a
+// dead dispatcher, first asks its executor whether the run got there).
+func (d *Dispatcher) call(ctx context.Context, sh *shard) {
+	// Every executor call (/run, the take-over probe) names the group:
+	// xxl-job 3.5 executors require XXL-JOB-APPNAME.
+	ctx = protocol.WithAppName(ctx, sh.t.group.AppName)
+	if sh.takenOver && sh.prev.ExecutorAddress != "" {
+		if rt, ok := d.probe(ctx, sh.prev); ok {
+			sh.ret, sh.address, sh.fail = rt, sh.prev.ExecutorAddress, ""
+			return
+		}
+	}
+	if sh.fail != "" {
+		sh.ret = protocol.Fail(sh.fail)
+		return
+	}
+	t := sh.t
+	started := d.d.Clock.Now()
+	sh.ret = d.d.Executors.Run(ctx, sh.address, protocol.TriggerParam{
+		JobID:                 t.job.ID,
+		ExecutorHandler:       t.job.Handler,
+		ExecutorParams:        t.param,
+		ExecutorBlockStrategy: string(t.job.BlockStrategy),
+		ExecutorTimeout:       t.job.TimeoutSeconds,
+		LogID:                 sh.log.ID,
+		LogDateTime:           sh.log.TriggerTime,
+		GlueType:              string(t.job.GlueType),
+		GlueSource:            t.job.GlueSource,
+		GlueUpdatetime:        t.job.GlueUpdatedAt,
+		BroadcastIndex:        sh.i,
+		BroadcastTotal:        sh.n,
+	})
+	sh.took = d.d.Clock.Now().Sub(started)
+	if sh.ret.Code != xjob.CodeSuccess && strings.HasPrefix(sh.ret.Msg, msgRepeatTrigger) {
+		// A taken-over log the executor still holds in its queue.
+		sh.ret = protocol.ReturnT{Code: xjob.CodeSuccess, Msg: "recovered: " + sh.ret.Msg}
+	}
 }
 
 // each runs fn(0..n-1), at most limit at a time; one call runs inline.
@@ -368,148 +663,6 @@ func (d *Dispatcher) newTrigger(job xjob.Job, task xjob.DispatchTask) *trigger {
 		t.retry = *task.FailRetryCount
 	}
 	return t
-}
-
-// triggerShard creates (or takes over) the log of shard i of n and calls the executor.
-func (d *Dispatcher) triggerShard(ctx context.Context, t *trigger, i, n int, out *Outcome) error {
-	// Every executor call below (route probes, /run, the take-over probe)
-	// names the group: xxl-job 3.5 executors require XXL-JOB-APPNAME.
-	ctx = protocol.WithAppName(ctx, t.group.AppName)
-	now := clock.Millis(d.d.Clock)
-	occ := t.task.Occurrence
-	address, trail, fail := "", "", t.fail
-	var recovered *protocol.ReturnT // set when a taken-over log already reached its executor
-	if fail == "" {
-		switch {
-		case len(t.addrs) == 0:
-			fail = "no executor address available"
-		case t.broadcast:
-			address = t.addrs[0]
-			if i < len(t.addrs) {
-				address = t.addrs[i]
-			}
-		default:
-			res, err := d.d.Router.Route(ctx, t.job.RouteStrategy, t.job.ID, t.addrs)
-			address, trail = res.Address, res.Trail
-			if err != nil {
-				address, fail = "", err.Error()
-			}
-		}
-	}
-	sharding := ""
-	if t.broadcast {
-		sharding = xjob.ShardingParam(i, n)
-	}
-	l := xjob.Log{
-		OccurrenceID:           occ.ID(i),
-		JobID:                  t.job.ID,
-		GroupID:                t.job.GroupID,
-		TriggerType:            occ.Type,
-		ScheduledTime:          occ.FireTime,
-		TriggerTime:            now,
-		ExecutorAddress:        address,
-		ExecutorHandler:        t.job.Handler,
-		ExecutorParam:          t.param,
-		ExecutorShardingParam:  sharding,
-		ExecutorFailRetryCount: t.retry,
-		ClaimUntil:             now + d.cfg.ClaimTTL.Milliseconds(),
-	}
-	created, err := d.d.Store.LogCreate(ctx, l)
-	if errors.Is(err, xjob.ErrConflict) {
-		switch {
-		case created.Triggered():
-			out.Duplicates++
-			d.d.Metrics.Duplicate()
-			return nil
-		case now < created.ClaimUntil:
-			return fmt.Errorf("dispatch %s: %w", l.OccurrenceID, ErrInFlight)
-		}
-		prev := created
-		created, err = d.d.Store.LogClaim(ctx, driver.LogClaimParams{
-			ID: created.ID, ExpectVersion: created.Version, ClaimUntil: l.ClaimUntil, TriggerTime: now,
-		})
-		if errors.Is(err, xjob.ErrConflict) {
-			return fmt.Errorf("dispatch %s: %w", l.OccurrenceID, ErrInFlight)
-		}
-		// Keep what this attempt routed; the stored log keeps its id.
-		created.ExecutorAddress = address
-		if err == nil && prev.ExecutorAddress != "" {
-			if rt, ok := d.probe(ctx, prev); ok {
-				recovered, address, fail = &rt, prev.ExecutorAddress, ""
-			}
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("dispatch %s: create log: %w", l.OccurrenceID, err)
-	}
-
-	var ret protocol.ReturnT
-	started := d.d.Clock.Now()
-	switch {
-	case recovered != nil:
-		ret = *recovered
-	case fail != "":
-		ret = protocol.Fail(fail)
-	default:
-		ret = d.d.Executors.Run(ctx, address, protocol.TriggerParam{
-			JobID:                 t.job.ID,
-			ExecutorHandler:       t.job.Handler,
-			ExecutorParams:        t.param,
-			ExecutorBlockStrategy: string(t.job.BlockStrategy),
-			ExecutorTimeout:       t.job.TimeoutSeconds,
-			LogID:                 created.ID,
-			LogDateTime:           created.TriggerTime,
-			GlueType:              string(t.job.GlueType),
-			GlueSource:            t.job.GlueSource,
-			GlueUpdatetime:        t.job.GlueUpdatedAt,
-			BroadcastIndex:        i,
-			BroadcastTotal:        n,
-		})
-		if ret.Code != xjob.CodeSuccess && strings.HasPrefix(ret.Msg, msgRepeatTrigger) {
-			// A taken-over log the executor still holds in its queue.
-			ret = protocol.ReturnT{Code: xjob.CodeSuccess, Msg: "recovered: " + ret.Msg}
-		}
-	}
-	took := d.d.Clock.Now().Sub(started)
-	code := ret.Code
-	if code != xjob.CodeSuccess {
-		code = xjob.CodeFail
-	}
-	msg := d.triggerMsg(t, address, trail, ret)
-	if err := d.d.Store.LogTriggered(ctx, driver.LogTriggeredParams{
-		ID: created.ID, ExecutorAddress: address, TriggerCode: code, TriggerMsg: msg,
-	}); err != nil && !errors.Is(err, xjob.ErrConflict) {
-		return fmt.Errorf("dispatch %s: record trigger: %w", l.OccurrenceID, err)
-	}
-	created.TriggerCode, created.TriggerMsg, created.ExecutorAddress = code, msg, address
-	out.Logs = append(out.Logs, created)
-	var delay time.Duration
-	if occ.Scheduled() {
-		delay = time.Duration(created.TriggerTime-occ.FireTime) * time.Millisecond
-	}
-	d.d.Metrics.Trigger(code == xjob.CodeSuccess, delay)
-
-	delta := xjob.ReportDay{Day: time.UnixMilli(created.TriggerTime).UTC().Format(time.DateOnly)}
-	if code == xjob.CodeSuccess {
-		delta.RunningCount = 1
-	} else {
-		delta.FailCount = 1
-	}
-	if err := d.d.Store.ReportAdd(ctx, delta); err != nil {
-		d.d.Logger.WarnContext(ctx, "dispatch report", "err", err)
-	}
-	if took > xjob.SlowDispatch*time.Millisecond {
-		if err := d.d.Store.JobRecordSlow(ctx, t.job.ID, now/60000); err != nil {
-			d.d.Logger.WarnContext(ctx, "dispatch record slow", "job", t.job.ID, "err", err)
-		}
-	}
-	if code != xjob.CodeSuccess {
-		if err := d.d.Completer.Complete(ctx, created); err != nil {
-			// The fail monitor's sweep will pick it up again.
-			d.d.Logger.WarnContext(ctx, "dispatch complete failed trigger", "log", created.ID, "err", err)
-		}
-	}
-	return nil
 }
 
 // msgRepeatTrigger starts an xxl-job executor's refusal of a log id it

@@ -91,6 +91,11 @@ func setup(t *testing.T) env {
 // by wrap, when not nil; env.db stays the bare store for fixtures.
 func setupWith(t *testing.T, wrap func(driver.Store) driver.Store) env {
 	t.Helper()
+	return setupConfig(t, wrap, dispatch.Config{})
+}
+
+func setupConfig(t *testing.T, wrap func(driver.Store) driver.Store, cfg dispatch.Config) env {
+	t.Helper()
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	db, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "x.db"), sqlitestore.Options{Shards: 1, Clock: clk})
@@ -114,7 +119,7 @@ func setupWith(t *testing.T, wrap func(driver.Store) driver.Store) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dispatch.New(dispatch.Config{}, dispatch.Deps{Store: store, Executors: client,
+	d, err := dispatch.New(cfg, dispatch.Deps{Store: store, Executors: client,
 		Router: route.New(route.Options{Clock: clk, Prober: client}), Addresses: reg, Completer: cb, Clock: clk, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -246,6 +251,7 @@ func TestDispatchFailureRetriesThenRecords(t *testing.T) {
 	if l.TriggerCode != 500 || !strings.Contains(l.TriggerMsg, "no executor address") {
 		t.Fatalf("log = %+v, want a failed trigger naming the missing address", l)
 	}
+	e.clk.Advance(callback.DefaultRetryDelay) // the retry waits the retry delay
 	retries := e.pending(t)
 	if len(retries) != 1 || retries[0].Occurrence.Type != xjob.TriggerRetry || retries[0].FailRetryCount == nil || *retries[0].FailRetryCount != 1 {
 		t.Fatalf("retry tasks = %+v, want one RETRY with count 1", retries)
@@ -271,7 +277,7 @@ func TestDispatchManualOverrides(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	a, b := newExecutor(t, 200), newExecutor(t, 200)
-	j := e.job(t, e.group(t, a.srv.URL), func(j *xjob.Job) { j.TriggerStatus = xjob.StatusStopped })
+	j := e.job(t, e.group(t, a.srv.URL, b.srv.URL+"/"), func(j *xjob.Job) { j.TriggerStatus = xjob.StatusStopped })
 	param := "manual-param"
 	task := xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: "req-1"},
 		Param: &param, AddressList: []string{b.srv.URL}}
@@ -284,6 +290,34 @@ func TestDispatchManualOverrides(t *testing.T) {
 	}
 	if !strings.Contains(out.Logs[0].TriggerMsg, "Executor registry type: manual") {
 		t.Errorf("trigger msg = %q", out.Logs[0].TriggerMsg)
+	}
+}
+
+// An override naming an address outside the group fails the trigger with
+// no call, unless the dispatcher allows any address.
+func TestDispatchOverrideOutsideGroup(t *testing.T) {
+	t.Parallel()
+	for _, anyAddr := range []bool{false, true} {
+		e := setupConfig(t, nil, dispatch.Config{AnyTriggerAddress: anyAddr})
+		a, other := newExecutor(t, 200), newExecutor(t, 200)
+		j := e.job(t, e.group(t, a.srv.URL), nil)
+		task := xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: "req-1"},
+			AddressList: []string{other.srv.URL}}
+		out, err := e.d.Dispatch(context.Background(), task)
+		if err != nil || len(out.Logs) != 1 {
+			t.Fatalf("any=%v: %+v, %v", anyAddr, out, err)
+		}
+		l, _ := e.db.LogGet(context.Background(), out.Logs[0].ID)
+		if anyAddr {
+			if len(other.got()) != 1 || l.TriggerCode != 200 {
+				t.Errorf("allowed override: other got %d calls, log %+v", len(other.got()), l)
+			}
+			continue
+		}
+		if len(other.got()) != 0 || len(a.got()) != 0 || l.TriggerCode == 200 ||
+			!strings.Contains(l.TriggerMsg, "is not an address of group") {
+			t.Errorf("foreign override: other got %d calls, a %d, log %d %q", len(other.got()), len(a.got()), l.TriggerCode, l.TriggerMsg)
+		}
 	}
 }
 

@@ -46,7 +46,8 @@ type ServeOptions struct {
 }
 
 // Serve consumes one dispatch lane until ctx ends: the local-mode worker
-// pool. On AWS the SQS event source feeds Dispatch instead.
+// pool. On AWS the SQS event source feeds DispatchMany instead. Each
+// receive is one batch (DispatchMany: one claim, one record, one ack).
 func (d *Dispatcher) Serve(ctx context.Context, q driver.Queue[xjob.DispatchTask], o ServeOptions) error {
 	if o.Workers == 0 {
 		o.Workers = 32
@@ -57,12 +58,20 @@ func (d *Dispatcher) Serve(ctx context.Context, q driver.Queue[xjob.DispatchTask
 	if o.Wait == 0 {
 		o.Wait = time.Second
 	}
-	sem := make(chan struct{}, o.Workers)
+	sem := make(chan struct{}, o.Workers) // one slot per task in flight
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for ctx.Err() == nil {
+		// Wait for a free worker before receiving, so tasks are not
+		// hidden while nobody can run them.
+		select {
+		case sem <- struct{}{}:
+			<-sem
+		case <-ctx.Done():
+			return nil
+		}
 		free := max(o.Workers-len(sem), 1)
-		ds, err := q.Receive(ctx, driver.ReceiveParams{Max: min(free, 10), Visibility: o.Visibility, Wait: o.Wait})
+		ds, err := q.Receive(ctx, driver.ReceiveParams{Max: min(free, serveBatch), Visibility: o.Visibility, Wait: o.Wait})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -71,34 +80,53 @@ func (d *Dispatcher) Serve(ctx context.Context, q driver.Queue[xjob.DispatchTask
 			_ = d.d.Clock.SleepUntil(ctx, d.d.Clock.Now().Add(time.Second))
 			continue
 		}
-		for _, del := range ds {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				d.handle(ctx, q, del)
-			}()
+		if len(ds) == 0 {
+			continue
 		}
+		for range ds {
+			sem <- struct{}{}
+		}
+		wg.Go(func() {
+			defer func() {
+				for range ds {
+					<-sem
+				}
+			}()
+			d.handle(ctx, q, ds)
+		})
 	}
 	return nil
 }
 
-func (d *Dispatcher) handle(ctx context.Context, q driver.Queue[xjob.DispatchTask], del driver.Delivery[xjob.DispatchTask]) {
-	out, err := d.Dispatch(ctx, del.Msg)
-	if ctx.Err() != nil {
-		return // shutting down: the task comes back after its visibility timeout
+// serveBatch caps the tasks Serve receives, and dispatches, at once.
+const serveBatch = 100
+
+func (d *Dispatcher) handle(ctx context.Context, q driver.Queue[xjob.DispatchTask], ds []driver.Delivery[xjob.DispatchTask]) {
+	tasks := make([]xjob.DispatchTask, len(ds))
+	for i, del := range ds {
+		tasks[i] = del.Msg
 	}
-	if err != nil {
-		d.d.Logger.WarnContext(ctx, "dispatch", "job", del.Msg.Occurrence.JobID, "err", err, "receives", del.Receives)
-	} else if out.Dropped {
-		d.d.Logger.DebugContext(ctx, "dispatch dropped", "job", del.Msg.Occurrence.JobID, "reason", out.Reason)
+	outs, errs := d.DispatchMany(ctx, tasks)
+	if ctx.Err() != nil {
+		return // shutting down: the tasks come back after their visibility timeout
 	}
 	bg := context.WithoutCancel(ctx)
-	if disp := d.Dispose(err, del.Receives); disp.Ack {
-		if err := q.Ack(bg, []string{del.Token}); err != nil {
+	var acks []string
+	for i, del := range ds {
+		if err := errs[i]; err != nil {
+			d.d.Logger.WarnContext(ctx, "dispatch", "job", del.Msg.Occurrence.JobID, "err", err, "receives", del.Receives)
+		} else if outs[i].Dropped {
+			d.d.Logger.DebugContext(ctx, "dispatch dropped", "job", del.Msg.Occurrence.JobID, "reason", outs[i].Reason)
+		}
+		if disp := d.Dispose(errs[i], del.Receives); disp.Ack {
+			acks = append(acks, del.Token)
+		} else if err := q.Retry(bg, del.Token, disp.RetryAfter); err != nil {
+			d.d.Logger.ErrorContext(ctx, "dispatch retry", "err", err)
+		}
+	}
+	if len(acks) > 0 {
+		if err := q.Ack(bg, acks); err != nil {
 			d.d.Logger.ErrorContext(ctx, "dispatch ack", "err", err)
 		}
-	} else if err := q.Retry(bg, del.Token, disp.RetryAfter); err != nil {
-		d.d.Logger.ErrorContext(ctx, "dispatch retry", "err", err)
 	}
 }

@@ -225,6 +225,32 @@ func (db *DB) nextID(ctx context.Context, b *idBlock) (int64, error) {
 	return id, nil
 }
 
+// takeID returns id, or a new one from b when id is 0. An explicit id
+// (an import keeping xxl-job's ids) first raises b's counter to at least
+// id, so that ids allocated later never collide with it; the caller's
+// conditional put then refuses an id that is already taken. Blocks cached
+// by other processes are unaffected only because job and group blocks are
+// one id long.
+func (db *DB) takeID(ctx context.Context, b *idBlock, id int64) (int64, error) {
+	if id == 0 {
+		return db.nextID(ctx, b)
+	}
+	var e expr
+	v := e.name("value")
+	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &db.t.Counters,
+		Key:                       item{AttrName: s(b.name)},
+		UpdateExpression:          aws.String("SET " + v + " = " + e.val(n(id))),
+		ConditionExpression:       aws.String("attribute_not_exists(" + v + ") OR " + v + " < " + e.val(n(id))),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.values,
+	})
+	if err != nil && !condFailed(err) {
+		return 0, fmt.Errorf("reserve %s id %d: %w", b.name, id, err)
+	}
+	return id, nil
+}
+
 // SortKey encodes (a, b) as a fixed-width string whose byte order is the
 // numeric order of the pair: each int64 has its sign bit flipped and is
 // written as 16 hex digits. The due index sorts by SortKey(next fire time,

@@ -23,9 +23,10 @@ func decodeGroup(it item) xjob.Group {
 		Version: it.int("version"), UpdatedAt: it.int("updatedAt")}
 }
 
-// GroupInsert stores a new group with Version 1 under a fresh id.
+// GroupInsert stores a new group with Version 1 under g.ID, or a fresh id
+// when it is 0. A taken id is xjob.ErrConflict.
 func (db *DB) GroupInsert(ctx context.Context, g xjob.Group) (xjob.Group, error) {
-	id, err := db.nextID(ctx, db.groupIDs)
+	id, err := db.takeID(ctx, db.groupIDs, g.ID)
 	if err != nil {
 		return xjob.Group{}, fmt.Errorf("dynamo group insert: %w", err)
 	}

@@ -24,6 +24,7 @@ func jobKey(id int64) item { return item{AttrID: n(id)} }
 func jobFields(j xjob.Job) item {
 	return item{
 		AttrGroupID:       n(j.GroupID),
+		"jobName":         s(j.Name),
 		"description":     s(j.Description),
 		"author":          s(j.Author),
 		"alarmEmail":      s(j.AlarmEmail),
@@ -31,6 +32,7 @@ func jobFields(j xjob.Job) item {
 		"scheduleConf":    s(j.ScheduleConf),
 		"timeZone":        s(j.TimeZone),
 		"misfireStrategy": s(string(j.MisfireStrategy)),
+		"afterCompletion": s(string(afterCompletion(j.AfterCompletion))),
 		"routeStrategy":   s(string(j.RouteStrategy)),
 		"handler":         s(j.Handler),
 		"param":           s(j.Param),
@@ -50,6 +52,15 @@ func jobFields(j xjob.Job) item {
 	}
 }
 
+// afterCompletion is KEEP for a job written without one (items stored
+// before the attribute existed included).
+func afterCompletion(a xjob.AfterCompletion) xjob.AfterCompletion {
+	if a == "" {
+		return xjob.AfterKeep
+	}
+	return a
+}
+
 func formatIDs(ids []int64) string {
 	parts := make([]string, len(ids))
 	for i, id := range ids {
@@ -61,6 +72,7 @@ func formatIDs(ids []int64) string {
 func decodeJob(it item) (xjob.Job, error) {
 	j := xjob.Job{
 		ID:              it.int(AttrID),
+		Name:            it.str("jobName"),
 		GroupID:         it.int(AttrGroupID),
 		Description:     it.str("description"),
 		Author:          it.str("author"),
@@ -69,6 +81,7 @@ func decodeJob(it item) (xjob.Job, error) {
 		ScheduleConf:    it.str("scheduleConf"),
 		TimeZone:        it.str("timeZone"),
 		MisfireStrategy: xjob.MisfireStrategy(it.str("misfireStrategy")),
+		AfterCompletion: afterCompletion(xjob.AfterCompletion(it.str("afterCompletion"))),
 		RouteStrategy:   xjob.RouteStrategy(it.str("routeStrategy")),
 		Handler:         it.str("handler"),
 		Param:           it.str("param"),
@@ -109,10 +122,11 @@ func decodeJobs(items []item) ([]xjob.Job, error) {
 	return out, nil
 }
 
-// JobInsert stores a new job under a freshly allocated id; its shard is
-// derived from the id, and a running job enters the due index.
+// JobInsert stores a new job under job.ID, or a freshly allocated id when
+// it is 0; its shard is derived from the id, and a running job enters the
+// due index. A taken id is xjob.ErrConflict.
 func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
-	id, err := db.nextID(ctx, db.jobIDs)
+	id, err := db.takeID(ctx, db.jobIDs, job.ID)
 	if err != nil {
 		return xjob.Job{}, fmt.Errorf("dynamo job insert: %w", err)
 	}

@@ -95,7 +95,9 @@ type Options struct {
 	InsecureSkipVerify bool
 	// HTTPClient replaces the client built from the options above (tests,
 	// custom transports). Timeouts still apply per call through the
-	// request context.
+	// request context. The client is copied and its CheckRedirect replaced:
+	// redirects are never followed. The client is copied and its CheckRedirect replaced:
+	// redirects are never followed.
 	HTTPClient *http.Client
 }
 
@@ -148,12 +150,20 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := o.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Transport: newTransport(o)}
+	hc := &http.Client{Transport: newTransport(o)}
+	if o.HTTPClient != nil {
+		copied := *o.HTTPClient
+		hc = &copied
 	}
+	hc.CheckRedirect = noRedirects
 	return &Client{opts: o, token: strings.TrimSpace(o.AccessToken), http: hc}, nil
 }
+
+// noRedirects makes a 3xx the executor's final answer. Executors never
+// redirect; following one would re-send the TriggerParam and the access
+// token to wherever the Location points (a 307 keeps method and body),
+// and put that host's reply into the trigger log.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 func newTransport(o Options) *http.Transport {
 	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
@@ -452,22 +462,50 @@ func present(raw json.RawMessage) bool {
 
 // remotingError renders a transport failure as xxl-job does:
 // "xxl-job remoting error(<cause>), for url : <url>". The URL is taken off
-// Go's *url.Error so that it is not repeated inside the cause.
+// Go's *url.Error so that it is not repeated inside the cause, and a DNS
+// failure loses the resolver's address: the message lands in trigger logs
+// that every admin reads, and must not map the scheduler's network.
 func remotingError(err error, u string) protocol.ReturnT {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return protocol.Fail(fmt.Sprintf("xxl-job remoting error(%v), for url : %s", err, u))
-}
-
-// snippet quotes at most 256 bytes of a reply in an error message.
-func snippet(b []byte) string {
-	if len(b) <= snippetMax {
-		return string(b)
+	var de *net.DNSError
+	if errors.As(err, &de) {
+		err = &net.DNSError{Err: de.Err, Name: de.Name, IsNotFound: de.IsNotFound, IsTimeout: de.IsTimeout}
 	}
-	return string(b[:snippetMax]) + "..."
+	return protocol.Fail(fmt.Sprintf("xxl-job remoting error(%s), for url : %s", sanitize([]byte(err.Error()), causeMax), u))
 }
 
-// snippetMax is how many bytes of a reply an error message quotes.
-const snippetMax = 256
+// snippet quotes at most snippetMax bytes of a reply in an error message,
+// sanitized: whatever answered at that address (with an address override,
+// not necessarily an executor) gets only a short, printable excerpt into
+// the trigger log.
+func snippet(b []byte) string { return sanitize(b, snippetMax) }
+
+// sanitize keeps at most limit bytes of b, with every byte that is not
+// printable ASCII (control characters, escape sequences, UTF-8) shown as
+// '?', and "..." when it was cut.
+func sanitize(b []byte, limit int) string {
+	cut := len(b) > limit
+	if cut {
+		b = b[:limit]
+	}
+	out := make([]byte, len(b), len(b)+3)
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			c = '?'
+		}
+		out[i] = c
+	}
+	if cut {
+		out = append(out, "..."...)
+	}
+	return string(out)
+}
+
+// How many bytes of a reply, and of a transport error, a message quotes.
+const (
+	snippetMax = 64
+	causeMax   = 200
+)

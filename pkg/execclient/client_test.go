@@ -2,10 +2,12 @@ package execclient_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -473,7 +475,8 @@ func TestRepliesJudgedOnWholeBody(t *testing.T) {
 		{"value exactly at limit", `{"code":200}`, 12, 200, ""},
 		{"value one byte over limit", `{"code":200} `, 11, 500, "larger than 11 bytes"},
 		{"whitespace past limit is not read", `{"code":200}` + strings.Repeat(" ", 50), 20, 200, ""},
-		{"garbage quoted in part", `{"code":` + strings.Repeat("x", 300), 0, 500, "response content invalid({\"code\":" + strings.Repeat("x", 248) + "...)."},
+		{"garbage quoted in part", `{"code":` + strings.Repeat("x", 300), 0, 500, "response content invalid({\"code\":" + strings.Repeat("x", 56) + "...)."},
+		{"control bytes masked", "\x1b[31mred\x07\n", 0, 500, "response content invalid(?[31mred??)."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -485,5 +488,54 @@ func TestRepliesJudgedOnWholeBody(t *testing.T) {
 				t.Fatalf("got %d %q, want %d containing %q", r.Code, r.Msg, tt.wantCode, tt.wantMsg)
 			}
 		})
+	}
+}
+
+// An executor never redirects. Following a 3xx would send the TriggerParam
+// and the access token to the Location's host (a 307 keeps method and
+// body) and record that host's reply; the 3xx must be the answer.
+func TestRedirectsNotFollowed(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			t.Parallel()
+			elsewhere := setup(t, `{"code":200,"msg":"secret page of another host"}`)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, elsewhere.srv.URL+"/steal", status)
+			}))
+			t.Cleanup(srv.Close)
+			for _, opts := range []execclient.Options{
+				{AccessToken: "tok-1234567890"},
+				{AccessToken: "tok-1234567890", HTTPClient: &http.Client{}},
+			} {
+				c := newClient(t, opts)
+				r := c.Run(context.Background(), srv.URL, protocol.TriggerParam{JobID: 1, ExecutorParams: "p"})
+				want := fmt.Sprintf("xxl-job remoting fail, StatusCode(%d) invalid. for url : %s/run", status, srv.URL)
+				if r.Code != 500 || r.Msg != want {
+					t.Errorf("got %d %q, want 500 %q", r.Code, r.Msg, want)
+				}
+			}
+			elsewhere.mu.Lock()
+			defer elsewhere.mu.Unlock()
+			if len(elsewhere.reqs) != 0 {
+				t.Fatalf("the redirect target got %d requests (first with token %q)", len(elsewhere.reqs),
+					elsewhere.reqs[0].Header.Get(protocol.AccessTokenHeader))
+			}
+		})
+	}
+}
+
+// A failed lookup must not reveal which resolver the scheduler uses.
+func TestDNSErrorHidesResolver(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, execclient.Options{HTTPClient: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{
+				Err: "no such host", Name: "nowhere.invalid", Server: "10.9.8.7:53", IsNotFound: true}}
+		},
+	}}})
+	r := c.Beat(context.Background(), "http://nowhere.invalid:9999")
+	if r.Code != 500 || strings.Contains(r.Msg, "10.9.8.7") || !strings.Contains(r.Msg, "no such host") {
+		t.Fatalf("got %d %q, want a lookup failure without the resolver address", r.Code, r.Msg)
 	}
 }

@@ -34,12 +34,16 @@ func addressJSON(addrs []string) string {
 	return string(b)
 }
 
-// GroupInsert stores a new group with Version 1.
+// GroupInsert stores a new group with Version 1 under g.ID, or a new id
+// when it is 0. A taken id is xjob.ErrConflict.
 func (db *DB) GroupInsert(ctx context.Context, g xjob.Group) (xjob.Group, error) {
 	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-		return c.QueryRowContext(ctx, `INSERT INTO groups (app_name, title, address_type, address_list, version, updated_at)
-			VALUES (?, ?, ?, ?, 1, ?) RETURNING id`,
-			g.AppName, g.Title, g.AddressType, addressJSON(g.AddressList), g.UpdatedAt).Scan(&g.ID)
+		if err := idFree(ctx, db.ws.groupExists, "group", g.ID); err != nil {
+			return err
+		}
+		return c.QueryRowContext(ctx, `INSERT INTO groups (id, app_name, title, address_type, address_list, version, updated_at)
+			VALUES (?, ?, ?, ?, ?, 1, ?) RETURNING id`,
+			nullID(g.ID), g.AppName, g.Title, g.AddressType, addressJSON(g.AddressList), g.UpdatedAt).Scan(&g.ID)
 	})
 	if err != nil {
 		return xjob.Group{}, fmt.Errorf("sqlite group insert: %w", err)

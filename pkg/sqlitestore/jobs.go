@@ -12,12 +12,12 @@ import (
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
-const jobColumns = `id, shard, group_id, description, author, alarm_email,
+const jobColumns = `id, name, shard, group_id, description, author, alarm_email,
 	schedule_type, schedule_conf, time_zone, misfire_strategy,
 	route_strategy, handler, param, block_strategy, timeout_seconds, fail_retry_count,
 	glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
 	trigger_status, trigger_last_time, trigger_next_time,
-	version, revision, slow_minute, slow_count, created_at, updated_at`
+	version, revision, slow_minute, slow_count, created_at, updated_at, after_completion`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -38,12 +38,12 @@ func scanAll[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) 
 func scanJob(s scanner) (xjob.Job, error) {
 	var j xjob.Job
 	var children string
-	err := s.Scan(&j.ID, &j.Shard, &j.GroupID, &j.Description, &j.Author, &j.AlarmEmail,
+	err := s.Scan(&j.ID, &j.Name, &j.Shard, &j.GroupID, &j.Description, &j.Author, &j.AlarmEmail,
 		&j.ScheduleType, &j.ScheduleConf, &j.TimeZone, &j.MisfireStrategy,
 		&j.RouteStrategy, &j.Handler, &j.Param, &j.BlockStrategy, &j.TimeoutSeconds, &j.FailRetryCount,
 		&j.GlueType, &j.GlueSource, &j.GlueRemark, &j.GlueUpdatedAt, &children,
 		&j.TriggerStatus, &j.TriggerLastTime, &j.TriggerNextTime,
-		&j.Version, &j.Revision, &j.SlowMinute, &j.SlowCount, &j.CreatedAt, &j.UpdatedAt)
+		&j.Version, &j.Revision, &j.SlowMinute, &j.SlowCount, &j.CreatedAt, &j.UpdatedAt, &j.AfterCompletion)
 	if err != nil {
 		return xjob.Job{}, err
 	}
@@ -51,6 +51,14 @@ func scanJob(s scanner) (xjob.Job, error) {
 		return xjob.Job{}, fmt.Errorf("job %d child ids: %w", j.ID, err)
 	}
 	return j, nil
+}
+
+// afterCompletion stores the default (KEEP) for a job written without one.
+func afterCompletion(a xjob.AfterCompletion) xjob.AfterCompletion {
+	if a == "" {
+		return xjob.AfterKeep
+	}
+	return a
 }
 
 func formatIDs(ids []int64) string {
@@ -61,26 +69,31 @@ func formatIDs(ids []int64) string {
 	return strings.Join(parts, ",")
 }
 
-// sqlJobInsert inserts a job with version and revision 1; the shard is
-// set by a second statement once the id is known.
-const sqlJobInsert = `INSERT INTO jobs (group_id, description, author, alarm_email,
+// sqlJobInsert inserts a job with version and revision 1 under the id
+// given, or a new one for NULL (AUTOINCREMENT keeps later ids above an
+// explicit one); the shard is set by a second statement once the id is known.
+const sqlJobInsert = `INSERT INTO jobs (id, name, group_id, description, author, alarm_email,
 	schedule_type, schedule_conf, time_zone, misfire_strategy,
 	route_strategy, handler, param, block_strategy, timeout_seconds, fail_retry_count,
 	glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
 	trigger_status, trigger_last_time, trigger_next_time,
-	version, revision, created_at, updated_at)
-	VALUES (?,?,?,?, ?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1,1,?,?) RETURNING id`
+	version, revision, created_at, updated_at, after_completion)
+	VALUES (?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1,1,?,?,?) RETURNING id`
 
-// JobInsert stores a new job; its shard is derived from the id it gets.
+// JobInsert stores a new job under job.ID, or a new id when it is 0; its
+// shard is derived from the id. A taken id is xjob.ErrConflict.
 func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		if err := idFree(ctx, db.ws.jobExists, "job", job.ID); err != nil {
+			return err
+		}
 		err := db.ws.jobInsert.QueryRowContext(ctx,
-			job.GroupID, job.Description, job.Author, job.AlarmEmail,
+			nullID(job.ID), job.Name, job.GroupID, job.Description, job.Author, job.AlarmEmail,
 			job.ScheduleType, job.ScheduleConf, job.TimeZone, job.MisfireStrategy,
 			job.RouteStrategy, job.Handler, job.Param, job.BlockStrategy, job.TimeoutSeconds, job.FailRetryCount,
 			job.GlueType, job.GlueSource, job.GlueRemark, job.GlueUpdatedAt, formatIDs(job.ChildJobIDs),
 			job.TriggerStatus, job.TriggerLastTime, job.TriggerNextTime,
-			job.CreatedAt, job.UpdatedAt).Scan(&job.ID)
+			job.CreatedAt, job.UpdatedAt, afterCompletion(job.AfterCompletion)).Scan(&job.ID)
 		if err != nil {
 			return err
 		}
@@ -127,19 +140,19 @@ func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job
 	var out xjob.Job
 	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 		var err error
-		out, err = scanJob(c.QueryRowContext(ctx, `UPDATE jobs SET group_id = ?, description = ?, author = ?, alarm_email = ?,
+		out, err = scanJob(c.QueryRowContext(ctx, `UPDATE jobs SET name = ?, group_id = ?, description = ?, author = ?, alarm_email = ?,
 			schedule_type = ?, schedule_conf = ?, time_zone = ?, misfire_strategy = ?,
 			route_strategy = ?, handler = ?, param = ?, block_strategy = ?, timeout_seconds = ?, fail_retry_count = ?,
 			glue_type = ?, glue_source = ?, glue_remark = ?, glue_updated_at = ?, child_job_ids = ?,
 			trigger_status = ?, trigger_last_time = ?, trigger_next_time = ?,
-			revision = ?, updated_at = ?, version = version + 1
+			revision = ?, updated_at = ?, after_completion = ?, version = version + 1
 			WHERE id = ? AND version = ? RETURNING `+jobColumns,
-			j.GroupID, j.Description, j.Author, j.AlarmEmail,
+			j.Name, j.GroupID, j.Description, j.Author, j.AlarmEmail,
 			j.ScheduleType, j.ScheduleConf, j.TimeZone, j.MisfireStrategy,
 			j.RouteStrategy, j.Handler, j.Param, j.BlockStrategy, j.TimeoutSeconds, j.FailRetryCount,
 			j.GlueType, j.GlueSource, j.GlueRemark, j.GlueUpdatedAt, formatIDs(j.ChildJobIDs),
 			j.TriggerStatus, j.TriggerLastTime, j.TriggerNextTime,
-			j.Revision, j.UpdatedAt, j.ID, p.ExpectVersion))
+			j.Revision, j.UpdatedAt, afterCompletion(j.AfterCompletion), j.ID, p.ExpectVersion))
 		if errors.Is(err, sql.ErrNoRows) {
 			err = missingOr(ctx, db.ws.jobExists, j.ID, xjob.ErrConflict)
 		}

@@ -302,6 +302,29 @@ func missingOr(ctx context.Context, exists *sql.Stmt, id int64, lost error) erro
 	return lost
 }
 
+// idFree checks that an explicit id (not 0) is not taken by a kind row:
+// xjob.ErrConflict if it is.
+func idFree(ctx context.Context, exists *sql.Stmt, kind string, id int64) error {
+	if id == 0 {
+		return nil
+	}
+	switch err := missingOr(ctx, exists, id, xjob.ErrConflict); {
+	case errors.Is(err, xjob.ErrConflict):
+		return fmt.Errorf("%s id %d is taken: %w", kind, id, err)
+	case !errors.Is(err, xjob.ErrNotFound):
+		return err
+	}
+	return nil
+}
+
+// nullID is an id as an insert argument: NULL (a new id) for 0.
+func nullID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
+}
+
 // notFound maps sql.ErrNoRows to xjob.ErrNotFound.
 func notFound(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {

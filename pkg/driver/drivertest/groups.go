@@ -64,6 +64,25 @@ func ExerciseGroupStore(t *testing.T, newStore func(t *testing.T) driver.GroupSt
 		requireMissing(t, err, "update missing")
 	})
 
+	t.Run("InsertWithID", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		in := sampleGroup("xjob-demo", "Demo")
+		in.ID = 300
+		g, err := s.GroupInsert(ctx, in)
+		requireNoErr(t, err, "insert with id")
+		if g.ID != 300 {
+			t.Fatalf("insert with id 300 returned id %d", g.ID)
+		}
+		_, err = s.GroupInsert(ctx, in)
+		requireIs(t, err, xjob.ErrConflict, "insert of a taken id")
+		h, err := s.GroupInsert(ctx, sampleGroup("other-app", "Other"))
+		requireNoErr(t, err, "insert after an explicit id")
+		if h.ID <= 300 {
+			t.Fatalf("an allocated id %d is not above the explicit id 300", h.ID)
+		}
+	})
+
 	t.Run("UpdateConditional", func(t *testing.T) {
 		t.Parallel()
 		s, ctx := newStore(t), t.Context()

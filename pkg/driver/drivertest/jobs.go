@@ -16,6 +16,7 @@ import (
 func sampleJob(group int64, next int64) xjob.Job {
 	j := xjob.Job{
 		GroupID:         group,
+		Name:            "sample.job-1",
 		Description:     "sample job",
 		Author:          "drivertest",
 		AlarmEmail:      "ops@example.com",
@@ -23,6 +24,7 @@ func sampleJob(group int64, next int64) xjob.Job {
 		ScheduleConf:    "0 * * * * ?",
 		TimeZone:        "Europe/Paris",
 		MisfireStrategy: xjob.MisfireFireOnceNow,
+		AfterCompletion: xjob.AfterKeep,
 		RouteStrategy:   xjob.RouteRound,
 		Handler:         "demoHandler",
 		Param:           "p=1",
@@ -62,6 +64,31 @@ func jobID(j xjob.Job) int64 { return j.ID }
 func ExerciseJobStore(t *testing.T, newStore func(t *testing.T) driver.JobStore) {
 	t.Helper()
 
+	t.Run("OnceAfterCompletion", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		in := sampleJob(3, 1_700_000_060_000)
+		in.ScheduleType, in.ScheduleConf, in.AfterCompletion = xjob.ScheduleOnce, "2023-11-14T22:14:20Z", xjob.AfterDelete
+		got, err := s.JobInsert(ctx, in)
+		requireNoErr(t, err, "insert")
+		read, err := s.JobGet(ctx, got.ID)
+		requireNoErr(t, err, "get")
+		if read.ScheduleType != xjob.ScheduleOnce || read.AfterCompletion != xjob.AfterDelete {
+			t.Fatalf("get = %s/%s, want ONCE/DELETE", read.ScheduleType, read.AfterCompletion)
+		}
+		read.AfterCompletion = xjob.AfterKeep
+		upd, err := s.JobUpdate(ctx, driver.JobUpdateParams{Job: read, ExpectVersion: read.Version})
+		requireNoErr(t, err, "update")
+		if upd.AfterCompletion != xjob.AfterKeep {
+			t.Fatalf("update returned afterCompletion %q, want KEEP", upd.AfterCompletion)
+		}
+		read, err = s.JobGet(ctx, got.ID)
+		requireNoErr(t, err, "get after update")
+		if read.AfterCompletion != xjob.AfterKeep {
+			t.Fatalf("get after update = %q, want KEEP", read.AfterCompletion)
+		}
+	})
+
 	t.Run("InsertGet", func(t *testing.T) {
 		t.Parallel()
 		s, ctx := newStore(t), t.Context()
@@ -77,6 +104,35 @@ func ExerciseJobStore(t *testing.T, newStore func(t *testing.T) driver.JobStore)
 		read, err := s.JobGet(ctx, got.ID)
 		requireNoErr(t, err, "get")
 		requireJob(t, "get", read, want)
+	})
+
+	t.Run("InsertWithID", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		in := sampleJob(3, 1_700_000_060_000)
+		in.ID = 5000
+		got, err := s.JobInsert(ctx, in)
+		requireNoErr(t, err, "insert with id")
+		if got.ID != 5000 || got.Version != 1 || got.Revision != 1 {
+			t.Fatalf("insert with id 5000 returned id %d version %d revision %d", got.ID, got.Version, got.Revision)
+		}
+		read, err := s.JobGet(ctx, 5000)
+		requireNoErr(t, err, "get")
+		requireJob(t, "get", read, got)
+		_, err = s.JobInsert(ctx, in)
+		requireIs(t, err, xjob.ErrConflict, "insert of a taken id")
+		next, err := s.JobInsert(ctx, sampleJob(3, 0))
+		requireNoErr(t, err, "insert after an explicit id")
+		if next.ID <= 5000 {
+			t.Fatalf("an allocated id %d is not above the explicit id 5000", next.ID)
+		}
+		low := sampleJob(3, 0)
+		low.ID = 17
+		got, err = s.JobInsert(ctx, low)
+		requireNoErr(t, err, "insert of a free id below the counter")
+		if got.ID != 17 {
+			t.Fatalf("insert with id 17 returned id %d", got.ID)
+		}
 	})
 
 	t.Run("NotFound", func(t *testing.T) {

@@ -1,0 +1,101 @@
+package xjob
+
+import "strconv"
+
+// Manifest is a jobs-as-code document: the executor groups and jobs an
+// installation should have. `xjob apply` makes the server match it, `xjob
+// export` writes one, and `xjob import xxl-job` builds one from an xxl-job
+// database. Groups are keyed by AppName; jobs by Name, or by ID when they
+// have no name (an imported or exported job keeps its id).
+//
+// Field names are those of the admin API (xxl-job's), so a manifest reads
+// like the JSON of `xjob job get`; a YAML file uses the same names.
+type Manifest struct {
+	Groups []GroupSpec `json:"groups,omitempty"`
+	Jobs   []JobSpec   `json:"jobs,omitempty"`
+}
+
+// GroupSpec declares one executor group. ID, when set, is the id a group
+// created by the manifest gets (it is not a key: AppName is).
+type GroupSpec struct {
+	ID          int64       `json:"id,omitempty"`
+	AppName     string      `json:"appname"`
+	Title       string      `json:"title"`
+	AddressType AddressType `json:"addressType,omitempty"`
+	// AddressList matters for a manual group only; an automatic group's is
+	// rebuilt from heartbeats.
+	AddressList []string `json:"addressList,omitempty"`
+}
+
+// JobSpec declares one job. Group names its executor group by AppName;
+// Children name child jobs by name, or by id written as a number. Fields
+// left empty take the defaults of POST /v1/jobs; Started says whether the
+// scheduler fires the job (a stopped job is still triggered by hand).
+type JobSpec struct {
+	Name        string `json:"name,omitempty"`
+	ID          int64  `json:"id,omitempty"`
+	Group       string `json:"group"`
+	Description string `json:"jobDesc"`
+	Author      string `json:"author"`
+	AlarmEmail  string `json:"alarmEmail,omitempty"`
+
+	ScheduleType    ScheduleType    `json:"scheduleType,omitempty"`
+	ScheduleConf    string          `json:"scheduleConf,omitempty"`
+	TimeZone        string          `json:"timeZone,omitempty"`
+	MisfireStrategy MisfireStrategy `json:"misfireStrategy,omitempty"`
+
+	RouteStrategy  RouteStrategy `json:"executorRouteStrategy,omitempty"`
+	Handler        string        `json:"executorHandler,omitempty"`
+	Param          string        `json:"executorParam,omitempty"`
+	BlockStrategy  BlockStrategy `json:"executorBlockStrategy,omitempty"`
+	TimeoutSeconds int           `json:"executorTimeout,omitempty"`
+	FailRetryCount int           `json:"executorFailRetryCount,omitempty"`
+
+	GlueType   GlueType `json:"glueType,omitempty"`
+	GlueSource string   `json:"glueSource,omitempty"`
+	GlueRemark string   `json:"glueRemark,omitempty"`
+
+	Children []string `json:"children,omitempty"`
+	Started  bool     `json:"started,omitempty"`
+}
+
+// Key is how the job is matched: its name, or "#id" without one.
+func (s *JobSpec) Key() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	if s.ID != 0 {
+		return "#" + strconv.FormatInt(s.ID, 10)
+	}
+	return ""
+}
+
+// Plan actions.
+const (
+	ActionCreate = "create"
+	ActionUpdate = "update"
+	ActionDelete = "delete"
+)
+
+// PlanItem is one change an apply makes (or, dry, would make).
+type PlanItem struct {
+	Kind   string `json:"kind"` // "group" or "job"
+	Key    string `json:"key"`  // app name, job name or "#id"
+	Action string `json:"action"`
+	// ID is the record's id: the existing one, or the one a create got
+	// (or will get, when the manifest names it).
+	ID int64 `json:"id,omitempty"`
+	// Changes names the fields an update changes.
+	Changes []string `json:"changes,omitempty"`
+	// Done is set once the change is written; Error when it failed.
+	Done  bool   `json:"done,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// ApplyResult is the plan of an apply and how far it got. Unchanged counts
+// the declared groups and jobs that already matched.
+type ApplyResult struct {
+	Plan      []PlanItem `json:"plan"`
+	Unchanged int        `json:"unchanged"`
+	DryRun    bool       `json:"dryRun"`
+}
