@@ -248,7 +248,8 @@ func New(cfg Config, d Deps) (*App, error) {
 		return fail("auth", err)
 	}
 	a.http, err = adminapi.New(adminapi.Config{Admin: a.admin, Registry: a.registry, Callback: a.callback,
-		Metrics: metrics, AdminToken: adminToken, Auth: au, AccessToken: accessToken, Logger: d.Logger, Clock: d.Clock})
+		Metrics: metrics, Gauges: metric.Gauges{ExecutorsOnline: a.registry.OnlineCounts, Logger: d.Logger},
+		AdminToken: adminToken, Auth: au, AccessToken: accessToken, Logger: d.Logger, Clock: d.Clock})
 	if err != nil {
 		return fail("admin api", err)
 	}
