@@ -318,11 +318,13 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.Log
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			jr := jobs[out[k].Log.JobID]
-			if jr == nil {
-				jr = &jobRef{}
+			// Each completion gets its own copy: completing may load or
+			// forget the job (a ONCE job deleted after its run).
+			var jr jobRef
+			if shared := jobs[out[k].Log.JobID]; shared != nil {
+				jr = *shared
 			}
-			out[k].Err = s.complete(ctx, out[k].Log, jr)
+			out[k].Err = s.complete(ctx, out[k].Log, &jr)
 		})
 	}
 	wg.Wait()

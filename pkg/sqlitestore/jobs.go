@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -117,20 +118,78 @@ func (db *DB) JobGet(ctx context.Context, id int64) (xjob.Job, error) {
 	return j, nil
 }
 
-// JobGetMany returns the jobs that exist among ids.
+// JobGetMany returns the jobs that exist among ids. A ring bucket's jobs
+// are read three times in a few milliseconds (ring, dispatch, callback), so
+// it first reads only each row's version (and the slow-dispatch counters,
+// which change without a version bump) and serves the jobs whose version
+// it has seen from memory; only the others are read whole. Every write
+// of a job's content bumps its version, in any process, so a cached job
+// is never served stale.
 func (db *DB) JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := db.rs.jobGetMany.QueryContext(ctx, "["+formatIDs(ids)+"]")
+	list := "[" + formatIDs(ids) + "]"
+	rows, err := db.rs.jobVersions.QueryContext(ctx, list)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite job get many: %w", err)
 	}
-	jobs, err := scanAll(rows, scanJob)
+	type stamp struct{ id, version, createdAt, slowMinute, slowCount int64 }
+	stamps, err := scanAll(rows, func(s scanner) (stamp, error) {
+		var v stamp
+		err := s.Scan(&v.id, &v.version, &v.createdAt, &v.slowMinute, &v.slowCount)
+		return v, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite job get many: %w", err)
 	}
-	return jobs, nil
+	jobs := make([]xjob.Job, 0, len(stamps))
+	var miss []int64
+	db.jobs.mu.Lock()
+	for _, st := range stamps {
+		j, ok := db.jobs.m[st.id]
+		if !ok || j.Version != st.version || j.CreatedAt != st.createdAt {
+			miss = append(miss, st.id)
+			continue
+		}
+		j.SlowMinute, j.SlowCount = st.slowMinute, int(st.slowCount)
+		jobs = append(jobs, j)
+	}
+	db.jobs.mu.Unlock()
+	if len(miss) == 0 {
+		return jobs, nil
+	}
+	rows, err = db.rs.jobGetMany.QueryContext(ctx, "["+formatIDs(miss)+"]")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite job get many: %w", err)
+	}
+	read, err := scanAll(rows, scanJob)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite job get many: %w", err)
+	}
+	db.jobs.put(read)
+	return append(jobs, read...), nil
+}
+
+// jobCache holds jobs as JobGetMany last read them whole, for serving
+// again while their version is unchanged.
+type jobCache struct {
+	mu sync.Mutex
+	m  map[int64]xjob.Job
+}
+
+// jobCacheMax bounds the cache; a full cache starts over.
+const jobCacheMax = 100_000
+
+func (c *jobCache) put(jobs []xjob.Job) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m)+len(jobs) > jobCacheMax {
+		c.m = make(map[int64]xjob.Job, len(jobs))
+	}
+	for _, j := range jobs {
+		c.m[j.ID] = j
+	}
 }
 
 // JobUpdate replaces a job if its version is ExpectVersion. ID, shard,
