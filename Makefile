@@ -27,6 +27,19 @@ test: emulators mariadb ## Run every test with the race detector (what CI runs)
 	$(GO) vet $(PKGS)
 	CI=$${CI:-true} $(GO) test -race -count=1 -parallel 8 -timeout 20m $(PKGS)
 
+# Fuzz targets: their seed corpora (f.Add, testdata/fuzz) run in `make test`;
+# this runs each target for FUZZTIME on its own (go test -fuzz takes one at a time).
+FUZZTIME ?= 20s
+FUZZ_TARGETS := .:FuzzJobJSON .:FuzzAddress ./pkg/schedule:FuzzCron ./pkg/strictjson:FuzzCheck \
+	./pkg/adminapi:FuzzExecutorRoutes ./pkg/adminapi:FuzzCallbackBatch ./pkg/executor:FuzzTriggerParam
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 20s) each
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; echo "== $$pkg $$name"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
+
 .PHONY: lint
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -37,7 +37,7 @@ const (
 var start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	db   *sqlitestore.DB
 	clk  *clock.Fake
@@ -46,7 +46,7 @@ type env struct {
 	met  *metric.Metrics
 }
 
-func setup(t *testing.T) *env {
+func setup(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	clk := clock.NewFake(start)
@@ -101,7 +101,7 @@ type reply struct {
 	body   []byte
 }
 
-func (r reply) decode(t *testing.T, v any) {
+func (r reply) decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("reply %d %q: %v", r.status, r.body, err)

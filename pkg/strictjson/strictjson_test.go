@@ -89,3 +89,22 @@ func TestDeepNesting(t *testing.T) {
 		t.Fatal("5000 levels accepted")
 	}
 }
+
+// FuzzCheck: any input gives nil or an error, and whatever Check accepts
+// encoding/json parses too.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{`{"id":1,"items":[{"code":1}]}`, `{"a":1,"a":2}`, `{"NAME":1}`, `[[[`, `"x"`} {
+		f.Add([]byte(s))
+	}
+	typ := reflect.TypeFor[doc]()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if strictjson.Check(body, typ, strictjson.Options{}) != nil {
+			return
+		}
+		var v any
+		dec := json.NewDecoder(strings.NewReader(string(body)))
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("Check accepted %q, encoding/json: %v", body, err)
+		}
+	})
+}
