@@ -195,6 +195,9 @@ func benchJob(group int64, cron string) xjob.Job {
 	j := xjob.Job{GroupID: group, Description: "bench", Author: "bench", ScheduleType: xjob.ScheduleCron,
 		ScheduleConf: cron, Handler: "bench", TriggerStatus: xjob.StatusRunning}
 	j.ApplyDefaults()
+	// KEEP is the server's default: left out (compatJSON drops zero
+	// members) so a --baseline xjob that predates the field accepts the job.
+	j.AfterCompletion = ""
 	return j
 }
 
