@@ -613,9 +613,10 @@ func settle(ctx context.Context, exe *Executor, minWait, limit time.Duration) {
 }
 
 // createJobs creates a manual group for the executor and n running CRON jobs
-// through the admin API, 16 requests at a time. The jobs are posted with
-// their zero fields left out (see compatJSON), so that an older xjob (a
-// --baseline binary) whose API predates a newer field accepts them too.
+// through the admin API, 16 requests at a time. The jobs are posted as
+// benchJobSpec with their zero members left out (see compatJSON), so that an
+// older xjob (a --baseline binary) whose API predates a newer field accepts
+// them too.
 func createJobs(ctx context.Context, api *adminclient.Client, token, executor string, n int, cron func(int) string) ([]int64, error) {
 	g, err := api.GroupCreate(ctx, xjob.Group{AppName: "xjob-bench", Title: "bench", AddressType: xjob.AddressManual,
 		AddressList: []string{executor}})
@@ -635,7 +636,7 @@ func createJobs(ctx context.Context, api *adminclient.Client, token, executor st
 					return
 				}
 				var j xjob.Job
-				if err := postCompat(ctx, hc, api.BaseURL()+"/v1/jobs", token, benchJob(g.ID, cron(i)), &j); err != nil {
+				if err := postCompat(ctx, hc, api.BaseURL()+"/v1/jobs", token, benchJobSpec(g.ID, cron(i)), &j); err != nil {
 					err = fmt.Errorf("create job %d: %w", i, err)
 					firstErr.CompareAndSwap(nil, &err)
 					return

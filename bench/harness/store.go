@@ -189,11 +189,18 @@ func Seed(ctx context.Context, s SeedSpec) ([]int64, error) {
 	return ids, nil
 }
 
-// benchJob is the workload's job: a BEAN handler on a manual group,
-// xxl-job's defaults otherwise (DO_NOTHING on misfire, SERIAL_EXECUTION).
-func benchJob(group int64, cron string) xjob.Job {
-	j := xjob.Job{GroupID: group, Description: "bench", Author: "bench", ScheduleType: xjob.ScheduleCron,
+// benchJobSpec is the workload's job as the harness asks for it: a BEAN
+// handler on a manual group and nothing else, so the server applies its own
+// defaults (xxl-job's: DO_NOTHING on misfire, SERIAL_EXECUTION) and an older
+// xjob (a --baseline binary) is sent no field it does not know.
+func benchJobSpec(group int64, cron string) xjob.Job {
+	return xjob.Job{GroupID: group, Description: "bench", Author: "bench", ScheduleType: xjob.ScheduleCron,
 		ScheduleConf: cron, Handler: "bench", TriggerStatus: xjob.StatusRunning}
+}
+
+// benchJob is benchJobSpec with the defaults applied, as a row is stored.
+func benchJob(group int64, cron string) xjob.Job {
+	j := benchJobSpec(group, cron)
 	j.ApplyDefaults()
 	// KEEP is the server's default: left out (compatJSON drops zero
 	// members) so a --baseline xjob that predates the field accepts the job.

@@ -118,18 +118,18 @@ func TestImportXxlJobEndToEnd(t *testing.T) {
 			j1 := get(1)
 			want1 := xjob.Job{ID: 1, Name: "xxl-job-1", GroupID: sample.ID, Description: "Nightly report", Author: "ann",
 				AlarmEmail: "ops@example.com", ScheduleType: xjob.ScheduleCron, ScheduleConf: "0 0 2 * * ?", TimeZone: "Asia/Shanghai",
-				MisfireStrategy: xjob.MisfireFireOnceNow, RouteStrategy: xjob.RouteRound, Handler: "demoJobHandler", Param: "p=1",
+				MisfireStrategy: xjob.MisfireFireOnceNow, AfterCompletion: xjob.AfterKeep, RouteStrategy: xjob.RouteRound, Handler: "demoJobHandler", Param: "p=1",
 				BlockStrategy: xjob.BlockDiscardLater, TimeoutSeconds: 30, FailRetryCount: 2, GlueType: xjob.GlueBean,
 				GlueRemark: "GLUE代码初始化", ChildJobIDs: []int64{7}, TriggerStatus: xjob.StatusStopped}
 			requireJobFields(t, j1, want1)
 			want7 := xjob.Job{ID: 7, Name: "xxl-job-7", GroupID: 2, Description: "Shell cleanup", Author: "bob",
 				ScheduleType: xjob.ScheduleFixRate, ScheduleConf: "60", TimeZone: "Asia/Shanghai",
-				MisfireStrategy: xjob.MisfireDoNothing, RouteStrategy: xjob.RouteShardingBroadcast, Param: "--all",
+				MisfireStrategy: xjob.MisfireDoNothing, AfterCompletion: xjob.AfterKeep, RouteStrategy: xjob.RouteShardingBroadcast, Param: "--all",
 				BlockStrategy: xjob.BlockCoverEarly, GlueType: xjob.GlueShell, GlueSource: "#!/bin/bash\necho hi", GlueRemark: "v2",
 				ChildJobIDs: []int64{}, TriggerStatus: xjob.StatusStopped}
 			requireJobFields(t, get(7), want7)
 			want13 := xjob.Job{ID: 13, Name: "xxl-job-13", GroupID: sample.ID, Description: "Manual only", Author: "xxl-job",
-				ScheduleType: xjob.ScheduleNone, TimeZone: "Asia/Shanghai", MisfireStrategy: xjob.MisfireDoNothing,
+				ScheduleType: xjob.ScheduleNone, TimeZone: "Asia/Shanghai", MisfireStrategy: xjob.MisfireDoNothing, AfterCompletion: xjob.AfterKeep,
 				RouteStrategy: xjob.RouteLast, Handler: "manualHandler", BlockStrategy: xjob.BlockSerialExecution,
 				FailRetryCount: 1, GlueType: xjob.GlueBean, ChildJobIDs: []int64{}, TriggerStatus: xjob.StatusStopped}
 			requireJobFields(t, get(13), want13)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/xjobdev/xjob/pkg/callback"
@@ -134,18 +135,19 @@ func Defaults() Config {
 type option struct {
 	flag, env, usage string
 	isBool           bool
+	kind             string // the value's type in --help: string, int, duration (bools have none)
 	set              func(c *Config, v string) error
 	get              func(c *Config) string
 }
 
 func strOpt(flag, env, usage string, p func(*Config) *string) option {
-	return option{flag: flag, env: env, usage: usage,
+	return option{flag: flag, env: env, usage: usage, kind: "string",
 		set: func(c *Config, v string) error { *p(c) = v; return nil },
 		get: func(c *Config) string { return *p(c) }}
 }
 
 func intOpt(flag, env, usage string, p func(*Config) *int) option {
-	return option{flag: flag, env: env, usage: usage,
+	return option{flag: flag, env: env, usage: usage, kind: "int",
 		set: func(c *Config, v string) error {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil {
@@ -158,7 +160,7 @@ func intOpt(flag, env, usage string, p func(*Config) *int) option {
 }
 
 func durOpt(flag, env, usage string, p func(*Config) *time.Duration) option {
-	return option{flag: flag, env: env, usage: usage,
+	return option{flag: flag, env: env, usage: usage, kind: "duration",
 		set: func(c *Config, v string) error {
 			d, err := time.ParseDuration(strings.TrimSpace(v))
 			if err != nil {
@@ -215,7 +217,7 @@ func options() []option {
 			func(c *Config) *int { return &c.LogRetentionDays }),
 		durOpt("retry-delay", "XJOB_RETRY_DELAY", "wait before a failed trigger's retry (and before re-sending a retry the executor refused as busy)",
 			func(c *Config) *time.Duration { return &c.RetryDelay }),
-		{flag: "retry-backoff", env: "XJOB_RETRY_BACKOFF", usage: "multiply the retry delay by this per retry already made (1: constant)",
+		{flag: "retry-backoff", env: "XJOB_RETRY_BACKOFF", usage: "multiply the retry delay by this per retry already made (1: constant)", kind: "float",
 			set: func(c *Config, v string) error {
 				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 				if err != nil {
@@ -225,7 +227,7 @@ func options() []option {
 				return nil
 			},
 			get: func(c *Config) string { return strconv.FormatFloat(c.RetryBackoff, 'g', -1, 64) }},
-		{flag: "log-level", env: "XJOB_LOG_LEVEL", usage: "debug, info, warn or error",
+		{flag: "log-level", env: "XJOB_LOG_LEVEL", usage: "debug, info, warn or error", kind: "string",
 			set: func(c *Config, v string) error {
 				if err := c.LogLevel.UnmarshalText([]byte(strings.TrimSpace(v))); err != nil {
 					return fmt.Errorf("%q is not one of debug, info, warn, error", v)
@@ -254,6 +256,27 @@ func (b boolValue) String() string {
 func (b boolValue) Set(s string) error { *b.v = s; return nil }
 func (b boolValue) IsBoolFlag() bool   { return true }
 
+// printUsage prints the flags in the CLI's style: --name TYPE, what it
+// does, its variable and default.
+func printUsage(w io.Writer, opts []option, def Config) {
+	fmt.Fprint(w, "Hosts every scheduling-center service in one process on one SQLite file.\n\n"+
+		"Usage:\n  xjob local [flags]\n\nFlags (each also read from its environment variable; a flag wins):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	for _, o := range opts {
+		name := "--" + o.flag
+		if !o.isBool {
+			name += " " + o.kind
+		}
+		extra := "env " + o.env
+		if d := o.get(&def); d != "" && d != "false" && d != "0" {
+			extra += ", default " + d
+		}
+		fmt.Fprintf(tw, "  %s\t%s (%s)\n", name, o.usage, extra)
+	}
+	fmt.Fprintf(tw, "  -h, --help\thelp for local\n")
+	_ = tw.Flush()
+}
+
 // ErrHelp is returned by Parse for -h/--help, after the usage is printed.
 var ErrHelp = flag.ErrHelp
 
@@ -277,10 +300,7 @@ func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer
 		}
 		fs.StringVar(&vals[i], o.flag, def, usage)
 	}
-	fs.Usage = func() {
-		fmt.Fprintln(usageOut, "usage: xjob local [flags]\n\nHosts every scheduling-center service on one SQLite file.\n\nFlags:")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { printUsage(usageOut, opts, Defaults()) }
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}

@@ -125,8 +125,10 @@ func TestParseHelp(t *testing.T) {
 	if !errors.Is(err, ErrHelp) {
 		t.Fatalf("err = %v", err)
 	}
-	for _, w := range []string{"--db", "XJOB_DB", "XJOB_ADMIN_TOKEN", "XJOB_SHARDS", "XJOB_ALARM_WEBHOOK", "--demo"} {
-		if !strings.Contains(strings.ReplaceAll(out.String(), "  -", "  --"), w) {
+	// The CLI's double-dash style, numeric flags typed as numbers.
+	for _, w := range []string{"--db string", "XJOB_DB", "XJOB_ADMIN_TOKEN", "--shards int", "XJOB_SHARDS", "default 16",
+		"--grace duration", "XJOB_ALARM_WEBHOOK", "--demo ", "--fast-workers int"} {
+		if !strings.Contains(out.String(), w) {
 			t.Errorf("usage does not mention %s:\n%s", w, out.String())
 		}
 	}

@@ -126,8 +126,8 @@ func specOf(j xjob.Job, app string) xjob.JobSpec {
 		Name: j.Name, ID: j.ID, Group: app,
 		Description: j.Description, Author: j.Author, AlarmEmail: j.AlarmEmail,
 		ScheduleType: j.ScheduleType, ScheduleConf: j.ScheduleConf, TimeZone: j.TimeZone,
-		MisfireStrategy: j.MisfireStrategy, RouteStrategy: j.RouteStrategy, Handler: j.Handler,
-		Param: j.Param, BlockStrategy: j.BlockStrategy, TimeoutSeconds: j.TimeoutSeconds,
+		MisfireStrategy: j.MisfireStrategy, AfterCompletion: j.AfterCompletion, RouteStrategy: j.RouteStrategy,
+		Handler: j.Handler, Param: j.Param, BlockStrategy: j.BlockStrategy, TimeoutSeconds: j.TimeoutSeconds,
 		FailRetryCount: j.FailRetryCount, GlueType: j.GlueType, GlueSource: j.GlueSource,
 		GlueRemark: j.GlueRemark, Started: j.TriggerStatus == xjob.StatusRunning,
 	}
@@ -469,8 +469,8 @@ func jobOfSpec(js xjob.JobSpec, gid int64) xjob.Job {
 		Name: js.Name, GroupID: gid,
 		Description: js.Description, Author: js.Author, AlarmEmail: js.AlarmEmail,
 		ScheduleType: js.ScheduleType, ScheduleConf: js.ScheduleConf, TimeZone: js.TimeZone,
-		MisfireStrategy: js.MisfireStrategy, RouteStrategy: js.RouteStrategy, Handler: js.Handler,
-		Param: js.Param, BlockStrategy: js.BlockStrategy, TimeoutSeconds: js.TimeoutSeconds,
+		MisfireStrategy: js.MisfireStrategy, AfterCompletion: js.AfterCompletion, RouteStrategy: js.RouteStrategy,
+		Handler: js.Handler, Param: js.Param, BlockStrategy: js.BlockStrategy, TimeoutSeconds: js.TimeoutSeconds,
 		FailRetryCount: js.FailRetryCount, GlueType: js.GlueType, GlueSource: js.GlueSource,
 		GlueRemark: js.GlueRemark,
 	}
@@ -498,6 +498,7 @@ func jobChanges(old, want *xjob.Job) []string {
 	diff("scheduleConf", old.ScheduleConf != want.ScheduleConf)
 	diff("timeZone", old.TimeZone != want.TimeZone)
 	diff("misfireStrategy", old.MisfireStrategy != want.MisfireStrategy)
+	diff("afterCompletion", old.AfterCompletion != want.AfterCompletion)
 	diff("executorRouteStrategy", old.RouteStrategy != want.RouteStrategy)
 	diff("executorHandler", old.Handler != want.Handler)
 	diff("executorParam", old.Param != want.Param)
