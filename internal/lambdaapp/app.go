@@ -193,6 +193,18 @@ func New(cfg Config, d Deps) (*App, error) {
 	}
 	sc := d.Scan
 	sc.Shards = cfg.Shards
+	if sc.PreRead == 0 {
+		sc.PreRead = ScanHorizon
+	}
+	if sc.TickBudget == 0 {
+		sc.TickBudget = scanBudget
+	}
+	if sc.LeaseTTL == 0 {
+		sc.LeaseTTL = scanLease
+	}
+	if sc.RingLead == 0 {
+		sc.RingLead = time.Second // SQS delays are whole seconds, rounded up (see ScanHorizon's doc)
+	}
 	// The admin pushes the fires of a job it creates, starts or edits within
 	// the scan's horizon, so it shares the scanner's configuration.
 	a.admin, err = admin.New(admin.Config{Store: counted, Queues: queues, Executors: exec, Finisher: a.callback,
@@ -236,7 +248,8 @@ func New(cfg Config, d Deps) (*App, error) {
 		return fail("auth", err)
 	}
 	a.http, err = adminapi.New(adminapi.Config{Admin: a.admin, Registry: a.registry, Callback: a.callback,
-		Metrics: metrics, AdminToken: adminToken, Auth: au, AccessToken: accessToken, Logger: d.Logger, Clock: d.Clock})
+		Metrics: metrics, Gauges: metric.Gauges{ExecutorsOnline: a.registry.OnlineCounts, Logger: d.Logger},
+		AdminToken: adminToken, Auth: au, AccessToken: accessToken, Logger: d.Logger, Clock: d.Clock})
 	if err != nil {
 		return fail("admin api", err)
 	}

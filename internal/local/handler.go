@@ -7,6 +7,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/adminapi"
 	"github.com/xjobdev/xjob/pkg/auth"
 	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/metric"
 )
 
 // newAuth builds the sign-in service over the installation's users. The
@@ -24,10 +25,12 @@ func newAuth(svc *services, adminToken string) (*auth.Service, error) {
 // /healthz, all served by package adminapi.
 func newHandler(cfg Config, svc *services, adminToken string, au *auth.Service) (http.Handler, error) {
 	h, err := adminapi.New(adminapi.Config{
-		Admin:       svc.admin,
-		Registry:    svc.registry,
-		Callback:    svc.callback,
-		Metrics:     svc.metrics,
+		Admin:    svc.admin,
+		Registry: svc.registry,
+		Callback: svc.callback,
+		Metrics:  svc.metrics,
+		Gauges: metric.Gauges{LaneDepth: svc.db.QueueDepths, ExecutorsOnline: svc.registry.OnlineCounts,
+			Logger: svc.logger},
 		AdminToken:  adminToken,
 		Auth:        au,
 		AccessToken: cfg.AccessToken,
