@@ -17,10 +17,16 @@ emulators: $(EMULATORS)/node_modules/.package-lock.json ## Install dynalite + fa
 $(EMULATORS)/node_modules/.package-lock.json: $(EMULATORS)/package-lock.json
 	npm ci --prefix $(EMULATORS) --no-audit --no-fund
 
+.PHONY: chromium
+chromium: ## Install Debian's chromium for the console's browser tests (when missing; needs root)
+	@command -v chromium >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y chromium; \
+		else echo "chromium is missing: install it with 'sudo apt-get install -y chromium' (the console's browser tests need it)"; exit 1; fi; }
+
 .PHONY: test
-test: emulators ## Run every test with the race detector (what CI runs)
+test: emulators chromium ## Run every test with the race detector (what CI runs)
 	$(GO) vet $(PKGS)
-	CI=$${CI:-true} $(GO) test -race -count=1 -parallel 8 -timeout 20m $(PKGS)
+	XJOB_BROWSER_TESTS=1 CI=$${CI:-true} $(GO) test -race -count=1 -parallel 8 -timeout 20m $(PKGS)
 
 .PHONY: lint
 lint: ## gofmt and go vet
