@@ -17,6 +17,7 @@ emulators: $(EMULATORS)/node_modules/.package-lock.json ## Install dynalite + fa
 $(EMULATORS)/node_modules/.package-lock.json: $(EMULATORS)/package-lock.json
 	npm ci --prefix $(EMULATORS) --no-audit --no-fund
 
+<<<<<<< HEAD
 .PHONY: chromium
 chromium: ## Install Debian's chromium for the console's browser tests (when missing; needs root)
 	@command -v chromium >/dev/null || { \
@@ -25,6 +26,15 @@ chromium: ## Install Debian's chromium for the console's browser tests (when mis
 
 .PHONY: test
 test: emulators chromium ## Run every test with the race detector (what CI runs)
+=======
+.PHONY: mariadb
+mariadb: ## Install Debian's mariadb-server when missing (the xxl-job import test starts its own mariadbd)
+	@command -v mariadbd >/dev/null 2>&1 || test -x /usr/sbin/mariadbd || \
+		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y mariadb-server)
+
+.PHONY: test
+test: emulators mariadb ## Run every test with the race detector (what CI runs)
+>>>>>>> main
 	$(GO) vet $(PKGS)
 	XJOB_BROWSER_TESTS=1 CI=$${CI:-true} $(GO) test -race -count=1 -parallel 8 -timeout 20m $(PKGS)
 

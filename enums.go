@@ -8,7 +8,26 @@ const (
 	ScheduleNone    ScheduleType = "NONE"
 	ScheduleCron    ScheduleType = "CRON"
 	ScheduleFixRate ScheduleType = "FIX_RATE"
+	// ScheduleOnce fires once, at the RFC 3339 instant in ScheduleConf
+	// (EventBridge Scheduler's at()); not an xxl-job type.
+	ScheduleOnce ScheduleType = "ONCE"
 )
+
+// AfterCompletion says what becomes of a ONCE job once its single fire has
+// a final result: success, or a failure with no retry left (EventBridge
+// Scheduler's ActionAfterCompletion).
+type AfterCompletion string
+
+// After-completion actions.
+const (
+	// AfterKeep keeps the job, stopped (the scan stops it when it pushes
+	// the fire), so it can be edited and started again.
+	AfterKeep AfterCompletion = "KEEP"
+	// AfterDelete deletes the job; its logs stay until retention purges them.
+	AfterDelete AfterCompletion = "DELETE"
+)
+
+func (a AfterCompletion) valid() bool { return a == AfterKeep || a == AfterDelete }
 
 // MisfireStrategy says what to do with a fire time found more than the
 // misfire threshold in the past.
@@ -127,7 +146,7 @@ const RegistryGroupExecutor = "EXECUTOR"
 
 func (s ScheduleType) valid() bool {
 	switch s {
-	case ScheduleNone, ScheduleCron, ScheduleFixRate:
+	case ScheduleNone, ScheduleCron, ScheduleFixRate, ScheduleOnce:
 		return true
 	}
 	return false

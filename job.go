@@ -52,6 +52,8 @@ type Job struct {
 	ScheduleConf    string          `json:"scheduleConf"`
 	TimeZone        string          `json:"timeZone"`
 	MisfireStrategy MisfireStrategy `json:"misfireStrategy"`
+	// AfterCompletion applies to ONCE jobs: KEEP (default) or DELETE.
+	AfterCompletion AfterCompletion `json:"afterCompletion"`
 
 	RouteStrategy  RouteStrategy `json:"executorRouteStrategy"`
 	Handler        string        `json:"executorHandler"`
@@ -105,6 +107,9 @@ func (j *Job) ApplyDefaults() {
 	if j.TimeZone == "" {
 		j.TimeZone = "UTC"
 	}
+	if j.AfterCompletion == "" {
+		j.AfterCompletion = AfterKeep
+	}
 }
 
 // Validate checks every field a person sets. It does not check that the
@@ -127,7 +132,7 @@ func (j *Job) Validate() error {
 		}
 	}
 	if !j.ScheduleType.valid() {
-		p.add("scheduleType", "must be one of NONE, CRON, FIX_RATE, got %q", j.ScheduleType)
+		p.add("scheduleType", "must be one of NONE, CRON, FIX_RATE, ONCE, got %q", j.ScheduleType)
 	} else {
 		checkLen(&p, "scheduleConf", j.ScheduleConf, 0, MaxScheduleConf)
 		if _, err := time.LoadLocation(j.TimeZone); err != nil || j.TimeZone == "" || j.TimeZone == "Local" {
@@ -135,6 +140,12 @@ func (j *Job) Validate() error {
 		} else if _, err := j.Schedule(); err != nil {
 			p.add("scheduleConf", "%v", err)
 		}
+	}
+	switch {
+	case !j.AfterCompletion.valid():
+		p.add("afterCompletion", "must be KEEP or DELETE, got %q", j.AfterCompletion)
+	case j.AfterCompletion == AfterDelete && j.ScheduleType != ScheduleOnce:
+		p.add("afterCompletion", "DELETE needs schedule type ONCE (a job that fires once)")
 	}
 	if !j.MisfireStrategy.valid() {
 		p.add("misfireStrategy", "must be DO_NOTHING or FIRE_ONCE_NOW, got %q", j.MisfireStrategy)

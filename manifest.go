@@ -43,6 +43,7 @@ type JobSpec struct {
 	ScheduleConf    string          `json:"scheduleConf,omitempty"`
 	TimeZone        string          `json:"timeZone,omitempty"`
 	MisfireStrategy MisfireStrategy `json:"misfireStrategy,omitempty"`
+	AfterCompletion AfterCompletion `json:"afterCompletion,omitempty"`
 
 	RouteStrategy  RouteStrategy `json:"executorRouteStrategy,omitempty"`
 	Handler        string        `json:"executorHandler,omitempty"`

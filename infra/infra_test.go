@@ -124,6 +124,8 @@ var (
 		awsconfig.EnvAdminToken:      "param:admintoken",
 		awsconfig.EnvAlarmTopicARN:   "topic:alarms",
 		awsconfig.EnvLogLevel:        "param:loglevel",
+		awsconfig.EnvRetryDelay:      "param:retrydelay",
+		awsconfig.EnvRetryBackoff:    "param:retrybackoff",
 	}
 	// secretParams must be NoEcho (SAM) / sensitive (Terraform).
 	secretParams = []string{"param:accesstoken", "param:admintoken"}
@@ -392,8 +394,8 @@ func checkFunctions(t *testing.T, s *stack) {
 		if got.timeout < 1 || got.timeout > 900 || got.memory < 128 {
 			t.Errorf("%s: timeout %d s / memory %d MB out of range", where, got.timeout, got.memory)
 		}
-		if f.Name == "scan" && got.timeout <= 60 {
-			t.Errorf("%s: timeout %d s, must exceed the minute the scan loops for", where, got.timeout)
+		if f.Name == "scan" && (got.timeout < 30 || got.timeout >= 60) {
+			t.Errorf("%s: timeout %d s; the once-a-minute scan needs ≥ 30 s (its paging budget + release) and must end before the next minute", where, got.timeout)
 		}
 		if f.ReservedConcurrency > 0 && got.reserved != f.ReservedConcurrency {
 			t.Errorf("%s: reserved concurrency %d, awsconfig wants %d", where, got.reserved, f.ReservedConcurrency)

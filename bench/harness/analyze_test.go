@@ -146,3 +146,24 @@ not json
 		t.Errorf("ReadPassed = %v, want %v", got, want)
 	}
 }
+
+// Jobs are posted without zero members, so an older API that does not know
+// a newer field (a --baseline binary) still accepts them.
+func TestCompatJSONDropsZeroMembers(t *testing.T) {
+	t.Parallel()
+	got, err := compatJSON(struct {
+		Name    string   `json:"name"`
+		Handler string   `json:"handler"`
+		Retry   int      `json:"failRetryCount"`
+		Status  int      `json:"triggerStatus"`
+		On      bool     `json:"on"`
+		List    []string `json:"addressList"`
+		Ptr     *int     `json:"ptr"`
+	}{Handler: "bench", Status: 1, List: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"handler":"bench","triggerStatus":1}`; string(got) != want {
+		t.Errorf("compatJSON = %s, want %s", got, want)
+	}
+}

@@ -79,7 +79,7 @@ func SteadyAWS(ctx context.Context, env *Env, s SteadySpec, o AWSOptions) (*Resu
 		return nil, err
 	}
 	t := time.Now()
-	jobs, err := createJobs(ctx, api, exe.Address(), s.Jobs, func(int) string { return "* * * * * ?" })
+	jobs, err := createJobs(ctx, api, d.AdminToken(), exe.Address(), s.Jobs, func(int) string { return "* * * * * ?" })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}

@@ -62,7 +62,7 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	t := time.Now()
 	var ids []int64
 	if jobs > 0 {
-		if ids, err = createJobs(ctx, api, exe.Address(), jobs, w.Cron); err != nil {
+		if ids, err = createJobs(ctx, api, d.AdminToken(), exe.Address(), jobs, w.Cron); err != nil {
 			return nil, fmt.Errorf("%s: %w", w.Name, err)
 		}
 	}
@@ -167,8 +167,12 @@ func ScaleCost(w Workload, lo, hi *CostSample, p awsemu.Prices) Scaled {
 }
 
 // ByFunction and ByService sum a Scaled's components.
-func (s Scaled) ByFunction() [][2]any { return sum(s.PerM, func(c Component) string { return c.Function }) }
-func (s Scaled) ByService() [][2]any  { return sum(s.PerM, func(c Component) string { return c.Service }) }
+func (s Scaled) ByFunction() [][2]any {
+	return sum(s.PerM, func(c Component) string { return c.Function })
+}
+func (s Scaled) ByService() [][2]any {
+	return sum(s.PerM, func(c Component) string { return c.Service })
+}
 
 func sum(m map[Component]float64, key func(Component) string) [][2]any {
 	t := map[string]float64{}

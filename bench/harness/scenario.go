@@ -1,11 +1,14 @@
 package harness
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,7 +147,7 @@ func Steady(ctx context.Context, env *Env, s SteadySpec) (*Result, error) {
 		return nil, err
 	}
 	t := time.Now()
-	jobs, err := createJobs(ctx, api, exe.Address(), s.Jobs, func(int) string { return "* * * * * ?" })
+	jobs, err := createJobs(ctx, api, "bench-admin-token", exe.Address(), s.Jobs, func(int) string { return "* * * * * ?" })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
@@ -288,7 +291,7 @@ func Burst(ctx context.Context, env *Env, s BurstSpec) (*Result, error) {
 	// the ring then drops that fire as "job stopped" (see the report).
 	second := func(i int) time.Time { return at.Add(time.Duration(i%spread) * time.Second) }
 	t := time.Now()
-	jobs, err := createJobs(ctx, api, exe.Address(), s.Jobs, func(i int) string { return second(i).Format("5 4 15 * * ?") })
+	jobs, err := createJobs(ctx, api, "bench-admin-token", exe.Address(), s.Jobs, func(i int) string { return second(i).Format("5 4 15 * * ?") })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -305,7 +308,8 @@ func Burst(ctx context.Context, env *Env, s BurstSpec) (*Result, error) {
 	profErr := make(chan error, 1)
 	if s.Profile {
 		res.Profile = filepath.Join(env.Results, name+"-"+env.fileTag()+env.Stamp+".cpu.pprof")
-		d := time.Until(at) + time.Duration(spread)*time.Second + 3*time.Second
+		// Long enough for a slow burst to drain; idle time adds no samples.
+		d := time.Until(at) + time.Duration(spread)*time.Second + 15*time.Second
 		go func() { profErr <- x.Profile(ctx, d, res.Profile) }()
 	}
 	if err := sleepUntil(ctx, at.Add(time.Duration(spread)*time.Second)); err != nil {
@@ -609,13 +613,17 @@ func settle(ctx context.Context, exe *Executor, minWait, limit time.Duration) {
 }
 
 // createJobs creates a manual group for the executor and n running CRON jobs
-// through the admin API, 16 requests at a time.
-func createJobs(ctx context.Context, api *adminclient.Client, executor string, n int, cron func(int) string) ([]int64, error) {
+// through the admin API, 16 requests at a time. The jobs are posted as
+// benchJobSpec with their zero members left out (see compatJSON), so that an
+// older xjob (a --baseline binary) whose API predates a newer field accepts
+// them too.
+func createJobs(ctx context.Context, api *adminclient.Client, token, executor string, n int, cron func(int) string) ([]int64, error) {
 	g, err := api.GroupCreate(ctx, xjob.Group{AppName: "xjob-bench", Title: "bench", AddressType: xjob.AddressManual,
 		AddressList: []string{executor}})
 	if err != nil {
 		return nil, fmt.Errorf("create group: %w", err)
 	}
+	hc := &http.Client{Timeout: 30 * time.Second}
 	ids := make([]int64, n)
 	var next atomic.Int64
 	var firstErr atomic.Pointer[error]
@@ -627,8 +635,8 @@ func createJobs(ctx context.Context, api *adminclient.Client, executor string, n
 				if i >= n || firstErr.Load() != nil {
 					return
 				}
-				j, err := api.JobCreate(ctx, benchJob(g.ID, cron(i)))
-				if err != nil {
+				var j xjob.Job
+				if err := postCompat(ctx, hc, api.BaseURL()+"/v1/jobs", token, benchJobSpec(g.ID, cron(i)), &j); err != nil {
 					err = fmt.Errorf("create job %d: %w", i, err)
 					firstErr.CompareAndSwap(nil, &err)
 					return
@@ -642,6 +650,56 @@ func createJobs(ctx context.Context, api *adminclient.Client, executor string, n
 		return nil, *p
 	}
 	return ids, nil
+}
+
+// postCompat POSTs in as compatJSON to url with the admin token and decodes
+// the reply into out.
+func postCompat(ctx context.Context, hc *http.Client, url, token string, in, out any) error {
+	body, err := compatJSON(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(data))
+	}
+	return json.Unmarshal(data, out)
+}
+
+// compatJSON encodes v as a JSON object without its zero-valued members
+// ("", 0, false, null, [], {}): the API applies the same defaults to a
+// member left out, and an older server that does not know a newer member
+// is not asked to.
+func compatJSON(v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	for k, raw := range m {
+		switch string(raw) {
+		case `""`, "0", "false", "null", "[]", "{}":
+			delete(m, k)
+		}
+	}
+	return json.Marshal(m)
 }
 
 // pprofTop runs `go tool pprof -top` on a CPU profile and keeps its table.

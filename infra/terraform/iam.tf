@@ -177,7 +177,7 @@ data "aws_iam_policy_document" "registry" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+    resources = [aws_sqs_queue.ring.arn, aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
   }
   statement {
     sid       = "Alarm"

@@ -7,14 +7,14 @@ resource "aws_cloudwatch_log_group" "scan" {
 
 resource "aws_lambda_function" "scan" {
   function_name    = "${var.name}-scan"
-  description      = "Scans due jobs once per second for a minute under the shard leases; feeds the ring."
+  description      = "Once a minute, plans every due job 150 s ahead under the shard leases; feeds the ring."
   filename         = "${path.module}/../../dist/scan.zip"
   source_code_hash = filebase64sha256("${path.module}/../../dist/scan.zip")
   handler          = "bootstrap"
   runtime          = "provided.al2023"
   architectures    = ["arm64"]
   memory_size      = 256
-  timeout          = 70 # one minute of ticks + lease handover
+  timeout          = 55 # one tick (paging bounded at 20 s) + lease release, ended before the next minute
   role             = aws_iam_role.scan.arn
 
   reserved_concurrent_executions = 2 # consecutive minutes overlap by the lease hand-over
@@ -91,6 +91,8 @@ resource "aws_lambda_function" "dispatch" {
       XJOB_TABLE_PREFIX            = var.table_prefix
       XJOB_SHARDS                  = tostring(var.shards)
       XJOB_LOG_LEVEL               = var.log_level
+      XJOB_RETRY_DELAY             = var.retry_delay
+      XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
       XJOB_ACCESS_TOKEN            = var.access_token
@@ -124,6 +126,8 @@ resource "aws_lambda_function" "callback" {
       XJOB_TABLE_PREFIX            = var.table_prefix
       XJOB_SHARDS                  = tostring(var.shards)
       XJOB_LOG_LEVEL               = var.log_level
+      XJOB_RETRY_DELAY             = var.retry_delay
+      XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
       XJOB_ACCESS_TOKEN            = var.access_token
@@ -159,6 +163,9 @@ resource "aws_lambda_function" "registry" {
       XJOB_TABLE_PREFIX            = var.table_prefix
       XJOB_SHARDS                  = tostring(var.shards)
       XJOB_LOG_LEVEL               = var.log_level
+      XJOB_RETRY_DELAY             = var.retry_delay
+      XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
+      XJOB_RING_QUEUE_URL          = aws_sqs_queue.ring.url
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
       XJOB_ACCESS_TOKEN            = var.access_token

@@ -56,6 +56,26 @@ variable "log_level" {
   }
 }
 
+variable "retry_delay" {
+  description = "Wait before a failed trigger's retry, and before re-sending a retry the executor refused as busy (XJOB_RETRY_DELAY, a Go duration, 100ms-15m)."
+  type        = string
+  default     = "5s"
+  validation {
+    condition     = can(regex("^[0-9]+(ms|s|m)$", var.retry_delay))
+    error_message = "retry_delay must be a whole number of ms, s or m, e.g. 5s."
+  }
+}
+
+variable "retry_backoff" {
+  description = "Multiplier of the retry delay per retry already made; 1 keeps it constant (XJOB_RETRY_BACKOFF, 1-10)."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.retry_backoff >= 1 && var.retry_backoff <= 10
+    error_message = "retry_backoff must be between 1 and 10."
+  }
+}
+
 variable "ring_concurrency" {
   description = "Maximum concurrent ring invocations (SQS event source scaling_config, >= 2)."
   type        = number

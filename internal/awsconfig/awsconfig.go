@@ -16,6 +16,8 @@ const (
 	EnvAdminToken      = "XJOB_ADMIN_TOKEN"             // bearer token of the /v1 admin API
 	EnvAlarmTopicARN   = "XJOB_ALARM_TOPIC_ARN"         // SNS topic for final-failure alarms
 	EnvLogLevel        = "XJOB_LOG_LEVEL"               // debug|info|warn|error (optional, default info)
+	EnvRetryDelay      = "XJOB_RETRY_DELAY"             // wait before a failure's retry, a Go duration (optional, default 5s)
+	EnvRetryBackoff    = "XJOB_RETRY_BACKOFF"           // retry delay multiplier per retry made, 1-10 (optional, default 1)
 	// EnvAnyTriggerAddress=true lets a manual trigger's address override
 	// name any host (optional; default: only the group's own executors).
 	EnvAnyTriggerAddress = "XJOB_ALLOW_ANY_TRIGGER_ADDRESS"
@@ -87,7 +89,7 @@ var Functions = []Function{
 		Consumes: []string{EnvRingQueueURL}},
 	{Name: "dispatch",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvAnyTriggerAddress},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress},
 		Actions: []string{
 			"dynamodb:BatchGetItem", // the jobs of an SQS batch (DispatchMany)
 			"dynamodb:GetItem",
@@ -101,7 +103,7 @@ var Functions = []Function{
 		Consumes: []string{EnvDispatchFastURL, EnvDispatchSlowURL}},
 	{Name: "callback",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
 		Actions: []string{
 			"dynamodb:BatchGetItem", // a callback request's logs and jobs (LogGetMany, JobGetMany)
 			"dynamodb:GetItem",
@@ -110,8 +112,8 @@ var Functions = []Function{
 			"sqs:SendMessage",     // not exercised: retry and child-job tasks
 		}},
 	{Name: "registry",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvAnyTriggerAddress},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress},
 		Actions: []string{
 			// The admin API and maintenance reach every store operation; the
 			// test exercises heartbeats, job/group creation and one maintenance run.
@@ -124,7 +126,7 @@ var Functions = []Function{
 			"dynamodb:Scan", // small tables: registry (all appnames), reports, job list without a group
 			"dynamodb:UpdateItem",
 			"sns:Publish",     // not exercised: alarms from the lost-job check and the sweep
-			"sqs:SendMessage", // not exercised: admin manual trigger, retries after the lost-job check
+			"sqs:SendMessage", // admin push of a new job's fires within the scan horizon (ring); manual trigger, retries
 		},
 		// The ceiling covers the admin API and heartbeats too (a few ms
 		// each; 10 serve thousands of executors beating every 30 s).

@@ -35,7 +35,7 @@ const Region = "us-east-1"
 // Function timeouts of the templates (infra/sam/template.yaml): each
 // invocation's context carries the deadline Lambda would give it.
 const (
-	ScanTimeout     = 70 * time.Second
+	ScanTimeout     = 55 * time.Second
 	RingTimeout     = 10 * time.Second
 	DispatchTimeout = 30 * time.Second
 	CallbackTimeout = 15 * time.Second

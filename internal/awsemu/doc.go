@@ -4,11 +4,10 @@
 // Lambda handlers of internal/lambdaapp are driven the way their AWS
 // triggers drive them:
 //
-//	EventBridge rate(1 minute) → scan      one invocation per period, each
-//	                                       with the 70 s timeout of the
-//	                                       templates, ticking every second
-//	                                       (consecutive invocations overlap
-//	                                       and hand the shard leases over)
+//	EventBridge rate(1 minute) → scan      one invocation per period (the
+//	                                       templates' 55 s timeout): one
+//	                                       tick planning 150 s ahead, then
+//	                                       the shard leases are released
 //	EventBridge rate(1 minute) → registry  maintenance
 //	SQS event source mappings  → ring, dispatch (fast and slow lanes):
 //	                                       long-poll, batches of ≤ 10, delete

@@ -11,6 +11,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/adminclient"
 	"github.com/xjobdev/xjob/pkg/clock"
 )
@@ -121,6 +123,9 @@ func run(ctx context.Context, args []string, e env) int {
 	case errors.As(err, &fail):
 		a.printFailure(fail.err)
 		return exitFailed
+	case a.output == "json" || jsonRequested(args):
+		a.printJSONError(err, 0)
+		return exitUsage
 	default:
 		fmt.Fprintf(e.stderr, "Error: %v\n", err)
 		if cmd == nil {
@@ -145,9 +150,7 @@ Exit codes: 0 success, 1 the command failed (server error shown), 2 bad usage.`,
 		SilenceUsage:  true,
 		Args:          noArgs,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-		CompletionOptions: cobra.CompletionOptions{
-			HiddenDefaultCmd: true,
-		},
+		Version:       Version(),
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			if a.output != "table" && a.output != "json" {
 				return usagef("-o must be table or json, got %q", a.output)
@@ -156,13 +159,14 @@ Exit codes: 0 success, 1 the command failed (server error shown), 2 bad usage.`,
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetVersionTemplate("xjob {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.server, "server", "", "admin API address (env "+envServer+", default "+defaultServer+")")
 	pf.StringVar(&a.token, "token", "", "admin API bearer token (env "+envToken+", else "+envAdminToken+")")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 
 	root.AddCommand(a.jobCommand(), a.groupCommand(), a.executorCommand(), a.logCommand(),
-		a.reportCommand(), a.metricsCommand(), a.applyCommand(), a.exportCommand(),
+		a.reportCommand(), a.metricsCommand(), a.applyCommand(), a.exportCommand(), a.importCommand(), versionCommand(),
 		delegated("cron", "next"), delegated("local"))
 	return root
 }
@@ -280,6 +284,9 @@ func (a *app) client() (*adminclient.Client, error) {
 	if server == "" {
 		server = defaultServer
 	}
+	if !strings.Contains(server, "://") {
+		server = "http://" + server // XJOB_SERVER=127.0.0.1:8080 as people type it
+	}
 	if token == "" {
 		token = a.getenv(envToken)
 	}
@@ -301,6 +308,14 @@ func (a *app) client() (*adminclient.Client, error) {
 // printFailure shows a failed command plainly: the server's status and
 // message, one line per field problem, and a hint for the usual causes.
 func (a *app) printFailure(err error) {
+	if a.output == "json" {
+		status := 0
+		if apiErr, ok := adminclient.AsAPIError(err); ok {
+			status = apiErr.Status
+		}
+		a.printJSONError(err, status)
+		return
+	}
 	if apiErr, ok := adminclient.AsAPIError(err); ok {
 		msg := apiErr.Headline()
 		if msg == "" {
@@ -324,6 +339,38 @@ func (a *app) printFailure(err error) {
 	if isUnreachable(err) {
 		fmt.Fprintf(a.stderr, "Hint: is an xjob server running at %s? Set --server or %s.\n", a.server, envServer)
 	}
+}
+
+// printJSONError writes a failed command as one JSON object on stderr
+// under -o json, so that a script reads errors the way it reads results:
+// {"error":"…","status":404,"problems":[…],"usage":true}.
+func (a *app) printJSONError(err error, status int) {
+	out := struct {
+		Error    string              `json:"error"`
+		Status   int                 `json:"status,omitempty"`
+		Problems []xjob.FieldProblem `json:"problems,omitempty"`
+		Usage    bool                `json:"usage,omitempty"`
+	}{Error: err.Error(), Status: status}
+	var u usageError
+	out.Usage = errors.As(err, &u)
+	if apiErr, ok := adminclient.AsAPIError(err); ok {
+		out.Problems = apiErr.Problems
+	}
+	_ = json.NewEncoder(a.stderr).Encode(out)
+}
+
+// jsonRequested reports whether args ask for -o json, for errors found
+// before the flags were parsed.
+func jsonRequested(args []string) bool {
+	for i, arg := range args {
+		switch {
+		case arg == "-ojson" || arg == "--output=json" || arg == "-o=json":
+			return true
+		case (arg == "-o" || arg == "--output") && i+1 < len(args) && args[i+1] == "json":
+			return true
+		}
+	}
+	return false
 }
 
 // isUnreachable reports whether err is a transport error (refused, unknown

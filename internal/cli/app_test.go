@@ -131,7 +131,7 @@ func TestCommands(t *testing.T) {
 			args:   []string{"job", "list"},
 			out: "" +
 				"ID  GROUP  DESCRIPTION  SCHEDULE            HANDLER  ROUTE  STATUS   NEXT FIRE\n" +
-				"7   1      demo cron    cron 0/2 * * * * ?  demoJob  FIRST  started  2026-01-01 00:00:12\n" +
+				"7   1      demo cron    cron 0/2 * * * * ?  demoJob  FIRST  started  2026-01-01 00:00:12 UTC\n" +
 				"8   1      demo rate    every 5s            rateJob  ROUND  stopped  -\n",
 			reqs: []string{"GET /v1/jobs"},
 		},
@@ -442,8 +442,8 @@ func TestCommands(t *testing.T) {
 			routes: map[string][]reply{"GET /v1/groups/1/executors": {{200, `{"items":[{"address":"http://127.0.0.1:9999","updateTime":1767225607000}]}`}}},
 			args:   []string{"executor", "list", "--group", "1"},
 			out: "" +
-				"ADDRESS                LAST HEARTBEAT       AGE\n" +
-				"http://127.0.0.1:9999  2026-01-01 00:00:07  3s\n",
+				"ADDRESS                LAST HEARTBEAT           AGE\n" +
+				"http://127.0.0.1:9999  2026-01-01 00:00:07 UTC  3s\n",
 		},
 		{
 			name:   "executor list needs a group",
@@ -456,9 +456,9 @@ func TestCommands(t *testing.T) {
 			routes: map[string][]reply{"GET /v1/logs": {{200, `{"items":[` + logJSON + `,` + log12JSON + `],"next":""}`}}},
 			args:   []string{"log", "list", "--job", "7", "--status", "fail", "--from", "2026-01-01", "--to", "10s"},
 			out: "" +
-				"ID  JOB  TYPE    TRIGGERED            EXECUTOR               STATE    MESSAGE\n" +
-				"11  7    CRON    2026-01-01 00:00:00  http://127.0.0.1:9999  failed   boom: stack\n" +
-				"12  7    MANUAL  2026-01-01 00:00:02  http://127.0.0.1:9999  running  -\n",
+				"ID  JOB  TYPE    TRIGGERED                EXECUTOR               STATE    MESSAGE\n" +
+				"11  7    CRON    2026-01-01 00:00:00 UTC  http://127.0.0.1:9999  failed   boom: stack\n" +
+				"12  7    MANUAL  2026-01-01 00:00:02 UTC  http://127.0.0.1:9999  running  -\n",
 			reqs: []string{"GET /v1/logs?from=1767225600000&job=7&status=fail&to=1767225600000"},
 		},
 		{

@@ -3,7 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -12,9 +14,11 @@ import (
 	"github.com/xjobdev/xjob"
 )
 
-// Layouts of instants: tables are compact, detail views name the zone.
+// Layouts of instants. Every instant printed names its zone: the
+// abbreviation where the zone has one, else the offset (Go prints "+08"
+// for zones without an abbreviation).
 const (
-	tableTime  = "2006-01-02 15:04:05"
+	tableTime  = "2006-01-02 15:04:05 MST"
 	detailTime = "2006-01-02 15:04:05 MST"
 )
 
@@ -68,12 +72,27 @@ func dash(s string) string {
 	return s
 }
 
-// oneLine flattens a message for a table cell: xxl-job's <br> separators
-// and newlines become spaces, runs of blanks shrink, and it is cut to n
-// runes.
+// htmlTag matches a tag of the HTML that xxl-job's trigger messages carry
+// (<br>, <span style=…>, </span>) for its console.
+var htmlTag = regexp.MustCompile(`(?i)<(br\s*/?|/?span[^>]*|/?b|/?font[^>]*)>`)
+
+// plainText turns a trigger or handle message into terminal text: <br>
+// becomes a newline, the other tags go, entities are decoded. HTML stays
+// in -o json, where the raw message is kept.
+func plainText(s string) string {
+	s = htmlTag.ReplaceAllStringFunc(s, func(tag string) string {
+		if strings.HasPrefix(strings.ToLower(tag), "<br") {
+			return "\n"
+		}
+		return ""
+	})
+	return html.UnescapeString(s)
+}
+
+// oneLine flattens a message for a table cell: tags go, line breaks
+// become spaces, runs of blanks shrink, and it is cut to n runes.
 func oneLine(s string, n int) string {
-	s = strings.NewReplacer("<br>", " ", "<br/>", " ", "<br />", " ").Replace(s)
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(plainText(s)), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}
@@ -83,7 +102,7 @@ func oneLine(s string, n int) string {
 // multiLine turns xxl-job's <br> separators into indented lines for a
 // detail view.
 func multiLine(s string) string {
-	s = strings.NewReplacer("<br>", "\n", "<br/>", "\n", "<br />", "\n").Replace(strings.TrimSpace(s))
+	s = plainText(strings.TrimSpace(s))
 	var lines []string
 	for _, l := range strings.Split(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
@@ -99,6 +118,8 @@ func scheduleText(j *xjob.Job) string {
 		return "cron " + j.ScheduleConf
 	case xjob.ScheduleFixRate:
 		return "every " + j.ScheduleConf + "s"
+	case xjob.ScheduleOnce:
+		return "once at " + j.ScheduleConf
 	case "", xjob.ScheduleNone:
 		return "none"
 	}

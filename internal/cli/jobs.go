@@ -31,7 +31,7 @@ type jobFlags struct {
 	file                                      string
 	group                                     int64
 	desc, author, alarmEmail                  string
-	cron                                      string
+	cron, at, afterCompletion                 string
 	fixRate                                   int
 	handler, param, route, block, misfire, tz string
 	timeout, retry                            int
@@ -47,6 +47,8 @@ func (f *jobFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.alarmEmail, "alarm-email", "", "comma-separated e-mail addresses alerted on failure")
 	fs.StringVar(&f.cron, "cron", "", "fire on a Quartz cron `EXPR` (schedule type CRON)")
 	fs.IntVar(&f.fixRate, "fix-rate", 0, "fire every `SECONDS` (schedule type FIX_RATE)")
+	fs.StringVar(&f.at, "at", "", "fire once at an RFC 3339 `INSTANT` with its zone, e.g. 2026-11-24T09:30:00+01:00 (schedule type ONCE)")
+	fs.StringVar(&f.afterCompletion, "after-completion", "", "what becomes of a ONCE job after its run: KEEP (stopped) or DELETE")
 	fs.StringVar(&f.tz, "tz", "", "IANA time zone the schedule is read in (default UTC)")
 	fs.StringVar(&f.misfire, "misfire", "", "misfire strategy: DO_NOTHING or FIRE_ONCE_NOW")
 	fs.StringVar(&f.handler, "handler", "", "executor handler name")
@@ -56,10 +58,11 @@ func (f *jobFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&f.timeout, "timeout", 0, "executor timeout in seconds (0: none)")
 	fs.IntVar(&f.retry, "retry", 0, "retries after a failed run")
 	fs.StringVar(&f.child, "child", "", "comma-separated child job ids fired after a success (empty clears)")
-	cmd.MarkFlagsMutuallyExclusive("cron", "fix-rate")
+	cmd.MarkFlagsMutuallyExclusive("cron", "fix-rate", "at")
 	_ = cmd.RegisterFlagCompletionFunc("route", fixedCompletion(routeNames()))
 	_ = cmd.RegisterFlagCompletionFunc("block", fixedCompletion("SERIAL_EXECUTION,DISCARD_LATER,COVER_EARLY"))
 	_ = cmd.RegisterFlagCompletionFunc("misfire", fixedCompletion("DO_NOTHING,FIRE_ONCE_NOW"))
+	_ = cmd.RegisterFlagCompletionFunc("after-completion", fixedCompletion("KEEP,DELETE"))
 }
 
 func routeNames() string {
@@ -96,6 +99,8 @@ func (f *jobFlags) apply(a *app, fs *pflag.FlagSet, j *xjob.Job) (changed bool, 
 	set("alarm-email", func() { j.AlarmEmail = f.alarmEmail })
 	set("cron", func() { j.ScheduleType, j.ScheduleConf = xjob.ScheduleCron, f.cron })
 	set("fix-rate", func() { j.ScheduleType, j.ScheduleConf = xjob.ScheduleFixRate, strconv.Itoa(f.fixRate) })
+	set("at", func() { j.ScheduleType, j.ScheduleConf = xjob.ScheduleOnce, f.at })
+	set("after-completion", func() { j.AfterCompletion = xjob.AfterCompletion(strings.ToUpper(f.afterCompletion)) })
 	set("tz", func() { j.TimeZone = f.tz })
 	set("misfire", func() { j.MisfireStrategy = xjob.MisfireStrategy(strings.ToUpper(f.misfire)) })
 	set("handler", func() { j.Handler = f.handler })
@@ -490,13 +495,17 @@ func (a *app) jobDetail(w io.Writer, j *xjob.Job) {
 	if j.TimeoutSeconds > 0 {
 		timeout = itoa(j.TimeoutSeconds) + "s"
 	}
+	schedule := scheduleText(j) + " (" + dash(j.TimeZone) + ")"
+	if j.ScheduleType == xjob.ScheduleOnce {
+		schedule = scheduleText(j) + ", then " + strings.ToLower(dash(string(j.AfterCompletion)))
+	}
 	detail(w, []field{
 		{"ID", itoa(j.ID)},
 		{"Group", itoa(j.GroupID)},
 		{"Description", j.Description},
 		{"Author", j.Author},
 		{"Alarm e-mail", dash(j.AlarmEmail)},
-		{"Schedule", scheduleText(j) + " (" + dash(j.TimeZone) + ")"},
+		{"Schedule", schedule},
 		{"Misfire", dash(string(j.MisfireStrategy))},
 		{"Status", statusText(j.TriggerStatus)},
 		{"Handler", dash(j.Handler)},

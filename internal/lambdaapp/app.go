@@ -120,6 +120,10 @@ func sdkHTTPClient() *awshttp.BuildableClient {
 	})
 }
 
+// dispatchConcurrency bounds the executor calls one dispatch invocation
+// makes at once; the executor client's keep-alive pool is sized to match.
+const dispatchConcurrency = 32
+
 // New wires every core service of the pipeline on DynamoDB and SQS, the
 // same graph local mode builds on SQLite. Construction does no I/O, so
 // building the services a function does not call costs nothing but memory.
@@ -151,7 +155,10 @@ func New(cfg Config, d Deps) (*App, error) {
 	queues := sqsqueue.New(d.SQS, sqsqueue.URLs{
 		Ring: cfg.RingQueueURL, DispatchFast: cfg.DispatchFastURL, DispatchSlow: cfg.DispatchSlowURL,
 	}, d.Clock)
-	exec, err := execclient.New(execclient.Options{AccessToken: cfg.AccessToken, HTTPClient: d.ExecutorHTTP})
+	// The pool keeps one connection per concurrent executor call of an
+	// invocation, so a warm dispatch function reuses them all.
+	exec, err := execclient.New(execclient.Options{AccessToken: cfg.AccessToken, HTTPClient: d.ExecutorHTTP,
+		MaxIdleConnsPerHost: dispatchConcurrency})
 	if err != nil {
 		return fail("executor client", err)
 	}
@@ -176,7 +183,8 @@ func New(cfg Config, d Deps) (*App, error) {
 	}
 	counted := a.reports.Store(store)
 	a.callback, err = callback.New(callback.Config{Store: counted, Queues: queues, Alarmer: alarmer,
-		Clock: d.Clock, Logger: d.Logger, Metrics: metrics})
+		Clock: d.Clock, Logger: d.Logger, Metrics: metrics,
+		Retry: callback.RetryPolicy{Delay: cfg.RetryDelay, Backoff: cfg.RetryBackoff}})
 	if err != nil {
 		return fail("callback", err)
 	}
@@ -184,12 +192,29 @@ func New(cfg Config, d Deps) (*App, error) {
 	if err != nil {
 		return fail("registry", err)
 	}
+	sc := d.Scan
+	sc.Shards = cfg.Shards
+	if sc.PreRead == 0 {
+		sc.PreRead = ScanHorizon
+	}
+	if sc.TickBudget == 0 {
+		sc.TickBudget = scanBudget
+	}
+	if sc.LeaseTTL == 0 {
+		sc.LeaseTTL = scanLease
+	}
+	if sc.RingLead == 0 {
+		sc.RingLead = time.Second // SQS delays are whole seconds, rounded up (see ScanHorizon's doc)
+	}
+	// The admin pushes the fires of a job it creates, starts or edits within
+	// the scan's horizon, so it shares the scanner's configuration.
 	a.admin, err = admin.New(admin.Config{Store: counted, Queues: queues, Executors: exec, Finisher: a.callback,
-		Clock: d.Clock, Logger: d.Logger, AnyTriggerAddress: cfg.AnyTriggerAddress})
+		Clock: d.Clock, Logger: d.Logger, Scan: sc, AnyTriggerAddress: cfg.AnyTriggerAddress})
 	if err != nil {
 		return fail("admin", err)
 	}
-	a.dispatcher, err = dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda", AnyTriggerAddress: cfg.AnyTriggerAddress}, dispatch.Deps{
+	a.dispatcher, err = dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda", AnyTriggerAddress: cfg.AnyTriggerAddress,
+		BatchConcurrency: dispatchConcurrency}, dispatch.Deps{
 		Store: counted, Executors: exec, Router: route.New(route.Options{Clock: d.Clock, Prober: exec}),
 		Addresses: a.registry, Completer: a.callback, Clock: d.Clock, Logger: d.Logger, Metrics: metrics,
 	})
@@ -200,8 +225,6 @@ func New(cfg Config, d Deps) (*App, error) {
 	if err != nil {
 		return fail("ring", err)
 	}
-	sc := d.Scan
-	sc.Shards = cfg.Shards
 	a.scanner, err = scan.New(sc, scan.Deps{Jobs: store, Leases: store, Queues: queues,
 		Clock: d.Clock, Logger: d.Logger, Owner: d.Owner})
 	if err != nil {
@@ -226,7 +249,8 @@ func New(cfg Config, d Deps) (*App, error) {
 		return fail("auth", err)
 	}
 	a.http, err = adminapi.New(adminapi.Config{Admin: a.admin, Registry: a.registry, Callback: a.callback,
-		Metrics: metrics, AdminToken: adminToken, Auth: au, AccessToken: accessToken, Logger: d.Logger, Clock: d.Clock})
+		Metrics: metrics, Gauges: metric.Gauges{ExecutorsOnline: a.registry.OnlineCounts, Logger: d.Logger},
+		AdminToken: adminToken, Auth: au, AccessToken: accessToken, Logger: d.Logger, Clock: d.Clock})
 	if err != nil {
 		return fail("admin api", err)
 	}

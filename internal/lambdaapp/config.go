@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/xjobdev/xjob/internal/awsconfig"
+	"github.com/xjobdev/xjob/pkg/callback"
 )
 
 // Config is a function's configuration, read once from its environment
@@ -29,6 +31,10 @@ type Config struct {
 	AnyTriggerAddress bool
 	// LogLevel is XJOB_LOG_LEVEL (default info).
 	LogLevel slog.Level
+	// RetryDelay and RetryBackoff are XJOB_RETRY_DELAY and
+	// XJOB_RETRY_BACKOFF (zero: callback.RetryPolicy's defaults).
+	RetryDelay   time.Duration
+	RetryBackoff float64
 }
 
 // LoadConfig reads function name's variables with getenv (os.Getenv in the
@@ -66,6 +72,20 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 	cfg.AccessToken = get(awsconfig.EnvAccessToken)
 	cfg.AdminToken = get(awsconfig.EnvAdminToken)
 	cfg.AlarmTopicARN = get(awsconfig.EnvAlarmTopicARN)
+	if s := get(awsconfig.EnvRetryDelay); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 100*time.Millisecond || d > callback.MaxRetryDelay {
+			problems = append(problems, fmt.Sprintf("%s=%q must be a duration from 100ms to %s", awsconfig.EnvRetryDelay, s, callback.MaxRetryDelay))
+		}
+		cfg.RetryDelay = d
+	}
+	if s := get(awsconfig.EnvRetryBackoff); s != "" {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(f >= 1 && f <= 10) {
+			problems = append(problems, fmt.Sprintf("%s=%q must be a number from 1 to 10", awsconfig.EnvRetryBackoff, s))
+		}
+		cfg.RetryBackoff = f
+	}
 	if s := get(awsconfig.EnvAnyTriggerAddress); s != "" {
 		b, err := strconv.ParseBool(s)
 		if err != nil {

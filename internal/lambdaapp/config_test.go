@@ -35,6 +35,9 @@ func TestLoadConfig(t *testing.T) {
 		{"bad log level named", "scan", with(awsconfig.EnvLogLevel, "loud"), awsconfig.EnvLogLevel},
 		{"missing token of callback", "callback", with(awsconfig.EnvAccessToken, " "), awsconfig.EnvAccessToken},
 		{"unknown function", "nope", full, "unknown function"},
+		{"retry delay out of range", "callback", with(awsconfig.EnvRetryDelay, "1h"), awsconfig.EnvRetryDelay},
+		{"retry delay not a duration", "dispatch", with(awsconfig.EnvRetryDelay, "soon"), awsconfig.EnvRetryDelay},
+		{"retry backoff below 1", "registry", with(awsconfig.EnvRetryBackoff, "0.5"), awsconfig.EnvRetryBackoff},
 		{"bad allow-any-trigger-address named", "dispatch", with(awsconfig.EnvAnyTriggerAddress, "yes please"), awsconfig.EnvAnyTriggerAddress},
 	}
 	for _, tt := range tests {
@@ -54,6 +57,15 @@ func TestLoadConfig(t *testing.T) {
 				t.Fatalf("error %v, want it to mention %q", err, tt.wantErr)
 			}
 		})
+	}
+	// The retry settings reach the functions that complete failures.
+	retry := with(awsconfig.EnvRetryDelay, "2s")
+	retry[awsconfig.EnvRetryBackoff] = "1.5"
+	for _, fn := range []string{"dispatch", "callback", "registry"} {
+		cfg, err := lambdaapp.LoadConfig(fn, func(k string) string { return retry[k] })
+		if err != nil || cfg.RetryDelay.String() != "2s" || cfg.RetryBackoff != 1.5 {
+			t.Errorf("%s: retry %s ×%g, %v", fn, cfg.RetryDelay, cfg.RetryBackoff, err)
+		}
 	}
 	// A variable that is not the function's own is ignored.
 	cfg, err := lambdaapp.LoadConfig("scan", func(k string) string { return full[k] })

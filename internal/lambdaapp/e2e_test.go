@@ -143,7 +143,7 @@ func (e *env) app(fn, key string) *lambdaapp.App {
 		}),
 		Logger: e.logger.With("fn", key),
 		Owner:  key,
-		Scan:   scan.Config{LeaseTTL: 4 * time.Second},
+		Scan:   scan.Config{TickBudget: 2 * time.Second, LeaseTTL: 4 * time.Second},
 	}
 	a, err := lambdaapp.New(cfg, d)
 	if err != nil {

@@ -40,27 +40,40 @@ func (a *App) Handler() any {
 	}
 }
 
-// ScanReserve is how long before the invocation deadline the scan stops
-// ticking: time to release the shard leases so the next invocation (the
-// next minute's EventBridge event) takes them over at once.
-const ScanReserve = 1500 * time.Millisecond
+// ScanHorizon is how far ahead the scan function pre-reads. It runs once
+// a minute (EventBridge), not in a resident per-second loop, so it must
+// reach past the next invocation: 150 s covers the next minute, the
+// schedule's jitter, and one invocation lost altogether (no asynchronous
+// retries), with every bucket's SQS delay well inside the 900 s limit. A
+// frequent job is advanced once per minute, not once per fire. Fires of
+// jobs created, started or rescheduled in between are pushed by the admin
+// (admin, through scan.Pusher); the ring drops occurrences whose schedule revision
+// changed since they were pushed.
+const ScanHorizon = 150 * time.Second
 
-// scanFallback bounds a scan invocation that has no deadline (a direct
-// call outside Lambda): one minute, as the schedule intends.
-const scanFallback = time.Minute - ScanReserve
+// scanBudget bounds the paging of one scan invocation: the due jobs of a
+// shard are read and advanced within it (well inside the function's
+// timeout); the rest waits for the next minute, which is still ahead of
+// its fires thanks to the horizon. scanLease outlives the budget (a page
+// is only processed while the lease covers the budget) and expires before
+// the next minute, so a scan that died holding it delays nobody.
+const (
+	scanBudget = 20 * time.Second
+	scanLease  = 45 * time.Second
+)
 
 // Scan is the scan function's handler: one EventBridge scheduled event per
-// minute starts a loop that ticks every second under the shard leases it
-// can take (several shards concurrently) until ScanReserve before the
-// deadline, then releases them.
+// minute runs one tick over every shard whose lease it can take (several
+// concurrently), planning each due job's fires up to ScanHorizon ahead,
+// then releases the leases for the next minute's invocation.
 func (a *App) Scan(ctx context.Context, _ events.EventBridgeEvent) error {
-	until := a.clk.Now().Add(scanFallback)
-	if dl, ok := ctx.Deadline(); ok {
-		until = dl.Add(-ScanReserve)
-	}
-	if err := a.scanner.Run(ctx, until); err != nil {
+	defer a.scanner.ReleaseAll(context.WithoutCancel(ctx))
+	st, err := a.scanner.Tick(ctx)
+	if err != nil {
 		return fmt.Errorf("scan: %w", err)
 	}
+	a.log.DebugContext(ctx, "scan tick", "shards", st.Shards, "jobs", st.Jobs, "ring", st.RingFires, "now", st.NowFires,
+		"misfires", st.Misfires, "conflicts", st.Conflicts, "truncated", st.Truncated, "took", st.Duration)
 	return nil
 }
 

@@ -10,7 +10,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
+
+	"github.com/xjobdev/xjob/pkg/callback"
 )
 
 // Config is everything `xjob local` needs. Parse builds it from flags and
@@ -51,6 +54,13 @@ type Config struct {
 	// LogRetentionDays: trigger logs older than this are purged daily;
 	// -1 keeps them forever.
 	LogRetentionDays int
+	// RetryDelay is how long after a failure its retry is sent, and how
+	// long a retry the executor refuses as busy is put off
+	// (callback.RetryPolicy).
+	RetryDelay time.Duration
+	// RetryBackoff multiplies RetryDelay for each retry already made of a
+	// failure (1: constant).
+	RetryBackoff float64
 	// LogLevel of the JSON process log on stderr.
 	LogLevel slog.Level
 	// Demo creates a demo executor group and two demo jobs and serves
@@ -104,6 +114,8 @@ const (
 	DefaultRingWorkers      = 8
 	DefaultGrace            = 10 * time.Second
 	DefaultLogRetentionDays = 30
+	DefaultRetryDelay       = callback.DefaultRetryDelay
+	DefaultRetryBackoff     = 1.0
 	DefaultDemoListen       = "127.0.0.1:8081"
 	minTokenLen             = 16 // as on AWS
 )
@@ -114,6 +126,7 @@ func Defaults() Config {
 		DB: DefaultDB, Listen: DefaultListen, Shards: DefaultShards,
 		FastWorkers: DefaultFastWorkers, SlowWorkers: DefaultSlowWorkers, RingWorkers: DefaultRingWorkers,
 		Grace: DefaultGrace, LogRetentionDays: DefaultLogRetentionDays, LogLevel: slog.LevelInfo,
+		RetryDelay: DefaultRetryDelay, RetryBackoff: DefaultRetryBackoff,
 		DemoListen: DefaultDemoListen,
 	}
 }
@@ -122,18 +135,19 @@ func Defaults() Config {
 type option struct {
 	flag, env, usage string
 	isBool           bool
+	kind             string // the value's type in --help: string, int, duration (bools have none)
 	set              func(c *Config, v string) error
 	get              func(c *Config) string
 }
 
 func strOpt(flag, env, usage string, p func(*Config) *string) option {
-	return option{flag: flag, env: env, usage: usage,
+	return option{flag: flag, env: env, usage: usage, kind: "string",
 		set: func(c *Config, v string) error { *p(c) = v; return nil },
 		get: func(c *Config) string { return *p(c) }}
 }
 
 func intOpt(flag, env, usage string, p func(*Config) *int) option {
-	return option{flag: flag, env: env, usage: usage,
+	return option{flag: flag, env: env, usage: usage, kind: "int",
 		set: func(c *Config, v string) error {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil {
@@ -146,7 +160,7 @@ func intOpt(flag, env, usage string, p func(*Config) *int) option {
 }
 
 func durOpt(flag, env, usage string, p func(*Config) *time.Duration) option {
-	return option{flag: flag, env: env, usage: usage,
+	return option{flag: flag, env: env, usage: usage, kind: "duration",
 		set: func(c *Config, v string) error {
 			d, err := time.ParseDuration(strings.TrimSpace(v))
 			if err != nil {
@@ -201,7 +215,19 @@ func options() []option {
 			func(c *Config) *time.Duration { return &c.Grace }),
 		intOpt("log-retention-days", "XJOB_LOG_RETENTION_DAYS", "purge trigger logs older than this (≥ 7, or -1 to keep)",
 			func(c *Config) *int { return &c.LogRetentionDays }),
-		{flag: "log-level", env: "XJOB_LOG_LEVEL", usage: "debug, info, warn or error",
+		durOpt("retry-delay", "XJOB_RETRY_DELAY", "wait before a failed trigger's retry (and before re-sending a retry the executor refused as busy)",
+			func(c *Config) *time.Duration { return &c.RetryDelay }),
+		{flag: "retry-backoff", env: "XJOB_RETRY_BACKOFF", usage: "multiply the retry delay by this per retry already made (1: constant)", kind: "float",
+			set: func(c *Config, v string) error {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					return fmt.Errorf("%q is not a number", v)
+				}
+				c.RetryBackoff = f
+				return nil
+			},
+			get: func(c *Config) string { return strconv.FormatFloat(c.RetryBackoff, 'g', -1, 64) }},
+		{flag: "log-level", env: "XJOB_LOG_LEVEL", usage: "debug, info, warn or error", kind: "string",
 			set: func(c *Config, v string) error {
 				if err := c.LogLevel.UnmarshalText([]byte(strings.TrimSpace(v))); err != nil {
 					return fmt.Errorf("%q is not one of debug, info, warn, error", v)
@@ -230,6 +256,27 @@ func (b boolValue) String() string {
 func (b boolValue) Set(s string) error { *b.v = s; return nil }
 func (b boolValue) IsBoolFlag() bool   { return true }
 
+// printUsage prints the flags in the CLI's style: --name TYPE, what it
+// does, its variable and default.
+func printUsage(w io.Writer, opts []option, def Config) {
+	fmt.Fprint(w, "Hosts every scheduling-center service in one process on one SQLite file.\n\n"+
+		"Usage:\n  xjob local [flags]\n\nFlags (each also read from its environment variable; a flag wins):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	for _, o := range opts {
+		name := "--" + o.flag
+		if !o.isBool {
+			name += " " + o.kind
+		}
+		extra := "env " + o.env
+		if d := o.get(&def); d != "" && d != "false" && d != "0" {
+			extra += ", default " + d
+		}
+		fmt.Fprintf(tw, "  %s\t%s (%s)\n", name, o.usage, extra)
+	}
+	fmt.Fprintf(tw, "  -h, --help\thelp for local\n")
+	_ = tw.Flush()
+}
+
 // ErrHelp is returned by Parse for -h/--help, after the usage is printed.
 var ErrHelp = flag.ErrHelp
 
@@ -253,10 +300,7 @@ func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer
 		}
 		fs.StringVar(&vals[i], o.flag, def, usage)
 	}
-	fs.Usage = func() {
-		fmt.Fprintln(usageOut, "usage: xjob local [flags]\n\nHosts every scheduling-center service on one SQLite file.\n\nFlags:")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { printUsage(usageOut, opts, Defaults()) }
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -334,6 +378,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Grace < 0 || c.Grace > 10*time.Minute {
 		bad("grace", "XJOB_SHUTDOWN_GRACE", "must be between 0s and 10m, got %s", c.Grace)
+	}
+	if c.RetryDelay < 100*time.Millisecond || c.RetryDelay > callback.MaxRetryDelay {
+		bad("retry-delay", "XJOB_RETRY_DELAY", "must be between 100ms and %s, got %s", callback.MaxRetryDelay, c.RetryDelay)
+	}
+	if !(c.RetryBackoff >= 1 && c.RetryBackoff <= 10) {
+		bad("retry-backoff", "XJOB_RETRY_BACKOFF", "must be between 1 and 10, got %g", c.RetryBackoff)
 	}
 	if c.LogRetentionDays != -1 && c.LogRetentionDays < 7 {
 		bad("log-retention-days", "XJOB_LOG_RETENTION_DAYS", "must be at least 7 (or -1 to keep logs), got %d", c.LogRetentionDays)

@@ -68,6 +68,20 @@ func TestParse(t *testing.T) {
 			}
 		}},
 		{name: "bad log level", env: map[string]string{"XJOB_LOG_LEVEL": "loud"}, wantErr: []string{"XJOB_LOG_LEVEL"}},
+		{name: "retry delay and backoff", args: []string{"--retry-delay", "2s"}, env: map[string]string{"XJOB_RETRY_BACKOFF": "2.5"},
+			check: func(t *testing.T, c Config) {
+				if c.RetryDelay != 2*time.Second || c.RetryBackoff != 2.5 {
+					t.Errorf("retry delay %s backoff %g", c.RetryDelay, c.RetryBackoff)
+				}
+			}},
+		{name: "retry defaults", check: func(t *testing.T, c Config) {
+			if c.RetryDelay != 5*time.Second || c.RetryBackoff != 1 {
+				t.Errorf("retry delay %s backoff %g", c.RetryDelay, c.RetryBackoff)
+			}
+		}},
+		{name: "retry delay out of range", env: map[string]string{"XJOB_RETRY_DELAY": "20m"}, wantErr: []string{"--retry-delay (XJOB_RETRY_DELAY)"}},
+		{name: "retry backoff not a number", args: []string{"--retry-backoff", "fast"}, wantErr: []string{"--retry-backoff", "not a number"}},
+		{name: "retry backoff below 1", env: map[string]string{"XJOB_RETRY_BACKOFF": "0.5"}, wantErr: []string{"XJOB_RETRY_BACKOFF", "between 1 and 10"}},
 		{name: "pprof beyond loopback refused", args: []string{"--pprof-listen", "0.0.0.0:6060"}, wantErr: []string{"--pprof-listen (XJOB_PPROF_LISTEN)", "loopback"}},
 		{name: "pprof on loopback", env: map[string]string{"XJOB_PPROF_LISTEN": "127.0.0.1:6060"}, check: func(t *testing.T, c Config) {
 			if c.PprofListen != "127.0.0.1:6060" {
@@ -111,8 +125,10 @@ func TestParseHelp(t *testing.T) {
 	if !errors.Is(err, ErrHelp) {
 		t.Fatalf("err = %v", err)
 	}
-	for _, w := range []string{"--db", "XJOB_DB", "XJOB_ADMIN_TOKEN", "XJOB_SHARDS", "XJOB_ALARM_WEBHOOK", "--demo"} {
-		if !strings.Contains(strings.ReplaceAll(out.String(), "  -", "  --"), w) {
+	// The CLI's double-dash style, numeric flags typed as numbers.
+	for _, w := range []string{"--db string", "XJOB_DB", "XJOB_ADMIN_TOKEN", "--shards int", "XJOB_SHARDS", "default 16",
+		"--grace duration", "XJOB_ALARM_WEBHOOK", "--demo ", "--fast-workers int"} {
+		if !strings.Contains(out.String(), w) {
 			t.Errorf("usage does not mention %s:\n%s", w, out.String())
 		}
 	}

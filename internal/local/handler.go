@@ -8,6 +8,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/auth"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/console"
+	"github.com/xjobdev/xjob/pkg/metric"
 )
 
 // newAuth builds the sign-in service over the installation's users. The
@@ -26,10 +27,12 @@ func newAuth(svc *services, adminToken string) (*auth.Service, error) {
 // /console/ (package console).
 func newHandler(cfg Config, svc *services, adminToken string, au *auth.Service) (http.Handler, error) {
 	h, err := adminapi.New(adminapi.Config{
-		Admin:       svc.admin,
-		Registry:    svc.registry,
-		Callback:    svc.callback,
-		Metrics:     svc.metrics,
+		Admin:    svc.admin,
+		Registry: svc.registry,
+		Callback: svc.callback,
+		Metrics:  svc.metrics,
+		Gauges: metric.Gauges{LaneDepth: svc.db.QueueDepths, ExecutorsOnline: svc.registry.OnlineCounts,
+			Logger: svc.logger},
 		AdminToken:  adminToken,
 		Auth:        au,
 		AccessToken: cfg.AccessToken,

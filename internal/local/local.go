@@ -292,7 +292,8 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 		return fail(fmt.Errorf("local: report: %w", err))
 	}
 	counted := reports.Store(db)
-	cb, err := callback.New(callback.Config{Store: counted, Queues: db, Alarmer: alarmer, Clock: clk, Logger: logger, Metrics: metrics})
+	cb, err := callback.New(callback.Config{Store: counted, Queues: db, Alarmer: alarmer, Clock: clk, Logger: logger, Metrics: metrics,
+		Retry: callback.RetryPolicy{Delay: cfg.RetryDelay, Backoff: cfg.RetryBackoff}})
 	if err != nil {
 		return fail(fmt.Errorf("local: callback: %w", err))
 	}
@@ -300,8 +301,11 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: registry: %w", err))
 	}
+	// The admin pushes the fires of a job it creates, starts or edits within
+	// the scan's horizon, so it shares the scanner's configuration.
+	scanCfg := scan.Config{Shards: cfg.Shards}
 	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger,
-		AnyTriggerAddress: cfg.AnyTriggerAddress})
+		Scan: scanCfg, AnyTriggerAddress: cfg.AnyTriggerAddress})
 	if err != nil {
 		return fail(fmt.Errorf("local: admin: %w", err))
 	}
@@ -329,7 +333,7 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: ring: %w", err))
 	}
-	p.scanner, err = scan.New(scan.Config{Shards: cfg.Shards}, scan.Deps{
+	p.scanner, err = scan.New(scanCfg, scan.Deps{
 		Jobs: db, Leases: db, Queues: db, Clock: clk, Logger: logger, Owner: owner, Metrics: metrics,
 	})
 	if err != nil {

@@ -282,7 +282,9 @@ const scenarioWait = 15 * time.Second
 
 func TestLocalScenarios(t *testing.T) {
 	t.Parallel()
-	info, _ := runLocal(t, func(c *Config) { c.AccessToken = scenarioAccessToken })
+	// A short retry delay: these scenarios check what is retried; when is
+	// pkg/callback's (fake clock), and 5 s per retry would crowd scenarioWait.
+	info, _ := runLocal(t, func(c *Config) { c.AccessToken, c.RetryDelay = scenarioAccessToken, 300*time.Millisecond })
 
 	t.Run("RetryAfterFailedCallback", func(t *testing.T) {
 		t.Parallel()

@@ -12,10 +12,20 @@
 // Every job write goes through the store's version-conditional update. The
 // schedule Revision is bumped when an edit changes what or when a job fires
 // (xjob.Job.ScheduleChanged), so the ring drops occurrences planned under the
-// old schedule; starting a job, creating it running, or editing the schedule
-// of a running job computes the next fire time from now + PreRead, because
-// fires inside the pre-read window may already be on the ring (xxl-job:
-// "changes take effect after the pre-read window").
+// old schedule.
+//
+// Unlike xxl-job ("changes take effect after the pre-read window"), a job
+// created running, started, or edited while running fires at its real next
+// time even when that is inside the scan's horizon, which the scan may
+// already have planned past: the admin writes the job with its first fire
+// after now, then does the scan's step for that one job itself (scan.Pusher:
+// push the fires within the horizon onto the ring, then advance the job
+// conditionally on its version). A scan that reads the job meanwhile pushes
+// the same occurrences, whose deterministic ids keep them single; the ring
+// drops any that a later edit made stale by their revision. A crash between
+// the write and the push leaves the job due at its real next time, so the
+// scan plans it (on time with the per-second scan, or by its misfire
+// strategy with a longer horizon): no fire is lost.
 package admin
 
 import (
@@ -30,6 +40,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/scan"
 )
 
 // ErrExecutor marks a failed call to an executor (/log, /kill): the executor
@@ -70,8 +81,13 @@ type Config struct {
 	// Clock defaults to the wall clock; Logger to slog.Default().
 	Clock  clock.Clock
 	Logger *slog.Logger
-	// PreRead is the scan's pre-read window (default DefaultPreRead): a
-	// started or rescheduled job first fires after now + PreRead.
+	// Scan is the scan's configuration (Shards, PreRead, RingLead...): the
+	// admin pushes the fires within the scan's horizon of a job it creates,
+	// starts or edits, exactly as the scan would. Zero values take the
+	// scan's defaults; Scan.Shards must be the store's.
+	Scan scan.Config
+	// PreRead, if set, is the scan's pre-read window when Scan.PreRead is
+	// zero (default DefaultPreRead).
 	PreRead time.Duration
 	// DeadAfter decides which registered executors are listed as live
 	// (default DefaultDeadAfter).
@@ -123,6 +139,10 @@ func (c *Config) applyDefaults() {
 	if c.PreRead == 0 {
 		c.PreRead = DefaultPreRead
 	}
+	if c.Scan.PreRead == 0 {
+		c.Scan.PreRead = c.PreRead
+	}
+	c.PreRead = c.Scan.PreRead
 	if c.DeadAfter == 0 {
 		c.DeadAfter = DefaultDeadAfter
 	}
@@ -134,7 +154,8 @@ func (c *Config) applyDefaults() {
 // Service carries out admin operations. It keeps no state of its own, so
 // any number of instances may serve one store.
 type Service struct {
-	cfg Config
+	cfg  Config
+	push *scan.Pusher
 }
 
 // New validates cfg and returns a Service.
@@ -143,7 +164,11 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	cfg.applyDefaults()
-	return &Service{cfg: cfg}, nil
+	push, err := scan.NewPusher(cfg.Scan, cfg.Store, cfg.Queues, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("admin config: %w", err)
+	}
+	return &Service{cfg: cfg, push: push}, nil
 }
 
 func (s *Service) now() int64 { return clock.Millis(s.cfg.Clock) }

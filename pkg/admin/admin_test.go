@@ -209,14 +209,18 @@ func TestCreateJobNextFireTime(t *testing.T) {
 		tz       string
 		status   xjob.TriggerStatus
 		wantNext int64
+		wantLast int64 // a fire inside the 5 s horizon is pushed and the job advanced past it
 	}{
-		// now 12:00:00 + 5 s pre-read → first match strictly after 12:00:05
-		{"cron running", xjob.ScheduleCron, "0/10 * * * * ?", "", xjob.StatusRunning, ms(start.Add(10 * time.Second))},
-		{"cron on the window edge", xjob.ScheduleCron, "0/5 * * * * ?", "", xjob.StatusRunning, ms(start.Add(10 * time.Second))},
-		{"cron in a zone", xjob.ScheduleCron, "0 0 14 * * ?", "Europe/Berlin", xjob.StatusRunning, ms(start.Add(time.Hour))},
-		{"fix rate running", xjob.ScheduleFixRate, "30", "", xjob.StatusRunning, ms(start.Add(35 * time.Second))},
-		{"cron stopped", xjob.ScheduleCron, "0/10 * * * * ?", "", xjob.StatusStopped, 0},
-		{"none stopped", xjob.ScheduleNone, "", "", xjob.StatusStopped, 0},
+		// now 12:00:00 → first match strictly after now; fires up to 12:00:05 are pushed at once
+		{"cron running", xjob.ScheduleCron, "0/10 * * * * ?", "", xjob.StatusRunning, ms(start.Add(10 * time.Second)), 0},
+		{"cron on the window edge", xjob.ScheduleCron, "0/5 * * * * ?", "", xjob.StatusRunning,
+			ms(start.Add(10 * time.Second)), ms(start.Add(5 * time.Second))},
+		{"cron in a zone", xjob.ScheduleCron, "0 0 14 * * ?", "Europe/Berlin", xjob.StatusRunning, ms(start.Add(time.Hour)), 0},
+		{"fix rate running", xjob.ScheduleFixRate, "30", "", xjob.StatusRunning, ms(start.Add(30 * time.Second)), 0},
+		{"fix rate inside the horizon", xjob.ScheduleFixRate, "2", "", xjob.StatusRunning,
+			ms(start.Add(6 * time.Second)), ms(start.Add(4 * time.Second))},
+		{"cron stopped", xjob.ScheduleCron, "0/10 * * * * ?", "", xjob.StatusStopped, 0, 0},
+		{"none stopped", xjob.ScheduleNone, "", "", xjob.StatusStopped, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,10 +230,14 @@ func TestCreateJobNextFireTime(t *testing.T) {
 			spec.TimeZone, spec.TriggerStatus = tt.tz, tt.status
 			spec.ID, spec.Version, spec.TriggerNextTime, spec.TriggerLastTime = 99, 7, 123, 456 // ignored
 			j := e.create(spec)
-			if j.TriggerNextTime != tt.wantNext || j.TriggerLastTime != 0 {
-				t.Fatalf("next/last = %d/%d, want %d/0", j.TriggerNextTime, j.TriggerLastTime, tt.wantNext)
+			if j.TriggerNextTime != tt.wantNext || j.TriggerLastTime != tt.wantLast {
+				t.Fatalf("next/last = %d/%d, want %d/%d", j.TriggerNextTime, j.TriggerLastTime, tt.wantNext, tt.wantLast)
 			}
-			if j.ID == 99 || j.Version != 1 || j.Revision != 1 || j.TriggerStatus != tt.status {
+			wantVersion := int64(1)
+			if tt.wantLast != 0 {
+				wantVersion = 2 // the admin's advance past the horizon
+			}
+			if j.ID == 99 || j.Version != wantVersion || j.Revision != 1 || j.TriggerStatus != tt.status {
 				t.Fatalf("stored job = id %d version %d revision %d status %d", j.ID, j.Version, j.Revision, j.TriggerStatus)
 			}
 			if j.CreatedAt != ms(start) || j.GlueUpdatedAt != ms(start) {
@@ -328,7 +336,7 @@ func TestUpdateJobRevisionAndNextTime(t *testing.T) {
 		{"cron of running job", true, func(j *xjob.Job) { j.ScheduleConf = "0/20 * * * * ?" }, 1,
 			at(start.Add(time.Minute + 20*time.Second))},
 		{"type of running job", true, func(j *xjob.Job) { j.ScheduleType, j.ScheduleConf = xjob.ScheduleFixRate, "7" }, 1,
-			at(start.Add(time.Minute + 12*time.Second))},
+			at(start.Add(time.Minute + 7*time.Second))},
 		{"zone of running job", true, func(j *xjob.Job) { j.TimeZone = "Asia/Tokyo" }, 1,
 			at(start.Add(time.Minute + 10*time.Second))},
 		{"route of running job", true, func(j *xjob.Job) { j.RouteStrategy = xjob.RouteRound }, 1, same},
@@ -345,7 +353,7 @@ func TestUpdateJobRevisionAndNextTime(t *testing.T) {
 				spec.TriggerStatus = xjob.StatusRunning
 			}
 			old := e.create(spec)
-			e.clk.Advance(time.Minute) // now 12:01:00; a re-plan starts after 12:01:05
+			e.clk.Advance(time.Minute) // now 12:01:00; a re-plan starts after now
 			in := old
 			tt.edit(&in)
 			in.Version = 0
@@ -470,7 +478,7 @@ func TestStartStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := ms(start.Add(90*time.Second + 5*time.Second + time.Minute)); started.TriggerNextTime != want ||
+	if want := ms(start.Add(90*time.Second + time.Minute)); started.TriggerNextTime != want ||
 		started.TriggerStatus != xjob.StatusRunning || started.Revision != j.Revision+1 {
 		t.Fatalf("started = %+v, want next %d", started, want)
 	}
@@ -716,7 +724,9 @@ func TestKillLog(t *testing.T) {
 	if k := e.exec.killed(); len(k) != 1 || k[0] != j.ID {
 		t.Fatalf("executor kills = %v", k)
 	}
-	// The completion path ran: the failure with a retry left is retried.
+	// The completion path ran: the failure with a retry left is retried
+	// (after the retry delay).
+	e.clk.Advance(callback.DefaultRetryDelay)
 	if q := e.queued(); len(q) != 1 || q[0].Occurrence.Type != xjob.TriggerRetry {
 		t.Fatalf("after kill queued %+v", q)
 	}

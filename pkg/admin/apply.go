@@ -126,8 +126,8 @@ func specOf(j xjob.Job, app string) xjob.JobSpec {
 		Name: j.Name, ID: j.ID, Group: app,
 		Description: j.Description, Author: j.Author, AlarmEmail: j.AlarmEmail,
 		ScheduleType: j.ScheduleType, ScheduleConf: j.ScheduleConf, TimeZone: j.TimeZone,
-		MisfireStrategy: j.MisfireStrategy, RouteStrategy: j.RouteStrategy, Handler: j.Handler,
-		Param: j.Param, BlockStrategy: j.BlockStrategy, TimeoutSeconds: j.TimeoutSeconds,
+		MisfireStrategy: j.MisfireStrategy, AfterCompletion: j.AfterCompletion, RouteStrategy: j.RouteStrategy,
+		Handler: j.Handler, Param: j.Param, BlockStrategy: j.BlockStrategy, TimeoutSeconds: j.TimeoutSeconds,
 		FailRetryCount: j.FailRetryCount, GlueType: j.GlueType, GlueSource: j.GlueSource,
 		GlueRemark: j.GlueRemark, Started: j.TriggerStatus == xjob.StatusRunning,
 	}
@@ -191,6 +191,7 @@ func (s *Service) plan(p ApplyParams, groups []xjob.Group, jobs []xjob.Job) (*pl
 	}
 	declaredApp := map[string]bool{}
 	keptGroup := map[int64]bool{}
+	groupIDs := map[int64]bool{} // explicit ids of groups to create
 	for i, gs := range p.Manifest.Groups {
 		f := fmt.Sprintf("groups[%d].", i)
 		if declaredApp[gs.AppName] {
@@ -214,6 +215,11 @@ func (s *Service) plan(p ApplyParams, groups []xjob.Group, jobs []xjob.Job) (*pl
 					add(f+"id", "%d is taken by group %q", gs.ID, other.AppName)
 					continue
 				}
+				if groupIDs[gs.ID] {
+					add(f+"id", "%d is declared twice", gs.ID)
+					continue
+				}
+				groupIDs[gs.ID] = true
 			}
 			want.ID = gs.ID
 			pl.groups = append(pl.groups, groupChange{action: xjob.ActionCreate, key: gs.AppName, want: want})
@@ -463,8 +469,8 @@ func jobOfSpec(js xjob.JobSpec, gid int64) xjob.Job {
 		Name: js.Name, GroupID: gid,
 		Description: js.Description, Author: js.Author, AlarmEmail: js.AlarmEmail,
 		ScheduleType: js.ScheduleType, ScheduleConf: js.ScheduleConf, TimeZone: js.TimeZone,
-		MisfireStrategy: js.MisfireStrategy, RouteStrategy: js.RouteStrategy, Handler: js.Handler,
-		Param: js.Param, BlockStrategy: js.BlockStrategy, TimeoutSeconds: js.TimeoutSeconds,
+		MisfireStrategy: js.MisfireStrategy, AfterCompletion: js.AfterCompletion, RouteStrategy: js.RouteStrategy,
+		Handler: js.Handler, Param: js.Param, BlockStrategy: js.BlockStrategy, TimeoutSeconds: js.TimeoutSeconds,
 		FailRetryCount: js.FailRetryCount, GlueType: js.GlueType, GlueSource: js.GlueSource,
 		GlueRemark: js.GlueRemark,
 	}
@@ -492,6 +498,7 @@ func jobChanges(old, want *xjob.Job) []string {
 	diff("scheduleConf", old.ScheduleConf != want.ScheduleConf)
 	diff("timeZone", old.TimeZone != want.TimeZone)
 	diff("misfireStrategy", old.MisfireStrategy != want.MisfireStrategy)
+	diff("afterCompletion", old.AfterCompletion != want.AfterCompletion)
 	diff("executorRouteStrategy", old.RouteStrategy != want.RouteStrategy)
 	diff("executorHandler", old.Handler != want.Handler)
 	diff("executorParam", old.Param != want.Param)
@@ -526,22 +533,27 @@ func (s *Service) execute(ctx context.Context, pl *plan, items []xjob.PlanItem) 
 		items[i].Done = true
 		return nil
 	}
+	// Creates under an explicit id go first, so that an id the store
+	// allocates for another create cannot take it.
 	appID := map[string]int64{}
-	for i, g := range pl.groups {
-		appID[g.key] = g.want.ID
-		var out xjob.Group
-		var err error
-		switch g.action {
-		case xjob.ActionCreate:
-			out, err = s.createGroup(ctx, g.want)
-			appID[g.key] = out.ID
-		case xjob.ActionUpdate:
-			out, err = s.UpdateGroup(ctx, UpdateGroupParams{Group: g.want})
-		default:
-			continue // deletes come last
-		}
-		if err := mark(i, out.ID, err); err != nil {
-			return err
+	for _, explicit := range []bool{true, false} {
+		for i, g := range pl.groups {
+			if (g.want.ID != 0) != explicit || g.action == xjob.ActionDelete ||
+				(g.action == xjob.ActionUpdate && !explicit) {
+				continue // deletes come last; updates once
+			}
+			appID[g.key] = g.want.ID
+			var out xjob.Group
+			var err error
+			if g.action == xjob.ActionCreate {
+				out, err = s.createGroup(ctx, g.want)
+				appID[g.key] = out.ID
+			} else {
+				out, err = s.UpdateGroup(ctx, UpdateGroupParams{Group: g.want})
+			}
+			if err := mark(i, out.ID, err); err != nil {
+				return err
+			}
 		}
 	}
 	keyID := map[string]int64{}
@@ -556,17 +568,19 @@ func (s *Service) execute(ctx context.Context, pl *plan, items []xjob.PlanItem) 
 			}
 		}
 	}
-	// Creates, without children (which may not exist yet).
-	for i := range pl.jobs {
-		ch := &pl.jobs[i]
-		if ch.action != xjob.ActionCreate {
-			continue
-		}
-		out, err := s.createJob(ctx, ch.want)
-		ch.want.ID = out.ID
-		keyID[ch.key] = out.ID
-		if err := mark(ng+i, out.ID, err); err != nil {
-			return err
+	// Creates, without children (which may not exist yet); explicit ids first.
+	for _, explicit := range []bool{true, false} {
+		for i := range pl.jobs {
+			ch := &pl.jobs[i]
+			if ch.action != xjob.ActionCreate || (ch.want.ID != 0) != explicit || items[ng+i].Done {
+				continue
+			}
+			out, err := s.createJob(ctx, ch.want)
+			ch.want.ID = out.ID
+			keyID[ch.key] = out.ID
+			if err := mark(ng+i, out.ID, err); err != nil {
+				return err
+			}
 		}
 	}
 	resolve := func(ref string) int64 {

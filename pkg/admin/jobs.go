@@ -24,7 +24,8 @@ const (
 // CreateJob validates and stores a new job. Only the fields a person sets
 // are taken from in: id, version, revision, shard and the trigger times are
 // the service's, and TriggerStatus may be 0 (stopped) or 1 (running). A job
-// created running first fires after now + PreRead. Job ids must fit an
+// created running first fires at its first fire time after now, even inside
+// the scan's horizon (see pushWindow). Job ids must fit an
 // int32, because xxl-job executors parse jobId as a Java int; an insert
 // beyond that is undone and refused.
 func (s *Service) CreateJob(ctx context.Context, in xjob.Job) (xjob.Job, error) {
@@ -66,7 +67,7 @@ func (s *Service) createJob(ctx context.Context, in xjob.Job) (xjob.Job, error) 
 		return xjob.Job{}, fmt.Errorf("admin job create: job ids are exhausted (id %d does not fit the int32 jobId executors expect): %w",
 			out.ID, xjob.ErrConflict)
 	}
-	return out, nil
+	return s.pushWindow(ctx, out, now), nil
 }
 
 // GetJob returns one job.
@@ -99,10 +100,12 @@ type UpdateJobParams struct {
 }
 
 // UpdateJob edits a job as xxl-job's /jobinfo/update does: the glue type
-// cannot change; the group and every child job must exist; editing the
-// schedule of a running job moves its next fire time to the first one
-// after now + PreRead; an edit that changes what or when the job fires
-// bumps its Revision.
+// cannot change; the group and every child job must exist; an edit that
+// changes what or when the job fires bumps its Revision. A running job so
+// edited is re-planned from now: its next fire time is the new schedule's
+// first after now (or, schedule unchanged, the first after now on its
+// current cadence, since the fires already on the ring are dropped by
+// revision), and the fires within the scan's horizon are pushed at once.
 func (s *Service) UpdateJob(ctx context.Context, p UpdateJobParams) (xjob.Job, error) {
 	return s.editJob(ctx, p.Job.ID, p.Version, func(old xjob.Job, now int64) (xjob.Job, bool, error) {
 		n := p.Job
@@ -124,15 +127,19 @@ func (s *Service) UpdateJob(ctx context.Context, p UpdateJobParams) (xjob.Job, e
 		if err := s.checkJob(ctx, &n); err != nil {
 			return xjob.Job{}, false, err
 		}
-		if n.TriggerStatus == xjob.StatusRunning && timingChanged(&old, &n) {
+		if old.ScheduleChanged(&n) {
+			n.Revision = old.Revision + 1
+		}
+		switch {
+		case n.TriggerStatus != xjob.StatusRunning:
+		case timingChanged(&old, &n):
 			next, err := s.firstFire(&n, now)
 			if err != nil {
 				return xjob.Job{}, false, err
 			}
 			n.TriggerNextTime = next
-		}
-		if old.ScheduleChanged(&n) {
-			n.Revision = old.Revision + 1
+		case n.Revision != old.Revision:
+			n.TriggerNextTime = resumeAt(&old, now)
 		}
 		return n, true, nil
 	})
@@ -144,9 +151,10 @@ func timingChanged(old, n *xjob.Job) bool {
 	return old.ScheduleType != n.ScheduleType || old.ScheduleConf != n.ScheduleConf || old.TimeZone != n.TimeZone
 }
 
-// StartJob sets a job running with its first fire after now + PreRead.
-// A job with schedule type NONE cannot be started. Starting a running job
-// changes nothing.
+// StartJob sets a job running with its first fire after now (pushed at
+// once if it is within the scan's horizon). A job with schedule type NONE,
+// or whose schedule has no fire time after now (a past ONCE instant),
+// cannot be started. Starting a running job changes nothing.
 func (s *Service) StartJob(ctx context.Context, id int64) (xjob.Job, error) {
 	return s.editJob(ctx, id, 0, func(old xjob.Job, now int64) (xjob.Job, bool, error) {
 		if old.TriggerStatus == xjob.StatusRunning {
@@ -192,12 +200,15 @@ func (s *Service) editJob(ctx context.Context, id, version int64,
 		if version != 0 && version != old.Version {
 			return xjob.Job{}, staleVersion("job", id, version)
 		}
-		n, write, err := edit(old, s.now())
+		now := s.now()
+		n, write, err := edit(old, now)
 		if err != nil || !write {
 			return n, err
 		}
 		out, err := s.cfg.Store.JobUpdate(ctx, driver.JobUpdateParams{Job: n, ExpectVersion: old.Version})
 		switch {
+		case err == nil && out.Revision != old.Revision:
+			return s.pushWindow(ctx, out, now), nil
 		case err == nil:
 			return out, nil
 		case errors.Is(err, xjob.ErrConflict) && version == 0 && attempt < maxRetries:
@@ -297,8 +308,8 @@ func (s *Service) checkChildCycle(ctx context.Context, j *xjob.Job) error {
 }
 
 // firstFire is the first fire time of a job started (or rescheduled) at
-// now: the first after now + PreRead, since fires inside the pre-read
-// window may already be planned (xxl-job: now + 5 s).
+// now: the first strictly after now. pushWindow then pushes it if the scan
+// may already have planned past it.
 func (s *Service) firstFire(j *xjob.Job, now int64) (int64, error) {
 	if j.ScheduleType == xjob.ScheduleNone {
 		return 0, invalid("scheduleType", "a job with schedule type NONE cannot be started")
@@ -307,11 +318,66 @@ func (s *Service) firstFire(j *xjob.Job, now int64) (int64, error) {
 	if err != nil {
 		return 0, invalid("scheduleConf", "%v", err)
 	}
-	next, ok := sched.Next(time.UnixMilli(now).Add(s.cfg.PreRead))
+	next, ok := sched.Next(time.UnixMilli(now))
 	if !ok {
 		return 0, invalid("scheduleConf", "the schedule has no fire time after now")
 	}
 	return next.UnixMilli(), nil
+}
+
+// resumeAt is where a running job whose schedule did not change, but whose
+// revision did (a route or misfire edit), resumes at now: the first fire
+// after now on its current cadence. The scan has pushed the fires up to
+// TriggerNextTime under the old revision and the ring will drop them, so
+// they are planned again. A FIX_RATE job keeps its phase (its fires are
+// TriggerNextTime - k·interval); a cron or ONCE schedule is absolute. A
+// job already overdue keeps its next time: the scan handles it (late fire
+// or misfire strategy).
+func resumeAt(j *xjob.Job, now int64) int64 {
+	next := j.TriggerNextTime
+	if next <= now {
+		return next
+	}
+	sched, err := j.Schedule()
+	if err != nil {
+		return next
+	}
+	if fr, ok := sched.(schedule.FixRate); ok {
+		iv := fr.Interval.Milliseconds()
+		return next - (next-now-1)/iv*iv
+	}
+	if t, ok := sched.Next(time.UnixMilli(now)); ok && t.UnixMilli() < next {
+		return t.UnixMilli()
+	}
+	return next
+}
+
+// pushWindow does the scan's step for one job the admin has just written
+// running with its real next fire time: the fires within the scan's horizon
+// of now go onto the ring now, and the job is advanced past the horizon
+// (conditionally on its version, as the scan does). It returns the job as
+// stored afterwards. A failure is logged, not returned: the job is already
+// stored due at its next fire time, so the scan plans it on its next tick.
+func (s *Service) pushWindow(ctx context.Context, j xjob.Job, now int64) xjob.Job {
+	if j.TriggerStatus != xjob.StatusRunning || j.TriggerNextTime <= now ||
+		j.TriggerNextTime > now+s.push.Horizon() {
+		return j // nothing inside the horizon: the scan plans it in time
+	}
+	st, err := s.push.Push(ctx, []xjob.Job{j}, now)
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "admin: push of the fires within the scan horizon failed; the scan will plan them",
+			"job", j.ID, "err", err)
+		return j
+	}
+	if st.Conflicts > 0 {
+		s.cfg.Logger.DebugContext(ctx, "admin: job advanced by another writer after its push", "job", j.ID)
+	}
+	out, err := s.cfg.Store.JobGet(ctx, j.ID)
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "admin: re-read after push", "job", j.ID, "err", err)
+		return j
+	}
+	return out
 }
 
 // DeleteJob removes a job. Its logs stay until retention purges them;
@@ -406,7 +472,10 @@ func (s *Service) checkOverride(ctx context.Context, j xjob.Job, addrs []string)
 }
 
 // NextFireTimes previews the next n fire times of a job from now, in the
-// job's time zone. A job of schedule type NONE has none (a validation error).
+// job's time zone: the fires that will happen, those already on the ring
+// included. A running FIX_RATE job keeps its phase (see resumeAt); a
+// stopped job shows what starting it now would give. A job of schedule
+// type NONE has none (a validation error).
 func (s *Service) NextFireTimes(ctx context.Context, id int64, n int) ([]time.Time, error) {
 	if err := checkCount(n); err != nil {
 		return nil, err
@@ -426,7 +495,12 @@ func (s *Service) NextFireTimes(ctx context.Context, id int64, n int) ([]time.Ti
 	if err != nil {
 		return nil, invalid("timeZone", "%v", err)
 	}
-	return preview(sched, s.cfg.Clock.Now().In(loc), n)
+	now := s.cfg.Clock.Now()
+	from := now
+	if fr, ok := sched.(schedule.FixRate); ok && j.TriggerStatus == xjob.StatusRunning && j.TriggerNextTime > now.UnixMilli() {
+		from = time.UnixMilli(resumeAt(&j, now.UnixMilli())).Add(-fr.Interval) // Next(from) is the first fire
+	}
+	return preview(sched, from.In(loc), n)
 }
 
 // PreviewCron returns the next n fire times of cron expression expr in

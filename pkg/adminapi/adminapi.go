@@ -50,8 +50,12 @@ type Config struct {
 	Admin    *admin.Service
 	Registry Registrar
 	Callback Callbacker
-	// Metrics is served at /v1/metrics; nil serves zeros.
+	// Metrics is served at /v1/metrics (JSON) and at /metrics in the
+	// Prometheus text format, with Gauges; nil serves zeros. /metrics
+	// takes the admin token like /v1 (Prometheus: authorization.credentials):
+	// no route runs open by default.
 	Metrics *metric.Metrics
+	Gauges  metric.Gauges
 	// AdminToken is the bearer token of the /v1 API. It must not be
 	// blank: the admin API never runs open.
 	AdminToken string
@@ -151,6 +155,9 @@ func (h *Handler) routes() {
 		writeError(w, http.StatusNotFound, "no such route", nil)
 	})
 	h.mux.Handle("/v1/", h.authenticate(v1))
+	prom := metric.Handler(h.cfg.Metrics, h.cfg.Gauges)
+	h.mux.Handle("GET /metrics", h.authenticate(h.authorize(route{"GET", "/metrics", prom.ServeHTTP})))
+	h.mux.HandleFunc("/metrics", methodNotAllowed([]string{http.MethodGet}))
 }
 
 func (h *Handler) v1Routes() []route {

@@ -43,6 +43,11 @@ const (
 	DefaultSweepGrace = 10 * time.Second
 	// DefaultSweepLimit is how many logs one sweep handles (xxl-job: 1000).
 	DefaultSweepLimit = 1000
+	// DefaultTriggerWait: dispatch records the /run reply milliseconds
+	// after it arrives; a callback that overtakes it waits this long.
+	DefaultTriggerWait = 2 * time.Second
+	// triggerPoll is how often that wait re-reads the log.
+	triggerPoll = 50 * time.Millisecond
 )
 
 // Config wires a Service. Store, Queues and Alarmer are required.
@@ -64,6 +69,14 @@ type Config struct {
 	Parallel int
 	// Metrics, if set, counts recorded results.
 	Metrics *metric.Metrics
+	// Retry times retries (zero value: RetryPolicy's defaults, a 5 s
+	// delay without backoff).
+	Retry RetryPolicy
+	// TriggerWait bounds how long completing a failure waits for dispatch
+	// to record the trigger when the executor's callback overtook it
+	// (default DefaultTriggerWait), so the alarm carries the trigger's
+	// code and message. Past it the sweep completes the log.
+	TriggerWait time.Duration
 }
 
 // Validate reports a missing dependency or a negative setting.
@@ -81,8 +94,11 @@ func (c *Config) Validate() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("callback config: missing %v", missing)
 	}
-	if c.SweepGrace < 0 || c.SweepLimit < 0 {
-		return errors.New("callback config: SweepGrace and SweepLimit must not be negative")
+	if c.SweepGrace < 0 || c.SweepLimit < 0 || c.TriggerWait < 0 {
+		return errors.New("callback config: SweepGrace, SweepLimit and TriggerWait must not be negative")
+	}
+	if c.Retry.Delay < 0 || c.Retry.Delay > MaxRetryDelay || c.Retry.Backoff < 0 || c.Retry.BusyWindow < 0 {
+		return fmt.Errorf("callback config: retry delay must be 0 to %v, backoff and busy window not negative", MaxRetryDelay)
 	}
 	return nil
 }
@@ -103,6 +119,10 @@ func (c *Config) applyDefaults() {
 	if c.Parallel <= 0 {
 		c.Parallel = 16
 	}
+	if c.TriggerWait == 0 {
+		c.TriggerWait = DefaultTriggerWait
+	}
+	c.Retry = c.Retry.withDefaults()
 }
 
 // Service records executor results and completes logs. It is safe for
@@ -275,6 +295,9 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.Log
 		out[k].Log = r.Log
 		done = append(done, k)
 		s.cfg.Metrics.Result(r.Log.HandleCode)
+		if l := r.Log; l.TriggerTime > 0 && l.HandleTime >= l.TriggerTime {
+			s.cfg.Metrics.CallbackLatency(time.Duration(l.HandleTime-l.TriggerTime) * time.Millisecond)
+		}
 		if d := FinishDelta(r.Log); !zeroDelta(d) {
 			sum := days[d.Day]
 			if sum == nil {
@@ -298,11 +321,13 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.Log
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			jr := jobs[out[k].Log.JobID]
-			if jr == nil {
-				jr = &jobRef{}
+			// Each completion gets its own copy: completing may load or
+			// forget the job (a ONCE job deleted after its run).
+			var jr jobRef
+			if shared := jobs[out[k].Log.JobID]; shared != nil {
+				jr = *shared
 			}
-			out[k].Err = s.complete(ctx, out[k].Log, jr)
+			out[k].Err = s.complete(ctx, out[k].Log, &jr)
 		})
 	}
 	wg.Wait()
@@ -333,13 +358,61 @@ func (s *Service) Complete(ctx context.Context, l xjob.Log) error {
 }
 
 func (s *Service) complete(ctx context.Context, l xjob.Log, jr *jobRef) error {
+	var err error
 	switch {
 	case l.Handled() && l.HandleCode == xjob.CodeSuccess:
-		return s.triggerChildren(ctx, l, jr)
+		err = s.triggerChildren(ctx, l, jr)
 	case l.Failed():
-		return s.handleFailure(ctx, l, jr)
+		err = s.handleFailure(ctx, l, jr)
 	}
+	if err != nil {
+		return err
+	}
+	return s.afterCompletion(ctx, l, jr)
+}
+
+// afterCompletion deletes a ONCE job whose afterCompletion is DELETE once
+// its scheduled run has a final result: success, or a failure (of the
+// trigger or of the run) with no retry left — after the children are
+// triggered and the alarm is sent, which read the job. "After it fires" is
+// this moment rather than the dispatch, so that retries and the alarm
+// still find the job. A manual or child run does not end the job, nor
+// does a run of an instant the job no longer has (a person moved the
+// instant later: the schedule still fires after the run's trigger time).
+// KEEP needs nothing here: the scan stopped the job when it pushed the fire.
+func (s *Service) afterCompletion(ctx context.Context, l xjob.Log, jr *jobRef) error {
+	final := (l.Handled() && l.HandleCode == xjob.CodeSuccess) || (l.Failed() && l.ExecutorFailRetryCount <= 0)
+	if !final || !EndsOnceJob(l.TriggerType) {
+		return nil
+	}
+	if err := jr.load(ctx, s.cfg.Store, l.JobID); err != nil {
+		return err
+	}
+	j := &jr.job
+	if !jr.found || j.ScheduleType != xjob.ScheduleOnce || j.AfterCompletion != xjob.AfterDelete {
+		return nil
+	}
+	sched, err := j.Schedule()
+	if err != nil {
+		return nil // not a ONCE instant any more: nothing to end
+	}
+	if _, more := sched.Next(time.UnixMilli(l.TriggerTime)); more {
+		return nil
+	}
+	if err := s.cfg.Store.JobDelete(ctx, j.ID); err != nil && !errors.Is(err, xjob.ErrNotFound) {
+		return fmt.Errorf("callback delete of completed job %d: %w", j.ID, err)
+	}
+	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "one-time job completed and deleted",
+		slog.Int64("jobId", j.ID), slog.Int64("logId", l.ID))
+	jr.found = false
 	return nil
+}
+
+// EndsOnceJob reports whether a run of this trigger type can be the one
+// run of a ONCE job: its scheduled fire (on time or by the misfire
+// strategy) or a retry of it.
+func EndsOnceJob(t xjob.TriggerType) bool {
+	return t == xjob.TriggerCron || t == xjob.TriggerMisfire || t == xjob.TriggerRetry
 }
 
 func (s *Service) triggerChildren(ctx context.Context, l xjob.Log, jr *jobRef) error {
@@ -363,17 +436,34 @@ func (s *Service) handleFailure(ctx context.Context, l xjob.Log, jr *jobRef) err
 	if l.AlarmStatus != xjob.AlarmDefault {
 		return nil // handled (or being handled) elsewhere
 	}
+	if !l.Triggered() {
+		var ok bool
+		if l, ok = s.awaitTrigger(ctx, l); !ok {
+			return nil // the sweep completes it, with the trigger recorded
+		}
+	}
 	if err := jr.load(ctx, s.cfg.Store, l.JobID); err != nil {
 		return err
 	}
 	// Retry first: idempotent by occurrence id, so it is safe to do before
 	// the claim, and a crash after the claim cannot lose it.
+	var plan RetryPlan
 	if jr.found {
-		if t, ok := RetryTask(l, clock.Millis(s.cfg.Clock)); ok {
-			if err := s.send(ctx, t); err != nil {
+		plan = PlanRetry(l, jr.job.FailRetryCount, clock.Millis(s.cfg.Clock), s.cfg.Retry)
+		if plan.HasTask {
+			if err := s.sendAt(ctx, plan.VisibleAt, plan.Task); err != nil {
 				return fmt.Errorf("callback retry of log %d: %w", l.ID, err)
 			}
 		}
+	}
+	if plan.Deferred {
+		// Not the retry's outcome: the executor was still busy with the
+		// job, and the same retry comes again after the delay.
+		err := s.cfg.Store.LogSetAlarm(ctx, driver.LogSetAlarmParams{ID: l.ID, From: xjob.AlarmDefault, To: xjob.AlarmNoNeed})
+		if err != nil && !errors.Is(err, xjob.ErrConflict) && !errors.Is(err, xjob.ErrNotFound) {
+			return fmt.Errorf("callback deferred retry of log %d: %w", l.ID, err)
+		}
+		return nil
 	}
 	err := s.cfg.Store.LogSetAlarm(ctx, driver.LogSetAlarmParams{ID: l.ID, From: xjob.AlarmDefault, To: xjob.AlarmLocked})
 	switch {
@@ -398,11 +488,45 @@ func (s *Service) handleFailure(ctx context.Context, l xjob.Log, jr *jobRef) err
 }
 
 func (s *Service) send(ctx context.Context, tasks ...xjob.DispatchTask) error {
+	return s.sendAt(ctx, 0, tasks...)
+}
+
+// sendAt queues tasks on the fast lane, visible at visibleAt (0: now).
+func (s *Service) sendAt(ctx context.Context, visibleAt int64, tasks ...xjob.DispatchTask) error {
 	msgs := make([]driver.Outgoing[xjob.DispatchTask], len(tasks))
 	for i, t := range tasks {
-		msgs[i] = driver.Outgoing[xjob.DispatchTask]{Msg: t}
+		msgs[i] = driver.Outgoing[xjob.DispatchTask]{Msg: t, VisibleAt: visibleAt}
 	}
 	return s.cfg.Queues.Dispatch(xjob.LaneFast).Send(ctx, msgs)
+}
+
+// awaitTrigger waits, up to TriggerWait, for dispatch to record the trigger
+// of l, a log whose result arrived first (a fast executor's callback can
+// overtake the dispatcher's write of the /run reply), and returns the log
+// as then stored. Alarming at once would send trigger code 0 and no
+// trigger message. ok is false when the trigger is still not recorded and
+// the log is younger than SweepGrace: the sweep completes it later, from
+// the store. An older one (the sweep's own call) is completed as it is.
+func (s *Service) awaitTrigger(ctx context.Context, l xjob.Log) (xjob.Log, bool) {
+	old := func() bool { return l.TriggerTime <= s.cfg.Clock.Now().Add(-s.cfg.SweepGrace).UnixMilli() }
+	if old() {
+		return l, true // the sweep's call: the trigger had all that time
+	}
+	deadline := s.cfg.Clock.Now().Add(s.cfg.TriggerWait)
+	for {
+		fresh, err := s.cfg.Store.LogGet(ctx, l.ID)
+		if err == nil {
+			l = fresh
+		}
+		if l.Triggered() {
+			return l, true
+		}
+		now := s.cfg.Clock.Now()
+		if !now.Before(deadline) || s.cfg.Clock.SleepUntil(ctx, now.Add(triggerPoll)) != nil {
+			break
+		}
+	}
+	return l, old()
 }
 
 // Sweep is the fail monitor's backstop: it completes failed logs still

@@ -134,8 +134,16 @@ func (e *env) callback(id int64, code int, msg string) error {
 	return errs[0]
 }
 
-// tasks drains the fast dispatch lane.
+// tasks drains the fast dispatch lane, retries included: it first moves
+// the clock past the retry delay.
 func (e *env) tasks() []xjob.DispatchTask {
+	e.t.Helper()
+	e.clk.Advance(callback.DefaultRetryDelay)
+	return e.visible()
+}
+
+// visible drains what the fast dispatch lane holds visible now.
+func (e *env) visible() []xjob.DispatchTask {
 	e.t.Helper()
 	q := e.db.Dispatch(xjob.LaneFast)
 	var out []xjob.DispatchTask

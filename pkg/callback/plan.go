@@ -38,8 +38,124 @@ func RetryTask(l xjob.Log, now int64) (xjob.DispatchTask, bool) {
 	if l.ExecutorFailRetryCount <= 0 {
 		return xjob.DispatchTask{}, false
 	}
+	return retryTask(l, l.ExecutorFailRetryCount-1, now), true
+}
+
+// Retry timing defaults (RetryPolicy).
+const (
+	// DefaultRetryDelay is how long after a failure its retry is sent.
+	// xxl-job retries from its fail monitor, 0–10 s after the failure;
+	// sending the retry while the failing callback is still being answered
+	// races executors that mark the job idle only once their callback
+	// request returns (the npm xxl-job SDK refuses the retry as "There is
+	// already have a same job is running").
+	DefaultRetryDelay = 5 * time.Second
+	// DefaultRetryBusyWindow is how long a retry the executor refuses as
+	// busy keeps being put off (each time by the retry delay) before the
+	// refusal counts as the retry's failure.
+	DefaultRetryBusyWindow = 5 * time.Minute
+	// MaxRetryDelay caps a delay grown by backoff: the longest an SQS
+	// message can be delayed.
+	MaxRetryDelay = 15 * time.Minute
+)
+
+// RetryPolicy times retries. The zero value means the defaults.
+type RetryPolicy struct {
+	// Delay is the wait before the first retry (DefaultRetryDelay).
+	Delay time.Duration
+	// Backoff multiplies the delay for each retry already made of the same
+	// failure chain; 0 or 1 keeps it constant. Delays stop at MaxRetryDelay.
+	Backoff float64
+	// BusyWindow bounds how long a busy-refused retry is put off
+	// (DefaultRetryBusyWindow).
+	BusyWindow time.Duration
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.Delay <= 0 {
+		p.Delay = DefaultRetryDelay
+	}
+	if p.Backoff < 1 {
+		p.Backoff = 1
+	}
+	if p.BusyWindow <= 0 {
+		p.BusyWindow = DefaultRetryBusyWindow
+	}
+	return p
+}
+
+// RetryPlan is what to do about a failed log's retry.
+type RetryPlan struct {
+	// Task is the retry to send, visible at VisibleAt (Unix ms); no task
+	// when the log has no retries left.
+	Task      xjob.DispatchTask
+	VisibleAt int64
+	HasTask   bool
+	// Deferred means the log is a retry the executor refused because the
+	// job was still running: Task tries it again with the same count, and
+	// the log is not alarmed (it is not the retry's outcome).
+	Deferred bool
+}
+
+// PlanRetry decides the retry of failed log l at now. jobRetries is the
+// job's configured retry count, to number the attempts for backoff.
+//
+//	l is a RETRY refused "job is running", within BusyWindow of when it
+//	was first due ──▶ Deferred: same count, again after Delay, no alarm
+//	l has retries left ──▶ count − 1, after Delay × Backoff^(attempts made)
+//	otherwise ──▶ no task
+//
+// A deferred retry names the refused log (ref = its id), as RetryTask
+// would: if a crash lets the sweep plan it again after the window, the two
+// are one occurrence and dispatch runs it once. Its FireTime carries when
+// the retry was first due (dispatch records it as the log's scheduled
+// time), which is what bounds the deferrals.
+func PlanRetry(l xjob.Log, jobRetries int, now int64, p RetryPolicy) RetryPlan {
+	p = p.withDefaults()
+	if firstDue, ok := busyRetry(l); ok && now-firstDue < p.BusyWindow.Milliseconds() {
+		t := retryTask(l, l.ExecutorFailRetryCount, now)
+		t.Occurrence.FireTime = firstDue
+		return RetryPlan{Task: t, VisibleAt: now + p.Delay.Milliseconds(), HasTask: true, Deferred: true}
+	}
+	if l.ExecutorFailRetryCount <= 0 {
+		return RetryPlan{}
+	}
+	delay := float64(p.Delay)
+	for range max(jobRetries-l.ExecutorFailRetryCount, 0) {
+		delay *= p.Backoff
+		if delay >= float64(MaxRetryDelay) {
+			break
+		}
+	}
+	d := min(time.Duration(delay), MaxRetryDelay)
+	return RetryPlan{Task: retryTask(l, l.ExecutorFailRetryCount-1, now), VisibleAt: now + d.Milliseconds(), HasTask: true}
+}
+
+// busyMarkers are the executor replies that refuse a trigger because the
+// same job is still running there: the npm xxl-job SDKs' and xxl-job's own
+// DISCARD_LATER block strategy (which the xjob SDK shares).
+var busyMarkers = []string{"already have a same job is running", "block strategy effect：Discard Later"}
+
+// busyRetry reports whether l is a retry whose trigger the executor refused
+// as busy, and when that retry was first due: the scheduled time a
+// deferral carried, or the log's own trigger time.
+func busyRetry(l xjob.Log) (int64, bool) {
+	if l.TriggerType != xjob.TriggerRetry || l.Handled() || !l.Triggered() || l.TriggerCode == xjob.CodeSuccess {
+		return 0, false
+	}
+	for _, m := range busyMarkers {
+		if strings.Contains(l.TriggerMsg, m) {
+			if l.ScheduledTime > 0 {
+				return l.ScheduledTime, true
+			}
+			return l.TriggerTime, true
+		}
+	}
+	return 0, false
+}
+
+func retryTask(l xjob.Log, left int, now int64) xjob.DispatchTask {
 	param := l.ExecutorParam
-	left := l.ExecutorFailRetryCount - 1
 	t := xjob.DispatchTask{
 		Occurrence: xjob.Occurrence{
 			JobID: l.JobID,
@@ -53,7 +169,7 @@ func RetryTask(l xjob.Log, now int64) (xjob.DispatchTask, bool) {
 	if i, n, ok := ParseShardingParam(l.ExecutorShardingParam); ok {
 		t.ShardIndex, t.ShardTotal = i, n
 	}
-	return t, true
+	return t
 }
 
 // ChildTasks plans one PARENT trigger per child job of a successful log.

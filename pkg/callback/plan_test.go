@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xjobdev/xjob"
 )
@@ -184,5 +185,71 @@ func TestItemErrors(t *testing.T) {
 	}
 	if ErrRepeatCallback.Error() != "log repeate callback." || !errors.Is(ErrRepeatCallback, xjob.ErrConflict) {
 		t.Errorf("ErrRepeatCallback = %v", ErrRepeatCallback)
+	}
+}
+
+func TestPlanRetry(t *testing.T) {
+	t.Parallel()
+	const now = 1_000_000
+	busy := "Trigger result: fail<br>address: http://e/<br>code: 500<br>msg: There is already have a same job is running, jobId:7"
+	failed := func(typ xjob.TriggerType, left int, msg string) xjob.Log {
+		return xjob.Log{ID: 42, JobID: 7, TriggerType: typ, TriggerTime: now - 100, TriggerCode: 500, TriggerMsg: msg,
+			ExecutorParam: "p", ExecutorFailRetryCount: left}
+	}
+	handled := failed(xjob.TriggerCron, 2, "ok")
+	handled.TriggerCode, handled.HandleCode = 200, 500
+	deferredOnce := failed(xjob.TriggerRetry, 1, busy)
+	deferredOnce.ScheduledTime = now - 60_000
+	tests := []struct {
+		name         string
+		l            xjob.Log
+		jobRetries   int
+		p            RetryPolicy
+		wantTask     bool
+		wantDeferred bool
+		wantDelay    int64 // ms after now
+		wantLeft     int
+		wantFireTime int64
+	}{
+		{name: "no retries left", l: failed(xjob.TriggerCron, 0, "boom"), jobRetries: 0},
+		{name: "first retry after the default delay", l: handled, jobRetries: 2, wantTask: true, wantDelay: 5000, wantLeft: 1},
+		{name: "constant without backoff", l: failed(xjob.TriggerRetry, 1, "boom"), jobRetries: 3, wantTask: true, wantDelay: 5000},
+		{name: "backoff doubles per retry made", l: failed(xjob.TriggerRetry, 1, "boom"), jobRetries: 3,
+			p: RetryPolicy{Delay: 2 * time.Second, Backoff: 2}, wantTask: true, wantDelay: 8000},
+		{name: "backoff stops at the SQS maximum", l: failed(xjob.TriggerRetry, 1, "boom"), jobRetries: 40,
+			p: RetryPolicy{Delay: time.Minute, Backoff: 3}, wantTask: true, wantDelay: MaxRetryDelay.Milliseconds()},
+		{name: "job retries lowered since: no negative attempts", l: failed(xjob.TriggerRetry, 3, "boom"), jobRetries: 1,
+			wantTask: true, wantDelay: 5000, wantLeft: 2},
+		{name: "busy retry deferred with its count", l: failed(xjob.TriggerRetry, 1, busy), jobRetries: 3,
+			wantTask: true, wantDeferred: true, wantDelay: 5000, wantLeft: 1, wantFireTime: now - 100},
+		{name: "busy retry with no retries left still deferred", l: failed(xjob.TriggerRetry, 0, busy), jobRetries: 1,
+			wantTask: true, wantDeferred: true, wantDelay: 5000, wantLeft: 0, wantFireTime: now - 100},
+		{name: "discard-later retry deferred", l: failed(xjob.TriggerRetry, 1, "msg: block strategy effect：Discard Later"), jobRetries: 1,
+			wantTask: true, wantDeferred: true, wantDelay: 5000, wantLeft: 1, wantFireTime: now - 100},
+		{name: "deferral keeps the first due time", l: deferredOnce, jobRetries: 1,
+			wantTask: true, wantDeferred: true, wantDelay: 5000, wantLeft: 1, wantFireTime: now - 60_000},
+		{name: "busy past the window is the retry's failure", l: deferredOnce, jobRetries: 1, p: RetryPolicy{BusyWindow: time.Minute},
+			wantTask: true, wantDelay: 5000, wantLeft: 0},
+		{name: "busy cron trigger is not a retry", l: failed(xjob.TriggerCron, 1, busy), jobRetries: 1, wantTask: true, wantDelay: 5000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := PlanRetry(tt.l, tt.jobRetries, now, tt.p)
+			if got.HasTask != tt.wantTask || got.Deferred != tt.wantDeferred {
+				t.Fatalf("plan %+v, want task %v deferred %v", got, tt.wantTask, tt.wantDeferred)
+			}
+			if !got.HasTask {
+				return
+			}
+			if err := got.Task.Validate(); err != nil {
+				t.Fatalf("task invalid: %v", err)
+			}
+			if got.VisibleAt-now != tt.wantDelay || *got.Task.FailRetryCount != tt.wantLeft ||
+				got.Task.Occurrence.FireTime != tt.wantFireTime || got.Task.Occurrence.ID(0) != "j7/RETRY/r42/s0" {
+				t.Fatalf("task %+v visible +%d ms (left %d), want +%d left %d fire time %d",
+					got.Task, got.VisibleAt-now, *got.Task.FailRetryCount, tt.wantDelay, tt.wantLeft, tt.wantFireTime)
+			}
+		})
 	}
 }

@@ -493,7 +493,7 @@ func (d *Dispatcher) runShards(ctx context.Context, shards []*shard, calls chan 
 		if occ := sh.t.task.Occurrence; occ.Scheduled() {
 			delay = time.Duration(sh.log.TriggerTime-occ.FireTime) * time.Millisecond
 		}
-		d.d.Metrics.Trigger(ok, delay)
+		d.d.Metrics.TriggerOf(string(sh.t.task.Occurrence.Type), ok, delay)
 		day := time.UnixMilli(sh.log.TriggerTime).UTC().Format(time.DateOnly)
 		delta := days[day]
 		if delta == nil {

@@ -251,6 +251,7 @@ func TestDispatchFailureRetriesThenRecords(t *testing.T) {
 	if l.TriggerCode != 500 || !strings.Contains(l.TriggerMsg, "no executor address") {
 		t.Fatalf("log = %+v, want a failed trigger naming the missing address", l)
 	}
+	e.clk.Advance(callback.DefaultRetryDelay) // the retry waits the retry delay
 	retries := e.pending(t)
 	if len(retries) != 1 || retries[0].Occurrence.Type != xjob.TriggerRetry || retries[0].FailRetryCount == nil || *retries[0].FailRetryCount != 1 {
 		t.Fatalf("retry tasks = %+v, want one RETRY with count 1", retries)

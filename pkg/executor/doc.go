@@ -21,8 +21,12 @@
 // The HTTP side (ServeHTTP, Serve) answers POST /run, /beat, /idleBeat,
 // /kill and /log with exact-path routing, the XXL-JOB-ACCESS-TOKEN check,
 // and ReturnT bodies byte-for-byte like xxl-job's EmbedServer (a plain
-// success is {"code":200}). The executor calls the admin's /api/callback,
-// /api/registry and /api/registryRemove. Wire types are in pkg/protocol.
+// success is {"code":200}). xxl-job 3.5 admins are answered too: /trigger
+// is /run, /log reads logDateTime as well as logDateTim, and the /log reply
+// carries its payload as both content (≤ 3.2) and data (3.3+). The executor
+// calls the admin's /api/callback, /api/registry and /api/registryRemove
+// the 2.3 – 3.4 way (a 3.5 admin, which wants XXL-JOB-APPNAME and a
+// callbackList body, is not supported). Wire types are in pkg/protocol.
 //
 // # Job workers
 //

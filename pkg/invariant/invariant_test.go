@@ -79,6 +79,9 @@ type system struct {
 	disp  *dispatch.Dispatcher
 	group xjob.Group
 	met   *metric.Metrics
+	jobs  []xjob.Job // jobs a test set up before its action
+	// horizon is the scan's pre-read and tick period (window tests).
+	horizon horizon
 }
 
 func setup(t *testing.T) *system {

@@ -1,10 +1,22 @@
 // Package metric counts what the scheduler does — triggers, results, fire
 // delay — so that an operator (and the benchmarks) can see it without
 // reading logs. Counters are lock-free; a Snapshot is cheap enough to serve
-// on every scrape.
+// on every scrape, and Handler serves the same counters in the Prometheus
+// text format (prometheus.go).
+//
+// Counters are per process and start at zero, as Prometheus expects of a
+// counter (rate() and increase() handle the reset; process_start_time_seconds
+// dates it). What made them read as nonsense after a restart was the fire
+// delay: it counted manual triggers as 0 ms and misfire catch-ups (minutes
+// late) as delays, and its percentiles were bucket upper bounds, so the few
+// late fires of a restart read as "p99 5000 ms". The delay histogram now
+// holds scheduled CRON fires only (misfires have their own counter) and
+// percentiles are interpolated within a bucket, as Prometheus'
+// histogram_quantile does.
 package metric
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -16,20 +28,58 @@ var delayBounds = []time.Duration{
 	500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, time.Minute,
 }
 
+// callbackBounds are the upper bounds of the callback-latency buckets:
+// from a trigger to its result, so up to the longest runs.
+var callbackBounds = []time.Duration{
+	10 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond,
+	time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute,
+	15 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour,
+}
+
+// TriggerTypes are the trigger types counted apart (the xjob.TriggerType
+// values; this package stays below the domain). Any other counts as "".
+var TriggerTypes = []string{"CRON", "MISFIRE", "MANUAL", "API", "RETRY", "PARENT"}
+
+// histogram is a fixed-bucket histogram: counts[i] holds observations ≤
+// bounds[i] (and > bounds[i-1]); the last count is above every bound.
+type histogram struct {
+	counts [15]atomic.Int64
+	sumUS  atomic.Int64 // sum of observations, microseconds
+}
+
+func (h *histogram) observe(bounds []time.Duration, d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	h.counts[bucketOf(bounds, d)].Add(1)
+	h.sumUS.Add(d.Microseconds())
+}
+
+// load copies the per-bucket counts and their total.
+func (h *histogram) load(bounds []time.Duration) (counts []int64, total int64) {
+	counts = make([]int64, len(bounds)+1)
+	for i := range counts {
+		counts[i] = h.counts[i].Load()
+		total += counts[i]
+	}
+	return counts, total
+}
+
 // Metrics is one process's counters. The zero value is ready to use; a nil
 // *Metrics ignores every call, so services need not check for one.
 type Metrics struct {
-	Triggers        atomic.Int64 // executor /run calls answered 200
-	TriggerFailures atomic.Int64 // triggers that failed (no address, executor refused, transport)
-	Duplicates      atomic.Int64 // occurrences dropped as already triggered
-	Dropped         atomic.Int64 // occurrences dropped as stale (job stopped, edited, deleted)
-	Successes       atomic.Int64 // results with handle code 200
-	Failures        atomic.Int64 // results with any other handle code
-	delay           [15]atomic.Int64
-	delaySum        atomic.Int64 // ms
+	Triggers        atomic.Int64       // executor /run calls answered 200
+	TriggerFailures atomic.Int64       // triggers that failed (no address, executor refused, transport)
+	Duplicates      atomic.Int64       // occurrences dropped as already triggered
+	Dropped         atomic.Int64       // occurrences dropped as stale (job stopped, edited, deleted)
+	Successes       atomic.Int64       // results with handle code 200
+	Failures        atomic.Int64       // results with any other handle code
+	byType          [7][2]atomic.Int64 // TriggerTypes (+ other) × failed, ok
+	delay           histogram
 	scanTicks       atomic.Int64
 	scanJobs        atomic.Int64
-	scanTick        [15]atomic.Int64
+	scanTick        histogram
+	callback        histogram
 	misfiredNothing atomic.Int64
 	misfiredOnce    atomic.Int64
 	collapsed       atomic.Int64
@@ -65,22 +115,42 @@ func (m *Metrics) Collapse(fires int) {
 	}
 }
 
-// Trigger records one trigger attempt; delay is how late it was against
-// its scheduled fire time (0 for unscheduled triggers).
-func (m *Metrics) Trigger(ok bool, delay time.Duration) {
+// Trigger records one trigger attempt of a scheduled fire on time or late
+// within the threshold (a CRON trigger); delay is how late it was against
+// its scheduled fire time.
+func (m *Metrics) Trigger(ok bool, delay time.Duration) { m.TriggerOf("CRON", ok, delay) }
+
+// TriggerOf records one trigger attempt of trigger type typ. Only a
+// successful CRON trigger feeds the fire-delay histogram: other types have
+// no schedule to be late against, and a MISFIRE trigger is counted by
+// Misfire instead.
+func (m *Metrics) TriggerOf(typ string, ok bool, delay time.Duration) {
 	if m == nil {
 		return
 	}
+	i := slices.Index(TriggerTypes, typ)
+	if i < 0 {
+		i = len(TriggerTypes)
+	}
 	if !ok {
 		m.TriggerFailures.Add(1)
+		m.byType[i][0].Add(1)
 		return
 	}
 	m.Triggers.Add(1)
-	if delay < 0 {
-		delay = 0
+	m.byType[i][1].Add(1)
+	if typ == "CRON" {
+		m.delay.observe(delayBounds, delay)
 	}
-	m.delay[bucket(delay)].Add(1)
-	m.delaySum.Add(delay.Milliseconds())
+}
+
+// CallbackLatency records how long a run took from its trigger to its
+// recorded result.
+func (m *Metrics) CallbackLatency(d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.callback.observe(callbackBounds, d)
 }
 
 // ScanTick records one scan tick: how long it took and how many due jobs
@@ -91,17 +161,17 @@ func (m *Metrics) ScanTick(took time.Duration, jobs int) {
 	}
 	m.scanTicks.Add(1)
 	m.scanJobs.Add(int64(jobs))
-	m.scanTick[bucket(took)].Add(1)
+	m.scanTick.observe(delayBounds, took)
 }
 
-// bucket returns the histogram bucket of d.
-func bucket(d time.Duration) int {
-	for j, b := range delayBounds {
+// bucketOf returns the histogram bucket of d.
+func bucketOf(bounds []time.Duration, d time.Duration) int {
+	for j, b := range bounds {
 		if d <= b {
 			return j
 		}
 	}
-	return len(delayBounds)
+	return len(bounds)
 }
 
 // Result records one executor result.
@@ -138,8 +208,9 @@ type Snapshot struct {
 	Dropped         int64 `json:"dropped"`
 	Successes       int64 `json:"successes"`
 	Failures        int64 `json:"failures"`
-	// FireDelayP50/P99 are upper bounds of the bucket holding that
-	// quantile, in milliseconds (-1 when above the last bucket).
+	// FireDelayP50/P99 are quantiles of the fire delay of CRON triggers,
+	// in milliseconds, interpolated within the histogram bucket holding
+	// them (the last bound when above it), as histogram_quantile does.
 	FireDelayP50 int64 `json:"fireDelayP50Ms"`
 	FireDelayP99 int64 `json:"fireDelayP99Ms"`
 	FireDelayAvg int64 `json:"fireDelayAvgMs"`
@@ -175,46 +246,44 @@ func (m *Metrics) Snapshot() Snapshot {
 		Triggers: m.Triggers.Load(), TriggerFailures: m.TriggerFailures.Load(), Duplicates: m.Duplicates.Load(),
 		Dropped: m.Dropped.Load(), Successes: m.Successes.Load(), Failures: m.Failures.Load(),
 	}
-	var counts [15]int64
-	var total int64
-	for i := range counts {
-		counts[i] = m.delay[i].Load()
-		total += counts[i]
-	}
+	counts, total := m.delay.load(delayBounds)
 	if total > 0 {
-		s.FireDelayAvg = m.delaySum.Load() / total
+		s.FireDelayAvg = m.delay.sumUS.Load() / 1000 / total
 	}
-	s.FireDelayP50 = quantile(counts[:], total, 0.50)
-	s.FireDelayP99 = quantile(counts[:], total, 0.99)
-	var ticks [15]int64
-	for i := range ticks {
-		ticks[i] = m.scanTick[i].Load()
-	}
+	s.FireDelayP50 = quantile(delayBounds, counts, total, 0.50)
+	s.FireDelayP99 = quantile(delayBounds, counts, total, 0.99)
+	ticks, nTicks := m.scanTick.load(delayBounds)
 	s.ScanTicks, s.ScanJobs = m.scanTicks.Load(), m.scanJobs.Load()
-	s.ScanTickP50 = quantile(ticks[:], s.ScanTicks, 0.50)
-	s.ScanTickP99 = quantile(ticks[:], s.ScanTicks, 0.99)
+	s.ScanTickP50 = quantile(delayBounds, ticks, nTicks, 0.50)
+	s.ScanTickP99 = quantile(delayBounds, ticks, nTicks, 0.99)
 	s.Misfired = Misfired{DoNothing: m.misfiredNothing.Load(), FireOnceNow: m.misfiredOnce.Load()}
 	s.Collapsed = m.collapsed.Load()
 	return s
 }
 
-func quantile(counts []int64, total int64, q float64) int64 {
+// quantile estimates quantile q in milliseconds from bucket counts by
+// linear interpolation within the bucket holding it (Prometheus'
+// histogram_quantile); a quantile above the last bound is that bound.
+func quantile(bounds []time.Duration, counts []int64, total int64, q float64) int64 {
 	if total == 0 {
 		return 0
 	}
-	want := int64(float64(total)*q + 0.5)
-	if want < 1 {
-		want = 1
-	}
+	rank := q * float64(total)
 	var seen int64
 	for i, c := range counts {
-		seen += c
-		if seen >= want {
-			if i < len(delayBounds) {
-				return delayBounds[i].Milliseconds()
-			}
-			return -1
+		if c == 0 || float64(seen+c) < rank {
+			seen += c
+			continue
 		}
+		if i == len(bounds) {
+			return bounds[len(bounds)-1].Milliseconds()
+		}
+		var lower time.Duration
+		if i > 0 {
+			lower = bounds[i-1]
+		}
+		frac := (rank - float64(seen)) / float64(c)
+		return (lower + time.Duration(frac*float64(bounds[i]-lower))).Milliseconds()
 	}
-	return -1
+	return bounds[len(bounds)-1].Milliseconds()
 }

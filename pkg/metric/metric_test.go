@@ -14,6 +14,9 @@ func TestSnapshot(t *testing.T) {
 	m.Trigger(true, 40*time.Millisecond)
 	m.Trigger(true, 2*time.Hour)
 	m.Trigger(false, 0)
+	// Unscheduled and misfire triggers count, but are not fire delays.
+	m.TriggerOf("MANUAL", true, 0)
+	m.TriggerOf("MISFIRE", true, 10*time.Minute)
 	m.Result(200)
 	m.Result(502)
 	m.Duplicate()
@@ -25,9 +28,11 @@ func TestSnapshot(t *testing.T) {
 	m.Misfire(StrategyDoNothing, 0)
 	m.Collapse(3)
 	s := m.Snapshot()
-	want := Snapshot{Triggers: 100, TriggerFailures: 1, Duplicates: 1, Dropped: 1, Successes: 1, Failures: 1,
-		FireDelayP50: 5, FireDelayP99: 50, FireDelayAvg: s.FireDelayAvg,
-		ScanTicks: 2, ScanJobs: 2000, ScanTickP50: 50, ScanTickP99: 500,
+	// Quantiles interpolate within their bucket: p50 falls 50/98 into
+	// (2 ms, 5 ms], p99 at the top of (20 ms, 50 ms].
+	want := Snapshot{Triggers: 102, TriggerFailures: 1, Duplicates: 1, Dropped: 1, Successes: 1, Failures: 1,
+		FireDelayP50: 3, FireDelayP99: 50, FireDelayAvg: 72003,
+		ScanTicks: 2, ScanJobs: 2000, ScanTickP50: 50, ScanTickP99: 494,
 		Misfired: Misfired{DoNothing: 7, FireOnceNow: 2}, Collapsed: 3}
 	if s != want {
 		t.Fatalf("Snapshot = %+v, want %+v", s, want)

@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -64,4 +65,36 @@ func TestAppNameContext(t *testing.T) {
 	if got := protocol.AppNameFromContext(protocol.WithAppName(ctx, "app")); got != "app" {
 		t.Fatalf("got %q", got)
 	}
+}
+
+// FuzzDecodeCallbacks: any body either fails or yields items in the
+// 2.3 – 3.4 shape that survive a round trip through the array form.
+func FuzzDecodeCallbacks(f *testing.F) {
+	for _, seed := range []string{
+		`[{"logId":7,"logDateTim":1700000000000,"handleCode":500,"handleMsg":"boom"}]`,
+		`{"callbackList":[{"logId":7,"logDateTime":1700000000000,"handleCode":200}]}`,
+		`[{"logId":7,"logDateTim":1,"executeResult":{"code":500,"msg":"x","content":null}}]`,
+		`{"callbackList":null}`, `[]`, `{}`, `"x"`, ``, `[{"logId":"7"}]`, " \n[{}]",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		items, err := protocol.DecodeCallbacks(body)
+		if err != nil {
+			return
+		}
+		for _, it := range items {
+			if it.LogDateTime != 0 || it.ExecuteResult != nil {
+				t.Fatalf("item not normalized: %+v", it)
+			}
+		}
+		again, err := json.Marshal(items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := protocol.DecodeCallbacks(again)
+		if err != nil || !reflect.DeepEqual(back, items) && len(items) > 0 {
+			t.Fatalf("round trip of %s: %+v, %v; want %+v", again, back, err, items)
+		}
+	})
 }

@@ -176,6 +176,32 @@ func (s *Service) LiveAddresses(ctx context.Context, appName string) ([]string, 
 	return xjob.LiveAddresses(entries, appName, since), nil
 }
 
+// OnlineCounts returns how many executor addresses beat within DeadAfter,
+// per app name: the executors-online gauge of /metrics.
+func (s *Service) OnlineCounts(ctx context.Context) (map[string]int, error) {
+	since := s.since()
+	entries, err := s.cfg.Store.RegistryList(ctx, driver.RegistryListParams{Since: since})
+	if err != nil {
+		return nil, fmt.Errorf("registry list: %w", err)
+	}
+	out := map[string]int{}
+	for _, app := range appNames(entries) {
+		out[app] = len(xjob.LiveAddresses(entries, app, since))
+	}
+	return out, nil
+}
+
+func appNames(entries []xjob.RegistryEntry) []string {
+	var apps []string
+	for _, e := range entries {
+		if e.Group == xjob.RegistryGroupExecutor {
+			apps = append(apps, e.Key)
+		}
+	}
+	slices.Sort(apps)
+	return slices.Compact(apps)
+}
+
 // Addresses returns the addresses a trigger of group g may be routed to: a
 // manual group's list as typed (order matters to FIRST/LAST routing), an
 // automatic group's live executors, read fresh rather than from the list

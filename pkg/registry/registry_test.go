@@ -288,6 +288,7 @@ func TestCheckLost(t *testing.T) {
 	if l := get(onGone.ID); l.AlarmStatus != xjob.AlarmSuccess || !slices.Equal(e.alarm.logs, []int64{onGone.ID}) {
 		t.Fatalf("alarm status %d, alarms %v", l.AlarmStatus, e.alarm.logs)
 	}
+	e.clk.Advance(callback.DefaultRetryDelay) // retries wait the retry delay
 	ds, err := e.db.Dispatch(xjob.LaneFast).Receive(e.ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute})
 	if err != nil || len(ds) != 1 || ds[0].Msg.Occurrence.Type != xjob.TriggerRetry ||
 		ds[0].Msg.Occurrence.Ref != strconv.FormatInt(onGone.ID, 10) {

@@ -14,6 +14,12 @@
 // deterministic, so dispatch drops the repeats (no lost fire, no duplicate).
 // A lost advance (version conflict: a person edited the job, or a stale
 // scanner raced us) leaves the job to the next tick.
+//
+// Falling behind is never silent: fire times a tick finds past (beyond the
+// misfire threshold, or collapsed into one late fire) are counted per
+// misfire strategy in the metrics, summarised in one warning per tick and
+// listed per job at debug level (see Plan.Late). Schedules are parsed once
+// per distinct (type, expression, zone), not once per due job per tick.
 package scan
 
 import (
@@ -29,7 +35,6 @@ import (
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/lease"
 	"github.com/xjobdev/xjob/pkg/metric"
-	"github.com/xjobdev/xjob/pkg/schedule"
 )
 
 // Config holds the scan's tunables. Zero values take the documented defaults.
@@ -117,14 +122,12 @@ type Deps struct {
 type Scanner struct {
 	cfg     Config
 	jobs    driver.JobStore
-	queues  driver.Queues
 	clock   clock.Clock
 	log     *slog.Logger
 	keeper  *lease.Keeper
 	metrics *metric.Metrics
-	// schedules holds the parsed schedules of the due jobs, so a job's
-	// cron expression and zone are parsed once, not on every tick.
-	schedules *schedule.Cache
+	// push plans, pushes and advances each page of due jobs.
+	push *Pusher
 
 	mu     sync.Mutex
 	leases map[int]xjob.Lease
@@ -143,9 +146,10 @@ func New(cfg Config, d Deps) (*Scanner, error) {
 		d.Logger = slog.Default()
 	}
 	return &Scanner{
-		cfg: cfg, jobs: d.Jobs, queues: d.Queues, clock: d.Clock, log: d.Logger,
+		cfg: cfg, jobs: d.Jobs, clock: d.Clock, log: d.Logger,
 		keeper: lease.NewKeeper(d.Leases, d.Clock, d.Owner, cfg.LeaseTTL), metrics: d.Metrics,
-		leases: make(map[int]xjob.Lease), schedules: schedule.NewCache(schedule.DefaultCacheLimit),
+		leases: make(map[int]xjob.Lease),
+		push:   newPusher(cfg, d.Jobs, d.Queues, d.Logger, d.Metrics),
 	}, nil
 }
 
@@ -319,7 +323,7 @@ func (s *Scanner) TickShard(ctx context.Context, shard int, now int64, l xjob.Le
 		if !s.keeper.Valid(l, s.cfg.TickBudget) {
 			return st, fmt.Errorf("scan shard %d: %w", shard, xjob.ErrLeaseLost)
 		}
-		if err := s.processPage(ctx, jobs, now, pol, &st); err != nil {
+		if err := s.push.processPage(ctx, jobs, now, pol, &st); err != nil {
 			return st, fmt.Errorf("scan shard %d: %w", shard, err)
 		}
 		if len(jobs) < s.cfg.PageSize {
@@ -329,138 +333,5 @@ func (s *Scanner) TickShard(ctx context.Context, shard int, now int64, l xjob.Le
 			st.Truncated = true
 			return st, nil
 		}
-	}
-}
-
-type planned struct {
-	job  *xjob.Job
-	plan Plan
-}
-
-func (s *Scanner) processPage(ctx context.Context, jobs []xjob.Job, now int64, pol Policy, st *Stats) error {
-	plans := make([]planned, 0, len(jobs))
-	buckets := map[int64][]xjob.RingItem{}
-	var seconds []int64
-	lanes := map[xjob.Lane][]driver.Outgoing[xjob.DispatchTask]{}
-	for i := range jobs {
-		job := &jobs[i]
-		var plan Plan
-		sched, err := s.schedules.Parse(string(job.ScheduleType), job.ScheduleConf, job.TimeZone)
-		if err != nil {
-			s.log.WarnContext(ctx, "scan: stopping job with a bad schedule", "job", job.ID, "err", err)
-			plan = Plan{Stop: true, Last: job.TriggerNextTime}
-		} else {
-			plan = PlanJob(job, sched, now, pol)
-		}
-		plans = append(plans, planned{job: job, plan: plan})
-		if plan.Misfired {
-			st.Misfires++
-		}
-		for _, f := range plan.Fires {
-			if f.Now {
-				st.NowFires++
-				lane := job.Lane(now)
-				lanes[lane] = append(lanes[lane], driver.Outgoing[xjob.DispatchTask]{Msg: xjob.DispatchTask{
-					Occurrence: xjob.Occurrence{JobID: job.ID, Type: f.Type, FireTime: f.Time},
-					Revision:   job.Revision,
-					EnqueuedAt: now,
-				}})
-				continue
-			}
-			st.RingFires++
-			sec := f.Time / 1000
-			if _, ok := buckets[sec]; !ok {
-				seconds = append(seconds, sec)
-			}
-			buckets[sec] = append(buckets[sec], xjob.RingItem{JobID: job.ID, FireTime: f.Time, Revision: job.Revision})
-		}
-	}
-
-	// Effects first: everything planned is durably queued before any job moves on.
-	var msgs []driver.Outgoing[xjob.RingBucket]
-	lead := s.cfg.RingLead.Milliseconds()
-	for _, sec := range seconds {
-		items := buckets[sec]
-		for len(items) > 0 {
-			n := min(len(items), s.cfg.MaxBucketItems)
-			b := xjob.RingBucket{Shard: xjob.ShardOf(items[0].JobID, s.cfg.Shards), Second: sec, Items: items[:n]}
-			msgs = append(msgs, driver.Outgoing[xjob.RingBucket]{Msg: b, VisibleAt: b.FireAt() - lead})
-			items = items[n:]
-		}
-	}
-	if len(msgs) > 0 {
-		if err := s.queues.Ring().Send(ctx, msgs); err != nil {
-			return fmt.Errorf("ring send: %w", err)
-		}
-	}
-	for lane, tasks := range lanes {
-		if err := s.queues.Dispatch(lane).Send(ctx, tasks); err != nil {
-			return fmt.Errorf("dispatch send %s: %w", lane, err)
-		}
-	}
-
-	// One conditional write per job, all in one store call per page.
-	var (
-		advances []driver.JobAdvanceParams
-		advanced []planned
-	)
-	for _, p := range plans {
-		if p.plan.Stop {
-			st.Stopped++
-		} else if len(p.plan.Fires) == 0 && !p.plan.Misfired && p.plan.Next == p.job.TriggerNextTime {
-			continue
-		}
-		advances = append(advances, driver.JobAdvanceParams{
-			ID: p.job.ID, ExpectVersion: p.job.Version,
-			TriggerLastTime: p.plan.Last, TriggerNextTime: p.plan.Next, Stop: p.plan.Stop,
-		})
-		advanced = append(advanced, p)
-	}
-	if len(advances) == 0 {
-		return nil
-	}
-	errs, err := s.jobs.JobAdvanceMany(ctx, advances)
-	if err != nil {
-		return fmt.Errorf("advance %d jobs: %w", len(advances), err)
-	}
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			s.noteLate(ctx, advanced[i], st)
-		case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):
-			st.Conflicts++
-		default:
-			return fmt.Errorf("advance job %d: %w", advances[i].ID, err)
-		}
-	}
-	return nil
-}
-
-// noteLate counts the late fire times of an advanced job's plan (once the
-// advance is committed, so a plan lost to a concurrent writer is not
-// counted twice) and logs, at debug level, the span of scheduled times it
-// passed over without a fire of their own: what the load harness uses to
-// tell a fire dropped by the misfire rules from a lost one.
-func (s *Scanner) noteLate(ctx context.Context, p planned, st *Stats) {
-	if p.plan.Late == 0 {
-		return
-	}
-	switch {
-	case !p.plan.Misfired:
-		st.Collapsed += p.plan.Late
-		s.metrics.Collapse(p.plan.Late)
-	case p.job.MisfireStrategy == xjob.MisfireFireOnceNow:
-		st.MisfiredFireOnceNow += p.plan.Late
-		s.metrics.Misfire(metric.StrategyFireOnceNow, p.plan.Late)
-	default:
-		st.MisfiredDoNothing += p.plan.Late
-		s.metrics.Misfire(metric.StrategyDoNothing, p.plan.Late)
-	}
-	if st.Oldest == 0 || p.job.TriggerNextTime < st.Oldest {
-		st.Oldest = p.job.TriggerNextTime
-	}
-	if p.plan.Passed != (Span{}) {
-		s.log.DebugContext(ctx, "scan: fires passed over", "job", p.job.ID, "misfired", p.plan.Misfired,
-			"from", p.plan.Passed.From, "to", p.plan.Passed.To)
 	}
 }

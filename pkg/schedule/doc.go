@@ -1,7 +1,8 @@
 // Package schedule computes fire times: Quartz cron with seconds evaluated in
 // a job's time zone, FIX_RATE in seconds, and NONE (xxl-job's three schedule
-// types). Next-fire computation is a pure function of the schedule and an
-// instant, so the scanner and the console preview share it.
+// types), plus ONCE: one RFC 3339 instant, EventBridge Scheduler's at().
+// Next-fire computation is a pure function of the schedule and an instant,
+// so the scanner and the console preview share it.
 //
 // # Cron grammar
 //

@@ -21,6 +21,8 @@ const (
 	TypeNone    = "NONE"
 	TypeCron    = "CRON"
 	TypeFixRate = "FIX_RATE"
+	// TypeOnce fires once at an instant (EventBridge Scheduler's at()).
+	TypeOnce = "ONCE"
 )
 
 // ErrNoSchedule is returned by Preview for a schedule that never fires.
@@ -48,6 +50,12 @@ func Parse(typ, conf, tz string) (Schedule, error) {
 		return f, nil
 	case TypeCron:
 		return ParseCron(conf, loc)
+	case TypeOnce:
+		o, err := ParseOnce(conf)
+		if err != nil {
+			return nil, err
+		}
+		return o, nil
 	default:
 		return nil, fmt.Errorf("unknown schedule type %q", typ)
 	}
@@ -68,6 +76,36 @@ func ParseFixRate(conf string) (FixRate, error) {
 // Next returns t + Interval: xxl-job counts FIX_RATE from the previous
 // planned time (or from now after a misfire), so no alignment happens here.
 func (f FixRate) Next(t time.Time) (time.Time, bool) { return t.Add(f.Interval), true }
+
+// Once fires a single time, at At.
+type Once struct{ At time.Time }
+
+// ParseOnce parses a ONCE conf: an RFC 3339 instant with its zone offset
+// ("2026-11-24T09:30:00+01:00", "2026-11-24T08:30:00Z"), in whole seconds
+// like cron and EventBridge's at(). A wall time without an offset is
+// refused rather than read in some zone: the instant must not depend on
+// where it is parsed.
+func ParseOnce(conf string) (Once, error) {
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(conf))
+	if err != nil {
+		return Once{}, fmt.Errorf("ONCE needs an RFC 3339 instant with a zone, such as 2026-11-24T09:30:00Z or 2026-11-24T10:30:00+01:00, got %q", conf)
+	}
+	if y := t.UTC().Year(); y < 1970 || y > 2199 {
+		return Once{}, fmt.Errorf("ONCE instant %q is outside 1970-2199", conf)
+	}
+	if t.Nanosecond() != 0 {
+		return Once{}, fmt.Errorf("ONCE instant %q must be in whole seconds", conf)
+	}
+	return Once{At: t}, nil
+}
+
+// Next returns At if it is strictly after t.
+func (o Once) Next(t time.Time) (time.Time, bool) {
+	if o.At.After(t) {
+		return o.At, true
+	}
+	return time.Time{}, false
+}
 
 type none struct{}
 

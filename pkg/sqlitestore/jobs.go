@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -17,7 +18,7 @@ const jobColumns = `id, name, shard, group_id, description, author, alarm_email,
 	route_strategy, handler, param, block_strategy, timeout_seconds, fail_retry_count,
 	glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
 	trigger_status, trigger_last_time, trigger_next_time,
-	version, revision, slow_minute, slow_count, created_at, updated_at`
+	version, revision, slow_minute, slow_count, created_at, updated_at, after_completion`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -43,7 +44,7 @@ func scanJob(s scanner) (xjob.Job, error) {
 		&j.RouteStrategy, &j.Handler, &j.Param, &j.BlockStrategy, &j.TimeoutSeconds, &j.FailRetryCount,
 		&j.GlueType, &j.GlueSource, &j.GlueRemark, &j.GlueUpdatedAt, &children,
 		&j.TriggerStatus, &j.TriggerLastTime, &j.TriggerNextTime,
-		&j.Version, &j.Revision, &j.SlowMinute, &j.SlowCount, &j.CreatedAt, &j.UpdatedAt)
+		&j.Version, &j.Revision, &j.SlowMinute, &j.SlowCount, &j.CreatedAt, &j.UpdatedAt, &j.AfterCompletion)
 	if err != nil {
 		return xjob.Job{}, err
 	}
@@ -51,6 +52,14 @@ func scanJob(s scanner) (xjob.Job, error) {
 		return xjob.Job{}, fmt.Errorf("job %d child ids: %w", j.ID, err)
 	}
 	return j, nil
+}
+
+// afterCompletion stores the default (KEEP) for a job written without one.
+func afterCompletion(a xjob.AfterCompletion) xjob.AfterCompletion {
+	if a == "" {
+		return xjob.AfterKeep
+	}
+	return a
 }
 
 func formatIDs(ids []int64) string {
@@ -69,8 +78,8 @@ const sqlJobInsert = `INSERT INTO jobs (id, name, group_id, description, author,
 	route_strategy, handler, param, block_strategy, timeout_seconds, fail_retry_count,
 	glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
 	trigger_status, trigger_last_time, trigger_next_time,
-	version, revision, created_at, updated_at)
-	VALUES (?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1,1,?,?) RETURNING id`
+	version, revision, created_at, updated_at, after_completion)
+	VALUES (?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1,1,?,?,?) RETURNING id`
 
 // JobInsert stores a new job under job.ID, or a new id when it is 0; its
 // shard is derived from the id. A taken id is xjob.ErrConflict.
@@ -85,7 +94,7 @@ func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
 			job.RouteStrategy, job.Handler, job.Param, job.BlockStrategy, job.TimeoutSeconds, job.FailRetryCount,
 			job.GlueType, job.GlueSource, job.GlueRemark, job.GlueUpdatedAt, formatIDs(job.ChildJobIDs),
 			job.TriggerStatus, job.TriggerLastTime, job.TriggerNextTime,
-			job.CreatedAt, job.UpdatedAt).Scan(&job.ID)
+			job.CreatedAt, job.UpdatedAt, afterCompletion(job.AfterCompletion)).Scan(&job.ID)
 		if err != nil {
 			return err
 		}
@@ -109,20 +118,78 @@ func (db *DB) JobGet(ctx context.Context, id int64) (xjob.Job, error) {
 	return j, nil
 }
 
-// JobGetMany returns the jobs that exist among ids.
+// JobGetMany returns the jobs that exist among ids. A ring bucket's jobs
+// are read three times in a few milliseconds (ring, dispatch, callback), so
+// it first reads only each row's version (and the slow-dispatch counters,
+// which change without a version bump) and serves the jobs whose version
+// it has seen from memory; only the others are read whole. Every write
+// of a job's content bumps its version, in any process, so a cached job
+// is never served stale.
 func (db *DB) JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := db.rs.jobGetMany.QueryContext(ctx, "["+formatIDs(ids)+"]")
+	list := "[" + formatIDs(ids) + "]"
+	rows, err := db.rs.jobVersions.QueryContext(ctx, list)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite job get many: %w", err)
 	}
-	jobs, err := scanAll(rows, scanJob)
+	type stamp struct{ id, version, createdAt, slowMinute, slowCount int64 }
+	stamps, err := scanAll(rows, func(s scanner) (stamp, error) {
+		var v stamp
+		err := s.Scan(&v.id, &v.version, &v.createdAt, &v.slowMinute, &v.slowCount)
+		return v, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite job get many: %w", err)
 	}
-	return jobs, nil
+	jobs := make([]xjob.Job, 0, len(stamps))
+	var miss []int64
+	db.jobs.mu.Lock()
+	for _, st := range stamps {
+		j, ok := db.jobs.m[st.id]
+		if !ok || j.Version != st.version || j.CreatedAt != st.createdAt {
+			miss = append(miss, st.id)
+			continue
+		}
+		j.SlowMinute, j.SlowCount = st.slowMinute, int(st.slowCount)
+		jobs = append(jobs, j)
+	}
+	db.jobs.mu.Unlock()
+	if len(miss) == 0 {
+		return jobs, nil
+	}
+	rows, err = db.rs.jobGetMany.QueryContext(ctx, "["+formatIDs(miss)+"]")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite job get many: %w", err)
+	}
+	read, err := scanAll(rows, scanJob)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite job get many: %w", err)
+	}
+	db.jobs.put(read)
+	return append(jobs, read...), nil
+}
+
+// jobCache holds jobs as JobGetMany last read them whole, for serving
+// again while their version is unchanged.
+type jobCache struct {
+	mu sync.Mutex
+	m  map[int64]xjob.Job
+}
+
+// jobCacheMax bounds the cache; a full cache starts over.
+const jobCacheMax = 100_000
+
+func (c *jobCache) put(jobs []xjob.Job) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m)+len(jobs) > jobCacheMax {
+		c.m = make(map[int64]xjob.Job, len(jobs))
+	}
+	for _, j := range jobs {
+		c.m[j.ID] = j
+	}
 }
 
 // JobUpdate replaces a job if its version is ExpectVersion. ID, shard,
@@ -137,14 +204,14 @@ func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job
 			route_strategy = ?, handler = ?, param = ?, block_strategy = ?, timeout_seconds = ?, fail_retry_count = ?,
 			glue_type = ?, glue_source = ?, glue_remark = ?, glue_updated_at = ?, child_job_ids = ?,
 			trigger_status = ?, trigger_last_time = ?, trigger_next_time = ?,
-			revision = ?, updated_at = ?, version = version + 1
+			revision = ?, updated_at = ?, after_completion = ?, version = version + 1
 			WHERE id = ? AND version = ? RETURNING `+jobColumns,
 			j.Name, j.GroupID, j.Description, j.Author, j.AlarmEmail,
 			j.ScheduleType, j.ScheduleConf, j.TimeZone, j.MisfireStrategy,
 			j.RouteStrategy, j.Handler, j.Param, j.BlockStrategy, j.TimeoutSeconds, j.FailRetryCount,
 			j.GlueType, j.GlueSource, j.GlueRemark, j.GlueUpdatedAt, formatIDs(j.ChildJobIDs),
 			j.TriggerStatus, j.TriggerLastTime, j.TriggerNextTime,
-			j.Revision, j.UpdatedAt, j.ID, p.ExpectVersion))
+			j.Revision, j.UpdatedAt, afterCompletion(j.AfterCompletion), j.ID, p.ExpectVersion))
 		if errors.Is(err, sql.ErrNoRows) {
 			err = missingOr(ctx, db.ws.jobExists, j.ID, xjob.ErrConflict)
 		}

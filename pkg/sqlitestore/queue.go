@@ -274,3 +274,29 @@ func (db *DB) ReleaseClaims(ctx context.Context) (int, error) {
 	}
 	return int(n), nil
 }
+
+// QueueDepths counts the messages held by the ring and each dispatch lane
+// (visible or delayed, received or not), keyed "ring", "fast", "slow": the
+// queue-depth gauge of /metrics.
+func (db *DB) QueueDepths(ctx context.Context) (map[string]int64, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT queue, count(*) FROM queue_messages GROUP BY queue`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite queue depths: %w", err)
+	}
+	type depth struct {
+		queue string
+		n     int64
+	}
+	all, err := scanAll(rows, func(s scanner) (depth, error) {
+		var d depth
+		return d, s.Scan(&d.queue, &d.n)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite queue depths: %w", err)
+	}
+	out := map[string]int64{"ring": 0, string(xjob.LaneFast): 0, string(xjob.LaneSlow): 0}
+	for _, d := range all {
+		out[strings.TrimPrefix(d.queue, "dispatch-")] = d.n
+	}
+	return out, nil
+}

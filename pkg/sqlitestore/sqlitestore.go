@@ -100,6 +100,7 @@ type DB struct {
 	writerDone chan struct{}
 	closeOnce  sync.Once
 	closeErr   error
+	jobs       jobCache     // JobGetMany's jobs by version
 	commits    atomic.Int64 // write transactions run, for benchmarks
 	committed  atomic.Int64 // requests they carried
 
@@ -124,6 +125,17 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(0)")
+	// Group commit runs each request of a shared transaction in a
+	// SAVEPOINT, and SQLite copies every page a savepoint first changes to
+	// a sub-journal: a temporary file by default, one write syscall per
+	// page (15% of the CPU of a 10,000-fire burst). In memory it costs a
+	// memcpy; it only ever holds one transaction's pages.
+	q.Add("_pragma", "temp_store(MEMORY)")
+	// Reads through a memory map instead of one pread syscall per page
+	// missing from a connection's page cache (7% of a burst's CPU), and a
+	// larger page cache per connection (16 MiB instead of 2).
+	q.Add("_pragma", "mmap_size(268435456)")
+	q.Add("_pragma", "cache_size(-16384)")
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + path + "?" + q.Encode()
 

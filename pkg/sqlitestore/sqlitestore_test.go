@@ -455,3 +455,51 @@ func TestReleaseClaims(t *testing.T) {
 		t.Fatalf("stale token retry = %v, want ErrNotFound", err)
 	}
 }
+
+// JobGetMany serves unchanged jobs from memory; a write in another process
+// (another *DB on the same file) bumps the version, and the next read sees
+// it, as it sees the slow-dispatch counters that change without a bump.
+func TestJobGetManyCacheFollowsOtherProcesses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "xjob.db")
+	a, b := openAt(t, path, Options{Shards: 1}), openAt(t, path, Options{Shards: 1})
+	j := xjob.Job{GroupID: 1, Description: "d", Author: "a", ScheduleType: xjob.ScheduleFixRate, ScheduleConf: "60",
+		Handler: "h", TriggerStatus: xjob.StatusRunning, TriggerNextTime: 1_800_000_000_000}
+	j.ApplyDefaults()
+	j, err := a.JobInsert(ctx, j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(what string) xjob.Job {
+		t.Helper()
+		got, err := a.JobGetMany(ctx, []int64{j.ID, 424242})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%s: %v, %v", what, got, err)
+		}
+		return got[0]
+	}
+	if got := read("first read"); got.Param != j.Param || got.Version != 1 {
+		t.Fatalf("first read: %+v", got)
+	}
+	edited := j
+	edited.Param = "changed elsewhere"
+	if _, err := b.JobUpdate(ctx, driver.JobUpdateParams{Job: edited, ExpectVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("after the other process's edit"); got.Param != "changed elsewhere" || got.Version != 2 {
+		t.Fatalf("after the other process's edit: %+v", got)
+	}
+	if err := b.JobRecordSlow(ctx, j.ID, 7); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("after a slow dispatch"); got.SlowMinute != 7 || got.SlowCount != 1 {
+		t.Fatalf("after a slow dispatch: minute %d count %d", got.SlowMinute, got.SlowCount)
+	}
+	if err := b.JobDelete(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.JobGetMany(ctx, []int64{j.ID}); err != nil || len(got) != 0 {
+		t.Fatalf("after delete: %v, %v", got, err)
+	}
+}

@@ -37,6 +37,7 @@ type writeStmts struct {
 // readStmts run on the reader pool.
 type readStmts struct {
 	jobGet, jobGetMany, jobsDue *sql.Stmt
+	jobVersions                 *sql.Stmt
 	logGet, logGetMany          *sql.Stmt
 	groupGet                    *sql.Stmt
 	registryList, registryByKey *sql.Stmt
@@ -122,6 +123,8 @@ func (s *readStmts) defs() []stmtDef {
 		{&s.jobGetMany, `SELECT ` + jobColumns + ` FROM jobs
 			WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`},
 		{&s.jobsDue, jobsDueSQL},
+		{&s.jobVersions, `SELECT id, version, created_at, slow_minute, slow_count FROM jobs
+			WHERE id IN (SELECT value FROM json_each(?))`},
 		{&s.logGet, `SELECT ` + logColumns + ` FROM logs WHERE id = ?`},
 		{&s.logGetMany, `SELECT ` + logColumns + ` FROM logs
 			WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`},

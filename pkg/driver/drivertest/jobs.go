@@ -24,6 +24,7 @@ func sampleJob(group int64, next int64) xjob.Job {
 		ScheduleConf:    "0 * * * * ?",
 		TimeZone:        "Europe/Paris",
 		MisfireStrategy: xjob.MisfireFireOnceNow,
+		AfterCompletion: xjob.AfterKeep,
 		RouteStrategy:   xjob.RouteRound,
 		Handler:         "demoHandler",
 		Param:           "p=1",
@@ -62,6 +63,31 @@ func jobID(j xjob.Job) int64 { return j.ID }
 // ExerciseJobStore runs the JobStore contract against stores from newStore.
 func ExerciseJobStore(t *testing.T, newStore func(t *testing.T) driver.JobStore) {
 	t.Helper()
+
+	t.Run("OnceAfterCompletion", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		in := sampleJob(3, 1_700_000_060_000)
+		in.ScheduleType, in.ScheduleConf, in.AfterCompletion = xjob.ScheduleOnce, "2023-11-14T22:14:20Z", xjob.AfterDelete
+		got, err := s.JobInsert(ctx, in)
+		requireNoErr(t, err, "insert")
+		read, err := s.JobGet(ctx, got.ID)
+		requireNoErr(t, err, "get")
+		if read.ScheduleType != xjob.ScheduleOnce || read.AfterCompletion != xjob.AfterDelete {
+			t.Fatalf("get = %s/%s, want ONCE/DELETE", read.ScheduleType, read.AfterCompletion)
+		}
+		read.AfterCompletion = xjob.AfterKeep
+		upd, err := s.JobUpdate(ctx, driver.JobUpdateParams{Job: read, ExpectVersion: read.Version})
+		requireNoErr(t, err, "update")
+		if upd.AfterCompletion != xjob.AfterKeep {
+			t.Fatalf("update returned afterCompletion %q, want KEEP", upd.AfterCompletion)
+		}
+		read, err = s.JobGet(ctx, got.ID)
+		requireNoErr(t, err, "get after update")
+		if read.AfterCompletion != xjob.AfterKeep {
+			t.Fatalf("get after update = %q, want KEEP", read.AfterCompletion)
+		}
+	})
 
 	t.Run("InsertGet", func(t *testing.T) {
 		t.Parallel()

@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/xxlimport"
+	"github.com/xjobdev/xjob/internal/xxlimport/xxltest"
+	"github.com/xjobdev/xjob/pkg/adminclient"
+)
+
+// xxlRows is an xxl-job installation: groups, jobs (every column set),
+// GLUE history and a user, as an xxl-job admin writes them.
+const xxlRows = `
+INSERT INTO xxl_job_group (id, app_name, title, address_type, address_list, update_time) VALUES
+  (1, 'xxl-job-executor-sample', 'Sample', 0, NULL, '2024-01-01 10:00:00'),
+  (2, 'billing-exec', 'Billing', 1, 'http://10.0.0.5:9999/,http://10.0.0.6:9999/', '2024-01-01 10:00:00'),
+  (3, 'ab', 'Too short', 0, NULL, '2024-01-01 10:00:00');
+INSERT INTO xxl_job_info (id, job_group, job_desc, add_time, update_time, author, alarm_email,
+  schedule_type, schedule_conf, misfire_strategy, executor_route_strategy, executor_handler, executor_param,
+  executor_block_strategy, executor_timeout, executor_fail_retry_count, glue_type, glue_source, glue_remark,
+  glue_updatetime, child_jobid, trigger_status, trigger_last_time, trigger_next_time) VALUES
+  (1, 1, 'Nightly report', '2024-01-01 10:00:00', '2024-02-01 10:00:00', 'ann', 'ops@example.com',
+   'CRON', '0 0 2 * * ?', 'FIRE_ONCE_NOW', 'ROUND', 'demoJobHandler', 'p=1',
+   'DISCARD_LATER', 30, 2, 'BEAN', '', 'GLUE代码初始化', '2024-01-01 10:00:00', '7', 1, 1706745600000, 1706832000000),
+  (7, 2, 'Shell cleanup', '2024-01-01 10:00:00', '2024-02-01 10:00:00', 'bob', 'not-an-address',
+   'FIX_RATE', '60', 'DO_NOTHING', 'SHARDING_BROADCAST', '', '--all',
+   'COVER_EARLY', 0, 0, 'GLUE_SHELL', '#!/bin/bash\necho hi', 'v2', '2024-01-02 10:00:00', '', 0, 0, 0),
+  (12, 3, 'In a bad group', NULL, NULL, 'cy', NULL,
+   'NONE', NULL, 'DO_NOTHING', 'FIRST', 'h', NULL, 'SERIAL_EXECUTION', 0, 0, 'BEAN', NULL, NULL, NULL, NULL, 0, 0, 0),
+  (13, 1, 'Manual only', NULL, NULL, NULL, NULL,
+   'NONE', NULL, 'DO_NOTHING', 'LAST', 'manualHandler', NULL, 'SERIAL_EXECUTION', 0, 1, 'BEAN', NULL, NULL, NULL, '12', 0, 0, 0);
+INSERT INTO xxl_job_logglue (job_id, glue_type, glue_source, glue_remark, add_time, update_time) VALUES
+  (7, 'GLUE_SHELL', 'echo v1', 'v1', '2024-01-01 10:00:00', '2024-01-01 10:00:00'),
+  (7, 'GLUE_SHELL', '#!/bin/bash\necho hi', 'v2', '2024-01-02 10:00:00', '2024-01-02 10:00:00');
+INSERT INTO xxl_job_user (username, password, role, permission) VALUES
+  ('admin', 'e10adc3949ba59abbe56e057f20f883e', 1, NULL);
+`
+
+func TestImportXxlJobEndToEnd(t *testing.T) {
+	t.Parallel()
+	db := xxltest.Start(t)
+	for _, version := range []string{"2.4", "3.4"} {
+		t.Run(version, func(t *testing.T) {
+			name := "xxl_job_" + strings.ReplaceAll(version, ".", "")
+			sqlDB := db.CreateDatabase(t, name, xxltest.SchemaFile("xxl-job-"+version+".sql"))
+			if _, err := sqlDB.Exec(xxlRows); err != nil {
+				t.Fatalf("insert rows: %v", err)
+			}
+			s := startLocal(t)
+			ctx := t.Context()
+			// A group already on the server takes id 1: the imported group
+			// 1 gets another id, its jobs find it by app name.
+			other, err := s.api.GroupCreate(ctx, xjob.Group{AppName: "already-here", Title: "Here", AddressType: xjob.AddressAuto})
+			if err != nil || other.ID != 1 {
+				t.Fatalf("pre-existing group: %+v %v", other, err)
+			}
+
+			_, errOut, code := s.cli(t, "import", "xxl-job", "--mysql", db.DSN(name))
+			if code != exitUsage || !strings.Contains(errOut, "--tz is required") {
+				t.Fatalf("import without --tz: exit %d\n%s", code, errOut)
+			}
+			out := mustRun(t, s, "import", "xxl-job", "--mysql", db.DSN(name), "--tz", "Asia/Shanghai", "--dry-run")
+			if !strings.Contains(out, "+ job xxl-job-1 (id 1)") {
+				t.Fatalf("dry run:\n%s", out)
+			}
+			if page, _ := s.api.JobList(ctx, adminclient.JobListParams{}); len(page.Items) != 0 {
+				t.Fatalf("dry run imported jobs: %+v", page.Items)
+			}
+
+			out = mustRun(t, s, "import", "xxl-job", "--mysql", db.DSN(name), "--tz", "Asia/Shanghai")
+			for _, want := range []string{
+				"+ group xxl-job-executor-sample", "+ group billing-exec (id 2)",
+				"+ job xxl-job-1 (id 1)", "+ job xxl-job-7 (id 7)", "+ job xxl-job-13 (id 13)",
+				"group 1 (xxl-job-executor-sample): id taken by group \"already-here\"",
+				"group 3 (ab): not imported",
+				"job 12: not imported: its executor group 3 was not imported",
+				"job 13: empty author set to \"xxl-job\"",
+				"job 13: child job 12 dropped",
+				"job 7: alarm e-mail \"not-an-address\" dropped",
+				"xxl_job_logglue: 2 GLUE versions not imported",
+				"xxl_job_user: 1 users not imported",
+				"1 jobs were running in xxl-job and arrived stopped. Stop them there, then: xjob job start 1",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("import output lacks %q", want)
+				}
+			}
+			if t.Failed() {
+				t.Fatalf("import output:\n%s", out)
+			}
+
+			groups, err := s.api.GroupList(ctx, adminclient.GroupListParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			app := map[string]xjob.Group{}
+			for _, g := range groups {
+				app[g.AppName] = g
+			}
+			sample, billing := app["xxl-job-executor-sample"], app["billing-exec"]
+			if sample.ID <= 1 || sample.Title != "Sample" || sample.AddressType != xjob.AddressAuto ||
+				billing.ID != 2 || billing.Title != "Billing" || billing.AddressType != xjob.AddressManual ||
+				!reflect.DeepEqual(billing.AddressList, []string{"http://10.0.0.5:9999/", "http://10.0.0.6:9999/"}) || len(groups) != 3 {
+				t.Fatalf("groups: %+v", groups)
+			}
+
+			get := func(id int64) xjob.Job {
+				t.Helper()
+				j, err := s.api.JobGet(ctx, id)
+				if err != nil {
+					t.Fatalf("job %d: %v", id, err)
+				}
+				return j
+			}
+			j1 := get(1)
+			want1 := xjob.Job{ID: 1, Name: "xxl-job-1", GroupID: sample.ID, Description: "Nightly report", Author: "ann",
+				AlarmEmail: "ops@example.com", ScheduleType: xjob.ScheduleCron, ScheduleConf: "0 0 2 * * ?", TimeZone: "Asia/Shanghai",
+				MisfireStrategy: xjob.MisfireFireOnceNow, AfterCompletion: xjob.AfterKeep, RouteStrategy: xjob.RouteRound, Handler: "demoJobHandler", Param: "p=1",
+				BlockStrategy: xjob.BlockDiscardLater, TimeoutSeconds: 30, FailRetryCount: 2, GlueType: xjob.GlueBean,
+				GlueRemark: "GLUE代码初始化", ChildJobIDs: []int64{7}, TriggerStatus: xjob.StatusStopped}
+			requireJobFields(t, j1, want1)
+			want7 := xjob.Job{ID: 7, Name: "xxl-job-7", GroupID: 2, Description: "Shell cleanup", Author: "bob",
+				ScheduleType: xjob.ScheduleFixRate, ScheduleConf: "60", TimeZone: "Asia/Shanghai",
+				MisfireStrategy: xjob.MisfireDoNothing, AfterCompletion: xjob.AfterKeep, RouteStrategy: xjob.RouteShardingBroadcast, Param: "--all",
+				BlockStrategy: xjob.BlockCoverEarly, GlueType: xjob.GlueShell, GlueSource: "#!/bin/bash\necho hi", GlueRemark: "v2",
+				ChildJobIDs: []int64{}, TriggerStatus: xjob.StatusStopped}
+			requireJobFields(t, get(7), want7)
+			want13 := xjob.Job{ID: 13, Name: "xxl-job-13", GroupID: sample.ID, Description: "Manual only", Author: "xxl-job",
+				ScheduleType: xjob.ScheduleNone, TimeZone: "Asia/Shanghai", MisfireStrategy: xjob.MisfireDoNothing, AfterCompletion: xjob.AfterKeep,
+				RouteStrategy: xjob.RouteLast, Handler: "manualHandler", BlockStrategy: xjob.BlockSerialExecution,
+				FailRetryCount: 1, GlueType: xjob.GlueBean, ChildJobIDs: []int64{}, TriggerStatus: xjob.StatusStopped}
+			requireJobFields(t, get(13), want13)
+			if _, err := s.api.JobGet(ctx, 12); err == nil {
+				t.Fatal("job 12 (in a group that was not imported) was imported")
+			}
+			// New jobs continue above the imported ids.
+			n, err := s.api.JobCreate(ctx, xjob.Job{GroupID: 2, Description: "new", Author: "t", Handler: "h"})
+			if err != nil || n.ID <= 13 {
+				t.Fatalf("a job created after the import got id %d (%v)", n.ID, err)
+			}
+
+			// Again: nothing to do; --keep-status starts what ran in xxl-job.
+			out = mustRun(t, s, "import", "xxl-job", "--mysql", db.DSN(name), "--tz", "Asia/Shanghai")
+			if !strings.Contains(out, "Imported: 0 to create, 0 to update, 0 to delete") {
+				t.Fatalf("second import:\n%s", out)
+			}
+			out = mustRun(t, s, "import", "xxl-job", "--mysql", db.DSN(name), "--tz", "Asia/Shanghai", "--keep-status")
+			if !strings.Contains(out, "~ job xxl-job-1 (id 1): started") || get(1).TriggerStatus != xjob.StatusRunning {
+				t.Fatalf("import --keep-status:\n%s", out)
+			}
+		})
+	}
+}
+
+// requireJobFields compares the fields an import sets (ids, names, the
+// xxl_job_info columns, status), not the server's counters and times.
+func requireJobFields(t *testing.T, got, want xjob.Job) {
+	t.Helper()
+	got.Shard, got.Version, got.Revision, got.TriggerLastTime, got.TriggerNextTime = 0, 0, 0, 0, 0
+	got.CreatedAt, got.UpdatedAt, got.GlueUpdatedAt = 0, 0, 0
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("job %d:\n got  %+v\n want %+v", want.ID, got, want)
+	}
+}
+
+func TestImportMapNotesOnly(t *testing.T) {
+	t.Parallel()
+	if _, err := xxlimport.Map(xxlimport.Rows{}, xxlimport.Options{}); err == nil {
+		t.Fatal("Map without a time zone succeeded")
+	}
+}

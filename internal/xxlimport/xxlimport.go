@@ -1,0 +1,303 @@
+// Package xxlimport reads an xxl-job 2.3–3.4 database (MySQL or MariaDB)
+// and turns it into an xjob manifest that `xjob import xxl-job` applies
+// through the admin API, so the same import works against xjob local and
+// xjob on AWS.
+//
+// Reading (Read) and mapping (Map) are apart: Map is a pure function of
+// the rows, tested field by field; Read only runs the SELECTs. The columns
+// read exist, with these names, in every release from 2.3.0 to 3.4.2
+// (3.5 renames job_desc and title to name, and is not supported).
+//
+// What maps and what does not:
+//
+//	xxl_job_group  id (kept when free on the target), app_name, title,
+//	               address_type, address_list (manual groups) → groups;
+//	               update_time is not kept (xjob stamps its own).
+//	xxl_job_info   id (kept: executors and people know jobs by id),
+//	               job_group (by app name), job_desc, author, alarm_email,
+//	               schedule_type, schedule_conf, misfire_strategy,
+//	               executor_route_strategy, executor_handler, executor_param,
+//	               executor_block_strategy, executor_timeout,
+//	               executor_fail_retry_count, glue_type, glue_source,
+//	               glue_remark, child_jobid, trigger_status (with KeepStatus;
+//	               else every job arrives stopped) → jobs, each named
+//	               "xxl-job-<id>" and evaluated in the zone the old admin
+//	               ran in. add_time, update_time, glue_updatetime and
+//	               trigger_last_time/next_time are not kept: xjob stamps its
+//	               own times and computes the next fire from now.
+//	xxl_job_logglue  counted and reported: xjob's admin API has no endpoint
+//	               for GLUE version history, only the current source (in
+//	               xxl_job_info) is imported.
+//	xxl_job_user   counted and reported: xjob's admin API has no user
+//	               endpoint, and xxl-job's MD5/SHA-256 password hashes
+//	               cannot become xjob's argon2id ones.
+package xxlimport
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/xjobdev/xjob"
+)
+
+// GroupRow is one row of xxl_job_group.
+type GroupRow struct {
+	ID          int64
+	AppName     string
+	Title       string
+	AddressType int
+	AddressList string
+}
+
+// JobRow is one row of xxl_job_info (the columns Map uses).
+type JobRow struct {
+	ID                     int64
+	JobGroup               int64
+	JobDesc                string
+	Author                 string
+	AlarmEmail             string
+	ScheduleType           string
+	ScheduleConf           string
+	MisfireStrategy        string
+	ExecutorRouteStrategy  string
+	ExecutorHandler        string
+	ExecutorParam          string
+	ExecutorBlockStrategy  string
+	ExecutorTimeout        int
+	ExecutorFailRetryCount int
+	GlueType               string
+	GlueSource             string
+	GlueRemark             string
+	ChildJobID             string
+	TriggerStatus          int
+}
+
+// Rows is what Read finds in an xxl-job database.
+type Rows struct {
+	Groups []GroupRow
+	Jobs   []JobRow
+	// GlueVersions counts xxl_job_logglue rows; Users xxl_job_user rows
+	// (-1 when the table is missing).
+	GlueVersions int
+	Users        int
+}
+
+// Options steer Map.
+type Options struct {
+	// TimeZone is the IANA zone the xxl-job admin ran in: its cron
+	// expressions were evaluated there. Required.
+	TimeZone string
+	// KeepStatus imports running jobs running; by default every job
+	// arrives stopped, so that the old admin and xjob never both fire it.
+	KeepStatus bool
+}
+
+// Result is the manifest to apply and what could not be mapped, one
+// line each, for a person to read.
+type Result struct {
+	Manifest xjob.Manifest
+	Unmapped []string
+	// Running lists the ids of jobs that ran in xxl-job (started only
+	// with KeepStatus).
+	Running []int64
+}
+
+// JobName is the name an imported job gets: its key in later applies.
+func JobName(id int64) string { return "xxl-job-" + strconv.FormatInt(id, 10) }
+
+// Map turns xxl-job rows into a manifest. A row that cannot become a
+// valid xjob group or job is left out and explained in Unmapped; values
+// xjob does not have are replaced by a default and explained too.
+func Map(rows Rows, opt Options) (Result, error) {
+	if opt.TimeZone == "" {
+		return Result{}, errors.New("the time zone the xxl-job admin ran in is required")
+	}
+	var res Result
+	note := func(format string, args ...any) { res.Unmapped = append(res.Unmapped, fmt.Sprintf(format, args...)) }
+	app := map[int64]string{}
+	for _, r := range rows.Groups {
+		g := xjob.GroupSpec{ID: r.ID, AppName: strings.TrimSpace(r.AppName), Title: r.Title,
+			AddressType: xjob.AddressType(r.AddressType)}
+		if g.AddressType == xjob.AddressManual {
+			g.AddressList = xjob.SplitList(r.AddressList)
+		}
+		check := xjob.Group{AppName: g.AppName, Title: g.Title, AddressType: g.AddressType, AddressList: g.AddressList}
+		if err := check.Validate(); err != nil {
+			note("group %d (%s): not imported: %v", r.ID, r.AppName, err)
+			continue
+		}
+		app[r.ID] = g.AppName
+		res.Manifest.Groups = append(res.Manifest.Groups, g)
+	}
+	imported := map[int64]bool{}
+	for _, r := range rows.Jobs {
+		imported[r.ID] = true
+	}
+	for _, r := range rows.Jobs {
+		js, ok := mapJob(r, app, opt, note)
+		if !ok {
+			delete(imported, r.ID)
+			continue
+		}
+		if r.TriggerStatus == 1 {
+			res.Running = append(res.Running, r.ID)
+		}
+		res.Manifest.Jobs = append(res.Manifest.Jobs, js)
+	}
+	// Children last: a child that was not imported is dropped from the list.
+	for i := range res.Manifest.Jobs {
+		js := &res.Manifest.Jobs[i]
+		var kept []string
+		for _, c := range js.Children {
+			id, _ := strconv.ParseInt(c, 10, 64)
+			if imported[id] {
+				kept = append(kept, JobName(id))
+			} else {
+				note("job %d: child job %s dropped: it was not imported", js.ID, c)
+			}
+		}
+		js.Children = kept
+	}
+	if rows.GlueVersions > 0 {
+		note("xxl_job_logglue: %d GLUE versions not imported (xjob's admin API keeps no GLUE history); only each job's current source is", rows.GlueVersions)
+	}
+	if rows.Users > 0 {
+		note("xxl_job_user: %d users not imported (xjob's admin API has no user endpoint, and xxl-job's password hashes cannot be reused); create them in xjob", rows.Users)
+	}
+	return res, nil
+}
+
+func mapJob(r JobRow, app map[int64]string, opt Options, note func(string, ...any)) (xjob.JobSpec, bool) {
+	if r.ID <= 0 || r.ID > math.MaxInt32 {
+		note("job %d: not imported: not an id xxl-job executors accept", r.ID)
+		return xjob.JobSpec{}, false
+	}
+	group, ok := app[r.JobGroup]
+	if !ok {
+		note("job %d: not imported: its executor group %d was not imported", r.ID, r.JobGroup)
+		return xjob.JobSpec{}, false
+	}
+	js := xjob.JobSpec{
+		Name: JobName(r.ID), ID: r.ID, Group: group,
+		Description: r.JobDesc, Author: r.Author, AlarmEmail: r.AlarmEmail,
+		ScheduleType: xjob.ScheduleType(r.ScheduleType), ScheduleConf: r.ScheduleConf, TimeZone: opt.TimeZone,
+		MisfireStrategy: xjob.MisfireStrategy(r.MisfireStrategy), RouteStrategy: xjob.RouteStrategy(r.ExecutorRouteStrategy),
+		Handler: r.ExecutorHandler, Param: r.ExecutorParam, BlockStrategy: xjob.BlockStrategy(r.ExecutorBlockStrategy),
+		TimeoutSeconds: r.ExecutorTimeout, FailRetryCount: r.ExecutorFailRetryCount,
+		GlueType: xjob.GlueType(r.GlueType), GlueSource: r.GlueSource, GlueRemark: r.GlueRemark,
+		Started: opt.KeepStatus && r.TriggerStatus == 1,
+	}
+	if strings.TrimSpace(js.Author) == "" {
+		js.Author = "xxl-job"
+		note("job %d: empty author set to %q", r.ID, js.Author)
+	}
+	if js.ScheduleType == "FIX_DELAY" {
+		note("job %d: not imported: schedule type FIX_DELAY is not supported (xxl-job never shipped it)", r.ID)
+		return xjob.JobSpec{}, false
+	}
+	for _, c := range xjob.SplitList(r.ChildJobID) {
+		if _, err := strconv.ParseInt(c, 10, 64); err != nil {
+			note("job %d: child job %q dropped: not an id", r.ID, c)
+			continue
+		}
+		js.Children = append(js.Children, c)
+	}
+	// Check what xjob would refuse, field by field, so that one bad row
+	// does not hold back the rest of the import.
+	j := xjob.Job{
+		ID: js.ID, Name: js.Name, GroupID: 1, Description: js.Description, Author: js.Author, AlarmEmail: js.AlarmEmail,
+		ScheduleType: js.ScheduleType, ScheduleConf: js.ScheduleConf, TimeZone: js.TimeZone,
+		MisfireStrategy: js.MisfireStrategy, RouteStrategy: js.RouteStrategy, Handler: js.Handler, Param: js.Param,
+		BlockStrategy: js.BlockStrategy, TimeoutSeconds: js.TimeoutSeconds, FailRetryCount: js.FailRetryCount,
+		GlueType: js.GlueType, GlueSource: js.GlueSource, GlueRemark: js.GlueRemark,
+	}
+	j.ApplyDefaults()
+	err := j.Validate()
+	var ve *xjob.ValidationError
+	if errors.As(err, &ve) {
+		for _, p := range ve.Problems {
+			switch p.Field {
+			case "alarmEmail":
+				note("job %d: alarm e-mail %q dropped: %s", r.ID, js.AlarmEmail, p.Message)
+				js.AlarmEmail = ""
+				continue
+			case "executorTimeout":
+				note("job %d: timeout %d s dropped (none): %s", r.ID, js.TimeoutSeconds, p.Message)
+				js.TimeoutSeconds = 0
+				continue
+			}
+			note("job %d: not imported: %s: %s", r.ID, p.Field, p.Message)
+			return xjob.JobSpec{}, false
+		}
+	} else if err != nil {
+		note("job %d: not imported: %v", r.ID, err)
+		return xjob.JobSpec{}, false
+	}
+	return js, true
+}
+
+// Read loads the rows Map needs from an xxl-job database.
+func Read(ctx context.Context, db *sql.DB) (Rows, error) {
+	var rows Rows
+	err := query(ctx, db, `SELECT id, app_name, COALESCE(title, ''), address_type, COALESCE(address_list, '')
+		FROM xxl_job_group ORDER BY id`, func(s scanner) error {
+		var g GroupRow
+		if err := s.Scan(&g.ID, &g.AppName, &g.Title, &g.AddressType, &g.AddressList); err != nil {
+			return err
+		}
+		rows.Groups = append(rows.Groups, g)
+		return nil
+	})
+	if err != nil {
+		return Rows{}, fmt.Errorf("read xxl_job_group: %w", err)
+	}
+	err = query(ctx, db, `SELECT id, job_group, COALESCE(job_desc, ''), COALESCE(author, ''), COALESCE(alarm_email, ''),
+		COALESCE(schedule_type, ''), COALESCE(schedule_conf, ''), COALESCE(misfire_strategy, ''),
+		COALESCE(executor_route_strategy, ''), COALESCE(executor_handler, ''), COALESCE(executor_param, ''),
+		COALESCE(executor_block_strategy, ''), executor_timeout, executor_fail_retry_count,
+		COALESCE(glue_type, ''), COALESCE(glue_source, ''), COALESCE(glue_remark, ''), COALESCE(child_jobid, ''),
+		trigger_status
+		FROM xxl_job_info ORDER BY id`, func(s scanner) error {
+		var j JobRow
+		if err := s.Scan(&j.ID, &j.JobGroup, &j.JobDesc, &j.Author, &j.AlarmEmail,
+			&j.ScheduleType, &j.ScheduleConf, &j.MisfireStrategy,
+			&j.ExecutorRouteStrategy, &j.ExecutorHandler, &j.ExecutorParam,
+			&j.ExecutorBlockStrategy, &j.ExecutorTimeout, &j.ExecutorFailRetryCount,
+			&j.GlueType, &j.GlueSource, &j.GlueRemark, &j.ChildJobID, &j.TriggerStatus); err != nil {
+			return err
+		}
+		rows.Jobs = append(rows.Jobs, j)
+		return nil
+	})
+	if err != nil {
+		return Rows{}, fmt.Errorf("read xxl_job_info: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM xxl_job_logglue`).Scan(&rows.GlueVersions); err != nil {
+		return Rows{}, fmt.Errorf("read xxl_job_logglue: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM xxl_job_user`).Scan(&rows.Users); err != nil {
+		rows.Users = -1 // an installation without the user table (custom auth)
+	}
+	return rows, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func query(ctx context.Context, db *sql.DB, q string, each func(scanner) error) error {
+	rs, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		if err := each(rs); err != nil {
+			return err
+		}
+	}
+	return rs.Err()
+}

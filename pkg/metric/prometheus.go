@@ -1,0 +1,148 @@
+package metric
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Gauges read state the counters cannot hold: they are called on every
+// scrape, each with a short deadline. Nil functions are left out.
+type Gauges struct {
+	// LaneDepth returns the messages waiting on each dispatch lane queue
+	// ("fast", "slow") and on the ring ("ring").
+	LaneDepth func(ctx context.Context) (map[string]int64, error)
+	// ExecutorsOnline returns the live executor addresses per app name.
+	ExecutorsOnline func(ctx context.Context) (map[string]int, error)
+	// Logger reports a gauge that failed (default slog.Default()).
+	Logger *slog.Logger
+}
+
+var (
+	descTriggers = prometheus.NewDesc("xjob_triggers_total",
+		"Executor /run calls, by trigger type and result (success: the executor accepted the run).",
+		[]string{"type", "result"}, nil)
+	descResults = prometheus.NewDesc("xjob_results_total",
+		"Run results recorded (executor callbacks, kills, lost runs), by result.", []string{"result"}, nil)
+	descDuplicates = prometheus.NewDesc("xjob_occurrences_duplicate_total",
+		"Occurrences dropped because they were already triggered (redeliveries, racing scanners).", nil, nil)
+	descDropped = prometheus.NewDesc("xjob_occurrences_stale_total",
+		"Occurrences dropped because their job was stopped, edited or deleted since they were planned.", nil, nil)
+	descFireDelay = prometheus.NewDesc("xjob_fire_delay_seconds",
+		"How late scheduled (CRON) triggers reached the executor against their fire time.", nil, nil)
+	descMisfired = prometheus.NewDesc("xjob_misfired_fires_total",
+		"Scheduled fire times found more than the misfire threshold late, by the job's misfire strategy.",
+		[]string{"strategy"}, nil)
+	descCollapsed = prometheus.NewDesc("xjob_collapsed_fires_total",
+		"Scheduled fire times late within the misfire threshold, folded into the one late fire before them.", nil, nil)
+	descScanTick = prometheus.NewDesc("xjob_scan_tick_duration_seconds",
+		"Duration of one scan tick over every shard this process holds.", nil, nil)
+	descScanJobs = prometheus.NewDesc("xjob_scan_due_jobs_total", "Due jobs read by scan ticks.", nil, nil)
+	descCallback = prometheus.NewDesc("xjob_callback_latency_seconds",
+		"Time from a trigger to its recorded result (the run plus its callback).", nil, nil)
+	descLane = prometheus.NewDesc("xjob_queue_depth",
+		"Messages waiting on a queue: the dispatch lanes (fast, slow) and the ring.", []string{"queue"}, nil)
+	descExecutors = prometheus.NewDesc("xjob_executors_online",
+		"Executor addresses with a live heartbeat, by app name.", []string{"app"}, nil)
+)
+
+type collector struct {
+	m *Metrics
+	g Gauges
+}
+
+// Describe sends every descriptor.
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descTriggers, descResults, descDuplicates, descDropped, descFireDelay,
+		descMisfired, descCollapsed, descScanTick, descScanJobs, descCallback, descLane, descExecutors} {
+		ch <- d
+	}
+}
+
+// Collect reads the counters (a nil *Metrics reads as zeros) and the gauges.
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	m := c.m
+	if m == nil {
+		m = &Metrics{}
+	}
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for i := range len(TriggerTypes) + 1 {
+		typ := "OTHER"
+		if i < len(TriggerTypes) {
+			typ = TriggerTypes[i]
+		}
+		counter(descTriggers, m.byType[i][1].Load(), typ, "success")
+		counter(descTriggers, m.byType[i][0].Load(), typ, "failure")
+	}
+	counter(descResults, m.Successes.Load(), "success")
+	counter(descResults, m.Failures.Load(), "failure")
+	counter(descDuplicates, m.Duplicates.Load())
+	counter(descDropped, m.Dropped.Load())
+	counter(descMisfired, m.misfiredNothing.Load(), StrategyDoNothing)
+	counter(descMisfired, m.misfiredOnce.Load(), StrategyFireOnceNow)
+	counter(descCollapsed, m.collapsed.Load())
+	counter(descScanJobs, m.scanJobs.Load())
+	ch <- constHistogram(descFireDelay, &m.delay, delayBounds)
+	ch <- constHistogram(descScanTick, &m.scanTick, delayBounds)
+	ch <- constHistogram(descCallback, &m.callback, callbackBounds)
+	c.gauges(ch)
+}
+
+func (c collector) gauges(ch chan<- prometheus.Metric) {
+	log := c.g.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if c.g.LaneDepth != nil {
+		depths, err := c.g.LaneDepth(ctx)
+		if err != nil {
+			log.WarnContext(ctx, "metrics: queue depth", "err", err)
+		}
+		for q, n := range depths {
+			ch <- prometheus.MustNewConstMetric(descLane, prometheus.GaugeValue, float64(n), q)
+		}
+	}
+	if c.g.ExecutorsOnline != nil {
+		online, err := c.g.ExecutorsOnline(ctx)
+		if err != nil {
+			log.WarnContext(ctx, "metrics: executors online", "err", err)
+		}
+		for app, n := range online {
+			ch <- prometheus.MustNewConstMetric(descExecutors, prometheus.GaugeValue, float64(n), app)
+		}
+	}
+}
+
+// constHistogram exposes h as a Prometheus histogram in seconds, with
+// cumulative bucket counts as the format wants.
+func constHistogram(d *prometheus.Desc, h *histogram, bounds []time.Duration) prometheus.Metric {
+	counts, total := h.load(bounds)
+	buckets := make(map[float64]uint64, len(bounds))
+	var cum int64
+	for i, b := range bounds {
+		cum += counts[i]
+		buckets[b.Seconds()] = uint64(cum)
+	}
+	return prometheus.MustNewConstHistogram(d, uint64(total), float64(h.sumUS.Load())/1e6, buckets)
+}
+
+// Handler serves m and g in the Prometheus text format, with the Go
+// runtime's and the process's own metrics (process_start_time_seconds
+// dates the counters' last reset).
+func Handler(m *Metrics, g Gauges) http.Handler {
+	reg := prometheus.NewRegistry()
+	// The collectors package would do the same but imports database/sql,
+	// which core packages must not depend on (arch_test.go).
+	//lint:ignore SA1019 see above
+	reg.MustRegister(collector{m: m, g: g}, prometheus.NewGoCollector(), //nolint:staticcheck // see above
+		prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{})) //nolint:staticcheck // see above
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
