@@ -130,7 +130,9 @@ func (r *RegistryEntry) Validate() error {
 }
 
 // LiveAddresses returns the sorted, de-duplicated addresses of entries for
-// appName seen at or after since: an automatic group's address list.
+// appName seen at or after since: an automatic group's address list, at
+// most MaxAddresses long (the registry refuses more; entries stored before
+// that rule are cut here).
 func LiveAddresses(entries []RegistryEntry, appName string, since int64) []string {
 	var out []string
 	for _, e := range entries {
@@ -139,5 +141,9 @@ func LiveAddresses(entries []RegistryEntry, appName string, since int64) []strin
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out)
+	out = slices.Compact(out)
+	if len(out) > MaxAddresses {
+		out = out[:MaxAddresses]
+	}
+	return out
 }

@@ -425,6 +425,18 @@ func TestCommands(t *testing.T) {
 			body: `{"id":1,"appname":"demo-app","title":"Demo","addressType":0,"addressList":null,"version":2,"updateTime":1767225600000}`,
 		},
 		{
+			// An automatic group's list is the server's: a title edit must not
+			// send it back (with more than xjob.MaxAddresses live executors, or
+			// one the server now refuses, the PUT failed).
+			name: "group update of an automatic group",
+			routes: map[string][]reply{
+				"GET /v1/groups/2": {{200, `{"id":2,"appname":"auto-app","title":"Auto","addressType":0,"addressList":["http://10.0.0.1:9999/","http://10.0.0.2:9999/"],"version":3}`}},
+				"PUT /v1/groups/2": {{200, `{"id":2,"appname":"auto-app","title":"Renamed","addressType":0,"version":4}`}},
+			},
+			args: []string{"group", "update", "2", "--title", "Renamed", "-o", "json"},
+			body: `{"id":2,"appname":"auto-app","title":"Renamed","addressType":0,"addressList":null,"version":3,"updateTime":0}`,
+		},
+		{
 			name:   "group delete in use",
 			routes: map[string][]reply{"DELETE /v1/groups/1": {{409, `{"error":"group 1 is used by 2 jobs"}`}}},
 			args:   []string{"group", "delete", "1"},

@@ -140,6 +140,11 @@ func (a *app) groupUpdate() *cobra.Command {
 		if !changed {
 			return usagef("nothing to change: give --appname, --title, --address or --address-type")
 		}
+		if g.AddressType == xjob.AddressAuto {
+			// The server builds an automatic group's list from the live
+			// executors; sending its last copy back only risks a refusal.
+			g.AddressList = nil
+		}
 		updated, err := c.GroupUpdate(ctx, id, g)
 		if err != nil {
 			return fmt.Errorf("update group %d: %w", id, err)

@@ -93,6 +93,9 @@ func (s *Service) UpdateGroup(ctx context.Context, p UpdateGroupParams) (xjob.Gr
 // prepareGroup validates g and, for an automatic group, replaces its
 // address list with the live executors of its app.
 func (s *Service) prepareGroup(ctx context.Context, g *xjob.Group) error {
+	if g.AddressType == xjob.AddressAuto {
+		g.AddressList = nil // the server's to build: a GET's copy sent back is ignored
+	}
 	if err := g.Validate(); err != nil {
 		return err
 	}

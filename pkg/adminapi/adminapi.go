@@ -40,9 +40,16 @@ var (
 const (
 	// MaxBodyBytes caps an admin API request body (413 above it).
 	MaxBodyBytes = 1 << 20
-	// MaxExecutorBodyBytes caps an executor API body: a callback batch
-	// drains everything an executor has queued, so it gets more room.
-	MaxExecutorBodyBytes = 16 << 20
+	// MaxRegistryBodyBytes caps /api/registry and /api/registryRemove: a
+	// registration is three short strings (well under 1 KiB).
+	MaxRegistryBodyBytes = 4 << 10
+	// MaxCallbackBodyBytes caps /api/callback. A batch drains what an
+	// executor has queued, so it gets more room, but a bounded one: every
+	// executor route used to buffer up to 16 MiB, and ten concurrent such
+	// bodies took the process from 18 MB to 357 MB. 4 MiB holds thousands
+	// of results (xxl-job's own callback thread sends what queued up since
+	// its last pass, item messages are usually short).
+	MaxCallbackBodyBytes = 4 << 20
 )
 
 // Config wires a Handler. Admin, Registry, Callback and AdminToken are required.

@@ -608,3 +608,52 @@ func TestRejectedRequests(t *testing.T) {
 		}
 	}
 }
+
+// Executor routes read small bodies: a registration is refused past
+// MaxRegistryBodyBytes and a callback batch past MaxCallbackBodyBytes;
+// wrongly cased and repeated keys are refused there as on /v1.
+func TestExecutorBodiesBoundedAndStrict(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tok := "XXL-JOB-ACCESS-TOKEN: " + accessToken
+	pad := strings.Repeat(" ", adminapi.MaxRegistryBodyBytes)
+	reg := `{"registryGroup":"EXECUTOR","registryKey":"xjob-demo","registryValue":"http://10.0.0.5:9999/"}`
+	tests := []struct {
+		name, path, body, want string
+	}{
+		{"registration", "/api/registry", reg, `{"code":200}`},
+		{"oversized registration", "/api/registry", reg + pad, `{"code":500,"msg":"Illegal Argument."}`},
+		{"repeated key", "/api/registry", `{"registryGroup":"EXECUTOR","registryKey":"xjob-demo","registryValue":"http://10.0.0.5:9999/","registryValue":"http://10.6.6.6/"}`,
+			`{"code":500,"msg":"Illegal Argument."}`},
+		{"folded key", "/api/registry", `{"registryGroup":"EXECUTOR","REGISTRYKEY":"xjob-demo","registryValue":"http://10.0.0.5:9999/"}`,
+			`{"code":500,"msg":"Illegal Argument."}`},
+		{"file address", "/api/registry", `{"registryGroup":"EXECUTOR","registryKey":"xjob-demo","registryValue":"file:///etc/passwd"}`,
+			`{"code":500,"msg":"Illegal Argument."}`},
+		{"oversized callback", "/api/callback", `[` + strings.Repeat(" ", adminapi.MaxCallbackBodyBytes) + `]`, "larger than"},
+		{"repeated callback key", "/api/callback", `[{"logId":1,"logId":2,"handleCode":200}]`, "given more than once"},
+	}
+	for _, tt := range tests {
+		if r := e.call("POST", tt.path, tt.body, tok); !strings.Contains(string(r.body), tt.want) {
+			t.Errorf("%s: %s, want %s", tt.name, r.body, tt.want)
+		}
+	}
+}
+
+// /v1 bodies: field names match exactly, once.
+func TestAdminJSONStrict(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for name, body := range map[string]string{
+		"folded":   `{"APPNAME":"strict-app","title":"t","addressType":0}`,
+		"repeated": `{"appname":"strict-app","title":"t","title":"u","addressType":0}`,
+	} {
+		if r := e.call("POST", "/v1/groups", body); r.status != 400 {
+			t.Errorf("%s: %d %s, want 400", name, r.status, r.body)
+		}
+	}
+	var list struct{ Items []xjob.Group }
+	e.must(200, "GET", "/v1/groups?appname=strict-app", "", &list)
+	if len(list.Items) != 0 {
+		t.Fatalf("refused bodies wrote %v", list.Items)
+	}
+}

@@ -1,16 +1,20 @@
 package adminapi
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/protocol"
 	"github.com/xjobdev/xjob/pkg/registry"
+	"github.com/xjobdev/xjob/pkg/strictjson"
 )
 
 // Replies of xxl-job's JobApiController, verbatim.
@@ -39,25 +43,29 @@ func (h *Handler) executorAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	switch uri {
 	case "registry", "registryRemove":
-		writeReturn(w, h.registry(r, uri == "registry"))
+		writeReturn(w, h.registry(w, r, uri == "registry"))
 	case "callback":
-		writeReturn(w, h.callback(r))
+		writeReturn(w, h.callback(w, r))
 	default:
 		writeReturn(w, protocol.Fail("invalid request, uri-mapping("+uri+") not found."))
 	}
 }
 
-func readExecutorBody(r *http.Request) ([]byte, error) {
-	return io.ReadAll(io.LimitReader(r.Body, MaxExecutorBodyBytes+1))
+// readExecutorBody reads at most limit bytes of the body; a longer body
+// is refused without being read further.
+func readExecutorBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 }
 
-func (h *Handler) registry(r *http.Request, register bool) protocol.ReturnT {
-	body, err := readExecutorBody(r)
-	if err != nil || len(body) > MaxExecutorBodyBytes {
+func (h *Handler) registry(w http.ResponseWriter, r *http.Request, register bool) protocol.ReturnT {
+	body, err := readExecutorBody(w, r, MaxRegistryBodyBytes)
+	if err != nil {
 		return protocol.Fail(protocol.MsgIllegalArgument)
 	}
 	var p protocol.RegistryParam
-	if err := json.Unmarshal(body, &p); err != nil {
+	// Unknown fields are tolerated (executor generations differ), wrongly
+	// cased and repeated ones are not.
+	if err := strictjson.Decode(body, &p, strictjson.Options{}); err != nil {
 		return protocol.Fail(protocol.MsgIllegalArgument)
 	}
 	if register {
@@ -78,13 +86,17 @@ func (h *Handler) registry(r *http.Request, register bool) protocol.ReturnT {
 	}
 }
 
-func (h *Handler) callback(r *http.Request) protocol.ReturnT {
-	body, err := readExecutorBody(r)
-	if err != nil {
+func (h *Handler) callback(w http.ResponseWriter, r *http.Request) protocol.ReturnT {
+	body, err := readExecutorBody(w, r, MaxCallbackBodyBytes)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return protocol.Fail(fmt.Sprintf("invalid request, callback body larger than %d bytes; send smaller batches.", MaxCallbackBodyBytes))
+	case err != nil:
 		return protocol.Fail("invalid request, callback body unreadable.")
 	}
-	if len(body) > MaxExecutorBodyBytes {
-		return protocol.Fail("invalid request, callback body too large.")
+	if err := checkCallbackKeys(body); err != nil {
+		return protocol.Fail("invalid request, callback body: " + err.Error())
 	}
 	// Every generation's body: [item…] or 3.5's {"callbackList":[item…]},
 	// items with handleCode or 2.2's executeResult, logDateTim or logDateTime.
@@ -102,6 +114,22 @@ func (h *Handler) callback(r *http.Request) protocol.ReturnT {
 		}
 	}
 	return protocol.OK()
+}
+
+// checkCallbackKeys refuses wrongly cased and repeated keys in either
+// callback body shape (unknown ones are tolerated, as executors differ).
+func checkCallbackKeys(body []byte) error {
+	t := reflect.TypeFor[[]protocol.HandleCallbackParam]()
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '{' {
+		t = reflect.TypeFor[struct {
+			CallbackList []protocol.HandleCallbackParam `json:"callbackList"`
+		}]()
+	}
+	var se *strictjson.Error
+	if err := strictjson.Check(body, t, strictjson.Options{}); errors.As(err, &se) {
+		return err
+	}
+	return nil // syntax errors are DecodeCallbacks' to report
 }
 
 // rejectedItem reports a per-item verdict that a resend would not change.

@@ -10,12 +10,14 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/admin"
 	"github.com/xjobdev/xjob/pkg/auth"
+	"github.com/xjobdev/xjob/pkg/strictjson"
 )
 
 // apiError is the body of every admin API error.
@@ -87,7 +89,8 @@ func (h *Handler) errStatus(r *http.Request, err error) (int, string, []xjob.Fie
 
 // decodeBody decodes one JSON object from the request body into dst,
 // strictly: application/json only (415), at most MaxBodyBytes (413), no
-// unknown fields, no wrong types, nothing after the object (400). With
+// unknown, wrongly cased or repeated fields, no wrong types, nothing after
+// the object (400). With
 // allowEmpty an empty body leaves dst as it is and reports false.
 func decodeBody(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) (bool, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
@@ -110,6 +113,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return false, &httpError{status: http.StatusBadRequest, msg: "request body must be a JSON object"}
 	}
+	// Field names match exactly and a key may appear once (encoding/json
+	// alone folds case and keeps the last duplicate).
+	if err := strictjson.Check(trimmed, reflect.TypeOf(dst), strictjson.Options{DisallowUnknown: true}); err != nil {
+		return false, &httpError{status: http.StatusBadRequest, msg: jsonMessage(err)}
+	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -123,6 +131,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool
 
 // jsonMessage words a decoding error for a person.
 func jsonMessage(err error) string {
+	var strict *strictjson.Error
+	if errors.As(err, &strict) {
+		return strict.Error()
+	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {

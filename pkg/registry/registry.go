@@ -76,6 +76,9 @@ type Config struct {
 	RetentionDays int
 	// BatchSize bounds CheckLost's page and each PurgeLogs delete (1000).
 	BatchSize int
+	// MaxAddresses caps the live executors of one app name; registering
+	// one more is refused (default and upper bound xjob.MaxAddresses).
+	MaxAddresses int
 }
 
 // Validate reports a missing store or a negative duration.
@@ -108,6 +111,9 @@ func (c *Config) applyDefaults() {
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
 	}
+	if c.MaxAddresses <= 0 || c.MaxAddresses > xjob.MaxAddresses {
+		c.MaxAddresses = xjob.MaxAddresses
+	}
 }
 
 // Service is the registry. It holds no state of its own, so any number of
@@ -136,11 +142,23 @@ func (s *Service) entry(p protocol.RegistryParam) (xjob.RegistryEntry, error) {
 	return e, nil
 }
 
-// Register records an executor heartbeat (insert or refresh).
+// Register records an executor heartbeat (insert or refresh). An app name
+// holds at most xjob.MaxAddresses live executors, as a manual list does: a
+// new address beyond that is refused (ErrIllegalArgument), while those
+// already registered keep beating (Config.MaxAddresses). Without the cap anyone holding the
+// access token could grow one group without bound, and every broadcast
+// trigger of it with it.
 func (s *Service) Register(ctx context.Context, p protocol.RegistryParam) error {
 	e, err := s.entry(p)
 	if err != nil {
 		return err
+	}
+	live, err := s.LiveAddresses(ctx, e.Key)
+	if err != nil {
+		return err
+	}
+	if len(live) >= s.cfg.MaxAddresses && !slices.Contains(live, e.Value) {
+		return fmt.Errorf("%w app %s already has %d live executors", ErrIllegalArgument, e.Key, len(live))
 	}
 	e.UpdatedAt = clock.Millis(s.cfg.Clock)
 	if err := s.cfg.Store.RegistryUpsert(ctx, e); err != nil {

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -364,5 +365,32 @@ func TestConfigDefaults(t *testing.T) {
 	c := e.svc.Config()
 	if c.DeadAfter != 90*time.Second || c.LostAfter != 10*time.Minute || c.RetentionDays != 30 || c.BatchSize != 1000 {
 		t.Fatalf("defaults %+v", c)
+	}
+}
+
+// An app name holds at most MaxAddresses live executors: one more is
+// refused, those registered keep beating, and a dead one's place is free
+// again. Bad addresses are refused outright.
+func TestRegisterCapAndAddressValidation(t *testing.T) {
+	t.Parallel()
+	e := setup(t, Config{MaxAddresses: 3})
+	for i := range 3 {
+		e.beat("capped-app", fmt.Sprintf("http://10.0.0.%d:9999/", i))
+	}
+	err := e.svc.Register(e.ctx, registryParam(xjob.RegistryGroupExecutor, "capped-app", "http://10.0.0.9:9999/"))
+	if !errors.Is(err, ErrIllegalArgument) {
+		t.Fatalf("fourth executor: %v", err)
+	}
+	e.beat("capped-app", "http://10.0.0.1:9999/") // a known one still beats
+	e.beat("other-app", "http://10.0.0.9:9999/")  // the cap is per app name
+	live, _ := e.svc.LiveAddresses(e.ctx, "capped-app")
+	if len(live) != 3 {
+		t.Fatalf("live = %v", live)
+	}
+	for _, bad := range []string{"ftp://10.0.0.5/", "file:///etc/passwd", "javascript:alert(1)",
+		"http://10.0.0.5:9999/\x1b[2J", "http://u:p@10.0.0.5:9999/"} {
+		if err := e.svc.Register(e.ctx, registryParam(xjob.RegistryGroupExecutor, "other-app", bad)); !errors.Is(err, ErrIllegalArgument) {
+			t.Errorf("Register(%q) = %v, want ErrIllegalArgument", bad, err)
+		}
 	}
 }
