@@ -29,6 +29,15 @@ const (
 
 func (a AfterCompletion) valid() bool { return a == AfterKeep || a == AfterDelete }
 
+// OrKeep returns a, or KEEP when a is empty: what stores read for a job
+// written before the field existed.
+func (a AfterCompletion) OrKeep() AfterCompletion {
+	if a == "" {
+		return AfterKeep
+	}
+	return a
+}
+
 // MisfireStrategy says what to do with a fire time found more than the
 // misfire threshold in the past.
 type MisfireStrategy string

@@ -32,7 +32,7 @@ func jobFields(j xjob.Job) item {
 		"scheduleConf":    s(j.ScheduleConf),
 		"timeZone":        s(j.TimeZone),
 		"misfireStrategy": s(string(j.MisfireStrategy)),
-		"afterCompletion": s(string(afterCompletion(j.AfterCompletion))),
+		"afterCompletion": s(string(j.AfterCompletion.OrKeep())),
 		"routeStrategy":   s(string(j.RouteStrategy)),
 		"handler":         s(j.Handler),
 		"param":           s(j.Param),
@@ -50,15 +50,6 @@ func jobFields(j xjob.Job) item {
 		"revision":        n(j.Revision),
 		"updatedAt":       n(j.UpdatedAt),
 	}
-}
-
-// afterCompletion is KEEP for a job written without one (items stored
-// before the attribute existed included).
-func afterCompletion(a xjob.AfterCompletion) xjob.AfterCompletion {
-	if a == "" {
-		return xjob.AfterKeep
-	}
-	return a
 }
 
 func formatIDs(ids []int64) string {
@@ -81,7 +72,7 @@ func decodeJob(it item) (xjob.Job, error) {
 		ScheduleConf:    it.str("scheduleConf"),
 		TimeZone:        it.str("timeZone"),
 		MisfireStrategy: xjob.MisfireStrategy(it.str("misfireStrategy")),
-		AfterCompletion: afterCompletion(xjob.AfterCompletion(it.str("afterCompletion"))),
+		AfterCompletion: xjob.AfterCompletion(it.str("afterCompletion")).OrKeep(),
 		RouteStrategy:   xjob.RouteStrategy(it.str("routeStrategy")),
 		Handler:         it.str("handler"),
 		Param:           it.str("param"),

@@ -54,14 +54,6 @@ func scanJob(s scanner) (xjob.Job, error) {
 	return j, nil
 }
 
-// afterCompletion stores the default (KEEP) for a job written without one.
-func afterCompletion(a xjob.AfterCompletion) xjob.AfterCompletion {
-	if a == "" {
-		return xjob.AfterKeep
-	}
-	return a
-}
-
 func formatIDs(ids []int64) string {
 	parts := make([]string, len(ids))
 	for i, id := range ids {
@@ -94,7 +86,7 @@ func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
 			job.RouteStrategy, job.Handler, job.Param, job.BlockStrategy, job.TimeoutSeconds, job.FailRetryCount,
 			job.GlueType, job.GlueSource, job.GlueRemark, job.GlueUpdatedAt, formatIDs(job.ChildJobIDs),
 			job.TriggerStatus, job.TriggerLastTime, job.TriggerNextTime,
-			job.CreatedAt, job.UpdatedAt, afterCompletion(job.AfterCompletion)).Scan(&job.ID)
+			job.CreatedAt, job.UpdatedAt, job.AfterCompletion.OrKeep()).Scan(&job.ID)
 		if err != nil {
 			return err
 		}
@@ -211,7 +203,7 @@ func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job
 			j.RouteStrategy, j.Handler, j.Param, j.BlockStrategy, j.TimeoutSeconds, j.FailRetryCount,
 			j.GlueType, j.GlueSource, j.GlueRemark, j.GlueUpdatedAt, formatIDs(j.ChildJobIDs),
 			j.TriggerStatus, j.TriggerLastTime, j.TriggerNextTime,
-			j.Revision, j.UpdatedAt, afterCompletion(j.AfterCompletion), j.ID, p.ExpectVersion))
+			j.Revision, j.UpdatedAt, j.AfterCompletion.OrKeep(), j.ID, p.ExpectVersion))
 		if errors.Is(err, sql.ErrNoRows) {
 			err = missingOr(ctx, db.ws.jobExists, j.ID, xjob.ErrConflict)
 		}
