@@ -202,6 +202,9 @@ func benchJobSpec(group int64, cron string) xjob.Job {
 func benchJob(group int64, cron string) xjob.Job {
 	j := benchJobSpec(group, cron)
 	j.ApplyDefaults()
+	// KEEP is the server's default: left out (compatJSON drops zero
+	// members) so a --baseline xjob that predates the field accepts the job.
+	j.AfterCompletion = ""
 	return j
 }
 

@@ -247,14 +247,22 @@ func (q *queue[T]) Retry(ctx context.Context, token string, delay time.Duration)
 	return nil
 }
 
+// releaseClaimsWithin bounds how old a log ReleaseClaims still looks at:
+// far longer than any dispatch claim TTL.
+const releaseClaimsWithin = time.Hour
+
 // ReleaseClaims makes every claimed, unacknowledged message of every queue
-// visible again at once, and invalidates the old delivery tokens. It is
-// for a process that knows the previous consumer of the file is dead —
-// xjob local holding the installation lock after a crash — so that the
-// buckets and tasks the dead process held come back now instead of after
-// their visibility timeout. A message some other live consumer still
-// holds would be delivered twice; deduplication downstream (occurrence
-// ids) makes that harmless.
+// visible again at once, and invalidates the old delivery tokens; and it
+// expires the dispatch claims of trigger logs created but never triggered
+// (ClaimUntil), so the redelivered buckets take those occurrences over at
+// once (dispatch first asks the executor whether the dead process's /run
+// got through) instead of after the claim TTL. It is for a process that
+// knows the previous user of the file is dead — xjob local holding the
+// installation lock after a crash — so that what the dead process held
+// comes back now instead of after its timeouts. A message some other live
+// consumer still holds would be delivered twice; deduplication downstream
+// (occurrence ids) makes that harmless. It returns how many messages it
+// released (logs not counted).
 func (db *DB) ReleaseClaims(ctx context.Context) (int, error) {
 	var n int64
 	now := db.opts.Clock.Now().UnixMilli()
@@ -262,6 +270,14 @@ func (db *DB) ReleaseClaims(ctx context.Context) (int, error) {
 		var err error
 		n, err = rowsAffected(c.ExecContext(ctx, `UPDATE queue_messages SET visible_at = ?, receipt = ''
 			WHERE receipt <> '' AND visible_at > ?`, now, now))
+		if err != nil {
+			return err
+		}
+		// A claim is created with the log (trigger_time = its creation)
+		// and lasts the claim TTL (30 s by default): bounding the scan by
+		// trigger time keeps it on the logs_time index.
+		_, err = c.ExecContext(ctx, `UPDATE logs SET claim_until = ?1, version = version + 1
+			WHERE trigger_time >= ?2 AND trigger_code = 0 AND claim_until > ?1`, now, now-releaseClaimsWithin.Milliseconds())
 		return err
 	})
 	if err != nil {

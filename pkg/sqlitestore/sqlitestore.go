@@ -131,11 +131,6 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	// page (15% of the CPU of a 10,000-fire burst). In memory it costs a
 	// memcpy; it only ever holds one transaction's pages.
 	q.Add("_pragma", "temp_store(MEMORY)")
-	// Reads through a memory map instead of one pread syscall per page
-	// missing from a connection's page cache (7% of a burst's CPU), and a
-	// larger page cache per connection (16 MiB instead of 2).
-	q.Add("_pragma", "mmap_size(268435456)")
-	q.Add("_pragma", "cache_size(-16384)")
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + path + "?" + q.Encode()
 

@@ -443,9 +443,33 @@ func TestReleaseClaims(t *testing.T) {
 	if err != nil || len(held) != 1 {
 		t.Fatalf("receive = %v, %v", held, err)
 	}
+	// The dead process had claimed one occurrence (log created, never
+	// triggered) and triggered another.
+	now := clk.Now().UnixMilli()
+	claimed, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "j1/t1/s0", JobID: 1, TriggerType: xjob.TriggerCron,
+		TriggerTime: now - 1000, ClaimUntil: now + 29_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	triggered, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "j2/t1/s0", JobID: 2, TriggerType: xjob.TriggerCron,
+		TriggerTime: now - 1000, ClaimUntil: now + 29_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.LogTriggered(ctx, driver.LogTriggeredParams{ID: triggered.ID, TriggerCode: 200}); err != nil {
+		t.Fatal(err)
+	}
 	n, err := db.ReleaseClaims(ctx)
 	if err != nil || n != 1 {
 		t.Fatalf("ReleaseClaims = %d, %v; want the one claimed message (not the delayed one)", n, err)
+	}
+	// The claimed occurrence can be taken over at once; the triggered one is still a duplicate.
+	res, err := db.LogCreateMany(ctx, []xjob.Log{
+		{OccurrenceID: "j1/t1/s0", JobID: 1, TriggerType: xjob.TriggerCron, TriggerTime: now, ClaimUntil: now + 30_000},
+		{OccurrenceID: "j2/t1/s0", JobID: 2, TriggerType: xjob.TriggerCron, TriggerTime: now, ClaimUntil: now + 30_000},
+	})
+	if err != nil || res[0].Outcome != driver.ClaimTakenOver || res[0].Log.ID != claimed.ID || res[1].Outcome != driver.ClaimTriggered {
+		t.Fatalf("after release: %+v, %v; want the claimed log taken over and the triggered one a duplicate", res, err)
 	}
 	again, err := q.Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Hour})
 	if err != nil || len(again) != 1 || again[0].Msg.Second != 1 || again[0].Receives != 2 {
