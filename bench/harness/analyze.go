@@ -39,6 +39,9 @@ type Expectation struct {
 	// the ones after it; the "scan: fires passed over" debug lines). A fire
 	// never received inside such a span is Misfired, not Lost.
 	Passed map[int64][]Interval
+	// Pending holds the (job, fire time) pairs still queued in xjob when the
+	// run stopped (ReadPending): late, not lost.
+	Pending map[[2]int64]bool
 	// Each, when set, replaces the periodic schedule: job → its own fire
 	// times (Unix ms) within Window (the spread one-shot workload).
 	Each map[int64][]int64
@@ -65,7 +68,11 @@ type Outcome struct {
 	// Misfired counts expected fires never received that xjob reported
 	// passing over by its misfire / late-collapse rules (Expectation.Passed):
 	// overload made visible, not lost.
-	Misfired   int `json:"misfired"`
+	Misfired int `json:"misfired"`
+	// Pending counts expected fires never received that were still queued
+	// in xjob when the run stopped (a backlog: late beyond the wait, not
+	// lost).
+	Pending    int `json:"pending"`
 	Skipped    int `json:"skipped"`    // expected, never received, planned during an outage
 	Duplicates int `json:"duplicates"` // receipts beyond the first per (job, fire time)
 	// DuplicateLogs counts (job, fire time) pairs with more than one trigger
@@ -174,6 +181,8 @@ func Analyze(exp Expectation, logs []LogRow, receipts []Receipt) Outcome {
 			switch {
 			case inAny(exp.Passed[j], t):
 				out.Misfired++
+			case exp.Pending[[2]int64{j, t}]:
+				out.Pending++
 			case inAny(exp.Outages, t):
 				out.Skipped++
 			default:

@@ -167,3 +167,29 @@ func TestCompatJSONDropsZeroMembers(t *testing.T) {
 		t.Errorf("compatJSON = %s, want %s", got, want)
 	}
 }
+
+// A fire still queued in xjob when the run stopped is pending (late), not
+// lost; queued ring buckets and dispatch tasks both count.
+func TestPendingIsNotLost(t *testing.T) {
+	t.Parallel()
+	ring := pendingPairs([]byte(`{"shard":1,"second":11,"items":[{"j":2,"t":11000},{"j":1,"t":11000}]}`))
+	task := pendingPairs([]byte(`{"occurrence":{"jobId":2,"type":"CRON","fireTime":12000},"revision":1}`))
+	if want := [][2]int64{{2, 11000}, {1, 11000}}; !reflect.DeepEqual(ring, want) {
+		t.Errorf("ring pairs = %v, want %v", ring, want)
+	}
+	if want := [][2]int64{{2, 12000}}; !reflect.DeepEqual(task, want) {
+		t.Errorf("task pairs = %v, want %v", task, want)
+	}
+	exp := Expectation{Jobs: []int64{1, 2}, Window: Interval{From: 10_000, To: 13_000}, Period: 1000,
+		Pending: map[[2]int64]bool{{2, 11000}: true, {2, 12000}: true}}
+	logs := []LogRow{{ID: 1, JobID: 1, Scheduled: 10_000}, {ID: 2, JobID: 1, Scheduled: 11_000},
+		{ID: 3, JobID: 1, Scheduled: 12_000}, {ID: 4, JobID: 2, Scheduled: 10_000}}
+	var receipts []Receipt
+	for _, l := range logs {
+		receipts = append(receipts, Receipt{JobID: l.JobID, LogID: l.ID, At: l.Scheduled * 1000})
+	}
+	got := Analyze(exp, logs, receipts)
+	if got.Fired != 4 || got.Pending != 2 || got.Lost != 0 {
+		t.Errorf("fired/pending/lost = %d/%d/%d, want 4/2/0", got.Fired, got.Pending, got.Lost)
+	}
+}

@@ -39,7 +39,7 @@ func PrintTable(w io.Writer, rs []*Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	row := func(cells ...string) { fmt.Fprintln(tw, "| "+strings.Join(cells, "\t| ")+"\t|") }
 	head := []string{"scenario", "xjob", "jobs", "stored", "window s", "fired/expected", "trig/s", "p50 ms", "p90 ms", "p99 ms",
-		"max ms", "lost", "misfired", "skipped", "dup", "cpu s", "cpu µs/trg", "rss MB", "scan ticks", "scan p50/p99 ms"}
+		"max ms", "lost", "misfired", "pending", "skipped", "dup", "cpu s", "cpu µs/trg", "rss MB", "scan ticks", "scan p50/p99 ms"}
 	if withAWS {
 		head = append(head, "λ inv/trg", "aws req/trg", "$/M trig")
 	}
@@ -59,7 +59,7 @@ func PrintTable(w io.Writer, rs []*Result) {
 		cells := []string{r.Scenario, label(r), fmt.Sprint(r.Jobs), fmt.Sprint(r.Stored), fmt.Sprintf("%.0f", r.WindowSeconds),
 			fmt.Sprintf("%d/%d", r.Fired, r.Expected), fmt.Sprintf("%.0f", r.Rate),
 			f(r.LatenessP50), f(r.LatenessP90), f(r.LatenessP99), f(r.LatenessMax),
-			fmt.Sprint(r.Lost), fmt.Sprint(r.Misfired), fmt.Sprint(r.Skipped), fmt.Sprint(r.Duplicates),
+			fmt.Sprint(r.Lost), fmt.Sprint(r.Misfired), fmt.Sprint(r.Pending), fmt.Sprint(r.Skipped), fmt.Sprint(r.Duplicates),
 			f(r.Usage.CPUSeconds), fmt.Sprintf("%.0f", r.CPUPerTriggerUs), fmt.Sprintf("%.0f", r.Usage.PeakRSSMB), ticks, scan}
 		switch {
 		case r.AWS != nil:
@@ -148,6 +148,7 @@ var comparedFigures = []figure{
 	{name: "lateness max ms", get: func(r *Result) float64 { return r.LatenessMax }},
 	{name: "lost", get: func(r *Result) float64 { return float64(r.Lost) }, count: true},
 	{name: "misfired", get: func(r *Result) float64 { return float64(r.Misfired) }, count: true},
+	{name: "pending (late, still queued)", get: func(r *Result) float64 { return float64(r.Pending) }, count: true, skipZero: true},
 	{name: "skipped", get: func(r *Result) float64 { return float64(r.Skipped) }, count: true, skipZero: true},
 	{name: "dup", get: func(r *Result) float64 { return float64(r.Duplicates) }, count: true},
 	{name: "cpu s (lifetime)", get: func(r *Result) float64 { return r.Usage.CPUSeconds }},

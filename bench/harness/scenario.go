@@ -418,7 +418,8 @@ func Scale(ctx context.Context, env *Env, s ScaleSpec) (*Result, error) {
 const settleLimit = 90 * time.Second
 
 // settleWindow waits at least minWait, then until the window's trigger
-// logs reach want or have not grown for 3 s (at most limit in all), plus
+// logs reach want or, once some exist, have not grown for 3 s (at most
+// limit in all), plus
 // a second for the last receipts. It returns how long it waited.
 func settleWindow(ctx context.Context, c *LogCounter, want int, minWait, limit time.Duration) (time.Duration, error) {
 	start := time.Now()
@@ -431,7 +432,10 @@ func settleWindow(ctx context.Context, c *LogCounter, want int, minWait, limit t
 		if n != last {
 			last, lastChange = n, time.Now()
 		}
-		if time.Since(start) >= minWait && (n >= want || time.Since(lastChange) >= 3*time.Second) {
+		// Stalled only once the window's fires have begun: an xjob still
+		// working through older fires has not reached them yet.
+		stalled := n > 0 && time.Since(lastChange) >= 3*time.Second
+		if time.Since(start) >= minWait && (n >= want || stalled) {
 			break
 		}
 		if err := sleepUntil(ctx, time.Now().Add(500*time.Millisecond)); err != nil {
@@ -552,6 +556,9 @@ func (r *Result) finish(ctx context.Context, env *Env, dir, db string, xs []*Xjo
 		return err
 	}
 	exp.Passed = map[int64][]Interval{}
+	if exp.Pending, err = ReadPending(ctx, db, exp.Window); err != nil {
+		env.logf("%s: %v", r.Scenario, err)
+	}
 	var us []Usage
 	for i, x := range xs {
 		path := filepath.Join(dir, fmt.Sprintf("xjob-%d.log", i))

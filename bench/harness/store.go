@@ -58,6 +58,65 @@ func ReadLogs(ctx context.Context, path string, iv Interval) ([]LogRow, error) {
 	return out, nil
 }
 
+// ReadPending returns the (job, fire time) pairs in iv still waiting in
+// xjob's durable queues (ring buckets and dispatch tasks in the
+// queue_messages table) once xjob has stopped: fires that were late, not
+// lost — an overloaded run ends with a backlog.
+func ReadPending(ctx context.Context, path string, iv Interval) (map[[2]int64]bool, error) {
+	db, err := openSQL(path)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT body FROM queue_messages`)
+	if err != nil {
+		return nil, fmt.Errorf("read pending: %w", err)
+	}
+	defer rows.Close()
+	out := map[[2]int64]bool{}
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, fmt.Errorf("read pending: %w", err)
+		}
+		for _, p := range pendingPairs(body) {
+			if iv.contains(p[1]) {
+				out[p] = true
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read pending: %w", err)
+	}
+	return out, nil
+}
+
+// pendingPairs decodes a queued message: a ring bucket ({"items":[{"j","t"}]})
+// or a dispatch task ({"occurrence":{"jobId","fireTime"}}).
+func pendingPairs(body []byte) [][2]int64 {
+	var m struct {
+		Items []struct {
+			J int64 `json:"j"`
+			T int64 `json:"t"`
+		} `json:"items"`
+		Occurrence *struct {
+			JobID    int64 `json:"jobId"`
+			FireTime int64 `json:"fireTime"`
+		} `json:"occurrence"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return nil
+	}
+	var out [][2]int64
+	for _, it := range m.Items {
+		out = append(out, [2]int64{it.J, it.T})
+	}
+	if o := m.Occurrence; o != nil && o.FireTime != 0 {
+		out = append(out, [2]int64{o.JobID, o.FireTime})
+	}
+	return out
+}
+
 // LogCounter counts, while xjob runs, the trigger logs created for a
 // window's fires: each Poll reads only the rows added since the last one
 // (by rowid), so it stays cheap however many logs the file holds. The

@@ -332,18 +332,20 @@ func TestCommands(t *testing.T) {
 			out:    "Stopped job 8.\n",
 		},
 		{
-			name:   "job trigger with overrides",
-			routes: map[string][]reply{"POST /v1/jobs/7/trigger": {{202, `{"jobId":7,"occurrenceId":"7@m1"}`}}},
-			args:   []string{"job", "trigger", "7", "--param", "", "--address", "http://10.0.0.1:9999,http://10.0.0.2:9999"},
-			out:    "Triggered job 7 (occurrence 7@m1); follow it with: xjob log list --job 7\n",
-			body:   `{"executorParam":"","addressList":["http://10.0.0.1:9999","http://10.0.0.2:9999"]}`,
+			name: "job trigger with overrides",
+			routes: map[string][]reply{"POST /v1/jobs/7/trigger": {{202, `{"jobId":7,"occurrenceId":"7@m1"}`}},
+				"GET /v1/logs": {{200, `{"items":[{"id":31,"jobId":7,"occurrenceId":"7@m1"},{"id":30,"jobId":7,"occurrenceId":"7@m0"}]}`}}},
+			args: []string{"job", "trigger", "7", "--param", "", "--address", "http://10.0.0.1:9999,http://10.0.0.2:9999"},
+			out:  "Triggered job 7: log 31 (occurrence 7@m1). Follow it with: xjob log tail 31\n",
+			body: `{"executorParam":"","addressList":["http://10.0.0.1:9999","http://10.0.0.2:9999"]}`,
 		},
 		{
-			name:   "job trigger plain json",
-			routes: map[string][]reply{"POST /v1/jobs/7/trigger": {{202, `{"jobId":7,"occurrenceId":"7@m2"}`}}},
-			args:   []string{"job", "trigger", "7", "-o", "json"},
-			out:    "{\n  \"jobId\": 7,\n  \"occurrenceId\": \"7@m2\"\n}\n",
-			body:   `{}`,
+			name: "job trigger plain json",
+			routes: map[string][]reply{"POST /v1/jobs/7/trigger": {{202, `{"jobId":7,"occurrenceId":"j7/MANUAL/r2/s0"}`}},
+				"GET /v1/logs": {{200, `{"items":[{"id":41,"jobId":7,"occurrenceId":"j7/MANUAL/r2/s1"},{"id":40,"jobId":7,"occurrenceId":"j7/MANUAL/r2/s0"}]}`}}},
+			args: []string{"job", "trigger", "7", "-o", "json"},
+			out:  "{\n  \"jobId\": 7,\n  \"occurrenceId\": \"j7/MANUAL/r2/s0\",\n  \"logIds\": [\n    40,\n    41\n  ]\n}\n",
+			body: `{}`,
 		},
 		{
 			name:   "job next",
@@ -529,8 +531,18 @@ func TestCommands(t *testing.T) {
 			name:   "report",
 			routes: map[string][]reply{"GET /v1/report": {{200, `{"items":[{"triggerDay":"2026-01-01","runningCount":1,"sucCount":20,"failCount":2}]}`}}},
 			args:   []string{"report", "--from", "2026-01-01", "--to", "2026-01-01"},
-			out:    "DAY         SUCCESS  FAIL  RUNNING\n2026-01-01  20       2     1\n",
+			out:    "DAY (UTC)   SUCCESS  FAIL  RUNNING\n2026-01-01  20       2     1\n",
 			reqs:   []string{"GET /v1/report?from=2026-01-01&to=2026-01-01"},
+		},
+		{
+			// 2025-12-31 20:00 UTC is already 2026-01-01 in Shanghai.
+			name: "report in another zone",
+			routes: map[string][]reply{"GET /v1/logs": {{200, `{"items":[` +
+				`{"id":2,"jobId":7,"triggerTime":1767211200000,"triggerCode":200,"handleCode":500,"handleTime":1767211201000},` +
+				`{"id":1,"jobId":7,"triggerTime":1767225600000,"triggerCode":200,"handleCode":200,"handleTime":1767225601000}]}`}}},
+			args: []string{"report", "--from", "2026-01-01", "--to", "2026-01-01", "--tz", "Asia/Shanghai"},
+			out:  "DAY (Asia/Shanghai)  SUCCESS  FAIL  RUNNING\n2026-01-01           1        1     0\n",
+			reqs: []string{"GET /v1/logs?from=1767196800000&limit=1000&to=1767283199999"},
 		},
 		{
 			name:   "metrics json",
@@ -602,7 +614,13 @@ func TestCommands(t *testing.T) {
 				if len(reqs) == 0 {
 					t.Fatal("no request")
 				}
-				checkBody(t, reqs[len(reqs)-1].body, tt.body)
+				last := reqs[len(reqs)-1]
+				for _, rq := range reqs {
+					if rq.method != http.MethodGet {
+						last = rq // the request with the body, before any polling
+					}
+				}
+				checkBody(t, last.body, tt.body)
 			}
 		})
 	}
@@ -742,7 +760,7 @@ func TestLogTail(t *testing.T) {
 }
 
 // TestLogTailStopsWhenCancelled: Ctrl-C (the context) ends a tail that is
-// waiting between polls.
+// waiting between polls, plainly, with exit code 130.
 func TestLogTailStopsWhenCancelled(t *testing.T) {
 	t.Parallel()
 	d := newAPIDouble(t, map[string][]reply{
@@ -759,7 +777,8 @@ func TestLogTailStopsWhenCancelled(t *testing.T) {
 	}
 	cancel()
 	r := <-done
-	if r.code != 1 || !strings.Contains(r.errOut, "context canceled") {
+	if r.code != 130 || !strings.Contains(r.errOut, "Stopped waiting for log 12 (interrupted); the run goes on.") ||
+		strings.Contains(r.errOut, "Error") {
 		t.Errorf("exit %d, stderr %q", r.code, r.errOut)
 	}
 }

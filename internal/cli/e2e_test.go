@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -71,13 +72,15 @@ func (s *localServer) cliIn(t *testing.T, stdin string, args ...string) (string,
 	t.Helper()
 	var out, errb bytes.Buffer
 	env := map[string]string{envServer: s.info.URL, envToken: s.info.AdminToken}
-	code := run(t.Context(), args, env2(&out, &errb, stdin, env))
+	e := envWith(&out, &errb, env)
+	e.stdin = strings.NewReader(stdin)
+	code := run(t.Context(), args, e)
 	return out.String(), errb.String(), code
 }
 
-func env2(out, errb *bytes.Buffer, stdin string, vars map[string]string) env {
+func envWith(out, errb io.Writer, vars map[string]string) env {
 	return env{
-		stdin: strings.NewReader(stdin), stdout: out, stderr: errb,
+		stdin: strings.NewReader(""), stdout: out, stderr: errb,
 		getenv: func(k string) string { return vars[k] }, clock: clock.Real{}, loc: time.UTC,
 		httpClient: &http.Client{Timeout: 30 * time.Second},
 	}

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -430,15 +433,31 @@ func setStatusFilter(p *adminclient.JobListParams, status string) error {
 func (a *app) jobTrigger() *cobra.Command {
 	var param string
 	var addresses []string
+	var wait, follow bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:     "trigger ID [--param P] [--address URL]...",
-		Short:   "Fire a job once now, optionally with another parameter or executor addresses",
-		Example: `  xjob job trigger 7 --param "date=2026-01-01" --address http://10.0.0.5:9999`,
-		Args:    cobra.ExactArgs(1),
+		Use:   "trigger ID [--param P] [--address URL]... [--wait | --follow] [--timeout DURATION]",
+		Short: "Fire a job once now and print its log id; --wait for the result, --follow its executor log",
+		Long: `Fire a job once now, optionally with another parameter or executor addresses,
+and print the id of the trigger log it created (one per shard for a
+SHARDING_BROADCAST job).
+
+--wait waits for the result and sets the exit code from it (0 success, 1
+failure); --follow also streams the executor log until the run ends. Ctrl-C
+stops waiting (exit 130; the run goes on); --timeout gives up (exit 1).`,
+		Example: `  xjob job trigger 7 --param "date=2026-01-01" --follow
+  xjob job trigger 7 --address http://10.0.0.5:9999 --wait --timeout 10m`,
+		Args: cobra.ExactArgs(1),
 	}
 	cmd.Flags().StringVar(&param, "param", "", "executor parameter for this run (default: the job's)")
 	cmd.Flags().StringSliceVar(&addresses, "address", nil, "executor address(es) for this run, instead of routing")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the result; the exit code says whether the run succeeded")
+	cmd.Flags().BoolVar(&follow, "follow", false, "stream the executor log until the run ends, then report the result")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait/--follow: give up after this long (0: no limit)")
 	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
+		if timeout < 0 {
+			return usagef("--timeout must not be negative")
+		}
 		p := adminclient.TriggerParams{AddressList: addresses}
 		if cmd.Flags().Changed("param") {
 			p.ExecutorParam = &param
@@ -447,11 +466,130 @@ func (a *app) jobTrigger() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("trigger job %d: %w", id, err)
 		}
-		return a.emit(res, func(w io.Writer) {
-			fmt.Fprintf(w, "Triggered job %d (occurrence %s); follow it with: xjob log list --job %d\n", res.JobID, res.OccurrenceID, res.JobID)
+		wctx, cancel := withTimeout(ctx, timeout)
+		defer cancel()
+		if !wait && !follow {
+			// Only to name the log: a short wait, not the run's.
+			var stop context.CancelFunc
+			wctx, stop = context.WithTimeout(wctx, logAppearWait)
+			defer stop()
+		}
+		logs, err := a.triggerLogs(wctx, c, res)
+		if err != nil && (wait || follow) {
+			return a.waitEnded(wctx, err, "the log of occurrence "+res.OccurrenceID, timeout)
+		}
+		out := triggerOutput{TriggerResult: res, LogIDs: []int64{}}
+		for _, l := range logs {
+			out.LogIDs = append(out.LogIDs, l.ID)
+		}
+		if !wait && !follow {
+			return a.emit(out, func(w io.Writer) {
+				if len(logs) == 0 {
+					fmt.Fprintf(w, "Triggered job %d (occurrence %s); its log is not written yet: xjob log list --job %d\n",
+						res.JobID, res.OccurrenceID, res.JobID)
+					return
+				}
+				fmt.Fprintf(w, "Triggered job %d: log %s (occurrence %s). Follow it with: xjob log tail %d\n",
+					res.JobID, joinIDs(out.LogIDs), res.OccurrenceID, out.LogIDs[0])
+			})
+		}
+		a.note("Triggered job %d: log %s.", res.JobID, joinIDs(out.LogIDs))
+		for i, l := range logs {
+			if follow {
+				if err := a.follow(wctx, c, l.ID, 1, 0); err != nil {
+					return a.timedOut(wctx, err, l.ID, timeout)
+				}
+			}
+			if logs[i], err = a.awaitResult(wctx, c, l.ID); err != nil {
+				return a.timedOut(wctx, err, l.ID, timeout)
+			}
+		}
+		out.Logs = logs
+		failed := 0
+		err = a.emit(out, func(w io.Writer) {
+			for i := range logs {
+				l := &logs[i]
+				msg := l.HandleMsg
+				if !l.Handled() {
+					msg = l.TriggerMsg
+				}
+				fmt.Fprintf(w, "Log %d: %s  %s\n", l.ID, logState(l), oneLine(msg, 200))
+			}
 		})
+		for i := range logs {
+			if logState(&logs[i]) != "success" {
+				failed++
+			}
+		}
+		if err == nil && failed > 0 {
+			err = exitCode(exitFailed)
+		}
+		return err
 	})
 	return cmd
+}
+
+// logAppearWait bounds how long a plain trigger waits to name its log.
+const logAppearWait = 5 * time.Second
+
+// logPoll is how often trigger polls for its log and its result.
+const logPoll = 250 * time.Millisecond
+
+// triggerOutput is what `job trigger` prints under -o json.
+type triggerOutput struct {
+	adminclient.TriggerResult
+	LogIDs []int64    `json:"logIds"`
+	Logs   []xjob.Log `json:"logs,omitempty"`
+}
+
+// triggerLogs waits for the trigger log(s) of a manual trigger: the one
+// of its occurrence, or one per shard of a broadcast (…/s0, …/s1…).
+func (a *app) triggerLogs(ctx context.Context, c *adminclient.Client, res adminclient.TriggerResult) ([]xjob.Log, error) {
+	base := strings.TrimSuffix(res.OccurrenceID, "/s0") + "/s"
+	for {
+		page, err := c.LogList(ctx, adminclient.LogListParams{Job: res.JobID, Limit: 200})
+		if err != nil {
+			return nil, err
+		}
+		var found []xjob.Log
+		for _, l := range page.Items {
+			if l.OccurrenceID == res.OccurrenceID || strings.HasPrefix(l.OccurrenceID, base) {
+				found = append(found, l)
+			}
+		}
+		if len(found) > 0 {
+			slices.SortFunc(found, func(x, y xjob.Log) int { return cmp.Compare(x.ID, y.ID) })
+			return found, nil
+		}
+		if err := a.clock.SleepUntil(ctx, a.clock.Now().Add(logPoll)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// awaitResult polls log id until it has a result, or its trigger failed.
+func (a *app) awaitResult(ctx context.Context, c *adminclient.Client, id int64) (xjob.Log, error) {
+	for {
+		l, err := c.LogGet(ctx, id)
+		if err != nil {
+			return l, err
+		}
+		if l.Handled() || (l.Triggered() && l.TriggerCode != xjob.CodeSuccess) {
+			return l, nil
+		}
+		if err := a.clock.SleepUntil(ctx, a.clock.Now().Add(logPoll)); err != nil {
+			return l, err
+		}
+	}
+}
+
+// timedOut is waitEnded for a wait on log id; an exit code passes through.
+func (a *app) timedOut(ctx context.Context, err error, id int64, timeout time.Duration) error {
+	var code exitCode
+	if errors.As(err, &code) {
+		return err
+	}
+	return a.waitEnded(ctx, err, fmt.Sprintf("log %d", id), timeout)
 }
 
 func (a *app) jobNext() *cobra.Command {

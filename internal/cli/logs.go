@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -154,50 +155,101 @@ func (a *app) logDetail(w io.Writer, l *xjob.Log) {
 
 func (a *app) logTail() *cobra.Command {
 	var from int
+	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "tail ID [--from LINE]",
+		Use:   "tail ID [--from LINE] [--timeout DURATION]",
 		Short: "Print a run's executor log, following it every second until the run ends",
 		Long: `Print a run's executor log, following it every second until the run ends.
 
-With -o json each poll's reply is printed as one JSON line.`,
+It says on stderr what it is waiting for. Ctrl-C stops following (exit 130;
+the run goes on); --timeout gives up after that long (exit 1). With -o json
+each poll's reply is printed as one JSON line.`,
 		Args: cobra.ExactArgs(1),
 	}
 	cmd.Flags().IntVar(&from, "from", 1, "first line to print (1-based)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long, e.g. 10m (0: wait for the end)")
 	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
 		if from < 1 {
 			return usagef("--from must be at least 1, got %d", from)
 		}
-		enc := json.NewEncoder(a.stdout)
-		for {
-			res, err := c.LogExecutorLog(ctx, id, from)
-			if err != nil {
-				return fmt.Errorf("executor log of log %d: %w", id, err)
-			}
-			if a.output == "json" {
-				if err := enc.Encode(res); err != nil {
-					return fmt.Errorf("write json: %w", err)
-				}
-			} else if res.LogContent != "" {
-				text := res.LogContent
-				if !strings.HasSuffix(text, "\n") {
-					text += "\n"
-				}
-				if _, err := io.WriteString(a.stdout, text); err != nil {
-					return fmt.Errorf("write log: %w", err)
-				}
-			}
-			if res.IsEnd {
-				return nil
-			}
-			if res.ToLineNum >= from {
-				from = res.ToLineNum + 1
-			}
-			if err := a.clock.SleepUntil(ctx, a.clock.Now().Add(tailInterval)); err != nil {
-				return fmt.Errorf("tail log %d: %w", id, err)
-			}
+		if timeout < 0 {
+			return usagef("--timeout must not be negative")
 		}
+		return a.follow(ctx, c, id, from, timeout)
 	})
 	return cmd
+}
+
+// errTimedOut ends a wait that reached its --timeout.
+var errTimedOut = errors.New("timed out")
+
+// follow streams log id's executor log from line from until the run ends,
+// saying on stderr what it waits for. Ctrl-C (ctx) ends it with exit 130
+// and a plain message; a timeout (0: none) is a failure.
+func (a *app) follow(ctx context.Context, c *adminclient.Client, id int64, from int, timeout time.Duration) error {
+	ctx, cancel := withTimeout(ctx, timeout)
+	defer cancel()
+	a.note("Following the executor log of log %d until the run ends (Ctrl-C stops following; the run goes on).", id)
+	enc := json.NewEncoder(a.stdout)
+	for {
+		res, err := c.LogExecutorLog(ctx, id, from)
+		if err != nil {
+			return a.waitEnded(ctx, err, fmt.Sprintf("log %d", id), timeout)
+		}
+		if a.output == "json" {
+			if err := enc.Encode(res); err != nil {
+				return fmt.Errorf("write json: %w", err)
+			}
+		} else if res.LogContent != "" {
+			text := res.LogContent
+			if !strings.HasSuffix(text, "\n") {
+				text += "\n"
+			}
+			if _, err := io.WriteString(a.stdout, text); err != nil {
+				return fmt.Errorf("write log: %w", err)
+			}
+		}
+		if res.IsEnd {
+			return nil
+		}
+		if res.ToLineNum >= from {
+			from = res.ToLineNum + 1
+		}
+		if err := a.clock.SleepUntil(ctx, a.clock.Now().Add(tailInterval)); err != nil {
+			return a.waitEnded(ctx, err, fmt.Sprintf("log %d", id), timeout)
+		}
+	}
+}
+
+// withTimeout is ctx with a timeout (none for 0) whose expiry reads as
+// errTimedOut.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, d, errTimedOut)
+}
+
+// waitEnded turns the end of a wait into its outcome: Ctrl-C is exit 130
+// with a plain message, a timeout a failure naming what was awaited, any
+// other error itself.
+func (a *app) waitEnded(ctx context.Context, err error, what string, timeout time.Duration) error {
+	switch {
+	case errors.Is(context.Cause(ctx), errTimedOut):
+		return fmt.Errorf("timed out after %s waiting for %s to end", timeout, what)
+	case ctx.Err() != nil:
+		fmt.Fprintf(a.stderr, "Stopped waiting for %s (interrupted); the run goes on.\n", what)
+		return exitCode(130)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// note tells the person on stderr what the command is doing (not under
+// -o json, where stderr is for errors).
+func (a *app) note(format string, args ...any) {
+	if a.output == "table" {
+		fmt.Fprintf(a.stderr, format+"\n", args...)
+	}
 }
 
 func (a *app) logKill() *cobra.Command {
@@ -215,20 +267,30 @@ func (a *app) logKill() *cobra.Command {
 }
 
 func (a *app) reportCommand() *cobra.Command {
-	var from, to string
+	var from, to, tz string
 	cmd := &cobra.Command{
-		Use:   "report [--from DATE] [--to DATE]",
+		Use:   "report [--from DATE] [--to DATE] [--tz ZONE]",
 		Short: "Show the daily run report (successes, failures, running)",
-		Args:  noArgs,
+		Long: `Show the daily run report (successes, failures, running).
+
+The server counts days in UTC. With --tz another zone's days are counted
+here, from the trigger logs of the range (logs older than the server's
+retention are gone, so such days may count less than the UTC report).`,
+		Args: noArgs,
 	}
-	cmd.Flags().StringVar(&from, "from", "", "first day, yyyy-mm-dd (UTC; default: the server's)")
-	cmd.Flags().StringVar(&to, "to", "", "last day, yyyy-mm-dd (UTC; default: the server's)")
+	cmd.Flags().StringVar(&from, "from", "", "first day, yyyy-mm-dd (default: 6 days before --to)")
+	cmd.Flags().StringVar(&to, "to", "", "last day, yyyy-mm-dd (default: today)")
+	cmd.Flags().StringVar(&tz, "tz", "UTC", "IANA time zone whose calendar days are counted")
 	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, _ []string) error {
+		loc, err := time.LoadLocation(tz)
+		if err != nil || tz == "" || tz == "Local" {
+			return usagef("--tz %q is not an IANA time zone", tz)
+		}
 		day := func(flag, s string) (time.Time, error) {
 			if s == "" {
 				return time.Time{}, nil
 			}
-			t, err := time.Parse(time.DateOnly, s)
+			t, err := time.ParseInLocation(time.DateOnly, s, loc)
 			if err != nil {
 				return t, usagef("%s %q: want yyyy-mm-dd", flag, s)
 			}
@@ -242,21 +304,72 @@ func (a *app) reportCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		days, err := c.Report(ctx, f, t)
+		var days []xjob.ReportDay
+		if loc == time.UTC {
+			days, err = c.Report(ctx, f, t)
+		} else {
+			days, err = a.zoneReport(ctx, c, f, t, loc)
+		}
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 		if days == nil {
 			days = []xjob.ReportDay{}
 		}
-		return a.emit(map[string]any{"items": days}, func(w io.Writer) {
-			row(w, "DAY", "SUCCESS", "FAIL", "RUNNING")
+		return a.emit(map[string]any{"timeZone": tz, "items": days}, func(w io.Writer) {
+			row(w, "DAY ("+tz+")", "SUCCESS", "FAIL", "RUNNING")
 			for _, d := range days {
 				row(w, d.Day, itoa(d.SucCount), itoa(d.FailCount), itoa(d.RunningCount))
 			}
 		})
 	})
 	return cmd
+}
+
+// zoneReport counts the trigger logs of the days from..to of loc (a week
+// to today by default), as the server's report counts UTC days.
+func (a *app) zoneReport(ctx context.Context, c *adminclient.Client, from, to time.Time, loc *time.Location) ([]xjob.ReportDay, error) {
+	now := a.clock.Now().In(loc)
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, loc)
+	switch {
+	case from.IsZero() && to.IsZero():
+		from, to = today.AddDate(0, 0, -6), today
+	case from.IsZero():
+		from = to.AddDate(0, 0, -6)
+	case to.IsZero():
+		to = from.AddDate(0, 0, 6)
+	}
+	if from.After(to) {
+		return nil, usagef("--from must not be after --to")
+	}
+	if to.Sub(from) > 366*24*time.Hour {
+		return nil, usagef("at most a year per report")
+	}
+	var days []xjob.ReportDay
+	index := map[string]int{}
+	for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
+		index[d.Format(time.DateOnly)] = len(days)
+		days = append(days, xjob.ReportDay{Day: d.Format(time.DateOnly)})
+	}
+	end := to.AddDate(0, 0, 1).Add(-time.Millisecond)
+	for l, err := range c.LogListAll(ctx, adminclient.LogListParams{From: from, To: end, Limit: 1000}) {
+		if err != nil {
+			return nil, err
+		}
+		i, ok := index[time.UnixMilli(l.TriggerTime).In(loc).Format(time.DateOnly)]
+		if !ok {
+			continue
+		}
+		switch logState(&l) {
+		case "success":
+			days[i].SucCount++
+		case "running", "pending":
+			days[i].RunningCount++
+		default:
+			days[i].FailCount++
+		}
+	}
+	return days, nil
 }
 
 func (a *app) metricsCommand() *cobra.Command {

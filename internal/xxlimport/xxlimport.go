@@ -28,9 +28,9 @@
 //	xxl_job_logglue  counted and reported: xjob's admin API has no endpoint
 //	               for GLUE version history, only the current source (in
 //	               xxl_job_info) is imported.
-//	xxl_job_user   counted and reported: xjob's admin API has no user
-//	               endpoint, and xxl-job's MD5/SHA-256 password hashes
-//	               cannot become xjob's argon2id ones.
+//	xxl_job_user   counted and reported: xxl-job's MD5/SHA-256 password
+//	               hashes cannot become xjob's argon2id ones, so the users
+//	               are left to create (POST /v1/users or the console).
 package xxlimport
 
 import (
@@ -167,7 +167,7 @@ func Map(rows Rows, opt Options) (Result, error) {
 		note("xxl_job_logglue: %d GLUE versions not imported (xjob's admin API keeps no GLUE history); only each job's current source is", rows.GlueVersions)
 	}
 	if rows.Users > 0 {
-		note("xxl_job_user: %d users not imported (xjob's admin API has no user endpoint, and xxl-job's password hashes cannot be reused); create them in xjob", rows.Users)
+		note("xxl_job_user: %d users not imported (xxl-job's MD5/SHA-256 password hashes cannot become xjob's argon2id ones); create them with POST /v1/users or the console", rows.Users)
 	}
 	return res, nil
 }

@@ -1,6 +1,7 @@
 // Package metric counts what the scheduler does — triggers, results, fire
-// delay — so that an operator (and the benchmarks) can see it without
-// reading logs. Counters are lock-free; a Snapshot is cheap enough to serve
+// delay, scan ticks, and the fire times it passed over because it fell
+// behind (misfired per strategy, collapsed) — so that an operator (and the
+// benchmarks) can see it without reading logs. Counters are lock-free; a Snapshot is cheap enough to serve
 // on every scrape, and Handler serves the same counters in the Prometheus
 // text format (prometheus.go).
 //
