@@ -24,6 +24,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/auth"
 	"github.com/xjobdev/xjob/pkg/callback"
 	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/console"
 	"github.com/xjobdev/xjob/pkg/dispatch"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/dynamostore"
@@ -253,6 +254,11 @@ func New(cfg Config, d Deps) (*App, error) {
 	if err != nil {
 		return fail("admin api", err)
 	}
+	con, err := console.New(console.Config{Admin: a.admin, Auth: au, Glue: store, Clock: d.Clock, Logger: d.Logger})
+	if err != nil {
+		return fail("console", err)
+	}
+	a.http = console.Mount(a.http, con)
 	return a, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/adminapi"
 	"github.com/xjobdev/xjob/pkg/auth"
 	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/console"
 	"github.com/xjobdev/xjob/pkg/metric"
 )
 
@@ -22,7 +23,8 @@ func newAuth(svc *services, adminToken string) (*auth.Service, error) {
 
 // newHandler builds the one HTTP handler: the xxl-job executor API
 // (/api/…, also under /xxl-job-admin), the xjob admin API (/v1/…) and
-// /healthz, all served by package adminapi.
+// /healthz, all served by package adminapi, and the web console under
+// /console/ (package console).
 func newHandler(cfg Config, svc *services, adminToken string, au *auth.Service) (http.Handler, error) {
 	h, err := adminapi.New(adminapi.Config{
 		Admin:    svc.admin,
@@ -40,5 +42,9 @@ func newHandler(cfg Config, svc *services, adminToken string, au *auth.Service) 
 	if err != nil {
 		return nil, fmt.Errorf("local: admin api: %w", err)
 	}
-	return h, nil
+	con, err := console.New(console.Config{Admin: svc.admin, Auth: au, Glue: svc.db, Logger: svc.logger})
+	if err != nil {
+		return nil, fmt.Errorf("local: console: %w", err)
+	}
+	return console.Mount(h, con), nil
 }
