@@ -17,24 +17,19 @@ emulators: $(EMULATORS)/node_modules/.package-lock.json ## Install dynalite + fa
 $(EMULATORS)/node_modules/.package-lock.json: $(EMULATORS)/package-lock.json
 	npm ci --prefix $(EMULATORS) --no-audit --no-fund
 
-<<<<<<< HEAD
 .PHONY: chromium
 chromium: ## Install Debian's chromium for the console's browser tests (when missing; needs root)
 	@command -v chromium >/dev/null || { \
-		if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y chromium; \
+		if [ "$$(id -u)" = 0 ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
 		else echo "chromium is missing: install it with 'sudo apt-get install -y chromium' (the console's browser tests need it)"; exit 1; fi; }
 
-.PHONY: test
-test: emulators chromium ## Run every test with the race detector (what CI runs)
-=======
 .PHONY: mariadb
 mariadb: ## Install Debian's mariadb-server when missing (the xxl-job import test starts its own mariadbd)
 	@command -v mariadbd >/dev/null 2>&1 || test -x /usr/sbin/mariadbd || \
 		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y mariadb-server)
 
 .PHONY: test
-test: emulators mariadb ## Run every test with the race detector (what CI runs)
->>>>>>> main
+test: emulators chromium mariadb ## Run every test with the race detector (what CI runs)
 	$(GO) vet $(PKGS)
 	XJOB_BROWSER_TESTS=1 CI=$${CI:-true} $(GO) test -race -count=1 -parallel 8 -timeout 20m $(PKGS)
 
