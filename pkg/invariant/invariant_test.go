@@ -325,8 +325,8 @@ func TestNoDuplicateExecutionOnRedelivery(t *testing.T) {
 	if runs := int64(len(s.exec.runs())); m.Triggers != runs || m.Duplicates < 2*runs {
 		t.Errorf("metrics = %+v; want %d triggers and ≥ %d duplicates", m, runs, 2*runs)
 	}
-	if m.FireDelayP99 != 1 {
-		t.Errorf("fire delay p99 bucket = %d ms; on a fake clock every fire is on time (≤ 1 ms bucket)", m.FireDelayP99)
+	if m.FireDelayP99 > 1 {
+		t.Errorf("fire delay p99 = %d ms; on a fake clock every fire is on time (≤ 1 ms)", m.FireDelayP99)
 	}
 }
 
