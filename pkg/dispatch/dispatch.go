@@ -413,6 +413,9 @@ func (d *Dispatcher) runShards(ctx context.Context, shards []*shard, calls chan 
 		logs[j] = sh.log
 	}
 	claims, err := d.d.Store.LogCreateMany(ctx, logs)
+	if err == nil && len(claims) != len(logs) {
+		err = fmt.Errorf("store returned %d claims for %d logs", len(claims), len(logs))
+	}
 	var call []*shard
 	mine := map[int64]bool{} // logs this Run claimed
 	for j, sh := range shards {
@@ -476,6 +479,12 @@ func (d *Dispatcher) runShards(ctx context.Context, shards []*shard, calls chan 
 		sh.log.TriggerCode, sh.log.TriggerMsg, sh.log.ExecutorAddress = code, msg, sh.address
 	}
 	rerrs, err := d.d.Store.LogTriggeredMany(ctx, replies)
+	if err == nil && len(rerrs) != len(replies) {
+		// A broken store must not take the dispatcher down with an index
+		// panic: treat the whole record as failed (the claims expire and
+		// are taken over, which asks the executor before re-running).
+		err = fmt.Errorf("store returned %d outcomes for %d replies", len(rerrs), len(replies))
+	}
 	var failed []xjob.Log
 	days := map[string]*xjob.ReportDay{}
 	for j, sh := range call {
