@@ -11,10 +11,10 @@ import (
 
 // LogClear pages the scope's logs newest first through LogList (the byJob,
 // byGroup or byTime index), skips the newest p.KeepNewest, and deletes up to
-// p.Limit of the rest triggered before p.Before, oldest first, with their
-// occurrence markers. Clearing is a rare console action, so it reads the
-// kept logs again on every call rather than keep a cursor: simple, and
-// correct while new logs arrive between calls.
+// p.Limit of the rest triggered before p.Before, oldest first. Clearing
+// is a rare console action, so it reads the kept logs again on every call
+// rather than keep a cursor: simple, and correct while new logs arrive
+// between calls.
 func (db *DB) LogClear(ctx context.Context, p driver.LogClearParams) (int, error) {
 	limit := clampLimit(p.Limit, 1000, 100000)
 	lp := driver.LogListParams{GroupID: p.GroupID, JobID: p.JobID, Limit: 1000}
@@ -22,7 +22,6 @@ func (db *DB) LogClear(ctx context.Context, p driver.LogClearParams) (int, error
 		lp.To = p.Before - 1 // nothing to skip: read only what may go
 	}
 	var doomed []int64
-	var occurrences []string
 	skip := p.KeepNewest
 	for {
 		page, err := db.LogList(ctx, lp)
@@ -34,7 +33,7 @@ func (db *DB) LogClear(ctx context.Context, p driver.LogClearParams) (int, error
 			case skip > 0:
 				skip--
 			case p.Before == 0 || l.TriggerTime < p.Before:
-				doomed, occurrences = append(doomed, l.ID), append(occurrences, l.OccurrenceID)
+				doomed = append(doomed, l.ID)
 			}
 		}
 		if page.Next == "" {
@@ -43,23 +42,13 @@ func (db *DB) LogClear(ctx context.Context, p driver.LogClearParams) (int, error
 		lp.Cursor = page.Next
 	}
 	// Oldest first: the list was newest first.
-	if len(doomed) > limit {
-		doomed, occurrences = doomed[len(doomed)-limit:], occurrences[len(occurrences)-limit:]
-	}
-	logReqs := make([]types.WriteRequest, len(doomed))
-	markerReqs := make([]types.WriteRequest, len(doomed))
+	doomed = doomed[max(0, len(doomed)-limit):]
+	reqs := make([]types.WriteRequest, len(doomed))
 	for i, id := range doomed {
-		logReqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: logKey(id)}}
-		markerReqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{
-			Key: item{AttrOccurrenceID: s(occurrences[i])}}}
+		reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: logKey(id)}}
 	}
-	// Logs before markers, as LogDeleteBefore (a marker without its log is
-	// repaired by the occurrence's next LogCreate).
-	if err := db.batchWrite(ctx, db.t.Logs, logReqs); err != nil {
+	if err := db.batchWrite(ctx, db.t.Logs, reqs); err != nil {
 		return 0, fmt.Errorf("dynamo log clear: %w", err)
-	}
-	if err := db.batchWrite(ctx, db.t.Occurrences, markerReqs); err != nil {
-		return len(doomed), fmt.Errorf("dynamo log clear: markers: %w", err)
 	}
 	return len(doomed), nil
 }
