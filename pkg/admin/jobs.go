@@ -192,6 +192,9 @@ func (s *Service) StopJob(ctx context.Context, id int64) (xjob.Job, error) {
 // writer (typically the scan advancing the job) is retried on a fresh read.
 func (s *Service) editJob(ctx context.Context, id, version int64,
 	edit func(old xjob.Job, now int64) (xjob.Job, bool, error)) (xjob.Job, error) {
+	mu := &s.edits[uint64(id)%uint64(len(s.edits))]
+	mu.Lock()
+	defer mu.Unlock()
 	for attempt := 0; ; attempt++ {
 		old, err := s.cfg.Store.JobGet(ctx, id)
 		if err != nil {
