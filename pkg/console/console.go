@@ -133,6 +133,7 @@ func (h *Handler) routes() {
 		{"GET /console/logs/{id}", h.logDetail},
 		{"GET /console/logs/{id}/tail", h.logTail},
 		{"POST /console/logs/{id}/kill", h.logKill},
+		{"POST /console/logs/clear", h.logClear},
 		{"GET /console/groups", h.groups},
 		{"POST /console/groups", h.groupSave},
 		{"POST /console/groups/{id}/delete", h.groupDelete},
@@ -292,6 +293,7 @@ var funcs = template.FuncMap{
 	},
 	"dayChoices":  func() []int { return []int{7, 14, 30} },
 	"logStatuses": func() []string { return []string{"success", "fail", "running"} },
+	"clearModes":  func() []string { return admin.LogClearModes },
 	"pollDelay":   func() string { return PollDelay.String() },
 }
 
