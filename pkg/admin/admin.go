@@ -163,6 +163,11 @@ type Service struct {
 	// queue instead of using up their retries against each other; the
 	// retries are left for other processes and the scan.
 	edits [64]sync.Mutex
+	// childEdits serialises this process's job edits that set child jobs,
+	// from the cycle check to the write: two edits that each add one edge
+	// of a cycle (A→B, B→A) would otherwise each pass a check that reads
+	// the other's old children. Taken before an edits stripe, never after.
+	childEdits sync.Mutex
 }
 
 // New validates cfg and returns a Service.
