@@ -21,6 +21,10 @@ type Workload struct {
 	PerJobPerSecond float64
 	// FullJobs is the real workload's job count (the rate it is priced at).
 	FullJobs int
+	// MinuteSecond, for a workload of jobs firing once a minute, returns
+	// the second of the minute job i fires at; the outcome (lost,
+	// duplicates, lateness) is then matched per job against those fires.
+	MinuteSecond func(i int) int
 	// CallbackBatch is the executor's callback batch limit (0: 1000, as
 	// xxl-job's callback thread drains its queue; 1: one result per request).
 	CallbackBatch int
@@ -85,12 +89,29 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
 	}
 	s := &CostSample{Jobs: jobs, Rate: float64(jobs) * w.PerJobPerSecond, Seconds: window.Seconds(), Triggers: len(logs), Usage: usage}
-	if jobs > 0 && w.PerJobPerSecond >= 1 {
+	switch {
+	case jobs > 0 && w.PerJobPerSecond >= 1:
 		s.Outcome = Analyze(Expectation{Jobs: ids, Window: win, Period: 1000}, logs, exe.Receipts())
-	} else {
+	case jobs > 0 && w.MinuteSecond != nil:
+		s.Outcome = Analyze(Expectation{Jobs: ids, Window: win, Each: minuteFires(ids, w.MinuteSecond, win)}, logs, exe.Receipts())
+	default:
 		s.Outcome = Analyze(Expectation{Window: win, Period: 1000}, logs, exe.Receipts())
 	}
 	return s, nil
+}
+
+// minuteFires lists each job's fire times within win when job i fires
+// once a minute at second sec(i) (ids[i] is job i's id).
+func minuteFires(ids []int64, sec func(i int) int, win Interval) map[int64][]int64 {
+	out := make(map[int64][]int64, len(ids))
+	for i, id := range ids {
+		for t := (win.From + 999) / 1000 * 1000; t < win.To; t += 1000 {
+			if (t/1000)%60 == int64(sec(i)) {
+				out[id] = append(out[id], t)
+			}
+		}
+	}
+	return out
 }
 
 // Component is one (function, service) share of a workload's cost.

@@ -158,7 +158,9 @@ type GroupUpdateParams struct {
 type LogStore interface {
 	// LogCreate stores a new log under its OccurrenceID and returns it with
 	// ID and Version set. If a log with that OccurrenceID exists it returns
-	// the existing log and xjob.ErrConflict.
+	// the existing log and xjob.ErrConflict. Ids are unique and positive
+	// below 2^53, not necessarily in creation order (DynamoDB derives them
+	// from the occurrence).
 	LogCreate(ctx context.Context, l xjob.Log) (xjob.Log, error)
 	LogGet(ctx context.Context, id int64) (xjob.Log, error)
 	// LogClaim takes over a log that was created but never triggered, whose

@@ -21,7 +21,7 @@
 //     wrote. Index queries are eventually consistent by nature; every write
 //     that follows one is conditional on a version, so a stale read loses
 //     instead of corrupting.
-//   - TTL: logs, occurrence markers and registry entries carry AttrPurgeAt
+//   - TTL: logs and registry entries carry AttrPurgeAt
 //     (Unix seconds). Infra enables TTL on it (dynalite has no TTL, and code
 //     never calls UpdateTimeToLive). TTL is only the backstop: retention
 //     (LogDeleteBefore, RegistryDeleteBefore) stays exact.
@@ -37,7 +37,7 @@
 //	                                          byTime (part N, tkey S; KEYS_ONLY)
 //	                                          running (runPart N, tkey S; KEYS_ONLY) sparse
 //	                                          failed (failPart N, tkey S; KEYS_ONLY) sparse
-//	occurrences  occurrenceId S               —   {occurrenceId → logId}, TTL
+//	occurrences  occurrenceId S               —   unused since log ids derive from occurrences (see Ids)
 //	registry     registryKey S, member S      —   appname; group#address, TTL
 //	leases       name S                       —   owner, token, expiresAt
 //	reports      day S                        —   ADD counters per day
@@ -57,24 +57,40 @@
 // JobList by group walks byGroup (keys only, so advances never write it)
 // and batch-reads; without a group it scans the table (admin page only).
 //
-// Ids. Jobs, groups and logs get numeric ids (executors echo the log id)
-// from an atomic counter item: UpdateItem ADD value :block, RETURN
-// UPDATED_NEW. Jobs and groups take blocks of 1 (ids in insert order);
-// logs take blocks of Options.LogIDBlock per process, which cuts the
-// counter to one write per block and keeps the counter item far from its
-// 1,000 writes/s partition ceiling; log ids then stay unique but not
-// ordered across processes (lists order by trigger time anyway).
+// Ids. Jobs and groups get numeric ids from an atomic counter item:
+// UpdateItem ADD value 1, RETURN UPDATED_NEW (ids in insert order).
 //
-// Logs. A log is keyed by its numeric id; uniqueness per occurrence comes
-// from a marker item in the occurrences table, written first with
-// attribute_not_exists. The loser of that race reads the marker and the
-// log it names and returns it with ErrConflict. If the log is missing (its
-// writer crashed after the marker, or is a few ms behind), the loser puts
-// the log under the marker's id itself, again with attribute_not_exists:
-// exactly one put wins, every caller sees one log id, and a crash between
-// the two writes never loses the occurrence. Cost of a first delivery: 2
-// writes (+1/LogIDBlock counter write); of a duplicate: 1 failed write + 2
-// consistent reads.
+// Log ids are derived from the occurrence, so creating a log is one
+// conditional put that is also the dedupe (no counter write, no marker
+// item). The id (logid.go) is
+//
+//	(fire second − 2020-01-01) << 22  |  (fnv64a(occurrenceId) + probe) mod 2^22
+//
+// below 2^53 until 2088, so JavaScript/JSON readers keep it exact. The fire
+// second comes from the occurrence id itself ("j<job>/t<ms>/s<shard>"),
+// which every delivery of an occurrence shares; occurrences without a fire
+// time (manual, API, retry, parent) take the high bits from the hash too.
+//
+//	LogCreate(occ):  probe = 0
+//	  put log{id(occ, probe)} if attribute_not_exists(id)
+//	    ok ──────────────────────────────▶ created (1 write + 3 index writes)
+//	    taken ─▶ consistent get id(occ, probe)
+//	               same occurrenceId ────▶ ErrConflict + stored log (claim rules)
+//	               other occurrenceId ───▶ probe++ (≤ 16), put again
+//	               gone (purged) ────────▶ put the same id again
+//
+// Every delivery walks the same probe sequence, so all meet at one log.
+// Collisions need the same fire second and hash slot: with 1,000 fires in a
+// second about one in 4,000 fires collides once (one more write and read).
+// The sequence only breaks if a log earlier in it is deleted while a repeat
+// of a later occurrence is still to come; logs of one fire second are
+// purged together, 30 days after the repeats stop, so that cannot happen
+// under retention; for hash-only ids (manual triggers) it needs a 53-bit
+// collision plus that coincidence. Trade-offs: log ids are unique but not
+// in creation order (lists order by trigger time, then id), and they are
+// large (≈ 2^50), which xxl-job executors carry as a Java long. Upgrading
+// from the marker layout: drain the queues first, since an occurrence
+// created under a counter id would not be recognised on redelivery.
 //
 // Log state changes are single conditional updates: LogClaim (version and
 // triggerCode = 0), LogTriggered (triggerCode = 0; the common case also
@@ -95,7 +111,7 @@
 //	LogList(all)        Query byTime for each part 0..LogPartitions-1, merged
 //	LogsRunning         Query running per part, merged, oldest first
 //	LogsFailedUnalarmed Query failed per part, merged; re-checks each log
-//	LogDeleteBefore     byTime oldest first, then BatchWrite deletes (logs, then markers)
+//	LogDeleteBefore     byTime oldest first, then BatchWrite deletes
 //
 // part = id mod LogPartitions spreads the time-ordered indexes over several
 // partition key values (write sharding), so no index partition takes every

@@ -128,11 +128,7 @@ type Options struct {
 	// index partition takes every log write. Never lower it on a live
 	// table: logs keep the partition they were written with.
 	LogPartitions int
-	// LogIDBlock is how many log ids one counter write reserves for this
-	// process (default 64): one atomic ADD per block instead of one per
-	// log. Ids stay unique; across processes they are not in creation order.
-	LogIDBlock int
-	// LogTTL sets the TTL attribute of logs and occurrence markers to
+	// LogTTL sets the TTL attribute of logs to
 	// trigger time + LogTTL (default 30 days; negative: no TTL attribute).
 	// It backs up the retention job (LogDeleteBefore), which stays exact.
 	LogTTL time.Duration
@@ -154,9 +150,6 @@ func (o *Options) applyDefaults() error {
 	if o.LogPartitions <= 0 {
 		o.LogPartitions = 4
 	}
-	if o.LogIDBlock <= 0 {
-		o.LogIDBlock = 64
-	}
 	if o.LogTTL == 0 {
 		o.LogTTL = 30 * 24 * time.Hour
 	}
@@ -173,7 +166,8 @@ type DB struct {
 	opts Options
 	t    Tables
 
-	jobIDs, groupIDs, logIDs *idBlock
+	jobIDs, groupIDs *idBlock
+	idHash           func(occurrenceID string) uint64 // logIDHash
 }
 
 // New returns a store over existing tables (CreateTables makes them).
@@ -184,7 +178,7 @@ func New(api API, opts Options) (*DB, error) {
 	db := &DB{api: api, opts: opts, t: opts.Tables}
 	db.jobIDs = &idBlock{name: "job", size: 1}
 	db.groupIDs = &idBlock{name: "group", size: 1}
-	db.logIDs = &idBlock{name: "log", size: int64(opts.LogIDBlock)}
+	db.idHash = logIDHash
 	return db, nil
 }
 

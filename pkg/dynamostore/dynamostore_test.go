@@ -3,6 +3,7 @@ package dynamostore_test
 import (
 	"errors"
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -38,7 +39,7 @@ func TestStoreContract(t *testing.T) {
 	drivertest.Exercise(t, func(t *testing.T) driver.Store {
 		// Small id blocks and two partitions exercise the merge and the
 		// block refill within the suite's few logs.
-		return setup(t, dynamostore.Options{Shards: 4, LogPartitions: 3, LogIDBlock: 2})
+		return setup(t, dynamostore.Options{Shards: 4, LogPartitions: 3})
 	})
 }
 
@@ -50,10 +51,10 @@ func TestCreateTablesIdempotent(t *testing.T) {
 	}
 }
 
-// A dispatcher that crashed between writing the occurrence marker and the
-// log leaves a marker without a log: the next delivery of the occurrence
-// writes the log under the marker's id and wins.
-func TestLogCreateRepairsOrphanMarker(t *testing.T) {
+// Occurrences whose ids collide (here: every occurrence hashes alike) get
+// the next free probe id; every repeat of an occurrence finds its own log,
+// never another occurrence's.
+func TestLogCreateCollisions(t *testing.T) {
 	t.Parallel()
 	opts := dynamostore.Options{Tables: dynamostore.TablesWithPrefix(awstest.UniqueName("t"))}
 	api := awstest.DynamoDB(t)
@@ -61,33 +62,42 @@ func TestLogCreateRepairsOrphanMarker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dynamostore.SetLogIDHash(db, func(string) uint64 { return 42 })
 	ctx := t.Context()
 	if err := db.CreateTables(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err = api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(opts.Tables.Occurrences), Item: map[string]types.AttributeValue{
-		dynamostore.AttrOccurrenceID: &types.AttributeValueMemberS{Value: "j1/t5/s0"},
-		"logId":                      &types.AttributeValueMemberN{Value: "777"},
-	}})
-	if err != nil {
-		t.Fatal(err)
+	const sched = 1_795_000_000_000
+	occs := []string{"j1/t1795000000000/s0", "j2/t1795000000000/s0", "j3/t1795000000000/s0"}
+	ids := map[int64]string{}
+	for _, occ := range occs {
+		l, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: occ, JobID: 1, GroupID: 2, TriggerType: xjob.TriggerCron,
+			ScheduledTime: sched, TriggerTime: sched + 5})
+		if err != nil {
+			t.Fatalf("create %s: %v", occ, err)
+		}
+		if prev, ok := ids[l.ID]; ok {
+			t.Fatalf("%s and %s share log id %d", prev, occ, l.ID)
+		}
+		ids[l.ID] = occ
 	}
-	l, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "j1/t5/s0", JobID: 1, GroupID: 2, TriggerType: xjob.TriggerCron, TriggerTime: 5})
-	if err != nil || l.ID != 777 {
-		t.Fatalf("create over an orphan marker: id %d, %v", l.ID, err)
-	}
-	again, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "j1/t5/s0", JobID: 1, GroupID: 2, TriggerType: xjob.TriggerCron, TriggerTime: 6})
-	if !errors.Is(err, xjob.ErrConflict) || again.ID != 777 || again.TriggerTime != 5 {
-		t.Fatalf("duplicate create: %+v, %v", again, err)
+	for _, occ := range occs {
+		again, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: occ, JobID: 1, GroupID: 2, TriggerType: xjob.TriggerCron,
+			ScheduledTime: sched, TriggerTime: sched + 9})
+		if !errors.Is(err, xjob.ErrConflict) || ids[again.ID] != occ || again.TriggerTime != sched+5 {
+			t.Fatalf("repeat of %s: %+v, %v", occ, again, err)
+		}
 	}
 	// The TTL attribute is written (trigger time + 30 days, in seconds).
-	out, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(opts.Tables.Logs),
-		Key: map[string]types.AttributeValue{dynamostore.AttrID: &types.AttributeValueMemberN{Value: "777"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v, ok := out.Item[dynamostore.AttrPurgeAt].(*types.AttributeValueMemberN); !ok || v.Value != "2592000" {
-		t.Fatalf("purgeAt = %#v, want 2592000", out.Item[dynamostore.AttrPurgeAt])
+	for id := range ids {
+		out, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(opts.Tables.Logs),
+			Key: map[string]types.AttributeValue{dynamostore.AttrID: &types.AttributeValueMemberN{Value: strconv.FormatInt(id, 10)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := out.Item[dynamostore.AttrPurgeAt].(*types.AttributeValueMemberN); !ok || v.Value != strconv.FormatInt((sched+5)/1000+30*86400, 10) {
+			t.Fatalf("purgeAt = %#v", out.Item[dynamostore.AttrPurgeAt])
+		}
 	}
 }
 

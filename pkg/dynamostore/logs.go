@@ -82,60 +82,41 @@ func decodeLog(it item) xjob.Log {
 	}
 }
 
-// LogCreate stores a new log under its occurrence id in two conditional
-// puts: first the occurrence marker {occurrenceId → logId} (unique: the
-// dedupe), then the log under that id. A caller that loses the marker
-// reads the log the marker names; if the winner died between its two
-// writes, the loser writes the log under the marker's id itself (again
-// conditionally), so a crash never leaves an occurrence without its log.
+// LogCreate stores a new log under the id its occurrence names (logID):
+// one conditional put (attribute_not_exists) is both the write and the
+// dedupe. When the id is taken, a consistent read tells a repeat of the
+// same occurrence (ErrConflict with the stored log) from a collision with
+// another occurrence of the same second, which moves on to the next probe
+// id; every delivery of an occurrence walks the same probe sequence, so
+// they all meet at one log.
 func (db *DB) LogCreate(ctx context.Context, l xjob.Log) (xjob.Log, error) {
 	if l.OccurrenceID == "" {
 		return xjob.Log{}, &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "occurrenceId", Message: "is required"}}}
 	}
-	id, err := db.nextID(ctx, db.logIDs)
-	if err != nil {
-		return xjob.Log{}, fmt.Errorf("dynamo log create %s: %w", l.OccurrenceID, err)
-	}
-	marker := item{AttrOccurrenceID: s(l.OccurrenceID), "logId": n(id)}
-	if at, ok := purgeAt(l.TriggerTime, db.opts.LogTTL); ok {
-		marker[AttrPurgeAt] = n(at)
-	}
-	var e expr
-	_, err = db.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &db.t.Occurrences, Item: marker,
-		ConditionExpression: aws.String("attribute_not_exists(" + e.name(AttrOccurrenceID) + ")"), ExpressionAttributeNames: e.names})
-	switch {
-	case condFailed(err):
-		m, err := db.getItem(ctx, db.t.Occurrences, item{AttrOccurrenceID: s(l.OccurrenceID)})
-		if err != nil {
-			return xjob.Log{}, fmt.Errorf("dynamo log create %s: read marker: %w", l.OccurrenceID, err)
-		}
-		id = m.int("logId")
-		existing, err := db.LogGet(ctx, id)
+	l.Version = 1
+	for probe, tries := 0, 0; probe < logIDProbes && tries < 2*logIDProbes; tries++ {
+		l.ID = logID(db.idHash, l.OccurrenceID, probe)
+		var f expr
+		_, err := db.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &db.t.Logs, Item: encodeLog(l, db.logPart(l.ID), db.opts.LogTTL),
+			ConditionExpression: aws.String("attribute_not_exists(" + f.name(AttrID) + ")"), ExpressionAttributeNames: f.names})
 		if err == nil {
+			return l, nil
+		}
+		if !condFailed(err) {
+			return xjob.Log{}, fmt.Errorf("dynamo log create %s: %w", l.OccurrenceID, err)
+		}
+		existing, err := db.LogGet(ctx, l.ID)
+		switch {
+		case errors.Is(err, xjob.ErrNotFound):
+			continue // purged between the put and the read: try the same id again
+		case err != nil:
+			return xjob.Log{}, fmt.Errorf("dynamo log create %s: %w", l.OccurrenceID, err)
+		case existing.OccurrenceID == l.OccurrenceID:
 			return existing, fmt.Errorf("dynamo log create %s: %w", l.OccurrenceID, xjob.ErrConflict)
 		}
-		if !errors.Is(err, xjob.ErrNotFound) {
-			return xjob.Log{}, fmt.Errorf("dynamo log create %s: %w", l.OccurrenceID, err)
-		}
-		// The marker's writer has not written (or will never write) the log.
-	case err != nil:
-		return xjob.Log{}, fmt.Errorf("dynamo log create %s: %w", l.OccurrenceID, err)
+		probe++ // another occurrence holds this id
 	}
-	l.ID, l.Version = id, 1
-	var f expr
-	_, err = db.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &db.t.Logs, Item: encodeLog(l, db.logPart(id), db.opts.LogTTL),
-		ConditionExpression: aws.String("attribute_not_exists(" + f.name(AttrID) + ")"), ExpressionAttributeNames: f.names})
-	if condFailed(err) {
-		existing, err := db.LogGet(ctx, id)
-		if err != nil {
-			return xjob.Log{}, fmt.Errorf("dynamo log create %s: %w", l.OccurrenceID, err)
-		}
-		return existing, fmt.Errorf("dynamo log create %s: %w", l.OccurrenceID, xjob.ErrConflict)
-	}
-	if err != nil {
-		return xjob.Log{}, fmt.Errorf("dynamo log create %s: %w", l.OccurrenceID, err)
-	}
-	return l, nil
+	return xjob.Log{}, fmt.Errorf("dynamo log create %s: no free log id after %d probes", l.OccurrenceID, logIDProbes)
 }
 
 // LogGet returns one log (strongly consistent read) or xjob.ErrNotFound.
@@ -455,8 +436,7 @@ func (db *DB) LogsFailedUnalarmed(ctx context.Context, before int64, limit int) 
 }
 
 // LogDeleteBefore deletes up to limit of the oldest logs triggered before
-// before, with their occurrence markers (BatchWriteItem, unprocessed items
-// retried). The TTL attribute is the backstop; this is the exact retention.
+// before (BatchWriteItem, unprocessed items retried). The TTL attribute is the backstop; this is the exact retention.
 func (db *DB) LogDeleteBefore(ctx context.Context, before int64, limit int) (int, error) {
 	if before == math.MinInt64 {
 		return 0, nil
@@ -467,21 +447,12 @@ func (db *DB) LogDeleteBefore(ctx context.Context, before int64, limit int) (int
 	if err != nil {
 		return 0, fmt.Errorf("dynamo log delete before: %w", err)
 	}
-	logReqs := make([]types.WriteRequest, 0, len(logs))
-	markerReqs := make([]types.WriteRequest, 0, len(logs))
+	reqs := make([]types.WriteRequest, 0, len(logs))
 	for _, l := range logs {
-		logReqs = append(logReqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: logKey(l.ID)}})
-		markerReqs = append(markerReqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{
-			Key: item{AttrOccurrenceID: s(l.OccurrenceID)}}})
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: logKey(l.ID)}})
 	}
-	// Logs first: a marker without its log is repaired by the next
-	// LogCreate of that occurrence; a log without its marker could be
-	// duplicated.
-	if err := db.batchWrite(ctx, db.t.Logs, logReqs); err != nil {
+	if err := db.batchWrite(ctx, db.t.Logs, reqs); err != nil {
 		return 0, fmt.Errorf("dynamo log delete before: %w", err)
-	}
-	if err := db.batchWrite(ctx, db.t.Occurrences, markerReqs); err != nil {
-		return len(logs), fmt.Errorf("dynamo log delete before: markers: %w", err)
 	}
 	return len(logs), nil
 }

@@ -85,7 +85,7 @@ func run() int {
 		jobs [2]int
 	}{
 		{harness.Workload{Name: "W1", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000}, n1},
-		{harness.Workload{Name: "W2", Cron: spread, PerJobPerSecond: 1.0 / 60, FullJobs: 60000}, n2},
+		{harness.Workload{Name: "W2", Cron: spread, PerJobPerSecond: 1.0 / 60, FullJobs: 60000, MinuteSecond: func(i int) int { return i % 60 }}, n2},
 		{harness.Workload{Name: "W3", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, CallbackBatch: 1}, n1},
 	}
 	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64, DynamoDB storage for %d days\n",

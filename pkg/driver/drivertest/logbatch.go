@@ -27,6 +27,7 @@ func exerciseLogBatches(t *testing.T, newStore func(t *testing.T) driver.LogStor
 		requireNoErr(t, err, "get many")
 		gotIDs := ids(got, logID)
 		slices.Sort(gotIDs)
+		slices.Sort(want)
 		requireIDs(t, "get many", gotIDs, want)
 		one, err := s.LogGet(ctx, want[1])
 		requireNoErr(t, err, "get")
