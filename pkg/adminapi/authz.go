@@ -54,6 +54,7 @@ var userPolicies = map[string]policy{
 	"GET /v1/logs/{id}":              logInPath,
 	"GET /v1/logs/{id}/executor-log": logInPath,
 	"POST /v1/logs/{id}/kill":        logInPath,
+	"DELETE /v1/logs":                groupQuery,
 	"GET /v1/report":                 anyUser,
 	"GET /v1/me":                     anyUser,
 	"POST /v1/me/password":           anyUser,
