@@ -212,6 +212,9 @@ func (e *env) apiGateway() *httptest.Server {
 		for k, v := range resp.Headers {
 			w.Header().Set(k, v)
 		}
+		for _, c := range resp.Cookies { // payload 2.0 returns Set-Cookie here
+			w.Header().Add("Set-Cookie", c)
+		}
 		w.WriteHeader(resp.StatusCode)
 		_, _ = io.WriteString(w, resp.Body)
 	}))

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +45,25 @@ type env struct {
 	srv  *httptest.Server
 	exec *httptest.Server
 	met  *metric.Metrics
+	logs *lockedBuffer // the handler's log
+}
+
+// lockedBuffer is a log sink safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func setup(t testing.TB) *env {
@@ -57,6 +77,7 @@ func setup(t testing.TB) *env {
 	t.Cleanup(func() { _ = db.Close() })
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	met := &metric.Metrics{}
+	logs := &lockedBuffer{}
 	cb, err := callback.New(callback.Config{Store: db, Queues: db, Alarmer: alarm.Log{Logger: quiet}, Clock: clk, Logger: quiet, Metrics: met})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +96,7 @@ func setup(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	h, err := adminapi.New(adminapi.Config{Admin: svc, Registry: reg, Callback: cb, Metrics: met,
-		AdminToken: adminToken, AccessToken: accessToken, Logger: quiet, Clock: clk})
+		AdminToken: adminToken, AccessToken: accessToken, Logger: slog.New(slog.NewTextHandler(logs, nil)), Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +113,7 @@ func setup(t testing.TB) *env {
 		_ = json.NewEncoder(w).Encode(rt)
 	}))
 	t.Cleanup(exec.Close)
-	return &env{t: t, ctx: ctx, db: db, clk: clk, srv: srv, exec: exec, met: met}
+	return &env{t: t, ctx: ctx, db: db, clk: clk, srv: srv, exec: exec, met: met, logs: logs}
 }
 
 type reply struct {

@@ -97,6 +97,15 @@ func TestSessionPermissions(t *testing.T) {
 		return res.StatusCode
 	}
 	id := itoa
+	var seeded []xjob.Log // one log per group: the clear may take only mine's
+	for i, j := range []xjob.Job{myJob, theirJob} {
+		l, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "seed/" + itoa(int64(i)), JobID: j.ID, GroupID: j.GroupID,
+			TriggerType: xjob.TriggerManual, TriggerTime: clock.Millis(clk)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeded = append(seeded, l)
+	}
 	jobBody := func(g int64, children string) string {
 		return `{"jobGroup":` + itoa(g) + `,"jobDesc":"n","author":"a","scheduleType":"CRON","scheduleConf":"0 0 0 * * ?",` +
 			`"glueType":"BEAN","executorHandler":"demo","childJobIds":[` + children + `]}`
@@ -126,6 +135,12 @@ func TestSessionPermissions(t *testing.T) {
 		{"metrics", "GET", "/v1/metrics", "", false, 403},
 		{"me", "GET", "/v1/me", "", false, 200},
 		{"cron preview", "GET", "/v1/cron/next?expr=0+0+0+*+*+%3F", "", false, 200},
+		{"clear every group's logs", "DELETE", "/v1/logs?mode=all", "", true, 403},
+		{"clear other group's logs", "DELETE", "/v1/logs?group=" + id(theirs.ID) + "&mode=all", "", true, 403},
+		{"clear other group's job's logs", "DELETE", "/v1/logs?job=" + id(theirJob.ID) + "&mode=all", "", true, 403},
+		{"clear own logs without CSRF", "DELETE", "/v1/logs?group=" + id(mine.ID) + "&mode=all", "", false, 403},
+		{"clear own logs, unknown mode", "DELETE", "/v1/logs?group=" + id(mine.ID) + "&mode=2m", "", true, 400},
+		{"clear own logs", "DELETE", "/v1/logs?group=" + id(mine.ID) + "&mode=all", "", true, 200},
 	} {
 		if got := call(tc.method, tc.path, tc.body, tc.csrf); got != tc.want {
 			t.Errorf("%s: %s %s = %d, want %d", tc.name, tc.method, tc.path, got, tc.want)
@@ -142,6 +157,12 @@ func TestSessionPermissions(t *testing.T) {
 	_ = res.Body.Close()
 	if !strings.Contains(string(b), "mine-app") || strings.Contains(string(b), "their-app") {
 		t.Fatalf("group list for a normal user: %s", b)
+	}
+	if _, err := db.LogGet(ctx, seeded[0].ID); err == nil {
+		t.Errorf("own group's log survived the clear")
+	}
+	if _, err := db.LogGet(ctx, seeded[1].ID); err != nil {
+		t.Errorf("other group's log: %v (the refused clears must not touch it)", err)
 	}
 	// Nothing was written by the refused calls.
 	page, _ := svc.ListJobs(ctx, driverAll())
