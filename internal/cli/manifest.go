@@ -178,7 +178,7 @@ follows the file's extension (.json or .yaml/.yml), else --format (yaml).`,
 			_, err = a.stdout.Write(data)
 			return err
 		}
-		if err := os.WriteFile(file, data, 0o644); err != nil {
+		if err := os.WriteFile(file, data, 0o600); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
 		fmt.Fprintf(a.stderr, "Wrote %d groups and %d jobs to %s.\n", len(m.Groups), len(m.Jobs), file)

@@ -111,6 +111,10 @@ type UpdateJobParams struct {
 // GlueRemark as its remark), the newest xjob.MaxGlueVersions kept, whichever
 // way the edit came (console, /v1, CLI): xxl-job's GLUE history.
 func (s *Service) UpdateJob(ctx context.Context, p UpdateJobParams) (xjob.Job, error) {
+	if len(p.Job.ChildJobIDs) > 0 {
+		s.childEdits.Lock()
+		defer s.childEdits.Unlock()
+	}
 	var glueChanged bool
 	out, err := s.editJob(ctx, p.Job.ID, p.Version, func(old xjob.Job, now int64) (xjob.Job, bool, error) {
 		glueChanged = false
@@ -207,6 +211,9 @@ func (s *Service) StopJob(ctx context.Context, id int64) (xjob.Job, error) {
 // writer (typically the scan advancing the job) is retried on a fresh read.
 func (s *Service) editJob(ctx context.Context, id, version int64,
 	edit func(old xjob.Job, now int64) (xjob.Job, bool, error)) (xjob.Job, error) {
+	mu := &s.edits[uint64(id)%uint64(len(s.edits))]
+	mu.Lock()
+	defer mu.Unlock()
 	for attempt := 0; ; attempt++ {
 		old, err := s.cfg.Store.JobGet(ctx, id)
 		if err != nil {
@@ -270,9 +277,11 @@ func (s *Service) checkJob(ctx context.Context, j *xjob.Job) error {
 // or A→A) would trigger its jobs in turn forever. It walks the stored
 // child graph breadth-first from j's new children, one JobGetMany per
 // level, with j's stored children replaced by the new ones; a new job (id
-// 0) cannot be reached by anything yet. Two concurrent edits that each
-// close half of a cycle are not caught here (each sees the other's old
-// children); the callback's child trigger is the place that would have to.
+// 0) cannot be reached by anything yet. UpdateJob holds childEdits from
+// this check to the write, so two concurrent edits in one process that
+// each close half of a cycle cannot both pass. Edits in different
+// processes (two Lambda invocations) still can: closing that would need
+// a post-write re-check and revert, or a cycle guard in the child trigger.
 func (s *Service) checkChildCycle(ctx context.Context, j *xjob.Job) error {
 	if j.ID == 0 || len(j.ChildJobIDs) == 0 {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +45,25 @@ type env struct {
 	srv  *httptest.Server
 	exec *httptest.Server
 	met  *metric.Metrics
+	logs *lockedBuffer // the handler's log
+}
+
+// lockedBuffer is a log sink safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // services are what an adminapi.Handler wires, on a fresh SQLite store
@@ -92,8 +112,9 @@ func setup(t testing.TB) *env {
 	ctx := context.Background()
 	s := newServices(t)
 	db, clk, met := s.db, s.clk, s.met
+	logs := &lockedBuffer{}
 	h, err := adminapi.New(adminapi.Config{Admin: s.svc, Registry: s.reg, Callback: s.cb, Metrics: met,
-		AdminToken: adminToken, AccessToken: accessToken, Logger: s.quiet, Clock: clk})
+		AdminToken: adminToken, AccessToken: accessToken, Logger: slog.New(slog.NewTextHandler(logs, nil)), Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +131,7 @@ func setup(t testing.TB) *env {
 		_ = json.NewEncoder(w).Encode(rt)
 	}))
 	t.Cleanup(exec.Close)
-	return &env{t: t, ctx: ctx, db: db, clk: clk, srv: srv, exec: exec, met: met}
+	return &env{t: t, ctx: ctx, db: db, clk: clk, srv: srv, exec: exec, met: met, logs: logs}
 }
 
 type reply struct {

@@ -12,6 +12,7 @@ import (
 	"reflect"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/auth"
 	"github.com/xjobdev/xjob/pkg/protocol"
 	"github.com/xjobdev/xjob/pkg/registry"
 	"github.com/xjobdev/xjob/pkg/strictjson"
@@ -38,6 +39,11 @@ func (h *Handler) executorAPI(w http.ResponseWriter, r *http.Request) {
 		writeReturn(w, protocol.Fail(msgURIEmpty))
 		return
 	case subtle.ConstantTimeCompare([]byte(r.Header.Get(protocol.AccessTokenHeader)), h.accessToken) != 1:
+		reason := "wrong access token"
+		if r.Header.Get(protocol.AccessTokenHeader) == "" {
+			reason = "no access token"
+		}
+		auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, "executor-token", reason)
 		writeReturn(w, protocol.Fail(protocol.MsgWrongToken))
 		return
 	}

@@ -160,6 +160,7 @@ func (h *Handler) signedIn(fn func(http.ResponseWriter, *http.Request, auth.Prin
 		p, err := h.cfg.Auth.Authenticate(r)
 		switch {
 		case errors.Is(err, auth.ErrCSRF):
+			auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, "session", "missing or invalid CSRF token")
 			http.Error(w, "invalid or missing CSRF token", http.StatusForbidden)
 			return
 		case errors.Is(err, auth.ErrUnauthenticated) || (err == nil && p.Token):
@@ -177,6 +178,15 @@ func (h *Handler) signedIn(fn func(http.ResponseWriter, *http.Request, auth.Prin
 		}
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+			rec := &auth.StatusRecorder{ResponseWriter: w}
+			defer func() {
+				id := r.PathValue("id")
+				if id == "" {
+					id = r.PathValue("name")
+				}
+				auth.AuditWrite(r.Context(), h.cfg.Logger, r, p, r.Pattern, id, rec.Status)
+			}()
+			w = rec
 		}
 		fn(w, r, p)
 	}

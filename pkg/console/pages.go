@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -94,6 +95,11 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		back(w, r, safeNext(r.PostFormValue("next")), "")
 		return
 	}
+	if !errors.Is(err, auth.ErrTooManyAttempts) && !errors.Is(err, auth.ErrBadCredentials) && !errors.Is(err, auth.ErrCSRF) {
+		h.serverError(w, r, err)
+		return
+	}
+	auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, "login", err.Error(), slog.String("username", name))
 	b := h.base(r, auth.Principal{}, "login")
 	switch {
 	case errors.Is(err, auth.ErrTooManyAttempts):

@@ -57,7 +57,10 @@ func newPusher(cfg Config, jobs driver.JobStore, queues driver.Queues, logger *s
 		schedules: schedule.NewCache(schedule.DefaultCacheLimit)}
 }
 
-// Horizon is how far ahead of now the pusher plans (the scan's PreRead).
+// Horizon is how far ahead of now the scan reads due jobs (its PreRead):
+// a job whose next fire time lies beyond it is read by a later tick in
+// time, so only the fires within it need the admin's push. (The pusher
+// itself plans up to Advance ≥ Horizon.)
 func (p *Pusher) Horizon() int64 { return p.cfg.PreRead.Milliseconds() }
 
 // Push plans, pushes and advances jobs at planning time now (Unix ms).
@@ -76,8 +79,13 @@ func (p *Pusher) Push(ctx context.Context, jobs []xjob.Job, now int64) (Stats, e
 		return st, nil
 	}
 	st.Jobs = len(running)
-	err := p.processPage(ctx, running, now, Policy{PreRead: p.cfg.PreRead, MisfireThreshold: p.cfg.MisfireThreshold}, &st)
+	err := p.processPage(ctx, running, now, p.policy(), &st)
 	return st, err
+}
+
+// policy is the planning rule of the scan's configuration.
+func (p *Pusher) policy() Policy {
+	return Policy{PreRead: p.cfg.PreRead, Advance: p.cfg.Advance, MisfireThreshold: p.cfg.MisfireThreshold}
 }
 
 type planned struct {
