@@ -491,20 +491,14 @@ func toMaps(items []item) []map[string]types.AttributeValue {
 // scanAll reads a whole table (small tables only: groups, registry, reports,
 // or an unfiltered admin job list), following LastEvaluatedKey.
 func (db *DB) scanAll(ctx context.Context, in *dynamodb.ScanInput) ([]item, error) {
-	var out []item
-	for {
+	return followPages(in.ExclusiveStartKey, func(start map[string]types.AttributeValue) (readPage, error) {
+		in.ExclusiveStartKey = start
 		res, err := db.api.Scan(ctx, in)
 		if err != nil {
-			return nil, err
+			return readPage{}, err
 		}
-		for _, it := range res.Items {
-			out = append(out, it)
-		}
-		if len(res.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
-	}
+		return readPage{res.Items, res.LastEvaluatedKey}, nil
+	})
 }
 
 // clampLimit turns a caller's limit into one the store serves.
