@@ -6,13 +6,10 @@ import (
 	"strings"
 )
 
-// MaxDeclarations bounds the jobs one executor may declare in a request,
-// and MaxDeclareBodyBytes the request: declarations are written by code, a
-// handful per executor, never a bulk import.
-const (
-	MaxDeclarations     = 200
-	MaxDeclareBodyBytes = 1 << 20
-)
+// MaxDeclarations bounds the jobs one executor may declare in a request:
+// declarations are written by code, a handful per executor, never a bulk
+// import. (The body is capped as every admin API body is.)
+const MaxDeclarations = 200
 
 // JobDeclaration is the default job an executor's handler carries (Go SDK:
 // executor.WithJob). The executor sends its declarations to the admin when

@@ -305,7 +305,8 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	// the scan's horizon, so it shares the scanner's configuration.
 	scanCfg := scan.Config{Shards: cfg.Shards}
 	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger,
-		Scan: scanCfg, AnyTriggerAddress: cfg.AnyTriggerAddress})
+		Scan: scanCfg, AnyTriggerAddress: cfg.AnyTriggerAddress,
+		StartDeclaredJobs: cfg.StartDeclaredJobs})
 	if err != nil {
 		return fail(fmt.Errorf("local: admin: %w", err))
 	}
