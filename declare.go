@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxDeclarations bounds the jobs one executor may declare in a request:
@@ -99,6 +100,15 @@ func (d *JobDeclaration) Job(appname string, groupID int64) Job {
 // Validate checks the declaration as POST /v1/jobs checks a job, with
 // field names of the declaration.
 func (d *JobDeclaration) Validate(appname string) error {
+	for field, v := range map[string]string{"appname": appname, "name": d.Name, "handler": d.Handler,
+		"description": d.Description, "scheduleConf": d.ScheduleConf, "timeZone": d.TimeZone, "param": d.Param} {
+		if !utf8.ValidString(v) { // it is recorded as JSON, which would alter it
+			return &ValidationError{Problems: []FieldProblem{{Field: field, Message: "is not valid UTF-8"}}}
+		}
+	}
+	if appname == "" {
+		return &ValidationError{Problems: []FieldProblem{{Field: "appname", Message: "is required"}}}
+	}
 	if d.Handler == "" {
 		return &ValidationError{Problems: []FieldProblem{{Field: "handler", Message: "is required"}}}
 	}
