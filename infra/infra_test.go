@@ -97,7 +97,7 @@ type param struct {
 var (
 	// ttlTables are the tables whose items carry dynamostore.AttrPurgeAt
 	// (dynamostore doc: logs, occurrence markers and registry entries).
-	ttlTables = []string{dynamostore.TableLogs, dynamostore.TableOccurrences, dynamostore.TableRegistry}
+	ttlTables = []string{dynamostore.TableLogs, dynamostore.TableRegistry}
 	// wantRoutes is the HTTP API: executors reach callback through either
 	// prefix, everything else (registry, /v1 admin API) goes to registry.
 	wantRoutes = map[string]string{

@@ -307,7 +307,11 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	// an every-second job is read and advanced once per ~6 ticks, not on
 	// every tick (the scan's JobsDue + JobAdvanceMany were a fifth of the
 	// CPU of 10,000 every-second jobs).
-	scanCfg := scan.Config{Shards: cfg.Shards, PreRead: admin.DefaultPreRead, Advance: 2 * admin.DefaultPreRead}
+	// PushWithin 2 s: the scan ticks every second, so the admin need only
+	// push the fires of a new or edited job that are due before that tick
+	// can plan them.
+	scanCfg := scan.Config{Shards: cfg.Shards, PreRead: admin.DefaultPreRead, Advance: 2 * admin.DefaultPreRead,
+		PushWithin: 2 * time.Second}
 	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger,
 		Scan: scanCfg, AnyTriggerAddress: cfg.AnyTriggerAddress})
 	if err != nil {

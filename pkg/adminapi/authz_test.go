@@ -3,25 +3,17 @@ package adminapi_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/pkg/admin"
 	"github.com/xjobdev/xjob/pkg/adminapi"
-	"github.com/xjobdev/xjob/pkg/alarm"
 	"github.com/xjobdev/xjob/pkg/auth"
-	"github.com/xjobdev/xjob/pkg/callback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
-	"github.com/xjobdev/xjob/pkg/execclient"
-	"github.com/xjobdev/xjob/pkg/registry"
-	"github.com/xjobdev/xjob/pkg/sqlitestore"
 )
 
 // TestSessionPermissions drives /v1 as a normal user with a session
@@ -29,27 +21,14 @@ import (
 func TestSessionPermissions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clk := clock.NewFake(start)
-	db, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "xjob.db"), sqlitestore.Options{Shards: 4, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cb, _ := callback.New(callback.Config{Store: db, Queues: db, Alarmer: alarm.Log{Logger: quiet}, Clock: clk, Logger: quiet})
-	reg, _ := registry.New(registry.Config{Store: db, Completer: cb, Clock: clk, Logger: quiet})
-	ec, _ := execclient.New(execclient.Options{})
-	t.Cleanup(ec.Close)
-	svc, err := admin.New(admin.Config{Store: db, Queues: db, Executors: ec, Finisher: cb, Clock: clk, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ss := newServices(t)
+	db, clk, svc, quiet := ss.db, ss.clk, ss.svc, ss.quiet
 	au, err := auth.New(auth.Config{Users: db, AdminToken: adminToken + "-long-enough", Key: auth.DeriveKey(adminToken),
 		Params: auth.TestParams, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := adminapi.New(adminapi.Config{Admin: svc, Registry: reg, Callback: cb, AdminToken: adminToken + "-long-enough",
+	h, err := adminapi.New(adminapi.Config{Admin: svc, Registry: ss.reg, Callback: ss.cb, AdminToken: adminToken + "-long-enough",
 		AccessToken: accessToken, Auth: au, Logger: quiet, Clock: clk})
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,6 @@
 //	                                          byTime (part N, tkey S; KEYS_ONLY)
 //	                                          running (runPart N, tkey S; KEYS_ONLY) sparse: parked logs only
 //	                                          failed (failPart N, tkey S; KEYS_ONLY) sparse
-//	occurrences  occurrenceId S               —   unused since log ids derive from occurrences (see Ids)
 //	registry     registryKey S, member S      —   appname; group#address, TTL
 //	leases       name S                       —   owner, token, expiresAt
 //	reports      day S                        —   ADD counters per day

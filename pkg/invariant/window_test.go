@@ -38,11 +38,14 @@ type horizon struct {
 	// advance, when set, plans a due job's fires this far ahead (xjob
 	// local: 10 s), so the scan reads an every-second job once per ~6 ticks.
 	advance time.Duration
+	// push, when set, is how soon a fire must be for the admin to push it
+	// (xjob local: 2 s, the scan ticking every second plans the rest).
+	push time.Duration
 }
 
 func (h horizon) String() string {
 	if h.advance > 0 {
-		return h.preRead.String() + "+advance" + h.advance.String()
+		return h.preRead.String() + "+advance" + h.advance.String() + "+push" + h.push.String()
 	}
 	return h.preRead.String()
 }
@@ -62,7 +65,7 @@ func (s *system) admin(store driver.Store) *admin.Service {
 	}
 	s.t.Cleanup(ec.Close)
 	a, err := admin.New(admin.Config{Store: store, Queues: s.db, Executors: ec, Finisher: cb, Clock: s.clk, Logger: quiet,
-		Scan: scan.Config{Shards: shards, PreRead: s.horizon.preRead, Advance: s.horizon.advance}})
+		Scan: scan.Config{Shards: shards, PreRead: s.horizon.preRead, Advance: s.horizon.advance, PushWithin: s.horizon.push}})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -151,7 +154,7 @@ func TestWindowPush(t *testing.T) {
 			return j
 		}, nil, map[time.Duration]int{9 * sec: 1}},
 	}
-	for _, h := range []horizon{{5 * sec, sec, 0}, {5 * sec, sec, 10 * sec}, {20 * sec, 20 * sec, 0}} {
+	for _, h := range []horizon{{5 * sec, sec, 0, 0}, {5 * sec, sec, 10 * sec, 2 * sec}, {20 * sec, 20 * sec, 0, 0}} {
 		for _, tt := range tests {
 			t.Run(h.String()+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()

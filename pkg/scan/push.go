@@ -57,11 +57,10 @@ func newPusher(cfg Config, jobs driver.JobStore, queues driver.Queues, logger *s
 		schedules: schedule.NewCache(schedule.DefaultCacheLimit)}
 }
 
-// Horizon is how far ahead of now the scan reads due jobs (its PreRead):
-// a job whose next fire time lies beyond it is read by a later tick in
-// time, so only the fires within it need the admin's push. (The pusher
-// itself plans up to Advance ≥ Horizon.)
-func (p *Pusher) Horizon() int64 { return p.cfg.PreRead.Milliseconds() }
+// Horizon is how soon (ms) a job's next fire must be for the admin to push
+// it (Config.PushWithin): a job whose next fire lies beyond it is read by
+// the scan's next tick in time, in full buckets.
+func (p *Pusher) Horizon() int64 { return p.cfg.PushWithin.Milliseconds() }
 
 // Push plans, pushes and advances jobs at planning time now (Unix ms).
 // Jobs that are not running are skipped. An advance lost to a concurrent
@@ -79,7 +78,11 @@ func (p *Pusher) Push(ctx context.Context, jobs []xjob.Job, now int64) (Stats, e
 		return st, nil
 	}
 	st.Jobs = len(running)
-	err := p.processPage(ctx, running, now, p.policy(), &st)
+	// Only the fires the scan could miss; the job is left due for the
+	// scan's next tick, which plans the rest in full buckets.
+	pol := p.policy()
+	pol.PreRead, pol.Advance = p.cfg.PushWithin, p.cfg.PushWithin
+	err := p.processPage(ctx, running, now, pol, &st)
 	return st, err
 }
 
