@@ -97,7 +97,7 @@ type param struct {
 var (
 	// ttlTables are the tables whose items carry dynamostore.AttrPurgeAt
 	// (dynamostore doc: logs, occurrence markers and registry entries).
-	ttlTables = []string{dynamostore.TableLogs, dynamostore.TableOccurrences, dynamostore.TableRegistry}
+	ttlTables = []string{dynamostore.TableLogs, dynamostore.TableRegistry}
 	// wantRoutes is the HTTP API: executors reach callback through either
 	// prefix, everything else (registry, /v1 admin API) goes to registry.
 	wantRoutes = map[string]string{
@@ -115,18 +115,22 @@ var (
 	}
 	// envSymbol is what each variable must be set from.
 	envSymbol = map[string]string{
-		awsconfig.EnvTablePrefix:     "param:tableprefix",
-		awsconfig.EnvShards:          "param:shards",
-		awsconfig.EnvRingQueueURL:    "queue:ring:url",
-		awsconfig.EnvDispatchFastURL: "queue:dispatch-fast:url",
-		awsconfig.EnvDispatchSlowURL: "queue:dispatch-slow:url",
-		awsconfig.EnvAccessToken:     "param:accesstoken",
-		awsconfig.EnvAdminToken:      "param:admintoken",
-		awsconfig.EnvAlarmTopicARN:   "topic:alarms",
-		awsconfig.EnvLogLevel:        "param:loglevel",
-		awsconfig.EnvRetryDelay:      "param:retrydelay",
-		awsconfig.EnvRetryBackoff:    "param:retrybackoff",
+		awsconfig.EnvTablePrefix:       "param:tableprefix",
+		awsconfig.EnvShards:            "param:shards",
+		awsconfig.EnvRingQueueURL:      "queue:ring:url",
+		awsconfig.EnvDispatchFastURL:   "queue:dispatch-fast:url",
+		awsconfig.EnvDispatchSlowURL:   "queue:dispatch-slow:url",
+		awsconfig.EnvAccessToken:       "param:accesstoken",
+		awsconfig.EnvAdminToken:        "param:admintoken",
+		awsconfig.EnvAlarmTopicARN:     "topic:alarms",
+		awsconfig.EnvLogLevel:          "param:loglevel",
+		awsconfig.EnvRetryDelay:        "param:retrydelay",
+		awsconfig.EnvRetryBackoff:      "param:retrybackoff",
+		awsconfig.EnvAnyTriggerAddress: "param:allowanytriggeraddress",
 	}
+	// exposedSwitches are optional variables the deployment must let an
+	// operator set on every function that reads them, off by default.
+	exposedSwitches = []string{awsconfig.EnvAnyTriggerAddress}
 	// secretParams must be NoEcho (SAM) / sensitive (Terraform).
 	secretParams = []string{"param:accesstoken", "param:admintoken"}
 	// consumeActions are what an SQS event source mapping needs on its
@@ -411,6 +415,16 @@ func checkFunctions(t *testing.T, s *stack) {
 				t.Errorf("%s: environment variable %s (required by awsconfig) is not set", where, e)
 			} else if v != envSymbol[e] {
 				t.Errorf("%s: %s is set from %q, want %q", where, e, v, envSymbol[e])
+			}
+		}
+		for _, e := range exposedSwitches {
+			if !slices.Contains(f.OptionalEnv, e) {
+				continue
+			}
+			if v, ok := got.env[e]; !ok {
+				t.Errorf("%s: %s is not set, so the deployment cannot turn it on", where, e)
+			} else if d := fmt.Sprint(s.resolve(v)); d != "false" {
+				t.Errorf("%s: %s defaults to %q, want false", where, e, d)
 			}
 		}
 		for e, v := range got.env {

@@ -45,6 +45,11 @@ type Expectation struct {
 	// Each, when set, replaces the periodic schedule: job → its own fire
 	// times (Unix ms) within Window (the spread one-shot workload).
 	Each map[int64][]int64
+	// Grace, when set (ms), makes Fired and Rate count only the pairs whose
+	// first receipt came before Window.To + Grace: a fire received later
+	// was drained from a backlog after the window, so counting it would
+	// report a rate xjob did not sustain. Those are FiredLate instead.
+	Grace int64
 }
 
 // Fires lists the expected fire times.
@@ -63,8 +68,20 @@ func (e Expectation) Fires() []int64 {
 // Outcome is what the receipts say about an expectation.
 type Outcome struct {
 	Expected int `json:"expected"`
-	Fired    int `json:"fired"` // (job, fire time) pairs received at least once
-	Lost     int `json:"lost"`  // expected, never received, neither misfired by policy nor in an outage
+	// Fired counts (job, fire time) pairs received at least once — with a
+	// Grace, only those received by the window's end + Grace.
+	Fired int `json:"fired"`
+	// FiredLate counts pairs first received after the window's end + Grace
+	// (a backlog drained after the window: late, not lost, not sustained).
+	FiredLate int `json:"firedLate"`
+	// DrainSeconds is how long after the window's end the last of its
+	// pairs was first received (0 when all came within the window).
+	DrainSeconds float64 `json:"drainSeconds"`
+	// ReceivedInWindow counts the distinct logs of the workload's jobs the
+	// executor received within [Window.From, Window.To), whatever their
+	// scheduled time: the work xjob did in the window (CPU per trigger).
+	ReceivedInWindow int `json:"receivedInWindow"`
+	Lost             int `json:"lost"` // expected, never received, neither misfired by policy nor in an outage
 	// Misfired counts expected fires never received that xjob reported
 	// passing over by its misfire / late-collapse rules (Expectation.Passed):
 	// overload made visible, not lost.
@@ -144,7 +161,12 @@ func Analyze(exp Expectation, logs []LogRow, receipts []Receipt) Outcome {
 	}
 
 	first := make(map[pairKey]int64, out.Expected)
+	seen := make(map[int64]bool)
 	for _, r := range receipts {
+		if jobs[r.JobID] && r.At >= exp.Window.From*1000 && r.At < exp.Window.To*1000 && !seen[r.LogID] {
+			seen[r.LogID] = true
+			out.ReceivedInWindow++
+		}
 		l, ok := byID[r.LogID]
 		if !ok {
 			if jobs[r.JobID] {
@@ -166,10 +188,18 @@ func Analyze(exp Expectation, logs []LogRow, receipts []Receipt) Outcome {
 		first[k] = r.At
 	}
 	late := make([]float64, 0, len(first))
+	var lastAt int64
 	for k, at := range first {
 		late = append(late, float64(at-k.t*1000)/1000)
+		lastAt = max(lastAt, at)
+		if exp.Grace > 0 && at >= (exp.Window.To+exp.Grace)*1000 {
+			out.FiredLate++
+		}
 	}
-	out.Fired = len(first)
+	out.Fired = len(first) - out.FiredLate
+	if d := lastAt - exp.Window.To*1000; d > 0 {
+		out.DrainSeconds = round1(float64(d) / 1e6)
+	}
 	for j := range jobs {
 		for _, t := range firesOf(j) {
 			if !exp.Window.contains(t) {

@@ -193,3 +193,47 @@ func TestPendingIsNotLost(t *testing.T) {
 		t.Errorf("fired/pending/lost = %d/%d/%d, want 4/2/0", got.Fired, got.Pending, got.Lost)
 	}
 }
+
+// A backlog drained after the window is not a sustained rate: with a grace,
+// fires first received after the window's end + grace are FiredLate, not
+// Fired, and the rate counts only the ones in time.
+func TestAnalyzeGraceSeparatesLateFires(t *testing.T) {
+	t.Parallel()
+	ms := func(v int64) int64 { return v * 1000 }
+	exp := Expectation{Jobs: []int64{1}, Window: Interval{From: 10_000, To: 14_000}, Period: 1000}
+	logs := []LogRow{
+		{ID: 1, JobID: 1, Scheduled: 10_000}, {ID: 2, JobID: 1, Scheduled: 11_000},
+		{ID: 3, JobID: 1, Scheduled: 12_000}, {ID: 4, JobID: 1, Scheduled: 13_000},
+	}
+	receipts := []Receipt{
+		{JobID: 1, LogID: 99, At: ms(10_100)}, // an older fire, drained in the window
+		{JobID: 1, LogID: 1, At: ms(10_500)},
+		{JobID: 1, LogID: 2, At: ms(13_900)},
+		{JobID: 1, LogID: 3, At: ms(15_000)}, // after the window, within the grace
+		{JobID: 1, LogID: 4, At: ms(20_000)}, // drained 6 s after the window
+	}
+	tests := []struct {
+		name               string
+		grace              int64
+		fired, late, inWin int
+		rate, drain        float64
+	}{
+		{name: "no grace: every receipt counts (burst, spread)", fired: 4, inWin: 3, rate: 1, drain: 6},
+		{name: "2 s grace: the drained one is late", grace: 2000, fired: 3, late: 1, inWin: 3, rate: 0.8, drain: 6},
+		{name: "10 s grace: all in time", grace: 10_000, fired: 4, inWin: 3, rate: 1, drain: 6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := exp
+			e.Grace = tc.grace
+			got := Analyze(e, logs, receipts)
+			if got.Fired != tc.fired || got.FiredLate != tc.late || got.ReceivedInWindow != tc.inWin ||
+				got.Rate != tc.rate || got.DrainSeconds != tc.drain || got.Lost != 0 {
+				t.Errorf("fired/late/inWindow/rate/drain/lost = %d/%d/%d/%v/%v/%d, want %d/%d/%d/%v/%v/0",
+					got.Fired, got.FiredLate, got.ReceivedInWindow, got.Rate, got.DrainSeconds, got.Lost,
+					tc.fired, tc.late, tc.inWin, tc.rate, tc.drain)
+			}
+		})
+	}
+}

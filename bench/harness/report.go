@@ -39,7 +39,7 @@ func PrintTable(w io.Writer, rs []*Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	row := func(cells ...string) { fmt.Fprintln(tw, "| "+strings.Join(cells, "\t| ")+"\t|") }
 	head := []string{"scenario", "xjob", "jobs", "stored", "window s", "fired/expected", "trig/s", "p50 ms", "p90 ms", "p99 ms",
-		"max ms", "lost", "misfired", "pending", "skipped", "dup", "cpu s", "cpu µs/trg", "rss MB", "scan ticks", "scan p50/p99 ms"}
+		"max ms", "lost", "misfired", "pending", "skipped", "dup", "late", "drain s", "cpu s", "cpu µs/trg", "harness cpu s", "rss MB", "scan ticks", "scan p50/p99 ms"}
 	if withAWS {
 		head = append(head, "λ inv/trg", "aws req/trg", "$/M trig")
 	}
@@ -56,11 +56,17 @@ func PrintTable(w io.Writer, rs []*Result) {
 		if r.AWS != nil {
 			scan, ticks = f(r.ScanTick.P50)+"/"+f(r.ScanTick.P99), fmt.Sprint(r.ScanTick.N)
 		}
+		rate := fmt.Sprintf("%.0f", r.Rate)
+		if r.GraceSeconds > 0 && !r.Sustained {
+			rate += " (behind)" // a steady run that needed a drain after the window
+		}
 		cells := []string{r.Scenario, label(r), fmt.Sprint(r.Jobs), fmt.Sprint(r.Stored), fmt.Sprintf("%.0f", r.WindowSeconds),
-			fmt.Sprintf("%d/%d", r.Fired, r.Expected), fmt.Sprintf("%.0f", r.Rate),
+			fmt.Sprintf("%d/%d", r.Fired, r.Expected), rate,
 			f(r.LatenessP50), f(r.LatenessP90), f(r.LatenessP99), f(r.LatenessMax),
 			fmt.Sprint(r.Lost), fmt.Sprint(r.Misfired), fmt.Sprint(r.Pending), fmt.Sprint(r.Skipped), fmt.Sprint(r.Duplicates),
-			f(r.Usage.CPUSeconds), fmt.Sprintf("%.0f", r.CPUPerTriggerUs), fmt.Sprintf("%.0f", r.Usage.PeakRSSMB), ticks, scan}
+			fmt.Sprint(r.FiredLate), f(r.DrainSeconds),
+			f(r.Usage.CPUSeconds), fmt.Sprintf("%.0f", r.CPUPerTriggerUs), fmt.Sprintf("%.2f", r.HarnessCPUSeconds),
+			fmt.Sprintf("%.0f", r.Usage.PeakRSSMB), ticks, scan}
 		switch {
 		case r.AWS != nil:
 			c := r.AWS.Cost
@@ -151,8 +157,11 @@ var comparedFigures = []figure{
 	{name: "pending (late, still queued)", get: func(r *Result) float64 { return float64(r.Pending) }, count: true, skipZero: true},
 	{name: "skipped", get: func(r *Result) float64 { return float64(r.Skipped) }, count: true, skipZero: true},
 	{name: "dup", get: func(r *Result) float64 { return float64(r.Duplicates) }, count: true},
+	{name: "fired late (after window + grace)", get: func(r *Result) float64 { return float64(r.FiredLate) }, count: true, skipZero: true},
+	{name: "drain s after the window", get: func(r *Result) float64 { return r.DrainSeconds }, skipZero: true},
 	{name: "cpu s (lifetime)", get: func(r *Result) float64 { return r.Usage.CPUSeconds }},
 	{name: "cpu µs/trigger", get: func(r *Result) float64 { return r.CPUPerTriggerUs }},
+	{name: "harness cpu s (span)", get: func(r *Result) float64 { return r.HarnessCPUSeconds }, skipZero: true},
 	{name: "peak rss MB", get: func(r *Result) float64 { return math.Round(r.Usage.PeakRSSMB) }},
 	{name: "scan tick p99 ms", get: func(r *Result) float64 { return float64(r.Scan.P99Ms) }, skipZero: true},
 }

@@ -1,5 +1,5 @@
 # Exactly dynamostore.TableSpecs(dynamostore.TablesWithPrefix(var.table_prefix)), plus TTL on
-# purgeAt (logs, occurrences, registry) and point-in-time recovery, which CreateTable does not carry.
+# purgeAt (logs, registry) and point-in-time recovery, which CreateTable does not carry.
 
 resource "aws_dynamodb_table" "jobs" {
   lifecycle {
@@ -144,27 +144,13 @@ resource "aws_dynamodb_table" "logs" {
   }
 }
 
-resource "aws_dynamodb_table" "occurrences" {
+# The occurrences table (dedupe markers) is gone: log ids derive from the occurrence
+# (pkg/dynamostore/doc.go). Forget it without destroying it; delete it by hand once its
+# markers' TTL has passed.
+removed {
+  from = aws_dynamodb_table.occurrences
   lifecycle {
-    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
-  }
-
-  name         = "${var.table_prefix}-occurrences"
-  billing_mode = "PAY_PER_REQUEST"
-  hash_key     = "occurrenceId"
-
-  attribute {
-    name = "occurrenceId"
-    type = "S"
-  }
-
-  ttl {
-    attribute_name = "purgeAt"
-    enabled        = true
-  }
-
-  point_in_time_recovery {
-    enabled = true
+    destroy = false
   }
 }
 
@@ -286,7 +272,6 @@ locals {
     aws_dynamodb_table.jobs.arn,
     aws_dynamodb_table.groups.arn,
     aws_dynamodb_table.logs.arn,
-    aws_dynamodb_table.occurrences.arn,
     aws_dynamodb_table.registry.arn,
     aws_dynamodb_table.leases.arn,
     aws_dynamodb_table.reports.arn,

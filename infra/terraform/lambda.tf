@@ -88,15 +88,16 @@ resource "aws_lambda_function" "dispatch" {
   }
   environment {
     variables = {
-      XJOB_TABLE_PREFIX            = var.table_prefix
-      XJOB_SHARDS                  = tostring(var.shards)
-      XJOB_LOG_LEVEL               = var.log_level
-      XJOB_RETRY_DELAY             = var.retry_delay
-      XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
-      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
-      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
-      XJOB_ACCESS_TOKEN            = var.access_token
-      XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
+      XJOB_TABLE_PREFIX              = var.table_prefix
+      XJOB_SHARDS                    = tostring(var.shards)
+      XJOB_LOG_LEVEL                 = var.log_level
+      XJOB_RETRY_DELAY               = var.retry_delay
+      XJOB_RETRY_BACKOFF             = tostring(var.retry_backoff)
+      XJOB_ALLOW_ANY_TRIGGER_ADDRESS = tostring(var.allow_any_trigger_address)
+      XJOB_DISPATCH_FAST_QUEUE_URL   = aws_sqs_queue.dispatch_fast.url
+      XJOB_DISPATCH_SLOW_QUEUE_URL   = aws_sqs_queue.dispatch_slow.url
+      XJOB_ACCESS_TOKEN              = var.access_token
+      XJOB_ALARM_TOPIC_ARN           = aws_sns_topic.alarm.arn
     }
   }
 }
@@ -160,17 +161,18 @@ resource "aws_lambda_function" "registry" {
   }
   environment {
     variables = {
-      XJOB_TABLE_PREFIX            = var.table_prefix
-      XJOB_SHARDS                  = tostring(var.shards)
-      XJOB_LOG_LEVEL               = var.log_level
-      XJOB_RETRY_DELAY             = var.retry_delay
-      XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
-      XJOB_RING_QUEUE_URL          = aws_sqs_queue.ring.url
-      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
-      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
-      XJOB_ACCESS_TOKEN            = var.access_token
-      XJOB_ADMIN_TOKEN             = var.admin_token
-      XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
+      XJOB_TABLE_PREFIX              = var.table_prefix
+      XJOB_SHARDS                    = tostring(var.shards)
+      XJOB_LOG_LEVEL                 = var.log_level
+      XJOB_RETRY_DELAY               = var.retry_delay
+      XJOB_RETRY_BACKOFF             = tostring(var.retry_backoff)
+      XJOB_ALLOW_ANY_TRIGGER_ADDRESS = tostring(var.allow_any_trigger_address)
+      XJOB_RING_QUEUE_URL            = aws_sqs_queue.ring.url
+      XJOB_DISPATCH_FAST_QUEUE_URL   = aws_sqs_queue.dispatch_fast.url
+      XJOB_DISPATCH_SLOW_QUEUE_URL   = aws_sqs_queue.dispatch_slow.url
+      XJOB_ACCESS_TOKEN              = var.access_token
+      XJOB_ADMIN_TOKEN               = var.admin_token
+      XJOB_ALARM_TOPIC_ARN           = aws_sns_topic.alarm.arn
     }
   }
 }

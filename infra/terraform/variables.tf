@@ -76,6 +76,12 @@ variable "retry_backoff" {
   }
 }
 
+variable "allow_any_trigger_address" {
+  description = "Let a manual trigger's address override name any http(s) address, not only the group's registered or manual ones (XJOB_ALLOW_ANY_TRIGGER_ADDRESS). Off by default; on, anyone holding the admin token can make the dispatch function POST the executor access token to any host it can reach."
+  type        = bool
+  default     = false
+}
+
 variable "ring_concurrency" {
   description = "Maximum concurrent ring invocations (SQS event source scaling_config, >= 2)."
   type        = number

@@ -4,7 +4,7 @@
 # pkg/dynamostore, so keep resource names and shapes as they are written here.
 
 terraform {
-  required_version = ">= 1.5"
+  required_version = ">= 1.7" # removed blocks (dynamodb.tf)
   required_providers {
     aws = {
       source  = "hashicorp/aws"

@@ -332,7 +332,7 @@ func (d *Deployment) createResources(ctx context.Context) error {
 		return fmt.Errorf("awsemu create tables: %w", err)
 	}
 	tables := dynamostore.TablesWithPrefix(prefix)
-	d.meter.Describe(ddb, dynamostore.TableSpecs(tables), tables.Logs, tables.Occurrences)
+	d.meter.Describe(ddb, dynamostore.TableSpecs(tables), tables.Logs)
 	d.store = st
 	queue := func(name, visibility string) (string, error) {
 		out, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name),

@@ -102,6 +102,10 @@ func runServerCommands(args []string, stdout, stderr io.Writer) int {
 
 // run parses args, runs the command and returns the exit code.
 func run(ctx context.Context, args []string, e env) int {
+	stdout, stderr := newSafeWriter(e.stdout), newSafeWriter(e.stderr)
+	defer stdout.Flush()
+	defer stderr.Flush()
+	e.stdout, e.stderr = stdout, stderr
 	a := &app{env: e}
 	root := a.rootCommand()
 	root.SetArgs(args)

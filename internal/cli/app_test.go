@@ -560,6 +560,20 @@ func TestCommands(t *testing.T) {
 			errHas: []string{"Error: log 11 is not running (HTTP 409)\n"},
 		},
 		{
+			name:   "log clear",
+			routes: map[string][]reply{"DELETE /v1/logs": {{200, `{"deleted":1500}`}}},
+			args:   []string{"log", "clear", "--group", "2", "--job", "7", "--mode", "3m"},
+			out:    "Deleted 1500 logs\n",
+			reqs:   []string{"DELETE /v1/logs?group=2&job=7&mode=3m"},
+		},
+		{
+			name:   "log clear bad mode",
+			routes: map[string][]reply{"DELETE /v1/logs": {{400, `{"error":"invalid request","problems":[{"field":"mode","message":"must be one of 1m, 3m"}]}`}}},
+			args:   []string{"log", "clear", "--mode", "2m"},
+			code:   1,
+			errHas: []string{"mode"},
+		},
+		{
 			name:   "report",
 			routes: map[string][]reply{"GET /v1/report": {{200, `{"items":[{"triggerDay":"2026-01-01","runningCount":1,"sucCount":20,"failCount":2}]}`}}},
 			args:   []string{"report", "--from", "2026-01-01", "--to", "2026-01-01"},

@@ -20,7 +20,7 @@ const tailInterval = time.Second
 
 func (a *app) logCommand() *cobra.Command {
 	cmd := parentCommand("log", "Inspect trigger logs, follow executor logs, kill runs")
-	cmd.AddCommand(a.logList(), a.logGet(), a.logTail(), a.logKill())
+	cmd.AddCommand(a.logList(), a.logGet(), a.logTail(), a.logKill(), a.logClear())
 	return cmd
 }
 
@@ -261,6 +261,37 @@ func (a *app) logKill() *cobra.Command {
 		}
 		return a.emit(l, func(w io.Writer) {
 			fmt.Fprintf(w, "Killed log %d of job %d: %s\n", l.ID, l.JobID, dash(oneLine(l.HandleMsg, 200)))
+		})
+	})
+	return cmd
+}
+
+func (a *app) logClear() *cobra.Command {
+	var p adminclient.LogClearParams
+	cmd := &cobra.Command{
+		Use:   "clear --mode MODE [--group ID] [--job ID]",
+		Short: "Delete trigger logs as xxl-job's \"clear log\" does",
+		Long: `Delete trigger logs as xxl-job's "clear log" does.
+
+--mode is one of 1m, 3m, 6m, 12m (logs older than that many months),
+1k, 10k, 30k, 100k (keep only the newest that many) or all. --group and
+--job narrow it; without them it clears every group's logs (admin only;
+a normal user must name one of its groups).`,
+		Example: `  xjob log clear --group 2 --mode 3m
+  xjob log clear --group 2 --job 7 --mode 1k`,
+		Args: noArgs,
+	}
+	cmd.Flags().StringVar(&p.Mode, "mode", "", "1m|3m|6m|12m|1k|10k|30k|100k|all (required)")
+	cmd.Flags().Int64Var(&p.GroupID, "group", 0, "only this executor group's logs")
+	cmd.Flags().Int64Var(&p.JobID, "job", 0, "only this job's logs")
+	_ = cmd.MarkFlagRequired("mode")
+	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, _ []string) error {
+		n, err := c.LogClear(ctx, p)
+		if err != nil {
+			return fmt.Errorf("clear logs: %w", err)
+		}
+		return a.emit(map[string]int{"deleted": n}, func(w io.Writer) {
+			fmt.Fprintf(w, "Deleted %d logs\n", n)
 		})
 	})
 	return cmd

@@ -175,10 +175,13 @@ follows the file's extension (.json or .yaml/.yml), else --format (yaml).`,
 			return err
 		}
 		if file == "" {
-			_, err = a.stdout.Write(data)
+			// The manifest is for apply, byte for byte: it bypasses the
+			// terminal escaping (YAML and JSON already escape control
+			// characters; only bidi marks could differ).
+			_, err = rawWriter(a.stdout).Write(data)
 			return err
 		}
-		if err := os.WriteFile(file, data, 0o644); err != nil {
+		if err := os.WriteFile(file, data, 0o600); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
 		fmt.Fprintf(a.stderr, "Wrote %d groups and %d jobs to %s.\n", len(m.Groups), len(m.Jobs), file)

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/executor"
 )
 
@@ -235,6 +236,48 @@ func TestConsoleInBrowser(t *testing.T) {
 		`document.querySelector("#handle-result") && document.querySelector("#handle-result").innerText.includes("500")`, nil,
 		chromedp.WithPollingTimeout(10*time.Second)),
 		chromedp.Poll(`document.querySelector("#log-end") !== null`, nil, chromedp.WithPollingTimeout(10*time.Second)))
+
+	// Clear the good job's logs from the logs page's dialog ("all").
+	run("clear logs", chromedp.Navigate(fmt.Sprintf("%slogs?job=%d", base, good)), visible("tr.log-row"),
+		chromedp.Evaluate(`window.confirm = () => true`, nil), // hx-confirm's dialog, accepted
+		chromedp.Click("#clear-logs summary", chromedp.ByQuery), visible("#clear-mode"),
+		chromedp.SetValue("#clear-mode", "all", chromedp.ByQuery), chromedp.Click("#clear-submit", chromedp.ByQuery),
+		visible("#empty-logs"), chromedp.Text("p.flash", &text, chromedp.ByQuery))
+	var left struct{ Items []struct{ ID int64 } }
+	v1(t, info, "GET", fmt.Sprintf("/v1/logs?job=%d", good), "", &left)
+	if !strings.Contains(text, "Logs deleted") || len(left.Items) != 0 {
+		t.Fatalf("clear: flash %q, %d logs left", text, len(left.Items))
+	}
+
+	// The GLUE editor: highlighted source, saved versions (from the page
+	// and from PUT /v1/jobs/{id}), an older one loaded back.
+	var glue xjob.Job
+	v1(t, info, "POST", "/v1/jobs", fmt.Sprintf(`{"jobGroup":%d,"jobDesc":"browser glue","author":"t","scheduleType":"NONE",`+
+		`"glueType":"GLUE_SHELL","glueSource":"echo one"}`, group.ID), &glue)
+	gluePage := fmt.Sprintf("%sjobs/%d/glue", base, glue.ID)
+	const glueSrc = `#!/bin/bash\nfor i in 1 2 3; do\n  echo "step $i of $XJOB_PARAM"\n  sleep 1\ndone\nexit 0 # edited`
+	run("glue editor", chromedp.Navigate(gluePage), visible(".code-editor #glue-source"),
+		chromedp.Evaluate(`(() => { const ta = document.querySelector("#glue-source");
+			ta.value = `+"`"+glueSrc+"`"+`; ta.dispatchEvent(new Event("input")); })()`, nil),
+		chromedp.Poll(`document.querySelector(".code-editor code .token.comment")?.innerText === "# edited"`, nil,
+			chromedp.WithPollingTimeout(5*time.Second)),
+		chromedp.SetValue("#glue-remark", "from the page", chromedp.ByQuery), chromedp.Click("#glue-save", chromedp.ByQuery),
+		visible("p.flash"))
+	v1(t, info, "GET", fmt.Sprintf("/v1/jobs/%d", glue.ID), "", &glue) // the page's save bumped its version
+	glue.GlueSource, glue.GlueRemark = "echo three", "through v1"
+	body, _ := json.Marshal(glue)
+	if st := v1(t, info, "PUT", fmt.Sprintf("/v1/jobs/%d", glue.ID), string(body), nil); st != 200 {
+		t.Fatalf("PUT glue job: %d", st)
+	}
+	run("glue versions", chromedp.Navigate(gluePage), visible(".versions"), chromedp.Text(".versions", &text, chromedp.ByQuery))
+	if !strings.Contains(text, "through v1") || !strings.Contains(text, "from the page") {
+		t.Fatalf("GLUE versions: %q", text)
+	}
+	run("glue restore", chromedp.Click(".versions li:nth-child(2) a", chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector("#glue-source")?.value === `+"`"+glueSrc+"`", nil, chromedp.WithPollingTimeout(5*time.Second)))
+	if os.Getenv("XJOB_SCREENSHOTS") == "1" {
+		shot(t, ctx, "console-glue.png")
+	}
 
 	// The jobs page (screenshot) and the Chinese page.
 	run("jobs page", chromedp.Navigate(fmt.Sprintf("%sjobs?group=%d", base, group.ID)), visible("table.jobs"))

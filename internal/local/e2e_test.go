@@ -242,7 +242,9 @@ func TestLocalRunsJobsEndToEnd(t *testing.T) {
 		ScanTicks    int64 `json:"scanTicks"`
 	}
 	api(t, info.URL, info.AdminToken, "GET", "/v1/metrics", nil, &snap)
-	if snap.Triggers < 3 || snap.Successes < 3 || snap.FireDelayP50 <= 0 || snap.ScanTicks < 3 {
+	// No assertion on the fire delay's value: with every fire dispatched
+	// within a millisecond of its time, the interpolated p50 is 0 ms.
+	if snap.Triggers < 3 || snap.Successes < 3 || snap.ScanTicks < 3 {
 		t.Errorf("metrics: %+v", snap)
 	}
 	// Lateness as the executor saw it: receive time − scheduled time.

@@ -20,7 +20,9 @@ func TestLocalOnceJobs(t *testing.T) {
 	ex := newStandin(t, info.URL)
 	g := sc.group("once", ex.address())
 
-	at := time.Now().Add(2500 * time.Millisecond).Truncate(time.Second) // 1.5-2.5 s ahead: inside the pre-read window
+	// 3.5-4.5 s ahead: inside the pre-read window, with room for the setup
+	// requests on a busy machine (an instant already past is refused).
+	at := time.Now().Add(4500 * time.Millisecond).Truncate(time.Second)
 	keep := sc.job(g, map[string]any{"scheduleType": "ONCE", "scheduleConf": at.Format(time.RFC3339Nano),
 		"triggerStatus": 1, "executorHandler": handlerOK})
 	del := sc.job(g, map[string]any{"scheduleType": "ONCE", "scheduleConf": at.In(time.FixedZone("", 3600)).Format(time.RFC3339Nano),

@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/xjobdev/xjob"
@@ -60,8 +61,9 @@ const (
 	// last beat (xxl-job DEAD_TIMEOUT).
 	DefaultDeadAfter = 90 * time.Second
 	// maxRetries bounds read-modify-write retries of an edit that named no
-	// version and lost its conditional write to a scan advance.
-	maxRetries = 5
+	// version and lost its conditional write to a scan advance or to a
+	// writer in another process (edits within one process are serialised).
+	maxRetries = 16
 )
 
 // Finisher records a final result for a running log and runs the
@@ -161,6 +163,16 @@ func (c *Config) applyDefaults() {
 type Service struct {
 	cfg  Config
 	push *scan.Pusher
+	// edits serialises this process's read-modify-writes of one job (by
+	// id modulo the stripe count), so concurrent edits naming no version
+	// queue instead of using up their retries against each other; the
+	// retries are left for other processes and the scan.
+	edits [64]sync.Mutex
+	// childEdits serialises this process's job edits that set child jobs,
+	// from the cycle check to the write: two edits that each add one edge
+	// of a cycle (A→B, B→A) would otherwise each pass a check that reads
+	// the other's old children. Taken before an edits stripe, never after.
+	childEdits sync.Mutex
 }
 
 // New validates cfg and returns a Service.

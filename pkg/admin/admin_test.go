@@ -929,3 +929,82 @@ type nopFinisher struct{}
 func (nopFinisher) Finish(context.Context, xjob.Log, int, string) (xjob.Log, error) {
 	return xjob.Log{}, nil
 }
+
+// TestUpdateJobSavesGlueVersion: an edit that changes a GLUE job's source
+// saves a version whatever the caller (the console or /v1); other edits
+// and BEAN jobs save none; deleting the job deletes its versions.
+func TestUpdateJobSavesGlueVersion(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	spec := e.spec(xjob.ScheduleNone, "")
+	spec.GlueType, spec.GlueSource, spec.Handler = xjob.GlueShell, "echo 1", ""
+	j := e.create(spec)
+	edits := []struct {
+		name     string
+		edit     func(*xjob.Job)
+		versions int
+	}{
+		{"description only", func(j *xjob.Job) { j.Description = "renamed" }, 0},
+		{"new source", func(j *xjob.Job) { j.GlueSource, j.GlueRemark = "echo 2", "second" }, 1},
+		{"same source", func(j *xjob.Job) { j.Author = "other" }, 1},
+		{"newer source", func(j *xjob.Job) { j.GlueSource, j.GlueRemark = "echo 3", "third" }, 2},
+	}
+	for _, tc := range edits {
+		cur, err := e.svc.GetJob(e.ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.edit(&cur)
+		if _, err := e.svc.UpdateJob(e.ctx, admin.UpdateJobParams{Job: cur}); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		vs, err := e.db.GlueVersionList(e.ctx, j.ID, xjob.MaxGlueVersions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(vs) != tc.versions {
+			t.Fatalf("%s: %d versions, want %d", tc.name, len(vs), tc.versions)
+		}
+		if len(vs) > 0 && (vs[0].Source != cur.GlueSource || vs[0].Remark != cur.GlueRemark) {
+			t.Fatalf("%s: newest version %+v, want source %q remark %q", tc.name, vs[0], cur.GlueSource, cur.GlueRemark)
+		}
+	}
+	if err := e.svc.DeleteJob(e.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if vs, _ := e.db.GlueVersionList(e.ctx, j.ID, xjob.MaxGlueVersions); len(vs) != 0 {
+		t.Fatalf("%d GLUE versions survived the job", len(vs))
+	}
+}
+
+// TestClearLogs: each of xxl-job's modes, from the fake clock's now, and
+// an unknown mode refused with nothing deleted.
+func TestClearLogs(t *testing.T) {
+	t.Parallel()
+	now := start
+	ages := []time.Duration{0, 40 * 24 * time.Hour, 100 * 24 * time.Hour, 200 * 24 * time.Hour, 400 * 24 * time.Hour}
+	tests := []struct {
+		mode    string
+		deleted int
+		err     bool
+	}{
+		{"1m", 4, false}, {"3m", 3, false}, {"6m", 2, false}, {"12m", 1, false},
+		{"1k", 0, false}, {"all", 5, false}, {"2m", 0, true}, {"", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run("mode "+tc.mode, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			for i, age := range ages {
+				if _, err := e.db.LogCreate(e.ctx, xjob.Log{OccurrenceID: "o" + strconv.Itoa(i), JobID: 1, GroupID: e.group.ID,
+					TriggerType: xjob.TriggerCron, TriggerTime: ms(now.Add(-age))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n, err := e.svc.ClearLogs(e.ctx, admin.ClearLogsParams{GroupID: e.group.ID, Mode: tc.mode})
+			if (err != nil) != tc.err || n != tc.deleted {
+				t.Fatalf("ClearLogs(%q) = %d, %v; want %d, error %v", tc.mode, n, err, tc.deleted, tc.err)
+			}
+		})
+	}
+}

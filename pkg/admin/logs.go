@@ -165,3 +165,52 @@ func (s *Service) withAppName(ctx context.Context, l xjob.Log) context.Context {
 	}
 	return protocol.WithAppName(ctx, g.AppName)
 }
+
+// LogClearModes are xxl-job's "clean type" options (/joblog/clearLog types
+// 1–9), in its order: older than 1, 3, 6 or 12 months; keep the newest
+// 1,000, 10,000, 30,000 or 100,000; all.
+var LogClearModes = []string{"1m", "3m", "6m", "12m", "1k", "10k", "30k", "100k", "all"}
+
+// ClearLogsParams is the input of ClearLogs. GroupID and JobID of 0 mean
+// every group / job of the group.
+type ClearLogsParams struct {
+	GroupID int64
+	JobID   int64
+	// Mode is one of LogClearModes.
+	Mode string
+}
+
+// clearBatch is how many logs one store call deletes (xxl-job deletes in
+// batches of 1,000 too): a bounded write per call on SQLite, a bounded
+// batch of deletes on DynamoDB.
+const clearBatch = 1000
+
+// ClearLogs deletes the logs Mode selects in the scope, in batches, and
+// returns how many it deleted. The months are calendar months back from
+// now in UTC, as xxl-job's Calendar arithmetic.
+func (s *Service) ClearLogs(ctx context.Context, p ClearLogsParams) (int, error) {
+	cp := driver.LogClearParams{GroupID: p.GroupID, JobID: p.JobID, Limit: clearBatch}
+	now := time.UnixMilli(s.now()).UTC()
+	switch p.Mode {
+	case "1m", "3m", "6m", "12m":
+		months := map[string]int{"1m": 1, "3m": 3, "6m": 6, "12m": 12}[p.Mode]
+		cp.Before = now.AddDate(0, -months, 0).UnixMilli()
+	case "1k", "10k", "30k", "100k":
+		cp.KeepNewest = map[string]int{"1k": 1000, "10k": 10000, "30k": 30000, "100k": 100000}[p.Mode]
+	case "all":
+	default:
+		return 0, invalid("mode", "%q is not one of %v", p.Mode, LogClearModes)
+	}
+	total := 0
+	for {
+		n, err := s.cfg.Store.LogClear(ctx, cp)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("admin log clear: %w", err)
+		}
+		if n < clearBatch {
+			s.cfg.Logger.Info("logs cleared", "group", p.GroupID, "job", p.JobID, "mode", p.Mode, "deleted", total)
+			return total, nil
+		}
+	}
+}

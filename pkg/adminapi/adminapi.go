@@ -190,6 +190,7 @@ func (h *Handler) v1Routes() []route {
 		{"GET", "/v1/logs/{id}", h.getLog},
 		{"GET", "/v1/logs/{id}/executor-log", h.executorLog},
 		{"POST", "/v1/logs/{id}/kill", h.killLog},
+		{"DELETE", "/v1/logs", h.clearLogs},
 		{"GET", "/v1/report", h.report},
 		{"POST", "/v1/apply", h.apply},
 		{"GET", "/v1/export", h.export},

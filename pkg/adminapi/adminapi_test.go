@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,24 +45,53 @@ type env struct {
 	srv  *httptest.Server
 	exec *httptest.Server
 	met  *metric.Metrics
+	logs *lockedBuffer // the handler's log
 }
 
-func setup(t testing.TB) *env {
+// lockedBuffer is a log sink safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// services are what an adminapi.Handler wires, on a fresh SQLite store
+// with a fake clock at start.
+type services struct {
+	db    *sqlitestore.DB
+	clk   *clock.Fake
+	svc   *admin.Service
+	reg   *registry.Service
+	cb    *callback.Service
+	met   *metric.Metrics
+	quiet *slog.Logger
+}
+
+func newServices(t testing.TB) services {
 	t.Helper()
-	ctx := context.Background()
 	clk := clock.NewFake(start)
-	db, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "xjob.db"), sqlitestore.Options{Shards: 4, Clock: clk})
+	db, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "xjob.db"), sqlitestore.Options{Shards: 4, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	met := &metric.Metrics{}
-	cb, err := callback.New(callback.Config{Store: db, Queues: db, Alarmer: alarm.Log{Logger: quiet}, Clock: clk, Logger: quiet, Metrics: met})
+	s := services{db: db, clk: clk, met: &metric.Metrics{}, quiet: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s.cb, err = callback.New(callback.Config{Store: db, Queues: db, Alarmer: alarm.Log{Logger: s.quiet}, Clock: clk, Logger: s.quiet, Metrics: s.met})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.New(registry.Config{Store: db, Completer: cb, Clock: clk, Logger: quiet})
+	s.reg, err = registry.New(registry.Config{Store: db, Completer: s.cb, Clock: clk, Logger: s.quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,12 +100,21 @@ func setup(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(ec.Close)
-	svc, err := admin.New(admin.Config{Store: db, Queues: db, Executors: ec, Finisher: cb, Clock: clk, Logger: quiet})
+	s.svc, err = admin.New(admin.Config{Store: db, Queues: db, Executors: ec, Finisher: s.cb, Clock: clk, Logger: s.quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := adminapi.New(adminapi.Config{Admin: svc, Registry: reg, Callback: cb, Metrics: met,
-		AdminToken: adminToken, AccessToken: accessToken, Logger: quiet, Clock: clk})
+	return s
+}
+
+func setup(t testing.TB) *env {
+	t.Helper()
+	ctx := context.Background()
+	s := newServices(t)
+	db, clk, met := s.db, s.clk, s.met
+	logs := &lockedBuffer{}
+	h, err := adminapi.New(adminapi.Config{Admin: s.svc, Registry: s.reg, Callback: s.cb, Metrics: met,
+		AdminToken: adminToken, AccessToken: accessToken, Logger: slog.New(slog.NewTextHandler(logs, nil)), Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +131,7 @@ func setup(t testing.TB) *env {
 		_ = json.NewEncoder(w).Encode(rt)
 	}))
 	t.Cleanup(exec.Close)
-	return &env{t: t, ctx: ctx, db: db, clk: clk, srv: srv, exec: exec, met: met}
+	return &env{t: t, ctx: ctx, db: db, clk: clk, srv: srv, exec: exec, met: met, logs: logs}
 }
 
 type reply struct {

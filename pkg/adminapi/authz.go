@@ -54,6 +54,7 @@ var userPolicies = map[string]policy{
 	"GET /v1/logs/{id}":              logInPath,
 	"GET /v1/logs/{id}/executor-log": logInPath,
 	"POST /v1/logs/{id}/kill":        logInPath,
+	"DELETE /v1/logs":                groupQuery,
 	"GET /v1/report":                 anyUser,
 	"GET /v1/me":                     anyUser,
 	"POST /v1/me/password":           anyUser,
@@ -92,9 +93,11 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 		}
 		switch {
 		case errors.Is(err, auth.ErrCSRF):
+			auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, "session", "missing or invalid CSRF token")
 			writeError(w, http.StatusForbidden, err.Error(), nil)
 			return
 		case errors.Is(err, auth.ErrUnauthenticated):
+			auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, credentialKind(r), "missing or invalid credential")
 			w.Header().Set("WWW-Authenticate", `Bearer realm="xjob"`)
 			writeError(w, http.StatusUnauthorized, "missing or invalid bearer token or session", nil)
 			return
@@ -112,8 +115,18 @@ func (h *Handler) authorize(rt route) http.HandlerFunc {
 	if !ok {
 		pol = adminOnly
 	}
+	name := rt.method + " " + rt.pattern
+	write := rt.method != http.MethodGet && rt.method != http.MethodHead
 	return func(w http.ResponseWriter, r *http.Request) {
 		p := principal(r)
+		if write {
+			// Every write is audited, refused ones included (who tried).
+			rec := &auth.StatusRecorder{ResponseWriter: w}
+			defer func() {
+				auth.AuditWrite(r.Context(), h.cfg.Logger, r, p, name, auditID(r), rec.Status)
+			}()
+			w = rec
+		}
 		if !p.Admin() {
 			if err := h.check(r, p, pol); err != nil {
 				h.fail(w, r, err)
@@ -122,6 +135,27 @@ func (h *Handler) authorize(rt route) http.HandlerFunc {
 		}
 		rt.fn(w, r)
 	}
+}
+
+// auditID is the id a route's path names ({id} or {username}), "" for
+// collection routes.
+func auditID(r *http.Request) string {
+	if id := r.PathValue("id"); id != "" {
+		return id
+	}
+	return r.PathValue("username")
+}
+
+// credentialKind names what a refused request presented, for the audit
+// line: a bearer token, a session cookie, or nothing.
+func credentialKind(r *http.Request) string {
+	switch {
+	case r.Header.Get("Authorization") != "":
+		return "admin-token"
+	case len(r.Cookies()) > 0:
+		return "session"
+	}
+	return "none"
 }
 
 // check applies pol for a normal user.

@@ -3,25 +3,17 @@ package adminapi_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/pkg/admin"
 	"github.com/xjobdev/xjob/pkg/adminapi"
-	"github.com/xjobdev/xjob/pkg/alarm"
 	"github.com/xjobdev/xjob/pkg/auth"
-	"github.com/xjobdev/xjob/pkg/callback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
-	"github.com/xjobdev/xjob/pkg/execclient"
-	"github.com/xjobdev/xjob/pkg/registry"
-	"github.com/xjobdev/xjob/pkg/sqlitestore"
 )
 
 // TestSessionPermissions drives /v1 as a normal user with a session
@@ -29,27 +21,14 @@ import (
 func TestSessionPermissions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clk := clock.NewFake(start)
-	db, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "xjob.db"), sqlitestore.Options{Shards: 4, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cb, _ := callback.New(callback.Config{Store: db, Queues: db, Alarmer: alarm.Log{Logger: quiet}, Clock: clk, Logger: quiet})
-	reg, _ := registry.New(registry.Config{Store: db, Completer: cb, Clock: clk, Logger: quiet})
-	ec, _ := execclient.New(execclient.Options{})
-	t.Cleanup(ec.Close)
-	svc, err := admin.New(admin.Config{Store: db, Queues: db, Executors: ec, Finisher: cb, Clock: clk, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ss := newServices(t)
+	db, clk, svc, quiet := ss.db, ss.clk, ss.svc, ss.quiet
 	au, err := auth.New(auth.Config{Users: db, AdminToken: adminToken + "-long-enough", Key: auth.DeriveKey(adminToken),
 		Params: auth.TestParams, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := adminapi.New(adminapi.Config{Admin: svc, Registry: reg, Callback: cb, AdminToken: adminToken + "-long-enough",
+	h, err := adminapi.New(adminapi.Config{Admin: svc, Registry: ss.reg, Callback: ss.cb, AdminToken: adminToken + "-long-enough",
 		AccessToken: accessToken, Auth: au, Logger: quiet, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +76,15 @@ func TestSessionPermissions(t *testing.T) {
 		return res.StatusCode
 	}
 	id := itoa
+	var seeded []xjob.Log // one log per group: the clear may take only mine's
+	for i, j := range []xjob.Job{myJob, theirJob} {
+		l, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "seed/" + itoa(int64(i)), JobID: j.ID, GroupID: j.GroupID,
+			TriggerType: xjob.TriggerManual, TriggerTime: clock.Millis(clk)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeded = append(seeded, l)
+	}
 	jobBody := func(g int64, children string) string {
 		return `{"jobGroup":` + itoa(g) + `,"jobDesc":"n","author":"a","scheduleType":"CRON","scheduleConf":"0 0 0 * * ?",` +
 			`"glueType":"BEAN","executorHandler":"demo","childJobIds":[` + children + `]}`
@@ -126,6 +114,12 @@ func TestSessionPermissions(t *testing.T) {
 		{"metrics", "GET", "/v1/metrics", "", false, 403},
 		{"me", "GET", "/v1/me", "", false, 200},
 		{"cron preview", "GET", "/v1/cron/next?expr=0+0+0+*+*+%3F", "", false, 200},
+		{"clear every group's logs", "DELETE", "/v1/logs?mode=all", "", true, 403},
+		{"clear other group's logs", "DELETE", "/v1/logs?group=" + id(theirs.ID) + "&mode=all", "", true, 403},
+		{"clear other group's job's logs", "DELETE", "/v1/logs?job=" + id(theirJob.ID) + "&mode=all", "", true, 403},
+		{"clear own logs without CSRF", "DELETE", "/v1/logs?group=" + id(mine.ID) + "&mode=all", "", false, 403},
+		{"clear own logs, unknown mode", "DELETE", "/v1/logs?group=" + id(mine.ID) + "&mode=2m", "", true, 400},
+		{"clear own logs", "DELETE", "/v1/logs?group=" + id(mine.ID) + "&mode=all", "", true, 200},
 	} {
 		if got := call(tc.method, tc.path, tc.body, tc.csrf); got != tc.want {
 			t.Errorf("%s: %s %s = %d, want %d", tc.name, tc.method, tc.path, got, tc.want)
@@ -142,6 +136,12 @@ func TestSessionPermissions(t *testing.T) {
 	_ = res.Body.Close()
 	if !strings.Contains(string(b), "mine-app") || strings.Contains(string(b), "their-app") {
 		t.Fatalf("group list for a normal user: %s", b)
+	}
+	if _, err := db.LogGet(ctx, seeded[0].ID); err == nil {
+		t.Errorf("own group's log survived the clear")
+	}
+	if _, err := db.LogGet(ctx, seeded[1].ID); err != nil {
+		t.Errorf("other group's log: %v (the refused clears must not touch it)", err)
 	}
 	// Nothing was written by the refused calls.
 	page, _ := svc.ListJobs(ctx, driverAll())

@@ -35,6 +35,7 @@
 //	  GET  /v1/logs/{id}                      log
 //	  GET  /v1/logs/{id}/executor-log?from=1  {"fromLineNum","toLineNum","logContent","isEnd"}
 //	  POST /v1/logs/{id}/kill                 200 log (409 if not running)
+//	  DELETE /v1/logs?group=&job=&mode=       {"deleted":n}; mode 1m|3m|6m|12m (older than), 1k|10k|30k|100k (keep newest), all
 //	  GET  /v1/report?from=&to=               {"items":[ReportDay…]}
 //	  POST /v1/apply?prune=&dryRun=           manifest → {"plan":[…],"unchanged","dryRun"}
 //	                                          (400 and no write if any item is bad)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/admin"
+	"github.com/xjobdev/xjob/pkg/auth"
 	"github.com/xjobdev/xjob/pkg/protocol"
 	"github.com/xjobdev/xjob/pkg/registry"
 	"github.com/xjobdev/xjob/pkg/strictjson"
@@ -43,6 +44,11 @@ func (h *Handler) executorAPI(w http.ResponseWriter, r *http.Request) {
 		writeReturn(w, protocol.Fail(msgURIEmpty))
 		return
 	case subtle.ConstantTimeCompare([]byte(r.Header.Get(protocol.AccessTokenHeader)), h.accessToken) != 1:
+		reason := "wrong access token"
+		if r.Header.Get(protocol.AccessTokenHeader) == "" {
+			reason = "no access token"
+		}
+		auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, "executor-token", reason)
 		writeReturn(w, protocol.Fail(protocol.MsgWrongToken))
 		return
 	}
@@ -169,6 +175,11 @@ func (h *Handler) declare(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if subtle.ConstantTimeCompare([]byte(r.Header.Get(protocol.AccessTokenHeader)), h.accessToken) != 1 {
+		reason := "wrong access token"
+		if r.Header.Get(protocol.AccessTokenHeader) == "" {
+			reason = "no access token"
+		}
+		auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, "executor-token", reason)
 		writeJSON(w, http.StatusUnauthorized, protocol.Fail(protocol.MsgWrongToken))
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/xjobdev/xjob"
@@ -388,6 +390,31 @@ func (h *Handler) listLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, items(res.Logs, &res.Next))
+}
+
+// clearLogs (DELETE /v1/logs) is xxl-job's /joblog/clearLog: ?mode= (admin.LogClearModes)
+// within ?group= and optionally ?job=. A normal user must name one of its
+// groups (groupQuery); only an admin may clear every group at once.
+func (h *Handler) clearLogs(w http.ResponseWriter, r *http.Request) {
+	q := newQuery(r, "group", "job", "mode")
+	p := admin.ClearLogsParams{
+		GroupID: q.int64("group", 0, 1, math.MaxInt64),
+		JobID:   q.int64("job", 0, 1, math.MaxInt64),
+		Mode:    q.str("mode"),
+	}
+	if !slices.Contains(admin.LogClearModes, p.Mode) {
+		q.add("mode", "must be one of %s", strings.Join(admin.LogClearModes, ", "))
+	}
+	if err := q.err(); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	n, err := h.cfg.Admin.ClearLogs(r.Context(), p)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"deleted": n})
 }
 
 func (h *Handler) getLog(w http.ResponseWriter, r *http.Request) {

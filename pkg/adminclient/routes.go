@@ -363,6 +363,32 @@ func (c *Client) LogKill(ctx context.Context, id int64) (xjob.Log, error) {
 	return out, err
 }
 
+// LogClearParams is the input of LogClear: Mode is one of 1m, 3m, 6m, 12m
+// (older than that many months), 1k, 10k, 30k, 100k (keep the newest that
+// many) or all; GroupID and JobID narrow the scope (0: every group / job).
+type LogClearParams struct {
+	GroupID int64
+	JobID   int64
+	Mode    string
+}
+
+// LogClear deletes trigger logs as xxl-job's "clear log" (DELETE /v1/logs)
+// and returns how many it deleted.
+func (c *Client) LogClear(ctx context.Context, p LogClearParams) (int, error) {
+	q := url.Values{"mode": {p.Mode}}
+	if p.GroupID != 0 {
+		q.Set("group", strconv.FormatInt(p.GroupID, 10))
+	}
+	if p.JobID != 0 {
+		q.Set("job", strconv.FormatInt(p.JobID, 10))
+	}
+	var out struct {
+		Deleted int `json:"deleted"`
+	}
+	err := c.do(ctx, http.MethodDelete, "/v1/logs", q, nil, &out)
+	return out.Deleted, err
+}
+
 // Report returns the daily run report for the days from..to (GET
 // /v1/report), each read as a calendar date in its own location (server
 // days are UTC, so pass UTC dates for exact days); zero times let the

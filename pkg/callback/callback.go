@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -170,14 +171,48 @@ func (s *Service) Callback(ctx context.Context, items []protocol.HandleCallbackP
 	if len(ids) > 0 {
 		s.callbackMany(ctx, items, errs, ids)
 	}
-	for i, it := range items {
-		if errs[i] != nil {
-			s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "callback item rejected",
-				slog.Int64("logId", it.LogID), slog.Int("handleCode", it.HandleCode),
-				slog.String("error", errs[i].Error()))
-		}
-	}
+	s.logRejected(ctx, items, errs)
 	return errs
+}
+
+// rejectedSample is how many log ids the rejection summary names.
+const rejectedSample = 5
+
+// logRejected writes one warning line for all rejected items of a batch:
+// their count, a count per reason and the first few log ids. One line per
+// item let a batch of 20,000 made-up ids write 20,000 lines.
+func (s *Service) logRejected(ctx context.Context, items []protocol.HandleCallbackParam, errs []error) {
+	n := 0
+	var sample []int64
+	var reasons []string
+	perReason := map[string]int{}
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		n++
+		if len(sample) < rejectedSample {
+			sample = append(sample, items[i].LogID)
+		}
+		msg := err.Error()
+		if perReason[msg] == 0 && len(reasons) < rejectedSample {
+			reasons = append(reasons, msg)
+		}
+		perReason[msg]++
+	}
+	if n == 0 {
+		return
+	}
+	var b strings.Builder
+	for i, r := range reasons {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%d× %s", perReason[r], r)
+	}
+	s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "callback items rejected",
+		slog.Int("rejected", n), slog.Int("items", len(items)),
+		slog.Any("logIds", sample), slog.String("reasons", b.String()))
 }
 
 // callbackMany records the items of a Callback that passed validation

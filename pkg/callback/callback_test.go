@@ -1,8 +1,10 @@
 package callback_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -598,6 +600,39 @@ func BenchmarkCallback(b *testing.B) {
 		errs := svc.Callback(ctx, []protocol.HandleCallbackParam{{LogID: ids[i], HandleCode: 200, HandleMsg: "ok"}})
 		if errs[0] != nil {
 			b.Fatal(errs[0])
+		}
+	}
+}
+
+// TestRejectedItemsLogOneLine: a batch of many unknown log ids writes one
+// summary warning (count, reasons, a few ids), not one line per item.
+func TestRejectedItemsLogOneLine(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var buf bytes.Buffer
+	svc, err := callback.New(callback.Config{Store: e.db, Queues: e.db, Alarmer: e.alarm, Clock: e.clk,
+		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := e.job(0)
+	ok := e.triggered(j, 200, 0, "")
+	items := []protocol.HandleCallbackParam{{LogID: ok.ID, HandleCode: 200}}
+	for i := range 2000 {
+		items = append(items, protocol.HandleCallbackParam{LogID: int64(1_000_000 + i), HandleCode: 500})
+	}
+	items = append(items, protocol.HandleCallbackParam{LogID: ok.ID, HandleCode: 200}) // a repeat
+	errs := svc.Callback(e.ctx, items)
+	if errs[0] != nil {
+		t.Fatalf("known log rejected: %v", errs[0])
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("%d log lines, want 1 summary:\n%s", len(lines), strings.Join(lines[:min(5, len(lines))], "\n"))
+	}
+	for _, want := range []string{"rejected=2001", "items=2002", "logIds=\"[1000000 1000001 1000002 1000003 1000004]\"", "2000×", "1×"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("summary %q lacks %q", lines[0], want)
 		}
 	}
 }

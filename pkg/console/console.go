@@ -133,6 +133,7 @@ func (h *Handler) routes() {
 		{"GET /console/logs/{id}", h.logDetail},
 		{"GET /console/logs/{id}/tail", h.logTail},
 		{"POST /console/logs/{id}/kill", h.logKill},
+		{"POST /console/logs/clear", h.logClear},
 		{"GET /console/groups", h.groups},
 		{"POST /console/groups", h.groupSave},
 		{"POST /console/groups/{id}/delete", h.groupDelete},
@@ -159,6 +160,7 @@ func (h *Handler) signedIn(fn func(http.ResponseWriter, *http.Request, auth.Prin
 		p, err := h.cfg.Auth.Authenticate(r)
 		switch {
 		case errors.Is(err, auth.ErrCSRF):
+			auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, "session", "missing or invalid CSRF token")
 			http.Error(w, "invalid or missing CSRF token", http.StatusForbidden)
 			return
 		case errors.Is(err, auth.ErrUnauthenticated) || (err == nil && p.Token):
@@ -176,6 +178,15 @@ func (h *Handler) signedIn(fn func(http.ResponseWriter, *http.Request, auth.Prin
 		}
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+			rec := &auth.StatusRecorder{ResponseWriter: w}
+			defer func() {
+				id := r.PathValue("id")
+				if id == "" {
+					id = r.PathValue("name")
+				}
+				auth.AuditWrite(r.Context(), h.cfg.Logger, r, p, r.Pattern, id, rec.Status)
+			}()
+			w = rec
 		}
 		fn(w, r, p)
 	}
@@ -282,8 +293,29 @@ var funcs = template.FuncMap{
 	},
 	"dayChoices":  func() []int { return []int{7, 14, 30} },
 	"logStatuses": func() []string { return []string{"success", "fail", "running"} },
+	"clearModes":  func() []string { return admin.LogClearModes },
+	"glueLang":    glueLang,
 	"pollDelay":   func() string { return PollDelay.String() },
 }
 
 // PollDelay is how often the rolling log asks for new lines (xxl-job: 3 s).
 var PollDelay = 3 * time.Second
+
+// glueLang is the Prism grammar that highlights a GLUE type's source.
+func glueLang(t xjob.GlueType) string {
+	switch t {
+	case xjob.GlueShell:
+		return "bash"
+	case xjob.GluePython, xjob.GluePython2:
+		return "python"
+	case xjob.GluePHP:
+		return "php"
+	case xjob.GlueNodeJS:
+		return "javascript"
+	case xjob.GluePowerShell:
+		return "powershell"
+	case xjob.GlueGroovy:
+		return "groovy"
+	}
+	return ""
+}

@@ -79,6 +79,11 @@ var messages = map[string]map[string]string{
 		"forbidden": "You have no permission for this executor group.", "versions": "Saved versions (newest 30)",
 		"remark": "Remark", "restore": "Load", "glue.bean": "BEAN jobs have no GLUE source.", "lang": "Language",
 		"clear": "Clear logs", "more": "Older", "created": "Created",
+		"clear.type": "Clear", "clear.1m": "older than 1 month", "clear.3m": "older than 3 months",
+		"clear.6m": "older than 6 months", "clear.12m": "older than 1 year", "clear.1k": "all but the newest 1,000",
+		"clear.10k": "all but the newest 10,000", "clear.30k": "all but the newest 30,000",
+		"clear.100k": "all but the newest 100,000", "clear.all": "all logs", "cleared": "Logs deleted:",
+		"clear.confirm": "Delete these trigger logs? This cannot be undone.",
 	},
 	"zh-CN": {
 		"app": "xjob 控制台", "nav.dashboard": "运行报表", "nav.jobs": "任务管理", "nav.logs": "调度日志",
@@ -110,5 +115,10 @@ var messages = map[string]map[string]string{
 		"forbidden": "你没有此执行器的权限。", "versions": "历史版本（最近 30 个）",
 		"remark": "源码备注", "restore": "载入", "glue.bean": "BEAN 模式任务没有 GLUE 源码。", "lang": "语言",
 		"clear": "清理日志", "more": "更早", "created": "已创建",
+		"clear.type": "清理方式", "clear.1m": "清理一个月之前日志数据", "clear.3m": "清理三个月之前日志数据",
+		"clear.6m": "清理六个月之前日志数据", "clear.12m": "清理一年之前日志数据", "clear.1k": "清理一千条以前日志数据",
+		"clear.10k": "清理一万条以前日志数据", "clear.30k": "清理三万条以前日志数据",
+		"clear.100k": "清理十万条以前日志数据", "clear.all": "清理所有日志数据", "cleared": "已删除日志条数：",
+		"clear.confirm": "确定清理这些调度日志吗？此操作不可撤销。",
 	},
 }

@@ -95,6 +95,36 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, p auth.Principal)
 	h.render(w, r, "logs", d)
 }
 
+// logClear is the logs page's "clear logs" dialog (xxl-job's
+// /joblog/clearLog): the page's group and job scope it, and a normal user
+// must have the group (and the job must be in it); only an admin may
+// clear every group.
+func (h *Handler) logClear(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	group, _ := strconv.ParseInt(r.FormValue("group"), 10, 64)
+	job, _ := strconv.ParseInt(r.FormValue("job"), 10, 64)
+	if job != 0 {
+		j, err := h.cfg.Admin.GetJob(r.Context(), job)
+		if err == nil {
+			err = forbidden(p, j.GroupID)
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		group = j.GroupID
+	}
+	if err := forbidden(p, group); err != nil { // group 0 (every group): admins only
+		h.fail(w, r, err)
+		return
+	}
+	n, err := h.cfg.Admin.ClearLogs(r.Context(), admin.ClearLogsParams{GroupID: group, JobID: job, Mode: r.FormValue("mode")})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	back(w, r, "/console/logs?group="+itoa(group)+"&job="+itoa(job), h.base(r, p, "").T("cleared")+" "+strconv.Itoa(n))
+}
+
 // log loads a log the principal may see.
 func (h *Handler) log(r *http.Request, p auth.Principal) (xjob.Log, error) {
 	l, err := h.cfg.Admin.GetLog(r.Context(), pathInt(r, "id"))

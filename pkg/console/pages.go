@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -94,6 +95,11 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		back(w, r, safeNext(r.PostFormValue("next")), "")
 		return
 	}
+	if !errors.Is(err, auth.ErrTooManyAttempts) && !errors.Is(err, auth.ErrBadCredentials) && !errors.Is(err, auth.ErrCSRF) {
+		h.serverError(w, r, err)
+		return
+	}
+	auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, "login", err.Error(), slog.String("username", name))
 	b := h.base(r, auth.Principal{}, "login")
 	switch {
 	case errors.Is(err, auth.ErrTooManyAttempts):
@@ -420,12 +426,7 @@ func (h *Handler) jobStop(w http.ResponseWriter, r *http.Request, p auth.Princip
 }
 
 func (h *Handler) jobDelete(w http.ResponseWriter, r *http.Request, p auth.Principal) {
-	h.jobAction(w, r, p, func(r *http.Request, id int64) error {
-		if err := h.cfg.Admin.DeleteJob(r.Context(), id); err != nil {
-			return err
-		}
-		return h.cfg.Glue.GlueVersionDeleteJob(r.Context(), id)
-	})
+	h.jobAction(w, r, p, func(r *http.Request, id int64) error { return h.cfg.Admin.DeleteJob(r.Context(), id) })
 }
 
 // jobBulk starts or stops the selected jobs (each checked for permission).
@@ -587,16 +588,21 @@ func (h *Handler) glueSave(w http.ResponseWriter, r *http.Request, p auth.Princi
 		h.render(w, r, "glue", d)
 		return
 	}
+	unchanged := src == j.GlueSource
 	j.GlueSource, j.GlueRemark = src, remark
 	out, err := h.cfg.Admin.UpdateJob(r.Context(), admin.UpdateJobParams{Job: j})
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	if err := h.cfg.Glue.GlueVersionAdd(r.Context(), xjob.GlueVersion{JobID: j.ID, GlueType: j.GlueType, Source: src,
-		Remark: remark, CreatedAt: out.UpdatedAt}, xjob.MaxGlueVersions); err != nil {
-		h.serverError(w, r, err)
-		return
+	// UpdateJob saved a version if the source changed; a save with the
+	// same source and a new remark is still a version, as in xxl-job.
+	if unchanged {
+		if err := h.cfg.Glue.GlueVersionAdd(r.Context(), xjob.GlueVersion{JobID: j.ID, GlueType: j.GlueType, Source: src,
+			Remark: remark, CreatedAt: out.UpdatedAt}, xjob.MaxGlueVersions); err != nil {
+			h.serverError(w, r, err)
+			return
+		}
 	}
 	back(w, r, "/console/jobs/"+itoa(j.ID)+"/glue", h.base(r, p, "").T("saved"))
 }

@@ -221,6 +221,27 @@ type LogStore interface {
 	// LogDeleteBefore deletes up to limit logs triggered before before and
 	// returns how many it deleted.
 	LogDeleteBefore(ctx context.Context, before int64, limit int) (int, error)
+	// LogClear deletes up to p.Limit of the oldest logs in p's scope that
+	// are not among its KeepNewest newest and were triggered before
+	// p.Before (when set), and returns how many it deleted: the console's
+	// and /v1's "clear logs" (xxl-job's /joblog/clearLog), which the
+	// caller repeats until fewer than Limit are deleted.
+	LogClear(ctx context.Context, p LogClearParams) (int, error)
+}
+
+// LogClearParams is the input of LogStore.LogClear. Zero GroupID / JobID
+// mean every group / job; zero Before and KeepNewest put no bound, so the
+// zero scope with neither clears every log (xxl-job's "clear all").
+type LogClearParams struct {
+	GroupID int64
+	JobID   int64
+	// Before: only logs triggered strictly before it (Unix ms) go.
+	Before int64
+	// KeepNewest: the newest KeepNewest logs of the scope (by trigger time,
+	// then id) stay, whatever their age.
+	KeepNewest int
+	// Limit bounds one call (the store clamps it; 0 takes its default).
+	Limit int
 }
 
 // LogClaimParams is the input of LogStore.LogClaim.

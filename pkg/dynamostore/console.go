@@ -210,18 +210,37 @@ func (db *DB) GlueVersionDeleteJob(ctx context.Context, jobID int64) error {
 
 // queryAll follows a query's pages.
 func (db *DB) queryAll(ctx context.Context, in *dynamodb.QueryInput) ([]item, error) {
+	return followPages(in.ExclusiveStartKey, func(start map[string]types.AttributeValue) (readPage, error) {
+		in.ExclusiveStartKey = start
+		res, err := db.api.Query(ctx, in)
+		if err != nil {
+			return readPage{}, err
+		}
+		return readPage{res.Items, res.LastEvaluatedKey}, nil
+	})
+}
+
+// readPage is one response of a paged read (Query or Scan).
+type readPage struct {
+	items []map[string]types.AttributeValue
+	last  map[string]types.AttributeValue
+}
+
+// followPages collects the items of a paged read from start on, calling
+// read with each LastEvaluatedKey until there is none.
+func followPages(start map[string]types.AttributeValue, read func(start map[string]types.AttributeValue) (readPage, error)) ([]item, error) {
 	var out []item
 	for {
-		res, err := db.api.Query(ctx, in)
+		p, err := read(start)
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range res.Items {
+		for _, it := range p.items {
 			out = append(out, it)
 		}
-		if len(res.LastEvaluatedKey) == 0 {
+		if len(p.last) == 0 {
 			return out, nil
 		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
+		start = p.last
 	}
 }

@@ -35,9 +35,8 @@
 //	logs         id N                         byJob (jobId N, tkey S; KEYS_ONLY)
 //	                                          byGroup (groupId N, tkey S; KEYS_ONLY)
 //	                                          byTime (part N, tkey S; KEYS_ONLY)
-//	                                          running (runPart N, tkey S; KEYS_ONLY) sparse
+//	                                          running (runPart N, tkey S; KEYS_ONLY) sparse: parked logs only
 //	                                          failed (failPart N, tkey S; KEYS_ONLY) sparse
-//	occurrences  occurrenceId S               —   unused since log ids derive from occurrences (see Ids)
 //	registry     registryKey S, member S      —   appname; group#address, TTL
 //	leases       name S                       —   owner, token, expiresAt
 //	reports      day S                        —   ADD counters per day
@@ -94,24 +93,48 @@
 //
 // Log state changes are single conditional updates: LogClaim (version and
 // triggerCode = 0), LogTriggered (triggerCode = 0; the common case also
-// requires handleCode = 0 and enters the running or failed index, the
+// requires handleCode = 0 and, on a failed trigger, enters the failed index; the
 // callback-came-first case is a second attempt that leaves the indexes
 // alone), LogFinish (handleCode = 0: first result wins), LogSetAlarm
 // (alarmStatus compare-and-set).
 //
 // Log queries. Every log index sorts on tkey = SortKey(triggerTime, id)
-// and is KEYS_ONLY, so updates of a log's state (3 per trigger) do not
-// rewrite byJob/byGroup/byTime; only running/failed membership changes
-// write an index. Readers page keys and BatchGetItem the logs (eventually
+// and is KEYS_ONLY, so updates of a log's state (2 per trigger) do not
+// rewrite byJob/byGroup/byTime; only failed membership (and the rare
+// parking) writes an index. A trigger's write units: create 1 + 3 index
+// entries, LogTriggered 1, LogFinish 1 (6; it was 10 with the occurrence
+// marker and the running index). Readers page keys and BatchGetItem the logs (eventually
 // consistent, ½ RRU per log ≤ 4 KB), then apply the filters the key cannot
 // (status; group when a job is given).
 //
 //	LogList(job)        Query byJob jobId, tkey BETWEEN From..To/cursor, newest first
 //	LogList(group)      Query byGroup groupId, same
 //	LogList(all)        Query byTime for each part 0..LogPartitions-1, merged
-//	LogsRunning         Query running per part, merged, oldest first
+//	LogsRunning         Query running (parked) per part, then byTime from the watermark (below)
 //	LogsFailedUnalarmed Query failed per part, merged; re-checks each log
 //	LogDeleteBefore     byTime oldest first, then BatchWrite deletes
+//
+// Running logs. A successful trigger writes no index: entering a sparse
+// running index on LogTriggered and leaving it on LogFinish cost two index
+// writes per trigger, a third of the whole budget. The lost check
+// (registry.CheckLost, LogsRunning(now − LostAfter)) instead reads byTime
+// once, behind a watermark kept in the counters table:
+//
+//	byTime:  ...finished... | watermark | ...read on the next call... | before | newer
+//	                 ▲ parked (still running when passed): running index
+//
+// Each call walks the running index (parked logs), then byTime from the
+// watermark up to before (at most 200,000 logs), parks each unfinished log
+// it reads (UpdateItem SET runPart if handleCode = 0: only jobs running
+// longer than LostAfter, so rarely) and moves the watermark forward
+// (conditional on it growing). LogFinish REMOVEs runPart, free when absent.
+// Cost: ½ read unit per log once (eventually consistent BatchGetItem) plus
+// the keys-only Query bytes, instead of 2 write units. Precondition: a
+// caller's before stays behind the trigger time of logs still to be created
+// (true for now − LostAfter; LogClaim moves a taken-over log forward, and a
+// parked one stays in the index). An untriggered log that is never taken
+// over stays parked until its TTL; reads filter it out. A new table starts
+// the watermark at the oldest log.
 //
 // part = id mod LogPartitions spreads the time-ordered indexes over several
 // partition key values (write sharding), so no index partition takes every

@@ -40,14 +40,13 @@ type API interface {
 // Default table names (the infra templates create tables with these names
 // under a stack prefix; see Tables.WithPrefix).
 const (
-	TableJobs        = "jobs"
-	TableGroups      = "groups"
-	TableLogs        = "logs"
-	TableOccurrences = "occurrences"
-	TableRegistry    = "registry"
-	TableLeases      = "leases"
-	TableReports     = "reports"
-	TableCounters    = "counters"
+	TableJobs     = "jobs"
+	TableGroups   = "groups"
+	TableLogs     = "logs"
+	TableRegistry = "registry"
+	TableLeases   = "leases"
+	TableReports  = "reports"
+	TableCounters = "counters"
 	// TableConsole holds the console's records, apart from the scheduling
 	// tables: users (AttrPK "user", AttrSK username) and saved GLUE sources
 	// (AttrPK "glue#<jobId>", AttrSK SortKey(savedAt, random)).
@@ -87,19 +86,19 @@ const (
 	AttrTimePart     = "part"         // N: logs byTime partition key, id mod LogPartitions
 	AttrRunPart      = "runPart"      // N: logs running index partition key (sparse)
 	AttrFailPart     = "failPart"     // N: logs failed index partition key (sparse)
-	AttrOccurrenceID = "occurrenceId" // S: occurrences partition key
+	AttrOccurrenceID = "occurrenceId" // S: a log's occurrence (its id derives from it)
 	AttrRegistryKey  = "registryKey"  // S: registry partition key (appname)
 	AttrMember       = "member"       // S: registry sort key, group + "#" + address
 	AttrName         = "name"         // S: leases and counters partition key
 	AttrDay          = "day"          // S: reports partition key (yyyy-mm-dd)
-	AttrPurgeAt      = "purgeAt"      // N: TTL attribute (Unix seconds) of logs, occurrences, registry
+	AttrPurgeAt      = "purgeAt"      // N: TTL attribute (Unix seconds) of logs and registry entries
 	AttrPK           = "pk"           // S: console partition key
 	AttrSK           = "sk"           // S: console sort key
 )
 
 // Tables names the store's tables.
 type Tables struct {
-	Jobs, Groups, Logs, Occurrences, Registry, Leases, Reports, Counters, Console string
+	Jobs, Groups, Logs, Registry, Leases, Reports, Counters, Console string
 }
 
 // TablesWithPrefix returns the default table names as prefix + "-" + name,
@@ -111,7 +110,7 @@ func TablesWithPrefix(prefix string) Tables {
 		}
 		return prefix + "-" + n
 	}
-	return Tables{Jobs: p(TableJobs), Groups: p(TableGroups), Logs: p(TableLogs), Occurrences: p(TableOccurrences),
+	return Tables{Jobs: p(TableJobs), Groups: p(TableGroups), Logs: p(TableLogs),
 		Registry: p(TableRegistry), Leases: p(TableLeases), Reports: p(TableReports), Counters: p(TableCounters),
 		Console: p(TableConsole)}
 }
@@ -139,7 +138,7 @@ type Options struct {
 
 func (o *Options) applyDefaults() error {
 	t := o.Tables
-	for _, n := range []string{t.Jobs, t.Groups, t.Logs, t.Occurrences, t.Registry, t.Leases, t.Reports, t.Counters, t.Console} {
+	for _, n := range []string{t.Jobs, t.Groups, t.Logs, t.Registry, t.Leases, t.Reports, t.Counters, t.Console} {
 		if n == "" {
 			return errors.New("dynamostore: every table name is required (see TablesWithPrefix)")
 		}
@@ -492,20 +491,14 @@ func toMaps(items []item) []map[string]types.AttributeValue {
 // scanAll reads a whole table (small tables only: groups, registry, reports,
 // or an unfiltered admin job list), following LastEvaluatedKey.
 func (db *DB) scanAll(ctx context.Context, in *dynamodb.ScanInput) ([]item, error) {
-	var out []item
-	for {
+	return followPages(in.ExclusiveStartKey, func(start map[string]types.AttributeValue) (readPage, error) {
+		in.ExclusiveStartKey = start
 		res, err := db.api.Scan(ctx, in)
 		if err != nil {
-			return nil, err
+			return readPage{}, err
 		}
-		for _, it := range res.Items {
-			out = append(out, it)
-		}
-		if len(res.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
-	}
+		return readPage{res.Items, res.LastEvaluatedKey}, nil
+	})
 }
 
 // clampLimit turns a caller's limit into one the store serves.

@@ -3,6 +3,7 @@ package dynamostore_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -116,5 +117,66 @@ func TestNewRequiresTables(t *testing.T) {
 	t.Parallel()
 	if _, err := dynamostore.New(nil, dynamostore.Options{}); err == nil {
 		t.Fatal("New without table names succeeded")
+	}
+}
+
+// LogsRunning reads byTime once past its watermark and parks what is still
+// running; later calls find parked logs through the running index until
+// they finish, and read only the logs created since.
+func TestLogsRunningWatermark(t *testing.T) {
+	t.Parallel()
+	db, ctx := setup(t, dynamostore.Options{LogPartitions: 2}), t.Context()
+	ids := map[int64]int64{} // trigger time → log id
+	create := func(at int64) {
+		t.Helper()
+		l, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "j1/t" + strconv.FormatInt(at, 10) + "/s0", JobID: 1, GroupID: 2,
+			TriggerType: xjob.TriggerCron, ScheduledTime: at, TriggerTime: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.LogTriggered(ctx, driver.LogTriggeredParams{ID: l.ID, ExecutorAddress: "http://e", TriggerCode: xjob.CodeSuccess}); err != nil {
+			t.Fatal(err)
+		}
+		ids[at] = l.ID
+	}
+	finish := func(at int64) {
+		t.Helper()
+		if _, err := db.LogFinish(ctx, driver.LogFinishParams{ID: ids[at], HandleTime: at + 1, HandleCode: xjob.CodeSuccess}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const s = 1_795_000_000_000
+	create(s + 1000)
+	create(s + 2000)
+	create(s + 3000)
+	finish(s + 2000)
+	steps := []struct {
+		name   string
+		before func()
+		at     int64
+		limit  int
+		want   []int64 // trigger times
+	}{
+		{"first pass stops at before", nil, s + 2500, 100, []int64{s + 1000}},
+		{"parked and fresh", nil, s + 5000, 100, []int64{s + 1000, s + 3000}},
+		{"a parked log that finished drops out", func() { finish(s + 1000) }, s + 5000, 100, []int64{s + 3000}},
+		{"logs created after the watermark", func() { create(s + 6000) }, s + 7000, 100, []int64{s + 3000, s + 6000}},
+		{"limit", nil, s + 7000, 1, []int64{s + 3000}},
+	}
+	for _, st := range steps {
+		if st.before != nil {
+			st.before()
+		}
+		got, err := db.LogsRunning(ctx, st.at, st.limit)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		var times []int64
+		for _, l := range got {
+			times = append(times, l.TriggerTime)
+		}
+		if !slices.Equal(times, st.want) {
+			t.Fatalf("%s: running at %v, want %v", st.name, times, st.want)
+		}
 	}
 }

@@ -57,7 +57,6 @@ func TableSpecs(t Tables) []*dynamodb.CreateTableInput {
 			gsi(IndexLogsByTime, AttrTimePart, AttrTimeKey, types.ProjectionTypeKeysOnly),
 			gsi(IndexLogsRunning, AttrRunPart, AttrTimeKey, types.ProjectionTypeKeysOnly),
 			gsi(IndexLogsFailed, AttrFailPart, AttrTimeKey, types.ProjectionTypeKeysOnly)),
-		table(t.Occurrences, []types.AttributeDefinition{attr(AttrOccurrenceID, S)}, key(AttrOccurrenceID, "")),
 		table(t.Registry, []types.AttributeDefinition{attr(AttrRegistryKey, S), attr(AttrMember, S)}, key(AttrRegistryKey, AttrMember)),
 		table(t.Leases, []types.AttributeDefinition{attr(AttrName, S)}, key(AttrName, "")),
 		table(t.Reports, []types.AttributeDefinition{attr(AttrDay, S)}, key(AttrDay, "")),

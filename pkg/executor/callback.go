@@ -121,7 +121,7 @@ func (c *callbacks) spool(batch []protocol.HandleCallbackParam) error {
 
 func (c *callbacks) spoolLocked(batch []protocol.HandleCallbackParam) error {
 	dir := c.e.cfg.SpoolDir
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("callback spool: %w", err)
 	}
 	data, err := json.Marshal(batch)

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -51,7 +50,11 @@ type Config struct {
 	// ListenAddr is where ListenAndServe listens. Default ":9999".
 	ListenAddr string
 	// LogDir holds per-run logs as {LogDir}/{yyyy-MM-dd}/{logId}.log.
-	// Default {os.TempDir()}/xjob/jobhandler.
+	// Default {os.UserCacheDir()}/xjob-executor/jobhandler, or
+	// {os.TempDir()}/xjob-executor-{uid}/jobhandler without a cache
+	// directory. It is created 0700, log files 0600; New fails when it
+	// (or, for the default, xjob-executor*) is a symlink, owned by another
+	// user, or group/world-writable.
 	LogDir string
 	// LogRetentionDays deletes date folders of LogDir older than this many
 	// days, once a day. 0 means 30; a negative value disables cleanup;
@@ -60,6 +63,7 @@ type Config struct {
 	LogRetentionDays int
 	// SpoolDir keeps callback batches no admin accepted, as JSON files,
 	// until the retry loop delivers them. Default {LogDir}/callbacklog.
+	// Checked like LogDir.
 	SpoolDir string
 	// JobLogMirror, if set, also receives every job log line, e.g.
 	// os.Stdout on Lambda so the lines reach CloudWatch Logs.
@@ -93,10 +97,19 @@ func (c Config) withDefaults() (Config, error) {
 		c.ListenAddr = DefaultListenAddr
 	}
 	if c.LogDir == "" {
-		c.LogDir = filepath.Join(os.TempDir(), "xjob", "jobhandler")
+		dir, err := chooseLogDir()
+		if err != nil {
+			return c, err
+		}
+		c.LogDir = dir
+	} else if err := privateDir(c.LogDir, c.LogDir); err != nil {
+		return c, err
 	}
 	if c.SpoolDir == "" {
 		c.SpoolDir = filepath.Join(c.LogDir, "callbacklog")
+	}
+	if err := privateDir(c.SpoolDir, c.SpoolDir); err != nil {
+		return c, err
 	}
 	if c.LogRetentionDays == 0 {
 		c.LogRetentionDays = DefaultLogRetentionDays

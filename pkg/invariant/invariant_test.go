@@ -131,7 +131,7 @@ func (s *system) scanner(owner string, jobs driver.JobStore) *scan.Scanner {
 	if jobs == nil {
 		jobs = s.db
 	}
-	sc, err := scan.New(scan.Config{Shards: shards, RingLead: 0}, scan.Deps{
+	sc, err := scan.New(scan.Config{Shards: shards, RingLead: 0, Advance: s.horizon.advance}, scan.Deps{
 		Jobs: jobs, Leases: s.db, Queues: s.db, Clock: s.clk, Owner: owner, Logger: quiet,
 	})
 	if err != nil {
@@ -266,68 +266,71 @@ func (s *system) run(sc *scan.Scanner, d time.Duration, copies int) {
 // advancing the job; nothing it pushed or was about to push is lost.
 func TestNoLostFireWhenScanStopsBetweenPushAndAdvance(t *testing.T) {
 	t.Parallel()
-	s := setup(t)
-	job := s.addJob("2", t0.Add(time.Second))
-	if _, err := s.scanner("a", crashOnAdvance{s.db}).Tick(context.Background()); !errors.Is(err, errCrash) {
-		t.Fatalf("tick err = %v, want the injected crash", err)
-	}
-	// The restarted process comes back with a new identity: it must wait
-	// for the dead one's lease to expire (10 s) before it may scan.
-	s.run(s.scanner("b", nil), 30*time.Second, 1)
-	last := t0.Add(29 * time.Second)
-	// Fires t0+1..t0+5 were pushed before the crash; t0+7 and t0+9 fall in
-	// the 10 s lease gap and were never planned, so when b takes over
-	// they are misfires (DO_NOTHING, the job's strategy) — handled by the
-	// misfire strategy as the invariant allows. From b's first tick on,
-	// every fire runs once.
-	got := s.executedFires()[job.ID]
-	for _, sec := range []int{1, 3, 5} {
-		if n := got[t0.Add(time.Duration(sec)*time.Second).UnixMilli()]; n != 1 {
-			t.Errorf("pre-crash fire t0+%ds ran %d times, want 1", sec, n)
+	forAdvances(t, func(t *testing.T, s *system) {
+		job := s.addJob("2", t0.Add(time.Second))
+		if _, err := s.scanner("a", crashOnAdvance{s.db}).Tick(context.Background()); !errors.Is(err, errCrash) {
+			t.Fatalf("tick err = %v, want the injected crash", err)
 		}
-	}
-	for at := t0.Add(10 * time.Second); !at.After(last); at = at.Add(time.Second) {
-		if n := got[at.UnixMilli()]; n > 1 {
-			t.Errorf("fire at t0+%s ran %d times", at.Sub(t0), n)
+		// The restarted process comes back with a new identity: it must wait
+		// for the dead one's lease to expire (10 s) before it may scan.
+		s.run(s.scanner("b", nil), 30*time.Second, 1)
+		last := t0.Add(29 * time.Second)
+		// Fires t0+1..t0+5 were pushed before the crash; t0+7 and t0+9 fall in
+		// the 10 s lease gap and were never planned, so when b takes over
+		// they are misfires (DO_NOTHING, the job's strategy) — handled by the
+		// misfire strategy as the invariant allows. From b's first tick on,
+		// every fire runs once.
+		got := s.executedFires()[job.ID]
+		for _, sec := range []int{1, 3, 5} {
+			if n := got[t0.Add(time.Duration(sec)*time.Second).UnixMilli()]; n != 1 {
+				t.Errorf("pre-crash fire t0+%ds ran %d times, want 1", sec, n)
+			}
 		}
-	}
-	if len(got) < 3+9 {
-		t.Errorf("only %d fires ran over 30 s of a 2 s schedule: %v", len(got), got)
-	}
+		for at := t0.Add(10 * time.Second); !at.After(last); at = at.Add(time.Second) {
+			if n := got[at.UnixMilli()]; n > 1 {
+				t.Errorf("fire at t0+%s ran %d times", at.Sub(t0), n)
+			}
+		}
+		if len(got) < 3+9 {
+			t.Errorf("only %d fires ran over 30 s of a 2 s schedule: %v", len(got), got)
+		}
+	})
 }
 
 // Invariant 1, with the restart keeping its identity (xjob local reuses
 // its owner id across restarts of one installation): no fire is lost at all.
 func TestNoLostFireWhenScanRestartsWithSameOwner(t *testing.T) {
 	t.Parallel()
-	s := setup(t)
-	job := s.addJob("2", t0.Add(time.Second))
-	if _, err := s.scanner("a", crashOnAdvance{s.db}).Tick(context.Background()); !errors.Is(err, errCrash) {
-		t.Fatalf("tick err = %v, want the injected crash", err)
-	}
-	s.run(s.scanner("a", nil), 30*time.Second, 1)
-	s.expectEveryFireOnce(job, t0.Add(time.Second), 2*time.Second, t0.Add(29*time.Second))
+	forAdvances(t, func(t *testing.T, s *system) {
+		job := s.addJob("2", t0.Add(time.Second))
+		if _, err := s.scanner("a", crashOnAdvance{s.db}).Tick(context.Background()); !errors.Is(err, errCrash) {
+			t.Fatalf("tick err = %v, want the injected crash", err)
+		}
+		s.run(s.scanner("a", nil), 30*time.Second, 1)
+		s.expectEveryFireOnce(job, t0.Add(time.Second), 2*time.Second, t0.Add(29*time.Second))
+	})
 }
 
 // Invariant 2: every ring bucket and every dispatch task is delivered
 // three times (SQS at-least-once, retried Lambdas); each fire runs once.
 func TestNoDuplicateExecutionOnRedelivery(t *testing.T) {
 	t.Parallel()
-	s := setup(t)
-	jobs := []xjob.Job{s.addJob("1", t0.Add(time.Second)), s.addJob("3", t0.Add(2*time.Second))}
-	s.run(s.scanner("a", nil), 20*time.Second, 3)
-	s.expectEveryFireOnce(jobs[0], t0.Add(time.Second), time.Second, t0.Add(19*time.Second))
-	s.expectEveryFireOnce(jobs[1], t0.Add(2*time.Second), 3*time.Second, t0.Add(17*time.Second))
+	forAdvances(t, func(t *testing.T, s *system) {
+		jobs := []xjob.Job{s.addJob("1", t0.Add(time.Second)), s.addJob("3", t0.Add(2*time.Second))}
+		s.run(s.scanner("a", nil), 20*time.Second, 3)
+		s.expectEveryFireOnce(jobs[0], t0.Add(time.Second), time.Second, t0.Add(19*time.Second))
+		s.expectEveryFireOnce(jobs[1], t0.Add(2*time.Second), 3*time.Second, t0.Add(17*time.Second))
 
-	// Invariant 7: what happened is counted — every run once as a
-	// trigger, every redelivery as a duplicate, and the fire delay.
-	m := s.met.Snapshot()
-	if runs := int64(len(s.exec.runs())); m.Triggers != runs || m.Duplicates < 2*runs {
-		t.Errorf("metrics = %+v; want %d triggers and ≥ %d duplicates", m, runs, 2*runs)
-	}
-	if m.FireDelayP99 > 1 {
-		t.Errorf("fire delay p99 = %d ms; on a fake clock every fire is on time (≤ 1 ms)", m.FireDelayP99)
-	}
+		// Invariant 7: what happened is counted — every run once as a
+		// trigger, every redelivery as a duplicate, and the fire delay.
+		m := s.met.Snapshot()
+		if runs := int64(len(s.exec.runs())); m.Triggers != runs || m.Duplicates < 2*runs {
+			t.Errorf("metrics = %+v; want %d triggers and ≥ %d duplicates", m, runs, 2*runs)
+		}
+		if m.FireDelayP99 > 1 {
+			t.Errorf("fire delay p99 = %d ms; on a fake clock every fire is on time (≤ 1 ms)", m.FireDelayP99)
+		}
+	})
 }
 
 // Invariants 2 and 3: two scanners work the same shard at once (a stale
@@ -336,43 +339,44 @@ func TestNoDuplicateExecutionOnRedelivery(t *testing.T) {
 // every fire runs once.
 func TestNoDuplicateExecutionWithTwoScannersRacing(t *testing.T) {
 	t.Parallel()
-	s := setup(t)
-	ctx := context.Background()
-	var jobs []xjob.Job
-	for range 20 {
-		jobs = append(jobs, s.addJob("1", t0.Add(time.Second)))
-	}
-	a, b := s.scanner("a", nil), s.scanner("b", nil)
-	stale := xjob.Lease{Name: lease.Name(0), Owner: "x", Token: 1, ExpiresAt: t0.Add(time.Hour).UnixMilli()}
-	conflicts := 0
-	for range 15 {
-		now := s.clk.Now().Truncate(time.Second).UnixMilli()
-		for shard := range shards {
-			var wg sync.WaitGroup
-			var mu sync.Mutex
-			for _, sc := range []*scan.Scanner{a, b} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					st, err := sc.TickShard(ctx, shard, now, stale)
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						t.Error(err)
-					}
-					conflicts += st.Conflicts
-				}()
-			}
-			wg.Wait()
+	forAdvances(t, func(t *testing.T, s *system) {
+		ctx := context.Background()
+		var jobs []xjob.Job
+		for range 20 {
+			jobs = append(jobs, s.addJob("1", t0.Add(time.Second)))
 		}
-		s.fireRing(1)
-		s.dispatchAll(1)
-		s.clk.Advance(time.Second)
-	}
-	for _, j := range jobs {
-		s.expectEveryFireOnce(j, t0.Add(time.Second), time.Second, t0.Add(14*time.Second))
-	}
-	t.Logf("advances lost to the other scanner: %d", conflicts)
+		a, b := s.scanner("a", nil), s.scanner("b", nil)
+		stale := xjob.Lease{Name: lease.Name(0), Owner: "x", Token: 1, ExpiresAt: t0.Add(time.Hour).UnixMilli()}
+		conflicts := 0
+		for range 15 {
+			now := s.clk.Now().Truncate(time.Second).UnixMilli()
+			for shard := range shards {
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				for _, sc := range []*scan.Scanner{a, b} {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						st, err := sc.TickShard(ctx, shard, now, stale)
+						mu.Lock()
+						defer mu.Unlock()
+						if err != nil {
+							t.Error(err)
+						}
+						conflicts += st.Conflicts
+					}()
+				}
+				wg.Wait()
+			}
+			s.fireRing(1)
+			s.dispatchAll(1)
+			s.clk.Advance(time.Second)
+		}
+		for _, j := range jobs {
+			s.expectEveryFireOnce(j, t0.Add(time.Second), time.Second, t0.Add(14*time.Second))
+		}
+		t.Logf("advances lost to the other scanner: %d", conflicts)
+	})
 }
 
 // Invariant 2 at dispatch: a dispatcher dies after creating the trigger
@@ -446,5 +450,19 @@ func TestOneShotCronFiresOnce(t *testing.T) {
 	stored, _ := s.db.JobGet(context.Background(), j.ID)
 	if stored.TriggerStatus != xjob.StatusStopped {
 		t.Errorf("job status = %d, want stopped after its only fire", stored.TriggerStatus)
+	}
+}
+
+// forAdvances runs an invariant test with the scan planning a due job's
+// fires PreRead ahead (xxl-job's rule) and 2×PreRead ahead (xjob local's
+// Advance: an every-second job is read once per ~6 ticks).
+func forAdvances(t *testing.T, fn func(t *testing.T, s *system)) {
+	for _, adv := range []time.Duration{0, 10 * time.Second} {
+		t.Run("advance="+adv.String(), func(t *testing.T) {
+			t.Parallel()
+			s := setup(t)
+			s.horizon.advance = adv
+			fn(t, s)
+		})
 	}
 }

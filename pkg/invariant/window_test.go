@@ -35,6 +35,19 @@ func (failingAdvance) JobAdvanceMany(context.Context, []driver.JobAdvanceParams)
 // inside the horizon on time.
 type horizon struct {
 	preRead, every time.Duration
+	// advance, when set, plans a due job's fires this far ahead (xjob
+	// local: 10 s), so the scan reads an every-second job once per ~6 ticks.
+	advance time.Duration
+	// push, when set, is how soon a fire must be for the admin to push it
+	// (xjob local: 2 s, the scan ticking every second plans the rest).
+	push time.Duration
+}
+
+func (h horizon) String() string {
+	if h.advance > 0 {
+		return h.preRead.String() + "+advance" + h.advance.String() + "+push" + h.push.String()
+	}
+	return h.preRead.String()
 }
 
 func (s *system) admin(store driver.Store) *admin.Service {
@@ -52,7 +65,7 @@ func (s *system) admin(store driver.Store) *admin.Service {
 	}
 	s.t.Cleanup(ec.Close)
 	a, err := admin.New(admin.Config{Store: store, Queues: s.db, Executors: ec, Finisher: cb, Clock: s.clk, Logger: quiet,
-		Scan: scan.Config{Shards: shards, PreRead: s.horizon.preRead}})
+		Scan: scan.Config{Shards: shards, PreRead: s.horizon.preRead, Advance: s.horizon.advance, PushWithin: s.horizon.push}})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -141,9 +154,9 @@ func TestWindowPush(t *testing.T) {
 			return j
 		}, nil, map[time.Duration]int{9 * sec: 1}},
 	}
-	for _, h := range []horizon{{5 * sec, sec}, {20 * sec, 20 * sec}} {
+	for _, h := range []horizon{{5 * sec, sec, 0, 0}, {5 * sec, sec, 10 * sec, 2 * sec}, {20 * sec, 20 * sec, 0, 0}} {
 		for _, tt := range tests {
-			t.Run(h.preRead.String()+"/"+tt.name, func(t *testing.T) {
+			t.Run(h.String()+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()
 				windowCase(t, h, tt.act, tt.wantFires)
 			})
@@ -163,7 +176,7 @@ func windowCase(t *testing.T, h horizon, act func(s *system) xjob.Job, wantFires
 		t.Fatal(err)
 	}
 	s.jobs = []xjob.Job{pre}
-	sc, err := scan.New(scan.Config{Shards: shards, PreRead: h.preRead, RingLead: 0}, scan.Deps{
+	sc, err := scan.New(scan.Config{Shards: shards, PreRead: h.preRead, Advance: h.advance, RingLead: 0}, scan.Deps{
 		Jobs: s.db, Leases: s.db, Queues: s.db, Clock: s.clk, Owner: "a", Logger: quiet,
 	})
 	if err != nil {

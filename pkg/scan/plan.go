@@ -55,7 +55,10 @@ const MaxLate = 1000
 
 // Policy holds the scan's timing rules (xxl-job: 5 s and 5 s).
 type Policy struct {
-	PreRead          time.Duration
+	PreRead time.Duration
+	// Advance, when longer than PreRead, is how far ahead the fires of a
+	// due job are planned (see Config.Advance); zero means PreRead.
+	Advance          time.Duration
 	MisfireThreshold time.Duration
 }
 
@@ -67,8 +70,9 @@ type Policy struct {
 //     skipped. The next time is recomputed from now.
 //   - next in the past but within the threshold: fire now (type CRON) and
 //     recompute from now.
-//   - every fire time within now + PreRead: push to the ring, recomputing
-//     each following time from the previous one (strict cadence).
+//   - every fire time within now + PreRead (or the longer Advance): push to
+//     the ring, recomputing each following time from the previous one
+//     (strict cadence).
 //
 // A job whose next time cannot be computed is stopped. now should be the
 // scan tick's second so that racing scanners plan identically.
@@ -76,7 +80,7 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 	var plan Plan
 	next := job.TriggerNextTime
 	nowT := time.UnixMilli(now)
-	windowEnd := now + p.PreRead.Milliseconds()
+	windowEnd := now + max(p.PreRead, p.Advance).Milliseconds()
 
 	advance := func(from time.Time) bool {
 		t, ok := sched.Next(from)

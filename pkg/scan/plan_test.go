@@ -51,12 +51,20 @@ func TestPlanJob(t *testing.T) {
 		next    int64
 		misfire xjob.MisfireStrategy
 		now     int64
+		advance time.Duration
 		want    Plan
 	}{
 		{
 			name:  "upcoming fires within the window go to the ring in order",
 			sched: every(2 * time.Second), next: base + 2*s, now: base,
 			want: Plan{Fires: []Fire{{base + 2*s, xjob.TriggerCron, false}, {base + 4*s, xjob.TriggerCron, false}}, Last: base + 4*s, Next: base + 6*s},
+		},
+		{
+			name:  "a longer Advance plans past the pre-read window",
+			sched: every(2 * time.Second), next: base + 2*s, now: base, advance: 10 * time.Second,
+			want: Plan{Fires: []Fire{{base + 2*s, xjob.TriggerCron, false}, {base + 4*s, xjob.TriggerCron, false},
+				{base + 6*s, xjob.TriggerCron, false}, {base + 8*s, xjob.TriggerCron, false}, {base + 10*s, xjob.TriggerCron, false}},
+				Last: base + 10*s, Next: base + 12*s},
 		},
 		{
 			name:  "window end is inclusive",
@@ -128,7 +136,9 @@ func TestPlanJob(t *testing.T) {
 			if job.MisfireStrategy == "" {
 				job.MisfireStrategy = xjob.MisfireDoNothing
 			}
-			got := PlanJob(job, tt.sched, tt.now, pol)
+			p := pol
+			p.Advance = tt.advance
+			got := PlanJob(job, tt.sched, tt.now, p)
 			if !equalPlan(got, tt.want) {
 				t.Errorf("PlanJob =\n %+v\nwant\n %+v", got, tt.want)
 			}

@@ -57,8 +57,10 @@ func newPusher(cfg Config, jobs driver.JobStore, queues driver.Queues, logger *s
 		schedules: schedule.NewCache(schedule.DefaultCacheLimit)}
 }
 
-// Horizon is how far ahead of now the pusher plans (the scan's PreRead).
-func (p *Pusher) Horizon() int64 { return p.cfg.PreRead.Milliseconds() }
+// Horizon is how soon (ms) a job's next fire must be for the admin to push
+// it (Config.PushWithin): a job whose next fire lies beyond it is read by
+// the scan's next tick in time, in full buckets.
+func (p *Pusher) Horizon() int64 { return p.cfg.PushWithin.Milliseconds() }
 
 // Push plans, pushes and advances jobs at planning time now (Unix ms).
 // Jobs that are not running are skipped. An advance lost to a concurrent
@@ -76,8 +78,17 @@ func (p *Pusher) Push(ctx context.Context, jobs []xjob.Job, now int64) (Stats, e
 		return st, nil
 	}
 	st.Jobs = len(running)
-	err := p.processPage(ctx, running, now, Policy{PreRead: p.cfg.PreRead, MisfireThreshold: p.cfg.MisfireThreshold}, &st)
+	// Only the fires the scan could miss; the job is left due for the
+	// scan's next tick, which plans the rest in full buckets.
+	pol := p.policy()
+	pol.PreRead, pol.Advance = p.cfg.PushWithin, p.cfg.PushWithin
+	err := p.processPage(ctx, running, now, pol, &st)
 	return st, err
+}
+
+// policy is the planning rule of the scan's configuration.
+func (p *Pusher) policy() Policy {
+	return Policy{PreRead: p.cfg.PreRead, Advance: p.cfg.Advance, MisfireThreshold: p.cfg.MisfireThreshold}
 }
 
 type planned struct {

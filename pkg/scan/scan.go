@@ -43,6 +43,24 @@ type Config struct {
 	Shards int
 	// PreRead is how far ahead jobs are read (xxl-job: 5 s).
 	PreRead time.Duration
+	// Advance is how far ahead of the tick a due job's fires are planned
+	// and pushed (default PreRead, xxl-job's rule). A longer advance moves
+	// the job's next fire time past it, so an every-second job is read and
+	// advanced once per Advance−PreRead+1 ticks instead of on every tick:
+	// xjob local uses 2×PreRead. Edits stay correct because every stop or
+	// schedule edit bumps the job's revision (the ring drops the pushed
+	// fires) and the admin pushes the edited job's fires itself.
+	Advance time.Duration
+	// PushWithin is how soon a job's next fire must be, when a person
+	// creates, starts or reschedules it, for the admin to push its fires
+	// at once (Pusher) instead of leaving them to the scan's next tick;
+	// the push covers only the fires within it. Default PreRead (a scan
+	// that runs once per horizon, like the Lambda scan, needs the admin
+	// to push its whole horizon); xjob local, whose scan ticks every
+	// second, uses 2 s. Pushing more than needed is not free: each push
+	// is its own ring message per second, so 10,000 every-second jobs
+	// created at once would otherwise add 100,000 one-item buckets.
+	PushWithin time.Duration
 	// MisfireThreshold is how late a fire may be and still fire (xxl-job: 5 s).
 	MisfireThreshold time.Duration
 	// PageSize is how many due jobs one query returns (xxl-job's preReadCount: 6000).
@@ -71,6 +89,8 @@ func (c *Config) applyDefaults() {
 		c.Shards = 16
 	}
 	def(&c.PreRead, 5*time.Second)
+	def(&c.Advance, c.PreRead)
+	def(&c.PushWithin, c.PreRead)
 	def(&c.MisfireThreshold, 5*time.Second)
 	def(&c.TickBudget, 800*time.Millisecond)
 	def(&c.RingLead, 500*time.Millisecond)
@@ -93,6 +113,10 @@ func (c Config) Validate() error {
 		return errors.New("scan: Shards must be ≥ 1")
 	case c.PreRead < time.Second:
 		return errors.New("scan: PreRead must be ≥ 1s")
+	case c.Advance < c.PreRead:
+		return errors.New("scan: Advance must be ≥ PreRead")
+	case c.PushWithin < 0 || c.PushWithin > c.PreRead:
+		return errors.New("scan: PushWithin must be in [0, PreRead]")
 	case c.MisfireThreshold < 0:
 		return errors.New("scan: MisfireThreshold must be ≥ 0")
 	case c.PageSize < 1:
@@ -302,7 +326,7 @@ func (s *Scanner) ReleaseAll(ctx context.Context) {
 // tick's second) under lease l: page through due jobs, push, advance.
 func (s *Scanner) TickShard(ctx context.Context, shard int, now int64, l xjob.Lease) (Stats, error) {
 	var st Stats
-	pol := Policy{PreRead: s.cfg.PreRead, MisfireThreshold: s.cfg.MisfireThreshold}
+	pol := s.push.policy()
 	deadline := s.clock.Now().Add(s.cfg.TickBudget)
 	var cursor driver.DueCursor
 	for {

@@ -425,3 +425,37 @@ func TestRunReportsLateFiresOncePerTick(t *testing.T) {
 		t.Errorf("collapsed span = %v, want %v", got, want)
 	}
 }
+
+// The admin's push covers only the fires due within PushWithin and leaves
+// the job due for the scan, which plans the rest in full buckets; a job
+// whose next fire is later is not the push's at all.
+func TestPushOnlyWithinPushWithin(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	p, err := scan.NewPusher(scan.Config{Shards: shards, RingLead: 0, Advance: 10 * time.Second, PushWithin: 2 * time.Second},
+		e.db, e.db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Horizon(); got != 2000 {
+		t.Fatalf("Horizon = %d ms, want 2000", got)
+	}
+	j := e.addJob(t, "1", t0.Add(time.Second), xjob.MisfireDoNothing)
+	st, err := p.Push(ctx, []xjob.Job{j}, t0.UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.RingFires != 2 {
+		t.Fatalf("push stats %+v, want 2 ring fires (t+1, t+2)", st)
+	}
+	got, _ := e.db.JobGet(ctx, j.ID)
+	if got.TriggerNextTime != t0.Add(3*time.Second).UnixMilli() {
+		t.Fatalf("next = %d, want t+3 s, due for the scan's next tick", got.TriggerNextTime)
+	}
+	e.clk.Advance(10 * time.Second)
+	if items := e.drainRing(t); len(items) != 2 || items[0].FireTime != t0.Add(time.Second).UnixMilli() ||
+		items[1].FireTime != t0.Add(2*time.Second).UnixMilli() {
+		t.Fatalf("ring = %+v, want the fires at t+1 s and t+2 s", items)
+	}
+}

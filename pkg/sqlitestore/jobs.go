@@ -173,6 +173,30 @@ type jobCache struct {
 // jobCacheMax bounds the cache; a full cache starts over.
 const jobCacheMax = 100_000
 
+// advanced carries committed advances into the cache: an advance
+// conditional on version v that committed leaves the row as the cached
+// job at v with only the trigger times changed and the version v+1, so the
+// cached copy is updated instead of being read whole again. Without it the
+// scan's advance of a frequent job would make every ring and dispatch read
+// of it a miss. errs[i] != nil (or Stop) leaves entry i alone; a stale
+// entry is never served, as JobGetMany checks the version.
+func (c *jobCache) advanced(ps []driver.JobAdvanceParams, errs []error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, p := range ps {
+		if p.Stop || (errs != nil && errs[i] != nil) {
+			continue
+		}
+		j, ok := c.m[p.ID]
+		if !ok || j.Version != p.ExpectVersion {
+			continue
+		}
+		j.Version++
+		j.TriggerLastTime, j.TriggerNextTime = p.TriggerLastTime, p.TriggerNextTime
+		c.m[p.ID] = j
+	}
+}
+
 func (c *jobCache) put(jobs []xjob.Job) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -223,6 +247,7 @@ func (db *DB) JobAdvance(ctx context.Context, p driver.JobAdvanceParams) error {
 	if err != nil {
 		return fmt.Errorf("sqlite job advance %d: %w", p.ID, err)
 	}
+	db.jobs.advanced([]driver.JobAdvanceParams{p}, nil)
 	return nil
 }
 
@@ -248,6 +273,7 @@ func (db *DB) JobAdvanceMany(ctx context.Context, ps []driver.JobAdvanceParams) 
 	if err != nil {
 		return nil, fmt.Errorf("sqlite job advance many: %w", err)
 	}
+	db.jobs.advanced(ps, errs)
 	return errs, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -377,6 +378,39 @@ func (db *DB) LogDeleteBefore(ctx context.Context, before int64, limit int) (int
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite log delete before: %w", err)
+	}
+	return int(n), nil
+}
+
+// LogClear deletes up to p.Limit of the oldest logs of p's scope outside
+// its newest p.KeepNewest and before p.Before, in one write transaction.
+func (db *DB) LogClear(ctx context.Context, p driver.LogClearParams) (int, error) {
+	scope, args := []string{"1 = 1"}, []any{}
+	if p.GroupID != 0 {
+		scope, args = append(scope, "group_id = ?"), append(args, p.GroupID)
+	}
+	if p.JobID != 0 {
+		scope, args = append(scope, "job_id = ?"), append(args, p.JobID)
+	}
+	where := strings.Join(scope, " AND ")
+	cond, condArgs := where, slices.Clone(args)
+	if p.KeepNewest > 0 {
+		cond += ` AND id NOT IN (SELECT id FROM logs WHERE ` + where + ` ORDER BY trigger_time DESC, id DESC LIMIT ?)`
+		condArgs = append(append(condArgs, args...), p.KeepNewest)
+	}
+	if p.Before != 0 {
+		cond, condArgs = cond+" AND trigger_time < ?", append(condArgs, p.Before)
+	}
+	condArgs = append(condArgs, clampLimit(p.Limit, 1000, 100000))
+	var n int64
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		var err error
+		n, err = rowsAffected(c.ExecContext(ctx, `DELETE FROM logs WHERE id IN (
+			SELECT id FROM logs WHERE `+cond+` ORDER BY trigger_time, id LIMIT ?)`, condArgs...))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite log clear: %w", err)
 	}
 	return int(n), nil
 }

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"runtime"
 	"sort"
 	"strconv"
@@ -119,6 +120,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	opts.applyDefaults()
 	if path == "" {
 		return nil, errors.New("sqlite open: empty path")
+	}
+	if err := privateFiles(path); err != nil {
+		return nil, err
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)+")")
@@ -380,3 +384,26 @@ func (db *DB) wake(name string) {
 
 // sqliteBusy is SQLITE_BUSY, the primary result code of a lock conflict.
 const sqliteBusy = 5
+
+// privateFiles creates the database file with mode 0600 before SQLite
+// opens it, and tightens an existing file and its -wal/-shm to 0600. The
+// file holds job parameters and GLUE source, which other local users must
+// not read. SQLite creates -wal and -shm with the mode of the main file,
+// so a 0600 main file is enough for the ones it creates later.
+func privateFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("sqlite open %s: %w", path, err)
+	}
+	_ = f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil {
+			return fmt.Errorf("sqlite open: %s is readable by others (mode %s) and cannot be tightened: %w", p, fi.Mode().Perm(), err)
+		}
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -525,5 +526,53 @@ func TestJobGetManyCacheFollowsOtherProcesses(t *testing.T) {
 	}
 	if got, err := a.JobGetMany(ctx, []int64{j.ID}); err != nil || len(got) != 0 {
 		t.Fatalf("after delete: %v, %v", got, err)
+	}
+}
+
+// The scan's committed advances are carried into the JobGetMany cache (the
+// job is not read whole again); a failed or conflicting advance is not,
+// and the cached job always equals the row JobGet reads.
+func TestJobGetManyCacheFollowsAdvances(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openAt(t, filepath.Join(t.TempDir(), "xjob.db"), Options{Shards: 1})
+	j := xjob.Job{GroupID: 1, Description: "d", Author: "a", ScheduleType: xjob.ScheduleFixRate, ScheduleConf: "1",
+		Handler: "h", TriggerStatus: xjob.StatusRunning, TriggerNextTime: 1_800_000_000_000}
+	j.ApplyDefaults()
+	j, err := db.JobInsert(ctx, j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(what string) {
+		t.Helper()
+		many, err := db.JobGetMany(ctx, []int64{j.ID, 424242})
+		if err != nil || len(many) != 1 {
+			t.Fatalf("%s: %v, %v", what, many, err)
+		}
+		one, err := db.JobGet(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(many[0], one) {
+			t.Fatalf("%s: cached %+v\nrow %+v", what, many[0], one)
+		}
+	}
+	same("first read")
+	steps := []struct {
+		name string
+		p    driver.JobAdvanceParams
+		ok   bool
+	}{
+		{"advance", driver.JobAdvanceParams{ID: j.ID, ExpectVersion: 1, TriggerLastTime: 1_800_000_000_000, TriggerNextTime: 1_800_000_010_000}, true},
+		{"stale advance (conflict)", driver.JobAdvanceParams{ID: j.ID, ExpectVersion: 1, TriggerLastTime: 1, TriggerNextTime: 2}, false},
+		{"second advance", driver.JobAdvanceParams{ID: j.ID, ExpectVersion: 2, TriggerLastTime: 1_800_000_010_000, TriggerNextTime: 1_800_000_020_000}, true},
+		{"stop", driver.JobAdvanceParams{ID: j.ID, ExpectVersion: 3, Stop: true}, true},
+	}
+	for _, st := range steps {
+		errs, err := db.JobAdvanceMany(ctx, []driver.JobAdvanceParams{st.p})
+		if err != nil || (errs[0] == nil) != st.ok {
+			t.Fatalf("%s: %v, %v", st.name, errs, err)
+		}
+		same("after " + st.name)
 	}
 }

@@ -22,8 +22,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -104,6 +106,7 @@ func run() int {
 			fmt.Printf("%s measured: %d jobs, %.1f triggers/s offered, %d triggers in %s, lost %d, duplicates %d, lateness p50 %.0f ms p99 %.0f ms\n",
 				wl.w.Name, n, s.Rate, s.Triggers, *window, o.Lost, o.Duplicates+o.DuplicateLogs, o.LatenessP50, o.LatenessP99)
 		}
+		printUnits(samples[1])
 		sc := harness.ScaleCost(wl.w, samples[0], samples[1], p)
 		fmt.Printf("%s: measured at %.1f triggers/s: $%.2f per million triggers; scaled to %.0f triggers/s: $%.2f per million\n",
 			wl.w.Name, sc.MeasuredAt, sc.Measured, sc.FullRate, sc.TotalPerM)
@@ -140,4 +143,30 @@ func run() int {
 	}
 	fmt.Printf("cost: W1 $%.2f/M, W2 $%.2f/M, W3 $%.2f/M, idle $%.2f/month\n", totals["W1"], totals["W2"], totals["W3"], idleMonth)
 	return 0
+}
+
+// printUnits prints the DynamoDB request units per trigger of each
+// function and operation at the sample's rate (index writes counted in
+// the units and shown apart): where a trigger's price comes from.
+func printUnits(s *harness.CostSample) {
+	if s.Triggers == 0 {
+		return
+	}
+	fmt.Printf("  dynamodb units/trigger at %.0f/s:", s.Rate)
+	fns := slices.Sorted(maps.Keys(s.Usage.Ops))
+	for _, fn := range fns {
+		ops := s.Usage.Ops[fn]
+		for _, op := range slices.Sorted(maps.Keys(ops)) {
+			st := ops[op]
+			u := (st.Reported + st.Derived + st.IndexUnits) / float64(s.Triggers)
+			if !strings.HasPrefix(op, "dynamodb:") || u < 0.005 {
+				continue
+			}
+			fmt.Printf("  %s %s %.2f", fn, strings.TrimPrefix(op, "dynamodb:"), u)
+			if st.IndexUnits > 0 {
+				fmt.Printf(" (index %.2f)", st.IndexUnits/float64(s.Triggers))
+			}
+		}
+	}
+	fmt.Println()
 }

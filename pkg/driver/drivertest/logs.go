@@ -195,6 +195,7 @@ func ExerciseLogStore(t *testing.T, newStore func(t *testing.T) driver.LogStore)
 	})
 
 	t.Run("Queries", func(t *testing.T) { t.Parallel(); exerciseLogQueries(t, newStore(t)) })
+	t.Run("Clear", func(t *testing.T) { t.Parallel(); exerciseLogClear(t, newStore) })
 	t.Run("Batches", func(t *testing.T) { exerciseLogBatches(t, newStore) })
 
 	t.Run("DeleteBefore", func(t *testing.T) {
@@ -231,6 +232,61 @@ func ExerciseLogStore(t *testing.T, newStore func(t *testing.T) driver.LogStore)
 			}
 		}
 	})
+}
+
+func exerciseLogClear(t *testing.T, newStore func(t *testing.T) driver.LogStore) {
+	// 12 logs one second apart: log i is of job 1+i%3; jobs 1 and 2 are
+	// in group 1, job 3 in group 2.
+	cases := []struct {
+		name  string
+		p     driver.LogClearParams
+		calls []int // deleted per call, until 0
+		gone  []int // the logs (by i) that no longer exist
+	}{
+		{"group older than", driver.LogClearParams{GroupID: 1, Before: t0 + 6000}, []int{4, 0}, []int{0, 1, 3, 4}},
+		{"job keep newest", driver.LogClearParams{JobID: 1, KeepNewest: 2}, []int{2, 0}, []int{0, 3}},
+		{"keep newest and older than", driver.LogClearParams{GroupID: 2, KeepNewest: 1, Before: t0 + 5000},
+			[]int{1, 0}, []int{2}},
+		{"keep more than exist", driver.LogClearParams{GroupID: 2, KeepNewest: 10}, []int{0}, nil},
+		{"job and group", driver.LogClearParams{GroupID: 1, JobID: 3}, []int{0}, nil},
+		{"all", driver.LogClearParams{}, []int{12, 0}, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+		{"limit pages oldest first", driver.LogClearParams{GroupID: 1, Limit: 3}, []int{3, 3, 2, 0},
+			[]int{0, 1, 3, 4, 6, 7, 9, 10}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, ctx := newStore(t), t.Context()
+			ids := make([]int64, 12)
+			for i := range ids {
+				job := int64(1 + i%3)
+				group := int64(1)
+				if job == 3 {
+					group = 2
+				}
+				l, err := s.LogCreate(ctx, sampleLog(fmt.Sprint("clear-", i), job, group, t0+int64(i)*1000))
+				requireNoErr(t, err, "create")
+				ids[i] = l.ID
+			}
+			for k, want := range tc.calls {
+				n, err := s.LogClear(ctx, tc.p)
+				requireNoErr(t, err, "clear")
+				if n != want {
+					t.Fatalf("call %d deleted %d, want %d", k, n, want)
+				}
+			}
+			for i, id := range ids {
+				_, err := s.LogGet(ctx, id)
+				gone := slices.Contains(tc.gone, i)
+				switch {
+				case gone && !errors.Is(err, xjob.ErrNotFound):
+					t.Errorf("log %d (id %d) survived: %v", i, id, err)
+				case !gone && err != nil:
+					t.Errorf("log %d (id %d) was deleted: %v", i, id, err)
+				}
+			}
+		})
+	}
 }
 
 // logState drives a created log to one of the states the queries tell apart.
