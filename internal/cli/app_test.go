@@ -198,7 +198,7 @@ func TestCommands(t *testing.T) {
 			name: "job get declared and edited",
 			routes: map[string][]reply{"GET /v1/jobs/7": {{200, strings.Replace(jobJSON, `"id":7,`,
 				`"id":7,"name":"demo-app.demoJob","declared":"{\"handler\":\"demoJob\",\"description\":\"demo cron\",\"scheduleType\":\"CRON\",\"scheduleConf\":\"0/5 * * * * ?\",\"timeZone\":\"UTC\",\"misfireStrategy\":\"DO_NOTHING\",\"routeStrategy\":\"FIRST\",\"timeoutSeconds\":30,\"failRetryCount\":1,\"param\":\"p\"}",`, 1)}}},
-			args: []string{"job", "get", "7"},
+			args: []string{"job", "show", "7"}, // the alias of get
 			out: "" +
 				"ID:            7\n" +
 				"Name:          demo-app.demoJob\n" +

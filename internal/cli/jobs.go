@@ -265,7 +265,7 @@ func (a *app) jobList() *cobra.Command {
 }
 
 func (a *app) jobGet() *cobra.Command {
-	cmd := &cobra.Command{Use: "get ID", Short: "Show one job", Args: cobra.ExactArgs(1)}
+	cmd := &cobra.Command{Use: "get ID", Aliases: []string{"show"}, Short: "Show one job", Args: cobra.ExactArgs(1)}
 	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
 		j, err := c.JobGet(ctx, id)
 		if err != nil {
