@@ -37,7 +37,8 @@ test: emulators chromium mariadb ## Run every test with the race detector (what 
 # this runs each target for FUZZTIME on its own (go test -fuzz takes one at a time).
 FUZZTIME ?= 20s
 FUZZ_TARGETS := .:FuzzJobJSON .:FuzzAddress ./pkg/schedule:FuzzCron ./pkg/strictjson:FuzzCheck \
-	./pkg/adminapi:FuzzExecutorRoutes ./pkg/adminapi:FuzzCallbackBatch ./pkg/executor:FuzzTriggerParam
+	./pkg/adminapi:FuzzExecutorRoutes ./pkg/adminapi:FuzzCallbackBatch ./pkg/executor:FuzzTriggerParam \
+	.:FuzzDeclaration ./internal/cli:FuzzParseManifest ./internal/xxlimport:FuzzMap ./pkg/schedule:FuzzParseOnce
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 20s) each

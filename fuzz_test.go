@@ -52,3 +52,39 @@ func FuzzAddress(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDeclaration decodes arbitrary job declarations (POST
+// /api/xjob/declare): no panic, and a declaration that validates makes a
+// job that validates, whose recorded canonical form reads back to itself
+// and shows no difference from the job it created.
+func FuzzDeclaration(f *testing.F) {
+	for _, s := range []string{
+		`{"handler":"report","scheduleType":"CRON","scheduleConf":"0 0 3 * * ?","timeZone":"Europe/Paris","routeStrategy":"ROUND","timeoutSeconds":30,"failRetryCount":2}`,
+		`{"name":"nightly-cleanup","handler":"cleanup","scheduleType":"FIX_RATE","scheduleConf":"3600","misfireStrategy":"FIRE_ONCE_NOW","param":"p"}`,
+		`{"handler":"once","scheduleType":"ONCE","scheduleConf":"2030-01-01T00:00:00+09:00","description":"at new year"}`,
+		`{"handler":"a:b"}`, `{"handler":""}`, `{"handler":"h","timeoutSeconds":-1}`, `{}`, `null`,
+	} {
+		f.Add("app", []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, app string, body []byte) {
+		var d xjob.JobDeclaration
+		if json.Unmarshal(body, &d) != nil || d.Validate(app) != nil {
+			return
+		}
+		j := d.Job(app, 1)
+		if err := j.Validate(); err != nil {
+			t.Fatalf("declaration validates but its job does not: %v (%s)", err, body)
+		}
+		j.Declared = d.Canonical(app)
+		var back xjob.JobDeclaration
+		if err := json.Unmarshal([]byte(j.Declared), &back); err != nil {
+			t.Fatalf("canonical form %s does not decode: %v", j.Declared, err)
+		}
+		if c := back.Canonical(app); c != j.Declared {
+			t.Fatalf("canonical form is not stable:\n %s\n %s", j.Declared, c)
+		}
+		if diff := j.DeclarationDiff(); len(diff) != 0 {
+			t.Fatalf("a job created from its declaration differs from it in %v (%s)", diff, body)
+		}
+	})
+}

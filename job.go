@@ -83,6 +83,12 @@ type Job struct {
 	SlowMinute int64 `json:"-"`
 	SlowCount  int   `json:"-"`
 
+	// Declared is the latest definition an executor declared for this job
+	// (JobDeclaration.Canonical), empty for a job a person or a file
+	// created. The admin records it but never applies it to a job that
+	// exists: DeclarationDiff shows where the two part.
+	Declared string `json:"declared,omitempty"`
+
 	CreatedAt int64 `json:"addTime"`
 	UpdatedAt int64 `json:"updateTime"`
 }

@@ -62,7 +62,7 @@ func newExecutor(args []string, getenv func(string) (string, bool), usage io.Wri
 	appName := fs.String("appname", env("XJOB_APPNAME", "xxl-job-executor-sample"), "executor AppName (empty: no auto-registration)")
 	listen := fs.String("listen", env("XJOB_LISTEN", ":9999"), "listen address")
 	address := fs.String("address", env("XJOB_ADDRESS", ""), "address to register, e.g. http://10.0.0.5:9999/ (default: detected)")
-	logDir := fs.String("logdir", env("XJOB_LOG_DIR", ""), "per-run log directory (default: $TMPDIR/xjob/jobhandler)")
+	logDir := fs.String("logdir", env("XJOB_LOG_DIR", ""), "per-run log directory (default: the user cache dir's xjob-executor/jobhandler, see executor.Config.LogDir)")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("flags: %w", err)
 	}

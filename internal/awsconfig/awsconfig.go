@@ -21,6 +21,9 @@ const (
 	// EnvAnyTriggerAddress=true lets a manual trigger's address override
 	// name any host (optional; default: only the group's own executors).
 	EnvAnyTriggerAddress = "XJOB_ALLOW_ANY_TRIGGER_ADDRESS"
+	// EnvStartDeclaredJobs=true starts the jobs executors declare when they
+	// are created (optional; default: created stopped).
+	EnvStartDeclaredJobs = "XJOB_START_DECLARED_JOBS"
 )
 
 // Lookup returns the function named name from Functions.
@@ -113,7 +116,7 @@ var Functions = []Function{
 		}},
 	{Name: "registry",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs},
 		Actions: []string{
 			// The admin API and maintenance reach every store operation; the
 			// test exercises heartbeats, job/group creation and one maintenance run.

@@ -171,6 +171,7 @@ func TestCommands(t *testing.T) {
 			args:   []string{"job", "get", "7"},
 			out: "" +
 				"ID:            7\n" +
+				"Name:          -\n" +
 				"Group:         1\n" +
 				"Description:   demo cron\n" +
 				"Author:        ann\n" +
@@ -188,6 +189,37 @@ func TestCommands(t *testing.T) {
 				"Children:      3\n" +
 				"Last fire:     2026-01-01 00:00:08 UTC\n" +
 				"Next fire:     2026-01-01 00:00:12 UTC\n" +
+				"Declared:      -\n" +
+				"Version:       4\n" +
+				"Created:       2026-01-01 00:00:00 UTC\n" +
+				"Updated:       2026-01-01 00:00:00 UTC\n",
+		},
+		{
+			name: "job get declared and edited",
+			routes: map[string][]reply{"GET /v1/jobs/7": {{200, strings.Replace(jobJSON, `"id":7,`,
+				`"id":7,"name":"demo-app.demoJob","declared":"{\"handler\":\"demoJob\",\"description\":\"demo cron\",\"scheduleType\":\"CRON\",\"scheduleConf\":\"0/5 * * * * ?\",\"timeZone\":\"UTC\",\"misfireStrategy\":\"DO_NOTHING\",\"routeStrategy\":\"FIRST\",\"timeoutSeconds\":30,\"failRetryCount\":1,\"param\":\"p\"}",`, 1)}}},
+			args: []string{"job", "show", "7"}, // the alias of get
+			out: "" +
+				"ID:            7\n" +
+				"Name:          demo-app.demoJob\n" +
+				"Group:         1\n" +
+				"Description:   demo cron\n" +
+				"Author:        ann\n" +
+				"Alarm e-mail:  -\n" +
+				"Schedule:      cron 0/2 * * * * ? (UTC)\n" +
+				"Misfire:       DO_NOTHING\n" +
+				"Status:        started\n" +
+				"Handler:       demoJob\n" +
+				"Param:         p\n" +
+				"Glue:          BEAN\n" +
+				"Route:         FIRST\n" +
+				"Block:         SERIAL_EXECUTION\n" +
+				"Timeout:       30s\n" +
+				"Retries:       1\n" +
+				"Children:      3\n" +
+				"Last fire:     2026-01-01 00:00:08 UTC\n" +
+				"Next fire:     2026-01-01 00:00:12 UTC\n" +
+				"Declared:      by its executor; current differs in scheduleConf (the job keeps its values)\n" +
 				"Version:       4\n" +
 				"Created:       2026-01-01 00:00:00 UTC\n" +
 				"Updated:       2026-01-01 00:00:00 UTC\n",

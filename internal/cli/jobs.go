@@ -265,7 +265,7 @@ func (a *app) jobList() *cobra.Command {
 }
 
 func (a *app) jobGet() *cobra.Command {
-	cmd := &cobra.Command{Use: "get ID", Short: "Show one job", Args: cobra.ExactArgs(1)}
+	cmd := &cobra.Command{Use: "get ID", Aliases: []string{"show"}, Short: "Show one job", Args: cobra.ExactArgs(1)}
 	cmd.RunE = a.doID(func(ctx context.Context, c *adminclient.Client, id int64) error {
 		j, err := c.JobGet(ctx, id)
 		if err != nil {
@@ -639,6 +639,7 @@ func (a *app) jobDetail(w io.Writer, j *xjob.Job) {
 	}
 	detail(w, []field{
 		{"ID", itoa(j.ID)},
+		{"Name", dash(j.Name)},
 		{"Group", itoa(j.GroupID)},
 		{"Description", j.Description},
 		{"Author", j.Author},
@@ -656,8 +657,23 @@ func (a *app) jobDetail(w io.Writer, j *xjob.Job) {
 		{"Children", joinIDs(j.ChildJobIDs)},
 		{"Last fire", a.ms(j.TriggerLastTime, detailTime)},
 		{"Next fire", a.ms(j.TriggerNextTime, detailTime)},
+		{"Declared", declaredText(j)},
 		{"Version", itoa(j.Version)},
 		{"Created", a.ms(j.CreatedAt, detailTime)},
 		{"Updated", a.ms(j.UpdatedAt, detailTime)},
 	})
+}
+
+// declaredText says whether an executor declared the job and where the
+// job now differs from the declaration (the admin never applies a
+// declaration to a job that exists: the differences are people's edits or
+// declarations made since).
+func declaredText(j *xjob.Job) string {
+	if j.Declared == "" {
+		return "-"
+	}
+	if d := j.DeclarationDiff(); len(d) > 0 {
+		return "by its executor; current differs in " + strings.Join(d, ", ") + " (the job keeps its values)"
+	}
+	return "by its executor; matches"
 }

@@ -175,7 +175,10 @@ follows the file's extension (.json or .yaml/.yml), else --format (yaml).`,
 			return err
 		}
 		if file == "" {
-			_, err = a.stdout.Write(data)
+			// The manifest is for apply, byte for byte: it bypasses the
+			// terminal escaping (YAML and JSON already escape control
+			// characters; only bidi marks could differ).
+			_, err = rawWriter(a.stdout).Write(data)
 			return err
 		}
 		if err := os.WriteFile(file, data, 0o600); err != nil {

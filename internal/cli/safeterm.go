@@ -18,8 +18,8 @@ import (
 //
 // The \u00XX form is also a valid JSON string escape of the same
 // character, and encoding/json already escapes C0 and invalid UTF-8, so
-// -o json output stays valid JSON with the same values. There is no raw
-// mode: a script that needs the exact bytes reads -o json.
+// -o json output stays valid JSON with the same values. The one raw
+// output is xjob export (see rawWriter): apply must read it back exactly.
 type safeWriter struct {
 	w       io.Writer
 	pending []byte // an incomplete UTF-8 sequence or a CR, held for the next Write
@@ -81,4 +81,14 @@ func escapeTerminal(b []byte) []byte {
 		i += size
 	}
 	return out
+}
+
+// rawWriter returns the writer under w's escaping, after flushing what it
+// held back, for output that must stay byte-exact (xjob export).
+func rawWriter(w io.Writer) io.Writer {
+	if s, ok := w.(*safeWriter); ok {
+		_ = s.Flush()
+		return s.w
+	}
+	return w
 }

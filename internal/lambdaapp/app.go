@@ -209,7 +209,8 @@ func New(cfg Config, d Deps) (*App, error) {
 	// The admin pushes the fires of a job it creates, starts or edits within
 	// the scan's horizon, so it shares the scanner's configuration.
 	a.admin, err = admin.New(admin.Config{Store: counted, Queues: queues, Executors: exec, Finisher: a.callback,
-		Clock: d.Clock, Logger: d.Logger, Scan: sc, AnyTriggerAddress: cfg.AnyTriggerAddress})
+		Clock: d.Clock, Logger: d.Logger, Scan: sc, AnyTriggerAddress: cfg.AnyTriggerAddress,
+		StartDeclaredJobs: cfg.StartDeclaredJobs})
 	if err != nil {
 		return fail("admin", err)
 	}

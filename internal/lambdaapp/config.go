@@ -29,6 +29,9 @@ type Config struct {
 	// AnyTriggerAddress is XJOB_ALLOW_ANY_TRIGGER_ADDRESS (default false):
 	// manual trigger overrides may name any host (admin.Config).
 	AnyTriggerAddress bool
+	// StartDeclaredJobs is XJOB_START_DECLARED_JOBS (default false): jobs
+	// executors declare are created started (admin.Config).
+	StartDeclaredJobs bool
 	// LogLevel is XJOB_LOG_LEVEL (default info).
 	LogLevel slog.Level
 	// RetryDelay and RetryBackoff are XJOB_RETRY_DELAY and
@@ -92,6 +95,13 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 			problems = append(problems, fmt.Sprintf("%s=%q must be true or false", awsconfig.EnvAnyTriggerAddress, s))
 		}
 		cfg.AnyTriggerAddress = b
+	}
+	if s := get(awsconfig.EnvStartDeclaredJobs); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s=%q must be true or false", awsconfig.EnvStartDeclaredJobs, s))
+		}
+		cfg.StartDeclaredJobs = b
 	}
 	if lv := strings.TrimSpace(getenv(awsconfig.EnvLogLevel)); lv != "" {
 		if err := cfg.LogLevel.UnmarshalText([]byte(lv)); err != nil {

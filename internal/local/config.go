@@ -34,6 +34,9 @@ type Config struct {
 	// AnyTriggerAddress lets a manual trigger's address override name any
 	// http(s) address; off, only the group's own addresses (admin.Config).
 	AnyTriggerAddress bool
+	// StartDeclaredJobs starts the jobs executors declare when they are
+	// created (admin.Config); off by default.
+	StartDeclaredJobs bool
 	// Shards is the number of scan shards. It is fixed when the file is
 	// created; a different value on a later start is refused.
 	Shards int
@@ -199,6 +202,9 @@ func options() []option {
 		boolOpt("allow-any-trigger-address", "XJOB_ALLOW_ANY_TRIGGER_ADDRESS",
 			"let a manual trigger's address override name any host (default: only the group's own executors)",
 			func(c *Config) *bool { return &c.AnyTriggerAddress }),
+		boolOpt("start-declared-jobs", "XJOB_START_DECLARED_JOBS",
+			"start the jobs executors declare when they are created (default: created stopped)",
+			func(c *Config) *bool { return &c.StartDeclaredJobs }),
 		intOpt("shards", "XJOB_SHARDS", "scan shards (fixed when the DB is created)",
 			func(c *Config) *int { return &c.Shards }),
 		strOpt("alarm-webhook", "XJOB_ALARM_WEBHOOK", "http(s) URL that receives a JSON POST per failed trigger",

@@ -313,7 +313,8 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	scanCfg := scan.Config{Shards: cfg.Shards, PreRead: admin.DefaultPreRead, Advance: 2 * admin.DefaultPreRead,
 		PushWithin: 2 * time.Second}
 	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger,
-		Scan: scanCfg, AnyTriggerAddress: cfg.AnyTriggerAddress})
+		Scan: scanCfg, AnyTriggerAddress: cfg.AnyTriggerAddress,
+		StartDeclaredJobs: cfg.StartDeclaredJobs})
 	if err != nil {
 		return fail(fmt.Errorf("local: admin: %w", err))
 	}

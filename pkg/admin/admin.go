@@ -102,6 +102,11 @@ type Config struct {
 	// records the reply: an open override would make the admin API a
 	// request forwarder into the scheduler's network.
 	AnyTriggerAddress bool
+	// StartDeclaredJobs starts the jobs executors declare (DeclareJobs)
+	// when they are created. Off (the default), a declared job is created
+	// stopped and a person starts it: deploying an executor does not, by
+	// itself, schedule work.
+	StartDeclaredJobs bool
 	// NewRequestID names manual triggers (the occurrence ref); the default
 	// is 16 random bytes in hex. Tests set it to get stable ids.
 	NewRequestID func() string

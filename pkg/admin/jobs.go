@@ -30,6 +30,7 @@ const (
 // beyond that is undone and refused.
 func (s *Service) CreateJob(ctx context.Context, in xjob.Job) (xjob.Job, error) {
 	in.ID = 0
+	in.Declared = "" // only an executor's declaration records one
 	return s.createJob(ctx, in)
 }
 
@@ -123,6 +124,7 @@ func (s *Service) UpdateJob(ctx context.Context, p UpdateJobParams) (xjob.Job, e
 		n.SlowMinute, n.SlowCount = old.SlowMinute, old.SlowCount
 		n.TriggerStatus, n.TriggerLastTime, n.TriggerNextTime = old.TriggerStatus, old.TriggerLastTime, old.TriggerNextTime
 		n.CreatedAt, n.UpdatedAt = old.CreatedAt, now
+		n.Declared = old.Declared // the executor's, not the editor's
 		switch {
 		case n.GlueType == "":
 			n.GlueType = old.GlueType

@@ -14,6 +14,10 @@
 //	                              (also 3.5's {"callbackList":[…]} and 2.2's
 //	                              executeResult items: protocol.DecodeCallbacks)
 //
+//	xjob's executor extension (same token; HTTP statuses, not xxl-job's, since
+//	only the Go SDK calls it and an xxl-job admin answers it 404):
+//	  POST /api/xjob/declare      xjob.DeclareRequest → admin.DeclareJobs
+//
 //	health (no auth):
 //	  GET  /healthz                           {"status":"ok"}
 //

@@ -12,6 +12,7 @@ import (
 	"reflect"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/admin"
 	"github.com/xjobdev/xjob/pkg/auth"
 	"github.com/xjobdev/xjob/pkg/protocol"
 	"github.com/xjobdev/xjob/pkg/registry"
@@ -31,6 +32,10 @@ const (
 // by the same decoders.
 func (h *Handler) executorAPI(w http.ResponseWriter, r *http.Request) {
 	uri := r.PathValue("uri")
+	if uri == DeclarePath {
+		h.declare(w, r)
+		return
+	}
 	switch {
 	case r.Method != http.MethodPost:
 		writeReturn(w, protocol.Fail(msgMethodNotSupported))
@@ -150,4 +155,61 @@ func writeReturn(w http.ResponseWriter, rt protocol.ReturnT) {
 	b, _ := json.Marshal(rt) // a ReturnT always marshals
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
+}
+
+// DeclarePath is the uri under /api of xjob's own executor endpoint, where
+// an executor declares the default jobs of its handlers. It is not an
+// xxl-job uri: an xxl-job admin answers it 404 (its /api/{uri} does not
+// match a slash), which the Go SDK takes as "not supported here".
+const DeclarePath = "xjob/declare"
+
+// declare serves POST /api/xjob/declare. Unlike xxl-job's uris it answers
+// with HTTP statuses (the SDK is its only client): 405, 401 for a wrong
+// access token, 400/413/415 for a body that is not a strict DeclareRequest
+// or declares an invalid job (nothing written), 409 when no group has the
+// app name; 200 with a ReturnT whose content is the DeclareResult.
+func (h *Handler) declare(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeJSON(w, http.StatusMethodNotAllowed, protocol.Fail(msgMethodNotSupported))
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(r.Header.Get(protocol.AccessTokenHeader)), h.accessToken) != 1 {
+		reason := "wrong access token"
+		if r.Header.Get(protocol.AccessTokenHeader) == "" {
+			reason = "no access token"
+		}
+		auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, "executor-token", reason)
+		writeJSON(w, http.StatusUnauthorized, protocol.Fail(protocol.MsgWrongToken))
+		return
+	}
+	var req xjob.DeclareRequest
+	if _, err := decodeBody(w, r, &req, false); err != nil {
+		h.declareFail(w, r, err)
+		return
+	}
+	res, err := h.cfg.Admin.DeclareJobs(r.Context(), req)
+	if err != nil {
+		h.declareFail(w, r, err)
+		return
+	}
+	content, err := json.Marshal(res)
+	if err != nil {
+		h.declareFail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, protocol.ReturnT{Code: protocol.SuccessCode, Content: content})
+}
+
+func (h *Handler) declareFail(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg, problems := h.errStatus(r, err)
+	if errors.Is(err, admin.ErrNoGroup) {
+		status, msg = http.StatusConflict, err.Error()
+	}
+	if len(problems) > 0 {
+		b, _ := json.Marshal(problems)
+		writeJSON(w, status, protocol.ReturnT{Code: protocol.FailCode, Msg: msg, Content: b})
+		return
+	}
+	writeJSON(w, status, protocol.ReturnT{Code: protocol.FailCode, Msg: msg})
 }

@@ -40,6 +40,7 @@ type fixture struct {
 	myJob, glue  xjob.Job
 	theirJob     xjob.Job
 	myLog, their xjob.Log
+	logs         *strings.Builder // the console's log (requests are served synchronously)
 }
 
 func setup(t *testing.T) *fixture {
@@ -69,11 +70,12 @@ func setup(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	con, err := console.New(console.Config{Admin: svc, Auth: au, Glue: db, Clock: clk, Logger: quiet})
+	logs := &strings.Builder{}
+	con, err := console.New(console.Config{Admin: svc, Auth: au, Glue: db, Clock: clk, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, db: db, au: au, h: con}
+	f := &fixture{t: t, db: db, au: au, h: con, logs: logs}
 	group := func(app string) xjob.Group {
 		g, err := svc.CreateGroup(ctx, xjob.Group{AppName: app, Title: app + " title", AddressType: xjob.AddressManual,
 			AddressList: []string{"http://127.0.0.1:1"}})
@@ -356,5 +358,47 @@ func TestGlueSave(t *testing.T) {
 	// Another group's job is not the normal user's to edit.
 	if rec := f.do(&s, "POST", "/console/jobs/"+id(f.theirJob.ID)+"/glue", url.Values{"glueSource": {"x"}, "glueRemark": {"theirs"}}, false); rec.Code != http.StatusForbidden {
 		t.Fatalf("other group's GLUE save: %d", rec.Code)
+	}
+}
+
+// TestAuditLines: a failed sign-in, a refused CSRF token and every write
+// leave one "audit" line (who, route, id, status), never the password.
+func TestAuditLines(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	audit := func() []string {
+		var out []string
+		for _, l := range strings.Split(f.logs.String(), "\n") {
+			if strings.Contains(l, "msg=audit") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	rec := f.do(nil, "POST", "/console/login", url.Values{"username": {"boss"}, "password": {"wrong-password-xyz"}}, false)
+	if rec.Code != http.StatusUnauthorized {
+		t.Fatalf("bad sign-in: %d", rec.Code)
+	}
+	boss := f.signIn("boss", "boss-password")
+	f.do(&boss, "POST", "/console/jobs/"+id(f.myJob.ID)+"/start", nil, true)
+	f.do(&boss, "POST", "/console/jobs/"+id(f.myJob.ID)+"/start", nil, false)
+	lines := audit()
+	want := [][]string{
+		{"event=auth_failed", "kind=login", "username=boss"},
+		{"event=auth_failed", "kind=session", "CSRF"},
+		{"event=admin_write", "who=user:boss", `route="POST /console/jobs/{id}/start"`, "id=" + id(f.myJob.ID), "status=303"},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d audit lines, want %d:\n%s", len(lines), len(want), strings.Join(lines, "\n"))
+	}
+	for i, w := range want {
+		for _, sub := range w {
+			if !strings.Contains(lines[i], sub) {
+				t.Errorf("audit line %d %q lacks %q", i, lines[i], sub)
+			}
+		}
+	}
+	if strings.Contains(f.logs.String(), "password-xyz") || strings.Contains(f.logs.String(), "boss-password") {
+		t.Errorf("a password reached the log:\n%s", f.logs.String())
 	}
 }

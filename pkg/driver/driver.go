@@ -69,6 +69,12 @@ type JobStore interface {
 	JobRecordSlow(ctx context.Context, id int64, minute int64) error
 	// JobDelete removes a job; xjob.ErrNotFound if there is none.
 	JobDelete(ctx context.Context, id int64) error
+	// JobListByName returns the jobs whose Name is name, in id order; none
+	// for an empty name. Names are unique by the admin's checks, not by a
+	// store constraint: two concurrent creates of one name (two executors
+	// declaring the same job at once) can both land, and the caller that
+	// sees more than one keeps the lowest id.
+	JobListByName(ctx context.Context, name string) ([]xjob.Job, error)
 	// JobList pages through jobs in id order, filtered.
 	JobList(ctx context.Context, p JobListParams) (JobPage, error)
 	// JobsDue returns running jobs of one shard with TriggerNextTime ≤

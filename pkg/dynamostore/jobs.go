@@ -49,6 +49,7 @@ func jobFields(j xjob.Job) item {
 		"triggerNextTime": n(j.TriggerNextTime),
 		"revision":        n(j.Revision),
 		"updatedAt":       n(j.UpdatedAt),
+		"declared":        s(j.Declared),
 	}
 }
 
@@ -64,6 +65,7 @@ func decodeJob(it item) (xjob.Job, error) {
 	j := xjob.Job{
 		ID:              it.int(AttrID),
 		Name:            it.str("jobName"),
+		Declared:        it.str("declared"),
 		GroupID:         it.int(AttrGroupID),
 		Description:     it.str("description"),
 		Author:          it.str("author"),
@@ -432,5 +434,29 @@ func (db *DB) JobsDue(ctx context.Context, p driver.JobsDueParams) ([]xjob.Job, 
 		}
 		in.ExclusiveStartKey = res.LastEvaluatedKey
 	}
+	return jobs, nil
+}
+
+// JobListByName scans the jobs table with a filter on jobName: there is no
+// index on the name, and the callers (an executor declaring its jobs when
+// it starts, once per process) are rare enough that a filtered scan costs
+// less than a global index written on every job update.
+func (db *DB) JobListByName(ctx context.Context, name string) ([]xjob.Job, error) {
+	if name == "" {
+		return nil, nil
+	}
+	var e expr
+	in := &dynamodb.ScanInput{TableName: &db.t.Jobs, ConsistentRead: aws.Bool(true),
+		FilterExpression: aws.String(e.name("jobName") + " = " + e.val(s(name)))}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
+	items, err := db.scanAll(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo job list by name %q: %w", name, err)
+	}
+	jobs, err := decodeJobs(items)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo job list by name %q: %w", name, err)
+	}
+	slices.SortFunc(jobs, func(a, b xjob.Job) int { return cmp.Compare(a.ID, b.ID) })
 	return jobs, nil
 }

@@ -36,11 +36,25 @@ func WithInit(fn HookFunc) HandlerOption { return func(h *handlerEntry) { h.init
 // idling, killed, replaced, or at shutdown (like @XxlJob(destroy=...)).
 func WithDestroy(fn HookFunc) HandlerOption { return func(h *handlerEntry) { h.destroy = fn } }
 
+// WithJob declares the handler's default job: when the executor starts
+// (with an AppName and admin addresses) it sends the declarations of all
+// its handlers to the admin, which creates each job once, stopped unless
+// the operator lets declared jobs start, keyed by d.Name or by
+// "<appname>.<handler>". Afterwards the job belongs to the people who edit
+// it in the admin: a changed declaration is recorded there (`xjob job
+// show` lists what differs) but never overwrites the job. d.Handler may be
+// left empty; it is the handler's name. An xxl-job admin does not know
+// declarations: the executor then logs one line and runs as usual.
+func WithJob(d xjob.JobDeclaration) HandlerOption {
+	return func(h *handlerEntry) { h.decl = &d }
+}
+
 type handlerEntry struct {
 	name    string
 	fn      HandlerFunc
 	init    HookFunc
 	destroy HookFunc
+	decl    *xjob.JobDeclaration
 }
 
 // Register adds a handler under name, the JobHandler name configured on
@@ -55,6 +69,21 @@ func (e *Executor) Register(name string, fn HandlerFunc, opts ...HandlerOption) 
 	h := &handlerEntry{name: name, fn: fn}
 	for _, o := range opts {
 		o(h)
+	}
+	if d := h.decl; d != nil {
+		switch d.Handler {
+		case "":
+			d.Handler = name
+		case name:
+		default:
+			return fmt.Errorf("executor register %q: the declared job names handler %q", name, d.Handler)
+		}
+		if e.cfg.AppName == "" {
+			return fmt.Errorf("executor register %q: a declared job needs Config.AppName (its group)", name)
+		}
+		if err := d.Validate(e.cfg.AppName); err != nil {
+			return fmt.Errorf("executor register %q: declared job: %w", name, err)
+		}
 	}
 	e.hmu.Lock()
 	defer e.hmu.Unlock()

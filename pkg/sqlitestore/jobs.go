@@ -18,7 +18,7 @@ const jobColumns = `id, name, shard, group_id, description, author, alarm_email,
 	route_strategy, handler, param, block_strategy, timeout_seconds, fail_retry_count,
 	glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
 	trigger_status, trigger_last_time, trigger_next_time,
-	version, revision, slow_minute, slow_count, created_at, updated_at, after_completion`
+	version, revision, slow_minute, slow_count, created_at, updated_at, after_completion, declared`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -44,7 +44,7 @@ func scanJob(s scanner) (xjob.Job, error) {
 		&j.RouteStrategy, &j.Handler, &j.Param, &j.BlockStrategy, &j.TimeoutSeconds, &j.FailRetryCount,
 		&j.GlueType, &j.GlueSource, &j.GlueRemark, &j.GlueUpdatedAt, &children,
 		&j.TriggerStatus, &j.TriggerLastTime, &j.TriggerNextTime,
-		&j.Version, &j.Revision, &j.SlowMinute, &j.SlowCount, &j.CreatedAt, &j.UpdatedAt, &j.AfterCompletion)
+		&j.Version, &j.Revision, &j.SlowMinute, &j.SlowCount, &j.CreatedAt, &j.UpdatedAt, &j.AfterCompletion, &j.Declared)
 	if err != nil {
 		return xjob.Job{}, err
 	}
@@ -70,8 +70,8 @@ const sqlJobInsert = `INSERT INTO jobs (id, name, group_id, description, author,
 	route_strategy, handler, param, block_strategy, timeout_seconds, fail_retry_count,
 	glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
 	trigger_status, trigger_last_time, trigger_next_time,
-	version, revision, created_at, updated_at, after_completion)
-	VALUES (?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1,1,?,?,?) RETURNING id`
+	version, revision, created_at, updated_at, after_completion, declared)
+	VALUES (?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1,1,?,?,?,?) RETURNING id`
 
 // JobInsert stores a new job under job.ID, or a new id when it is 0; its
 // shard is derived from the id. A taken id is xjob.ErrConflict.
@@ -86,7 +86,7 @@ func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
 			job.RouteStrategy, job.Handler, job.Param, job.BlockStrategy, job.TimeoutSeconds, job.FailRetryCount,
 			job.GlueType, job.GlueSource, job.GlueRemark, job.GlueUpdatedAt, formatIDs(job.ChildJobIDs),
 			job.TriggerStatus, job.TriggerLastTime, job.TriggerNextTime,
-			job.CreatedAt, job.UpdatedAt, job.AfterCompletion.OrKeep()).Scan(&job.ID)
+			job.CreatedAt, job.UpdatedAt, job.AfterCompletion.OrKeep(), job.Declared).Scan(&job.ID)
 		if err != nil {
 			return err
 		}
@@ -220,14 +220,14 @@ func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job
 			route_strategy = ?, handler = ?, param = ?, block_strategy = ?, timeout_seconds = ?, fail_retry_count = ?,
 			glue_type = ?, glue_source = ?, glue_remark = ?, glue_updated_at = ?, child_job_ids = ?,
 			trigger_status = ?, trigger_last_time = ?, trigger_next_time = ?,
-			revision = ?, updated_at = ?, after_completion = ?, version = version + 1
+			revision = ?, updated_at = ?, after_completion = ?, declared = ?, version = version + 1
 			WHERE id = ? AND version = ? RETURNING `+jobColumns,
 			j.Name, j.GroupID, j.Description, j.Author, j.AlarmEmail,
 			j.ScheduleType, j.ScheduleConf, j.TimeZone, j.MisfireStrategy,
 			j.RouteStrategy, j.Handler, j.Param, j.BlockStrategy, j.TimeoutSeconds, j.FailRetryCount,
 			j.GlueType, j.GlueSource, j.GlueRemark, j.GlueUpdatedAt, formatIDs(j.ChildJobIDs),
 			j.TriggerStatus, j.TriggerLastTime, j.TriggerNextTime,
-			j.Revision, j.UpdatedAt, j.AfterCompletion.OrKeep(), j.ID, p.ExpectVersion))
+			j.Revision, j.UpdatedAt, j.AfterCompletion.OrKeep(), j.Declared, j.ID, p.ExpectVersion))
 		if errors.Is(err, sql.ErrNoRows) {
 			err = missingOr(ctx, db.ws.jobExists, j.ID, xjob.ErrConflict)
 		}
@@ -390,6 +390,23 @@ func (db *DB) JobsDue(ctx context.Context, p driver.JobsDueParams) ([]xjob.Job, 
 	jobs, err := scanAll(rows, scanJob)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite jobs due: %w", err)
+	}
+	return jobs, nil
+}
+
+// JobListByName returns the jobs named name, in id order (more than one
+// only while two concurrent creates race; see driver.JobStore).
+func (db *DB) JobListByName(ctx context.Context, name string) ([]xjob.Job, error) {
+	if name == "" {
+		return nil, nil
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE name = ? AND name != '' ORDER BY id`, name)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite job list by name %q: %w", name, err)
+	}
+	jobs, err := scanAll(rows, scanJob)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite job list by name %q: %w", name, err)
 	}
 	return jobs, nil
 }

@@ -39,6 +39,7 @@ func sampleJob(group int64, next int64) xjob.Job {
 		TriggerNextTime: next,
 		CreatedAt:       1_700_000_000_000,
 		UpdatedAt:       1_700_000_000_001,
+		Declared:        `{"handler":"demoHandler","scheduleType":"CRON"}`,
 	}
 	return j
 }
@@ -86,6 +87,61 @@ func ExerciseJobStore(t *testing.T, newStore func(t *testing.T) driver.JobStore)
 		requireNoErr(t, err, "get after update")
 		if read.AfterCompletion != xjob.AfterKeep {
 			t.Fatalf("get after update = %q, want KEEP", read.AfterCompletion)
+		}
+	})
+
+	t.Run("ListByName", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		got, err := s.JobListByName(ctx, "app.handler")
+		requireNoErr(t, err, "list by name, none")
+		if len(got) != 0 {
+			t.Fatalf("list by name before any insert = %d jobs", len(got))
+		}
+		var ids []int64
+		for i, name := range []string{"app.handler", "other", "app.handler", ""} {
+			j := sampleJob(int64(i+1), 0)
+			j.Name = name
+			j.TriggerStatus = xjob.StatusStopped
+			ins, err := s.JobInsert(ctx, j)
+			requireNoErr(t, err, "insert")
+			if name == "app.handler" {
+				ids = append(ids, ins.ID)
+			}
+		}
+		got, err = s.JobListByName(ctx, "app.handler")
+		requireNoErr(t, err, "list by name")
+		if g := slices.Collect(func(yield func(int64) bool) {
+			for _, j := range got {
+				if !yield(j.ID) {
+					return
+				}
+			}
+		}); !slices.Equal(g, ids) {
+			t.Fatalf("list by name = ids %v, want %v in id order", g, ids)
+		}
+		if got[0].Declared != sampleJob(1, 0).Declared {
+			t.Fatalf("declared = %q, not stored", got[0].Declared)
+		}
+		got, err = s.JobListByName(ctx, "")
+		requireNoErr(t, err, "list by empty name")
+		if len(got) != 0 {
+			t.Fatalf("list by the empty name = %d jobs, want none (unnamed jobs have no key)", len(got))
+		}
+		first, err := s.JobGet(ctx, ids[0])
+		requireNoErr(t, err, "get")
+		first.Name, first.Declared = "renamed", ""
+		_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: first, ExpectVersion: first.Version})
+		requireNoErr(t, err, "rename")
+		got, err = s.JobListByName(ctx, "app.handler")
+		requireNoErr(t, err, "list after rename")
+		if len(got) != 1 || got[0].ID != ids[1] {
+			t.Fatalf("after renaming job %d, list by name = %+v, want only job %d", ids[0], got, ids[1])
+		}
+		read, err := s.JobGet(ctx, ids[0])
+		requireNoErr(t, err, "get renamed")
+		if read.Declared != "" {
+			t.Fatalf("update did not clear declared: %q", read.Declared)
 		}
 	})
 
