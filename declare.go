@@ -45,6 +45,7 @@ const (
 	DeclareCreated   = "created"   // the job did not exist: created
 	DeclareUnchanged = "unchanged" // the job exists and the declaration is the one recorded
 	DeclareIgnored   = "ignored"   // the job exists and the declaration changed: recorded, not applied
+	DeclareRetired   = "retired"   // a person deleted the job declared so: not created again
 )
 
 // DeclaredJob is the admin's answer for one declaration.

@@ -150,15 +150,42 @@ func TestLocalDeclaredJobs(t *testing.T) {
 		t.Fatalf("%d jobs after the second start, want 2", n)
 	}
 
-	// Deleted: the next start declares it again (documented).
+	// Deleted by a person: the same declaration does not bring it back; a
+	// changed one creates it again, stopped.
 	if code := sc.call("DELETE", fmt.Sprintf("/v1/jobs/%d", clean.ID), nil, nil); code != http.StatusOK && code != http.StatusNoContent {
 		t.Fatalf("delete: HTTP %d", code)
 	}
-	declaringExecutor(t, info, "declaring", 90)
-	eventually(t, scenarioWait, "the deleted declared job re-created", func() bool {
-		j, ok := sc.jobsOf(g)["nightly-cleanup"]
-		return ok && j.ID != clean.ID && j.TriggerStatus == xjob.StatusStopped
-	})
+	declareCleanup := func(every string) string {
+		t.Helper()
+		body, _ := json.Marshal(xjob.DeclareRequest{AppName: "declaring", Jobs: []xjob.JobDeclaration{
+			{Name: "nightly-cleanup", Handler: "cleanup", ScheduleType: xjob.ScheduleFixRate, ScheduleConf: every}}})
+		req, _ := http.NewRequest("POST", info.URL+"/api/xjob/declare", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(protocol.AccessTokenHeader, info.AccessToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var rt protocol.ReturnT
+		var res xjob.DeclareResult
+		if err := json.NewDecoder(resp.Body).Decode(&rt); err != nil || json.Unmarshal(rt.Content, &res) != nil || len(res.Jobs) != 1 {
+			t.Fatalf("declare cleanup every %s: HTTP %d %+v %v", every, resp.StatusCode, rt, err)
+		}
+		return res.Jobs[0].Outcome
+	}
+	if got := declareCleanup("3600"); got != xjob.DeclareRetired {
+		t.Fatalf("the deleted job's declaration again: outcome %q, want %q", got, xjob.DeclareRetired)
+	}
+	if _, ok := sc.jobsOf(g)["nightly-cleanup"]; ok {
+		t.Fatal("a person's delete was undone by the same declaration")
+	}
+	if got := declareCleanup("1800"); got != xjob.DeclareCreated {
+		t.Fatalf("a changed declaration of the deleted job: outcome %q, want %q", got, xjob.DeclareCreated)
+	}
+	if j, ok := sc.jobsOf(g)["nightly-cleanup"]; !ok || j.ID == clean.ID || j.TriggerStatus != xjob.StatusStopped || j.ScheduleConf != "1800" {
+		t.Fatalf("after a changed declaration: %+v, want a new stopped job every 1800 s", j)
+	}
 
 	// The endpoint: token, strict body, validation, group; nothing written.
 	post := func(token, body string) (int, protocol.ReturnT) {

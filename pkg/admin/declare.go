@@ -113,6 +113,16 @@ func (s *Service) declare(ctx context.Context, app string, gid int64, d *xjob.Jo
 		return out, err
 	}
 	if len(found) == 0 {
+		retired, ok, err := s.cfg.Store.DeclarationRetired(ctx, key)
+		if err != nil {
+			return out, err
+		}
+		if ok && retired == canon {
+			out.Outcome = xjob.DeclareRetired
+			s.cfg.Logger.InfoContext(ctx, "admin: declaration ignored: a person deleted this declared job; declare a changed definition to create it again",
+				"name", key, "app", app)
+			return out, nil
+		}
 		j := d.Job(app, gid)
 		j.Declared = canon
 		if s.cfg.StartDeclaredJobs {
@@ -173,7 +183,7 @@ func (s *Service) keepLowest(ctx context.Context, key string, created xjob.Job) 
 	if len(all) < 2 || all[0].ID == created.ID {
 		return created, nil
 	}
-	if err := s.DeleteJob(ctx, created.ID); err != nil && !errors.Is(err, xjob.ErrNotFound) {
+	if err := s.deleteJob(ctx, created.ID); err != nil && !errors.Is(err, xjob.ErrNotFound) {
 		return created, fmt.Errorf("remove duplicate job %d: %w", created.ID, err)
 	}
 	return all[0], nil

@@ -408,7 +408,25 @@ func (s *Service) pushWindow(ctx context.Context, j xjob.Job, now int64) xjob.Jo
 
 // DeleteJob removes a job and its saved GLUE versions. Its logs stay until retention purges them;
 // occurrences already queued are dropped by dispatch ("job deleted").
+// Deleting a job an executor declared retires its declaration, so the
+// executor's next start does not bring it back (unless its declaration
+// has changed by then; see DeclareJobs).
 func (s *Service) DeleteJob(ctx context.Context, id int64) error {
+	j, err := s.cfg.Store.JobGet(ctx, id)
+	if err != nil {
+		return mapNotFound(err, "job", id, "admin job delete")
+	}
+	if j.Declared != "" && j.Name != "" {
+		if err := s.cfg.Store.DeclarationRetire(ctx, j.Name, j.Declared); err != nil {
+			return fmt.Errorf("admin job delete %d: %w", id, err)
+		}
+	}
+	return s.deleteJob(ctx, id)
+}
+
+// deleteJob removes a job and its GLUE versions without retiring its
+// declaration (the duplicate of a declare race, see keepLowest).
+func (s *Service) deleteJob(ctx context.Context, id int64) error {
 	if err := s.cfg.Store.JobDelete(ctx, id); err != nil {
 		return mapNotFound(err, "job", id, "admin job delete")
 	}

@@ -75,6 +75,15 @@ type JobStore interface {
 	// declaring the same job at once) can both land, and the caller that
 	// sees more than one keeps the lowest id.
 	JobListByName(ctx context.Context, name string) ([]xjob.Job, error)
+	// DeclarationRetire records that a person deleted the job an executor
+	// declared under key, whose declaration was declared (its canonical
+	// form; see xjob.JobDeclaration.Canonical), replacing any earlier
+	// record of key: the executor's next declaration of that same
+	// definition must not bring the job back.
+	DeclarationRetire(ctx context.Context, key, declared string) error
+	// DeclarationRetired returns the declaration last retired under key;
+	// ok is false when none was.
+	DeclarationRetired(ctx context.Context, key string) (declared string, ok bool, err error)
 	// JobList pages through jobs in id order, filtered.
 	JobList(ctx context.Context, p JobListParams) (JobPage, error)
 	// JobsDue returns running jobs of one shard with TriggerNextTime ≤

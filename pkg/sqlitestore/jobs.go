@@ -394,6 +394,32 @@ func (db *DB) JobsDue(ctx context.Context, p driver.JobsDueParams) ([]xjob.Job, 
 	return jobs, nil
 }
 
+// DeclarationRetire records key's retired declaration (see driver.JobStore).
+func (db *DB) DeclarationRetire(ctx context.Context, key, declared string) error {
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, `INSERT INTO declarations_retired (key, declared) VALUES (?, ?)
+			ON CONFLICT (key) DO UPDATE SET declared = excluded.declared`, key, declared)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite declaration retire %q: %w", key, err)
+	}
+	return nil
+}
+
+// DeclarationRetired returns key's retired declaration (see driver.JobStore).
+func (db *DB) DeclarationRetired(ctx context.Context, key string) (string, bool, error) {
+	var declared string
+	err := db.r.QueryRowContext(ctx, `SELECT declared FROM declarations_retired WHERE key = ?`, key).Scan(&declared)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("sqlite declaration retired %q: %w", key, err)
+	}
+	return declared, true, nil
+}
+
 // JobListByName returns the jobs named name, in id order (more than one
 // only while two concurrent creates race; see driver.JobStore).
 func (db *DB) JobListByName(ctx context.Context, name string) ([]xjob.Job, error) {

@@ -90,6 +90,22 @@ func ExerciseJobStore(t *testing.T, newStore func(t *testing.T) driver.JobStore)
 		}
 	})
 
+	t.Run("DeclarationRetired", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		if d, ok, err := s.DeclarationRetired(ctx, "app.handler"); err != nil || ok || d != "" {
+			t.Fatalf("retired before any = %q %v %v, want none", d, ok, err)
+		}
+		requireNoErr(t, s.DeclarationRetire(ctx, "app.handler", `{"cron":"1"}`), "retire")
+		requireNoErr(t, s.DeclarationRetire(ctx, "app.other", `{"cron":"2"}`), "retire other")
+		requireNoErr(t, s.DeclarationRetire(ctx, "app.handler", `{"cron":"3"}`), "retire again")
+		for key, want := range map[string]string{"app.handler": `{"cron":"3"}`, "app.other": `{"cron":"2"}`} {
+			if d, ok, err := s.DeclarationRetired(ctx, key); err != nil || !ok || d != want {
+				t.Fatalf("retired %s = %q %v %v, want %q (the last one)", key, d, ok, err, want)
+			}
+		}
+	})
+
 	t.Run("ListByName", func(t *testing.T) {
 		t.Parallel()
 		s, ctx := newStore(t), t.Context()
