@@ -127,10 +127,11 @@ var (
 		awsconfig.EnvRetryDelay:        "param:retrydelay",
 		awsconfig.EnvRetryBackoff:      "param:retrybackoff",
 		awsconfig.EnvAnyTriggerAddress: "param:allowanytriggeraddress",
+		awsconfig.EnvStartDeclaredJobs: "param:startdeclaredjobs",
 	}
 	// exposedSwitches are optional variables the deployment must let an
 	// operator set on every function that reads them, off by default.
-	exposedSwitches = []string{awsconfig.EnvAnyTriggerAddress}
+	exposedSwitches = []string{awsconfig.EnvAnyTriggerAddress, awsconfig.EnvStartDeclaredJobs}
 	// secretParams must be NoEcho (SAM) / sensitive (Terraform).
 	secretParams = []string{"param:accesstoken", "param:admintoken"}
 	// consumeActions are what an SQS event source mapping needs on its

@@ -167,6 +167,7 @@ resource "aws_lambda_function" "registry" {
       XJOB_RETRY_DELAY               = var.retry_delay
       XJOB_RETRY_BACKOFF             = tostring(var.retry_backoff)
       XJOB_ALLOW_ANY_TRIGGER_ADDRESS = tostring(var.allow_any_trigger_address)
+      XJOB_START_DECLARED_JOBS       = tostring(var.start_declared_jobs)
       XJOB_RING_QUEUE_URL            = aws_sqs_queue.ring.url
       XJOB_DISPATCH_FAST_QUEUE_URL   = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL   = aws_sqs_queue.dispatch_slow.url

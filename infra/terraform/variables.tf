@@ -82,6 +82,12 @@ variable "allow_any_trigger_address" {
   default     = false
 }
 
+variable "start_declared_jobs" {
+  description = "Create the jobs executors declare in code started rather than stopped (XJOB_START_DECLARED_JOBS, read by the registry function). Off by default."
+  type        = bool
+  default     = false
+}
+
 variable "ring_concurrency" {
   description = "Maximum concurrent ring invocations (SQS event source scaling_config, >= 2)."
   type        = number
