@@ -141,12 +141,14 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, timeout time.Dura
 	case <-t.C:
 	}
 	if taken := f.abandon(inv); taken {
+		select {
+		case r := <-inv.done: // replied while we were deciding
+			return r.body, r.err
+		default:
+		}
+		// Past its deadline: a timeout, whatever the environment reports
+		// once it is killed (its exit error is this kill, not the cause).
 		f.killRunning(inv)
-	}
-	select {
-	case r := <-inv.done: // replied while we were deciding
-		return r.body, r.err
-	default:
 	}
 	f.mu.Lock()
 	why := f.lastExit
