@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -528,6 +529,28 @@ func TestLambdaEndToEnd(t *testing.T) {
 	msgs, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.alarmQ), WaitTimeSeconds: 2})
 	if err != nil || len(msgs.Messages) == 0 || !strings.Contains(*msgs.Messages[0].Body, `"event":"job.failed"`) {
 		t.Errorf("alarm on the SNS subscription: %v %+v", err, msgs)
+	}
+
+	// The HTTP function's /metrics shows the fleet's runs of today from
+	// the shared daily report, though it ran none of them itself.
+	var scraped []byte
+	runsOK := func() bool {
+		req, _ := http.NewRequest("GET", gw.URL+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			scraped = []byte(err.Error())
+			return false
+		}
+		defer resp.Body.Close()
+		scraped, _ = io.ReadAll(resp.Body)
+		scraped = append([]byte(resp.Status+" "), scraped...)
+		m := regexp.MustCompile(`(?m)^xjob_runs_today\{result="success"\} (\d+)`).FindSubmatch(scraped)
+		return m != nil && string(m[1]) != "0"
+	}
+	if settle(15*time.Second, runsOK); !runsOK() {
+		t.Errorf("/metrics of the HTTP function lacks today's successful runs (%.300s):\n%s", scraped,
+			regexp.MustCompile(`(?m)^xjob_runs_today.*$|^# HELP xjob_runs.*$`).FindAll(scraped, -1))
 	}
 
 	// Redeliveries happened and reached no executor twice.

@@ -54,6 +54,7 @@ func TestLocalPrometheusMetrics(t *testing.T) {
 		`xjob_fire_delay_seconds_count 1`,
 		`xjob_callback_latency_seconds_count 1`,
 		`xjob_executors_online{app="prom"} 1`,
+		`xjob_runs_today{result="success"}`,
 		`xjob_queue_depth{queue="fast"}`,
 		`xjob_scan_tick_duration_seconds_bucket`,
 		`process_start_time_seconds`,

@@ -18,6 +18,11 @@ type Gauges struct {
 	LaneDepth func(ctx context.Context) (map[string]int64, error)
 	// ExecutorsOnline returns the live executor addresses per app name.
 	ExecutorsOnline func(ctx context.Context) (map[string]int, error)
+	// RunsToday returns today's (UTC) runs by current result from the
+	// durable daily report every process adds to: unlike the per-process
+	// counters, the same figures whichever process (or Lambda instance)
+	// serves the scrape. See RunsTodayFrom.
+	RunsToday func(ctx context.Context) (RunCounts, error)
 	// Logger reports a gauge that failed (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -48,7 +53,15 @@ var (
 		"Messages waiting on a queue: the dispatch lanes (fast, slow) and the ring.", []string{"queue"}, nil)
 	descExecutors = prometheus.NewDesc("xjob_executors_online",
 		"Executor addresses with a live heartbeat, by app name.", []string{"app"}, nil)
+	descRunsToday = prometheus.NewDesc("xjob_runs_today",
+		"Runs triggered today (UTC) by current result (running, success, failure), from the daily report shared by every process.",
+		[]string{"result"}, nil)
 )
+
+// RunCounts is one day's runs by current result.
+type RunCounts struct {
+	Running, Success, Failure int64
+}
 
 type collector struct {
 	m *Metrics
@@ -58,7 +71,7 @@ type collector struct {
 // Describe sends every descriptor.
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTriggers, descResults, descDuplicates, descDropped, descFireDelay,
-		descMisfired, descCollapsed, descScanTick, descScanJobs, descCallback, descLane, descExecutors} {
+		descMisfired, descCollapsed, descScanTick, descScanJobs, descCallback, descLane, descExecutors, descRunsToday} {
 		ch <- d
 	}
 }
@@ -119,6 +132,19 @@ func (c collector) gauges(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descExecutors, prometheus.GaugeValue, float64(n), app)
 		}
 	}
+	if c.g.RunsToday != nil {
+		runs, err := c.g.RunsToday(ctx)
+		if err != nil {
+			log.WarnContext(ctx, "metrics: runs today", "err", err)
+		} else {
+			for _, r := range []struct {
+				result string
+				n      int64
+			}{{"running", runs.Running}, {"success", runs.Success}, {"failure", runs.Failure}} {
+				ch <- prometheus.MustNewConstMetric(descRunsToday, prometheus.GaugeValue, float64(r.n), r.result)
+			}
+		}
+	}
 }
 
 // constHistogram exposes h as a Prometheus histogram in seconds, with
@@ -144,5 +170,8 @@ func Handler(m *Metrics, g Gauges) http.Handler {
 	//lint:ignore SA1019 see above
 	reg.MustRegister(collector{m: m, g: g}, prometheus.NewGoCollector(), //nolint:staticcheck // see above
 		prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{})) //nolint:staticcheck // see above
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError,
+		// Plain text: behind API Gateway a gzip body would have to travel
+		// base64-encoded through the Lambda response; the gateway compresses.
+		DisableCompression: true})
 }

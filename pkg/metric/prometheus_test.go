@@ -23,6 +23,7 @@ func TestPrometheusExposition(t *testing.T) {
 	g := Gauges{
 		LaneDepth:       func(context.Context) (map[string]int64, error) { return map[string]int64{"fast": 3, "ring": 7}, nil },
 		ExecutorsOnline: func(context.Context) (map[string]int, error) { return map[string]int{"billing": 2}, nil },
+		RunsToday:       func(context.Context) (RunCounts, error) { return RunCounts{Running: 1, Success: 5, Failure: 2}, nil },
 	}
 	rec := httptest.NewRecorder()
 	Handler(&m, g).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -46,6 +47,9 @@ func TestPrometheusExposition(t *testing.T) {
 		`xjob_queue_depth{queue="fast"} 3`,
 		`xjob_queue_depth{queue="ring"} 7`,
 		`xjob_executors_online{app="billing"} 2`,
+		`xjob_runs_today{result="running"} 1`,
+		`xjob_runs_today{result="success"} 5`,
+		`xjob_runs_today{result="failure"} 2`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(text, want+"\n") && !strings.Contains(text, want+" ") && !strings.Contains(text, want) {
