@@ -251,7 +251,7 @@ func New(cfg Config, d Deps) (*App, error) {
 	}
 	a.http, err = adminapi.New(adminapi.Config{Admin: a.admin, Registry: a.registry, Callback: a.callback,
 		Metrics: metrics, Gauges: metric.Gauges{ExecutorsOnline: a.registry.OnlineCounts,
-			RunsToday: metric.RunsTodayFrom(store, d.Clock.Now), Logger: d.Logger},
+			RunsToday: metric.RunsTodayFrom(a.reports, d.Clock.Now), Logger: d.Logger},
 		AdminToken: adminToken, Auth: au, AccessToken: accessToken, Logger: d.Logger, Clock: d.Clock})
 	if err != nil {
 		return fail("admin api", err)

@@ -48,6 +48,7 @@ type services struct {
 	registry *registry.Service
 	callback *callback.Service
 	metrics  *metric.Metrics
+	reports  *report.Batcher // the run report, read through it so pending counts are flushed first
 	logger   *slog.Logger
 }
 
@@ -348,6 +349,6 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: scan: %w", err))
 	}
-	svc := &services{db: db, admin: adm, registry: reg, callback: cb, metrics: metrics, logger: logger}
+	svc := &services{db: db, admin: adm, registry: reg, callback: cb, metrics: metrics, reports: reports, logger: logger}
 	return svc, p, nil
 }
