@@ -171,7 +171,9 @@ type Service struct {
 	// childEdits serialises this process's job edits that set child jobs,
 	// from the cycle check to the write: two edits that each add one edge
 	// of a cycle (A→B, B→A) would otherwise each pass a check that reads
-	// the other's old children. Taken before an edits stripe, never after.
+	// the other's old children. Taken before an edits stripe, never after,
+	// and before the store's child-graph lease, which does the same across
+	// processes (lockChildGraph).
 	childEdits sync.Mutex
 }
 

@@ -3,11 +3,20 @@ package admin_test
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/admin"
+	"github.com/xjobdev/xjob/pkg/alarm"
+	"github.com/xjobdev/xjob/pkg/callback"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/execclient"
+	"github.com/xjobdev/xjob/pkg/sqlitestore"
 )
 
 // TestConcurrentUpdateWithoutVersion: updates that name no version apply to
@@ -76,4 +85,118 @@ func TestConcurrentChildEdgesCannotCloseACycle(t *testing.T) {
 			t.Fatalf("round %d: both edges refused: %v; %v", round, errs[0], errs[1])
 		}
 	}
+}
+
+// TestChildEdgesAcrossProcessesCannotCloseACycle: the same two edits made
+// by two admin services sharing one store (two Lambda invocations, two
+// processes on one file) are serialised by the store's child-graph lease:
+// exactly one edge is stored.
+func TestChildEdgesAcrossProcessesCannotCloseACycle(t *testing.T) {
+	e := setup(t)
+	other := e.otherService()
+	// A waiting edit polls on the fake clock: keep it moving.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				e.clk.Advance(time.Millisecond)
+				runtime.Gosched()
+			}
+		}
+	}()
+	for round := range 20 {
+		a := e.create(e.spec(xjob.ScheduleCron, "0 0 * * * ?"))
+		b := e.create(e.spec(xjob.ScheduleCron, "0 0 * * * ?"))
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, edit := range []struct {
+			svc      *admin.Service
+			from, to xjob.Job
+		}{{e.svc, a, b}, {other, b, a}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n := edit.from
+				n.ChildJobIDs = []int64{edit.to.ID}
+				_, errs[i] = edit.svc.UpdateJob(e.ctx, admin.UpdateJobParams{Job: n})
+			}()
+		}
+		wg.Wait()
+		if errs[0] == nil && errs[1] == nil {
+			t.Fatalf("round %d: both %d→%d and %d→%d were stored: a cycle", round, a.ID, b.ID, b.ID, a.ID)
+		}
+		if errs[0] != nil && errs[1] != nil {
+			t.Fatalf("round %d: both edges refused: %v; %v", round, errs[0], errs[1])
+		}
+	}
+}
+
+// TestChildGraphLeaseHeldTooLong: an edit that cannot get the lease within
+// its wait (another editor holds it) is refused as a conflict and writes
+// nothing.
+func TestChildGraphLeaseHeldTooLong(t *testing.T) {
+	e := setup(t)
+	a := e.create(e.spec(xjob.ScheduleCron, "0 0 * * * ?"))
+	b := e.create(e.spec(xjob.ScheduleCron, "0 0 * * * ?"))
+	if _, err := e.db.LeaseAcquire(e.ctx, driver.LeaseAcquireParams{Name: "admin-child-graph", Owner: "stuck",
+		Now: e.clk.Now().UnixMilli(), TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		n := a
+		n.ChildJobIDs = []int64{b.ID}
+		_, err := e.svc.UpdateJob(e.ctx, admin.UpdateJobParams{Job: n})
+		errc <- err
+	}()
+	var err error
+	for waiting := true; waiting; {
+		select {
+		case err = <-errc:
+			waiting = false
+		default:
+			e.clk.Advance(100 * time.Millisecond)
+			runtime.Gosched()
+		}
+	}
+	if !errors.Is(err, xjob.ErrConflict) {
+		t.Fatalf("edit while the lease is held: %v, want a conflict", err)
+	}
+	got, err := e.svc.GetJob(e.ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.ChildJobIDs) != 0 || got.Version != a.Version {
+		t.Fatalf("refused edit wrote: children %v version %d (was %d)", got.ChildJobIDs, got.Version, a.Version)
+	}
+}
+
+// otherService is a second admin service on the env's database file,
+// through its own store: another process, as far as the store can tell.
+func (e *env) otherService() *admin.Service {
+	e.t.Helper()
+	db, err := sqlitestore.Open(e.ctx, e.path, sqlitestore.Options{Shards: 4, Clock: e.clk})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = db.Close() })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cb, err := callback.New(callback.Config{Store: db, Queues: db, Alarmer: alarm.Log{Logger: quiet}, Clock: e.clk, Logger: quiet})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ec, err := execclient.New(execclient.Options{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(ec.Close)
+	svc, err := admin.New(admin.Config{Store: db, Queues: db, Executors: ec, Finisher: cb, Clock: e.clk, Logger: quiet})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return svc
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -115,6 +116,11 @@ func (s *Service) UpdateJob(ctx context.Context, p UpdateJobParams) (xjob.Job, e
 	if len(p.Job.ChildJobIDs) > 0 {
 		s.childEdits.Lock()
 		defer s.childEdits.Unlock()
+		release, err := s.lockChildGraph(ctx)
+		if err != nil {
+			return xjob.Job{}, err
+		}
+		defer release()
 	}
 	var glueChanged bool
 	out, err := s.editJob(ctx, p.Job.ID, p.Version, func(old xjob.Job, now int64) (xjob.Job, bool, error) {
@@ -279,11 +285,10 @@ func (s *Service) checkJob(ctx context.Context, j *xjob.Job) error {
 // or A→A) would trigger its jobs in turn forever. It walks the stored
 // child graph breadth-first from j's new children, one JobGetMany per
 // level, with j's stored children replaced by the new ones; a new job (id
-// 0) cannot be reached by anything yet. UpdateJob holds childEdits from
-// this check to the write, so two concurrent edits in one process that
-// each close half of a cycle cannot both pass. Edits in different
-// processes (two Lambda invocations) still can: closing that would need
-// a post-write re-check and revert, or a cycle guard in the child trigger.
+// 0) cannot be reached by anything yet. UpdateJob holds childEdits and the
+// child-graph lease (lockChildGraph) from this check to the write, so two
+// concurrent edits that each close half of a cycle cannot both pass, in
+// one process or in several sharing a store.
 func (s *Service) checkChildCycle(ctx context.Context, j *xjob.Job) error {
 	if j.ID == 0 || len(j.ChildJobIDs) == 0 {
 		return nil
@@ -590,4 +595,53 @@ func preview(sched schedule.Schedule, from time.Time, n int) ([]time.Time, error
 		times[i] = times[i].In(from.Location())
 	}
 	return times, nil
+}
+
+// The child-graph lease serialises edits that set child jobs across
+// processes sharing a store (two Lambda invocations of the admin API, two
+// xjob local processes on one file), as childEdits does within one: the
+// cycle check reads other jobs' children, so two edits that each add one
+// edge of a cycle must not interleave between check and write.
+const (
+	childGraphLease = "admin-child-graph"
+	// childGraphTTL bounds how long a crashed editor blocks the others.
+	// An edit holds the lease for a few store round trips; one stalled
+	// past the TTL loses the guarantee (the job write is not fenced).
+	childGraphTTL = 30 * time.Second
+	// childGraphWait is how long an edit waits for the lease before it
+	// is refused as a conflict (the person tries again).
+	childGraphWait = 10 * time.Second
+	// childGraphPoll is the pause between tries.
+	childGraphPoll = 25 * time.Millisecond
+)
+
+// lockChildGraph takes the child-graph lease, waiting up to childGraphWait
+// on the service's clock, and returns its release.
+func (s *Service) lockChildGraph(ctx context.Context) (func(), error) {
+	owner := "admin-" + randomID()
+	deadline := s.cfg.Clock.Now().Add(childGraphWait)
+	for {
+		l, err := s.cfg.Store.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: childGraphLease, Owner: owner,
+			Now: s.now(), TTL: childGraphTTL})
+		if err == nil {
+			return func() {
+				// Released even when the edit's context ended; an
+				// error only means the lease expires by itself.
+				if err := s.cfg.Store.LeaseRelease(context.WithoutCancel(ctx), l); err != nil {
+					s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "child-graph lease not released",
+						slog.String("err", err.Error()))
+				}
+			}, nil
+		}
+		if !errors.Is(err, xjob.ErrLeaseHeld) {
+			return nil, fmt.Errorf("admin child jobs: take the child-graph lease: %w", err)
+		}
+		now := s.cfg.Clock.Now()
+		if !now.Before(deadline) {
+			return nil, fmt.Errorf("admin child jobs: another edit of child jobs is in progress, try again: %w", xjob.ErrConflict)
+		}
+		if err := s.cfg.Clock.SleepUntil(ctx, now.Add(childGraphPoll)); err != nil {
+			return nil, fmt.Errorf("admin child jobs: wait for the child-graph lease: %w", err)
+		}
+	}
 }
