@@ -27,15 +27,35 @@ import (
 const capacityClients = 16
 
 // BenchmarkCapacityDynalitePutItem: single-item puts of a ~300-byte item,
-// each with a condition, as the store's writes are.
+// each with a condition, as the store's writes are; into a table without
+// indexes and into one with three keys-only indexes (as the log table of
+// the per-log layout had).
 func BenchmarkCapacityDynalitePutItem(b *testing.B) {
+	for _, indexes := range []int{0, 3} {
+		b.Run(fmt.Sprintf("indexes=%d", indexes), func(b *testing.B) { benchmarkPutItem(b, indexes) })
+	}
+}
+
+func benchmarkPutItem(b *testing.B, indexes int) {
 	c := awstest.DynamoDB(b)
 	ctx := b.Context()
 	table := awstest.UniqueName("cap")
-	if _, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(table),
+	in := &dynamodb.CreateTableInput{TableName: aws.String(table),
 		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: dtypes.ScalarAttributeTypeN}},
 		KeySchema:            []dtypes.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: dtypes.KeyTypeHash}},
-		BillingMode:          dtypes.BillingModePayPerRequest}); err != nil {
+		BillingMode:          dtypes.BillingModePayPerRequest}
+	if indexes > 0 {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, dtypes.AttributeDefinition{AttributeName: aws.String("tkey"), AttributeType: dtypes.ScalarAttributeTypeS})
+	}
+	for i := range indexes {
+		pk := "p" + strconv.Itoa(i)
+		in.AttributeDefinitions = append(in.AttributeDefinitions, dtypes.AttributeDefinition{AttributeName: aws.String(pk), AttributeType: dtypes.ScalarAttributeTypeN})
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, dtypes.GlobalSecondaryIndex{IndexName: aws.String("i" + pk),
+			KeySchema: []dtypes.KeySchemaElement{{AttributeName: aws.String(pk), KeyType: dtypes.KeyTypeHash},
+				{AttributeName: aws.String("tkey"), KeyType: dtypes.KeyTypeRange}},
+			Projection: &dtypes.Projection{ProjectionType: dtypes.ProjectionTypeKeysOnly}})
+	}
+	if _, err := c.CreateTable(ctx, in); err != nil {
 		b.Fatal(err)
 	}
 	if err := dynamodb.NewTableExistsWaiter(c).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, time.Minute); err != nil {
@@ -48,11 +68,17 @@ func BenchmarkCapacityDynalitePutItem(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := next.Add(1)
-			_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table),
-				Item: map[string]dtypes.AttributeValue{
-					"id":   &dtypes.AttributeValueMemberN{Value: strconv.FormatInt(id, 10)},
-					"body": &dtypes.AttributeValueMemberS{Value: body},
-				},
+			item := map[string]dtypes.AttributeValue{
+				"id":   &dtypes.AttributeValueMemberN{Value: strconv.FormatInt(id, 10)},
+				"body": &dtypes.AttributeValueMemberS{Value: body},
+			}
+			if indexes > 0 {
+				item["tkey"] = &dtypes.AttributeValueMemberS{Value: fmt.Sprintf("%020d", id)}
+			}
+			for i := range indexes {
+				item["p"+strconv.Itoa(i)] = &dtypes.AttributeValueMemberN{Value: strconv.FormatInt(id%8, 10)}
+			}
+			_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item,
 				ConditionExpression: aws.String("attribute_not_exists(id)")})
 			if err != nil {
 				b.Error(err)
