@@ -651,9 +651,11 @@ const (
 // validation error and nothing is done.
 func (s *Service) BulkJobs(ctx context.Context, action string, ids []int64) ([]error, error) {
 	var act func(context.Context, int64) error
+	var started []pendingPush
 	switch action {
 	case BulkStart:
-		act = func(ctx context.Context, id int64) error { _, err := s.StartJob(ctx, id); return err }
+		// The started jobs' first fires are pushed together at the end.
+		act = func(ctx context.Context, id int64) error { _, err := s.startJob(ctx, id, &started); return err }
 	case BulkStop:
 		act = func(ctx context.Context, id int64) error { _, err := s.StopJob(ctx, id); return err }
 	case BulkDelete:
@@ -678,6 +680,7 @@ func (s *Service) BulkJobs(ctx context.Context, action string, ids []int64) ([]e
 		seen[id] = true
 	}
 	errs := make([]error, len(ids))
+	defer func() { s.pushLater(ctx, started) }()
 	for i, id := range ids {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -200,3 +200,53 @@ func (e *env) otherService() *admin.Service {
 	}
 	return svc
 }
+
+// TestBulkStartSharesRingBuckets: a bulk start pushes the started jobs'
+// first fires together, one ring message per shard and second, not one per
+// job and second.
+func TestBulkStartSharesRingBuckets(t *testing.T) {
+	e := setup(t)
+	const jobs = 12
+	var ids []int64
+	for range jobs {
+		spec := e.spec(xjob.ScheduleCron, "* * * * * ?")
+		spec.TriggerStatus = xjob.StatusStopped
+		ids = append(ids, e.create(spec).ID)
+	}
+	errs, err := e.svc.BulkJobs(e.ctx, admin.BulkStart, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("start %d: %v", ids[i], err)
+		}
+	}
+	e.clk.Advance(time.Minute) // every pushed bucket is visible
+	ds, err := e.db.Ring().Receive(e.ctx, driver.ReceiveParams{Max: 1000, Visibility: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, seconds := 0, map[int64]bool{}
+	type key struct {
+		shard  int
+		second int64
+	}
+	buckets := map[key]int{}
+	for _, d := range ds {
+		items += len(d.Msg.Items)
+		seconds[d.Msg.Second] = true
+		buckets[key{d.Msg.Shard, d.Msg.Second}]++
+	}
+	if items < jobs*4 {
+		t.Fatalf("%d ring items for %d every-second jobs and a 5 s horizon, want ≥ %d", items, jobs, jobs*4)
+	}
+	for k, n := range buckets {
+		if n > 1 {
+			t.Errorf("shard %d second %d: %d ring messages, want 1", k.shard, k.second, n)
+		}
+	}
+	if len(ds) > 4*len(seconds) {
+		t.Errorf("%d ring messages over %d seconds with 4 shards", len(ds), len(seconds))
+	}
+}
