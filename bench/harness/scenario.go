@@ -663,8 +663,79 @@ func settle(ctx context.Context, exe *Executor, minWait, limit time.Duration) {
 // through the admin API, 16 requests at a time. The jobs are posted as
 // benchJobSpec with their zero members left out (see compatJSON), so that an
 // older xjob (a --baseline binary) whose API predates a newer field accepts
-// them too.
+// them too. They are created stopped and then started by POST
+// /v1/bulk/jobs, 1,000 at a time, as an operator starting a workload would:
+// the admin then pushes their first fires together, in shared ring
+// buckets, instead of one job's fires per message while the rest are still
+// being created — which would make the measured window the start-up
+// transient, not the steady state. A build without the bulk endpoint (an
+// old --baseline) gets one start request per job instead.
 func createJobs(ctx context.Context, api *adminclient.Client, token, executor string, n int, cron func(int) string) ([]int64, error) {
+	ids, err := createStoppedJobs(ctx, api, token, executor, n, cron)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Timeout: 5 * time.Minute}
+	for lo := 0; lo < len(ids); lo += 1000 {
+		chunk := ids[lo:min(lo+1000, len(ids))]
+		var out struct {
+			Items []struct {
+				ID     int64  `json:"id"`
+				Status int    `json:"status"`
+				Error  string `json:"error"`
+			} `json:"items"`
+		}
+		err := postCompat(ctx, hc, api.BaseURL()+"/v1/bulk/jobs", token, map[string]any{"action": "start", "ids": chunk}, &out)
+		if err != nil && strings.HasPrefix(err.Error(), "HTTP 404") {
+			return ids, startEach(ctx, hc, api.BaseURL(), token, ids)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bulk start: %w", err)
+		}
+		for _, it := range out.Items {
+			if it.Status/100 != 2 {
+				return nil, fmt.Errorf("bulk start of job %d: HTTP %d %s", it.ID, it.Status, it.Error)
+			}
+		}
+		if len(out.Items) != len(chunk) {
+			return nil, fmt.Errorf("bulk start: %d results for %d jobs", len(out.Items), len(chunk))
+		}
+	}
+	return ids, nil
+}
+
+// startEach starts jobs one request each, 16 at a time (a build without
+// /v1/bulk/jobs).
+func startEach(ctx context.Context, hc *http.Client, base, token string, ids []int64) error {
+	var next atomic.Int64
+	var firstErr atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(ids) || firstErr.Load() != nil {
+					return
+				}
+				var j xjob.Job
+				if err := postCompat(ctx, hc, fmt.Sprintf("%s/v1/jobs/%d/start", base, ids[i]), token, struct{}{}, &j); err != nil {
+					err = fmt.Errorf("start job %d: %w", ids[i], err)
+					firstErr.CompareAndSwap(nil, &err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if p := firstErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// createStoppedJobs creates the group and n stopped CRON jobs, 16 requests
+// at a time.
+func createStoppedJobs(ctx context.Context, api *adminclient.Client, token, executor string, n int, cron func(int) string) ([]int64, error) {
 	g, err := api.GroupCreate(ctx, xjob.Group{AppName: "xjob-bench", Title: "bench", AddressType: xjob.AddressManual,
 		AddressList: []string{executor}})
 	if err != nil {
@@ -683,7 +754,9 @@ func createJobs(ctx context.Context, api *adminclient.Client, token, executor st
 					return
 				}
 				var j xjob.Job
-				if err := postCompat(ctx, hc, api.BaseURL()+"/v1/jobs", token, benchJobSpec(g.ID, cron(i)), &j); err != nil {
+				spec := benchJobSpec(g.ID, cron(i))
+				spec.TriggerStatus = xjob.StatusStopped
+				if err := postCompat(ctx, hc, api.BaseURL()+"/v1/jobs", token, spec, &j); err != nil {
 					err = fmt.Errorf("create job %d: %w", i, err)
 					firstErr.CompareAndSwap(nil, &err)
 					return
