@@ -128,6 +128,7 @@ var (
 		awsconfig.EnvRetryBackoff:      "param:retrybackoff",
 		awsconfig.EnvAnyTriggerAddress: "param:allowanytriggeraddress",
 		awsconfig.EnvStartDeclaredJobs: "param:startdeclaredjobs",
+		awsconfig.EnvScanAdvance:       "param:scanadvance",
 	}
 	// exposedSwitches are optional variables the deployment must let an
 	// operator set on every function that reads them, off by default.

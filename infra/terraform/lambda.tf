@@ -30,6 +30,7 @@ resource "aws_lambda_function" "scan" {
       XJOB_RING_QUEUE_URL          = aws_sqs_queue.ring.url
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
+      XJOB_SCAN_ADVANCE            = var.scan_advance
     }
   }
 }

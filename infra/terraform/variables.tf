@@ -56,6 +56,16 @@ variable "log_level" {
   }
 }
 
+variable "scan_advance" {
+  description = "How far ahead the scan plans a due job's fires (XJOB_SCAN_ADVANCE, a Go duration, 150s-14m). Longer means fewer job advances (write units) for frequent jobs."
+  type        = string
+  default     = "14m"
+  validation {
+    condition     = can(regex("^[0-9]+(s|m)$", var.scan_advance))
+    error_message = "scan_advance must be a whole number of s or m, e.g. 14m."
+  }
+}
+
 variable "retry_delay" {
   description = "Wait before a failed trigger's retry, and before re-sending a retry the executor refused as busy (XJOB_RETRY_DELAY, a Go duration, 100ms-15m)."
   type        = string

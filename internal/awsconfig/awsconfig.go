@@ -24,6 +24,9 @@ const (
 	// EnvStartDeclaredJobs=true starts the jobs executors declare when they
 	// are created (optional; default: created stopped).
 	EnvStartDeclaredJobs = "XJOB_START_DECLARED_JOBS"
+	// EnvScanAdvance is how far ahead the scan plans a due job's fires, a
+	// Go duration from the 150 s horizon to 14m (optional, default 14m).
+	EnvScanAdvance = "XJOB_SCAN_ADVANCE"
 )
 
 // Lookup returns the function named name from Functions.
@@ -73,7 +76,7 @@ type Function struct {
 var Functions = []Function{
 	{Name: "scan",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL},
-		OptionalEnv: []string{EnvLogLevel},
+		OptionalEnv: []string{EnvLogLevel, EnvScanAdvance},
 		Actions: []string{
 			"dynamodb:GetItem",    // not exercised: consistent read after a lost conditional write (job advance, lease)
 			"dynamodb:Query",      // due index; leases

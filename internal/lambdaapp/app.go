@@ -1,6 +1,7 @@
 package lambdaapp
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -196,6 +197,9 @@ func New(cfg Config, d Deps) (*App, error) {
 	sc.Shards = cfg.Shards
 	if sc.PreRead == 0 {
 		sc.PreRead = ScanHorizon
+	}
+	if sc.Advance == 0 {
+		sc.Advance = cmp.Or(cfg.ScanAdvance, DefaultScanAdvance)
 	}
 	if sc.TickBudget == 0 {
 		sc.TickBudget = scanBudget

@@ -38,6 +38,9 @@ type Config struct {
 	// XJOB_RETRY_BACKOFF (zero: callback.RetryPolicy's defaults).
 	RetryDelay   time.Duration
 	RetryBackoff float64
+	// ScanAdvance is XJOB_SCAN_ADVANCE (zero: DefaultScanAdvance), the
+	// scan's scan.Config.Advance.
+	ScanAdvance time.Duration
 }
 
 // LoadConfig reads function name's variables with getenv (os.Getenv in the
@@ -88,6 +91,13 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 			problems = append(problems, fmt.Sprintf("%s=%q must be a number from 1 to 10", awsconfig.EnvRetryBackoff, s))
 		}
 		cfg.RetryBackoff = f
+	}
+	if s := get(awsconfig.EnvScanAdvance); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < ScanHorizon || d > MaxScanAdvance {
+			problems = append(problems, fmt.Sprintf("%s=%q must be a duration from %s to %s", awsconfig.EnvScanAdvance, s, ScanHorizon, MaxScanAdvance))
+		}
+		cfg.ScanAdvance = d
 	}
 	if s := get(awsconfig.EnvAnyTriggerAddress); s != "" {
 		b, err := strconv.ParseBool(s)

@@ -39,6 +39,10 @@ func TestLoadConfig(t *testing.T) {
 		{"retry delay not a duration", "dispatch", with(awsconfig.EnvRetryDelay, "soon"), awsconfig.EnvRetryDelay},
 		{"retry backoff below 1", "registry", with(awsconfig.EnvRetryBackoff, "0.5"), awsconfig.EnvRetryBackoff},
 		{"bad allow-any-trigger-address named", "dispatch", with(awsconfig.EnvAnyTriggerAddress, "yes please"), awsconfig.EnvAnyTriggerAddress},
+		{"scan advance below the horizon", "scan", with(awsconfig.EnvScanAdvance, "60s"), awsconfig.EnvScanAdvance},
+		{"scan advance past the SQS delay limit", "scan", with(awsconfig.EnvScanAdvance, "15m"), awsconfig.EnvScanAdvance},
+		{"scan advance not a duration", "scan", with(awsconfig.EnvScanAdvance, "often"), awsconfig.EnvScanAdvance},
+		{"scan advance in range", "scan", with(awsconfig.EnvScanAdvance, "10m"), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,8 +52,11 @@ func TestLoadConfig(t *testing.T) {
 				if err != nil {
 					t.Fatalf("LoadConfig: %v", err)
 				}
-				if cfg.Shards != 8 || cfg.TablePrefix != "p-" || cfg.AdminToken != "b" {
+				if cfg.Shards != 8 || cfg.TablePrefix != "p-" || (tt.fn != "scan" && cfg.AdminToken != "b") {
 					t.Errorf("config %+v", cfg)
+				}
+				if v := tt.env[awsconfig.EnvScanAdvance]; v != "" && cfg.ScanAdvance.String() != "10m0s" {
+					t.Errorf("scan advance %s from %q", cfg.ScanAdvance, v)
 				}
 				return
 			}
