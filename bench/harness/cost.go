@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob/internal/awsemu"
+	"github.com/xjobdev/xjob/internal/lambdaapp"
 	"github.com/xjobdev/xjob/pkg/adminclient"
 )
 
@@ -76,14 +77,23 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	if err := sleepUntil(ctx, from); err != nil {
 		return nil, err
 	}
-	// The scan runs once a minute, so a short window may hold no scan at
-	// all: one scan at the window's start (not metered) plans up to its
-	// horizon, one at its end (metered) advances the jobs whose fires the
-	// window consumed — the scan's steady-state work for the window.
+	// The scan runs once a minute and advances a due job once per
+	// planning cycle (lambdaapp.DefaultScanAdvance − ScanHorizon, ~11.5
+	// minutes), far longer than a window. So the scan at the window's
+	// start — every job is due then and is advanced once, its fires
+	// planned a cycle and more ahead — is metered on its own and the
+	// window bears its share, window ÷ cycle: the steady state's one
+	// advance per job per cycle (and its ring sends, slightly
+	// overcounted: the first planning reaches further than a cycle). The
+	// scan at the window's end is metered inside the window: the
+	// once-a-minute due-index reads.
+	var planning awsemu.Usage
 	if w.FullJobs > 0 {
+		pre := d.Meter().Snapshot()
 		if err := d.Scan(ctx); err != nil {
 			return nil, fmt.Errorf("%s: scan at the window start: %w", w.Name, err)
 		}
+		planning = d.Meter().Snapshot().Sub(pre)
 	}
 	before := d.Meter().Snapshot()
 	if err := sleepUntil(ctx, from.Add(window)); err != nil {
@@ -95,6 +105,10 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 		}
 	}
 	usage := d.Meter().Snapshot().Sub(before)
+	if w.FullJobs > 0 {
+		cycle := lambdaapp.DefaultScanAdvance - lambdaapp.ScanHorizon
+		usage = usage.Add(planning.Scale(window.Seconds() / cycle.Seconds()))
+	}
 	if err := sleepUntil(ctx, time.Now().Add(10*time.Second)); err != nil {
 		return nil, err
 	}

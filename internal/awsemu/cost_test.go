@@ -83,6 +83,24 @@ func TestUsageSub(t *testing.T) {
 	}
 }
 
+func TestUsageAddScale(t *testing.T) {
+	t.Parallel()
+	a := Usage{Ops: map[string]map[string]OpStat{"ring": {"sqs:SendMessageBatch": {Requests: 3, Entries: 20}}},
+		Invokes: map[string]InvokeStat{"ring": {Invocations: 2, Duration: time.Second}}, HTTPRequests: 1}
+	b := Usage{Ops: map[string]map[string]OpStat{"scan": {"dynamodb:UpdateItem": {Requests: 10, Reported: 10, IndexUnits: 20}}},
+		Invokes: map[string]InvokeStat{"scan": {Invocations: 1, Duration: 2 * time.Second}}}
+	sum := a.Add(b.Scale(0.5))
+	if got := sum.Ops["scan"]["dynamodb:UpdateItem"]; got != (OpStat{Requests: 5, Reported: 5, IndexUnits: 10}) {
+		t.Errorf("scaled scan %+v", got)
+	}
+	if got := sum.Ops["ring"]["sqs:SendMessageBatch"]; got != (OpStat{Requests: 3, Entries: 20}) {
+		t.Errorf("ring %+v", got)
+	}
+	if got := sum.Invokes["scan"]; got != (InvokeStat{Invocations: 1, Duration: time.Second}) || sum.HTTPRequests != 1 {
+		t.Errorf("invokes %+v http %d", sum.Invokes, sum.HTTPRequests)
+	}
+}
+
 func TestDeriveUnits(t *testing.T) {
 	t.Parallel()
 	batch := &dynamodb.BatchWriteItemInput{RequestItems: map[string][]ddbtypes.WriteRequest{"a": make([]ddbtypes.WriteRequest, 3), "b": make([]ddbtypes.WriteRequest, 2)}}

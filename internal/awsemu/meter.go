@@ -87,6 +87,49 @@ func (u Usage) Sub(before Usage) Usage {
 	return out
 }
 
+// Add returns u + o.
+func (u Usage) Add(o Usage) Usage {
+	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, HTTPRequests: u.HTTPRequests + o.HTTPRequests}
+	for _, src := range []Usage{u, o} {
+		for fn, ops := range src.Ops {
+			if out.Ops[fn] == nil {
+				out.Ops[fn] = map[string]OpStat{}
+			}
+			for op, s := range ops {
+				a := out.Ops[fn][op]
+				out.Ops[fn][op] = OpStat{Requests: a.Requests + s.Requests, Errors: a.Errors + s.Errors, Entries: a.Entries + s.Entries,
+					Reported: a.Reported + s.Reported, Derived: a.Derived + s.Derived, IndexUnits: a.IndexUnits + s.IndexUnits,
+					StoredBytes: a.StoredBytes + s.StoredBytes, Billed: a.Billed + s.Billed}
+			}
+		}
+		for fn, s := range src.Invokes {
+			a := out.Invokes[fn]
+			out.Invokes[fn] = InvokeStat{Invocations: a.Invocations + s.Invocations, Duration: a.Duration + s.Duration}
+		}
+	}
+	return out
+}
+
+// Scale returns u with every count multiplied by f (rounded to whole
+// requests, entries and bytes): the share of an interval's usage that one
+// period bears, e.g. a planning scan amortised over the fires it serves.
+func (u Usage) Scale(f float64) Usage {
+	r := func(x int) int { return int(math.Round(float64(x) * f)) }
+	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, HTTPRequests: r(u.HTTPRequests)}
+	for fn, ops := range u.Ops {
+		out.Ops[fn] = map[string]OpStat{}
+		for op, s := range ops {
+			out.Ops[fn][op] = OpStat{Requests: r(s.Requests), Errors: r(s.Errors), Entries: r(s.Entries),
+				Reported: s.Reported * f, Derived: s.Derived * f, IndexUnits: s.IndexUnits * f,
+				StoredBytes: r(s.StoredBytes), Billed: r(s.Billed)}
+		}
+	}
+	for fn, s := range u.Invokes {
+		out.Invokes[fn] = InvokeStat{Invocations: r(s.Invocations), Duration: time.Duration(float64(s.Duration) * f)}
+	}
+	return out
+}
+
 // Requests counts the requests of function fn (every function when fn is
 // "") to service svc ("dynamodb", "sqs", "sns"; every service when "").
 func (u Usage) Requests(fn, svc string) int {
