@@ -110,6 +110,18 @@ func (u Usage) Add(o Usage) Usage {
 	return out
 }
 
+// Only returns the part of u spent by function fn.
+func (u Usage) Only(fn string) Usage {
+	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}}
+	if ops, ok := u.Ops[fn]; ok {
+		out.Ops[fn] = ops
+	}
+	if s, ok := u.Invokes[fn]; ok {
+		out.Invokes[fn] = s
+	}
+	return out
+}
+
 // Scale returns u with every count multiplied by f (rounded to whole
 // requests, entries and bytes): the share of an interval's usage that one
 // period bears, e.g. a planning scan amortised over the fires it serves.
