@@ -153,8 +153,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, task xjob.DispatchTask) (Outc
 }
 
 // DispatchMany triggers tasks with shared reads (Load): their jobs in one
-// JobGetMany (JobGet when they are all one job's), each distinct group
-// and its addresses once; then every task concurrently, at most
+// JobGetMany, each distinct group and its addresses once; then every task
+// concurrently, at most
 // Config.BatchConcurrency at a time. The i-th outcome and error are
 // tasks[i]'s and mean exactly what Dispatch's do.
 func (d *Dispatcher) DispatchMany(ctx context.Context, tasks []xjob.DispatchTask) ([]Outcome, []error) {
@@ -184,7 +184,7 @@ type batchTask struct {
 }
 
 // Load validates tasks and reads what triggering them needs: all jobs in
-// one JobGetMany (JobGet for a single job), each distinct group once, and each group's addresses
+// one JobGetMany, each distinct group once, and each group's addresses
 // once (only for groups some task needs them for). Read failures are not
 // returned here but by the Run of each task they concern; Load has no
 // other effect, so a caller may leave some tasks of a batch untriggered.
@@ -311,21 +311,13 @@ func foreignAddress(overrides []string, lists ...[]string) string {
 	return ""
 }
 
-// loadJobs reads the jobs among ids that exist: one JobGetMany, or one
-// JobGet for a single job (a plain Dispatch reads exactly as it always
-// did, which on DynamoDB is a GetItem rather than a BatchGetItem).
+// loadJobs reads the jobs among ids that exist with one JobGetMany, for a
+// single job too: a batch of one is read as any batch, so it is served
+// from the store's version-checked job cache (SQLite) and costs half a
+// read unit (an eventually consistent BatchGetItem on DynamoDB; the ring
+// checked the job's revision, and a batch has always read this way).
 func (d *Dispatcher) loadJobs(ctx context.Context, ids []int64) ([]xjob.Job, error) {
-	if len(ids) > 1 {
-		return d.d.Store.JobGetMany(ctx, ids)
-	}
-	job, err := d.d.Store.JobGet(ctx, ids[0])
-	switch {
-	case errors.Is(err, xjob.ErrNotFound):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	}
-	return []xjob.Job{job}, nil
+	return d.d.Store.JobGetMany(ctx, ids)
 }
 
 // Run triggers the tasks idx of b (indexes into the tasks given to Load)
