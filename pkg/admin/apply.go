@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -651,7 +653,7 @@ const (
 // validation error and nothing is done.
 func (s *Service) BulkJobs(ctx context.Context, action string, ids []int64) ([]error, error) {
 	var act func(context.Context, int64) error
-	var started []pendingPush
+	var started pushBatch
 	switch action {
 	case BulkStart:
 		// The started jobs' first fires are pushed together at the end.
@@ -680,12 +682,25 @@ func (s *Service) BulkJobs(ctx context.Context, action string, ids []int64) ([]e
 		seen[id] = true
 	}
 	errs := make([]error, len(ids))
-	defer func() { s.pushLater(ctx, started) }()
-	for i, id := range ids {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		errs[i] = act(ctx, id)
+	defer s.pushLater(ctx, &started)
+	// The jobs are independent: a few at a time, so a thousand starts take
+	// the store's round trips in parallel (edits of one job still queue on
+	// its stripe).
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(bulkConcurrency, len(ids)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(ids) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				errs[i] = act(ctx, ids[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return errs, nil
 }
+
+// bulkConcurrency bounds the jobs one bulk request acts on at once.
+const bulkConcurrency = 8

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/xjobdev/xjob"
@@ -189,7 +190,7 @@ func (s *Service) StartJob(ctx context.Context, id int64) (xjob.Job, error) {
 // startJob is StartJob; with later set, the push of the started job's
 // first fires is left to the caller (pushLater), which pushes a batch of
 // started jobs together.
-func (s *Service) startJob(ctx context.Context, id int64, later *[]pendingPush) (xjob.Job, error) {
+func (s *Service) startJob(ctx context.Context, id int64, later *pushBatch) (xjob.Job, error) {
 	return s.editJobPush(ctx, id, 0, later, func(old xjob.Job, now int64) (xjob.Job, bool, error) {
 		if old.TriggerStatus == xjob.StatusRunning {
 			return old, false, nil
@@ -231,7 +232,7 @@ func (s *Service) editJob(ctx context.Context, id, version int64,
 
 // editJobPush is editJob; with later set, a job whose schedule changed is
 // appended to *later instead of being pushed at once (see pushLater).
-func (s *Service) editJobPush(ctx context.Context, id, version int64, later *[]pendingPush,
+func (s *Service) editJobPush(ctx context.Context, id, version int64, later *pushBatch,
 	edit func(old xjob.Job, now int64) (xjob.Job, bool, error)) (xjob.Job, error) {
 	mu := &s.edits[uint64(id)%uint64(len(s.edits))]
 	mu.Lock()
@@ -252,7 +253,7 @@ func (s *Service) editJobPush(ctx context.Context, id, version int64, later *[]p
 		out, err := s.cfg.Store.JobUpdate(ctx, driver.JobUpdateParams{Job: n, ExpectVersion: old.Version})
 		switch {
 		case err == nil && out.Revision != old.Revision && later != nil:
-			*later = append(*later, pendingPush{job: out, now: now})
+			later.add(pendingPush{job: out, now: now})
 			return out, nil
 		case err == nil && out.Revision != old.Revision:
 			return s.pushWindow(ctx, out, now), nil
@@ -406,6 +407,18 @@ type pendingPush struct {
 	now int64 // when it was written
 }
 
+// pushBatch collects pendingPushes from concurrent edits.
+type pushBatch struct {
+	mu   sync.Mutex
+	jobs []pendingPush
+}
+
+func (b *pushBatch) add(p pendingPush) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.jobs = append(b.jobs, p)
+}
+
 // pushLater pushes the fires within the scan's horizon of jobs written
 // one after the other (a bulk start) in one Push, planned from the
 // earliest write: their occurrences share ring buckets — one message per
@@ -413,7 +426,10 @@ type pendingPush struct {
 // thousand every-second jobs on AWS (a 150 s horizon) is 600 messages
 // instead of 150,000. A failure is logged: the jobs are stored due, so
 // the scan plans them on its next tick.
-func (s *Service) pushLater(ctx context.Context, pending []pendingPush) {
+func (s *Service) pushLater(ctx context.Context, b *pushBatch) {
+	b.mu.Lock()
+	pending := b.jobs
+	b.mu.Unlock()
 	if len(pending) == 0 {
 		return
 	}

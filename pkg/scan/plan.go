@@ -80,7 +80,7 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 	var plan Plan
 	next := job.TriggerNextTime
 	nowT := time.UnixMilli(now)
-	windowEnd := now + max(p.PreRead, p.Advance).Milliseconds()
+	windowEnd := planEnd(job.ID, now, p)
 
 	advance := func(from time.Time) bool {
 		t, ok := sched.Next(from)
@@ -130,6 +130,34 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 	}
 	plan.Next = next
 	return plan
+}
+
+// planEnd is the end of the window a due job's fires are planned to at
+// now: now + PreRead, or with a longer Advance the last point at or before
+// now + Advance of the job's own grid, points span = Advance − PreRead
+// apart and offset by a hash of the job id. The window still covers
+// now + PreRead (a grid point lies in every span), and the job, due again
+// when its next fire comes within PreRead of a tick, is then planned to
+// its next grid point: each job is advanced once per span, and jobs that
+// were started together (a bulk start, a restart) are advanced at ticks
+// spread evenly over the span instead of all in the same tick, every span.
+// The grid depends on the job and now alone, so racing scanners plan alike.
+func planEnd(jobID, now int64, p Policy) int64 {
+	if p.Advance <= p.PreRead {
+		return now + p.PreRead.Milliseconds()
+	}
+	span := (p.Advance - p.PreRead).Milliseconds()
+	end := now + p.Advance.Milliseconds()
+	phase := int64(splitmix64(uint64(jobID)) % uint64(span))
+	return end - ((end+phase)%span+span)%span
+}
+
+// splitmix64 scrambles a job id into a well-spread phase.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // nextTime is sched's next time after t (Unix ms); 0 and false when none.

@@ -45,8 +45,11 @@ func TestPlanJob(t *testing.T) {
 	pol := Policy{PreRead: 5 * time.Second, MisfireThreshold: 5 * time.Second}
 	fix2, _ := schedule.ParseFixRate("2")
 
+	// onGrid is a job whose grid (planEnd) has a point on whole 5 s.
+	onGrid := idWithPhase(5000, 0)
 	tests := []struct {
 		name    string
+		id      int64
 		sched   schedule.Schedule
 		next    int64
 		misfire xjob.MisfireStrategy
@@ -61,6 +64,7 @@ func TestPlanJob(t *testing.T) {
 		},
 		{
 			name:  "a longer Advance plans past the pre-read window",
+			id:    onGrid,
 			sched: every(2 * time.Second), next: base + 2*s, now: base, advance: 10 * time.Second,
 			want: Plan{Fires: []Fire{{base + 2*s, xjob.TriggerCron, false}, {base + 4*s, xjob.TriggerCron, false},
 				{base + 6*s, xjob.TriggerCron, false}, {base + 8*s, xjob.TriggerCron, false}, {base + 10*s, xjob.TriggerCron, false}},
@@ -132,7 +136,7 @@ func TestPlanJob(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			job := &xjob.Job{TriggerNextTime: tt.next, MisfireStrategy: tt.misfire}
+			job := &xjob.Job{ID: tt.id, TriggerNextTime: tt.next, MisfireStrategy: tt.misfire}
 			if job.MisfireStrategy == "" {
 				job.MisfireStrategy = xjob.MisfireDoNothing
 			}
@@ -157,4 +161,58 @@ func equalPlan(a, b Plan) bool {
 		}
 	}
 	return true
+}
+
+// idWithPhase returns the first job id whose planEnd phase within span
+// (ms) is phase.
+func idWithPhase(span, phase int64) int64 {
+	for id := int64(1); ; id++ {
+		if int64(splitmix64(uint64(id))%uint64(span)) == phase {
+			return id
+		}
+	}
+}
+
+// TestPlanEndGrid: with Advance > PreRead, a job's window ends on its own
+// grid within (now+PreRead, now+Advance]; planned again at the tick its
+// next fire comes within PreRead, it reaches exactly one span further; and
+// the jobs of a bulk start come due again spread over the span, not in
+// one tick.
+func TestPlanEndGrid(t *testing.T) {
+	t.Parallel()
+	for _, pol := range []Policy{
+		{PreRead: 5 * time.Second, Advance: 10 * time.Second},   // xjob local
+		{PreRead: 150 * time.Second, Advance: 14 * time.Minute}, // AWS
+		{PreRead: 5 * time.Second, Advance: 5 * time.Second},    // xxl-job's rule: no grid
+	} {
+		p, a := pol.PreRead.Milliseconds(), pol.Advance.Milliseconds()
+		now := int64(1_800_000_000_000)
+		dueAt := map[int64]int{} // tick second → jobs due again then
+		for id := int64(1); id <= 3000; id++ {
+			end := planEnd(id, now, pol)
+			if (a == p && end != now+p) || (a > p && (end <= now+p || end > now+a)) {
+				t.Fatalf("%v: job %d window ends at now+%d ms, want now+%d or within (%d, %d]", pol, id, end-now, p, p, a)
+			}
+			if a == p {
+				continue
+			}
+			// Its next fire (just after end) is due at the first whole-
+			// second tick at which it lies within PreRead.
+			tick := (end + 1 - p + 999) / 1000 * 1000
+			if next := planEnd(id, tick, pol); next != end+(a-p) {
+				t.Fatalf("%v: job %d planned to now+%d, then at %d to %d, want one span (%d ms) further", pol, id, end-now, tick-now, next-end, a-p)
+			}
+			dueAt[tick/1000]++
+		}
+		if a == p {
+			continue
+		}
+		// 3,000 jobs over span seconds: no tick takes more than 3× its share.
+		share := 3000 / int((a-p)/1000)
+		for sec, n := range dueAt {
+			if n > 3*share+3 {
+				t.Errorf("%v: %d of 3000 jobs due again at second %d, want about %d", pol, n, sec, share)
+			}
+		}
+	}
 }

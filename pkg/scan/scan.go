@@ -46,7 +46,9 @@ type Config struct {
 	// Advance is how far ahead of the tick a due job's fires are planned
 	// and pushed (default PreRead, xxl-job's rule). A longer advance moves
 	// the job's next fire time past it, so an every-second job is read and
-	// advanced once per Advance−PreRead+1 ticks instead of on every tick:
+	// advanced about once per Advance−PreRead instead of on every tick
+	// (each job on its own grid, so jobs started together do not all come
+	// due in the same tick again: see planEnd):
 	// xjob local uses 2×PreRead. Edits stay correct because every stop or
 	// schedule edit bumps the job's revision (the ring drops the pushed
 	// fires) and the admin pushes the edited job's fires itself.
