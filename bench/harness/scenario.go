@@ -14,9 +14,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/adminclient"
@@ -707,67 +708,46 @@ func createJobs(ctx context.Context, api *adminclient.Client, token, executor st
 // startEach starts jobs one request each, 16 at a time (a build without
 // /v1/bulk/jobs).
 func startEach(ctx context.Context, hc *http.Client, base, token string, ids []int64) error {
-	var next atomic.Int64
-	var firstErr atomic.Pointer[error]
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(ids) || firstErr.Load() != nil {
-					return
-				}
-				var j xjob.Job
-				if err := postCompat(ctx, hc, fmt.Sprintf("%s/v1/jobs/%d/start", base, ids[i]), token, struct{}{}, &j); err != nil {
-					err = fmt.Errorf("start job %d: %w", ids[i], err)
-					firstErr.CompareAndSwap(nil, &err)
-					return
-				}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, id := range ids {
+		g.Go(func() error {
+			var j xjob.Job
+			if err := postCompat(ctx, hc, fmt.Sprintf("%s/v1/jobs/%d/start", base, id), token, struct{}{}, &j); err != nil {
+				return fmt.Errorf("start job %d: %w", id, err)
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	if p := firstErr.Load(); p != nil {
-		return *p
-	}
-	return nil
+	return g.Wait()
 }
 
 // createStoppedJobs creates the group and n stopped CRON jobs, 16 requests
 // at a time.
 func createStoppedJobs(ctx context.Context, api *adminclient.Client, token, executor string, n int, cron func(int) string) ([]int64, error) {
-	g, err := api.GroupCreate(ctx, xjob.Group{AppName: "xjob-bench", Title: "bench", AddressType: xjob.AddressManual,
+	grp, err := api.GroupCreate(ctx, xjob.Group{AppName: "xjob-bench", Title: "bench", AddressType: xjob.AddressManual,
 		AddressList: []string{executor}})
 	if err != nil {
 		return nil, fmt.Errorf("create group: %w", err)
 	}
 	hc := &http.Client{Timeout: 30 * time.Second}
 	ids := make([]int64, n)
-	var next atomic.Int64
-	var firstErr atomic.Pointer[error]
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || firstErr.Load() != nil {
-					return
-				}
-				var j xjob.Job
-				spec := benchJobSpec(g.ID, cron(i))
-				spec.TriggerStatus = xjob.StatusStopped
-				if err := postCompat(ctx, hc, api.BaseURL()+"/v1/jobs", token, spec, &j); err != nil {
-					err = fmt.Errorf("create job %d: %w", i, err)
-					firstErr.CompareAndSwap(nil, &err)
-					return
-				}
-				ids[i] = j.ID
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := range n {
+		g.Go(func() error {
+			var j xjob.Job
+			spec := benchJobSpec(grp.ID, cron(i))
+			spec.TriggerStatus = xjob.StatusStopped
+			if err := postCompat(ctx, hc, api.BaseURL()+"/v1/jobs", token, spec, &j); err != nil {
+				return fmt.Errorf("create job %d: %w", i, err)
 			}
+			ids[i] = j.ID
+			return nil
 		})
 	}
-	wg.Wait()
-	if p := firstErr.Load(); p != nil {
-		return nil, *p
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return ids, nil
 }
