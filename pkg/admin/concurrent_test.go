@@ -94,7 +94,9 @@ func TestConcurrentChildEdgesCannotCloseACycle(t *testing.T) {
 func TestChildEdgesAcrossProcessesCannotCloseACycle(t *testing.T) {
 	e := setup(t)
 	other := e.otherService()
-	// A waiting edit polls on the fake clock: keep it moving.
+	// A waiting edit polls on the fake clock: wake it whenever it sleeps,
+	// one poll at a time, so the holder's 30 s lease cannot run out under
+	// it while it edits.
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -103,7 +105,9 @@ func TestChildEdgesAcrossProcessesCannotCloseACycle(t *testing.T) {
 			case <-done:
 				return
 			default:
-				e.clk.Advance(time.Millisecond)
+				if e.clk.Sleepers() > 0 {
+					e.clk.Advance(25 * time.Millisecond)
+				}
 				runtime.Gosched()
 			}
 		}
@@ -153,13 +157,17 @@ func TestChildGraphLeaseHeldTooLong(t *testing.T) {
 		_, err := e.svc.UpdateJob(e.ctx, admin.UpdateJobParams{Job: n})
 		errc <- err
 	}()
+	// Move the clock only while the edit sleeps between tries, so its 10 s
+	// wait runs out long before the stuck holder's one-minute lease.
 	var err error
 	for waiting := true; waiting; {
 		select {
 		case err = <-errc:
 			waiting = false
 		default:
-			e.clk.Advance(100 * time.Millisecond)
+			if e.clk.Sleepers() > 0 {
+				e.clk.Advance(100 * time.Millisecond)
+			}
 			runtime.Gosched()
 		}
 	}
