@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
@@ -52,9 +50,10 @@ func TestCreateTablesIdempotent(t *testing.T) {
 	}
 }
 
-// Occurrences whose ids collide (here: every occurrence hashes alike) get
-// the next free probe id; every repeat of an occurrence finds its own log,
-// never another occurrence's.
+// Occurrences that prefer the same id (here: three occurrences of job 1
+// in one second, as broadcast shards with equal preferred slots would)
+// get the next free one in their page; every repeat of an occurrence
+// finds its own log, never another occurrence's.
 func TestLogCreateCollisions(t *testing.T) {
 	t.Parallel()
 	opts := dynamostore.Options{Tables: dynamostore.TablesWithPrefix(awstest.UniqueName("t"))}
@@ -89,15 +88,15 @@ func TestLogCreateCollisions(t *testing.T) {
 			t.Fatalf("repeat of %s: %+v, %v", occ, again, err)
 		}
 	}
-	// The TTL attribute is written (trigger time + 30 days, in seconds).
+	// The logs share one page, whose TTL attribute is its latest trigger
+	// time + 30 days, in seconds.
 	for id := range ids {
-		out, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(opts.Tables.Logs),
-			Key: map[string]types.AttributeValue{dynamostore.AttrID: &types.AttributeValueMemberN{Value: strconv.FormatInt(id, 10)}}})
+		it, err := dynamostore.LogPageItem(ctx, db, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, ok := out.Item[dynamostore.AttrPurgeAt].(*types.AttributeValueMemberN); !ok || v.Value != strconv.FormatInt((sched+5)/1000+30*86400, 10) {
-			t.Fatalf("purgeAt = %#v", out.Item[dynamostore.AttrPurgeAt])
+		if v, ok := it[dynamostore.AttrPurgeAt].(*types.AttributeValueMemberN); !ok || v.Value != strconv.FormatInt((sched+5)/1000+30*86400, 10) {
+			t.Fatalf("purgeAt = %#v", it[dynamostore.AttrPurgeAt])
 		}
 	}
 }
