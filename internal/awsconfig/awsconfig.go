@@ -97,10 +97,11 @@ var Functions = []Function{
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress},
 		Actions: []string{
-			"dynamodb:BatchGetItem", // the jobs of an SQS batch (DispatchMany)
-			"dynamodb:GetItem",
-			"dynamodb:PutItem", // occurrence marker, trigger log
-			"dynamodb:Query",   // live executors of an automatic group
+			"dynamodb:BatchGetItem",   // the jobs of an SQS batch (DispatchMany)
+			"dynamodb:BatchWriteItem", // not exercised: failed-list entries of failed triggers
+			"dynamodb:GetItem",        // log pages before a change
+			"dynamodb:PutItem",        // log pages: claims, executors' replies
+			"dynamodb:Query",          // live executors of an automatic group
 			"dynamodb:UpdateItem",
 			"sns:Publish",                 // not exercised: alarm of a failed trigger (executor unreachable)
 			"sqs:ChangeMessageVisibility", // not exercised: retry delay of a task in flight elsewhere or of a store failure
@@ -111,11 +112,13 @@ var Functions = []Function{
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
 		Actions: []string{
-			"dynamodb:BatchGetItem", // a callback request's logs and jobs (LogGetMany, JobGetMany)
-			"dynamodb:GetItem",
-			"dynamodb:UpdateItem", // first result wins; alarm status; report counters
-			"sns:Publish",         // alarm of a failed result
-			"sqs:SendMessage",     // not exercised: retry and child-job tasks
+			"dynamodb:BatchGetItem",   // a callback request's log pages and jobs (LogGetMany, JobGetMany)
+			"dynamodb:BatchWriteItem", // failed-list entries of failed results
+			"dynamodb:GetItem",        // log pages before a change
+			"dynamodb:PutItem",        // log pages: first result wins; alarm status
+			"dynamodb:UpdateItem",     // report counters
+			"sns:Publish",             // alarm of a failed result
+			"sqs:SendMessage",         // not exercised: retry and child-job tasks
 		}},
 	{Name: "registry",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
