@@ -179,3 +179,52 @@ func TestLogsRunningWatermark(t *testing.T) {
 		}
 	}
 }
+
+// A page whose logs were triggered far apart (a late delivery of one job's
+// fire into the page of its second) is still found by a list bounded
+// below its latest log, and by the retention: readers look the widest
+// recorded page span past their bound.
+func TestLogPageWideSpan(t *testing.T) {
+	t.Parallel()
+	db, ctx := setup(t, dynamostore.Options{}), t.Context()
+	const fire = 1_795_000_000_000
+	late := int64(fire + 10*60_000)
+	// Jobs 1 and 17 share a page: same fire second, same job id mod 16.
+	a, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "j1/t1795000000000/s0", JobID: 1, GroupID: 2,
+		TriggerType: xjob.TriggerCron, ScheduledTime: fire, TriggerTime: fire})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "j17/t1795000000000/s0", JobID: 17, GroupID: 2,
+		TriggerType: xjob.TriggerCron, ScheduledTime: fire, TriggerTime: late})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID>>22 != b.ID>>22 || a.ID&15 != b.ID&15 {
+		t.Fatalf("logs %d and %d are not in one page", a.ID, b.ID)
+	}
+	page, err := db.LogList(ctx, driver.LogListParams{To: fire + 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Logs) != 1 || page.Logs[0].ID != a.ID {
+		t.Fatalf("list up to fire+1s: %+v, want log %d", page.Logs, a.ID)
+	}
+	page, err = db.LogList(ctx, driver.LogListParams{JobID: 17})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Logs) != 1 || page.Logs[0].ID != b.ID {
+		t.Fatalf("list of job 17: %+v, want log %d", page.Logs, b.ID)
+	}
+	n, err := db.LogDeleteBefore(ctx, fire+1000, 100)
+	if err != nil || n != 1 {
+		t.Fatalf("delete before fire+1s: %d, %v; want 1", n, err)
+	}
+	if _, err := db.LogGet(ctx, a.ID); !errors.Is(err, xjob.ErrNotFound) {
+		t.Fatalf("log %d after its deletion: %v", a.ID, err)
+	}
+	if _, err := db.LogGet(ctx, b.ID); err != nil {
+		t.Fatalf("log %d after the deletion of an older one in its page: %v", b.ID, err)
+	}
+}

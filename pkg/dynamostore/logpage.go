@@ -88,9 +88,19 @@ func encodeLogs(logs []xjob.Log) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+var flateReaders sync.Pool
+
 func decodeLogs(body []byte) ([]xjob.Log, error) {
-	r := flate.NewReader(bytes.NewReader(body))
-	defer r.Close()
+	var r io.ReadCloser
+	if pooled, ok := flateReaders.Get().(io.ReadCloser); ok {
+		if err := pooled.(flate.Resetter).Reset(bytes.NewReader(body), nil); err == nil {
+			r = pooled
+		}
+	}
+	if r == nil {
+		r = flate.NewReader(bytes.NewReader(body))
+	}
+	defer flateReaders.Put(r)
 	raw, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("decompress log page: %w", err)
@@ -414,26 +424,37 @@ func (db *DB) dropIndexItems(ctx context.Context, kind string, logs []xjob.Log) 
 }
 
 // spanKey names the counters item holding the widest trigger-time span
-// (latest − earliest) of any page: a reader walking pages by their latest
-// trigger time looks that much past its bound.
-const spanKey = "logpages-span"
+// (latest − earliest) of any page beyond spanFloor: a reader walking pages
+// by their latest trigger time looks that much past its bound. Readers
+// always look spanFloor past it, so the logs of one bucket (triggered
+// within a second or so of each other) never record a span, and a
+// recorded one is rounded up to spanFloor times a power of two: the item
+// is written a handful of times in a table's life, not per page.
+const (
+	spanKey   = "logpages-span"
+	spanFloor = 60_000
+)
 
-// noteSpan raises the recorded page span to span if it is wider, before
-// the page that has it is written.
+// noteSpan records span (rounded up) if it is wider than every span
+// recorded, before the page that has it is written.
 func (db *DB) noteSpan(ctx context.Context, span int64) error {
-	if span <= db.span.Load() {
+	if span <= max(spanFloor, db.span.Load()) {
 		return nil
 	}
+	rounded := int64(spanFloor)
+	for rounded < span {
+		rounded *= 2
+	}
 	var u update
-	u.Set("value", n(span))
-	cond := "attribute_not_exists(" + u.name("value") + ") OR " + u.name("value") + " < " + u.val(n(span))
+	u.Set("value", n(rounded))
+	cond := "attribute_not_exists(" + u.name("value") + ") OR " + u.name("value") + " < " + u.val(n(rounded))
 	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Counters, Key: item{AttrName: s(spanKey)},
 		UpdateExpression: aws.String(u.String()), ConditionExpression: &cond,
 		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
 	if err != nil && !condFailed(err) {
 		return fmt.Errorf("record log page span: %w", err)
 	}
-	for cur := db.span.Load(); cur < span && !db.span.CompareAndSwap(cur, span); cur = db.span.Load() {
+	for cur := db.span.Load(); cur < rounded && !db.span.CompareAndSwap(cur, rounded); cur = db.span.Load() {
 	}
 	return nil
 }
@@ -443,10 +464,10 @@ func (db *DB) noteSpan(ctx context.Context, span int64) error {
 func (db *DB) maxSpan(ctx context.Context) (int64, error) {
 	it, err := db.getItem(ctx, db.t.Counters, item{AttrName: s(spanKey)})
 	if errors.Is(err, xjob.ErrNotFound) {
-		return 0, nil
+		return spanFloor, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read log page span: %w", err)
 	}
-	return it.int("value"), nil
+	return max(spanFloor, it.int("value")), nil
 }
