@@ -88,8 +88,9 @@
 // occurrence's log in it by occurrence id, whatever k it got. A scheduled
 // occurrence prefers k = job id / 16 (+ a multiple of its broadcast shard),
 // distinct for distinct jobs of a page; others (manual, API, retry,
-// parent) take second and k from a hash of the occurrence id, a page no
-// schedule uses. A taken k moves to the next free one.
+// parent) take second and k from a hash of the occurrence id, with the
+// second's top bit set: a page no schedule uses (fire seconds stay below
+// 2^30 until 2054). A taken k moves to the next free one.
 //
 //	LogCreateMany(bucket):  per page: read ─▶ per fire: log of its occurrence?
 //	    no ──────────────────▶ insert at its k (or the next free)     ClaimCreated
@@ -118,7 +119,11 @@
 // projected. A page's entry is written when the page is created and again
 // only when those change (a late log, a take-over): not per trigger. The
 // counters item "logpages-span" records the widest (latest − earliest)
-// span of any page, raised before such a page is written.
+// span of any page beyond 60 s (rounded up to 60 s × 2^n), raised before
+// such a page is written; walks look that far past their bounds. Only a
+// log triggered long after its second's other fires records one (a
+// take-over after a dispatcher died, a partial outage): from then on each
+// list and retention walk reads that many more seconds of index entries.
 //
 //	LogList        walk byTime newest first (one partition for a job, all 16
 //	               otherwise) from upper bound + span; skip entries whose lo,

@@ -16,8 +16,10 @@ import (
 // second (xjob.ShardOf is the job id mod the shard count, so with 16
 // shards, or any divisor of 16, one ring bucket fills its own pages).
 // Occurrences without a fire time (manual, API, retry, parent) take second
-// and k from a hash of the occurrence id: their page is some page no
-// schedule uses, usually theirs alone.
+// and k from a hash of the occurrence id, with the second's top bit set:
+// their page is one no schedule uses before 2054 (fire seconds stay below
+// 2^30 until then), usually theirs alone. A hashed log never shares a page
+// with fires of a real second, whose page span it would widen by years.
 const (
 	// logIDEpoch (2020-01-01 UTC, Unix seconds) is subtracted from the
 	// fire second, which then fits logIDSecondBits until 2088.
@@ -28,6 +30,8 @@ const (
 	logParts        = 1 << logPartBits
 	logKBits        = logIDSlotBits - logPartBits
 	logKMask        = 1<<logKBits - 1
+	// logHashedSecond marks the seconds of hash-placed pages.
+	logHashedSecond = 1 << (logIDSecondBits - 1)
 )
 
 // logIDHash is the occurrence hash behind hash-placed log ids (DB.idHash;
@@ -48,10 +52,10 @@ func logIDHash(occurrenceID string) uint64 {
 func logPlace(hash func(string) uint64, occurrenceID string, jobID int64) (page, k int64) {
 	part := jobID & (logParts - 1)
 	h := hash(occurrenceID)
-	sec := int64(h>>logKBits) & (1<<logIDSecondBits - 1)
+	sec := int64(h>>logKBits)&(logHashedSecond-1) | logHashedSecond
 	k = int64(h) & logKMask
 	if ms, shard, ok := parseScheduled(occurrenceID); ok {
-		if s := ms/1000 - logIDEpoch; s > 0 && s < 1<<logIDSecondBits {
+		if s := ms/1000 - logIDEpoch; s > 0 && s < logHashedSecond {
 			sec = s
 			k = (jobID>>logPartBits + shard*40_503) & logKMask
 		}

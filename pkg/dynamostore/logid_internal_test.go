@@ -36,6 +36,9 @@ func TestLogIDLayout(t *testing.T) {
 			if tt.second >= 0 && page>>logPartBits != tt.second {
 				t.Fatalf("page second %d, want %d", page>>logPartBits, tt.second)
 			}
+			if tt.second < 0 && page>>logPartBits&logHashedSecond == 0 {
+				t.Fatalf("hash-placed page second %d lacks the hashed mark: it could share a scheduled second's page", page>>logPartBits)
+			}
 			for _, kk := range []int64{k, (k + 1) & logKMask, logKMask} {
 				id := logIDOf(page, kk)
 				if id <= 0 && !(page == 0 && kk == 0) || id >= 1<<53 {
