@@ -1,4 +1,4 @@
-package local
+package dispatch_test
 
 import (
 	"context"
@@ -83,7 +83,11 @@ func TestLaneSinkDeliversABatch(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	sink := newLaneSink(ctx, disp, db, clk, quiet, 2, 2)
+	sink, err := dispatch.NewLaneSink(disp, dispatch.LaneSinkOptions{Base: ctx, Queues: db, Logger: quiet,
+		Calls: map[xjob.Lane]int{xjob.LaneFast: 2, xjob.LaneSlow: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := sink.Deliver(ctx, xjob.LaneFast, tasks); err != nil {
 		t.Fatal(err)
 	}
