@@ -17,6 +17,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/awsconfig"
+	"github.com/xjobdev/xjob/pkg/awstest"
 )
 
 // ringFixture is a deployment with a manual group on a recording
@@ -242,5 +243,53 @@ func TestRingSpillsWhatItCannotFinish(t *testing.T) {
 	}
 	if logs := e.logs(t, held.ID); len(logs) != 1 || logs[0].ID != heldLog.ID {
 		t.Errorf("held job's logs %+v, want only log %d", logs, heldLog.ID)
+	}
+}
+
+// A bucket whose hand-off fails (here: its jobs cannot be read) is a
+// batch item failure, and the ring function sets its return itself
+// (receives × the retry step) instead of leaving it to the queue's
+// visibility timeout, which must cover the in-process dispatch.
+func TestRingRetriesFailedBucket(t *testing.T) {
+	e := setupEnv(t)
+	ctx := context.Background()
+	ringURL := e.vars[awsconfig.EnvRingQueueURL]
+	body, _ := json.Marshal(xjob.RingBucket{Second: time.Now().Unix(), Items: []xjob.RingItem{{JobID: 1, FireTime: time.Now().UnixMilli(), Revision: 1}}})
+	if _, err := e.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(ringURL), MessageBody: aws.String(string(body))}); err != nil {
+		t.Fatal(err)
+	}
+	receive := func(wait int32) []sqstypes.Message {
+		out, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(ringURL), WaitTimeSeconds: wait,
+			VisibilityTimeout: 60, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Messages
+	}
+	ms := receive(2)
+	if len(ms) != 1 {
+		t.Fatalf("received %d bucket messages, want 1", len(ms))
+	}
+	m := ms[0]
+	// A ring function whose tables do not exist: every bucket fails.
+	e.vars[awsconfig.EnvTablePrefix] = awstest.UniqueName("missing") + "-"
+	broken := e.app("ring", "ring-broken")
+	resp, err := invoke(e, "ring", 30*time.Second, broken.Ring, events.SQSEvent{Records: []events.SQSMessage{{
+		MessageId: *m.MessageId, ReceiptHandle: *m.ReceiptHandle, Body: *m.Body, Attributes: m.Attributes, EventSource: "aws:sqs"}}})
+	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != *m.MessageId {
+		t.Fatalf("ring invocation: %+v, %v; want the bucket as a batch item failure", resp, err)
+	}
+	// Received with a 60 s visibility, it comes back after the ring's 1 s
+	// retry step (the test's RingRetry).
+	start := time.Now()
+	var again []sqstypes.Message
+	for time.Since(start) < 10*time.Second && len(again) == 0 {
+		again = receive(1)
+	}
+	if len(again) != 1 || *again[0].MessageId != *m.MessageId {
+		t.Fatalf("bucket not back within 10 s of a failed hand-off (got %d messages)", len(again))
+	}
+	if n := again[0].Attributes["ApproximateReceiveCount"]; n != "2" {
+		t.Errorf("receive count %s, want 2", n)
 	}
 }
