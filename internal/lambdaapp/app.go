@@ -133,17 +133,20 @@ func sdkHTTPClient() *awshttp.BuildableClient {
 const dispatchConcurrency = 32
 
 // The ring function dispatches its buckets' fast lane in process
-// (dispatch.LaneSink). A hand-off is cut into chunks of ringChunk tasks,
-// ringChunks of them in flight at once, each one claim (LogCreateMany) and
-// one record (LogTriggeredMany) for all its tasks; ringFastCalls =
-// ringChunk × ringChunks executor calls may run at once (xxl-job's fast
-// trigger pool has 200 threads), so a started chunk never waits for a call
-// slot: its calls are one wave, bounded by the executor client's connect +
-// read timeouts (3 s + 3 s). That bound is what RingTimeout counts on.
+// (dispatch.LaneSink). A hand-off (an instant's fast-lane fires, one
+// dispatch batch) is cut into chunks of ringChunk tasks, ringChunks of them
+// in flight at once, each one claim (LogCreateMany) and one record
+// (LogTriggeredMany) for all its tasks: the write batches the packed log
+// layout makes cheap, so a chunk holds a whole instant of a busy bucket
+// (W1, 1,000 jobs every second over 4 shards, is ~250 fires a bucket).
+// ringFastCalls executor calls run at once (xxl-job's fast trigger pool
+// has 200 threads); a started chunk's calls are at most two waves, each
+// bounded by the executor client's connect + read timeouts (3 s + 3 s).
+// That bound is what RingTimeout counts on.
 const (
-	ringChunk     = 128
+	ringChunk     = dispatch.DefaultSinkChunk // 256
 	ringChunks    = 2
-	ringFastCalls = ringChunk * ringChunks
+	ringFastCalls = 256
 )
 
 // RingTimeout is the ring function's timeout in the templates (infra
@@ -153,8 +156,8 @@ const (
 //
 //	waits to their instants              ≤  2 s  (a bucket arrives ≤ 1 s early, the scan's RingLead, and spans its second)
 //	starts the fast lane's chunks        ≤ 10 s  (dispatch.DefaultSpillBudget; the rest goes to the fast queue)
-//	runs the last chunk it started       ≤ 30 s  (route probes, claim, one wave of /run calls, record, completions:
-//	                                              the bound the dispatch function's own 30 s timeout is sized for)
+//	runs the last chunk it started       ≤ 30 s  (route probes, claim, ≤ 2 waves of /run calls of ≤ 6 s, record,
+//	                                              completions: the dispatch function's own timeout)
 //	queues what it could not finish      ≤  2 s  (one SendMessageBatch per 10 tasks)
 //	flushes the run-report counters      ≤  2 s  (reportFlushTimeout)
 //
@@ -163,8 +166,10 @@ const (
 // still exceeded, Lambda would end the invocation with the bucket
 // unacknowledged: it comes back after the visibility timeout, the fires
 // already triggered are dropped as repeats and claims left mid-dispatch
-// are taken over once they expire (with the take-over's probe of the
-// executor), so the cost is lateness, not a lost or doubled run.
+// are taken over once they expire, after the take-over's probe asks the
+// executor whether the run got there: the cost is lateness, not a lost
+// fire, and a run repeats only in the one case package dispatch documents
+// (/run reached an executor that no longer knows the log id).
 const RingTimeout = 50 * time.Second
 
 // ringRetryStep spaces the returns of a bucket whose hand-off failed (a
