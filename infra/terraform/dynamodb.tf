@@ -65,29 +65,24 @@ resource "aws_dynamodb_table" "groups" {
   }
 }
 
-resource "aws_dynamodb_table" "logs" {
+# Log pages (pkg/dynamostore doc.go): a new table, since its key schema differs from the
+# per-log "<prefix>-logs" table of earlier versions (forgotten below, not destroyed).
+resource "aws_dynamodb_table" "log_pages" {
   lifecycle {
     prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
   }
 
-  name         = "${var.table_prefix}-logs"
+  name         = "${var.table_prefix}-logpages"
   billing_mode = "PAY_PER_REQUEST"
-  hash_key     = "id"
+  hash_key     = "pk"
+  range_key    = "sk"
 
   attribute {
-    name = "id"
-    type = "N"
+    name = "pk"
+    type = "S"
   }
   attribute {
-    name = "jobId"
-    type = "N"
-  }
-  attribute {
-    name = "groupId"
-    type = "N"
-  }
-  attribute {
-    name = "tkey"
+    name = "sk"
     type = "S"
   }
   attribute {
@@ -95,43 +90,16 @@ resource "aws_dynamodb_table" "logs" {
     type = "N"
   }
   attribute {
-    name = "runPart"
-    type = "N"
-  }
-  attribute {
-    name = "failPart"
-    type = "N"
+    name = "tkey"
+    type = "S"
   }
 
   global_secondary_index {
-    name            = "byJob"
-    hash_key        = "jobId"
-    range_key       = "tkey"
-    projection_type = "KEYS_ONLY"
-  }
-  global_secondary_index {
-    name            = "byGroup"
-    hash_key        = "groupId"
-    range_key       = "tkey"
-    projection_type = "KEYS_ONLY"
-  }
-  global_secondary_index {
-    name            = "byTime"
-    hash_key        = "part"
-    range_key       = "tkey"
-    projection_type = "KEYS_ONLY"
-  }
-  global_secondary_index {
-    name            = "running"
-    hash_key        = "runPart"
-    range_key       = "tkey"
-    projection_type = "KEYS_ONLY"
-  }
-  global_secondary_index {
-    name            = "failed"
-    hash_key        = "failPart"
-    range_key       = "tkey"
-    projection_type = "KEYS_ONLY"
+    name               = "byTime"
+    hash_key           = "part"
+    range_key          = "tkey"
+    projection_type    = "INCLUDE"
+    non_key_attributes = ["lo", "jobs", "groups"]
   }
 
   ttl {
@@ -141,6 +109,15 @@ resource "aws_dynamodb_table" "logs" {
 
   point_in_time_recovery {
     enabled = true
+  }
+}
+
+# The per-log table of earlier versions: forget it without destroying it; delete it by hand
+# once its logs' retention has passed (or export what you want to keep first).
+removed {
+  from = aws_dynamodb_table.logs
+  lifecycle {
+    destroy = false
   }
 }
 
@@ -271,7 +248,7 @@ locals {
   table_arns = [
     aws_dynamodb_table.jobs.arn,
     aws_dynamodb_table.groups.arn,
-    aws_dynamodb_table.logs.arn,
+    aws_dynamodb_table.log_pages.arn,
     aws_dynamodb_table.registry.arn,
     aws_dynamodb_table.leases.arn,
     aws_dynamodb_table.reports.arn,
@@ -281,6 +258,6 @@ locals {
   # Queried by dynamodb:Query only.
   index_arns = [
     "${aws_dynamodb_table.jobs.arn}/index/*",
-    "${aws_dynamodb_table.logs.arn}/index/*",
+    "${aws_dynamodb_table.log_pages.arn}/index/*",
   ]
 }

@@ -72,10 +72,11 @@ type Function struct {
 // dispatch function's, and the ring function's since it dispatches its
 // buckets' fast lane itself.
 var dispatcherActions = []string{
-	"dynamodb:BatchGetItem", // the jobs of a batch (DispatchMany; the ring's re-check of its bucket's jobs)
-	"dynamodb:GetItem",
-	"dynamodb:PutItem", // trigger log
-	"dynamodb:Query",   // live executors of an automatic group
+	"dynamodb:BatchGetItem",   // the jobs of a batch (DispatchMany; the ring's re-check of its bucket's jobs)
+	"dynamodb:BatchWriteItem", // not exercised: failed-list entries of failed triggers
+	"dynamodb:GetItem",        // log pages before a change
+	"dynamodb:PutItem",        // log pages: claims, executors' replies
+	"dynamodb:Query",          // live executors of an automatic group
 	"dynamodb:UpdateItem",
 	"sns:Publish",     // not exercised: alarm of a failed trigger (executor unreachable)
 	"sqs:SendMessage", // retry task of a failed trigger; the ring's hand-off to the lanes (slow lane, and fast-lane tasks it cannot finish)
@@ -122,11 +123,13 @@ var Functions = []Function{
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
 		Actions: []string{
-			"dynamodb:BatchGetItem", // a callback request's logs and jobs (LogGetMany, JobGetMany)
-			"dynamodb:GetItem",
-			"dynamodb:UpdateItem", // first result wins; alarm status; report counters
-			"sns:Publish",         // alarm of a failed result
-			"sqs:SendMessage",     // not exercised: retry and child-job tasks
+			"dynamodb:BatchGetItem",   // a callback request's log pages and jobs (LogGetMany, JobGetMany)
+			"dynamodb:BatchWriteItem", // failed-list entries of failed results
+			"dynamodb:GetItem",        // log pages before a change
+			"dynamodb:PutItem",        // log pages: first result wins; alarm status
+			"dynamodb:UpdateItem",     // report counters
+			"sns:Publish",             // alarm of a failed result
+			"sqs:SendMessage",         // not exercised: retry and child-job tasks
 		}},
 	{Name: "registry",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},

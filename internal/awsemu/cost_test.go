@@ -170,6 +170,10 @@ func TestIndexWrites(t *testing.T) {
 	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
 	due := gsiSchema{name: "due", keys: []string{"dueShard", "dueKey"}, projectAll: true}
 	byJob := gsiSchema{name: "byJob", keys: []string{"jobId", "timeKey"}}
+	byTime := gsiSchema{name: "byTime", keys: []string{"part", "tkey"}, include: []string{"lo"}}
+	page := item{"pk": s("p1"), "part": s("1"), "tkey": s("t"), "lo": s("5"), "b": s("logs")}
+	pageBody := item{"pk": s("p1"), "part": s("1"), "tkey": s("t"), "lo": s("5"), "b": s("more logs")}
+	pageLo := item{"pk": s("p1"), "part": s("1"), "tkey": s("t"), "lo": s("4"), "b": s("logs")}
 	running := item{"id": s("1"), "dueShard": s("0"), "dueKey": s("a"), "jobId": s("7"), "timeKey": s("t")}
 	advanced := item{"id": s("1"), "dueShard": s("0"), "dueKey": s("b"), "jobId": s("7"), "timeKey": s("t")}
 	renamed := item{"id": s("1"), "dueShard": s("0"), "dueKey": s("a"), "jobId": s("7"), "timeKey": s("t"), "desc": s("x")}
@@ -179,18 +183,26 @@ func TestIndexWrites(t *testing.T) {
 		old, cur  item
 		wantUnits float64
 		wantAdded int
+		gsis      []gsiSchema
 	}{
-		{"create: one entry per index", nil, running, 2, 2},
-		{"due key moves: delete + put in due only", running, advanced, 2, 0},
-		{"non-key change: ALL index rewritten, KEYS_ONLY not", running, renamed, 1, 0},
-		{"leaves the sparse index: one delete", running, stopped, 1, 0},
-		{"unchanged: nothing", running, running, 0, 0},
-		{"delete: one per index", running, nil, 2, 0},
+		{"INCLUDE: a change outside the projection writes nothing", page, pageBody, 0, 0, []gsiSchema{byTime}},
+		{"INCLUDE: a projected attribute change rewrites the entry", page, pageLo, 1, 0, []gsiSchema{byTime}},
+		{"INCLUDE: create", nil, page, 1, 1, []gsiSchema{byTime}},
+		{"create: one entry per index", nil, running, 2, 2, nil},
+		{"due key moves: delete + put in due only", running, advanced, 2, 0, nil},
+		{"non-key change: ALL index rewritten, KEYS_ONLY not", running, renamed, 1, 0, nil},
+		{"leaves the sparse index: one delete", running, stopped, 1, 0, nil},
+		{"unchanged: nothing", running, running, 0, 0, nil},
+		{"delete: one per index", running, nil, 2, 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			u, a := indexWrites([]gsiSchema{due, byJob}, tt.old, tt.cur)
+			gsis := tt.gsis
+			if gsis == nil {
+				gsis = []gsiSchema{due, byJob}
+			}
+			u, a := indexWrites(gsis, tt.old, tt.cur)
 			if u != tt.wantUnits || a != tt.wantAdded {
 				t.Errorf("units %v added %d, want %v %d", u, a, tt.wantUnits, tt.wantAdded)
 			}

@@ -426,6 +426,7 @@ type gsiSchema struct {
 	name       string
 	keys       []string // hash, then range if any
 	projectAll bool
+	include    []string // the non-key attributes of an INCLUDE projection
 }
 
 // Describe tells the meter the deployment's tables (dynamostore.TableSpecs)
@@ -435,7 +436,7 @@ type gsiSchema struct {
 // update, after) the write and adds, per index, 1 write unit to delete an
 // old index entry and ⌈size/1 KB⌉ to write a new or changed one (an
 // entry's size is the projected item's for ALL, the keys' for
-// KEYS_ONLY). Neither dynalite nor a request's ConsumedCapacity
+// KEYS_ONLY, the keys' and the listed attributes' for INCLUDE). Neither dynalite nor a request's ConsumedCapacity
 // (TOTAL) includes those units. retained names the tables whose items
 // live as long as the log retention; their bytes (and their index
 // entries') count as storage per trigger. The extra reads are the
@@ -453,6 +454,9 @@ func (m *Meter) Describe(client *dynamodb.Client, specs []*dynamodb.CreateTableI
 		}
 		for _, g := range s.GlobalSecondaryIndexes {
 			gs := gsiSchema{name: aws.ToString(g.IndexName), projectAll: g.Projection != nil && g.Projection.ProjectionType == ddbtypes.ProjectionTypeAll}
+			if g.Projection != nil && g.Projection.ProjectionType == ddbtypes.ProjectionTypeInclude {
+				gs.include = g.Projection.NonKeyAttributes
+			}
 			for _, k := range g.KeySchema {
 				gs.keys = append(gs.keys, aws.ToString(k.AttributeName))
 			}
@@ -597,12 +601,17 @@ func indexWrites(gsis []gsiSchema, old, cur item) (units float64, added int) {
 	for _, g := range gsis {
 		oldIn, newIn := hasAll(old, g.keys), hasAll(cur, g.keys)
 		entry := 1.0 // index keys + table keys, well under 1 KB
-		if g.projectAll {
+		switch {
+		case g.projectAll:
 			entry = math.Ceil(float64(itemSize(cur)) / 1024)
+		case len(g.include) > 0:
+			entry = math.Ceil(float64(itemSize(pick(cur, append(slices.Clone(g.keys), g.include...)))+100) / 1024)
 		}
 		sameKeys := oldIn && newIn && equalAttrs(old, cur, g.keys)
 		switch {
 		case sameKeys && g.projectAll && !equalItems(old, cur):
+			units += entry
+		case sameKeys && len(g.include) > 0 && !equalAttrs(old, cur, g.include):
 			units += entry
 		case sameKeys:
 		case oldIn && newIn:
@@ -643,6 +652,17 @@ func equalAttrs(a, b item, keys []string) bool {
 		}
 	}
 	return true
+}
+
+// pick returns the attributes of it named in names.
+func pick(it item, names []string) item {
+	out := item{}
+	for _, k := range names {
+		if v, ok := it[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func equalItems(a, b item) bool { return reflect.DeepEqual(a, b) }

@@ -2,12 +2,7 @@ package dynamostore
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
-
-	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // batchConcurrency bounds the single-item writes one batch method has in
@@ -22,6 +17,21 @@ const batchConcurrency = 16
 // call (per-item outcomes it stores itself); the first one stops the
 // batch and is returned.
 func perKey[K comparable](ctx context.Context, n int, key func(i int) K, fn func(ctx context.Context, i int) error) error {
+	return perGroup(ctx, n, key, func(ctx context.Context, items []int) error {
+		for _, i := range items {
+			if err := fn(ctx, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// perGroup groups items 0..n-1 by key and runs fn once per group, with the
+// group's items in batch order: groups concurrently, at most
+// batchConcurrency at once. The first failure stops the batch and is
+// returned.
+func perGroup[K comparable](ctx context.Context, n int, key func(i int) K, fn func(ctx context.Context, items []int) error) error {
 	if n == 0 {
 		return nil
 	}
@@ -53,16 +63,13 @@ func perKey[K comparable](ctx context.Context, n int, key func(i int) K, fn func
 		wg.Add(1)
 		go func(items []int) {
 			defer func() { <-sem; wg.Done() }()
-			for _, i := range items {
-				if err := fn(ctx, i); err != nil {
-					mu.Lock()
-					if fatal == nil {
-						fatal = err
-						cancel() // the call has failed: stop sending the rest
-					}
-					mu.Unlock()
-					return
+			if err := fn(ctx, items); err != nil {
+				mu.Lock()
+				if fatal == nil {
+					fatal = err
+					cancel() // the call has failed: stop sending the rest
 				}
+				mu.Unlock()
 			}
 		}(byKey[k])
 	}
@@ -73,105 +80,14 @@ func perKey[K comparable](ctx context.Context, n int, key func(i int) K, fn func
 	return fatal
 }
 
-// LogGetMany reads the logs among ids with strongly consistent
-// BatchGetItem reads (a callback may follow its trigger closely).
-func (db *DB) LogGetMany(ctx context.Context, ids []int64) ([]xjob.Log, error) {
-	keys := make([]item, 0, len(ids))
-	seen := map[int64]bool{}
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			keys = append(keys, logKey(id))
-		}
-	}
-	items, err := db.batchGet(ctx, db.t.Logs, keys, true)
-	if err != nil {
-		return nil, fmt.Errorf("dynamo log get many: %w", err)
-	}
-	logs := make([]xjob.Log, len(items))
-	for i, it := range items {
-		logs[i] = decodeLog(it)
-	}
-	return logs, nil
-}
-
-// LogCreateMany claims each occurrence with LogCreate's two conditional
-// puts and, for an untriggered log whose claim expired, LogClaim's
-// conditional update (a lost take-over means another dispatcher took it:
-// ClaimHeld). Items run as perKey does, keyed by occurrence.
-func (db *DB) LogCreateMany(ctx context.Context, logs []xjob.Log) ([]driver.LogCreated, error) {
-	out := make([]driver.LogCreated, len(logs))
-	err := perKey(ctx, len(logs), func(i int) string { return logs[i].OccurrenceID }, func(ctx context.Context, i int) error {
-		var err error
-		out[i], err = db.claimOccurrence(ctx, logs[i])
-		return err
+// perPage runs change once per log page the items of a batch fall in
+// (page(i) names item i's), pages concurrently, at most batchConcurrency
+// at once: change gets the page and the indices of its items in batch
+// order, and is re-run on the page's fresh state whenever another writer
+// changed the page first (mutatePage). The first failure of a whole page
+// stops the batch and is returned.
+func (db *DB) perPage(ctx context.Context, n int, page func(i int) int64, change func(p *logPage, items []int) (bool, error)) error {
+	return perGroup(ctx, n, page, func(ctx context.Context, items []int) error {
+		return db.mutatePage(ctx, page(items[0]), func(p *logPage) (bool, error) { return change(p, items) })
 	})
-	if err != nil {
-		return nil, fmt.Errorf("dynamo log create many: %w", err)
-	}
-	return out, nil
-}
-
-func (db *DB) claimOccurrence(ctx context.Context, l xjob.Log) (driver.LogCreated, error) {
-	created, err := db.LogCreate(ctx, l)
-	var verr *xjob.ValidationError
-	switch {
-	case err == nil:
-		return driver.LogCreated{Outcome: driver.ClaimCreated, Log: created}, nil
-	case errors.As(err, &verr):
-		return driver.LogCreated{Err: err}, nil
-	case !errors.Is(err, xjob.ErrConflict):
-		return driver.LogCreated{}, err
-	}
-	prev := created
-	outcome := driver.ClaimOutcomeOf(prev, l.TriggerTime)
-	if outcome != driver.ClaimTakenOver {
-		return driver.LogCreated{Outcome: outcome, Log: prev}, nil
-	}
-	taken, err := db.LogClaim(ctx, driver.LogClaimParams{ID: prev.ID, ExpectVersion: prev.Version,
-		ClaimUntil: l.ClaimUntil, TriggerTime: l.TriggerTime})
-	switch {
-	case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):
-		// Another delivery took it over (or it was purged) meanwhile.
-		return driver.LogCreated{Outcome: driver.ClaimHeld, Log: prev}, nil
-	case err != nil:
-		return driver.LogCreated{}, err
-	}
-	return driver.LogCreated{Outcome: driver.ClaimTakenOver, Log: taken, Prev: prev}, nil
-}
-
-// LogTriggeredMany records each reply with LogTriggered's conditional
-// updates, as perKey runs them (keyed by log id).
-func (db *DB) LogTriggeredMany(ctx context.Context, ps []driver.LogTriggeredParams) ([]error, error) {
-	errs := make([]error, len(ps))
-	err := perKey(ctx, len(ps), func(i int) int64 { return ps[i].ID }, func(ctx context.Context, i int) error {
-		err := db.LogTriggered(ctx, ps[i])
-		if err == nil || errors.Is(err, xjob.ErrConflict) || errors.Is(err, xjob.ErrNotFound) {
-			errs[i] = err
-			return nil
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dynamo log triggered many: %w", err)
-	}
-	return errs, nil
-}
-
-// LogFinishMany records each result with LogFinish's conditional update,
-// as perKey runs them (keyed by log id).
-func (db *DB) LogFinishMany(ctx context.Context, ps []driver.LogFinishParams) ([]driver.LogFinished, error) {
-	out := make([]driver.LogFinished, len(ps))
-	err := perKey(ctx, len(ps), func(i int) int64 { return ps[i].ID }, func(ctx context.Context, i int) error {
-		l, err := db.LogFinish(ctx, ps[i])
-		if err == nil || errors.Is(err, xjob.ErrConflict) || errors.Is(err, xjob.ErrNotFound) {
-			out[i] = driver.LogFinished{Log: l, Err: err}
-			return nil
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dynamo log finish many: %w", err)
-	}
-	return out, nil
 }

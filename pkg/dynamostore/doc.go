@@ -8,7 +8,7 @@
 //   - Single-item conditional writes only. No TransactWriteItems: it costs
 //     twice the write units, and dynalite (our offline stand-in) lacks it.
 //     Every multi-item change is ordered so that a crash between its writes
-//     leaves a state the next writer repairs (see LogCreate).
+//     leaves a state the next writer repairs (see "Log pages").
 //   - A lost condition (errors.As *types.ConditionalCheckFailedException)
 //     becomes xjob.ErrConflict, or xjob.ErrNotFound after one consistent
 //     read on the failure path only; leases map it to ErrLeaseHeld/Lost.
@@ -16,12 +16,12 @@
 //     backoff) configured on the client by the caller; BatchGetItem
 //     UnprocessedKeys and BatchWriteItem UnprocessedItems are retried here
 //     with exponential backoff (20 ms doubling, capped at 1 s, 10 tries).
-//   - Single-item reads (JobGet, LogGet, LeaseGet, reads on a conditional
-//     failure path) are strongly consistent: callers act on what they just
+//   - Single-item reads (JobGet, LogGet, LeaseGet, a log page before its
+//     change, reads on a conditional failure path) are strongly consistent: callers act on what they just
 //     wrote. Index queries are eventually consistent by nature; every write
 //     that follows one is conditional on a version, so a stale read loses
 //     instead of corrupting.
-//   - TTL: logs and registry entries carry AttrPurgeAt
+//   - TTL: log pages, their list entries and registry entries carry AttrPurgeAt
 //     (Unix seconds). Infra enables TTL on it (dynalite has no TTL, and code
 //     never calls UpdateTimeToLive). TTL is only the backstop: retention
 //     (LogDeleteBefore, RegistryDeleteBefore) stays exact.
@@ -32,11 +32,7 @@
 //	jobs         id N                         due (dueShard N, dueKey S; ALL) sparse
 //	                                          byGroup (groupId N, id N; KEYS_ONLY)
 //	groups       id N                         —
-//	logs         id N                         byJob (jobId N, tkey S; KEYS_ONLY)
-//	                                          byGroup (groupId N, tkey S; KEYS_ONLY)
-//	                                          byTime (part N, tkey S; KEYS_ONLY)
-//	                                          running (runPart N, tkey S; KEYS_ONLY) sparse: parked logs only
-//	                                          failed (failPart N, tkey S; KEYS_ONLY) sparse
+//	logpages     pk S, sk S                   byTime (part N, tkey S; INCLUDE lo, jobs, groups) sparse: pages only
 //	registry     registryKey S, member S      —   appname; group#address, TTL
 //	leases       name S                       —   owner, token, expiresAt
 //	reports      day S                        —   ADD counters per day
@@ -59,91 +55,110 @@
 // Ids. Jobs and groups get numeric ids from an atomic counter item:
 // UpdateItem ADD value 1, RETURN UPDATED_NEW (ids in insert order).
 //
-// Log ids are derived from the occurrence, so creating a log is one
-// conditional put that is also the dedupe (no counter write, no marker
-// item). The id (logid.go) is
+// # Log pages
 //
-//	(fire second − 2020-01-01) << 22  |  (fnv64a(occurrenceId) + probe) mod 2^22
+// A trigger used to cost a log item and its index entries: a put with
+// three keys-only index entries, then an update for the executor's reply
+// and one for the result — six write units, most of what a trigger cost
+// on AWS. Logs now live in pages: one item per (fire second, job id mod
+// 16), whose logs are one attribute, flate-compressed JSON. Every change
+// to a log reads its page (strongly consistent), changes the logs in
+// memory and writes the page back conditional on the version it read;
+// when another writer got there first it reads and applies again
+// (mutatePage). A ring bucket's fires (one scan shard, one second: the
+// shard is the job id mod the shard count, so with 16 shards or a divisor
+// of 16 a bucket owns its pages) are claimed with one write per page,
+// its executors' replies recorded with one more, a callback request's
+// results with one per page they fall in. A write costs ⌈page size/1 KB⌉:
+// at ~60 bytes a compressed log, a 250-log page is ~15 write units for
+// 250 triggers.
 //
-// below 2^53 until 2088, so JavaScript/JSON readers keep it exact. The fire
-// second comes from the occurrence id itself ("j<job>/t<ms>/s<shard>"),
-// which every delivery of an occurrence shares; occurrences without a fire
-// time (manual, API, retry, parent) take the high bits from the hash too.
+//	pk "p<page>"  sk "p"     the page: v (version), b (logs), part, tkey, lo, jobs, groups, purgeAt
+//	pk "f<n>"     sk tkey    failed list: a failed, unalarmed log (id), n = id mod LogPartitions
+//	pk "r<n>"     sk tkey    parked list: a log still unfinished when LogsRunning passed it
+//	counters "logpages-span", "logpages-running-from"
 //
-//	LogCreate(occ):  probe = 0
-//	  put log{id(occ, probe)} if attribute_not_exists(id)
-//	    ok ──────────────────────────────▶ created (1 write + 3 index writes)
-//	    taken ─▶ consistent get id(occ, probe)
-//	               same occurrenceId ────▶ ErrConflict + stored log (claim rules)
-//	               other occurrenceId ───▶ probe++ (≤ 16), put again
-//	               gone (purged) ────────▶ put the same id again
+// Ids. A log id names its page and its place in it (logid.go):
 //
-// Every delivery walks the same probe sequence, so all meet at one log.
-// Collisions need the same fire second and hash slot: with 1,000 fires in a
-// second about one in 4,000 fires collides once (one more write and read).
-// The sequence only breaks if a log earlier in it is deleted while a repeat
-// of a later occurrence is still to come; logs of one fire second are
-// purged together, 30 days after the repeats stop, so that cannot happen
-// under retention; for hash-only ids (manual triggers) it needs a 53-bit
-// collision plus that coincidence. Trade-offs: log ids are unique but not
-// in creation order (lists order by trigger time, then id), and they are
-// large (≈ 2^50), which xxl-job executors carry as a Java long. Upgrading
-// from the marker layout: drain the queues first, since an occurrence
-// created under a counter id would not be recognised on redelivery.
+//	id = fire second since 2020 (31 bits) << 22 | k (18 bits) << 4 | job id mod 16
 //
-// Log state changes are single conditional updates: LogClaim (version and
-// triggerCode = 0), LogTriggered (triggerCode = 0; the common case also
-// requires handleCode = 0 and, on a failed trigger, enters the failed index; the
-// callback-came-first case is a second attempt that leaves the indexes
-// alone), LogFinish (handleCode = 0: first result wins), LogSetAlarm
-// (alarmStatus compare-and-set).
+// below 2^53 until 2088, so JavaScript/JSON readers keep it exact. The page
+// depends only on the occurrence id and its job, which every delivery of an
+// occurrence shares: every delivery reads the same page and finds the
+// occurrence's log in it by occurrence id, whatever k it got. A scheduled
+// occurrence prefers k = job id / 16 (+ a multiple of its broadcast shard),
+// distinct for distinct jobs of a page; others (manual, API, retry,
+// parent) take second and k from a hash of the occurrence id, a page no
+// schedule uses. A taken k moves to the next free one.
 //
-// Log queries. Every log index sorts on tkey = SortKey(triggerTime, id)
-// and is KEYS_ONLY, so updates of a log's state (2 per trigger) do not
-// rewrite byJob/byGroup/byTime; only failed membership (and the rare
-// parking) writes an index. A trigger's write units: create 1 + 3 index
-// entries, LogTriggered 1, LogFinish 1 (6; it was 10 with the occurrence
-// marker and the running index). Readers page keys and BatchGetItem the logs (eventually
-// consistent, ½ RRU per log ≤ 4 KB), then apply the filters the key cannot
-// (status; group when a job is given).
+//	LogCreateMany(bucket):  per page: read ─▶ per fire: log of its occurrence?
+//	    no ──────────────────▶ insert at its k (or the next free)     ClaimCreated
+//	    yes, triggered ───────▶                                       ClaimTriggered
+//	    yes, claim valid ─────▶                                       ClaimHeld
+//	    yes, claim expired ───▶ new claim, trigger time, version+1    ClaimTakenOver
+//	  ─▶ put page if v = read version ── lost ─▶ read again, apply again
 //
-//	LogList(job)        Query byJob jobId, tkey BETWEEN From..To/cursor, newest first
-//	LogList(group)      Query byGroup groupId, same
-//	LogList(all)        Query byTime for each part 0..LogPartitions-1, merged
-//	LogsRunning         Query running (parked) per part, then byTime from the watermark (below)
-//	LogsFailedUnalarmed Query failed per part, merged; re-checks each log
-//	LogDeleteBefore     byTime oldest first, then BatchWrite deletes
+// Every other change is the same round on the logs it names: LogClaim
+// (version and untriggered), LogTriggered (untriggered: a result that came
+// first stays), LogFinish (no result yet: first result wins), LogSetAlarm
+// (compare-and-set), deletes (a page left empty is deleted). Each log keeps
+// its own version, bumped by every change of it. A page's compressed logs
+// stay under 300 KB: when a page would outgrow that, the trigger and handle
+// messages of its logs are cut to 16 KB, then 4 KB, 1 KB, 256 bytes.
+// Trade-offs: writers of one page serialise on it (a bucket's dispatcher
+// and the callbacks of its fastest jobs retry each other's rounds now and
+// then), a page write costs the whole page, so a callback request with one
+// result pays for its page (an executor that batches results, as xxl-job's
+// callback thread does, pays a share), and pages read strongly consistent
+// cost one read unit per 4 KB before each change.
 //
-// Running logs. A successful trigger writes no index: entering a sparse
-// running index on LogTriggered and leaving it on LogFinish cost two index
-// writes per trigger, a third of the whole budget. The lost check
-// (registry.CheckLost, LogsRunning(now − LostAfter)) instead reads byTime
-// once, behind a watermark kept in the counters table:
+// Index. Each page carries its time index keys: part = page mod 16 (the
+// job id mod 16) and tkey = SortKey(latest trigger time in the page, page),
+// with the earliest trigger time and the page's job and group ids
+// projected. A page's entry is written when the page is created and again
+// only when those change (a late log, a take-over): not per trigger. The
+// counters item "logpages-span" records the widest (latest − earliest)
+// span of any page, raised before such a page is written.
 //
-//	byTime:  ...finished... | watermark | ...read on the next call... | before | newer
-//	                 ▲ parked (still running when passed): running index
+//	LogList        walk byTime newest first (one partition for a job, all 16
+//	               otherwise) from upper bound + span; skip entries whose lo,
+//	               jobs or groups cannot match; read pages 50 at a time
+//	               (eventually consistent) and emit a log once every unread
+//	               page's latest trigger time is below it (exact order by
+//	               trigger time, then id)
+//	LogDeleteBefore walk byTime oldest first up to before + span, read pages
+//	               holding older logs, delete the oldest limit logs page by page
+//	LogClear       LogList the scope, delete by id page by page
+//	LogsRunning    the parked list, then byTime past the watermark (below)
+//	LogsFailedUnalarmed the failed list oldest first; every entry re-checked
+//	               against its log, stale ones dropped on the way
 //
-// Each call walks the running index (parked logs), then byTime from the
-// watermark up to before (at most 200,000 logs), parks each unfinished log
-// it reads (UpdateItem SET runPart if handleCode = 0: only jobs running
-// longer than LostAfter, so rarely) and moves the watermark forward
-// (conditional on it growing). LogFinish REMOVEs runPart, free when absent.
-// Cost: ½ read unit per log once (eventually consistent BatchGetItem) plus
-// the keys-only Query bytes, instead of 2 write units. Precondition: a
-// caller's before stays behind the trigger time of logs still to be created
-// (true for now − LostAfter; LogClaim moves a taken-over log forward, and a
-// parked one stays in the index). An untriggered log that is never taken
-// over stays parked until its TTL; reads filter it out. A new table starts
-// the watermark at the oldest log.
+// Failed list. A page change that makes a log failed and unalarmed writes
+// the log's entry before the page (a crash leaves an entry for a log that
+// is not failed, which readers drop; never a failed log without one) and
+// removes entries of logs that no longer are after it (best effort).
 //
-// part = id mod LogPartitions spreads the time-ordered indexes over several
-// partition key values (write sharding), so no index partition takes every
-// log write; readers merge the partitions in key order (cost: one Query per
-// partition per page). The failed index may hold a log that is no longer
-// unalarmed for a moment (index membership is set in the same write as the
-// state, but a superset is harmless): reads re-check, so results are exact.
-// The page cursor is the last log's tkey (base64), used as the exclusive
-// upper bound of the next page.
+// Running logs. The lost check (registry.CheckLost, LogsRunning(now −
+// LostAfter)) reads each page once, behind a watermark kept in the
+// counters table:
+//
+//	byTime:  ...read... | watermark | ...read on the next call... | before | newer
+//	                 ▲ unfinished when passed: parked list
+//
+// Each call walks the parked list (re-checking each log, dropping finished
+// ones), then byTime from the watermark up to before (at most 200,000
+// logs), parks each unfinished log it reads and moves the watermark
+// forward (conditional on it growing). A page that gets a later log moves
+// up the index past the watermark and is read again. Precondition: a
+// caller's before stays behind the trigger time of logs still to be
+// created (true for now − LostAfter). A running log in a page whose latest
+// trigger time is still after before is reported once before passes it.
+//
+// Retention. Pages and list entries carry AttrPurgeAt (latest trigger time
+// + LogTTL); LogDeleteBefore stays exact. Upgrading from the per-log
+// "logs" table: logs are not migrated (the old table is kept, not
+// dropped, by the templates) and queues should be drained first, since an
+// occurrence claimed in the old table would not be recognised in the new.
 //
 // Registry, leases, reports. A heartbeat is one UpdateItem conditional on
 // the stored updatedAt not being newer. RegistryList queries the appname's

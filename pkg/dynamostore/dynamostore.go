@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -40,9 +41,12 @@ type API interface {
 // Default table names (the infra templates create tables with these names
 // under a stack prefix; see Tables.WithPrefix).
 const (
-	TableJobs     = "jobs"
-	TableGroups   = "groups"
-	TableLogs     = "logs"
+	TableJobs   = "jobs"
+	TableGroups = "groups"
+	// TableLogs holds log pages (doc.go, "Log pages"), and the failed and
+	// parked lists. Its key schema differs from the per-log "logs" table
+	// of earlier versions, hence the new name.
+	TableLogs     = "logpages"
 	TableRegistry = "registry"
 	TableLeases   = "leases"
 	TableReports  = "reports"
@@ -61,39 +65,27 @@ const (
 	IndexJobsDue = "due"
 	// IndexJobsByGroup lists one group's jobs in id order (keys only).
 	IndexJobsByGroup = "byGroup"
-	// IndexLogsByJob, IndexLogsByGroup and IndexLogsByTime page logs by
-	// trigger time (keys only).
-	IndexLogsByJob   = "byJob"
-	IndexLogsByGroup = "byGroup"
-	IndexLogsByTime  = "byTime"
-	// IndexLogsRunning holds logs triggered successfully without a result
-	// (sparse on AttrRunPart, keys only).
-	IndexLogsRunning = "running"
-	// IndexLogsFailed holds failed logs not yet alarmed, possibly with a
-	// few that no longer are: reads re-check (sparse on AttrFailPart, keys only).
-	IndexLogsFailed = "failed"
+	// IndexLogsByTime lists log pages by their latest trigger time, in
+	// 16 partitions (job id mod 16).
+	IndexLogsByTime = "byTime"
 )
 
 // Key and index attribute names, with their DynamoDB types in comments.
 const (
-	AttrID           = "id"           // N: jobs, groups, logs partition key
-	AttrShard        = "shard"        // N: a job's scan shard
-	AttrDueShard     = "dueShard"     // N: jobs due index partition key, present only while running
-	AttrDueKey       = "dueKey"       // S: jobs due index sort key, SortKey(nextTriggerTime, id)
-	AttrGroupID      = "groupId"      // N: jobs/logs byGroup partition key
-	AttrJobID        = "jobId"        // N: logs byJob partition key
-	AttrTimeKey      = "tkey"         // S: logs index sort key, SortKey(triggerTime, id)
-	AttrTimePart     = "part"         // N: logs byTime partition key, id mod LogPartitions
-	AttrRunPart      = "runPart"      // N: logs running index partition key (sparse)
-	AttrFailPart     = "failPart"     // N: logs failed index partition key (sparse)
-	AttrOccurrenceID = "occurrenceId" // S: a log's occurrence (its id derives from it)
-	AttrRegistryKey  = "registryKey"  // S: registry partition key (appname)
-	AttrMember       = "member"       // S: registry sort key, group + "#" + address
-	AttrName         = "name"         // S: leases and counters partition key
-	AttrDay          = "day"          // S: reports partition key (yyyy-mm-dd)
-	AttrPurgeAt      = "purgeAt"      // N: TTL attribute (Unix seconds) of logs and registry entries
-	AttrPK           = "pk"           // S: console partition key
-	AttrSK           = "sk"           // S: console sort key
+	AttrID          = "id"          // N: jobs, groups, logs partition key
+	AttrShard       = "shard"       // N: a job's scan shard
+	AttrDueShard    = "dueShard"    // N: jobs due index partition key, present only while running
+	AttrDueKey      = "dueKey"      // S: jobs due index sort key, SortKey(nextTriggerTime, id)
+	AttrGroupID     = "groupId"     // N: jobs byGroup partition key
+	AttrTimeKey     = "tkey"        // S: log pages' byTime sort key, SortKey(latest trigger time, page)
+	AttrTimePart    = "part"        // N: log pages' byTime partition key, page mod 16
+	AttrRegistryKey = "registryKey" // S: registry partition key (appname)
+	AttrMember      = "member"      // S: registry sort key, group + "#" + address
+	AttrName        = "name"        // S: leases and counters partition key
+	AttrDay         = "day"         // S: reports partition key (yyyy-mm-dd)
+	AttrPurgeAt     = "purgeAt"     // N: TTL attribute (Unix seconds) of logs and registry entries
+	AttrPK          = "pk"          // S: console and log table partition key
+	AttrSK          = "sk"          // S: console and log table sort key
 )
 
 // Tables names the store's tables.
@@ -122,10 +114,10 @@ type Options struct {
 	// Shards is the number of scan shards (default 16). Like SQLite's, it
 	// must not change once jobs exist: a job's shard is fixed at insert.
 	Shards int
-	// LogPartitions spreads the logs byTime, running and failed indexes
-	// over this many partition key values (default 4), so that no single
-	// index partition takes every log write. Never lower it on a live
-	// table: logs keep the partition they were written with.
+	// LogPartitions spreads the failed and parked lists over this many
+	// partition key values (default 4), so that no single partition takes
+	// a storm of failures. Never lower it on a live table: entries keep
+	// the partition they were written with.
 	LogPartitions int
 	// LogTTL sets the TTL attribute of logs to
 	// trigger time + LogTTL (default 30 days; negative: no TTL attribute).
@@ -167,6 +159,7 @@ type DB struct {
 
 	jobIDs, groupIDs *idBlock
 	idHash           func(occurrenceID string) uint64 // logIDHash
+	span             atomic.Int64                     // widest log page span recorded (noteSpan)
 }
 
 // New returns a store over existing tables (CreateTables makes them).

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
@@ -52,9 +50,10 @@ func TestCreateTablesIdempotent(t *testing.T) {
 	}
 }
 
-// Occurrences whose ids collide (here: every occurrence hashes alike) get
-// the next free probe id; every repeat of an occurrence finds its own log,
-// never another occurrence's.
+// Occurrences that prefer the same id (here: three occurrences of job 1
+// in one second, as broadcast shards with equal preferred slots would)
+// get the next free one in their page; every repeat of an occurrence
+// finds its own log, never another occurrence's.
 func TestLogCreateCollisions(t *testing.T) {
 	t.Parallel()
 	opts := dynamostore.Options{Tables: dynamostore.TablesWithPrefix(awstest.UniqueName("t"))}
@@ -89,15 +88,15 @@ func TestLogCreateCollisions(t *testing.T) {
 			t.Fatalf("repeat of %s: %+v, %v", occ, again, err)
 		}
 	}
-	// The TTL attribute is written (trigger time + 30 days, in seconds).
+	// The logs share one page, whose TTL attribute is its latest trigger
+	// time + 30 days, in seconds.
 	for id := range ids {
-		out, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(opts.Tables.Logs),
-			Key: map[string]types.AttributeValue{dynamostore.AttrID: &types.AttributeValueMemberN{Value: strconv.FormatInt(id, 10)}}})
+		it, err := dynamostore.LogPageItem(ctx, db, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, ok := out.Item[dynamostore.AttrPurgeAt].(*types.AttributeValueMemberN); !ok || v.Value != strconv.FormatInt((sched+5)/1000+30*86400, 10) {
-			t.Fatalf("purgeAt = %#v", out.Item[dynamostore.AttrPurgeAt])
+		if v, ok := it[dynamostore.AttrPurgeAt].(*types.AttributeValueMemberN); !ok || v.Value != strconv.FormatInt((sched+5)/1000+30*86400, 10) {
+			t.Fatalf("purgeAt = %#v", it[dynamostore.AttrPurgeAt])
 		}
 	}
 }
@@ -178,5 +177,54 @@ func TestLogsRunningWatermark(t *testing.T) {
 		if !slices.Equal(times, st.want) {
 			t.Fatalf("%s: running at %v, want %v", st.name, times, st.want)
 		}
+	}
+}
+
+// A page whose logs were triggered far apart (a late delivery of one job's
+// fire into the page of its second) is still found by a list bounded
+// below its latest log, and by the retention: readers look the widest
+// recorded page span past their bound.
+func TestLogPageWideSpan(t *testing.T) {
+	t.Parallel()
+	db, ctx := setup(t, dynamostore.Options{}), t.Context()
+	const fire = 1_795_000_000_000
+	late := int64(fire + 10*60_000)
+	// Jobs 1 and 17 share a page: same fire second, same job id mod 16.
+	a, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "j1/t1795000000000/s0", JobID: 1, GroupID: 2,
+		TriggerType: xjob.TriggerCron, ScheduledTime: fire, TriggerTime: fire})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "j17/t1795000000000/s0", JobID: 17, GroupID: 2,
+		TriggerType: xjob.TriggerCron, ScheduledTime: fire, TriggerTime: late})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID>>22 != b.ID>>22 || a.ID&15 != b.ID&15 {
+		t.Fatalf("logs %d and %d are not in one page", a.ID, b.ID)
+	}
+	page, err := db.LogList(ctx, driver.LogListParams{To: fire + 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Logs) != 1 || page.Logs[0].ID != a.ID {
+		t.Fatalf("list up to fire+1s: %+v, want log %d", page.Logs, a.ID)
+	}
+	page, err = db.LogList(ctx, driver.LogListParams{JobID: 17})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Logs) != 1 || page.Logs[0].ID != b.ID {
+		t.Fatalf("list of job 17: %+v, want log %d", page.Logs, b.ID)
+	}
+	n, err := db.LogDeleteBefore(ctx, fire+1000, 100)
+	if err != nil || n != 1 {
+		t.Fatalf("delete before fire+1s: %d, %v; want 1", n, err)
+	}
+	if _, err := db.LogGet(ctx, a.ID); !errors.Is(err, xjob.ErrNotFound) {
+		t.Fatalf("log %d after its deletion: %v", a.ID, err)
+	}
+	if _, err := db.LogGet(ctx, b.ID); err != nil {
+		t.Fatalf("log %d after the deletion of an older one in its page: %v", b.ID, err)
 	}
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
-// LogClear pages the scope's logs newest first through LogList (the byJob,
-// byGroup or byTime index), skips the newest p.KeepNewest, and deletes up to
+// LogClear pages the scope's logs newest first through LogList (the time
+// index), skips the newest p.KeepNewest, and deletes up to
 // p.Limit of the rest triggered before p.Before, oldest first. Clearing
 // is a rare console action, so it reads the kept logs again on every call
 // rather than keep a cursor: simple, and correct while new logs arrive
@@ -43,12 +41,9 @@ func (db *DB) LogClear(ctx context.Context, p driver.LogClearParams) (int, error
 	}
 	// Oldest first: the list was newest first.
 	doomed = doomed[max(0, len(doomed)-limit):]
-	reqs := make([]types.WriteRequest, len(doomed))
-	for i, id := range doomed {
-		reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: logKey(id)}}
-	}
-	if err := db.batchWrite(ctx, db.t.Logs, reqs); err != nil {
+	count, err := db.deleteLogs(ctx, doomed)
+	if err != nil {
 		return 0, fmt.Errorf("dynamo log clear: %w", err)
 	}
-	return len(doomed), nil
+	return count, nil
 }

@@ -6,63 +6,83 @@ import (
 	"strings"
 )
 
-// Log ids are derived from the occurrence, so that creating a log needs no
-// counter and no separate dedupe marker (see doc.go, "Log ids").
+// Log ids name the page a log lives in (see doc.go, "Log pages"):
+//
+//	id = second << 22 | k << 4 | part
+//
+// second (31 bits) is the occurrence's fire second since logIDEpoch, part
+// (4 bits) is the job id mod 16 and k (18 bits) tells the logs of one page
+// apart. The page is (second, part): every fire of one scan shard in one
+// second (xjob.ShardOf is the job id mod the shard count, so with 16
+// shards, or any divisor of 16, one ring bucket fills its own pages).
+// Occurrences without a fire time (manual, API, retry, parent) take second
+// and k from a hash of the occurrence id: their page is some page no
+// schedule uses, usually theirs alone.
 const (
 	// logIDEpoch (2020-01-01 UTC, Unix seconds) is subtracted from the
-	// scheduled second, which then fits logIDSecondBits until 2088.
+	// fire second, which then fits logIDSecondBits until 2088.
 	logIDEpoch      = 1_577_836_800
 	logIDSecondBits = 31
-	// logIDSlotBits is the hash part: 4 Mi slots per scheduled second, so
-	// a second's thousands of fires rarely collide (a collision costs one
-	// more conditional write and one read).
-	logIDSlotBits = 22
-	logIDSlotMask = 1<<logIDSlotBits - 1
-	// logIDProbes bounds the ids one occurrence tries. With 10,000 fires
-	// in one second the chance that 16 consecutive slots are all taken is
-	// far below 1e-30.
-	logIDProbes = 16
+	logIDSlotBits   = 22 // k and part
+	logPartBits     = 4
+	logParts        = 1 << logPartBits
+	logKBits        = logIDSlotBits - logPartBits
+	logKMask        = 1<<logKBits - 1
 )
 
-// logIDHash is the occurrence hash behind log ids (DB.idHash; a test
-// replaces it per store to force collisions).
+// logIDHash is the occurrence hash behind hash-placed log ids (DB.idHash;
+// a test replaces it per store to force collisions).
 func logIDHash(occurrenceID string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(occurrenceID))
 	return h.Sum64()
 }
 
-// logID returns the probe-th candidate id of an occurrence: the fire
-// second since logIDEpoch in the high 31 bits and the occurrence hash
-// (plus probe, wrapping within the second) in the low 22 bits. Ids stay
-// below 2^53, so JavaScript and JSON readers keep them exact. The id
-// depends on the occurrence id alone (the one thing every delivery of an
-// occurrence shares): the fire time is read from its "/t<ms>/" part
-// (xjob.Occurrence.ID); an occurrence without one (manual, API, retry,
-// parent) takes its high bits from the hash too. Occurrences that share a
-// slot are told apart by the occurrence id stored in the log.
-func logID(hash func(string) uint64, occurrenceID string, probe int) int64 {
+// logPlace returns the page an occurrence's log lives in and the k it
+// prefers there. Both depend only on the occurrence id and the job, which
+// every delivery of an occurrence shares, so every delivery finds the same
+// page, and in it the log by occurrence id. A scheduled fire prefers a k
+// derived from its job and broadcast shard (distinct for distinct jobs of
+// one page below 2^22 jobs), so the logs of one page rarely need the next
+// free k.
+func logPlace(hash func(string) uint64, occurrenceID string, jobID int64) (page, k int64) {
+	part := jobID & (logParts - 1)
 	h := hash(occurrenceID)
-	hi := int64(h>>logIDSlotBits) & (1<<logIDSecondBits - 1)
-	if ms, ok := occurrenceFireTime(occurrenceID); ok {
-		if sec := ms/1000 - logIDEpoch; sec > 0 && sec < 1<<logIDSecondBits {
-			hi = sec
+	sec := int64(h>>logKBits) & (1<<logIDSecondBits - 1)
+	k = int64(h) & logKMask
+	if ms, shard, ok := parseScheduled(occurrenceID); ok {
+		if s := ms/1000 - logIDEpoch; s > 0 && s < 1<<logIDSecondBits {
+			sec = s
+			k = (jobID>>logPartBits + shard*40_503) & logKMask
 		}
 	}
-	id := hi<<logIDSlotBits | (int64(h)+int64(probe))&logIDSlotMask
-	if id == 0 {
-		id = 1 // 0 means "no id" throughout xjob
-	}
-	return id
+	return sec<<logPartBits | part, k
 }
 
-// occurrenceFireTime extracts the fire time (Unix ms) of a scheduled
-// occurrence id "j<job>/t<ms>/s<shard>".
-func occurrenceFireTime(occurrenceID string) (int64, bool) {
+// logIDOf is the id of the log with k in page.
+func logIDOf(page, k int64) int64 {
+	return (page>>logPartBits)<<logIDSlotBits | (k&logKMask)<<logPartBits | page&(logParts-1)
+}
+
+// pageOfLog is the page a log id names.
+func pageOfLog(id int64) int64 {
+	return (id>>logIDSlotBits)<<logPartBits | id&(logParts-1)
+}
+
+// parseScheduled extracts the fire time (Unix ms) and broadcast shard of
+// a scheduled occurrence id "j<job>/t<ms>/s<shard>".
+func parseScheduled(occurrenceID string) (ms, shard int64, ok bool) {
 	parts := strings.Split(occurrenceID, "/")
-	if len(parts) != 3 || !strings.HasPrefix(parts[1], "t") {
-		return 0, false
+	if len(parts) != 3 || !strings.HasPrefix(parts[1], "t") || !strings.HasPrefix(parts[2], "s") {
+		return 0, 0, false
 	}
 	ms, err := strconv.ParseInt(parts[1][1:], 10, 64)
-	return ms, err == nil
+	if err != nil {
+		return 0, 0, false
+	}
+	shard, err = strconv.ParseInt(parts[2][1:], 10, 64)
+	if err != nil || shard < 0 {
+		return 0, 0, false
+	}
+	return ms, shard, true
 }

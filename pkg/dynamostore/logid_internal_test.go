@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/xjobdev/xjob"
@@ -9,49 +10,94 @@ import (
 func TestLogIDLayout(t *testing.T) {
 	t.Parallel()
 	const fire = 1_795_000_000_123 // 2026-11, in ms
-	scheduled := xjob.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: fire}.ID(0)
 	tests := []struct {
 		name, occ string
-		second    int64 // the id's high bits, -1: from the hash
+		job       int64
+		second    int64 // the page's second, -1: from the hash
 	}{
-		{"scheduled", scheduled, fire/1000 - logIDEpoch},
-		{"misfire names the same fire", xjob.Occurrence{JobID: 7, Type: xjob.TriggerMisfire, FireTime: fire}.ID(0), fire/1000 - logIDEpoch},
-		{"manual", xjob.Occurrence{JobID: 7, Type: xjob.TriggerManual, Ref: "abc"}.ID(0), -1},
-		{"before the epoch", "j7/t5/s0", -1},
-		{"not a number", "j7/tx/s0", -1},
-		{"free form", "occ-1", -1},
+		{"scheduled", xjob.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: fire}.ID(0), 7, fire/1000 - logIDEpoch},
+		{"misfire names the same fire", xjob.Occurrence{JobID: 7, Type: xjob.TriggerMisfire, FireTime: fire}.ID(0), 7, fire/1000 - logIDEpoch},
+		{"broadcast shard", xjob.Occurrence{JobID: 23, Type: xjob.TriggerCron, FireTime: fire}.ID(5), 23, fire/1000 - logIDEpoch},
+		{"manual", xjob.Occurrence{JobID: 7, Type: xjob.TriggerManual, Ref: "abc"}.ID(0), 7, -1},
+		{"before the epoch", "j7/t5/s0", 7, -1},
+		{"not a number", "j7/tx/s0", 7, -1},
+		{"free form", "occ-1", 1, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			for probe := range logIDProbes {
-				id := logID(logIDHash, tt.occ, probe)
-				if id <= 0 || id >= 1<<53 {
-					t.Fatalf("probe %d: id %d outside (0, 2^53)", probe, id)
-				}
-				if again := logID(logIDHash, tt.occ, probe); again != id {
-					t.Fatalf("probe %d: id %d then %d", probe, id, again)
-				}
+			page, k := logPlace(logIDHash, tt.occ, tt.job)
+			if p2, k2 := logPlace(logIDHash, tt.occ, tt.job); p2 != page || k2 != k {
+				t.Fatalf("placed at %d/%d then %d/%d", page, k, p2, k2)
 			}
-			if logID(logIDHash, tt.occ, 0) == logID(logIDHash, tt.occ, 1) {
-				t.Fatal("probes 0 and 1 share an id")
+			if got := page & (logParts - 1); got != tt.job%logParts {
+				t.Fatalf("page part %d, want job mod 16 = %d", got, tt.job%logParts)
 			}
-			if got := logID(logIDHash, tt.occ, 0) >> logIDSlotBits; tt.second >= 0 && got != tt.second {
-				t.Fatalf("id's second = %d, want %d", got, tt.second)
+			if tt.second >= 0 && page>>logPartBits != tt.second {
+				t.Fatalf("page second %d, want %d", page>>logPartBits, tt.second)
+			}
+			for _, kk := range []int64{k, (k + 1) & logKMask, logKMask} {
+				id := logIDOf(page, kk)
+				if id <= 0 && !(page == 0 && kk == 0) || id >= 1<<53 {
+					t.Fatalf("k %d: id %d outside (0, 2^53)", kk, id)
+				}
+				if pageOfLog(id) != page {
+					t.Fatalf("id %d names page %d, want %d", id, pageOfLog(id), page)
+				}
 			}
 		})
+	}
+	// Jobs of one page get distinct preferred ks.
+	seen := map[int64]int64{}
+	for job := int64(0); job < 4096; job++ {
+		page, k := logPlace(logIDHash, xjob.Occurrence{JobID: job, Type: xjob.TriggerCron, FireTime: fire}.ID(0), job)
+		if other, ok := seen[logIDOf(page, k)]; ok {
+			t.Fatalf("jobs %d and %d prefer one id", other, job)
+		}
+		seen[logIDOf(page, k)] = job
 	}
 }
 
 func FuzzOccurrenceFireTime(f *testing.F) {
-	for _, s := range []string{"j1/t1795000000123/s0", "j1/MANUAL/rx/s0", "", "/t/", "j/t-5/s"} {
-		f.Add(s)
+	for _, s := range []string{"j1/t1795000000123/s0", "j1/MANUAL/rx/s0", "", "/t/", "j/t-5/s", "j1/t99999999999999999/s-1"} {
+		f.Add(s, int64(1))
 	}
-	f.Fuzz(func(t *testing.T, occ string) {
-		for probe := range 2 {
-			if id := logID(logIDHash, occ, probe); id <= 0 || id >= 1<<53 {
-				t.Fatalf("%q probe %d: id %d outside (0, 2^53)", occ, probe, id)
-			}
+	f.Fuzz(func(t *testing.T, occ string, job int64) {
+		page, k := logPlace(logIDHash, occ, job)
+		id := logIDOf(page, k)
+		if id < 0 || id >= 1<<53 || k < 0 || k > logKMask {
+			t.Fatalf("%q job %d: id %d (page %d, k %d) outside [0, 2^53)", occ, job, id, page, k)
+		}
+		if pageOfLog(id) != page {
+			t.Fatalf("%q: id %d names page %d, placed in %d", occ, id, pageOfLog(id), page)
 		}
 	})
+}
+
+func TestPageCodecFitsLongMessages(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	long := make([]byte, 200<<10)
+	for i := range long {
+		long[i] = byte('a' + rng.IntN(26)) // poorly compressible
+	}
+	var logs []xjob.Log
+	for i := range 64 {
+		logs = append(logs, xjob.Log{ID: int64(i + 1), OccurrenceID: "occ", JobID: 1, HandleMsg: string(long), TriggerMsg: "ok",
+			Version: 3, ClaimUntil: 99})
+	}
+	body, err := fitPage(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(body) > maxPageBody {
+		t.Fatalf("body %d bytes, over %d", len(body), maxPageBody)
+	}
+	back, err := decodeLogs(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != 64 || back[0].Version != 3 || back[0].ClaimUntil != 99 || len(back[0].HandleMsg) >= len(long) || back[0].TriggerMsg != "ok" {
+		t.Fatalf("decoded %d logs, first %+v", len(back), back[0].Version)
+	}
 }

@@ -48,21 +48,24 @@ func TableSpecs(t Tables) []*dynamodb.CreateTableInput {
 			gsi(IndexJobsDue, AttrDueShard, AttrDueKey, types.ProjectionTypeAll),
 			gsi(IndexJobsByGroup, AttrGroupID, AttrID, types.ProjectionTypeKeysOnly)),
 		table(t.Groups, []types.AttributeDefinition{attr(AttrID, N)}, key(AttrID, "")),
-		table(t.Logs,
-			[]types.AttributeDefinition{attr(AttrID, N), attr(AttrJobID, N), attr(AttrGroupID, N), attr(AttrTimeKey, S),
-				attr(AttrTimePart, N), attr(AttrRunPart, N), attr(AttrFailPart, N)},
-			key(AttrID, ""),
-			gsi(IndexLogsByJob, AttrJobID, AttrTimeKey, types.ProjectionTypeKeysOnly),
-			gsi(IndexLogsByGroup, AttrGroupID, AttrTimeKey, types.ProjectionTypeKeysOnly),
-			gsi(IndexLogsByTime, AttrTimePart, AttrTimeKey, types.ProjectionTypeKeysOnly),
-			gsi(IndexLogsRunning, AttrRunPart, AttrTimeKey, types.ProjectionTypeKeysOnly),
-			gsi(IndexLogsFailed, AttrFailPart, AttrTimeKey, types.ProjectionTypeKeysOnly)),
+		logPages(table(t.Logs,
+			[]types.AttributeDefinition{attr(AttrPK, S), attr(AttrSK, S), attr(AttrTimePart, N), attr(AttrTimeKey, S)},
+			key(AttrPK, AttrSK),
+			gsi(IndexLogsByTime, AttrTimePart, AttrTimeKey, types.ProjectionTypeInclude))),
 		table(t.Registry, []types.AttributeDefinition{attr(AttrRegistryKey, S), attr(AttrMember, S)}, key(AttrRegistryKey, AttrMember)),
 		table(t.Leases, []types.AttributeDefinition{attr(AttrName, S)}, key(AttrName, "")),
 		table(t.Reports, []types.AttributeDefinition{attr(AttrDay, S)}, key(AttrDay, "")),
 		table(t.Counters, []types.AttributeDefinition{attr(AttrName, S)}, key(AttrName, "")),
 		table(t.Console, []types.AttributeDefinition{attr(AttrPK, S), attr(AttrSK, S)}, key(AttrPK, AttrSK)),
 	}
+}
+
+// logPages finishes the log table's spec: its time index carries each
+// page's earliest trigger time and job and group lists, so walks skip
+// pages that cannot match without reading them.
+func logPages(in *dynamodb.CreateTableInput) *dynamodb.CreateTableInput {
+	in.GlobalSecondaryIndexes[0].Projection.NonKeyAttributes = []string{attrPageLo, attrPageJobs, attrPageGroups}
+	return in
 }
 
 // CreateTables creates the store's tables (on-demand billing) if they do

@@ -1,0 +1,473 @@
+package dynamostore
+
+import (
+	"bytes"
+	"compress/flate"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/xjobdev/xjob"
+)
+
+// A log page holds every log of one (fire second, job id mod 16): one item
+// whose logs are one compressed JSON attribute. Every log change is a
+// read-modify-write of its page, conditional on the page's version, so a
+// ring bucket's claims, its executors' replies and a callback request's
+// results each cost one write per page, not one per trigger.
+type logPage struct {
+	id      int64
+	version int64      // 0: not stored yet
+	logs    []xjob.Log // ordered by id
+}
+
+// Page item attributes.
+const (
+	attrPageVersion = "v"      // N: the page's version (conditional writes)
+	attrPageBody    = "b"      // B: flate-compressed JSON of the logs
+	attrPageLo      = "lo"     // N: the earliest trigger time in the page
+	attrPageJobs    = "jobs"   // S: ",<job>,<job>," of the page's logs
+	attrPageGroups  = "groups" // S: ",<group>,…," of the page's logs
+	attrItemLogID   = "id"     // N: the log a failed or parked item names
+)
+
+// pageKey is a page item's key.
+func pageKey(page int64) item {
+	return item{AttrPK: s("p" + strconv.FormatInt(page, 10)), AttrSK: s("p")}
+}
+
+// storedLog is a log as its page stores it: the fields xjob.Log keeps out
+// of its JSON too.
+type storedLog struct {
+	xjob.Log
+	ClaimUntil int64 `json:"claimUntil,omitempty"`
+	Version    int64 `json:"version"`
+}
+
+// maxPageBody bounds a page's compressed logs, well under DynamoDB's
+// 400 KB item limit. A page that would outgrow it has its longest messages
+// cut (see fitPage).
+const maxPageBody = 300 << 10
+
+var flateWriters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(nil, flate.BestSpeed)
+	return w
+}}
+
+func encodeLogs(logs []xjob.Log) ([]byte, error) {
+	stored := make([]storedLog, len(logs))
+	for i, l := range logs {
+		stored[i] = storedLog{Log: l, ClaimUntil: l.ClaimUntil, Version: l.Version}
+	}
+	raw, err := json.Marshal(stored)
+	if err != nil {
+		return nil, fmt.Errorf("encode log page: %w", err)
+	}
+	var buf bytes.Buffer
+	w := flateWriters.Get().(*flate.Writer)
+	defer flateWriters.Put(w)
+	w.Reset(&buf)
+	if _, err := w.Write(raw); err != nil {
+		return nil, fmt.Errorf("compress log page: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("compress log page: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+var flateReaders sync.Pool
+
+func decodeLogs(body []byte) ([]xjob.Log, error) {
+	var r io.ReadCloser
+	if pooled, ok := flateReaders.Get().(io.ReadCloser); ok {
+		if err := pooled.(flate.Resetter).Reset(bytes.NewReader(body), nil); err == nil {
+			r = pooled
+		}
+	}
+	if r == nil {
+		r = flate.NewReader(bytes.NewReader(body))
+	}
+	defer flateReaders.Put(r)
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("decompress log page: %w", err)
+	}
+	var stored []storedLog
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		return nil, fmt.Errorf("decode log page: %w", err)
+	}
+	logs := make([]xjob.Log, len(stored))
+	for i, sl := range stored {
+		logs[i] = sl.Log
+		logs[i].ClaimUntil, logs[i].Version = sl.ClaimUntil, sl.Version
+	}
+	return logs, nil
+}
+
+// fitPage encodes the page's logs, cutting the trigger and handle messages
+// of its logs to ever shorter lengths while the body is too large: a page
+// of hundreds of logs with long stack traces stays one item.
+func fitPage(logs []xjob.Log) ([]byte, error) {
+	body, err := encodeLogs(logs)
+	for _, limit := range []int{16 << 10, 4 << 10, 1 << 10, 256} {
+		if err != nil || len(body) <= maxPageBody {
+			return body, err
+		}
+		for i := range logs {
+			logs[i].TriggerMsg = xjob.Truncate(logs[i].TriggerMsg, limit)
+			logs[i].HandleMsg = xjob.Truncate(logs[i].HandleMsg, limit)
+		}
+		body, err = encodeLogs(logs)
+	}
+	if err == nil && len(body) > maxPageBody {
+		err = fmt.Errorf("log page of %d logs is %d bytes compressed, over %d", len(logs), len(body), maxPageBody)
+	}
+	return body, err
+}
+
+func decodePage(it item) (*logPage, error) {
+	pk := it.str(AttrPK)
+	id, err := strconv.ParseInt(strings.TrimPrefix(pk, "p"), 10, 64)
+	if err != nil || !strings.HasPrefix(pk, "p") {
+		return nil, fmt.Errorf("log page key %q", pk)
+	}
+	p := &logPage{id: id, version: it.int(attrPageVersion)}
+	if b, ok := it[attrPageBody].(*types.AttributeValueMemberB); ok {
+		if p.logs, err = decodeLogs(b.Value); err != nil {
+			return nil, fmt.Errorf("log page %d: %w", id, err)
+		}
+	}
+	return p, nil
+}
+
+// find returns the index of the log with id, or -1.
+func (p *logPage) find(id int64) int {
+	i, ok := slices.BinarySearchFunc(p.logs, id, func(l xjob.Log, id int64) int { return cmpInt(l.ID, id) })
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+// byOccurrence returns the index of the occurrence's log, or -1.
+func (p *logPage) byOccurrence(occ string) int {
+	for i := range p.logs {
+		if p.logs[i].OccurrenceID == occ {
+			return i
+		}
+	}
+	return -1
+}
+
+// insert adds l at its k, or at the next k that is free in the page.
+func (p *logPage) insert(l xjob.Log, k int64) (xjob.Log, error) {
+	for tries := 0; tries <= logKMask; tries, k = tries+1, (k+1)&logKMask {
+		id := logIDOf(p.id, k)
+		if id == 0 || p.find(id) >= 0 {
+			continue
+		}
+		l.ID = id
+		i, _ := slices.BinarySearchFunc(p.logs, id, func(l xjob.Log, id int64) int { return cmpInt(l.ID, id) })
+		p.logs = slices.Insert(p.logs, i, l)
+		return l, nil
+	}
+	return xjob.Log{}, fmt.Errorf("log page %d is full", p.id)
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// timeRange returns the earliest and latest trigger time of the page.
+func (p *logPage) timeRange() (lo, hi int64) {
+	for i, l := range p.logs {
+		if i == 0 || l.TriggerTime < lo {
+			lo = l.TriggerTime
+		}
+		if i == 0 || l.TriggerTime > hi {
+			hi = l.TriggerTime
+		}
+	}
+	return lo, hi
+}
+
+// idList renders ids as ",a,b,": a substring test finds one.
+func idList(logs []xjob.Log, of func(xjob.Log) int64) string {
+	ids := make([]int64, 0, len(logs))
+	for _, l := range logs {
+		ids = append(ids, of(l))
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var b strings.Builder
+	b.WriteByte(',')
+	for _, id := range ids {
+		b.WriteString(strconv.FormatInt(id, 10))
+		b.WriteByte(',')
+	}
+	return b.String()
+}
+
+func listHas(list string, id int64) bool {
+	return strings.Contains(list, ","+strconv.FormatInt(id, 10)+",")
+}
+
+// readPages reads pages by id (missing ones are left out), strongly
+// consistent when asked.
+func (db *DB) readPages(ctx context.Context, ids []int64, consistent bool) (map[int64]*logPage, error) {
+	keys := make([]item, 0, len(ids))
+	seen := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			keys = append(keys, pageKey(id))
+		}
+	}
+	items, err := db.batchGet(ctx, db.t.Logs, keys, consistent)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]*logPage, len(items))
+	for _, it := range items {
+		p, err := decodePage(it)
+		if err != nil {
+			return nil, err
+		}
+		out[p.id] = p
+	}
+	return out, nil
+}
+
+func (db *DB) readPage(ctx context.Context, id int64) (*logPage, error) {
+	it, err := db.getItem(ctx, db.t.Logs, pageKey(id))
+	if errors.Is(err, xjob.ErrNotFound) {
+		return &logPage{id: id}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read log page %d: %w", id, err)
+	}
+	return decodePage(it)
+}
+
+// pageAttempts bounds the read-modify-write rounds of one page change;
+// each lost round means another writer changed the page in between.
+const pageAttempts = 50
+
+// mutatePage applies change to the page's current logs and writes the
+// page back, conditional on its version; when another writer got there
+// first it reads the page again and applies change again (so change must
+// compute everything it reports from the page it is given). change returns
+// whether it changed anything. Index items follow the logs: failed items
+// are written before the page and removed after it (see doc.go).
+func (db *DB) mutatePage(ctx context.Context, id int64, change func(p *logPage) (bool, error)) error {
+	for attempt := 0; ; attempt++ {
+		p, err := db.readPage(ctx, id)
+		if err != nil {
+			return err
+		}
+		before := slices.Clone(p.logs)
+		changed, err := change(p)
+		if err != nil || !changed {
+			return err
+		}
+		err = db.writePage(ctx, p, before)
+		if !condFailed(err) {
+			return err
+		}
+		if attempt+1 >= pageAttempts {
+			return fmt.Errorf("log page %d: changed by another writer %d times in a row", id, pageAttempts)
+		}
+		// Back off a little, with jitter, so racing writers spread out.
+		d := time.Duration(1+rand.IntN(4<<min(attempt, 4))) * time.Millisecond
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// writePage stores p (or deletes it when it holds no log), conditional on
+// the version it was read at; before is its logs as read. A lost
+// condition comes back as the SDK's ConditionalCheckFailedException.
+func (db *DB) writePage(ctx context.Context, p *logPage, before []xjob.Log) error {
+	addFailed, dropFailed := failedDiff(before, p.logs)
+	if len(addFailed) > 0 {
+		reqs := make([]types.WriteRequest, len(addFailed))
+		for i, l := range addFailed {
+			reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: db.indexItem("f", l)}}
+		}
+		if err := db.batchWrite(ctx, db.t.Logs, reqs); err != nil {
+			return fmt.Errorf("log page %d: failed index: %w", p.id, err)
+		}
+	}
+	var e expr
+	var cond string
+	if p.version > 0 {
+		cond = e.name(attrPageVersion) + " = " + e.val(n(p.version))
+	} else {
+		cond = "attribute_not_exists(" + e.name(AttrPK) + ")"
+	}
+	if len(p.logs) == 0 {
+		if p.version == 0 {
+			return nil
+		}
+		_, err := db.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &db.t.Logs, Key: pageKey(p.id),
+			ConditionExpression: &cond, ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values})
+		if err != nil {
+			return err
+		}
+	} else {
+		body, err := fitPage(p.logs)
+		if err != nil {
+			return err
+		}
+		lo, hi := p.timeRange()
+		if err := db.noteSpan(ctx, hi-lo); err != nil {
+			return err
+		}
+		it := pageKey(p.id)
+		it[attrPageVersion] = n(p.version + 1)
+		it[attrPageBody] = &types.AttributeValueMemberB{Value: body}
+		it[AttrTimePart] = n(p.id & (logParts - 1))
+		it[AttrTimeKey] = s(SortKey(hi, p.id))
+		it[attrPageLo] = n(lo)
+		it[attrPageJobs] = s(idList(p.logs, func(l xjob.Log) int64 { return l.JobID }))
+		it[attrPageGroups] = s(idList(p.logs, func(l xjob.Log) int64 { return l.GroupID }))
+		if at, ok := purgeAt(hi, db.opts.LogTTL); ok {
+			it[AttrPurgeAt] = n(at)
+		}
+		_, err = db.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &db.t.Logs, Item: it,
+			ConditionExpression: &cond, ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values})
+		if err != nil {
+			return err
+		}
+	}
+	p.version++
+	if len(dropFailed) > 0 {
+		db.dropIndexItems(ctx, "f", dropFailed)
+	}
+	return nil
+}
+
+// failedUnalarmed is membership of the failed index.
+func failedUnalarmed(l xjob.Log) bool { return l.Failed() && l.AlarmStatus == xjob.AlarmDefault }
+
+// failedDiff returns the failed-index entries a page change adds (logs
+// now failed and unalarmed under a key they were not before) and drops.
+func failedDiff(before, after []xjob.Log) (add, drop []xjob.Log) {
+	key := func(l xjob.Log) string { return SortKey(l.TriggerTime, l.ID) }
+	was := map[string]xjob.Log{}
+	for _, l := range before {
+		if failedUnalarmed(l) {
+			was[key(l)] = l
+		}
+	}
+	is := map[string]bool{}
+	for _, l := range after {
+		if failedUnalarmed(l) {
+			is[key(l)] = true
+			if _, ok := was[key(l)]; !ok {
+				add = append(add, l)
+			}
+		}
+	}
+	for k, l := range was {
+		if !is[k] {
+			drop = append(drop, l)
+		}
+	}
+	return add, drop
+}
+
+// indexItem is a log's entry in the failed ("f") or parked ("r") list:
+// partition kind + (id mod LogPartitions), sorted by trigger time.
+func (db *DB) indexItem(kind string, l xjob.Log) item {
+	it := item{AttrPK: s(kind + strconv.FormatInt(l.ID%int64(db.opts.LogPartitions), 10)),
+		AttrSK: s(SortKey(l.TriggerTime, l.ID)), attrItemLogID: n(l.ID)}
+	if at, ok := purgeAt(l.TriggerTime, db.opts.LogTTL); ok {
+		it[AttrPurgeAt] = n(at)
+	}
+	return it
+}
+
+// dropIndexItems deletes failed or parked entries. It is best effort:
+// readers re-check every entry against its log and drop stale ones.
+func (db *DB) dropIndexItems(ctx context.Context, kind string, logs []xjob.Log) {
+	reqs := make([]types.WriteRequest, len(logs))
+	for i, l := range logs {
+		k := db.indexItem(kind, l)
+		reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: item{AttrPK: k[AttrPK], AttrSK: k[AttrSK]}}}
+	}
+	_ = db.batchWrite(ctx, db.t.Logs, reqs)
+}
+
+// spanKey names the counters item holding the widest trigger-time span
+// (latest − earliest) of any page beyond spanFloor: a reader walking pages
+// by their latest trigger time looks that much past its bound. Readers
+// always look spanFloor past it, so the logs of one bucket (triggered
+// within a second or so of each other) never record a span, and a
+// recorded one is rounded up to spanFloor times a power of two: the item
+// is written a handful of times in a table's life, not per page.
+const (
+	spanKey   = "logpages-span"
+	spanFloor = 60_000
+)
+
+// noteSpan records span (rounded up) if it is wider than every span
+// recorded, before the page that has it is written.
+func (db *DB) noteSpan(ctx context.Context, span int64) error {
+	if span <= max(spanFloor, db.span.Load()) {
+		return nil
+	}
+	rounded := int64(spanFloor)
+	for rounded < span {
+		rounded *= 2
+	}
+	var u update
+	u.Set("value", n(rounded))
+	cond := "attribute_not_exists(" + u.name("value") + ") OR " + u.name("value") + " < " + u.val(n(rounded))
+	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Counters, Key: item{AttrName: s(spanKey)},
+		UpdateExpression: aws.String(u.String()), ConditionExpression: &cond,
+		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
+	if err != nil && !condFailed(err) {
+		return fmt.Errorf("record log page span: %w", err)
+	}
+	for cur := db.span.Load(); cur < rounded && !db.span.CompareAndSwap(cur, rounded); cur = db.span.Load() {
+	}
+	return nil
+}
+
+// maxSpan reads the widest page span recorded (strongly consistent: a
+// page is written only after its span is recorded).
+func (db *DB) maxSpan(ctx context.Context) (int64, error) {
+	it, err := db.getItem(ctx, db.t.Counters, item{AttrName: s(spanKey)})
+	if errors.Is(err, xjob.ErrNotFound) {
+		return spanFloor, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read log page span: %w", err)
+	}
+	return max(spanFloor, it.int("value")), nil
+}
