@@ -293,3 +293,34 @@ func TestRingRetriesFailedBucket(t *testing.T) {
 		t.Errorf("receive count %s, want 2", n)
 	}
 }
+
+// The records of one second that arrive in one event (the scan's buckets
+// of several shards, the admin's per-job pushes) are fired as one bucket:
+// one re-check of their jobs and one dispatch batch, whose reads (the jobs
+// again, the group, its addresses) are shared.
+func TestRingMergesRecordsOfOneSecond(t *testing.T) {
+	e := setupEnv(t)
+	f := newRingFixture(t, e, 4)
+	at := time.Now().Add(time.Second).Truncate(time.Second).Add(300 * time.Millisecond)
+	var records []events.SQSMessage
+	for i, j := range f.jobs {
+		body, _ := json.Marshal(xjob.RingBucket{Shard: i % 2, Second: at.Unix(),
+			Items: []xjob.RingItem{{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision}}})
+		records = append(records, events.SQSMessage{MessageId: fmt.Sprint("push-", i), Body: string(body),
+			Attributes: map[string]string{"ApproximateReceiveCount": "1"}, EventSource: "aws:sqs"})
+	}
+	before := e.meter.Snapshot()
+	resp, err := invoke(e, "ring", 30*time.Second, e.app("ring", "ring").Ring, events.SQSEvent{Records: records})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("ring invocation: %+v, %v; want every record acknowledged", resp, err)
+	}
+	if runs := f.runsOf(); len(runs) != len(f.jobs) {
+		t.Errorf("executor ran %v, want %d logs", runs, len(f.jobs))
+	}
+	// JobGetMany is the only BatchGetItem of a ring bucket: the ring's
+	// re-check and the dispatch batch's Load, once each for the second,
+	// not once per record.
+	if n := e.meter.Snapshot().Sub(before).Ops["ring"]["dynamodb:BatchGetItem"].Requests; n != 2 {
+		t.Errorf("ring read jobs with %d BatchGetItem requests, want 2 (the %d records fired as one bucket)", n, len(records))
+	}
+}
