@@ -7,10 +7,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob/internal/awsconfig"
+	"github.com/xjobdev/xjob/internal/lambdaapp"
 	"github.com/xjobdev/xjob/pkg/dynamostore"
 )
 
@@ -402,6 +404,12 @@ func checkFunctions(t *testing.T, s *stack) {
 		}
 		if f.Name == "scan" && (got.timeout < 30 || got.timeout >= 60) {
 			t.Errorf("%s: timeout %d s; the once-a-minute scan needs ≥ 30 s (its paging budget + release) and must end before the next minute", where, got.timeout)
+		}
+		// The ring waits to its buckets' instants and dispatches their fast
+		// lane within the invocation: lambdaapp.RingTimeout says why it needs
+		// that long (the ring queue's visibility follows, 6 x, checkConsumer).
+		if want := int(lambdaapp.RingTimeout / time.Second); f.Name == "ring" && got.timeout != want {
+			t.Errorf("%s: timeout %d s, want lambdaapp.RingTimeout (%d s): the wait to the instants plus the in-process dispatch of the fast lane", where, got.timeout, want)
 		}
 		if f.ReservedConcurrency > 0 && got.reserved != f.ReservedConcurrency {
 			t.Errorf("%s: reserved concurrency %d, awsconfig wants %d", where, got.reserved, f.ReservedConcurrency)

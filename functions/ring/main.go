@@ -1,5 +1,6 @@
 // Command ring is xjob's ring Lambda function: fed by the ring queue's SQS event source, it waits to
-// each bucket's exact millisecond and hands the fires to a dispatch lane.
+// each bucket's exact millisecond, dispatches the fast lane's fires itself (what it cannot finish
+// goes to the fast lane queue) and sends the slow lane's to the slow lane queue.
 // lambdaapp.Main reads its configuration from the environment (internal/awsconfig
 // names), builds the SDK clients and services once, outside the handler, and
 // serves invocations with the function's handler (App.Handler).

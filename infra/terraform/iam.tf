@@ -51,11 +51,17 @@ resource "aws_iam_role" "ring" {
   assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
 }
 
+# The ring dispatches its buckets' fast lane itself: the dispatch function's table access.
 data "aws_iam_policy_document" "ring" {
   statement {
     sid       = "Tables"
-    actions   = ["dynamodb:BatchGetItem"]
+    actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
     resources = local.table_arns
+  }
+  statement {
+    sid       = "Indexes"
+    actions   = ["dynamodb:Query"]
+    resources = local.index_arns
   }
   statement {
     sid       = "Send"
@@ -66,6 +72,11 @@ data "aws_iam_policy_document" "ring" {
     sid       = "Consume"
     actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]
     resources = [aws_sqs_queue.ring.arn]
+  }
+  statement {
+    sid       = "Alarm"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.alarm.arn]
   }
   statement {
     sid       = "Logs"

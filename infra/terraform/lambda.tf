@@ -42,15 +42,17 @@ resource "aws_cloudwatch_log_group" "ring" {
 
 resource "aws_lambda_function" "ring" {
   function_name    = "${var.name}-ring"
-  description      = "Waits to the exact millisecond of a ring bucket and fans its fires out to a dispatch lane."
+  description      = "Waits to the exact millisecond of a ring bucket, dispatches its fast-lane fires itself and sends its slow-lane fires to the slow lane."
   filename         = "${path.module}/../../dist/ring.zip"
   source_code_hash = filebase64sha256("${path.module}/../../dist/ring.zip")
   handler          = "bootstrap"
   runtime          = "provided.al2023"
   architectures    = ["arm64"]
   memory_size      = 256
-  timeout          = 10 # buckets arrive at most 1 s early; the rest is re-checks and sends
-  role             = aws_iam_role.ring.arn
+  # lambdaapp.RingTimeout: wait to the instants (<= 2 s) + start the fast lane's chunks (<= 10 s, the rest is
+  # queued) + run the last chunk (<= 30 s, as the dispatch function) + queue leftovers and flush counters (<= 4 s).
+  timeout = 50
+  role    = aws_iam_role.ring.arn
   logging_config {
     log_format = "Text"
     log_group  = aws_cloudwatch_log_group.ring.name
@@ -60,9 +62,13 @@ resource "aws_lambda_function" "ring" {
       XJOB_TABLE_PREFIX            = var.table_prefix
       XJOB_SHARDS                  = tostring(var.shards)
       XJOB_LOG_LEVEL               = var.log_level
+      XJOB_RETRY_DELAY             = var.retry_delay
+      XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
       XJOB_RING_QUEUE_URL          = aws_sqs_queue.ring.url
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
+      XJOB_ACCESS_TOKEN            = var.access_token
+      XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
     }
   }
 }
@@ -74,7 +80,7 @@ resource "aws_cloudwatch_log_group" "dispatch" {
 
 resource "aws_lambda_function" "dispatch" {
   function_name    = "${var.name}-dispatch"
-  description      = "Routes a fire to an executor and records the trigger; also invoked directly for manual triggers."
+  description      = "Dispatches the lane queues (slow lane, retries, child jobs, what the ring could not finish) and direct invocations (manual triggers)."
   filename         = "${path.module}/../../dist/dispatch.zip"
   source_code_hash = filebase64sha256("${path.module}/../../dist/dispatch.zip")
   handler          = "bootstrap"

@@ -8,7 +8,7 @@ resource "aws_sqs_queue" "ring_dlq" {
 
 resource "aws_sqs_queue" "ring" {
   name                       = "${var.name}-ring"
-  visibility_timeout_seconds = 60 # ring timeout 10 s x 6
+  visibility_timeout_seconds = 300 # ring timeout 50 s x 6 (a failed bucket sets its own, shorter retry delay)
   message_retention_seconds  = 345600
   sqs_managed_sse_enabled    = true
   redrive_policy = jsonencode({

@@ -99,13 +99,13 @@ variable "start_declared_jobs" {
 }
 
 variable "ring_concurrency" {
-  description = "Maximum concurrent ring invocations (SQS event source scaling_config, >= 2)."
+  description = "Maximum concurrent ring invocations (SQS event source scaling_config, >= 2); the ring dispatches the fast lane itself, so this bounds it too."
   type        = number
   default     = 10
 }
 
 variable "fast_lane_concurrency" {
-  description = "Maximum concurrent dispatch invocations fed by the fast lane (>= 2)."
+  description = "Maximum concurrent dispatch invocations fed by the fast lane queue (>= 2): retries, child jobs, fires the ring could not finish."
   type        = number
   default     = 50
 }

@@ -5,6 +5,8 @@
 // the Terraform against it, so code and infrastructure cannot drift apart.
 package awsconfig
 
+import "slices"
+
 // Environment variables. Every function reads XJOB_TABLE_PREFIX and XJOB_SHARDS.
 const (
 	EnvTablePrefix     = "XJOB_TABLE_PREFIX"            // DynamoDB table name prefix (dynamostore.TablesWithPrefix)
@@ -66,6 +68,20 @@ type Function struct {
 	NoAsyncRetries bool
 }
 
+// dispatcherActions are what a dispatch.Dispatcher's code calls: the
+// dispatch function's, and the ring function's since it dispatches its
+// buckets' fast lane itself.
+var dispatcherActions = []string{
+	"dynamodb:BatchGetItem",   // the jobs of a batch (DispatchMany; the ring's re-check of its bucket's jobs)
+	"dynamodb:BatchWriteItem", // not exercised: failed-list entries of failed triggers
+	"dynamodb:GetItem",        // log pages before a change
+	"dynamodb:PutItem",        // log pages: claims, executors' replies
+	"dynamodb:Query",          // live executors of an automatic group
+	"dynamodb:UpdateItem",
+	"sns:Publish",     // not exercised: alarm of a failed trigger (executor unreachable)
+	"sqs:SendMessage", // retry task of a failed trigger; the ring's hand-off to the lanes (slow lane, and fast-lane tasks it cannot finish)
+}
+
 // Functions lists the five functions. Actions are what each function's
 // code calls, as measured by the emulated-AWS end-to-end test
 // (internal/lambdaapp, which fails if a function calls an action not listed
@@ -85,28 +101,23 @@ var Functions = []Function{
 		},
 		// Consecutive minutes' invocations overlap by the lease hand-over.
 		ReservedConcurrency: 2, NoAsyncRetries: true},
+	// The ring dispatches its buckets' fast lane in process (the same
+	// dispatcher as the dispatch function), so it holds the dispatcher's
+	// variables and actions too; the slow lane and what it cannot finish
+	// go to the lane queues.
 	{Name: "ring",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL},
-		OptionalEnv: []string{EnvLogLevel},
-		Actions: []string{
-			"dynamodb:BatchGetItem", // re-check the bucket's jobs
-			"sqs:SendMessage",       // hand fires to the dispatch lanes
-		},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
+		// The retry delay of a bucket whose hand-off failed is a
+		// ChangeMessageVisibility on the ring queue: the consume grant.
+		Actions:  dispatcherActions,
 		Consumes: []string{EnvRingQueueURL}},
 	{Name: "dispatch",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress},
-		Actions: []string{
-			"dynamodb:BatchGetItem",   // the jobs of an SQS batch (DispatchMany)
-			"dynamodb:BatchWriteItem", // not exercised: failed-list entries of failed triggers
-			"dynamodb:GetItem",        // log pages before a change
-			"dynamodb:PutItem",        // log pages: claims, executors' replies
-			"dynamodb:Query",          // live executors of an automatic group
-			"dynamodb:UpdateItem",
-			"sns:Publish",                 // not exercised: alarm of a failed trigger (executor unreachable)
+		Actions: slices.Concat(dispatcherActions, []string{
 			"sqs:ChangeMessageVisibility", // not exercised: retry delay of a task in flight elsewhere or of a store failure
-			"sqs:SendMessage",             // not exercised: retry task of a failed trigger
-		},
+		}),
 		Consumes: []string{EnvDispatchFastURL, EnvDispatchSlowURL}},
 	{Name: "callback",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},

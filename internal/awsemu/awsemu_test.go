@@ -3,6 +3,7 @@ package awsemu_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -21,8 +22,10 @@ import (
 // TestDeploymentEndToEnd starts the emulated deployment, registers an SDK
 // executor through the HTTP API, creates an every-second job with the
 // admin client and waits for a successful result: the scan schedule, the
-// ring and dispatch mappings and the callback route all took part, and
-// the meter saw each function's requests.
+// ring mapping (the ring function dispatches the fast lane itself) and the
+// callback route took part; a direct invocation of the dispatch function
+// triggers the job by hand, the lane mappings poll, and the meter saw each
+// function's requests.
 func TestDeploymentEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	d, err := awsemu.Start(ctx, awsemu.Options{Shards: 2, RingPollers: 2, FastPollers: 2, SlowPollers: 1,
@@ -93,6 +96,15 @@ func TestDeploymentEndToEnd(t *testing.T) {
 			t.Fatalf("no successful scheduled run in 20 s; invocation errors: %v", d.Errors())
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	manual := fmt.Sprintf(`{"jobId":%d,"executorParam":"by hand","addressList":[%q]}`, j.ID, srv.URL+"/")
+	if out, err := d.Invoke(ctx, "dispatch", "", []byte(manual)); err != nil || !strings.Contains(string(out), `"triggerCodes":[200]`) {
+		t.Errorf("manual trigger: %s, %v", out, err)
+	}
+	// The lane mappings long-poll (1 s) whether or not the ring leaves
+	// them anything.
+	for end := time.Now().Add(5 * time.Second); d.Meter().Snapshot().Requests("esm:dispatch", "") == 0 && time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
 	}
 	u := d.Meter().Snapshot()
 	for _, fn := range []string{"scan", "ring", "dispatch", "callback", "registry", "esm:ring", "esm:dispatch"} {

@@ -36,7 +36,7 @@ const Region = "us-east-1"
 // invocation's context carries the deadline Lambda would give it.
 const (
 	ScanTimeout     = 55 * time.Second
-	RingTimeout     = 10 * time.Second
+	RingTimeout     = lambdaapp.RingTimeout // the wait to the instants + the fast lane's dispatch
 	DispatchTimeout = 30 * time.Second
 	CallbackTimeout = 15 * time.Second
 	RegistryTimeout = 60 * time.Second
@@ -315,7 +315,7 @@ func (d *Deployment) clients(fn string) (*dynamodb.Client, *sqs.Client, *sns.Cli
 
 // Queue visibility timeouts of the templates (6 × the consumer's timeout).
 const (
-	ringVisibility     = "60"
+	ringVisibility     = "300"
 	dispatchVisibility = "180"
 )
 

@@ -56,6 +56,12 @@ type Deps struct {
 	ExecutorHTTP *http.Client
 	// Scan overrides scan tunables (tests); Shards always comes from Config.
 	Scan scan.Config
+	// ClaimTTL overrides dispatch.Config.ClaimTTL (tests: a held claim
+	// expires, and its task returns, within seconds).
+	ClaimTTL time.Duration
+	// RingRetry overrides ringRetryStep (tests: a failed bucket returns
+	// within the test's patience).
+	RingRetry time.Duration
 }
 
 // App is one function's wired services. It is built once per execution
@@ -74,6 +80,7 @@ type App struct {
 	registry   *registry.Service
 	admin      *admin.Service
 	reports    *report.Batcher // run-report counters, flushed before each handler returns
+	ringRetry  time.Duration   // ringRetryStep, or Deps.RingRetry
 	http       http.Handler
 	lanes      map[string]xjob.Lane // SQS queue name → dispatch lane
 }
@@ -125,6 +132,54 @@ func sdkHTTPClient() *awshttp.BuildableClient {
 // makes at once; the executor client's keep-alive pool is sized to match.
 const dispatchConcurrency = 32
 
+// The ring function dispatches its buckets' fast lane in process
+// (dispatch.LaneSink). A hand-off (an instant's fast-lane fires, one
+// dispatch batch) is cut into chunks of ringChunk tasks, ringChunks of them
+// in flight at once, each one claim (LogCreateMany) and one record
+// (LogTriggeredMany) for all its tasks: the write batches the packed log
+// layout makes cheap, so a chunk holds a whole instant of a busy bucket
+// (W1, 1,000 jobs every second over 4 shards, is ~250 fires a bucket).
+// ringFastCalls executor calls run at once (xxl-job's fast trigger pool
+// has 200 threads); a started chunk's calls are at most two waves, each
+// bounded by the executor client's connect + read timeouts (3 s + 3 s).
+// That bound is what RingTimeout counts on.
+const (
+	ringChunk     = dispatch.DefaultSinkChunk // 256
+	ringChunks    = 2
+	ringFastCalls = 256
+)
+
+// RingTimeout is the ring function's timeout in the templates (infra
+// checks them against it; the ring queue's visibility timeout is 6 × it,
+// AWS's guidance for SQS event sources, checked too). An invocation holds
+// its buckets while it
+//
+//	waits to their instants              ≤  2 s  (a bucket arrives ≤ 1 s early, the scan's RingLead, and spans its second)
+//	starts the fast lane's chunks        ≤ 10 s  (dispatch.DefaultSpillBudget; the rest goes to the fast queue)
+//	runs the last chunk it started       ≤ 30 s  (route probes, claim, ≤ 2 waves of /run calls of ≤ 6 s, record,
+//	                                              completions: the dispatch function's own timeout)
+//	queues what it could not finish      ≤  2 s  (one SendMessageBatch per 10 tasks)
+//	flushes the run-report counters      ≤  2 s  (reportFlushTimeout)
+//
+// ≈ 46 s, so 50 s. A healthy bucket takes the wait plus milliseconds; the
+// timeout only bounds the worst case (unreachable executors). Were it
+// still exceeded, Lambda would end the invocation with the bucket
+// unacknowledged: it comes back after the visibility timeout, the fires
+// already triggered are dropped as repeats and claims left mid-dispatch
+// are taken over once they expire, after the take-over's probe asks the
+// executor whether the run got there: the cost is lateness, not a lost
+// fire, and a run repeats only in the one case package dispatch documents
+// (/run reached an executor that no longer knows the log id).
+const RingTimeout = 50 * time.Second
+
+// ringRetryStep spaces the returns of a bucket whose hand-off failed (a
+// store or queue error): it becomes visible again after receives ×
+// ringRetryStep, capped by the queue's visibility timeout (6 ×
+// RingTimeout), rather than after the whole visibility timeout. 30 s,
+// 60 s, 90 s, 120 s: a bucket reaches the dead-letter queue (5 receives)
+// after about the 5 minutes it took before the ring dispatched in process.
+const ringRetryStep = 30 * time.Second
+
 // New wires every core service of the pipeline on DynamoDB and SQS, the
 // same graph local mode builds on SQLite. Construction does no I/O, so
 // building the services a function does not call costs nothing but memory.
@@ -157,9 +212,13 @@ func New(cfg Config, d Deps) (*App, error) {
 		Ring: cfg.RingQueueURL, DispatchFast: cfg.DispatchFastURL, DispatchSlow: cfg.DispatchSlowURL,
 	}, d.Clock)
 	// The pool keeps one connection per concurrent executor call of an
-	// invocation, so a warm dispatch function reuses them all.
+	// invocation, so a warm dispatch (or ring) function reuses them all.
+	idle := dispatchConcurrency
+	if cfg.Function == "ring" {
+		idle = ringFastCalls
+	}
 	exec, err := execclient.New(execclient.Options{AccessToken: cfg.AccessToken, HTTPClient: d.ExecutorHTTP,
-		MaxIdleConnsPerHost: dispatchConcurrency})
+		MaxIdleConnsPerHost: idle})
 	if err != nil {
 		return fail("executor client", err)
 	}
@@ -169,7 +228,7 @@ func New(cfg Config, d Deps) (*App, error) {
 	}
 	metrics := &metric.Metrics{}
 	a := &App{cfg: cfg, log: d.Logger, clk: d.Clock, store: store, queues: queues, exec: exec,
-		lanes: map[string]xjob.Lane{}}
+		lanes: map[string]xjob.Lane{}, ringRetry: cmp.Or(d.RingRetry, ringRetryStep)}
 	for url, lane := range map[string]xjob.Lane{cfg.DispatchFastURL: xjob.LaneFast, cfg.DispatchSlowURL: xjob.LaneSlow} {
 		if url != "" {
 			a.lanes[queueName(url)] = lane
@@ -218,15 +277,30 @@ func New(cfg Config, d Deps) (*App, error) {
 	if err != nil {
 		return fail("admin", err)
 	}
+	// One dispatcher for the dispatch function (lane queues, manual
+	// triggers) and the ring function (its buckets' fast lane).
 	a.dispatcher, err = dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda", AnyTriggerAddress: cfg.AnyTriggerAddress,
-		BatchConcurrency: dispatchConcurrency}, dispatch.Deps{
+		BatchConcurrency: dispatchConcurrency, ClaimTTL: d.ClaimTTL}, dispatch.Deps{
 		Store: counted, Executors: exec, Router: route.New(route.Options{Clock: d.Clock, Prober: exec}),
 		Addresses: a.registry, Completer: a.callback, Clock: d.Clock, Logger: d.Logger, Metrics: metrics,
 	})
 	if err != nil {
 		return fail("dispatch", err)
 	}
-	a.ring, err = ring.New(ring.Deps{Jobs: store, Queues: queues, Clock: d.Clock, Logger: d.Logger})
+	// The ring dispatches its buckets' fast lane itself, one batch per
+	// instant, and sends what it cannot finish to the fast queue (the
+	// dispatch function retries it); the slow lane goes to its queue, where
+	// the dispatch function's own concurrency keeps slow jobs apart. Dispatches run on
+	// the invocation's context without its cancellation (LaneSink's nil
+	// Base), so a started chunk is always recorded; RingTimeout leaves room
+	// for it.
+	fastSink, err := dispatch.NewLaneSink(a.dispatcher, dispatch.LaneSinkOptions{Queues: queues, Logger: d.Logger,
+		Calls: map[xjob.Lane]int{xjob.LaneFast: ringFastCalls}, Chunk: ringChunk, Chunks: ringChunks})
+	if err != nil {
+		return fail("ring sink", err)
+	}
+	a.ring, err = ring.New(ring.Deps{Jobs: store, Queues: queues, Clock: d.Clock, Logger: d.Logger,
+		Sink: ring.Split{xjob.LaneFast: fastSink, xjob.LaneSlow: ring.QueueSink{Queues: queues}}})
 	if err != nil {
 		return fail("ring", err)
 	}

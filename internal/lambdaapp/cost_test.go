@@ -63,3 +63,7 @@ func iamActions(u awsemu.Usage, fn string) []string {
 	sort.Strings(acts)
 	return slices.Compact(acts)
 }
+
+// consumeActions are what the templates grant a function on each queue
+// its SQS event source mapping reads (infra's consumeActions).
+var consumeActions = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"}

@@ -7,8 +7,10 @@
 //
 //	scan      EventBridge scheduled event (rate 1 minute) → Scanner.Run until
 //	          ~1.5 s before the invocation deadline, leases released at the end
-//	ring      SQS event (ring queue)       → Ring.Fire per record, concurrently
-//	dispatch  SQS event (fast/slow lanes)  → Dispatcher.Dispatch + Dispose
+//	ring      SQS event (ring queue)       → Ring.Fire per second (the records of one second merged),
+//	          concurrently; the fast lane dispatched in process (dispatch.LaneSink: one batch per
+//	          instant, what it cannot finish sent to the fast queue), the slow lane to its queue
+//	dispatch  SQS event (fast/slow lanes)  → Dispatcher.DispatchMany + Dispose
 //	          or a direct invocation {"jobId","executorParam","addressList"}
 //	callback  API Gateway HTTP API event   → adminapi, /api/callback only
 //	registry  API Gateway HTTP API event   → adminapi (registry, admin API)

@@ -97,41 +97,73 @@ func (a *App) Scan(ctx context.Context, _ events.EventBridgeEvent) error {
 }
 
 // Ring is the ring function's handler: each record is one bucket (shard,
-// second); buckets fire concurrently, each waiting to its occurrences'
-// exact milliseconds. A bucket that could not be handed to dispatch is a
-// batch item failure and comes back after the queue's visibility timeout
-// (dispatch drops the occurrences already sent by their ids).
+// second). The records of one second are fired as one bucket (as the
+// local ring's poller merges them), so an instant's fast-lane fires are
+// one dispatch batch however many messages the scan and the admin spread
+// them over; seconds fire concurrently, each waiting to its occurrences'
+// exact milliseconds. The fast lane is dispatched here, in process
+// (dispatch.LaneSink): a fire it cannot finish now (claim held elsewhere,
+// store error, saturated lane) is sent to the fast queue, where the
+// dispatch function retries it. The slow lane goes to the slow queue.
+//
+// A bucket is acknowledged only once every hand-off of it returned. One
+// that failed is a batch item failure, made visible again after its
+// receive count × ringRetryStep (capped by the queue's visibility
+// timeout); its fires already triggered are dropped as repeats by their
+// occurrence ids when it comes back.
 func (a *App) Ring(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return a.eachRecord(ctx, ev, func(ctx context.Context, r events.SQSMessage) bool {
+	defer a.flushReports(ctx)
+	type second struct {
+		bucket  xjob.RingBucket
+		records []events.SQSMessage
+	}
+	var (
+		seconds []*second
+		bySec   = map[int64]*second{}
+	)
+	for _, r := range ev.Records {
 		var b xjob.RingBucket
 		if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
 			a.log.ErrorContext(ctx, "ring: malformed bucket dropped", "messageId", r.MessageId, "err", err)
-			return true
+			continue
 		}
-		st, err := a.ring.Fire(ctx, b)
-		if err != nil {
-			a.log.WarnContext(ctx, "ring: bucket will be retried", "messageId", r.MessageId,
-				"shard", b.Shard, "second", b.Second, "err", err)
-			return false
+		g := bySec[b.Second]
+		if g == nil {
+			g = &second{bucket: xjob.RingBucket{Shard: b.Shard, Second: b.Second}}
+			bySec[b.Second] = g
+			seconds = append(seconds, g)
 		}
-		a.log.DebugContext(ctx, "ring: bucket fired", "shard", b.Shard, "second", b.Second,
-			"fired", st.Fired, "dropped", st.Dropped, "maxLate", st.MaxLate)
-		return true
-	})
-}
-
-// eachRecord runs handle on every record concurrently and reports the
-// records it returned false for as batch item failures.
-func (a *App) eachRecord(ctx context.Context, ev events.SQSEvent, handle func(context.Context, events.SQSMessage) bool) (events.SQSEventResponse, error) {
-	ok := make([]bool, len(ev.Records))
+		g.bucket.Items = append(g.bucket.Items, b.Items...)
+		g.records = append(g.records, r)
+	}
+	failed := make([]bool, len(seconds))
 	var wg sync.WaitGroup
-	for i, r := range ev.Records {
-		wg.Go(func() { ok[i] = handle(ctx, r) })
+	for i, g := range seconds {
+		wg.Go(func() {
+			st, err := a.ring.Fire(ctx, g.bucket)
+			if err == nil {
+				a.log.DebugContext(ctx, "ring: bucket fired", "second", g.bucket.Second, "messages", len(g.records),
+					"fired", st.Fired, "dropped", st.Dropped, "maxLate", st.MaxLate)
+				return
+			}
+			failed[i] = true
+			a.log.WarnContext(ctx, "ring: bucket will be retried", "second", g.bucket.Second, "messages", len(g.records), "err", err)
+			for _, r := range g.records {
+				receives, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+				after := min(time.Duration(max(receives, 1))*a.ringRetry, 6*RingTimeout)
+				if rerr := a.queues.Ring().Retry(context.WithoutCancel(ctx), r.ReceiptHandle, after); rerr != nil {
+					a.log.WarnContext(ctx, "ring: retry delay not set; the visibility timeout applies", "messageId", r.MessageId, "err", rerr)
+				}
+			}
+		})
 	}
 	wg.Wait()
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-	for i, r := range ev.Records {
-		if !ok[i] {
+	for i, g := range seconds {
+		if !failed[i] {
+			continue
+		}
+		for _, r := range g.records {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
 		}
 	}

@@ -12,7 +12,7 @@
 //	report counters: flushed every second (package report)
 //
 // The ring dispatches a bucket's fires itself, on bounded per-lane worker
-// pools (laneSink), and acknowledges the bucket only once they are
+// pools (dispatch.LaneSink), and acknowledges the bucket only once they are
 // triggered; what cannot be dispatched now (in flight elsewhere, a store
 // error, a saturated lane) goes to the durable lane queue. The ring queue
 // and the lane queues live in the file, so nothing in flight is held only

@@ -30,7 +30,7 @@ import (
 
 // Visibility timeouts of the local queues. The ring holds a bucket while
 // it waits (the scan's ring lead, 500 ms), while its tasks wait for a free
-// dispatch worker (at most spillAfter, 1 s) and while they are dispatched
+// dispatch worker (at most dispatch.DefaultSpillAfter, 1 s) and while they are dispatched
 // (at most the executor client's 3 s + 3 s, plus a few store calls): 10 s
 // covers that, and still brings back the bucket of a killed process
 // quickly. Redelivery while it still fires is harmless (dispatch
@@ -338,7 +338,11 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	// The ring dispatches straight on the lanes' worker pools; the lane
 	// queues take what must wait (retries) and what comes from elsewhere
 	// (child jobs, manual triggers).
-	sink := newLaneSink(laneCtx, disp, db, clk, logger, cfg.FastWorkers, cfg.SlowWorkers)
+	sink, err := dispatch.NewLaneSink(disp, dispatch.LaneSinkOptions{Base: laneCtx, Queues: db, Logger: logger,
+		Calls: map[xjob.Lane]int{xjob.LaneFast: cfg.FastWorkers, xjob.LaneSlow: cfg.SlowWorkers}})
+	if err != nil {
+		return fail(fmt.Errorf("local: lane sink: %w", err))
+	}
 	p.ring, err = ring.New(ring.Deps{Jobs: db, Queues: ringQueues{Queues: db, ring: p.ringGate}, Sink: sink, Clock: clk, Logger: logger})
 	if err != nil {
 		return fail(fmt.Errorf("local: ring: %w", err))

@@ -19,7 +19,8 @@
 // executors reject a log id that is still queued with them.
 //
 // The unit of durable work is a batch (a ring bucket's instant on one
-// lane, an SQS batch on AWS), not a trigger: Load reads the batch's jobs
+// lane, handed over in process by LaneSink: locally, and for the fast lane
+// in the AWS ring function; an SQS batch of a lane queue), not a trigger: Load reads the batch's jobs
 // in one JobGetMany and each group and its addresses once; Batch.Run
 // claims all its occurrences in one LogCreateMany, calls the executors
 // concurrently, records every reply in one LogTriggeredMany and adds the

@@ -9,10 +9,15 @@
 //	                                                     ▼
 //	                                                  dropped
 //
-// The hand-off is a Sink. On AWS it is QueueSink, the dispatch lane
-// queues; local mode hands the tasks straight to in-process dispatch
-// workers. Each instant's hand-off runs while the ring waits for the next
-// instant, so a slow hand-off never makes a later occurrence late.
+// The hand-off is a Sink. Local mode hands both lanes straight to
+// in-process dispatch workers (dispatch.LaneSink). The AWS ring function
+// does the same for the fast lane, so a bucket's instant is one dispatch
+// batch, and sends the slow lane to its queue (QueueSink), consumed by the
+// dispatch function (Split); in both, what cannot be dispatched at once
+// (in flight elsewhere, a store error, a saturated lane) goes to the
+// lane's durable queue. Each instant's hand-off runs while the ring waits
+// for the next instant, so a slow hand-off never makes a later occurrence
+// late.
 //
 // A bucket is acknowledged only after every hand-off of it has returned
 // (tasks queued, or dispatched, as the sink defines it); if the process
@@ -63,6 +68,24 @@ func (s QueueSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dis
 }
 
 var _ Sink = QueueSink{}
+
+// Split hands each lane's tasks to that lane's own Sink: the AWS ring
+// function dispatches the fast lane in process (dispatch.LaneSink) and
+// sends the slow lane to its queue (QueueSink), where the dispatch
+// function consumes it with its own concurrency. A lane without a Sink is
+// an error, so the bucket comes back rather than losing its fires.
+type Split map[xjob.Lane]Sink
+
+// Deliver passes tasks to lane's Sink.
+func (s Split) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
+	sink, ok := s[lane]
+	if !ok || sink == nil {
+		return fmt.Errorf("ring: no sink for lane %s", lane)
+	}
+	return sink.Deliver(ctx, lane, tasks)
+}
+
+var _ Sink = Split{}
 
 // Deps are the ports the ring uses.
 type Deps struct {

@@ -333,3 +333,54 @@ func TestFireSendsSlowJobsToSlowLane(t *testing.T) {
 		t.Fatalf("fast lane got %d tasks, want 0", n)
 	}
 }
+
+// Split hands each lane to its own sink (the AWS ring function: the fast
+// lane in process, the slow lane to its queue), and a lane without a sink
+// fails the bucket instead of losing its fires.
+func TestSplitRoutesEachLane(t *testing.T) {
+	t.Parallel()
+	db, clk, _ := setup(t)
+	ctx := context.Background()
+	fastSink := newChanSink(false)
+	r, err := ring.New(ring.Deps{Jobs: db, Queues: db, Clock: clk, Logger: slog.New(slog.DiscardHandler),
+		Sink: ring.Split{xjob.LaneFast: fastSink, xjob.LaneSlow: ring.QueueSink{Queues: db}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, slow := addJob(t, db), addJob(t, db)
+	minute := t0.UnixMilli() / 60000
+	for range xjob.SlowLaneCount + 1 {
+		if err := db.JobRecordSlow(ctx, slow.ID, minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := t0.Add(time.Second).UnixMilli()
+	clk.Set(time.UnixMilli(at))
+	bucket := xjob.RingBucket{Second: at / 1000, Items: []xjob.RingItem{
+		{JobID: fast.ID, FireTime: at, Revision: fast.Revision},
+		{JobID: slow.ID, FireTime: at, Revision: slow.Revision},
+	}}
+	st, err := r.Fire(ctx, bucket)
+	if err != nil || st.Fired != 2 {
+		t.Fatalf("Fire = %+v, %v; want 2 fired", st, err)
+	}
+	if d := fastSink.next(t); d.lane != xjob.LaneFast || len(d.tasks) != 1 || d.tasks[0].Occurrence.JobID != fast.ID {
+		t.Fatalf("fast sink got %+v, want the fast job", d)
+	}
+	fastSink.none(t)
+	if got := tasks(t, db, xjob.LaneSlow); len(got) != 1 || got[0].Occurrence.JobID != slow.ID {
+		t.Fatalf("slow queue got %+v, want the slow job", got)
+	}
+	if got := tasks(t, db, xjob.LaneFast); len(got) != 0 {
+		t.Fatalf("fast queue got %+v, want nothing (the fast lane went to its sink)", got)
+	}
+
+	onlyFast, err := ring.New(ring.Deps{Jobs: db, Queues: db, Clock: clk, Logger: slog.New(slog.DiscardHandler),
+		Sink: ring.Split{xjob.LaneFast: fastSink}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := onlyFast.Fire(ctx, bucket); err == nil || st.Fired != 1 {
+		t.Fatalf("Fire without a slow sink = %+v, %v; want the fast one fired and an error", st, err)
+	}
+}

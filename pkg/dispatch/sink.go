@@ -1,0 +1,225 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/driver"
+)
+
+// Defaults of LaneSinkOptions.
+//
+// DefaultSpillAfter is how long a ring hand-off waits for its lane to take
+// the next chunk before it sends the rest of its tasks to the durable lane
+// queue: a saturated lane must not hold ring buckets past their
+// visibility. DefaultSpillBudget bounds the starting of a whole hand-off
+// the same way.
+//
+// DefaultSinkChunk is how many tasks one chunk of a hand-off carries: one
+// claim (LogCreateMany) and one record (LogTriggeredMany) per chunk. Large
+// enough that a 10,000-fire second is a few dozen write batches, small
+// enough that the first executor calls start within milliseconds.
+// DefaultSinkChunks is how many chunks of one lane may be in flight at
+// once (claimed, not yet recorded), so the claim of one overlaps the
+// executor calls of another.
+const (
+	DefaultSpillAfter  = time.Second
+	DefaultSpillBudget = 10 * time.Second
+	DefaultSinkChunk   = 256
+	DefaultSinkChunks  = 4
+)
+
+// LaneSinkOptions configure a LaneSink. Zero values take the defaults.
+type LaneSinkOptions struct {
+	// Base is the context dispatches run on. Local mode passes the lanes'
+	// context, which its shutdown cancels after the ring's, so stopping
+	// the ring does not cut a dispatch short. Nil runs each Deliver's
+	// dispatches on that Deliver's context without its cancellation: a
+	// chunk once started is always claimed, called and recorded (cutting
+	// it between the executor call and the record would leave a claim
+	// whose take-over could run the executor twice), so the caller's
+	// deadline must leave room for one chunk (see the ring function's
+	// timeout in internal/lambdaapp).
+	Base context.Context
+	// Queues are the durable lane queues that take what cannot be
+	// dispatched now (required).
+	Queues driver.Queues
+	// Calls bounds the executor calls in flight per lane (the lane's
+	// worker pool: --fast-workers / --slow-workers locally). A lane
+	// missing from the map is not served: Deliver refuses its tasks.
+	Calls map[xjob.Lane]int
+	// SpillAfter, SpillBudget, Chunk and Chunks: see the Default*
+	// constants.
+	SpillAfter  time.Duration
+	SpillBudget time.Duration
+	Chunk       int
+	Chunks      int
+	Logger      *slog.Logger
+}
+
+// LaneSink is the ring's in-process hand-off (a ring.Sink): each lane
+// runs the ring's tasks directly, in chunks, which saves the three queue
+// writes per trigger (send, receive, delete) of a round trip through the
+// lane queue and makes a chunk, not a trigger, the unit of durable work.
+// Local mode uses it for both lanes; the AWS ring function for the fast
+// lane (the slow lane keeps its queue and its own concurrency there).
+//
+//	ring ──Deliver(lane, tasks)──▶ Load (shared reads) ──▶ chunk slot free? ──yes──▶ Batch.Run(chunk):
+//	                                                       │no, for SpillAfter         claim all, call executors
+//	                                                       ▼                           (lane's call slots), record all
+//	                                       durable lane queue ◀──────────────────── ErrInFlight, store error
+//	                                       (the lane consumers: retries, child and manual tasks)   (after Dispose's delay)
+//
+// The tasks of one Deliver are one batch (Dispatcher.Load): their jobs,
+// groups and executor addresses are read once for all of them. Executor
+// calls of every chunk of a lane share the lane's call slots.
+//
+// Deliver returns once every task is dispatched or durably queued, so the
+// ring acknowledges a bucket only after its fires were triggered. A crash
+// before that brings the bucket back and dispatch drops the repeats by
+// occurrence id (and takes over the claims of the dead process once they
+// expire): no fire is lost, none runs twice.
+type LaneSink struct {
+	disp   *Dispatcher
+	base   context.Context
+	queues driver.Queues
+	log    *slog.Logger
+	lanes  map[xjob.Lane]*sinkLane
+	spill  time.Duration
+	budget time.Duration
+	chunk  int
+}
+
+// sinkLane is one lane's capacity: chunks in flight and executor calls.
+type sinkLane struct {
+	chunks chan struct{}
+	calls  chan struct{}
+}
+
+// NewLaneSink builds a LaneSink dispatching with d.
+func NewLaneSink(d *Dispatcher, o LaneSinkOptions) (*LaneSink, error) {
+	if d == nil || o.Queues == nil || len(o.Calls) == 0 {
+		return nil, errors.New("dispatch: lane sink needs a Dispatcher, Queues and at least one lane in Calls")
+	}
+	if o.SpillAfter <= 0 {
+		o.SpillAfter = DefaultSpillAfter
+	}
+	if o.SpillBudget <= 0 {
+		o.SpillBudget = DefaultSpillBudget
+	}
+	if o.Chunk <= 0 {
+		o.Chunk = DefaultSinkChunk
+	}
+	if o.Chunks <= 0 {
+		o.Chunks = DefaultSinkChunks
+	}
+	if o.Logger == nil {
+		o.Logger = d.d.Logger
+	}
+	s := &LaneSink{disp: d, base: o.Base, queues: o.Queues, log: o.Logger, spill: o.SpillAfter, budget: o.SpillBudget,
+		chunk: o.Chunk, lanes: map[xjob.Lane]*sinkLane{}}
+	for lane, calls := range o.Calls {
+		s.lanes[lane] = &sinkLane{chunks: make(chan struct{}, o.Chunks), calls: make(chan struct{}, max(calls, 1))}
+	}
+	return s, nil
+}
+
+// Deliver dispatches tasks as one batch on lane, chunk by chunk, and waits
+// for them. Tasks of chunks it could not start in time (no chunk finished
+// for the spill time, or the hand-off's budget spent), and tasks whose
+// dispatch must be retried (Dispose: in flight elsewhere, store errors),
+// go to the durable lane queue, visible after their retry delay; an error
+// means that send failed (or ctx ended before every task was started), and
+// the ring delivers the bucket again.
+func (s *LaneSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
+	l, ok := s.lanes[lane]
+	if !ok {
+		return fmt.Errorf("lane sink: lane %q is not served in process", lane)
+	}
+	base := s.base
+	if base == nil {
+		base = context.WithoutCancel(ctx)
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		back []driver.Outgoing[xjob.DispatchTask]
+	)
+	clk := s.disp.d.Clock
+	requeue := func(t xjob.DispatchTask, after time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		back = append(back, driver.Outgoing[xjob.DispatchTask]{Msg: t, VisibleAt: clk.Now().Add(after).UnixMilli()})
+	}
+	batch := s.disp.Load(base, tasks)
+	spill := time.NewTimer(s.spill)
+	defer spill.Stop()
+	budget := time.NewTimer(s.budget)
+	defer budget.Stop()
+	spilling := false
+	for start := 0; start < len(tasks); {
+		end := min(start+s.chunk, len(tasks))
+		if !spilling {
+			select {
+			case l.chunks <- struct{}{}:
+				idx := make([]int, 0, end-start)
+				for i := start; i < end; i++ {
+					idx = append(idx, i)
+				}
+				wg.Go(func() {
+					defer func() { <-l.chunks }()
+					outs, errs := batch.Run(base, idx, l.calls)
+					for k, i := range idx {
+						s.settle(tasks[i], outs[k], errs[k], requeue)
+					}
+				})
+				spill.Reset(s.spill)
+				start = end
+				continue
+			case <-spill.C:
+				spilling = true
+			case <-budget.C:
+				spilling = true
+			case <-ctx.Done():
+				wg.Wait()
+				return fmt.Errorf("lane sink %s: %d of %d tasks not started: %w", lane, len(tasks)-start, len(tasks), ctx.Err())
+			}
+			s.log.WarnContext(ctx, "dispatch lane saturated; queueing", "lane", lane, "tasks", len(tasks)-start)
+		}
+		for i := start; i < end; i++ {
+			requeue(tasks[i], 0)
+		}
+		start = end
+	}
+	wg.Wait()
+	if len(back) == 0 {
+		return nil
+	}
+	if err := s.queues.Dispatch(lane).Send(context.WithoutCancel(ctx), back); err != nil {
+		return fmt.Errorf("lane sink %s: queue %d tasks: %w", lane, len(back), err)
+	}
+	return nil
+}
+
+// settle hands a dispatched task to requeue when Dispose says to try
+// again later; malformed tasks and tasks that no longer apply end here.
+func (s *LaneSink) settle(t xjob.DispatchTask, out Outcome, err error, requeue func(xjob.DispatchTask, time.Duration)) {
+	if err == nil {
+		if out.Dropped {
+			s.log.Debug("dispatch dropped", "job", t.Occurrence.JobID, "reason", out.Reason)
+		}
+		return
+	}
+	d := s.disp.Dispose(err, 1)
+	if d.Ack {
+		s.log.Warn("dispatch: task dropped", "job", t.Occurrence.JobID, "err", err)
+		return
+	}
+	s.log.Warn("dispatch: task queued for retry", "job", t.Occurrence.JobID, "retryAfter", d.RetryAfter, "err", err)
+	requeue(t, d.RetryAfter)
+}
