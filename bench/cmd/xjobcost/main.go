@@ -45,6 +45,7 @@ func run() int {
 	idleWindow := fs.Duration("idle-window", 30*time.Second, "measured window of the idle runs")
 	shards := fs.Int("shards", 4, "scan shards")
 	root := fs.String("root", ".", "module root")
+	only := fs.String("only", "", "run only these workloads (comma-separated: W1,W2,W3,idle); the last line then prints only theirs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
@@ -92,8 +93,14 @@ func run() int {
 	}
 	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64, DynamoDB storage for %d days\n",
 		*shards, *window, awsemu.MemoryMB, 30)
+	want := func(name string) bool {
+		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
+	}
 	totals := map[string]float64{}
 	for _, wl := range workloads {
+		if !want(wl.w.Name) {
+			continue
+		}
 		var samples [2]*harness.CostSample
 		for i, n := range wl.jobs {
 			s, err := harness.CostRun(ctx, env, wl.w, n, *window)
@@ -123,7 +130,11 @@ func run() int {
 	}
 	idle := harness.Workload{Name: "idle", Cron: func(i int) string { return fmt.Sprintf("%d * * * * ?", i%60) }, PerJobPerSecond: 1.0 / 60}
 	var idleMonth float64
-	for _, n := range []int{0, 100} {
+	idleRuns := []int{0, 100}
+	if !want("idle") {
+		idleRuns = nil
+	}
+	for _, n := range idleRuns {
 		s, err := harness.CostRun(ctx, env, idle, n, *idleWindow)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "xjobcost:", err)
@@ -140,6 +151,19 @@ func run() int {
 		if n == 0 {
 			idleMonth = m
 		}
+	}
+	if *only != "" {
+		var parts []string
+		for _, name := range []string{"W1", "W2", "W3"} {
+			if v, ok := totals[name]; ok {
+				parts = append(parts, fmt.Sprintf("%s $%.2f/M", name, v))
+			}
+		}
+		if want("idle") {
+			parts = append(parts, fmt.Sprintf("idle $%.2f/month", idleMonth))
+		}
+		fmt.Printf("cost (only %s): %s\n", *only, strings.Join(parts, ", "))
+		return 0
 	}
 	fmt.Printf("cost: W1 $%.2f/M, W2 $%.2f/M, W3 $%.2f/M, idle $%.2f/month\n", totals["W1"], totals["W2"], totals["W3"], idleMonth)
 	return 0
