@@ -134,30 +134,39 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 
 // planEnd is the end of the window a due job's fires are planned to at
 // now: now + PreRead, or with a longer Advance the last point at or before
-// now + Advance of the job's own grid, points span = Advance − PreRead
-// apart and offset by a hash of the job id. The window still covers
-// now + PreRead (a grid point lies in every span), and the job, due again
-// when its next fire comes within PreRead of a tick, is then planned to
-// its next grid point: each job is advanced once per span, and jobs that
+// now + Advance of the job's group's grid, points span = Advance − PreRead
+// apart and offset by the group's phase (planPhase). The window still
+// covers now + PreRead (a grid point lies in every span), and the job, due
+// again when its next fire comes within PreRead of a tick, is then planned
+// to its next grid point: each job is advanced once per span, and jobs that
 // were started together (a bulk start, a restart) are advanced at ticks
-// spread evenly over the span instead of all in the same tick, every span.
-// The grid depends on the job and now alone, so racing scanners plan alike.
+// spread over the span instead of all in the same tick, every span. The
+// grid depends on the job and now alone, so racing scanners plan alike.
 func planEnd(jobID, now int64, p Policy) int64 {
 	if p.Advance <= p.PreRead {
 		return now + p.PreRead.Milliseconds()
 	}
 	span := (p.Advance - p.PreRead).Milliseconds()
 	end := now + p.Advance.Milliseconds()
-	phase := int64(splitmix64(uint64(jobID)) % uint64(span))
+	phase := planPhase(jobID, span)
 	return end - ((end+phase)%span+span)%span
 }
 
-// splitmix64 scrambles a job id into a well-spread phase.
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return x ^ x>>31
+// planGroups is how many grids the jobs are spread over: jobs whose ids
+// are equal mod planGroups share one. It is 16 because DynamoDB keeps a
+// second's trigger logs in 16 pages by job id mod 16 (package
+// dynamostore): jobs of one page are planned by the same tick, so a
+// page's fires of one second reach the ring in one message and are
+// claimed and recorded with one page write each, instead of one per tick
+// that planned some of them (with a phase per job, up to span/tick ticks).
+// 16 groups still spread a bulk start over 16 ticks of the span.
+const planGroups = 16
+
+// planPhase is the offset of a job's grid within span (ms): its group's
+// share of the span, so the groups' grids are evenly spaced.
+func planPhase(jobID, span int64) int64 {
+	g := (jobID%planGroups + planGroups) % planGroups
+	return g * span / planGroups
 }
 
 // nextTime is sched's next time after t (Unix ms); 0 and false when none.

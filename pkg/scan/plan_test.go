@@ -167,17 +167,17 @@ func equalPlan(a, b Plan) bool {
 // (ms) is phase.
 func idWithPhase(span, phase int64) int64 {
 	for id := int64(1); ; id++ {
-		if int64(splitmix64(uint64(id))%uint64(span)) == phase {
+		if planPhase(id, span) == phase {
 			return id
 		}
 	}
 }
 
-// TestPlanEndGrid: with Advance > PreRead, a job's window ends on its own
-// grid within (now+PreRead, now+Advance]; planned again at the tick its
-// next fire comes within PreRead, it reaches exactly one span further; and
-// the jobs of a bulk start come due again spread over the span, not in
-// one tick.
+// TestPlanEndGrid: with Advance > PreRead, a job's window ends on its
+// group's grid within (now+PreRead, now+Advance]; planned again at the
+// tick its next fire comes within PreRead, it reaches exactly one span
+// further; the jobs of a bulk start come due again spread over the span,
+// a group per tick, not all in one; and the jobs of one group share it.
 func TestPlanEndGrid(t *testing.T) {
 	t.Parallel()
 	for _, pol := range []Policy{
@@ -207,11 +207,20 @@ func TestPlanEndGrid(t *testing.T) {
 		if a == p {
 			continue
 		}
-		// 3,000 jobs over span seconds: no tick takes more than 3× its share.
-		share := 3000 / int((a-p)/1000)
+		// 3,000 jobs in 16 groups: a group is due at one tick, the groups
+		// at ticks spread over the span (several a second only when the
+		// span is shorter than 16 s).
+		perGroup := 3000/planGroups + 1
+		maxGroups := max(1, (planGroups*1000+int(a-p)-1)/int(a-p)+1)
 		for sec, n := range dueAt {
-			if n > 3*share+3 {
-				t.Errorf("%v: %d of 3000 jobs due again at second %d, want about %d", pol, n, sec, share)
+			if n > maxGroups*perGroup {
+				t.Errorf("%v: %d of 3000 jobs due again at second %d, want at most %d groups' (%d)", pol, n, sec, maxGroups, maxGroups*perGroup)
+			}
+		}
+		// Jobs of one group (one DynamoDB log page) share their window.
+		for id := int64(1); id <= 64; id++ {
+			if planEnd(id, now, pol) != planEnd(id+planGroups, now, pol) {
+				t.Errorf("%v: jobs %d and %d plan to different ends", pol, id, id+planGroups)
 			}
 		}
 	}
