@@ -65,9 +65,9 @@
 // to a log reads its page (strongly consistent), changes the logs in
 // memory and writes the page back conditional on the version it read;
 // when another writer got there first it reads and applies again
-// (mutatePage). A ring bucket's fires (one scan shard, one second: the
-// shard is the job id mod the shard count, so with 16 shards or a divisor
-// of 16 a bucket owns its pages) are claimed with one write per page,
+// (mutatePage). A ring bucket's fires (one scan shard, one second: ShardOf
+// is one hash mod the shard count, so with 16 shards or a divisor of 16 a
+// bucket owns its pages) are claimed with one write per page,
 // its executors' replies recorded with one more, a callback request's
 // results with one per page they fall in. A write costs ⌈page size/1 KB⌉:
 // at ~60 bytes a compressed log, a 250-log page is ~15 write units for
@@ -80,13 +80,13 @@
 //
 // Ids. A log id names its page and its place in it (logid.go):
 //
-//	id = fire second since 2020 (31 bits) << 22 | k (18 bits) << 4 | job id mod 16
+//	id = fire second since 2020 (31 bits) << 22 | k (18 bits) << 4 | ShardOf(job, 16)
 //
 // below 2^53 until 2088, so JavaScript/JSON readers keep it exact. The page
 // depends only on the occurrence id and its job, which every delivery of an
 // occurrence shares: every delivery reads the same page and finds the
 // occurrence's log in it by occurrence id, whatever k it got. A scheduled
-// occurrence prefers k = job id / 16 (+ a multiple of its broadcast shard),
+// occurrence prefers k = job id mod 2^18 (+ a multiple of its broadcast shard),
 // distinct for distinct jobs of a page; others (manual, API, retry,
 // parent) take second and k from a hash of the occurrence id, with the
 // second's top bit set: a page no schedule uses (fire seconds stay below
@@ -113,8 +113,8 @@
 // callback thread does, pays a share), and pages read strongly consistent
 // cost one read unit per 4 KB before each change.
 //
-// Index. Each page carries its time index keys: part = page mod 16 (the
-// job id mod 16) and tkey = SortKey(latest trigger time in the page, page),
+// Index. Each page carries its time index keys: part = page mod 16 (its
+// jobs' shard among 16) and tkey = SortKey(latest trigger time in the page, page),
 // with the earliest trigger time and the page's job and group ids
 // projected. A page's entry is written when the page is created and again
 // only when those change (a late log, a take-over): not per trigger. The

@@ -66,7 +66,7 @@ const (
 	// IndexJobsByGroup lists one group's jobs in id order (keys only).
 	IndexJobsByGroup = "byGroup"
 	// IndexLogsByTime lists log pages by their latest trigger time, in
-	// 16 partitions (job id mod 16).
+	// 16 partitions (the jobs' shard among 16).
 	IndexLogsByTime = "byTime"
 )
 
@@ -78,7 +78,7 @@ const (
 	AttrDueKey      = "dueKey"      // S: jobs due index sort key, SortKey(nextTriggerTime, id)
 	AttrGroupID     = "groupId"     // N: jobs byGroup partition key
 	AttrTimeKey     = "tkey"        // S: log pages' byTime sort key, SortKey(latest trigger time, page)
-	AttrTimePart    = "part"        // N: log pages' byTime partition key, page mod 16
+	AttrTimePart    = "part"        // N: log pages' byTime partition key, the jobs' shard among 16
 	AttrRegistryKey = "registryKey" // S: registry partition key (appname)
 	AttrMember      = "member"      // S: registry sort key, group + "#" + address
 	AttrName        = "name"        // S: leases and counters partition key

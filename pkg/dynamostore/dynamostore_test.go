@@ -2,6 +2,7 @@ package dynamostore_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -189,13 +190,17 @@ func TestLogPageWideSpan(t *testing.T) {
 	db, ctx := setup(t, dynamostore.Options{}), t.Context()
 	const fire = 1_795_000_000_000
 	late := int64(fire + 10*60_000)
-	// Jobs 1 and 17 share a page: same fire second, same job id mod 16.
+	// Two jobs of one shard among 16 share a page of the same fire second.
+	other := int64(2)
+	for xjob.ShardOf(other, 16) != xjob.ShardOf(1, 16) {
+		other++
+	}
 	a, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "j1/t1795000000000/s0", JobID: 1, GroupID: 2,
 		TriggerType: xjob.TriggerCron, ScheduledTime: fire, TriggerTime: fire})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "j17/t1795000000000/s0", JobID: 17, GroupID: 2,
+	b, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: fmt.Sprintf("j%d/t1795000000000/s0", other), JobID: other, GroupID: 2,
 		TriggerType: xjob.TriggerCron, ScheduledTime: fire, TriggerTime: late})
 	if err != nil {
 		t.Fatal(err)
@@ -210,12 +215,12 @@ func TestLogPageWideSpan(t *testing.T) {
 	if len(page.Logs) != 1 || page.Logs[0].ID != a.ID {
 		t.Fatalf("list up to fire+1s: %+v, want log %d", page.Logs, a.ID)
 	}
-	page, err = db.LogList(ctx, driver.LogListParams{JobID: 17})
+	page, err = db.LogList(ctx, driver.LogListParams{JobID: other})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(page.Logs) != 1 || page.Logs[0].ID != b.ID {
-		t.Fatalf("list of job 17: %+v, want log %d", page.Logs, b.ID)
+		t.Fatalf("list of job %d: %+v, want log %d", other, page.Logs, b.ID)
 	}
 	n, err := db.LogDeleteBefore(ctx, fire+1000, 100)
 	if err != nil || n != 1 {

@@ -2,6 +2,8 @@ package dynamostore
 
 import (
 	"hash/fnv"
+
+	"github.com/xjobdev/xjob"
 	"strconv"
 	"strings"
 )
@@ -11,10 +13,11 @@ import (
 //	id = second << 22 | k << 4 | part
 //
 // second (31 bits) is the occurrence's fire second since logIDEpoch, part
-// (4 bits) is the job id mod 16 and k (18 bits) tells the logs of one page
-// apart. The page is (second, part): every fire of one scan shard in one
-// second (xjob.ShardOf is the job id mod the shard count, so with 16
-// shards, or any divisor of 16, one ring bucket fills its own pages).
+// (4 bits) is the job's shard among 16 (xjob.ShardOf(job, 16)) and k (18
+// bits) tells the logs of one page apart. The page is (second, part): with
+// 16 scan shards, or any divisor of 16 (ShardOf(job, n) is the same hash
+// mod n), one ring bucket — one scan shard's fires of one second — fills
+// its own pages, and no two buckets write one page.
 // Occurrences without a fire time (manual, API, retry, parent) take second
 // and k from a hash of the occurrence id, with the second's top bit set:
 // their page is one no schedule uses before 2054 (fire seconds stay below
@@ -50,14 +53,14 @@ func logIDHash(occurrenceID string) uint64 {
 // one page below 2^22 jobs), so the logs of one page rarely need the next
 // free k.
 func logPlace(hash func(string) uint64, occurrenceID string, jobID int64) (page, k int64) {
-	part := jobID & (logParts - 1)
+	part := int64(xjob.ShardOf(jobID, logParts))
 	h := hash(occurrenceID)
 	sec := int64(h>>logKBits)&(logHashedSecond-1) | logHashedSecond
 	k = int64(h) & logKMask
 	if ms, shard, ok := parseScheduled(occurrenceID); ok {
 		if s := ms/1000 - logIDEpoch; s > 0 && s < logHashedSecond {
 			sec = s
-			k = (jobID>>logPartBits + shard*40_503) & logKMask
+			k = (jobID + shard*40_503) & logKMask
 		}
 	}
 	return sec<<logPartBits | part, k

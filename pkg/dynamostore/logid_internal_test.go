@@ -30,8 +30,8 @@ func TestLogIDLayout(t *testing.T) {
 			if p2, k2 := logPlace(logIDHash, tt.occ, tt.job); p2 != page || k2 != k {
 				t.Fatalf("placed at %d/%d then %d/%d", page, k, p2, k2)
 			}
-			if got := page & (logParts - 1); got != tt.job%logParts {
-				t.Fatalf("page part %d, want job mod 16 = %d", got, tt.job%logParts)
+			if got := page & (logParts - 1); got != int64(xjob.ShardOf(tt.job, logParts)) {
+				t.Fatalf("page part %d, want the job's shard among 16, %d", got, xjob.ShardOf(tt.job, logParts))
 			}
 			if tt.second >= 0 && page>>logPartBits != tt.second {
 				t.Fatalf("page second %d, want %d", page>>logPartBits, tt.second)
@@ -50,12 +50,16 @@ func TestLogIDLayout(t *testing.T) {
 			}
 		})
 	}
-	// Jobs of one page get distinct preferred ks.
+	// Jobs of one page get distinct preferred ids; with 4 shards, the
+	// pages of one shard's bucket are that shard's alone.
 	seen := map[int64]int64{}
 	for job := int64(0); job < 4096; job++ {
 		page, k := logPlace(logIDHash, xjob.Occurrence{JobID: job, Type: xjob.TriggerCron, FireTime: fire}.ID(0), job)
 		if other, ok := seen[logIDOf(page, k)]; ok {
 			t.Fatalf("jobs %d and %d prefer one id", other, job)
+		}
+		if int(page&(logParts-1))%4 != xjob.ShardOf(job, 4) {
+			t.Fatalf("job %d of shard %d (of 4) lands in part %d", job, xjob.ShardOf(job, 4), page&(logParts-1))
 		}
 		seen[logIDOf(page, k)] = job
 	}

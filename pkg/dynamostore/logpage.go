@@ -22,7 +22,7 @@ import (
 	"github.com/xjobdev/xjob"
 )
 
-// A log page holds every log of one (fire second, job id mod 16): one item
+// A log page holds every log of one (fire second, job's shard among 16): one item
 // whose logs are one compressed JSON attribute. Every log change is a
 // read-modify-write of its page, conditional on the page's version, so a
 // ring bucket's claims, its executors' replies and a callback request's

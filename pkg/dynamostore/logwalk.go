@@ -192,7 +192,7 @@ func logStatusOK(l xjob.Log, st xjob.LogStatus) bool {
 const readBatch = 50
 
 // LogList pages logs newest first. It walks the time index (one partition
-// for a job's logs: they share job id mod 16) down from the upper bound
+// for a job's logs: they share the job's shard among 16) down from the upper bound
 // plus the widest page span, reads the pages whose job, group and time
 // range can match, and emits a log once no unread page can hold a newer
 // one (every unread page's latest trigger time is below it).
@@ -224,7 +224,7 @@ func (db *DB) LogList(ctx context.Context, p driver.LogListParams) (driver.LogPa
 	}
 	parts := allLogParts()
 	if p.JobID != 0 {
-		parts = []int64{p.JobID & (logParts - 1)}
+		parts = []int64{int64(xjob.ShardOf(p.JobID, logParts))}
 	}
 	keep := func(l xjob.Log) bool {
 		return (p.JobID == 0 || l.JobID == p.JobID) && (p.GroupID == 0 || l.GroupID == p.GroupID) &&

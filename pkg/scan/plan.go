@@ -152,10 +152,11 @@ func planEnd(jobID, now int64, p Policy) int64 {
 	return end - ((end+phase)%span+span)%span
 }
 
-// planGroups is how many grids the jobs are spread over: jobs whose ids
-// are equal mod planGroups share one. It is 16 because DynamoDB keeps a
-// second's trigger logs in 16 pages by job id mod 16 (package
-// dynamostore): jobs of one page are planned by the same tick, so a
+// planGroups is how many grids the jobs are spread over: the jobs of one
+// shard among planGroups (xjob.ShardOf) share one. It is 16 because
+// DynamoDB keeps a second's trigger logs in 16 pages by the same shard
+// among 16 (package dynamostore): jobs of one page are planned by the
+// same tick, so a
 // page's fires of one second reach the ring in one message and are
 // claimed and recorded with one page write each, instead of one per tick
 // that planned some of them (with a phase per job, up to span/tick ticks).
@@ -165,8 +166,7 @@ const planGroups = 16
 // planPhase is the offset of a job's grid within span (ms): its group's
 // share of the span, so the groups' grids are evenly spaced.
 func planPhase(jobID, span int64) int64 {
-	g := (jobID%planGroups + planGroups) % planGroups
-	return g * span / planGroups
+	return int64(xjob.ShardOf(jobID, planGroups)) * span / planGroups
 }
 
 // nextTime is sched's next time after t (Unix ms); 0 and false when none.

@@ -47,7 +47,7 @@ type Config struct {
 	// and pushed (default PreRead, xxl-job's rule). A longer advance moves
 	// the job's next fire time past it, so an every-second job is read and
 	// advanced about once per Advance−PreRead instead of on every tick
-	// (jobs on 16 grids by job id mod 16, so jobs started together do not
+	// (jobs on 16 grids by their shard among 16, so jobs started together do not
 	// all come due in the same tick again, and the fires of one DynamoDB
 	// log page are planned together: see planEnd):
 	// xjob local uses 2×PreRead. Edits stay correct because every stop or
