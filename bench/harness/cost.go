@@ -76,12 +76,12 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	lead := warmup
 	if w.FullJobs > 0 && w.PerJobPerSecond < 1 {
 		// The admin's bulk start pushed each job's fires within the scan
-		// horizon (150 s) and left it due at its next fire after that:
-		// for jobs that fire once a minute, at some point of the minute
-		// after. A scan 61 s after the start finds every job due that
-		// no scan has planned yet, so the window opens on jobs that have
-		// all been planned once, as in the steady state.
-		lead = 61 * time.Second
+		// horizon (150 s), one push per bulk request of 1,000 jobs, so a
+		// second of those fires arrives in as many ring messages as there
+		// were requests: the start's transient, not the steady state. The
+		// window opens after it, on fires the scan planned (a scan finds
+		// every job due once its pushed fires are behind it).
+		lead = 151 * time.Second
 	}
 	from := time.Now().Add(lead).Truncate(time.Second).Add(time.Second)
 	win := Interval{From: from.UnixMilli(), To: from.Add(window).UnixMilli()}

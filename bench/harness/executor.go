@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,29 +172,50 @@ func (e *Executor) callbacks() {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	batch := make([]protocol.HandleCallbackParam, 0, 1000)
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
+	// send posts one request, retrying for 60 s while the admin does not
+	// take it.
+	send := func(batch []protocol.HandleCallbackParam) {
 		body, _ := json.Marshal(batch)
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			if err := e.post(client, body); err == nil {
 				e.cbSent.Add(int64(len(batch)))
-				break
+				return
 			}
 			if time.Now().After(deadline) {
 				e.cbFailed.Add(int64(len(batch)))
-				break
+				return
 			}
 			select {
 			case <-e.stop:
 				e.cbFailed.Add(int64(len(batch)))
-				batch = batch[:0]
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
+	}
+	// With a small batch limit (an executor that sends a result as soon
+	// as it has it, W3) requests go out concurrently, as such executors'
+	// job threads each send their own: one sender could not post a
+	// thousand a second and would push the requests past the window.
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	senders := make(chan struct{}, 64)
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		if limit := int(e.cbBatch.Load()); limit > 0 && limit < 10 {
+			b := slices.Clone(batch)
+			batch = batch[:0]
+			senders <- struct{}{}
+			inflight.Go(func() {
+				defer func() { <-senders }()
+				send(b)
+			})
+			return
+		}
+		send(batch)
 		batch = batch[:0]
 	}
 	for {

@@ -269,8 +269,10 @@ func (db *DB) readPage(ctx context.Context, id int64) (*logPage, error) {
 }
 
 // pageAttempts bounds the read-modify-write rounds of one page change;
-// each lost round means another writer changed the page in between.
-const pageAttempts = 50
+// each lost round means another writer changed the page in between. With
+// the backoff below (full jitter, doubling from 4 ms to 128 ms) they
+// outlast a burst of dozens of writers on one page, ~5 s in all.
+const pageAttempts = 60
 
 // mutatePage applies change to the page's current logs and writes the
 // page back, conditional on its version; when another writer got there
@@ -296,8 +298,8 @@ func (db *DB) mutatePage(ctx context.Context, id int64, change func(p *logPage) 
 		if attempt+1 >= pageAttempts {
 			return fmt.Errorf("log page %d: changed by another writer %d times in a row", id, pageAttempts)
 		}
-		// Back off a little, with jitter, so racing writers spread out.
-		d := time.Duration(1+rand.IntN(4<<min(attempt, 4))) * time.Millisecond
+		// Back off with full jitter, so racing writers spread out.
+		d := time.Duration(1+rand.IntN(4<<min(attempt, 5))) * time.Millisecond
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():

@@ -39,8 +39,9 @@ func main() { os.Exit(run()) }
 
 func run() int {
 	fs := flag.NewFlagSet("xjobcost", flag.ContinueOnError)
-	w1 := fs.String("w1-jobs", "20,40", "the two reduced job counts of W1 and W3 (each job every second)")
-	w2 := fs.String("w2-jobs", "1200,2400", "the two reduced job counts of W2 (each job every minute)")
+	w1 := fs.String("w1-jobs", "500,1000", "the two job counts of W1 (each job every second; 1000 is the full workload)")
+	w2 := fs.String("w2-jobs", "6000,12000", "the two reduced job counts of W2 (each job every minute)")
+	w3 := fs.String("w3-jobs", "250,500", "the two reduced job counts of W3 (each job every second, one result per callback request)")
 	window := fs.Duration("window", 20*time.Second, "measured window of each run")
 	idleWindow := fs.Duration("idle-window", 30*time.Second, "measured window of the idle runs")
 	shards := fs.Int("shards", 4, "scan shards")
@@ -81,6 +82,11 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "xjobcost: -w2-jobs:", err)
 		return 2
 	}
+	n3, err := pair(*w3)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "xjobcost: -w3-jobs:", err)
+		return 2
+	}
 	everySecond := func(int) string { return "* * * * * ?" }
 	spread := func(i int) string { return fmt.Sprintf("%d * * * * ?", i%60) }
 	workloads := []struct {
@@ -89,7 +95,7 @@ func run() int {
 	}{
 		{harness.Workload{Name: "W1", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000}, n1},
 		{harness.Workload{Name: "W2", Cron: spread, PerJobPerSecond: 1.0 / 60, FullJobs: 60000, MinuteSecond: func(i int) int { return i % 60 }}, n2},
-		{harness.Workload{Name: "W3", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, CallbackBatch: 1}, n1},
+		{harness.Workload{Name: "W3", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, CallbackBatch: 1}, n3},
 	}
 	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64, DynamoDB storage for %d days\n",
 		*shards, *window, awsemu.MemoryMB, 30)
