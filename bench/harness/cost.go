@@ -26,6 +26,10 @@ type Workload struct {
 	// the second of the minute job i fires at; the outcome (lost,
 	// duplicates, lateness) is then matched per job against those fires.
 	MinuteSecond func(i int) int
+	// Lead, when set, is how long after the jobs' start the window opens
+	// (default: a warm-up, or past the bulk start's pushed fires for
+	// once-a-minute workloads).
+	Lead time.Duration
 	// CallbackBatch is the executor's callback batch limit (0: 1000, as
 	// xxl-job's callback thread drains its queue; 1: one result per request).
 	CallbackBatch int
@@ -74,7 +78,9 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	env.logf("%s: %d jobs created in %s", w.Name, jobs, time.Since(t).Round(time.Millisecond))
 	created := d.Meter().Snapshot()
 	lead := warmup
-	if w.FullJobs > 0 && w.PerJobPerSecond < 1 {
+	if w.Lead > 0 {
+		lead = w.Lead
+	} else if w.FullJobs > 0 && w.PerJobPerSecond < 1 {
 		// The admin's bulk start pushed each job's fires within the scan
 		// horizon (150 s), one push per bulk request of 1,000 jobs, so a
 		// second of those fires arrives in as many ring messages as there
