@@ -166,6 +166,81 @@ func exerciseLogBatches(t *testing.T, newStore func(t *testing.T) driver.LogStor
 		}
 	})
 
+	t.Run("BucketOfOneSecond", func(t *testing.T) {
+		t.Parallel()
+		// A busy second: 300 jobs' fires of one scheduled second (a ring
+		// bucket), claimed, recorded and finished in batches, then
+		// delivered again.
+		s, ctx := newStore(t), t.Context()
+		const fire = t0 + 7_000
+		batch := make([]xjob.Log, 300)
+		for i := range batch {
+			job := int64(1000 + i)
+			batch[i] = sampleLog(fmt.Sprintf("j%d/t%d/s0", job, fire), job, 2, fire+int64(i%40))
+		}
+		res, err := s.LogCreateMany(ctx, batch)
+		requireNoErr(t, err, "create bucket")
+		ids := make([]int64, len(res))
+		seen := map[int64]bool{}
+		for i, r := range res {
+			if r.Outcome != driver.ClaimCreated || seen[r.Log.ID] {
+				t.Fatalf("fire %d: %+v (id seen before: %v)", i, r, seen[r.Log.ID])
+			}
+			seen[r.Log.ID], ids[i] = true, r.Log.ID
+		}
+		replies := make([]driver.LogTriggeredParams, len(ids))
+		results := make([]driver.LogFinishParams, 0, len(ids))
+		for i, id := range ids {
+			replies[i] = driver.LogTriggeredParams{ID: id, ExecutorAddress: "http://a:1", TriggerCode: xjob.CodeSuccess, TriggerMsg: "ok"}
+			if i%2 == 0 {
+				results = append(results, driver.LogFinishParams{ID: id, HandleTime: fire + 100, HandleCode: xjob.CodeSuccess, HandleMsg: fmt.Sprint(i)})
+			}
+		}
+		errs, err := s.LogTriggeredMany(ctx, replies)
+		requireNoErr(t, err, "record bucket")
+		for i, e := range errs {
+			requireNoErr(t, e, fmt.Sprintf("reply %d", i))
+		}
+		fin, err := s.LogFinishMany(ctx, results)
+		requireNoErr(t, err, "finish half")
+		for i, f := range fin {
+			requireNoErr(t, f.Err, fmt.Sprintf("result %d", i))
+		}
+		got, err := s.LogGetMany(ctx, ids)
+		requireNoErr(t, err, "get bucket")
+		if len(got) != len(ids) {
+			t.Fatalf("get many returned %d of %d logs", len(got), len(ids))
+		}
+		byID := map[int64]xjob.Log{}
+		for _, l := range got {
+			byID[l.ID] = l
+		}
+		for i, id := range ids {
+			l := byID[id]
+			if l.OccurrenceID != batch[i].OccurrenceID || !l.Triggered() || l.Handled() != (i%2 == 0) {
+				t.Fatalf("fire %d after the bucket: %+v", i, l)
+			}
+		}
+		again, err := s.LogCreateMany(ctx, batch)
+		requireNoErr(t, err, "bucket delivered again")
+		for i, r := range again {
+			if r.Outcome != driver.ClaimTriggered || r.Log.ID != ids[i] {
+				t.Fatalf("repeat of fire %d: %+v, want triggered log %d", i, r, ids[i])
+			}
+		}
+		page, err := s.LogList(ctx, driver.LogListParams{From: fire, To: fire + 1000, Status: xjob.LogRunning, Limit: 1000})
+		requireNoErr(t, err, "list the bucket's running logs")
+		if len(page.Logs) != 150 {
+			t.Fatalf("%d running logs listed, want 150", len(page.Logs))
+		}
+		for i := 1; i < len(page.Logs); i++ {
+			a, b := page.Logs[i-1], page.Logs[i]
+			if a.TriggerTime < b.TriggerTime || a.TriggerTime == b.TriggerTime && a.ID < b.ID {
+				t.Fatalf("list not newest first at %d: %d/%d before %d/%d", i, a.TriggerTime, a.ID, b.TriggerTime, b.ID)
+			}
+		}
+	})
+
 	t.Run("TriggeredMany", func(t *testing.T) {
 		t.Parallel()
 		s, ctx := newStore(t), t.Context()
