@@ -137,14 +137,39 @@ func NewLaneSink(d *Dispatcher, o LaneSinkOptions) (*LaneSink, error) {
 // means that send failed (or ctx ended before every task was started), and
 // the ring delivers the bucket again.
 func (s *LaneSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
+	return s.deliver(ctx, lane, tasks, nil)
+}
+
+// Prepare reads what dispatching tasks needs (Dispatcher.Load: their jobs,
+// groups and executor addresses) now, ahead of their instant (the ring's
+// Preparer); the returned hand-off dispatches them as Deliver does,
+// without reading them again. A job stopped between the two is caught by
+// the ring's own check at receipt, not at the instant.
+func (s *LaneSink) Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) func(context.Context) error {
+	if _, ok := s.lanes[lane]; !ok {
+		return func(ctx context.Context) error { return s.deliver(ctx, lane, tasks, nil) }
+	}
+	batch := s.disp.Load(s.baseOf(ctx), tasks)
+	return func(ctx context.Context) error { return s.deliver(ctx, lane, tasks, batch) }
+}
+
+// baseOf is the context dispatches run on: Base, or ctx without its
+// cancellation.
+func (s *LaneSink) baseOf(ctx context.Context) context.Context {
+	if s.base != nil {
+		return s.base
+	}
+	return context.WithoutCancel(ctx)
+}
+
+// deliver dispatches tasks on lane, with their reads done already when
+// batch is not nil.
+func (s *LaneSink) deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, batch *Batch) error {
 	l, ok := s.lanes[lane]
 	if !ok {
 		return fmt.Errorf("lane sink: lane %q is not served in process", lane)
 	}
-	base := s.base
-	if base == nil {
-		base = context.WithoutCancel(ctx)
-	}
+	base := s.baseOf(ctx)
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -156,7 +181,9 @@ func (s *LaneSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dis
 		defer mu.Unlock()
 		back = append(back, driver.Outgoing[xjob.DispatchTask]{Msg: t, VisibleAt: clk.Now().Add(after).UnixMilli()})
 	}
-	batch := s.disp.Load(base, tasks)
+	if batch == nil {
+		batch = s.disp.Load(base, tasks)
+	}
 	spill := time.NewTimer(s.spill)
 	defer spill.Stop()
 	budget := time.NewTimer(s.budget)

@@ -85,7 +85,40 @@ func (s Split) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dispatc
 	return sink.Deliver(ctx, lane, tasks)
 }
 
-var _ Sink = Split{}
+// Prepare prepares tasks with lane's Sink when it is a Preparer.
+func (s Split) Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) func(context.Context) error {
+	sink, ok := s[lane]
+	if !ok || sink == nil {
+		return func(context.Context) error { return fmt.Errorf("ring: no sink for lane %s", lane) }
+	}
+	return prepare(ctx, sink, lane, tasks)
+}
+
+var (
+	_ Sink     = Split{}
+	_ Preparer = Split{}
+)
+
+// Preparer is a Sink that can do a hand-off's reads before its instant.
+// The ring has a bucket ahead of its second (the scan makes it visible
+// RingLead early), so it prepares each instant's hand-offs as soon as it
+// has checked the bucket's jobs, and at the instant only the claims and the
+// executor calls remain: the reads leave the path from the instant to the
+// executor. Prepare returns the hand-off; calling it delivers the tasks as
+// Sink.Deliver would, with the same error contract.
+type Preparer interface {
+	Sink
+	Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) func(context.Context) error
+}
+
+// prepare returns sink's prepared hand-off of tasks, or, for a Sink that
+// cannot prepare, one that delivers them when called.
+func prepare(ctx context.Context, sink Sink, lane xjob.Lane, tasks []xjob.DispatchTask) func(context.Context) error {
+	if p, ok := sink.(Preparer); ok {
+		return p.Prepare(ctx, lane, tasks)
+	}
+	return func(ctx context.Context) error { return sink.Deliver(ctx, lane, tasks) }
+}
 
 // Deps are the ports the ring uses.
 type Deps struct {
@@ -162,29 +195,25 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 		errs  []error
 		fired int
 	)
-	deliver := func(lane xjob.Lane, tasks []xjob.DispatchTask) {
-		defer wg.Done()
-		err := r.sink.Deliver(ctx, lane, tasks)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("ring bucket %d/%d: %s: %w", b.Shard, b.Second, lane, err))
-			return
-		}
-		fired += len(tasks)
+	// Each instant's hand-offs are prepared now, a second or so ahead
+	// (Preparer), and delivered at the instant.
+	type handOff struct {
+		lane xjob.Lane
+		n    int
+		run  func(context.Context) error
 	}
-	var sleepErr error
+	type instant struct {
+		at    int64
+		hands []handOff
+	}
+	var instants []instant
+	received := clock.Millis(r.clock)
 	for start := 0; start < len(items); {
 		at := items[start].FireTime
 		end := start
 		for end < len(items) && items[end].FireTime == at {
 			end++
 		}
-		if err := r.clock.SleepUntil(ctx, time.UnixMilli(at)); err != nil {
-			sleepErr = fmt.Errorf("ring bucket %d/%d: %w", b.Shard, b.Second, err)
-			break
-		}
-		now := clock.Millis(r.clock)
 		lanes := map[xjob.Lane][]xjob.DispatchTask{}
 		for _, it := range items[start:end] {
 			job, ok := byID[it.JobID]
@@ -195,23 +224,46 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 				st.Dropped++
 				continue
 			}
-			lane := job.Lane(now)
+			lane := job.Lane(at)
 			lanes[lane] = append(lanes[lane], xjob.DispatchTask{
 				Occurrence: xjob.Occurrence{JobID: it.JobID, Type: xjob.TriggerCron, FireTime: it.FireTime},
 				Revision:   it.Revision,
-				EnqueuedAt: now,
+				EnqueuedAt: max(at, received),
 			})
 		}
+		in := instant{at: at}
 		for _, lane := range []xjob.Lane{xjob.LaneFast, xjob.LaneSlow} {
 			if tasks := lanes[lane]; len(tasks) > 0 {
-				wg.Add(1)
-				go deliver(lane, tasks)
+				in.hands = append(in.hands, handOff{lane: lane, n: len(tasks), run: prepare(ctx, r.sink, lane, tasks)})
 			}
 		}
-		if late := time.Duration(clock.Millis(r.clock)-at) * time.Millisecond; late > st.MaxLate {
+		instants = append(instants, in)
+		start = end
+	}
+	deliver := func(h handOff) {
+		defer wg.Done()
+		err := h.run(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ring bucket %d/%d: %s: %w", b.Shard, b.Second, h.lane, err))
+			return
+		}
+		fired += h.n
+	}
+	var sleepErr error
+	for _, in := range instants {
+		if err := r.clock.SleepUntil(ctx, time.UnixMilli(in.at)); err != nil {
+			sleepErr = fmt.Errorf("ring bucket %d/%d: %w", b.Shard, b.Second, err)
+			break
+		}
+		for _, h := range in.hands {
+			wg.Add(1)
+			go deliver(h)
+		}
+		if late := time.Duration(clock.Millis(r.clock)-in.at) * time.Millisecond; late > st.MaxLate {
 			st.MaxLate = late
 		}
-		start = end
 	}
 	wg.Wait()
 	st.Fired = fired

@@ -384,3 +384,61 @@ func TestSplitRoutesEachLane(t *testing.T) {
 		t.Fatalf("Fire without a slow sink = %+v, %v; want the fast one fired and an error", st, err)
 	}
 }
+
+// prepSink is a chanSink that can prepare: it records the clock at each
+// Prepare, and its prepared hand-offs deliver through the chanSink.
+type prepSink struct {
+	*chanSink
+	clk      *clock.Fake
+	prepared chan time.Time
+}
+
+func (s *prepSink) Prepare(_ context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) func(context.Context) error {
+	s.prepared <- s.clk.Now()
+	return func(ctx context.Context) error { return s.Deliver(ctx, lane, tasks) }
+}
+
+// A Preparer sink gets each instant's hand-off as soon as the bucket's
+// jobs are checked — its reads leave the path from the instant to the
+// executor — and delivers it at the instant, not before.
+func TestFirePreparesBeforeTheInstant(t *testing.T) {
+	t.Parallel()
+	sink := &prepSink{chanSink: newChanSink(false), prepared: make(chan time.Time, 8)}
+	db, clk, r := setupSink(t, sink)
+	sink.clk = clk
+	ctx := context.Background()
+	j := addJob(t, db)
+	received := clk.Now()
+	at := t0.Add(2 * time.Second)
+	b := xjob.RingBucket{Second: at.Unix(), Items: []xjob.RingItem{{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision}}}
+	done := make(chan ring.Stats, 1)
+	go func() {
+		st, err := r.Fire(ctx, b)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- st
+	}()
+	select {
+	case p := <-sink.prepared:
+		if !p.Equal(received) {
+			t.Fatalf("prepared at %v, want at receipt %v", p, received)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not prepared")
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := clk.WaitForSleepers(waitCtx, 1); err != nil {
+		t.Fatal(err)
+	}
+	sink.none(t) // prepared, not delivered
+	clk.Set(at)
+	d := sink.next(t)
+	if len(d.tasks) != 1 || d.tasks[0].EnqueuedAt != at.UnixMilli() {
+		t.Fatalf("delivered %+v, want the occurrence, enqueued at its instant", d)
+	}
+	if st := <-done; st.Fired != 1 {
+		t.Fatalf("stats = %+v, want 1 fired", st)
+	}
+}
