@@ -369,7 +369,7 @@ func (db *DB) LogsRunning(ctx context.Context, before int64, limit int) ([]xjob.
 			l, ok := found[e.int(attrItemLogID)]
 			switch {
 			case !ok || l.Handled():
-				stale = append(stale, xjob.Log{ID: e.int(attrItemLogID), TriggerTime: mustKeyTime(e.str(AttrSK))})
+				stale = append(stale, xjob.Log{ID: e.int(attrItemLogID), TriggerTime: keyTime(e.str(AttrSK))})
 			case l.Running() && l.TriggerTime <= before && !seen[l.ID]:
 				seen[l.ID] = true
 				result = append(result, l)
@@ -444,7 +444,8 @@ func (db *DB) LogsRunning(ctx context.Context, before int64, limit int) ([]xjob.
 	return result[:min(len(result), limit)], nil
 }
 
-func mustKeyTime(k string) int64 {
+// keyTime is the time part of a list entry's sort key.
+func keyTime(k string) int64 {
 	t, _, _ := parseSortKey(k)
 	return t
 }
@@ -503,7 +504,7 @@ func (db *DB) LogsFailedUnalarmed(ctx context.Context, before int64, limit int) 
 			l, ok := found[e.int(attrItemLogID)]
 			switch {
 			case !ok || !failedUnalarmed(l):
-				stale = append(stale, xjob.Log{ID: e.int(attrItemLogID), TriggerTime: mustKeyTime(e.str(AttrSK))})
+				stale = append(stale, xjob.Log{ID: e.int(attrItemLogID), TriggerTime: keyTime(e.str(AttrSK))})
 			case l.TriggerTime <= before && len(out) < limit:
 				out = append(out, l)
 			}
