@@ -257,6 +257,28 @@ func (db *DB) readPages(ctx context.Context, ids []int64, consistent bool) (map[
 	return out, nil
 }
 
+// readLogs reads the pages of ids and returns the logs among ids that
+// exist, by id.
+func (db *DB) readLogs(ctx context.Context, ids []int64, consistent bool) (map[int64]xjob.Log, error) {
+	pageIDs := make([]int64, len(ids))
+	for i, id := range ids {
+		pageIDs[i] = pageOfLog(id)
+	}
+	pages, err := db.readPages(ctx, pageIDs, consistent)
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[int64]xjob.Log, len(ids))
+	for _, id := range ids {
+		if p := pages[pageOfLog(id)]; p != nil {
+			if j := p.find(id); j >= 0 {
+				found[id] = p.logs[j]
+			}
+		}
+	}
+	return found, nil
+}
+
 func (db *DB) readPage(ctx context.Context, id int64) (*logPage, error) {
 	it, err := db.getItem(ctx, db.t.Logs, pageKey(id))
 	if errors.Is(err, xjob.ErrNotFound) {
@@ -379,6 +401,9 @@ func failedUnalarmed(l xjob.Log) bool { return l.Failed() && l.AlarmStatus == xj
 // failedDiff returns the failed-index entries a page change adds (logs
 // now failed and unalarmed under a key they were not before) and drops.
 func failedDiff(before, after []xjob.Log) (add, drop []xjob.Log) {
+	if !slices.ContainsFunc(before, failedUnalarmed) && !slices.ContainsFunc(after, failedUnalarmed) {
+		return nil, nil // the common page: no maps on the write path
+	}
 	key := func(l xjob.Log) string { return SortKey(l.TriggerTime, l.ID) }
 	was := map[string]xjob.Log{}
 	for _, l := range before {
@@ -461,13 +486,20 @@ func (db *DB) noteSpan(ctx context.Context, span int64) error {
 	return nil
 }
 
+// counter reads a counters-table item (strongly consistent); a missing
+// one reads as an empty item.
+func (db *DB) counter(ctx context.Context, name string) (item, error) {
+	it, err := db.getItem(ctx, db.t.Counters, item{AttrName: s(name)})
+	if errors.Is(err, xjob.ErrNotFound) {
+		return item{}, nil
+	}
+	return it, err
+}
+
 // maxSpan reads the widest page span recorded (strongly consistent: a
 // page is written only after its span is recorded).
 func (db *DB) maxSpan(ctx context.Context) (int64, error) {
-	it, err := db.getItem(ctx, db.t.Counters, item{AttrName: s(spanKey)})
-	if errors.Is(err, xjob.ErrNotFound) {
-		return spanFloor, nil
-	}
+	it, err := db.counter(ctx, spanKey)
 	if err != nil {
 		return 0, fmt.Errorf("read log page span: %w", err)
 	}

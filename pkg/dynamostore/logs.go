@@ -105,26 +105,13 @@ func (db *DB) LogGet(ctx context.Context, id int64) (xjob.Log, error) {
 // LogGetMany reads the pages of ids (strongly consistent: a callback may
 // follow its trigger closely) and returns the logs among ids.
 func (db *DB) LogGetMany(ctx context.Context, ids []int64) ([]xjob.Log, error) {
-	pageIDs := make([]int64, len(ids))
-	for i, id := range ids {
-		pageIDs[i] = pageOfLog(id)
-	}
-	pages, err := db.readPages(ctx, pageIDs, true)
+	found, err := db.readLogs(ctx, ids, true)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo log get many: %w", err)
 	}
-	var logs []xjob.Log
-	seen := map[int64]bool{}
-	for _, id := range ids {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		if p := pages[pageOfLog(id)]; p != nil {
-			if j := p.find(id); j >= 0 {
-				logs = append(logs, p.logs[j])
-			}
-		}
+	logs := make([]xjob.Log, 0, len(found))
+	for _, l := range found {
+		logs = append(logs, l)
 	}
 	return logs, nil
 }

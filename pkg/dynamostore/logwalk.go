@@ -5,7 +5,6 @@ import (
 	"container/heap"
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -303,40 +302,52 @@ const runningFromKey = "logpages-running-from"
 // watermark (200,000: over three minutes of 1,000 triggers/s).
 const runningExamine = 200_000
 
-// listedLogs reads the logs a failed or parked list names (eventually
-// consistent page reads): found holds the logs that exist.
-func (db *DB) listedLogs(ctx context.Context, entries []item) (map[int64]xjob.Log, error) {
-	pageIDs := make([]int64, len(entries))
-	for i, e := range entries {
-		pageIDs[i] = pageOfLog(e.int(attrItemLogID))
-	}
-	pages, err := db.readPages(ctx, pageIDs, false)
-	if err != nil {
-		return nil, err
-	}
-	found := map[int64]xjob.Log{}
-	for _, e := range entries {
-		id := e.int(attrItemLogID)
-		if pg := pages[pageOfLog(id)]; pg != nil {
-			if j := pg.find(id); j >= 0 {
-				found[id] = pg.logs[j]
+// recheckList walks the failed ("f") or parked ("r") list oldest first up
+// to hi and reads each entry's log (eventually consistent page reads). An
+// entry whose log is gone or no longer qualifies (live is false) is
+// dropped on the way; the other logs go to keep, which returns false to
+// stop the walk.
+func (db *DB) recheckList(ctx context.Context, kind, hi string, live, keep func(xjob.Log) bool) error {
+	w := db.walkList(ctx, kind, hi)
+	for {
+		var entries []item
+		for len(entries) < readBatch {
+			it, ok, err := w.next()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			entries = append(entries, it)
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+		ids := make([]int64, len(entries))
+		for i, e := range entries {
+			ids[i] = e.int(attrItemLogID)
+		}
+		found, err := db.readLogs(ctx, ids, false)
+		if err != nil {
+			return err
+		}
+		var stale []xjob.Log
+		more := true
+		for i, e := range entries {
+			l, ok := found[ids[i]]
+			switch {
+			case !ok || !live(l):
+				stale = append(stale, xjob.Log{ID: ids[i], TriggerTime: keyTime(e.str(AttrSK))})
+			case more:
+				more = keep(l)
 			}
 		}
-	}
-	return found, nil
-}
-
-// takeList reads up to n entries of a list walk.
-func takeList(w *keyWalk, n int) ([]item, error) {
-	var out []item
-	for len(out) < n {
-		it, ok, err := w.next()
-		if err != nil || !ok {
-			return out, err
+		db.dropIndexItems(ctx, kind, stale)
+		if !more {
+			return nil
 		}
-		out = append(out, it)
 	}
-	return out, nil
 }
 
 // LogsRunning returns running logs triggered at or before before, oldest
@@ -351,31 +362,15 @@ func (db *DB) LogsRunning(ctx context.Context, before int64, limit int) ([]xjob.
 	bKey := SortKey(before, math.MaxInt64)
 	var result []xjob.Log
 	seen := map[int64]bool{}
-	pw := db.walkList(ctx, "r", bKey)
-	for {
-		entries, err := takeList(pw, readBatch)
-		if err != nil {
-			return nil, fmt.Errorf("dynamo logs running: parked: %w", err)
+	err := db.recheckList(ctx, "r", bKey, func(l xjob.Log) bool { return !l.Handled() }, func(l xjob.Log) bool {
+		if l.Running() && l.TriggerTime <= before && !seen[l.ID] {
+			seen[l.ID] = true
+			result = append(result, l)
 		}
-		if len(entries) == 0 {
-			break
-		}
-		found, err := db.listedLogs(ctx, entries)
-		if err != nil {
-			return nil, fmt.Errorf("dynamo logs running: parked: %w", err)
-		}
-		var stale []xjob.Log
-		for _, e := range entries {
-			l, ok := found[e.int(attrItemLogID)]
-			switch {
-			case !ok || l.Handled():
-				stale = append(stale, xjob.Log{ID: e.int(attrItemLogID), TriggerTime: keyTime(e.str(AttrSK))})
-			case l.Running() && l.TriggerTime <= before && !seen[l.ID]:
-				seen[l.ID] = true
-				result = append(result, l)
-			}
-		}
-		db.dropIndexItems(ctx, "r", stale)
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dynamo logs running: parked: %w", err)
 	}
 
 	from, err := db.runningFrom(ctx)
@@ -452,10 +447,7 @@ func keyTime(k string) int64 {
 
 // runningFrom reads the running watermark.
 func (db *DB) runningFrom(ctx context.Context) (string, error) {
-	it, err := db.getItem(ctx, db.t.Counters, item{AttrName: s(runningFromKey)})
-	if errors.Is(err, xjob.ErrNotFound) {
-		return minKey, nil
-	}
+	it, err := db.counter(ctx, runningFromKey)
 	if err != nil {
 		return "", fmt.Errorf("read running watermark: %w", err)
 	}
@@ -485,31 +477,15 @@ func (db *DB) setRunningFrom(ctx context.Context, key string) error {
 // no longer qualifies are dropped on the way.
 func (db *DB) LogsFailedUnalarmed(ctx context.Context, before int64, limit int) ([]xjob.Log, error) {
 	limit = clampLimit(limit, 1000, 10000)
-	w := db.walkList(ctx, "f", SortKey(before, math.MaxInt64))
 	var out []xjob.Log
-	for len(out) < limit {
-		entries, err := takeList(w, readBatch)
-		if err != nil {
-			return nil, fmt.Errorf("dynamo logs failed unalarmed: %w", err)
+	err := db.recheckList(ctx, "f", SortKey(before, math.MaxInt64), failedUnalarmed, func(l xjob.Log) bool {
+		if l.TriggerTime <= before {
+			out = append(out, l)
 		}
-		if len(entries) == 0 {
-			break
-		}
-		found, err := db.listedLogs(ctx, entries)
-		if err != nil {
-			return nil, fmt.Errorf("dynamo logs failed unalarmed: %w", err)
-		}
-		var stale []xjob.Log
-		for _, e := range entries {
-			l, ok := found[e.int(attrItemLogID)]
-			switch {
-			case !ok || !failedUnalarmed(l):
-				stale = append(stale, xjob.Log{ID: e.int(attrItemLogID), TriggerTime: keyTime(e.str(AttrSK))})
-			case l.TriggerTime <= before && len(out) < limit:
-				out = append(out, l)
-			}
-		}
-		db.dropIndexItems(ctx, "f", stale)
+		return len(out) < limit
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dynamo logs failed unalarmed: %w", err)
 	}
 	return out, nil
 }
