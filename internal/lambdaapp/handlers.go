@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/ring"
 )
 
 // Handler is the handler Lambda calls for the App's function (its
@@ -113,42 +114,34 @@ func (a *App) Scan(ctx context.Context, _ events.EventBridgeEvent) error {
 // occurrence ids when it comes back.
 func (a *App) Ring(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer a.flushReports(ctx)
-	type second struct {
-		bucket  xjob.RingBucket
-		records []events.SQSMessage
+	type record struct {
+		msg    events.SQSMessage
+		bucket xjob.RingBucket
 	}
-	var (
-		seconds []*second
-		bySec   = map[int64]*second{}
-	)
+	var recs []record
 	for _, r := range ev.Records {
 		var b xjob.RingBucket
 		if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
 			a.log.ErrorContext(ctx, "ring: malformed bucket dropped", "messageId", r.MessageId, "err", err)
 			continue
 		}
-		g := bySec[b.Second]
-		if g == nil {
-			g = &second{bucket: xjob.RingBucket{Shard: b.Shard, Second: b.Second}}
-			bySec[b.Second] = g
-			seconds = append(seconds, g)
-		}
-		g.bucket.Items = append(g.bucket.Items, b.Items...)
-		g.records = append(g.records, r)
+		recs = append(recs, record{msg: r, bucket: b})
 	}
+	seconds := ring.MergeBySecond(recs, func(r record) xjob.RingBucket { return r.bucket })
 	failed := make([]bool, len(seconds))
 	var wg sync.WaitGroup
 	for i, g := range seconds {
 		wg.Go(func() {
-			st, err := a.ring.Fire(ctx, g.bucket)
+			st, err := a.ring.Fire(ctx, g.Bucket)
 			if err == nil {
-				a.log.DebugContext(ctx, "ring: bucket fired", "second", g.bucket.Second, "messages", len(g.records),
+				a.log.DebugContext(ctx, "ring: bucket fired", "second", g.Bucket.Second, "messages", len(g.Records),
 					"fired", st.Fired, "dropped", st.Dropped, "maxLate", st.MaxLate)
 				return
 			}
 			failed[i] = true
-			a.log.WarnContext(ctx, "ring: bucket will be retried", "second", g.bucket.Second, "messages", len(g.records), "err", err)
-			for _, r := range g.records {
+			a.log.WarnContext(ctx, "ring: bucket will be retried", "second", g.Bucket.Second, "messages", len(g.Records), "err", err)
+			for _, rec := range g.Records {
+				r := rec.msg
 				receives, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
 				after := min(time.Duration(max(receives, 1))*a.ringRetry, 6*RingTimeout)
 				if rerr := a.queues.Ring().Retry(context.WithoutCancel(ctx), r.ReceiptHandle, after); rerr != nil {
@@ -163,8 +156,8 @@ func (a *App) Ring(ctx context.Context, ev events.SQSEvent) (events.SQSEventResp
 		if !failed[i] {
 			continue
 		}
-		for _, r := range g.records {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+		for _, r := range g.Records {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.msg.MessageId})
 		}
 	}
 	return resp, nil

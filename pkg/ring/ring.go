@@ -290,26 +290,49 @@ type merged struct {
 	tokens []string
 }
 
-// mergeBySecond joins the received buckets of each second into one, in
-// the order their seconds first appear. The scan sends one bucket per
-// shard and second, but the admin's push sends one per job it creates or
-// starts: fired apart, 10,000 jobs created at once would cost 10,000
-// hand-offs, job reads and claim transactions per second instead of a few.
-// Merged, a second's occurrences share one hand-off (one dispatch batch,
-// chunked), and its buckets are acknowledged together once it has fired.
-func mergeBySecond(ds []driver.Delivery[xjob.RingBucket]) []merged {
-	var out []merged
+// Merged is the buckets of one second received together, fired as one,
+// with the records (deliveries, SQS messages) they came in.
+type Merged[R any] struct {
+	Bucket  xjob.RingBucket
+	Records []R
+}
+
+// MergeBySecond joins the received buckets of each second into one, in
+// the order their seconds first appear; bucket gives a record's bucket.
+// The scan sends one bucket per shard and second, but the admin's push
+// sends one per job it creates or starts (one per bulk request): fired
+// apart, 10,000 jobs created at once would cost 10,000 hand-offs, job
+// reads and claims per second instead of a few. Merged, a second's
+// occurrences share one hand-off (one dispatch batch, chunked), and its
+// records are acknowledged (or retried) together once it has fired. Serve
+// and the AWS ring function both merge this way.
+func MergeBySecond[R any](recs []R, bucket func(R) xjob.RingBucket) []Merged[R] {
+	var out []Merged[R]
 	at := map[int64]int{}
-	for _, d := range ds {
-		i, ok := at[d.Msg.Second]
+	for _, r := range recs {
+		b := bucket(r)
+		i, ok := at[b.Second]
 		if !ok {
 			i = len(out)
-			at[d.Msg.Second] = i
-			out = append(out, merged{bucket: xjob.RingBucket{Shard: d.Msg.Shard, Second: d.Msg.Second}})
+			at[b.Second] = i
+			out = append(out, Merged[R]{Bucket: xjob.RingBucket{Shard: b.Shard, Second: b.Second}})
 		}
 		m := &out[i]
-		m.bucket.Items = append(m.bucket.Items, d.Msg.Items...)
-		m.tokens = append(m.tokens, d.Token)
+		m.Bucket.Items = append(m.Bucket.Items, b.Items...)
+		m.Records = append(m.Records, r)
+	}
+	return out
+}
+
+// mergeBySecond is MergeBySecond of queue deliveries, keeping their tokens.
+func mergeBySecond(ds []driver.Delivery[xjob.RingBucket]) []merged {
+	var out []merged
+	for _, m := range MergeBySecond(ds, func(d driver.Delivery[xjob.RingBucket]) xjob.RingBucket { return d.Msg }) {
+		g := merged{bucket: m.Bucket}
+		for _, d := range m.Records {
+			g.tokens = append(g.tokens, d.Token)
+		}
+		out = append(out, g)
 	}
 	return out
 }
