@@ -139,14 +139,21 @@ const dispatchConcurrency = 32
 // (LogTriggeredMany) for all its tasks: the write batches the packed log
 // layout makes cheap, so a chunk holds a whole instant of a busy bucket
 // (W1, 1,000 jobs every second over 4 shards, is ~250 fires a bucket).
-// ringFastCalls executor calls run at once (xxl-job's fast trigger pool
-// has 200 threads); a started chunk's calls are at most two waves, each
-// bounded by the executor client's connect + read timeouts (3 s + 3 s).
-// That bound is what RingTimeout counts on.
+// A prepared hand-off of at most ringClaimAhead tasks (a busy second of
+// W1, all its buckets merged) is claimed when the ring receives it, about
+// a second early, so that at the instant only the executor calls remain:
+// on DynamoDB a claim is a read and a conditional put per page, tens of
+// milliseconds that would otherwise sit between the clock and the
+// executor. ringFastCalls executor calls run at once (xxl-job's fast
+// trigger pool has 200 threads): the claimed-ahead tasks and the two
+// chunks in flight are at most three waves of calls, each bounded by the
+// executor client's connect + read timeouts (3 s + 3 s). That bound is
+// what RingTimeout counts on.
 const (
-	ringChunk     = dispatch.DefaultSinkChunk // 256
-	ringChunks    = 2
-	ringFastCalls = 256
+	ringChunk      = dispatch.DefaultSinkChunk // 256
+	ringChunks     = 2
+	ringClaimAhead = 4 * ringChunk
+	ringFastCalls  = 512
 )
 
 // RingTimeout is the ring function's timeout in the templates (infra
@@ -156,7 +163,7 @@ const (
 //
 //	waits to their instants              ≤  2 s  (a bucket arrives ≤ 1 s early, the scan's RingLead, and spans its second)
 //	starts the fast lane's chunks        ≤ 10 s  (dispatch.DefaultSpillBudget; the rest goes to the fast queue)
-//	runs the last chunk it started       ≤ 30 s  (route probes, claim, ≤ 2 waves of /run calls of ≤ 6 s, record,
+//	runs the last chunk it started       ≤ 30 s  (route probes, claim, ≤ 3 waves of /run calls of ≤ 6 s, record,
 //	                                              completions: the dispatch function's own timeout)
 //	queues what it could not finish      ≤  2 s  (one SendMessageBatch per 10 tasks)
 //	flushes the run-report counters      ≤  2 s  (reportFlushTimeout)
@@ -295,7 +302,7 @@ func New(cfg Config, d Deps) (*App, error) {
 	// Base), so a started chunk is always recorded; RingTimeout leaves room
 	// for it.
 	fastSink, err := dispatch.NewLaneSink(a.dispatcher, dispatch.LaneSinkOptions{Queues: queues, Logger: d.Logger,
-		Calls: map[xjob.Lane]int{xjob.LaneFast: ringFastCalls}, Chunk: ringChunk, Chunks: ringChunks})
+		Calls: map[xjob.Lane]int{xjob.LaneFast: ringFastCalls}, Chunk: ringChunk, Chunks: ringChunks, ClaimAhead: ringClaimAhead})
 	if err != nil {
 		return fail("ring sink", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ type countingStore struct {
 	mu           sync.Mutex
 	jobGet       int
 	jobGetMany   int
+	jobIDs       []int64 // the ids JobGetMany was asked for
 	groupGets    map[int64]int
 	registryList int
 	writes       map[string]int // write method → calls
@@ -66,6 +68,7 @@ func (c *countingStore) JobGet(ctx context.Context, id int64) (xjob.Job, error) 
 func (c *countingStore) JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error) {
 	c.mu.Lock()
 	c.jobGetMany++
+	c.jobIDs = append(c.jobIDs, ids...)
 	c.mu.Unlock()
 	return c.Store.JobGetMany(ctx, ids)
 }
@@ -87,7 +90,7 @@ func (c *countingStore) RegistryList(ctx context.Context, p driver.RegistryListP
 func (c *countingStore) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.jobGet, c.jobGetMany, c.groupGets, c.registryList, c.writes = 0, 0, map[int64]int{}, 0, map[string]int{}
+	c.jobGet, c.jobGetMany, c.jobIDs, c.groupGets, c.registryList, c.writes = 0, 0, nil, map[int64]int{}, 0, map[string]int{}
 }
 
 // executors are shared by the environments a batch test compares, so
@@ -346,5 +349,58 @@ func TestDispatchManyOccurrenceTwiceInOneBatch(t *testing.T) {
 	}
 	if n := len(ex.got()); n != 1 {
 		t.Fatalf("executor ran %d times, want once", n)
+	}
+}
+
+// A batch given the jobs its caller just read (the ring's re-check) reads
+// only the others (here: the deleted job's), and triggers exactly as
+// DispatchMany does.
+func TestLoadKnownReadsOnlyUnknownJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ex := newExecutors(t)
+	ref := setup(t)
+	names, refTasks, _ := mixedBatch(t, ref, ex)
+	refOuts, refErrs := ref.d.DispatchMany(ctx, refTasks)
+
+	counter := &countingStore{groupGets: map[int64]int{}, writes: map[string]int{}}
+	e := setupWith(t, func(s driver.Store) driver.Store { counter.Store = s; return counter })
+	_, tasks, _ := mixedBatch(t, e, ex)
+	var ids []int64
+	for _, task := range tasks {
+		ids = append(ids, task.Occurrence.JobID)
+	}
+	jobs, err := e.db.JobGetMany(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[int64]*xjob.Job{}
+	for i := range jobs {
+		known[jobs[i].ID] = &jobs[i]
+	}
+	var unknown []int64
+	for _, task := range tasks {
+		if _, ok := known[task.Occurrence.JobID]; !ok && task.Validate() == nil && !slices.Contains(unknown, task.Occurrence.JobID) {
+			unknown = append(unknown, task.Occurrence.JobID)
+		}
+	}
+	if len(unknown) == 0 {
+		t.Fatal("the mixed batch has no task of a deleted job")
+	}
+	counter.reset()
+	idx := make([]int, len(tasks))
+	for i := range idx {
+		idx[i] = i
+	}
+	outs, errs := e.d.LoadKnown(ctx, tasks, known).Run(ctx, idx, nil)
+	counter.mu.Lock()
+	if counter.jobGet != 0 || counter.jobGetMany != 1 || !slices.Equal(counter.jobIDs, unknown) {
+		t.Errorf("job reads: %d JobGet, %d JobGetMany of %v; want one JobGetMany of %v", counter.jobGet, counter.jobGetMany, counter.jobIDs, unknown)
+	}
+	counter.mu.Unlock()
+	for i, name := range names {
+		if got, want := view(outs[i], errs[i]), view(refOuts[i], refErrs[i]); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: LoadKnown:\n%+v\nDispatchMany:\n%+v", name, got, want)
+		}
 	}
 }

@@ -190,23 +190,41 @@ type batchTask struct {
 // returned here but by the Run of each task they concern; Load has no
 // other effect, so a caller may leave some tasks of a batch untriggered.
 func (d *Dispatcher) Load(ctx context.Context, tasks []xjob.DispatchTask) *Batch {
+	return d.LoadKnown(ctx, tasks, nil)
+}
+
+// LoadKnown is Load for a caller that has just read some of the tasks'
+// jobs itself: the ring reads a bucket's jobs to drop stale fires, and
+// passes them here so that a trigger reads its job once, not twice (on
+// DynamoDB, half a read unit a trigger). known maps job ids to those
+// jobs; it is only read. Jobs not in it are read as Load reads them.
+func (d *Dispatcher) LoadKnown(ctx context.Context, tasks []xjob.DispatchTask, known map[int64]*xjob.Job) *Batch {
 	b := &Batch{d: d, tasks: make([]batchTask, len(tasks))}
 	ids := make([]int64, 0, len(tasks))
+	byID := make(map[int64]*xjob.Job, len(tasks))
 	for i := range tasks {
 		if err := tasks[i].Validate(); err != nil {
 			b.tasks[i] = batchTask{done: true, err: err}
 			continue
 		}
-		ids = append(ids, tasks[i].Occurrence.JobID)
+		id := tasks[i].Occurrence.JobID
+		if j, ok := known[id]; ok {
+			byID[id] = j
+			continue
+		}
+		ids = append(ids, id)
 	}
-	if len(ids) == 0 {
+	if len(ids) == 0 && len(byID) == 0 {
 		return b
 	}
-	slices.Sort(ids)
-	jobs, err := d.loadJobs(ctx, slices.Compact(ids))
-	byID := make(map[int64]*xjob.Job, len(jobs))
-	for i := range jobs {
-		byID[jobs[i].ID] = &jobs[i]
+	var err error
+	if len(ids) > 0 {
+		slices.Sort(ids)
+		var jobs []xjob.Job
+		jobs, err = d.loadJobs(ctx, slices.Compact(ids))
+		for i := range jobs {
+			byID[jobs[i].ID] = &jobs[i]
+		}
 	}
 
 	// Jobs: drop what no longer applies; note the groups the rest need.
@@ -227,11 +245,11 @@ func (d *Dispatcher) Load(ctx context.Context, tasks []xjob.DispatchTask) *Batch
 			continue
 		}
 		occ := task.Occurrence
-		if err != nil {
+		job, ok := byID[occ.JobID]
+		if !ok && err != nil {
 			*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: %w", occ.JobID, err)}
 			continue
 		}
-		job, ok := byID[occ.JobID]
 		if !ok {
 			*bt = batchTask{done: true, out: Outcome{Dropped: true, Reason: "job deleted"}}
 			continue
@@ -325,18 +343,43 @@ func (d *Dispatcher) loadJobs(ctx context.Context, ids []int64) ([]xjob.Job, err
 // as one unit of durable work, and returns their outcomes and errors in
 // the order of idx, each meaning exactly what Dispatch's does:
 //
-//	route every shard ──▶ LogCreateMany (one claim for all) ──▶ POST /run, concurrently
-//	    ──▶ LogTriggeredMany (one record for all replies) ──▶ report counters once per day,
-//	        slow marks, failed triggers completed
+//	Claim: route every shard ──▶ LogCreateMany (one claim for all)
+//	Claimed.Run: POST /run, concurrently ──▶ LogTriggeredMany (one record for all replies)
+//	    ──▶ report counters once per day, slow marks, failed triggers completed
 //
 // Executor calls take a slot of calls each (a buffered channel used as a
 // semaphore, shared by the Runs of one lane); nil bounds them to
-// Config.BatchConcurrency for this Run. Each task must be Run once; Runs
-// of different tasks of one Batch may overlap.
+// Config.BatchConcurrency for this Run. Each task must be Run (or Claimed)
+// once; Runs of different tasks of one Batch may overlap.
 func (b *Batch) Run(ctx context.Context, idx []int, calls chan struct{}) ([]Outcome, []error) {
+	return b.Claim(ctx, idx).Run(ctx, calls)
+}
+
+// Claimed is a Run cut after its claim: the tasks' shards are routed and
+// their logs created (or taken over), and only the executor calls and the
+// record remain. A caller that has its tasks ahead of their instant (the
+// lane sink, for the ring's prepared hand-offs) claims then, so that at
+// the instant no store write stands between the clock and the executor.
+//
+// A claim that is never Run is not lost: its logs stay claimed until
+// their ClaimUntil, and the next delivery of the occurrence takes them
+// over then (late by the claim TTL, never twice).
+type Claimed struct {
+	d      *Dispatcher
+	outs   []Outcome
+	errs   []error
+	shards []*shard
+	call   []*shard // claimed by this Run: to call and record
+	now    int64
+}
+
+// Claim routes the tasks idx of b and claims their logs in one
+// LogCreateMany: the first half of Run. A scheduled occurrence claimed
+// before its instant records the instant as its trigger time (that is
+// when its executor is called), and its claim runs ClaimTTL from there.
+func (b *Batch) Claim(ctx context.Context, idx []int) *Claimed {
 	d := b.d
-	outs, errs := make([]Outcome, len(idx)), make([]error, len(idx))
-	var shards []*shard
+	c := &Claimed{d: d, outs: make([]Outcome, len(idx)), errs: make([]error, len(idx)), now: clock.Millis(d.d.Clock)}
 	for k, i := range idx {
 		bt := &b.tasks[i]
 		if bt.done {
@@ -345,37 +388,46 @@ func (b *Batch) Run(ctx context.Context, idx []int, calls chan struct{}) ([]Outc
 				// caller never runs (the local sink's spill) is not dropped.
 				d.d.Metrics.Drop()
 			}
-			outs[k], errs[k] = bt.out, bt.err
+			c.outs[k], c.errs[k] = bt.out, bt.err
 			continue
 		}
 		t, task := bt.t, bt.t.task
 		switch {
 		case t.broadcast && task.ShardTotal > 0:
 			// A retried shard re-runs only itself.
-			shards = append(shards, &shard{k: k, t: t, i: task.ShardIndex, n: task.ShardTotal})
+			c.shards = append(c.shards, &shard{k: k, t: t, i: task.ShardIndex, n: task.ShardTotal})
 		case t.broadcast && t.fail == "" && len(t.addrs) > 0:
 			for i := range t.addrs {
-				shards = append(shards, &shard{k: k, t: t, i: i, n: len(t.addrs)})
+				c.shards = append(c.shards, &shard{k: k, t: t, i: i, n: len(t.addrs)})
 			}
 		default:
-			shards = append(shards, &shard{k: k, t: t, i: 0, n: 1})
+			c.shards = append(c.shards, &shard{k: k, t: t, i: 0, n: 1})
 		}
 	}
-	if len(shards) > 0 {
-		d.runShards(ctx, shards, calls)
+	if len(c.shards) > 0 {
+		c.call = d.claimShards(ctx, c.shards, c.now)
 	}
-	for _, sh := range shards {
-		out := &outs[sh.k]
+	return c
+}
+
+// Run calls the executors of the shards c claimed and records their
+// replies: the second half of Batch.Run, whose results it returns.
+func (c *Claimed) Run(ctx context.Context, calls chan struct{}) ([]Outcome, []error) {
+	if len(c.call) > 0 {
+		c.d.callShards(ctx, c.call, calls, c.now)
+	}
+	for _, sh := range c.shards {
+		out := &c.outs[sh.k]
 		switch {
 		case sh.err != nil:
-			errs[sh.k] = errors.Join(errs[sh.k], sh.err)
+			c.errs[sh.k] = errors.Join(c.errs[sh.k], sh.err)
 		case sh.duplicate:
 			out.Duplicates++
 		case sh.recorded:
 			out.Logs = append(out.Logs, sh.log)
 		}
 	}
-	return outs, errs
+	return c.outs, c.errs
 }
 
 // shard is one log of a Run: a task's only one, or one broadcast shard.
@@ -390,15 +442,16 @@ type shard struct {
 	takenOver            bool
 
 	ret       protocol.ReturnT
+	called    int64 // when its call started (Unix ms)
 	took      time.Duration
 	duplicate bool
 	recorded  bool
 	err       error
 }
 
-// runShards routes, claims, calls and records the shards of one Run.
-func (d *Dispatcher) runShards(ctx context.Context, shards []*shard, calls chan struct{}) {
-	now := clock.Millis(d.d.Clock)
+// claimShards routes shards and claims their logs; it returns the shards
+// this claim won, to be called.
+func (d *Dispatcher) claimShards(ctx context.Context, shards []*shard, now int64) []*shard {
 	d.route(ctx, shards)
 	logs := make([]xjob.Log, len(shards))
 	for j, sh := range shards {
@@ -444,10 +497,13 @@ func (d *Dispatcher) runShards(ctx context.Context, shards []*shard, calls chan 
 		}
 		call = append(call, sh)
 	}
-	if len(call) == 0 {
-		return
-	}
+	return call
+}
 
+// callShards calls the executors of claimed shards, records their replies
+// in one LogTriggeredMany, and does what follows a trigger (counters, slow
+// marks, failed triggers completed).
+func (d *Dispatcher) callShards(ctx context.Context, call []*shard, calls chan struct{}, now int64) {
 	if calls == nil {
 		calls = make(chan struct{}, d.cfg.BatchConcurrency)
 	}
@@ -493,7 +549,9 @@ func (d *Dispatcher) runShards(ctx context.Context, shards []*shard, calls chan 
 		ok := sh.log.TriggerCode == xjob.CodeSuccess
 		var delay time.Duration
 		if occ := sh.t.task.Occurrence; occ.Scheduled() {
-			delay = time.Duration(sh.log.TriggerTime-occ.FireTime) * time.Millisecond
+			// From the call, not the log's trigger time: a claim made
+			// ahead records the instant there.
+			delay = time.Duration(sh.called-occ.FireTime) * time.Millisecond
 		}
 		d.d.Metrics.TriggerOf(string(sh.t.task.Occurrence.Type), ok, delay)
 		day := time.UnixMilli(sh.log.TriggerTime).UTC().Format(time.DateOnly)
@@ -563,9 +621,14 @@ func (d *Dispatcher) routeOne(ctx context.Context, sh *shard) {
 	}
 }
 
-// newLog is the trigger log a shard creates, claimed until now + ClaimTTL.
+// newLog is the trigger log a shard creates at now. Its trigger time is
+// now, or for a scheduled occurrence claimed ahead of its instant the
+// instant; it is claimed until ClaimTTL after that.
 func (d *Dispatcher) newLog(sh *shard, now int64) xjob.Log {
 	t, occ := sh.t, sh.t.task.Occurrence
+	if occ.Scheduled() {
+		now = max(now, occ.FireTime)
+	}
 	sharding := ""
 	if t.broadcast {
 		sharding = xjob.ShardingParam(sh.i, sh.n)
@@ -592,6 +655,7 @@ func (d *Dispatcher) call(ctx context.Context, sh *shard) {
 	// Every executor call (/run, the take-over probe) names the group:
 	// xxl-job 3.5 executors require XXL-JOB-APPNAME.
 	ctx = protocol.WithAppName(ctx, sh.t.group.AppName)
+	sh.called = clock.Millis(d.d.Clock)
 	if sh.takenOver && sh.prev.ExecutorAddress != "" {
 		if rt, ok := d.probe(ctx, sh.prev); ok {
 			sh.ret, sh.address, sh.fail = rt, sh.prev.ExecutorAddress, ""

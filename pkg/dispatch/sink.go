@@ -59,7 +59,17 @@ type LaneSinkOptions struct {
 	SpillBudget time.Duration
 	Chunk       int
 	Chunks      int
-	Logger      *slog.Logger
+	// ClaimAhead is the largest prepared hand-off (Prepare) whose logs are
+	// claimed when it is prepared, ahead of its instant, rather than at
+	// the instant; 0 claims nothing ahead. On a store a network away (the
+	// AWS ring function on DynamoDB) that takes the claim's round trips off
+	// the path from the instant to the executor. The price: a hand-off
+	// prepared but never delivered (its process died in between) keeps
+	// its claims until they expire, and its fires are taken over then,
+	// late by the claim TTL. Local mode, where a claim is a local
+	// transaction, keeps it off.
+	ClaimAhead int
+	Logger     *slog.Logger
 }
 
 // LaneSink is the ring's in-process hand-off (a ring.Sink): each lane
@@ -74,6 +84,16 @@ type LaneSinkOptions struct {
 //	                                                       ▼                           (lane's call slots), record all
 //	                                       durable lane queue ◀──────────────────── ErrInFlight, store error
 //	                                       (the lane consumers: retries, child and manual tasks)   (after Dispose's delay)
+//
+// The ring's prepared hand-offs (Prepare, at receipt, about a second
+// early) do the left part ahead: Load, given the jobs the ring read, and
+// with ClaimAhead the claims too (Batch.Claim per chunk), so that at the
+// instant a claimed hand-off only calls and records (Claimed.Run):
+//
+//	ring ──Prepare──▶ LoadKnown ──▶ ≤ ClaimAhead tasks? ──yes──▶ Claim each chunk ··· instant ··▶ Claimed.Run
+//	                                     │no                                       (call slots only, never spilled)
+//	                                     ▼
+//	                     at the instant, the chunks as Deliver runs them
 //
 // The tasks of one Deliver are one batch (Dispatcher.Load): their jobs,
 // groups and executor addresses are read once for all of them. Executor
@@ -93,6 +113,7 @@ type LaneSink struct {
 	spill  time.Duration
 	budget time.Duration
 	chunk  int
+	ahead  int
 }
 
 // sinkLane is one lane's capacity: chunks in flight and executor calls.
@@ -122,7 +143,7 @@ func NewLaneSink(d *Dispatcher, o LaneSinkOptions) (*LaneSink, error) {
 		o.Logger = d.d.Logger
 	}
 	s := &LaneSink{disp: d, base: o.Base, queues: o.Queues, log: o.Logger, spill: o.SpillAfter, budget: o.SpillBudget,
-		chunk: o.Chunk, lanes: map[xjob.Lane]*sinkLane{}}
+		chunk: o.Chunk, ahead: o.ClaimAhead, lanes: map[xjob.Lane]*sinkLane{}}
 	for lane, calls := range o.Calls {
 		s.lanes[lane] = &sinkLane{chunks: make(chan struct{}, o.Chunks), calls: make(chan struct{}, max(calls, 1))}
 	}
@@ -137,20 +158,46 @@ func NewLaneSink(d *Dispatcher, o LaneSinkOptions) (*LaneSink, error) {
 // means that send failed (or ctx ended before every task was started), and
 // the ring delivers the bucket again.
 func (s *LaneSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
-	return s.deliver(ctx, lane, tasks, nil)
+	return s.deliver(ctx, lane, tasks, nil, nil)
 }
 
-// Prepare reads what dispatching tasks needs (Dispatcher.Load: their jobs,
-// groups and executor addresses) now, ahead of their instant (the ring's
-// Preparer); the returned hand-off dispatches them as Deliver does,
-// without reading them again. A job stopped between the two is caught by
-// the ring's own check at receipt, not at the instant.
-func (s *LaneSink) Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) func(context.Context) error {
+// Prepare does now, ahead of the tasks' instant, what dispatching them
+// needs before the executor calls (the ring's Preparer): their reads
+// (Dispatcher.LoadKnown, given the jobs the ring read) and, for a hand-off
+// of at most ClaimAhead tasks, their claims, chunk by chunk. The returned
+// hand-off dispatches them as Deliver does, without doing that again;
+// claimed chunks are never spilled (they are this process's to run). A job
+// stopped between the two is caught by the ring's own check at receipt,
+// not at the instant.
+func (s *LaneSink) Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
 	if _, ok := s.lanes[lane]; !ok {
-		return func(ctx context.Context) error { return s.deliver(ctx, lane, tasks, nil) }
+		return func(ctx context.Context) error { return s.deliver(ctx, lane, tasks, nil, nil) }
 	}
-	batch := s.disp.Load(s.baseOf(ctx), tasks)
-	return func(ctx context.Context) error { return s.deliver(ctx, lane, tasks, batch) }
+	base := s.baseOf(ctx)
+	batch := s.disp.LoadKnown(base, tasks, jobs)
+	var claimed []claimedChunk
+	if len(tasks) <= s.ahead {
+		for start := 0; start < len(tasks); start += s.chunk {
+			idx := span(start, min(start+s.chunk, len(tasks)))
+			claimed = append(claimed, claimedChunk{idx: idx, c: batch.Claim(base, idx)})
+		}
+	}
+	return func(ctx context.Context) error { return s.deliver(ctx, lane, tasks, batch, claimed) }
+}
+
+// claimedChunk is a chunk of a prepared hand-off claimed ahead.
+type claimedChunk struct {
+	idx []int
+	c   *Claimed
+}
+
+// span is the indexes [start, end).
+func span(start, end int) []int {
+	idx := make([]int, 0, end-start)
+	for i := start; i < end; i++ {
+		idx = append(idx, i)
+	}
+	return idx
 }
 
 // baseOf is the context dispatches run on: Base, or ctx without its
@@ -163,8 +210,9 @@ func (s *LaneSink) baseOf(ctx context.Context) context.Context {
 }
 
 // deliver dispatches tasks on lane, with their reads done already when
-// batch is not nil.
-func (s *LaneSink) deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, batch *Batch) error {
+// batch is not nil, and the whole hand-off claimed already when claimed is
+// not nil.
+func (s *LaneSink) deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, batch *Batch, claimed []claimedChunk) error {
 	l, ok := s.lanes[lane]
 	if !ok {
 		return fmt.Errorf("lane sink: lane %q is not served in process", lane)
@@ -184,20 +232,31 @@ func (s *LaneSink) deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dis
 	if batch == nil {
 		batch = s.disp.Load(base, tasks)
 	}
+	start := 0
+	if claimed != nil {
+		// Claimed ahead: only the calls and the records remain, bounded by
+		// the lane's call slots, not its chunk slots.
+		for _, cc := range claimed {
+			wg.Go(func() {
+				outs, errs := cc.c.Run(base, l.calls)
+				for k, i := range cc.idx {
+					s.settle(tasks[i], outs[k], errs[k], requeue)
+				}
+			})
+		}
+		start = len(tasks)
+	}
 	spill := time.NewTimer(s.spill)
 	defer spill.Stop()
 	budget := time.NewTimer(s.budget)
 	defer budget.Stop()
 	spilling := false
-	for start := 0; start < len(tasks); {
+	for start < len(tasks) {
 		end := min(start+s.chunk, len(tasks))
 		if !spilling {
 			select {
 			case l.chunks <- struct{}{}:
-				idx := make([]int, 0, end-start)
-				for i := start; i < end; i++ {
-					idx = append(idx, i)
-				}
+				idx := span(start, end)
 				wg.Go(func() {
 					defer func() { <-l.chunks }()
 					outs, errs := batch.Run(base, idx, l.calls)

@@ -258,3 +258,123 @@ func TestLaneSinkRefusesUnservedLane(t *testing.T) {
 		t.Fatal("NewLaneSink without lanes succeeded")
 	}
 }
+
+// A prepared hand-off of at most ClaimAhead tasks is claimed when it is
+// prepared: its logs exist, claimed until ClaimTTL past the instant and
+// stamped with the instant, before any executor call; at the instant only
+// the calls and the record remain. A larger one is only read ahead.
+func TestLaneSinkClaimsPreparedHandOffAhead(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int64
+	f := newSinkFixture(t, func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		_, _ = io.WriteString(w, `{"code":200}`)
+	})
+	at := f.t0.Add(time.Second)
+	sink, err := dispatch.NewLaneSink(f.disp, dispatch.LaneSinkOptions{Base: f.ctx, Queues: f.db, Logger: f.quiet,
+		Calls: map[xjob.Lane]int{xjob.LaneFast: 2}, Chunk: 2, ClaimAhead: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handOff := func(n int) []xjob.DispatchTask {
+		tasks := make([]xjob.DispatchTask, n)
+		for i := range tasks {
+			tasks[i] = f.task()
+			tasks[i].Occurrence.FireTime = at.UnixMilli()
+		}
+		return tasks
+	}
+	logs := func(tasks []xjob.DispatchTask) []xjob.Log {
+		var out []xjob.Log
+		for _, task := range tasks {
+			page, err := f.db.LogList(f.ctx, driver.LogListParams{JobID: task.Occurrence.JobID, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, page.Logs...)
+		}
+		return out
+	}
+	small, large := handOff(3), handOff(4)
+	runSmall := sink.Prepare(f.ctx, xjob.LaneFast, small, nil)
+	runLarge := sink.Prepare(f.ctx, xjob.LaneFast, large, nil)
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("executor called %d times while preparing, want 0", n)
+	}
+	claimed := logs(small)
+	if len(claimed) != 3 {
+		t.Fatalf("small hand-off: %d logs after Prepare, want 3 claimed ahead", len(claimed))
+	}
+	for _, l := range claimed {
+		if l.TriggerTime != at.UnixMilli() || l.ClaimUntil != at.Add(30*time.Second).UnixMilli() || l.TriggerCode != 0 {
+			t.Errorf("claimed ahead: trigger time %d, claim until %d, code %d; want the instant %d, claimed 30 s past it, not triggered",
+				l.TriggerTime, l.ClaimUntil, l.TriggerCode, at.UnixMilli())
+		}
+	}
+	if ls := logs(large); len(ls) != 0 {
+		t.Fatalf("large hand-off: %d logs after Prepare, want none (more than ClaimAhead)", len(ls))
+	}
+	f.clk.Set(at)
+	for name, run := range map[string]func(context.Context) error{"small": runSmall, "large": runLarge} {
+		if err := run(f.ctx); err != nil {
+			t.Fatalf("%s hand-off: %v", name, err)
+		}
+	}
+	if n := runs.Load(); n != 7 {
+		t.Errorf("executor ran %d tasks, want 7", n)
+	}
+	for _, l := range logs(append(small, large...)) {
+		if l.TriggerCode != xjob.CodeSuccess || l.TriggerTime != at.UnixMilli() {
+			t.Errorf("log %d: code %d, trigger time %d; want 200 at the instant %d", l.ID, l.TriggerCode, l.TriggerTime, at.UnixMilli())
+		}
+	}
+	if ds := f.queued(t, xjob.LaneFast); len(ds) != 0 {
+		t.Errorf("queued %d tasks, want none", len(ds))
+	}
+}
+
+// A hand-off claimed ahead whose process never runs it (it died between)
+// loses no fire and runs none twice: the bucket's next delivery finds the
+// claims held until they expire, then takes them over and calls the
+// executor once.
+func TestLaneSinkAbandonedClaimIsTakenOver(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int64
+	f := newSinkFixture(t, func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		_, _ = io.WriteString(w, `{"code":200}`)
+	})
+	at := f.t0.Add(time.Second)
+	opts := dispatch.LaneSinkOptions{Base: f.ctx, Queues: f.db, Logger: f.quiet,
+		Calls: map[xjob.Lane]int{xjob.LaneFast: 2}, ClaimAhead: 10}
+	dead, err := dispatch.NewLaneSink(f.disp, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := f.task()
+	task.Occurrence.FireTime = at.UnixMilli()
+	_ = dead.Prepare(f.ctx, xjob.LaneFast, []xjob.DispatchTask{task}, nil) // never run
+
+	next, err := dispatch.NewLaneSink(f.disp, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Set(at.Add(time.Second))
+	if err := next.Deliver(f.ctx, xjob.LaneFast, []xjob.DispatchTask{task}); err != nil {
+		t.Fatal(err)
+	}
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("executor ran %d times while the claim was held, want 0", n)
+	}
+	f.clk.Set(at.Add(31 * time.Second))
+	ds := f.queued(t, xjob.LaneFast)
+	if len(ds) != 1 || ds[0].Msg.Occurrence != task.Occurrence {
+		t.Fatalf("queued %+v, want the held task back once its claim expired", ds)
+	}
+	if err := next.Deliver(f.ctx, xjob.LaneFast, []xjob.DispatchTask{ds[0].Msg}); err != nil {
+		t.Fatal(err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("executor ran %d times after the take-over, want 1", n)
+	}
+}

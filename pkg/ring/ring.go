@@ -86,12 +86,12 @@ func (s Split) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dispatc
 }
 
 // Prepare prepares tasks with lane's Sink when it is a Preparer.
-func (s Split) Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) func(context.Context) error {
+func (s Split) Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
 	sink, ok := s[lane]
 	if !ok || sink == nil {
 		return func(context.Context) error { return fmt.Errorf("ring: no sink for lane %s", lane) }
 	}
-	return prepare(ctx, sink, lane, tasks)
+	return prepare(ctx, sink, lane, tasks, jobs)
 }
 
 var (
@@ -99,23 +99,25 @@ var (
 	_ Preparer = Split{}
 )
 
-// Preparer is a Sink that can do a hand-off's reads before its instant.
+// Preparer is a Sink that can do a hand-off's work before its instant.
 // The ring has a bucket ahead of its second (the scan makes it visible
-// RingLead early), so it prepares each instant's hand-offs as soon as it
-// has checked the bucket's jobs, and at the instant only the claims and the
-// executor calls remain: the reads leave the path from the instant to the
-// executor. Prepare returns the hand-off; calling it delivers the tasks as
-// Sink.Deliver would, with the same error contract.
+// RingLead early), so it prepares each instant's hand-offs, in instant
+// order, as soon as it has checked the bucket's jobs: the sink's reads
+// (and, if it claims ahead, its claims) leave the path from the instant to
+// the executor. jobs are the bucket's jobs as the ring just read them,
+// keyed by id (read only), so the sink need not read them again. Prepare
+// returns the hand-off; calling it delivers the tasks as Sink.Deliver
+// would, with the same error contract.
 type Preparer interface {
 	Sink
-	Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) func(context.Context) error
+	Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error
 }
 
 // prepare returns sink's prepared hand-off of tasks, or, for a Sink that
 // cannot prepare, one that delivers them when called.
-func prepare(ctx context.Context, sink Sink, lane xjob.Lane, tasks []xjob.DispatchTask) func(context.Context) error {
+func prepare(ctx context.Context, sink Sink, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
 	if p, ok := sink.(Preparer); ok {
-		return p.Prepare(ctx, lane, tasks)
+		return p.Prepare(ctx, lane, tasks, jobs)
 	}
 	return func(ctx context.Context) error { return sink.Deliver(ctx, lane, tasks) }
 }
@@ -195,16 +197,19 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 		errs  []error
 		fired int
 	)
-	// Each instant's hand-offs are prepared now, a second or so ahead
-	// (Preparer), and delivered at the instant.
+	// Each instant's hand-offs are prepared from now on, a second or so
+	// ahead (Preparer), one after the other in instant order (the first
+	// instant's first, and a sink's claims of one page do not race each
+	// other), and delivered at the instant, once prepared.
 	type handOff struct {
-		lane xjob.Lane
-		n    int
-		run  func(context.Context) error
+		lane  xjob.Lane
+		tasks []xjob.DispatchTask
+		ready chan struct{} // closed once run is set
+		run   func(context.Context) error
 	}
 	type instant struct {
 		at    int64
-		hands []handOff
+		hands []*handOff
 	}
 	var instants []instant
 	received := clock.Millis(r.clock)
@@ -234,14 +239,32 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 		in := instant{at: at}
 		for _, lane := range []xjob.Lane{xjob.LaneFast, xjob.LaneSlow} {
 			if tasks := lanes[lane]; len(tasks) > 0 {
-				in.hands = append(in.hands, handOff{lane: lane, n: len(tasks), run: prepare(ctx, r.sink, lane, tasks)})
+				in.hands = append(in.hands, &handOff{lane: lane, tasks: tasks, ready: make(chan struct{})})
 			}
 		}
 		instants = append(instants, in)
 		start = end
 	}
-	deliver := func(h handOff) {
+	prepared, quit := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(prepared)
+		for _, in := range instants {
+			for _, h := range in.hands {
+				select {
+				case <-quit:
+					// Fire stopped waiting: prepare (and claim) no more.
+					h.run = func(context.Context) error { return errors.New("ring stopped before the hand-off was prepared") }
+				default:
+					h.run = prepare(ctx, r.sink, h.lane, h.tasks, byID)
+				}
+				close(h.ready)
+			}
+		}
+	}()
+	defer func() { <-prepared }()
+	deliver := func(h *handOff) {
 		defer wg.Done()
+		<-h.ready
 		err := h.run(ctx)
 		mu.Lock()
 		defer mu.Unlock()
@@ -249,12 +272,13 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 			errs = append(errs, fmt.Errorf("ring bucket %d/%d: %s: %w", b.Shard, b.Second, h.lane, err))
 			return
 		}
-		fired += h.n
+		fired += len(h.tasks)
 	}
 	var sleepErr error
 	for _, in := range instants {
 		if err := r.clock.SleepUntil(ctx, time.UnixMilli(in.at)); err != nil {
 			sleepErr = fmt.Errorf("ring bucket %d/%d: %w", b.Shard, b.Second, err)
+			close(quit)
 			break
 		}
 		for _, h := range in.hands {

@@ -393,7 +393,7 @@ type prepSink struct {
 	prepared chan time.Time
 }
 
-func (s *prepSink) Prepare(_ context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) func(context.Context) error {
+func (s *prepSink) Prepare(_ context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, _ map[int64]*xjob.Job) func(context.Context) error {
 	s.prepared <- s.clk.Now()
 	return func(ctx context.Context) error { return s.Deliver(ctx, lane, tasks) }
 }
@@ -440,5 +440,72 @@ func TestFirePreparesBeforeTheInstant(t *testing.T) {
 	}
 	if st := <-done; st.Fired != 1 {
 		t.Fatalf("stats = %+v, want 1 fired", st)
+	}
+}
+
+// gatedPrepSink is a prepSink whose Prepare of the instant at gateAt
+// waits for gate: a sink whose preparing is slow.
+type gatedPrepSink struct {
+	*prepSink
+	gateAt int64
+	gate   chan struct{}
+	jobs   chan map[int64]*xjob.Job
+}
+
+func (s *gatedPrepSink) Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
+	if tasks[0].Occurrence.FireTime == s.gateAt {
+		<-s.gate
+	}
+	s.jobs <- jobs
+	return s.prepSink.Prepare(ctx, lane, tasks, jobs)
+}
+
+// Instants are prepared in order in the background, not before the first
+// sleep: a slow preparation of a later instant does not hold an earlier
+// one, and a sink that prepares gets the jobs the ring read.
+func TestFirePreparesInOrderInTheBackground(t *testing.T) {
+	t.Parallel()
+	sink := &gatedPrepSink{prepSink: &prepSink{chanSink: newChanSink(false), prepared: make(chan time.Time, 8)},
+		gate: make(chan struct{}), jobs: make(chan map[int64]*xjob.Job, 8)}
+	db, clk, r := setupSink(t, sink)
+	sink.clk = clk
+	ctx := context.Background()
+	j := addJob(t, db)
+	first, second := t0.Add(1*time.Second), t0.Add(1500*time.Millisecond)
+	sink.gateAt = second.UnixMilli()
+	b := xjob.RingBucket{Second: first.Unix(), Items: []xjob.RingItem{
+		{JobID: j.ID, FireTime: second.UnixMilli(), Revision: j.Revision},
+		{JobID: j.ID, FireTime: first.UnixMilli(), Revision: j.Revision},
+	}}
+	done := make(chan ring.Stats, 1)
+	go func() {
+		st, err := r.Fire(ctx, b)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- st
+	}()
+	if jobs := <-sink.jobs; jobs[j.ID] == nil || jobs[j.ID].Revision != j.Revision {
+		t.Fatalf("prepared with jobs %v, want the bucket's job as the ring read it", jobs)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := clk.WaitForSleepers(waitCtx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(first)
+	if d := sink.next(t); d.tasks[0].Occurrence.FireTime != first.UnixMilli() {
+		t.Fatalf("delivered %+v first, want the first instant while the second is still being prepared", d)
+	}
+	close(sink.gate)
+	if err := clk.WaitForSleepers(waitCtx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(second)
+	if d := sink.next(t); d.tasks[0].Occurrence.FireTime != second.UnixMilli() {
+		t.Fatalf("delivered %+v, want the second instant", d)
+	}
+	if st := <-done; st.Fired != 2 {
+		t.Fatalf("stats = %+v, want 2 fired", st)
 	}
 }
