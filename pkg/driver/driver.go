@@ -175,7 +175,10 @@ type LogStore interface {
 	// ID and Version set. If a log with that OccurrenceID exists it returns
 	// the existing log and xjob.ErrConflict. Ids are unique and positive
 	// below 2^53, not necessarily in creation order (DynamoDB derives them
-	// from the occurrence).
+	// from the occurrence). A scheduled (CRON or MISFIRE) log's
+	// ScheduledTime is part of its occurrence: the fire time its
+	// OccurrenceID names, the same for every log of that occurrence (SQLite
+	// keys its deduplication index by it, then the id).
 	LogCreate(ctx context.Context, l xjob.Log) (xjob.Log, error)
 	LogGet(ctx context.Context, id int64) (xjob.Log, error)
 	// LogClaim takes over a log that was created but never triggered, whose

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,4 +153,98 @@ func BenchmarkQueueSendReceiveAck(b *testing.B) {
 			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "msgs/s")
 		})
 	}
+}
+
+// BenchmarkSteadySecond is the store's share of xjob local's steady
+// workload (make bench's steady 10,000): one iteration is one second of
+// 10,000 every-second jobs, written as local mode writes it — claims in
+// LogCreateMany chunks of 256, four chunks in flight (the lane sink), each
+// chunk's /run replies in one LogTriggeredMany, and results in
+// LogFinishMany batches of 100 (the bench executor's callback requests).
+// cpu-µs/trigger is the process's CPU (user + system, every goroutine:
+// the writer, the callers, the runtime) per trigger; run it with
+// -benchtime=30x so that the table grows as a 30 s run's does.
+func BenchmarkSteadySecond(b *testing.B) {
+	const (
+		jobs     = 10000
+		chunk    = 256
+		inFlight = 4
+		results  = 100
+	)
+	db := setup(b, Options{})
+	ctx := context.Background()
+	sec := int64(1_800_000_000)
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		sec++
+		at := sec * 1000
+		var wg sync.WaitGroup
+		slots := make(chan struct{}, inFlight)
+		finish := make(chan int64, jobs)
+		for start := 0; start < jobs; start += chunk {
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				logs := make([]xjob.Log, 0, chunk)
+				for j := start; j < min(start+chunk, jobs); j++ {
+					o := xjob.Occurrence{JobID: int64(j + 1), Type: xjob.TriggerCron, FireTime: at}
+					logs = append(logs, xjob.Log{OccurrenceID: o.ID(0), JobID: o.JobID, GroupID: 1, TriggerType: o.Type,
+						ScheduledTime: at, TriggerTime: at, ExecutorAddress: "http://127.0.0.1:9999", ExecutorHandler: "demoHandler",
+						ClaimUntil: at + 30_000})
+				}
+				claims, err := db.LogCreateMany(ctx, logs)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				replies := make([]driver.LogTriggeredParams, len(claims))
+				for i, c := range claims {
+					replies[i] = driver.LogTriggeredParams{ID: c.Log.ID, ExecutorAddress: "http://127.0.0.1:9999",
+						TriggerCode: xjob.CodeSuccess, TriggerMsg: "Trigger type: CRON<br>Route strategy: FIRST<br>Run: ok"}
+				}
+				if _, err := db.LogTriggeredMany(ctx, replies); err != nil {
+					b.Error(err)
+					return
+				}
+				for _, c := range claims {
+					finish <- c.Log.ID
+				}
+			})
+		}
+		wg.Go(func() {
+			var fw sync.WaitGroup
+			batch := make([]driver.LogFinishParams, 0, results)
+			flush := func() {
+				ps := batch
+				batch = make([]driver.LogFinishParams, 0, results)
+				fw.Go(func() {
+					if _, err := db.LogFinishMany(ctx, ps); err != nil {
+						b.Error(err)
+					}
+				})
+			}
+			for range jobs {
+				batch = append(batch, driver.LogFinishParams{ID: <-finish, HandleTime: at + 5, HandleCode: xjob.CodeSuccess})
+				if len(batch) == results {
+					flush()
+				}
+			}
+			if len(batch) > 0 {
+				flush()
+			}
+			fw.Wait()
+		})
+		wg.Wait()
+	}
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N*jobs), "cpu-µs/trigger")
+	b.ReportMetric(float64(b.N*jobs)/b.Elapsed().Seconds(), "triggers/s")
+}
+
+// cpuTime is the process's user + system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -37,16 +37,29 @@ func scanLog(s scanner) (xjob.Log, error) {
 	return l, nil
 }
 
+// sqlLogOccurrenceKey is the time half of a log's occurrence key, the
+// expression logs_occurrence (migration 0007) indexes before the id: the
+// fire time of a scheduled occurrence, which its id names, so that one
+// second's claims append at one end of the index; 0 for the others.
+const sqlLogOccurrenceKey = `(CASE WHEN trigger_type IN ('CRON', 'MISFIRE') THEN scheduled_time ELSE 0 END)`
+
+// sqlLogByOccurrence reads the log of an occurrence (its trigger type,
+// scheduled time and id) through logs_occurrence.
+const sqlLogByOccurrence = `SELECT ` + logColumns + ` FROM logs
+	WHERE ` + sqlLogOccurrenceKey + ` = (CASE WHEN ? IN ('CRON', 'MISFIRE') THEN ? ELSE 0 END) AND occurrence_id = ?`
+
 // sqlLogCreate inserts a log unless its occurrence has one (no row
 // changes then). It has no RETURNING clause: SQLite codes RETURNING as a
 // trigger, so each insert would open and free a statement journal, about
-// 60% more per insert than the Exec and its last insert id.
+// 60% more per insert than the Exec and its last insert id. Its conflict
+// target is implicit: the only unique key a new row can clash on is
+// logs_occurrence's (the id is AUTOINCREMENT).
 const sqlLogCreate = `INSERT INTO logs (occurrence_id, job_id, group_id, trigger_type,
 	scheduled_time, trigger_time, trigger_code, trigger_msg, executor_address, executor_handler,
 	executor_param, executor_sharding_param, executor_fail_retry_count, handle_time, handle_code,
 	handle_msg, alarm_status, claim_until, version)
 	VALUES (?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1)
-	ON CONFLICT (occurrence_id) DO NOTHING`
+	ON CONFLICT DO NOTHING`
 
 // LogCreate stores a new log unless its OccurrenceID exists, in which case
 // it returns the existing log and xjob.ErrConflict.
@@ -96,7 +109,7 @@ func (db *DB) insertLog(ctx context.Context, l xjob.Log) (int64, *xjob.Log, erro
 		id, err := res.LastInsertId()
 		return id, nil, err
 	}
-	e, err := scanLog(db.ws.logByOccurrence.QueryRowContext(ctx, l.OccurrenceID))
+	e, err := scanLog(db.ws.logByOccurrence.QueryRowContext(ctx, l.TriggerType, l.ScheduledTime, l.OccurrenceID))
 	if err != nil {
 		return 0, nil, err
 	}

@@ -576,3 +576,57 @@ func TestJobGetManyCacheFollowsAdvances(t *testing.T) {
 		same("after " + st.name)
 	}
 }
+
+// Migration 0007 re-keys the occurrence index time first on a file that
+// has logs: a repeated occurrence stays one log, and the claim's lookup of
+// an occurrence's log searches the index (an expression that drifted from
+// the index's would scan the table on every repeat).
+func TestOccurrenceIndexByTime(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "xjob.db")
+	ctx := t.Context()
+	db := openAt(t, path, Options{})
+	log := xjob.Log{OccurrenceID: xjob.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: 1_800_000_000_000}.ID(0),
+		JobID: 7, GroupID: 1, TriggerType: xjob.TriggerCron, ScheduledTime: 1_800_000_000_000, TriggerTime: 1_800_000_000_000,
+		ExecutorHandler: "h", ClaimUntil: 1_800_000_030_000}
+	// The file as 0006 left it, with a log.
+	for _, q := range []string{
+		`DROP INDEX logs_occurrence`,
+		`CREATE UNIQUE INDEX logs_occurrence ON logs (occurrence_id)`,
+		`DELETE FROM schema_migrations WHERE version = '0007_logs_occurrence_by_time'`,
+	} {
+		if _, err := db.wc.ExecContext(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	first, err := db.LogCreate(ctx, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openAt(t, path, Options{})
+	misfire := log
+	misfire.TriggerType = xjob.TriggerMisfire // a second scanner's view of the same fire
+	if got, err := db.LogCreate(ctx, misfire); !errors.Is(err, xjob.ErrConflict) || got.ID != first.ID {
+		t.Fatalf("repeat after the migration: %+v, %v; want log %d and a conflict", got, err, first.ID)
+	}
+	rows, err := db.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+sqlLogByOccurrence, "CRON", log.ScheduledTime, log.OccurrenceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if len(plan) != 1 || !strings.Contains(plan[0], "USING INDEX logs_occurrence") {
+		t.Errorf("lookup plan %q, want a search of logs_occurrence", plan)
+	}
+}

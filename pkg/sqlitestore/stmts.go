@@ -72,7 +72,7 @@ func (s *writeStmts) defs() []stmtDef {
 		{&s.jobExists, `SELECT 1 FROM jobs WHERE id = ?`},
 
 		{&s.logCreate, sqlLogCreate},
-		{&s.logByOccurrence, `SELECT ` + logColumns + ` FROM logs WHERE occurrence_id = ?`},
+		{&s.logByOccurrence, sqlLogByOccurrence},
 		{&s.logByID, `SELECT ` + logColumns + ` FROM logs WHERE id = ?`},
 		{&s.logClaim, `UPDATE logs SET claim_until = ?, trigger_time = ?, version = version + 1
 			WHERE id = ? AND version = ? AND trigger_code = 0 RETURNING ` + logColumns},

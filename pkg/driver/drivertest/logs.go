@@ -13,13 +13,17 @@ import (
 
 const t0 = 1_700_000_000_000 // a fixed instant the log fixtures count from
 
+// sampleLog is a CRON log of occurrence, triggered at triggerTime. Its
+// ScheduledTime is the same for every log of one occurrence, as a
+// scheduled occurrence's fire time is (its id names it; see
+// driver.LogStore.LogCreate).
 func sampleLog(occurrence string, job, group, triggerTime int64) xjob.Log {
 	return xjob.Log{
 		OccurrenceID:           occurrence,
 		JobID:                  job,
 		GroupID:                group,
 		TriggerType:            xjob.TriggerCron,
-		ScheduledTime:          triggerTime - 10,
+		ScheduledTime:          t0 - 10,
 		TriggerTime:            triggerTime,
 		ExecutorHandler:        "demoHandler",
 		ExecutorParam:          "p=1",
@@ -76,6 +80,30 @@ func ExerciseLogStore(t *testing.T, newStore func(t *testing.T) driver.LogStore)
 		existing, err := s.LogCreate(ctx, again)
 		requireIs(t, err, xjob.ErrConflict, "create duplicate")
 		requireLog(t, "duplicate create returns the existing log", existing, first)
+	})
+
+	// An occurrence without a schedule (a retry, a manual trigger) is named
+	// by its ref alone: a deferred retry carries when it was first due as
+	// its scheduled time, and the sweep's re-plan of the same retry may
+	// not; they are one occurrence all the same.
+	t.Run("CreateIdempotentWhateverUnscheduledTime", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		retry := sampleLog("j1/RETRY/r42/s0", 1, 2, t0)
+		retry.TriggerType = xjob.TriggerRetry
+		retry.ScheduledTime = t0 - 60_000
+		first, err := s.LogCreate(ctx, retry)
+		requireNoErr(t, err, "create")
+		again := retry
+		again.ScheduledTime = 0
+		existing, err := s.LogCreate(ctx, again)
+		requireIs(t, err, xjob.ErrConflict, "create the same retry without its first-due time")
+		requireLog(t, "duplicate create returns the existing log", existing, first)
+		claims, err := s.LogCreateMany(ctx, []xjob.Log{again})
+		requireNoErr(t, err, "create many")
+		if len(claims) != 1 || claims[0].Outcome != driver.ClaimHeld || claims[0].Log.ID != first.ID {
+			t.Fatalf("claim of the same retry: %+v, want held by log %d", claims, first.ID)
+		}
 	})
 
 	t.Run("ConcurrentCreateOneWinner", func(t *testing.T) {
