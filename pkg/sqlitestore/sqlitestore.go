@@ -7,7 +7,9 @@
 // connection, owned by one goroutine that runs the writes queued meanwhile
 // in one BEGIN IMMEDIATE transaction, a SAVEPOINT each (group commit, see
 // writer.go: writes inside one process queue in Go instead of spinning on
-// SQLITE_BUSY, and share the commit's cost), and a pool of readers. Hot
+// SQLITE_BUSY, and share the commit's cost), and a pool of readers; a
+// checkpointer goroutine on a third connection copies the WAL into the
+// file beside the writer (checkpoint.go). Hot
 // statements are prepared once (stmts.go). Several processes may open the
 // same file: every conditional write
 // is a single UPDATE … WHERE version = ? (or an upsert) whose affected rows
@@ -93,17 +95,20 @@ type DB struct {
 	w    *sql.DB   // one connection, owned by the writer goroutine
 	wc   *sql.Conn // that connection
 	r    *sql.DB   // readers
+	ck   *sql.DB   // the checkpointer's connection (checkpoint.go)
 	ws   writeStmts
 	rs   readStmts
 
 	reqs       chan *writeReq // unbuffered: a request is handed over or not at all
 	closing    chan struct{}
 	writerDone chan struct{}
-	closeOnce  sync.Once
-	closeErr   error
-	jobs       jobCache     // JobGetMany's jobs by version
-	commits    atomic.Int64 // write transactions run, for benchmarks
-	committed  atomic.Int64 // requests they carried
+	// checkpointerDone is closed when runCheckpointer has returned.
+	checkpointerDone chan struct{}
+	closeOnce        sync.Once
+	closeErr         error
+	jobs             jobCache     // JobGetMany's jobs by version
+	commits          atomic.Int64 // write transactions run, for benchmarks
+	committed        atomic.Int64 // requests they carried
 
 	ring  *queue[xjob.RingBucket]
 	fast  *queue[xjob.DispatchTask]
@@ -128,6 +133,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)+")")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// Checkpoints run beside the writer (checkpoint.go); the connection's
+	// own only bound the WAL.
+	q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(autoCheckpointPages)+")")
 	q.Add("_pragma", "foreign_keys(0)")
 	// Group commit runs each request of a shared transaction in a
 	// SAVEPOINT, and SQLite copies every page a savepoint first changes to
@@ -153,15 +161,23 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	r.SetMaxOpenConns(opts.Readers)
 	r.SetMaxIdleConns(opts.Readers)
+	ck, err := openCheckpointer(dsn)
+	if err != nil {
+		_ = errors.Join(w.Close(), r.Close())
+		return nil, fmt.Errorf("sqlite open %s: %w", path, err)
+	}
 
-	db := &DB{opts: opts, w: w, r: r, signals: map[string]chan struct{}{},
-		reqs: make(chan *writeReq), closing: make(chan struct{}), writerDone: make(chan struct{})}
+	db := &DB{opts: opts, w: w, r: r, ck: ck, signals: map[string]chan struct{}{},
+		reqs: make(chan *writeReq), closing: make(chan struct{}), writerDone: make(chan struct{}),
+		checkpointerDone: make(chan struct{})}
 	if err := db.startRetrying(ctx); err != nil {
-		close(db.writerDone) // never started
+		close(db.writerDone)       // never started
+		close(db.checkpointerDone) // never started
 		_ = db.Close()
 		return nil, err
 	}
 	go db.runWriter()
+	go db.runCheckpointer()
 	db.ring = newQueue[xjob.RingBucket](db, "ring")
 	db.fast = newQueue[xjob.DispatchTask](db, "dispatch-"+string(xjob.LaneFast))
 	db.slow = newQueue[xjob.DispatchTask](db, "dispatch-"+string(xjob.LaneSlow))
@@ -174,11 +190,12 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		close(db.closing)
 		<-db.writerDone
+		<-db.checkpointerDone
 		errs := []error{db.ws.close(), db.rs.close()}
 		if db.wc != nil {
 			errs = append(errs, db.wc.Close())
 		}
-		db.closeErr = errors.Join(append(errs, db.w.Close(), db.r.Close())...)
+		db.closeErr = errors.Join(append(errs, db.ck.Close(), db.w.Close(), db.r.Close())...)
 	})
 	return db.closeErr
 }
