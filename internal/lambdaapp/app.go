@@ -160,15 +160,16 @@ const (
 // visible. SQS delays are whole seconds, rounded up (sqsqueue.DelaySeconds),
 // so a bucket becomes visible between ringLead − 1 s and ringLead before
 // its second, depending on when the scan sent it; in a given deployment
-// that phase is stable per scan grid. The ring prepares a bucket (reads,
-// claims ahead) when it arrives, a few to tens of milliseconds on
-// DynamoDB: with a lead of exactly 1 s, the buckets of a grid whose phase
-// left them visible a few milliseconds early were prepared after their
-// instant, all of them late by the preparation, run after run (W1 at
-// 1,000/s: 99th percentile 221 ms in one run, 50–66 ms in others). The
-// extra 100 ms keeps every bucket at least that early, for 0.1 s more of
-// the ring function's wait per bucket.
-const ringLead = 1100 * time.Millisecond
+// that phase is stable per scan grid, and a grid whose buckets become
+// visible only milliseconds early has them prepared (reads, claims ahead)
+// just after their instant. A lead of 1.1 s would keep every bucket at
+// least 100 ms early, but in the one 120-second run of each, with 100
+// jobs every minute, the ring function cost $24.94 a month against
+// $13.66 with 1 s (bench/results/cost-idle-120s-ringlead*: more than its
+// 20% longer mean wait explains, and not understood), while W1's 99th
+// percentile at 1,000/s was 50–221 ms over three runs with 1 s and 82 ms
+// in one with 1.1 s. It stays at 1 s.
+const ringLead = time.Second
 
 // RingTimeout is the ring function's timeout in the templates (infra
 // checks them against it; the ring queue's visibility timeout is 6 × it,

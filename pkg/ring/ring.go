@@ -17,7 +17,12 @@
 // (in flight elsewhere, a store error, a saturated lane) goes to the
 // lane's durable queue. Each instant's hand-off runs while the ring waits
 // for the next instant, so a slow hand-off never makes a later occurrence
-// late.
+// late. A sink that can prepare (Preparer) gets each instant's hand-off as
+// soon as the bucket's jobs are checked, in instant order, in the
+// background, with the jobs the ring read:
+//
+//	receive ──▶ JobGetMany, revision check ──▶ (background) Prepare instant 1, 2, … ──▶ ready
+//	                                        └─▶ sleep to instant 1 ──▶ wait ready ──▶ deliver ──▶ sleep to instant 2 …
 //
 // A bucket is acknowledged only after every hand-off of it has returned
 // (tasks queued, or dispatched, as the sink defines it); if the process

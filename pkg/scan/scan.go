@@ -284,10 +284,24 @@ func (s *Scanner) Tick(ctx context.Context) (Stats, error) {
 }
 
 // tickLeased makes sure this scanner holds shard's lease, then scans it.
+// A shard it does not hold is first read without the lease (one due job
+// at most): a shard with nothing due is not leased. The Lambda scan starts
+// every invocation without leases and releases them at its end, so on an
+// idle deployment that is two conditional writes per shard a minute saved
+// (a quarter of its monthly cost); the read is half a read unit.
 func (s *Scanner) tickLeased(ctx context.Context, shard int, now int64) (Stats, error) {
 	s.mu.Lock()
 	l, held := s.leases[shard]
 	s.mu.Unlock()
+	if !held {
+		due, err := s.jobs.JobsDue(ctx, driver.JobsDueParams{Shard: shard, Before: now + s.cfg.PreRead.Milliseconds(), Limit: 1})
+		if err != nil {
+			return Stats{}, fmt.Errorf("scan shard %d: %w", shard, err)
+		}
+		if len(due) == 0 {
+			return Stats{Pages: 1}, nil
+		}
+	}
 	var err error
 	if held {
 		l, err = s.keeper.Ensure(ctx, l)

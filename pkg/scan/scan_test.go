@@ -16,6 +16,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/lease"
 	"github.com/xjobdev/xjob/pkg/metric"
 	"github.com/xjobdev/xjob/pkg/scan"
 	"github.com/xjobdev/xjob/pkg/sqlitestore"
@@ -226,7 +227,10 @@ func TestSecondScannerIsLockedOut(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	e.addJob(t, "1", t0.Add(time.Second), xjob.MisfireDoNothing)
+	// A job due in every shard: a shard with nothing due is not leased.
+	for seen := map[int]bool{}; len(seen) < shards; {
+		seen[e.addJob(t, "1", t0.Add(time.Second), xjob.MisfireDoNothing).Shard] = true
+	}
 	a, b := e.scanner(t, "a", nil), e.scanner(t, "b", nil)
 	sa, err := a.Tick(ctx)
 	if err != nil || sa.Shards != shards {
@@ -247,10 +251,38 @@ func TestSecondScannerIsLockedOut(t *testing.T) {
 	if err != nil || sa.Shards != 0 {
 		t.Fatalf("a after takeover: %+v %v, want none", sa, err)
 	}
-	// Release hands over at once.
+	// Release hands over at once (b planned the jobs ahead: new ones are
+	// due in every shard).
 	b.ReleaseAll(ctx)
+	for seen := map[int]bool{}; len(seen) < shards; {
+		seen[e.addJob(t, "1", e.clk.Now().Add(time.Second), xjob.MisfireDoNothing).Shard] = true
+	}
 	if sa, err = a.Tick(ctx); err != nil || sa.Shards != shards {
 		t.Fatalf("a after release: %+v %v", sa, err)
+	}
+}
+
+// A scanner leases only the shards that have something due within its
+// horizon: an idle shard costs one read, not a lease write and a release.
+func TestIdleShardIsNotLeased(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	sc := e.scanner(t, "a", nil)
+	st, err := sc.Tick(ctx)
+	if err != nil || st.Shards != 0 || st.Pages != shards {
+		t.Fatalf("idle tick: %+v %v; want every shard read once and none leased", st, err)
+	}
+	for shard := range shards {
+		if _, err := e.db.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: lease.Name(shard), Owner: "other",
+			Now: e.clk.Now().UnixMilli(), TTL: 10 * time.Second}); err != nil {
+			t.Fatalf("shard %d lease after an idle tick: %v, want it free", shard, err)
+		}
+	}
+	j := e.addJob(t, "1", t0.Add(time.Second), xjob.MisfireDoNothing)
+	st, err = sc.Tick(ctx)
+	if err != nil || st.Shards != 0 || st.Jobs != 0 {
+		t.Fatalf("tick while another holds the busy shard %d: %+v %v; want it skipped", j.Shard, st, err)
 	}
 }
 

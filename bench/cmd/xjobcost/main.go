@@ -43,7 +43,7 @@ func run() int {
 	w2 := fs.String("w2-jobs", "6000,12000", "the two reduced job counts of W2 (each job every minute)")
 	w3 := fs.String("w3-jobs", "250,500", "the two reduced job counts of W3 (each job every second, one result per callback request)")
 	window := fs.Duration("window", 20*time.Second, "measured window of each run")
-	idleWindow := fs.Duration("idle-window", 30*time.Second, "measured window of the idle runs")
+	idleWindow := fs.Duration("idle-window", time.Minute, "measured window of the idle runs: a whole number of minutes, so that it holds the once-a-minute scan and maintenance runs (a 30 s window held none, or one, by chance)")
 	shards := fs.Int("shards", 4, "scan shards")
 	root := fs.String("root", ".", "module root")
 	w2Lead := fs.Duration("w2-lead", 0, "open W2's window this long after the start (default 151 s: past the bulk start's pushed fires; 61 s measures that transient)")
