@@ -163,12 +163,12 @@ const (
 // that phase is stable per scan grid, and a grid whose buckets become
 // visible only milliseconds early has them prepared (reads, claims ahead)
 // just after their instant. A lead of 1.1 s would keep every bucket at
-// least 100 ms early, but in the one 120-second run of each, with 100
-// jobs every minute, the ring function cost $24.94 a month against
-// $13.66 with 1 s (bench/results/cost-idle-120s-ringlead*: more than its
-// 20% longer mean wait explains, and not understood), while W1's 99th
-// percentile at 1,000/s was 50–221 ms over three runs with 1 s and 82 ms
-// in one with 1.1 s. It stays at 1 s.
+// least 100 ms early, for a 20% longer mean wait of the ring function
+// (which is most of its cost at low rates). The runs so far do not tell
+// the two apart: W1's 99th percentile at 1,000/s was 50–221 ms over three
+// runs with 1 s and 82 ms in one with 1.1 s; with 100 jobs every minute
+// the ring function cost $13.66 and $25.37 a month in two runs with 1 s,
+// $24.94 in one with 1.1 s (bench/results/cost-idle-*). It stays at 1 s.
 const ringLead = time.Second
 
 // RingTimeout is the ring function's timeout in the templates (infra
