@@ -86,6 +86,14 @@ func newSinkFixture(t *testing.T, exec http.HandlerFunc) *sinkFixture {
 	return f
 }
 
+// countRuns is an executor that accepts every /run, counting them in runs.
+func countRuns(runs *atomic.Int64) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		_, _ = io.WriteString(w, `{"code":200}`)
+	}
+}
+
 // queued receives what the sink left on lane's durable queue (visible now).
 func (f *sinkFixture) queued(t *testing.T, lane xjob.Lane) []driver.Delivery[xjob.DispatchTask] {
 	t.Helper()
@@ -265,11 +273,8 @@ func TestLaneSinkRefusesUnservedLane(t *testing.T) {
 // the calls and the record remain. A larger one is only read ahead.
 func TestLaneSinkClaimsPreparedHandOffAhead(t *testing.T) {
 	t.Parallel()
-	var runs atomic.Int64
-	f := newSinkFixture(t, func(w http.ResponseWriter, r *http.Request) {
-		runs.Add(1)
-		_, _ = io.WriteString(w, `{"code":200}`)
-	})
+	runs := new(atomic.Int64)
+	f := newSinkFixture(t, countRuns(runs))
 	at := f.t0.Add(time.Second)
 	sink, err := dispatch.NewLaneSink(f.disp, dispatch.LaneSinkOptions{Base: f.ctx, Queues: f.db, Logger: f.quiet,
 		Calls: map[xjob.Lane]int{xjob.LaneFast: 2}, Chunk: 2, ClaimAhead: 3})
@@ -339,11 +344,8 @@ func TestLaneSinkClaimsPreparedHandOffAhead(t *testing.T) {
 // executor once.
 func TestLaneSinkAbandonedClaimIsTakenOver(t *testing.T) {
 	t.Parallel()
-	var runs atomic.Int64
-	f := newSinkFixture(t, func(w http.ResponseWriter, r *http.Request) {
-		runs.Add(1)
-		_, _ = io.WriteString(w, `{"code":200}`)
-	})
+	runs := new(atomic.Int64)
+	f := newSinkFixture(t, countRuns(runs))
 	at := f.t0.Add(time.Second)
 	opts := dispatch.LaneSinkOptions{Base: f.ctx, Queues: f.db, Logger: f.quiet,
 		Calls: map[xjob.Lane]int{xjob.LaneFast: 2}, ClaimAhead: 10}

@@ -181,14 +181,7 @@ func TestFireWaitsForEachMillisecond(t *testing.T) {
 		{JobID: j.ID, FireTime: base.Add(750 * time.Millisecond).UnixMilli(), Revision: j.Revision},
 		{JobID: j.ID, FireTime: base.Add(250 * time.Millisecond).UnixMilli(), Revision: j.Revision},
 	}}
-	done := make(chan ring.Stats, 1)
-	go func() {
-		st, err := r.Fire(ctx, b)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- st
-	}()
+	done := fireAsync(t, r, b)
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	// It sleeps until the earlier item's millisecond, not the bucket's second.
@@ -411,14 +404,7 @@ func TestFirePreparesBeforeTheInstant(t *testing.T) {
 	received := clk.Now()
 	at := t0.Add(2 * time.Second)
 	b := xjob.RingBucket{Second: at.Unix(), Items: []xjob.RingItem{{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision}}}
-	done := make(chan ring.Stats, 1)
-	go func() {
-		st, err := r.Fire(ctx, b)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- st
-	}()
+	done := fireAsync(t, r, b)
 	select {
 	case p := <-sink.prepared:
 		if !p.Equal(received) {
@@ -477,14 +463,7 @@ func TestFirePreparesInOrderInTheBackground(t *testing.T) {
 		{JobID: j.ID, FireTime: second.UnixMilli(), Revision: j.Revision},
 		{JobID: j.ID, FireTime: first.UnixMilli(), Revision: j.Revision},
 	}}
-	done := make(chan ring.Stats, 1)
-	go func() {
-		st, err := r.Fire(ctx, b)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- st
-	}()
+	done := fireAsync(t, r, b)
 	if jobs := <-sink.jobs; jobs[j.ID] == nil || jobs[j.ID].Revision != j.Revision {
 		t.Fatalf("prepared with jobs %v, want the bucket's job as the ring read it", jobs)
 	}
@@ -508,4 +487,19 @@ func TestFirePreparesInOrderInTheBackground(t *testing.T) {
 	if st := <-done; st.Fired != 2 {
 		t.Fatalf("stats = %+v, want 2 fired", st)
 	}
+}
+
+// fireAsync runs r.Fire(b) in the background; the channel gets its stats
+// (a Fire error fails the test).
+func fireAsync(t *testing.T, r *ring.Ring, b xjob.RingBucket) <-chan ring.Stats {
+	t.Helper()
+	done := make(chan ring.Stats, 1)
+	go func() {
+		st, err := r.Fire(context.Background(), b)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- st
+	}()
+	return done
 }

@@ -149,20 +149,7 @@ func TestJobsDueUsesPartialIndex(t *testing.T) {
 	t.Parallel()
 	db := setup(t, Options{})
 	for _, q := range []string{jobsDueSQL, strings.Replace(jobsDueSQL, "INDEXED BY jobs_due", "", 1)} {
-		rows, err := db.r.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+q, 1, 2, 3, 4, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		_ = rows.Close()
+		plan := queryPlan(t, db, q, 1, 2, 3, 4, 5)
 		p := strings.Join(plan, "\n")
 		if !strings.Contains(p, "USING INDEX jobs_due") || strings.Contains(p, "TEMP B-TREE") {
 			t.Fatalf("JobsDue plan does not read the due index in order:\n%s", p)
@@ -612,7 +599,16 @@ func TestOccurrenceIndexByTime(t *testing.T) {
 	if got, err := db.LogCreate(ctx, misfire); !errors.Is(err, xjob.ErrConflict) || got.ID != first.ID {
 		t.Fatalf("repeat after the migration: %+v, %v; want log %d and a conflict", got, err, first.ID)
 	}
-	rows, err := db.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+sqlLogByOccurrence, "CRON", log.ScheduledTime, log.OccurrenceID)
+	plan := queryPlan(t, db, sqlLogByOccurrence, "CRON", log.ScheduledTime, log.OccurrenceID)
+	if len(plan) != 1 || !strings.Contains(plan[0], "USING INDEX logs_occurrence") {
+		t.Errorf("lookup plan %q, want a search of logs_occurrence", plan)
+	}
+}
+
+// queryPlan is the detail column of EXPLAIN QUERY PLAN for q with args.
+func queryPlan(t *testing.T, db *DB, q string, args ...any) []string {
+	t.Helper()
+	rows, err := db.r.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,7 +622,8 @@ func TestOccurrenceIndexByTime(t *testing.T) {
 		}
 		plan = append(plan, detail)
 	}
-	if len(plan) != 1 || !strings.Contains(plan[0], "USING INDEX logs_occurrence") {
-		t.Errorf("lookup plan %q, want a search of logs_occurrence", plan)
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
+	return plan
 }
