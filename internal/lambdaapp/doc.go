@@ -5,11 +5,12 @@
 // services once per execution environment (New), and exposes one handler
 // per function with the event types Lambda delivers:
 //
-//	scan      EventBridge scheduled event (rate 1 minute) → Scanner.Run until
-//	          ~1.5 s before the invocation deadline, leases released at the end
+//	scan      EventBridge scheduled event (rate 1 minute) → one Scanner.Tick, planning ScanAdvance
+//	          ahead; a shard is leased only when it has something due, leases released at the end
 //	ring      SQS event (ring queue)       → Ring.Fire per second (the records of one second merged),
 //	          concurrently; the fast lane dispatched in process (dispatch.LaneSink: one batch per
-//	          instant, what it cannot finish sent to the fast queue), the slow lane to its queue
+//	          instant, read and claimed when the bucket arrives, called at the instant; what it
+//	          cannot finish sent to the fast queue), the slow lane to its queue
 //	dispatch  SQS event (fast/slow lanes)  → Dispatcher.DispatchMany + Dispose
 //	          or a direct invocation {"jobId","executorParam","addressList"}
 //	callback  API Gateway HTTP API event   → adminapi, /api/callback only

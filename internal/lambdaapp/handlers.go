@@ -83,9 +83,10 @@ const (
 )
 
 // Scan is the scan function's handler: one EventBridge scheduled event per
-// minute runs one tick over every shard whose lease it can take (several
-// concurrently), planning each due job's fires up to ScanHorizon ahead,
-// then releases the leases for the next minute's invocation.
+// minute runs one tick over every shard that has a job due within
+// ScanHorizon and whose lease it can take (several concurrently), planning
+// each due job's fires up to the scan advance ahead, then releases the
+// leases for the next minute's invocation.
 func (a *App) Scan(ctx context.Context, _ events.EventBridgeEvent) error {
 	defer a.scanner.ReleaseAll(context.WithoutCancel(ctx))
 	st, err := a.scanner.Tick(ctx)
