@@ -143,8 +143,7 @@ func (a *App) Ring(ctx context.Context, ev events.SQSEvent) (events.SQSEventResp
 			a.log.WarnContext(ctx, "ring: bucket will be retried", "second", g.Bucket.Second, "messages", len(g.Records), "err", err)
 			for _, rec := range g.Records {
 				r := rec.msg
-				receives, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
-				after := min(time.Duration(max(receives, 1))*a.ringRetry, 6*RingTimeout)
+				after := min(time.Duration(receiveCount(r))*a.ringRetry, 6*RingTimeout)
 				if rerr := a.queues.Ring().Retry(context.WithoutCancel(ctx), r.ReceiptHandle, after); rerr != nil {
 					a.log.WarnContext(ctx, "ring: retry delay not set; the visibility timeout applies", "messageId", r.MessageId, "err", rerr)
 				}
@@ -247,8 +246,8 @@ func (a *App) DispatchSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 	outs, errs := a.dispatcher.DispatchMany(ctx, tasks)
 	for i, r := range records {
 		task, out, err := tasks[i], outs[i], errs[i]
-		receives, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
-		d := a.dispatcher.Dispose(err, max(receives, 1))
+		receives := receiveCount(r)
+		d := a.dispatcher.Dispose(err, receives)
 		if d.Ack {
 			if err != nil {
 				a.log.WarnContext(ctx, "dispatch: task dropped", "occurrence", task.Occurrence.ID(0), "err", err)
@@ -326,4 +325,11 @@ func parseAddressList(raw json.RawMessage) ([]string, error) {
 		}
 	}
 	return list, nil
+}
+
+// receiveCount is how many times SQS has delivered r, this delivery
+// included (1 when the attribute is missing).
+func receiveCount(r events.SQSMessage) int {
+	n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+	return max(n, 1)
 }

@@ -159,11 +159,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, task xjob.DispatchTask) (Outc
 // Config.BatchConcurrency at a time. The i-th outcome and error are
 // tasks[i]'s and mean exactly what Dispatch's do.
 func (d *Dispatcher) DispatchMany(ctx context.Context, tasks []xjob.DispatchTask) ([]Outcome, []error) {
-	idx := make([]int, len(tasks))
-	for i := range idx {
-		idx[i] = i
-	}
-	return d.Load(ctx, tasks).Run(ctx, idx, nil)
+	return d.Load(ctx, tasks).Run(ctx, span(0, len(tasks)), nil)
 }
 
 // Batch is a set of tasks whose reads are done: what Load learnt about

@@ -239,9 +239,7 @@ func (s *LaneSink) deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dis
 		for _, cc := range claimed {
 			wg.Go(func() {
 				outs, errs := cc.c.Run(base, l.calls)
-				for k, i := range cc.idx {
-					s.settle(tasks[i], outs[k], errs[k], requeue)
-				}
+				s.settleAll(tasks, cc.idx, outs, errs, requeue)
 			})
 		}
 		start = len(tasks)
@@ -260,9 +258,7 @@ func (s *LaneSink) deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dis
 				wg.Go(func() {
 					defer func() { <-l.chunks }()
 					outs, errs := batch.Run(base, idx, l.calls)
-					for k, i := range idx {
-						s.settle(tasks[i], outs[k], errs[k], requeue)
-					}
+					s.settleAll(tasks, idx, outs, errs, requeue)
 				})
 				spill.Reset(s.spill)
 				start = end
@@ -290,6 +286,14 @@ func (s *LaneSink) deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dis
 		return fmt.Errorf("lane sink %s: queue %d tasks: %w", lane, len(back), err)
 	}
 	return nil
+}
+
+// settleAll settles tasks[idx[k]] with outs[k] and errs[k]: the results of
+// one chunk's Run.
+func (s *LaneSink) settleAll(tasks []xjob.DispatchTask, idx []int, outs []Outcome, errs []error, requeue func(xjob.DispatchTask, time.Duration)) {
+	for k, i := range idx {
+		s.settle(tasks[i], outs[k], errs[k], requeue)
+	}
 }
 
 // settle hands a dispatched task to requeue when Dispose says to try

@@ -83,20 +83,28 @@ type Split map[xjob.Lane]Sink
 
 // Deliver passes tasks to lane's Sink.
 func (s Split) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
-	sink, ok := s[lane]
-	if !ok || sink == nil {
-		return fmt.Errorf("ring: no sink for lane %s", lane)
+	sink, err := s.of(lane)
+	if err != nil {
+		return err
 	}
 	return sink.Deliver(ctx, lane, tasks)
 }
 
 // Prepare prepares tasks with lane's Sink when it is a Preparer.
 func (s Split) Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
-	sink, ok := s[lane]
-	if !ok || sink == nil {
-		return func(context.Context) error { return fmt.Errorf("ring: no sink for lane %s", lane) }
+	sink, err := s.of(lane)
+	if err != nil {
+		return func(context.Context) error { return err }
 	}
 	return prepare(ctx, sink, lane, tasks, jobs)
+}
+
+// of is lane's Sink, or an error when it has none.
+func (s Split) of(lane xjob.Lane) (Sink, error) {
+	if sink := s[lane]; sink != nil {
+		return sink, nil
+	}
+	return nil, fmt.Errorf("ring: no sink for lane %s", lane)
 }
 
 var (

@@ -269,12 +269,7 @@ func TestFireReportsFailedHandOff(t *testing.T) {
 	db, clk, r := setupSink(t, sink)
 	ctx := context.Background()
 	fast, slow := addJob(t, db), addJob(t, db)
-	minute := t0.UnixMilli() / 60000
-	for range xjob.SlowLaneCount + 1 {
-		if err := db.JobRecordSlow(ctx, slow.ID, minute); err != nil {
-			t.Fatal(err)
-		}
-	}
+	markSlow(t, db, slow)
 	at := t0.Add(time.Second).UnixMilli()
 	clk.Set(time.UnixMilli(at))
 	type result struct {
@@ -308,12 +303,7 @@ func TestFireSendsSlowJobsToSlowLane(t *testing.T) {
 	db, clk, r := setup(t)
 	ctx := context.Background()
 	j := addJob(t, db)
-	minute := t0.UnixMilli() / 60000
-	for range xjob.SlowLaneCount + 1 {
-		if err := db.JobRecordSlow(ctx, j.ID, minute); err != nil {
-			t.Fatal(err)
-		}
-	}
+	markSlow(t, db, j)
 	clk.Set(t0.Add(time.Second))
 	at := t0.Add(time.Second).UnixMilli()
 	if _, err := r.Fire(ctx, xjob.RingBucket{Second: at / 1000, Items: []xjob.RingItem{{JobID: j.ID, FireTime: at, Revision: j.Revision}}}); err != nil {
@@ -341,12 +331,7 @@ func TestSplitRoutesEachLane(t *testing.T) {
 		t.Fatal(err)
 	}
 	fast, slow := addJob(t, db), addJob(t, db)
-	minute := t0.UnixMilli() / 60000
-	for range xjob.SlowLaneCount + 1 {
-		if err := db.JobRecordSlow(ctx, slow.ID, minute); err != nil {
-			t.Fatal(err)
-		}
-	}
+	markSlow(t, db, slow)
 	at := t0.Add(time.Second).UnixMilli()
 	clk.Set(time.UnixMilli(at))
 	bucket := xjob.RingBucket{Second: at / 1000, Items: []xjob.RingItem{
@@ -502,4 +487,15 @@ func fireAsync(t *testing.T, r *ring.Ring, b xjob.RingBucket) <-chan ring.Stats 
 		done <- st
 	}()
 	return done
+}
+
+// markSlow records enough slow triggers of j in t0's minute to put it in
+// the slow lane.
+func markSlow(t *testing.T, db *sqlitestore.DB, j xjob.Job) {
+	t.Helper()
+	for range xjob.SlowLaneCount + 1 {
+		if err := db.JobRecordSlow(context.Background(), j.ID, t0.UnixMilli()/60000); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"time"
 )
 
@@ -59,17 +58,4 @@ func (db *DB) checkpoint(ctx context.Context) (copied, frames int, err error) {
 	var busy int
 	err = db.ck.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
 	return copied, frames, err
-}
-
-// openCheckpointer opens the checkpointer's own connection to dsn.
-func openCheckpointer(dsn string) (*sql.DB, error) {
-	ck, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, err
-	}
-	ck.SetMaxOpenConns(1)
-	ck.SetMaxIdleConns(1)
-	ck.SetConnMaxIdleTime(0)
-	ck.SetConnMaxLifetime(0)
-	return ck, nil
 }

@@ -146,14 +146,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + path + "?" + q.Encode()
 
-	w, err := sql.Open("sqlite", dsn)
+	w, err := openOne(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite open %s: %w", path, err)
 	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxIdleTime(0)
-	w.SetConnMaxLifetime(0)
 	r, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		_ = w.Close()
@@ -161,9 +157,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	r.SetMaxOpenConns(opts.Readers)
 	r.SetMaxIdleConns(opts.Readers)
-	ck, err := openCheckpointer(dsn)
+	ck, err := openOne(dsn) // the checkpointer's (checkpoint.go)
 	if err != nil {
-		_ = errors.Join(w.Close(), r.Close())
+		_, _ = w.Close(), r.Close()
 		return nil, fmt.Errorf("sqlite open %s: %w", path, err)
 	}
 
@@ -198,6 +194,20 @@ func (db *DB) Close() error {
 		db.closeErr = errors.Join(append(errs, db.ck.Close(), db.w.Close(), db.r.Close())...)
 	})
 	return db.closeErr
+}
+
+// openOne opens a pool of one long-lived connection to dsn: the writer's,
+// and the checkpointer's.
+func openOne(dsn string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxIdleTime(0)
+	db.SetConnMaxLifetime(0)
+	return db, nil
 }
 
 // Shards returns the number of scan shards the DB was opened with.
