@@ -2,10 +2,10 @@ package dynamostore
 
 import (
 	"hash/fnv"
-
-	"github.com/xjobdev/xjob"
 	"strconv"
 	"strings"
+
+	"github.com/xjobdev/xjob"
 )
 
 // Log ids name the page a log lives in (see doc.go, "Log pages"):

@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"bytes"
+	"cmp"
 	"compress/flate"
 	"context"
 	"encoding/json"
@@ -155,46 +156,45 @@ func decodePage(it item) (*logPage, error) {
 
 // find returns the index of the log with id, or -1.
 func (p *logPage) find(id int64) int {
-	i, ok := slices.BinarySearchFunc(p.logs, id, func(l xjob.Log, id int64) int { return cmpInt(l.ID, id) })
+	i, ok := p.search(id)
 	if !ok {
 		return -1
 	}
 	return i
 }
 
-// byOccurrence returns the index of the occurrence's log, or -1.
-func (p *logPage) byOccurrence(occ string) int {
-	for i := range p.logs {
-		if p.logs[i].OccurrenceID == occ {
-			return i
+// search is where the log with id is, or would be inserted, in the page's
+// logs (kept in id order), and whether it is there.
+func (p *logPage) search(id int64) (int, bool) {
+	return slices.BinarySearchFunc(p.logs, id, func(l xjob.Log, id int64) int { return cmp.Compare(l.ID, id) })
+}
+
+// occurrences maps each occurrence in the page to its log's id (the first
+// in id order, should one repeat): one pass for a whole batch of claims,
+// where a scan of the page per claim would be quadratic.
+func (p *logPage) occurrences() map[string]int64 {
+	m := make(map[string]int64, len(p.logs))
+	for _, l := range p.logs {
+		if _, ok := m[l.OccurrenceID]; !ok {
+			m[l.OccurrenceID] = l.ID
 		}
 	}
-	return -1
+	return m
 }
 
 // insert adds l at its k, or at the next k that is free in the page.
 func (p *logPage) insert(l xjob.Log, k int64) (xjob.Log, error) {
 	for tries := 0; tries <= logKMask; tries, k = tries+1, (k+1)&logKMask {
 		id := logIDOf(p.id, k)
-		if id == 0 || p.find(id) >= 0 {
+		i, taken := p.search(id)
+		if id == 0 || taken {
 			continue
 		}
 		l.ID = id
-		i, _ := slices.BinarySearchFunc(p.logs, id, func(l xjob.Log, id int64) int { return cmpInt(l.ID, id) })
 		p.logs = slices.Insert(p.logs, i, l)
 		return l, nil
 	}
 	return xjob.Log{}, fmt.Errorf("log page %d is full", p.id)
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // timeRange returns the earliest and latest trigger time of the page.
@@ -210,21 +210,15 @@ func (p *logPage) timeRange() (lo, hi int64) {
 	return lo, hi
 }
 
-// idList renders ids as ",a,b,": a substring test finds one.
+// idList renders ids as ",a,b,": a substring test finds one. logs is not
+// empty (an empty page is deleted, not written).
 func idList(logs []xjob.Log, of func(xjob.Log) int64) string {
 	ids := make([]int64, 0, len(logs))
 	for _, l := range logs {
 		ids = append(ids, of(l))
 	}
 	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	var b strings.Builder
-	b.WriteByte(',')
-	for _, id := range ids {
-		b.WriteString(strconv.FormatInt(id, 10))
-		b.WriteByte(',')
-	}
-	return b.String()
+	return "," + formatIDs(slices.Compact(ids)) + ","
 }
 
 func listHas(list string, id int64) bool {
@@ -308,12 +302,19 @@ func (db *DB) mutatePage(ctx context.Context, id int64, change func(p *logPage) 
 		if err != nil {
 			return err
 		}
-		before := slices.Clone(p.logs)
+		// Only the failed-index members as read: the write compares them
+		// with the page's after the change (change edits p.logs in place).
+		var failedBefore []xjob.Log
+		for _, l := range p.logs {
+			if failedUnalarmed(l) {
+				failedBefore = append(failedBefore, l)
+			}
+		}
 		changed, err := change(p)
 		if err != nil || !changed {
 			return err
 		}
-		err = db.writePage(ctx, p, before)
+		err = db.writePage(ctx, p, failedBefore)
 		if !condFailed(err) {
 			return err
 		}
@@ -333,10 +334,11 @@ func (db *DB) mutatePage(ctx context.Context, id int64, change func(p *logPage) 
 }
 
 // writePage stores p (or deletes it when it holds no log), conditional on
-// the version it was read at; before is its logs as read. A lost
-// condition comes back as the SDK's ConditionalCheckFailedException.
-func (db *DB) writePage(ctx context.Context, p *logPage, before []xjob.Log) error {
-	addFailed, dropFailed := failedDiff(before, p.logs)
+// the version it was read at; failedBefore is its failed-index members as
+// read. A lost condition comes back as the SDK's
+// ConditionalCheckFailedException.
+func (db *DB) writePage(ctx context.Context, p *logPage, failedBefore []xjob.Log) error {
+	addFailed, dropFailed := failedDiff(failedBefore, p.logs)
 	if len(addFailed) > 0 {
 		reqs := make([]types.WriteRequest, len(addFailed))
 		for i, l := range addFailed {
@@ -472,16 +474,26 @@ func (db *DB) noteSpan(ctx context.Context, span int64) error {
 	for rounded < span {
 		rounded *= 2
 	}
-	var u update
-	u.Set("value", n(rounded))
-	cond := "attribute_not_exists(" + u.name("value") + ") OR " + u.name("value") + " < " + u.val(n(rounded))
-	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Counters, Key: item{AttrName: s(spanKey)},
-		UpdateExpression: aws.String(u.String()), ConditionExpression: &cond,
-		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
-	if err != nil && !condFailed(err) {
+	if err := db.raiseCounter(ctx, spanKey, "value", n(rounded)); err != nil {
 		return fmt.Errorf("record log page span: %w", err)
 	}
 	for cur := db.span.Load(); cur < rounded && !db.span.CompareAndSwap(cur, rounded); cur = db.span.Load() {
+	}
+	return nil
+}
+
+// raiseCounter sets attr of a counters-table item to v unless it holds a
+// value at least as high already (a higher concurrent write wins,
+// harmlessly): the page span and the running watermark only grow.
+func (db *DB) raiseCounter(ctx context.Context, name, attr string, v types.AttributeValue) error {
+	var u update
+	u.Set(attr, v)
+	cond := "attribute_not_exists(" + u.name(attr) + ") OR " + u.name(attr) + " < " + u.val(v)
+	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Counters, Key: item{AttrName: s(name)},
+		UpdateExpression: aws.String(u.String()), ConditionExpression: &cond,
+		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
+	if err != nil && !condFailed(err) {
+		return err
 	}
 	return nil
 }

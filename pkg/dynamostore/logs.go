@@ -52,10 +52,12 @@ func (db *DB) createLogs(ctx context.Context, logs []xjob.Log, takeOver bool) ([
 	}
 	err := db.perPage(ctx, len(valid), func(v int) int64 { return pages[valid[v]] }, func(p *logPage, items []int) (bool, error) {
 		changed := false
+		byOcc := p.occurrences()
 		for _, v := range items {
 			i := valid[v]
 			l := logs[i]
-			if j := p.byOccurrence(l.OccurrenceID); j >= 0 {
+			if id, ok := byOcc[l.OccurrenceID]; ok {
+				j := p.find(id)
 				prev := p.logs[j]
 				outcome := driver.ClaimOutcomeOf(prev, l.TriggerTime)
 				if !takeOver && outcome == driver.ClaimTakenOver {
@@ -78,6 +80,7 @@ func (db *DB) createLogs(ctx context.Context, logs []xjob.Log, takeOver bool) ([
 			if err != nil {
 				return false, err
 			}
+			byOcc[created.OccurrenceID] = created.ID
 			out[i] = driver.LogCreated{Outcome: driver.ClaimCreated, Log: created}
 			changed = true
 		}
@@ -117,11 +120,12 @@ func (db *DB) LogGetMany(ctx context.Context, ids []int64) ([]xjob.Log, error) {
 }
 
 // changeLogs applies change to each log ids names, page by page; change
-// returns the item's outcome and whether it changed the log. A missing
-// log's outcome is xjob.ErrNotFound.
-func (db *DB) changeLogs(ctx context.Context, ids []int64, change func(i int, l *xjob.Log) error) ([]error, error) {
-	errs := make([]error, len(ids))
-	err := db.perPage(ctx, len(ids), func(i int) int64 { return pageOfLog(ids[i]) }, func(p *logPage, items []int) (bool, error) {
+// returns the item's outcome: nil when it changed the log, which is then
+// stored with its version bumped and returned in logs. A missing log's
+// outcome is xjob.ErrNotFound.
+func (db *DB) changeLogs(ctx context.Context, ids []int64, change func(i int, l *xjob.Log) error) (logs []xjob.Log, errs []error, err error) {
+	logs, errs = make([]xjob.Log, len(ids)), make([]error, len(ids))
+	err = db.perPage(ctx, len(ids), func(i int) int64 { return pageOfLog(ids[i]) }, func(p *logPage, items []int) (bool, error) {
 		changed := false
 		for _, i := range items {
 			j := p.find(ids[i])
@@ -132,25 +136,22 @@ func (db *DB) changeLogs(ctx context.Context, ids []int64, change func(i int, l 
 			l := p.logs[j]
 			if errs[i] = change(i, &l); errs[i] == nil {
 				l.Version++
-				p.logs[j] = l
+				p.logs[j], logs[i] = l, l
 				changed = true
 			}
 		}
 		return changed, nil
 	})
-	return errs, err
+	return logs, errs, err
 }
 
 // LogClaim takes over an untriggered log, conditional on its version.
 func (db *DB) LogClaim(ctx context.Context, p driver.LogClaimParams) (xjob.Log, error) {
-	var claimed xjob.Log
-	errs, err := db.changeLogs(ctx, []int64{p.ID}, func(_ int, l *xjob.Log) error {
+	logs, errs, err := db.changeLogs(ctx, []int64{p.ID}, func(_ int, l *xjob.Log) error {
 		if l.Version != p.ExpectVersion || l.TriggerCode != xjob.CodeNone {
 			return xjob.ErrConflict
 		}
 		l.ClaimUntil, l.TriggerTime = p.ClaimUntil, p.TriggerTime
-		claimed = *l
-		claimed.Version++
 		return nil
 	})
 	if err == nil {
@@ -159,7 +160,7 @@ func (db *DB) LogClaim(ctx context.Context, p driver.LogClaimParams) (xjob.Log, 
 	if err != nil {
 		return xjob.Log{}, fmt.Errorf("dynamo log claim %d: %w", p.ID, err)
 	}
-	return claimed, nil
+	return logs[0], nil
 }
 
 // LogTriggered records the executor's reply to /run if none is recorded
@@ -181,7 +182,7 @@ func (db *DB) LogTriggeredMany(ctx context.Context, ps []driver.LogTriggeredPara
 		}
 		ids[i] = p.ID
 	}
-	errs, err := db.changeLogs(ctx, ids, func(i int, l *xjob.Log) error {
+	_, errs, err := db.changeLogs(ctx, ids, func(i int, l *xjob.Log) error {
 		if l.TriggerCode != xjob.CodeNone {
 			return xjob.ErrConflict
 		}
@@ -215,22 +216,22 @@ func (db *DB) LogFinishMany(ctx context.Context, ps []driver.LogFinishParams) ([
 		}
 		ids[i] = p.ID
 	}
-	out := make([]driver.LogFinished, len(ps))
-	errs, err := db.changeLogs(ctx, ids, func(i int, l *xjob.Log) error {
+	logs, errs, err := db.changeLogs(ctx, ids, func(i int, l *xjob.Log) error {
 		if l.HandleCode != xjob.CodeNone {
 			return xjob.ErrConflict
 		}
 		l.HandleTime, l.HandleCode, l.HandleMsg = ps[i].HandleTime, ps[i].HandleCode, ps[i].HandleMsg
-		out[i].Log = *l
-		out[i].Log.Version++
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dynamo log finish many: %w", err)
 	}
+	out := make([]driver.LogFinished, len(ps))
 	for i, e := range errs {
 		if e != nil {
 			out[i] = driver.LogFinished{Err: fmt.Errorf("dynamo log finish %d: %w", ids[i], e)}
+		} else {
+			out[i].Log = logs[i]
 		}
 	}
 	return out, nil
@@ -238,7 +239,7 @@ func (db *DB) LogFinishMany(ctx context.Context, ps []driver.LogFinishParams) ([
 
 // LogSetAlarm compares-and-sets the alarm status.
 func (db *DB) LogSetAlarm(ctx context.Context, p driver.LogSetAlarmParams) error {
-	errs, err := db.changeLogs(ctx, []int64{p.ID}, func(_ int, l *xjob.Log) error {
+	_, errs, err := db.changeLogs(ctx, []int64{p.ID}, func(_ int, l *xjob.Log) error {
 		if l.AlarmStatus != p.From {
 			return xjob.ErrConflict
 		}

@@ -119,6 +119,37 @@ func (w *keyWalk) next() (item, bool, error) {
 	return it, true, nil
 }
 
+// refs reads the walk's entries until n of them are pages that want
+// keeps, or the walk ends (exhausted).
+func (w *keyWalk) refs(n int, want func(pageRef) bool) (refs []pageRef, exhausted bool, err error) {
+	for len(refs) < n {
+		it, ok, err := w.next()
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return refs, true, nil
+		}
+		ref, err := refOf(it)
+		if err != nil {
+			return nil, false, err
+		}
+		if want(ref) {
+			refs = append(refs, ref)
+		}
+	}
+	return refs, false, nil
+}
+
+// pageIDs is the pages refs name.
+func pageIDs(refs []pageRef) []int64 {
+	ids := make([]int64, len(refs))
+	for i, r := range refs {
+		ids[i] = r.page
+	}
+	return ids
+}
+
 // pageRef is a page as the time index shows it.
 type pageRef struct {
 	page, lo, hi int64
@@ -254,25 +285,13 @@ func (db *DB) LogList(ctx context.Context, p driver.LogListParams) (driver.LogPa
 		if len(out) > limit || !more {
 			break
 		}
-		var ids []int64
-		for len(ids) < readBatch {
-			it, ok, err := w.next()
-			if err != nil {
-				return driver.LogPage{}, fmt.Errorf("dynamo log list: %w", err)
-			}
-			if !ok {
-				break
-			}
-			ref, err := refOf(it)
-			if err != nil {
-				return driver.LogPage{}, fmt.Errorf("dynamo log list: %w", err)
-			}
-			if ref.lo > upper || (p.JobID != 0 && !listHas(ref.jobs, p.JobID)) || (p.GroupID != 0 && !listHas(ref.groups, p.GroupID)) {
-				continue
-			}
-			ids = append(ids, ref.page)
+		refs, _, err := w.refs(readBatch, func(ref pageRef) bool {
+			return ref.lo <= upper && (p.JobID == 0 || listHas(ref.jobs, p.JobID)) && (p.GroupID == 0 || listHas(ref.groups, p.GroupID))
+		})
+		if err != nil {
+			return driver.LogPage{}, fmt.Errorf("dynamo log list: %w", err)
 		}
-		pages, err := db.readPages(ctx, ids, false)
+		pages, err := db.readPages(ctx, pageIDs(refs), false)
 		if err != nil {
 			return driver.LogPage{}, fmt.Errorf("dynamo log list: %w", err)
 		}
@@ -380,26 +399,16 @@ func (db *DB) LogsRunning(ctx context.Context, before int64, limit int) ([]xjob.
 	w := db.walkIndex(ctx, allLogParts(), from, bKey, false)
 	last, examined, exhausted := "", 0, false
 	for examined < runningExamine {
-		var ids []int64
-		for len(ids) < readBatch {
-			it, ok, err := w.next()
-			if err != nil {
-				return nil, fmt.Errorf("dynamo logs running: %w", err)
-			}
-			if !ok {
-				exhausted = true
-				break
-			}
-			ref, err := refOf(it)
-			if err != nil {
-				return nil, fmt.Errorf("dynamo logs running: %w", err)
-			}
-			if ref.key == from {
-				continue // read by the call that set the watermark
-			}
-			ids, last = append(ids, ref.page), ref.key
+		// The entry at the watermark was read by the call that set it.
+		refs, end, err := w.refs(readBatch, func(ref pageRef) bool { return ref.key != from })
+		if err != nil {
+			return nil, fmt.Errorf("dynamo logs running: %w", err)
 		}
-		pages, err := db.readPages(ctx, ids, false)
+		exhausted = end
+		if len(refs) > 0 {
+			last = refs[len(refs)-1].key
+		}
+		pages, err := db.readPages(ctx, pageIDs(refs), false)
 		if err != nil {
 			return nil, fmt.Errorf("dynamo logs running: %w", err)
 		}
@@ -460,13 +469,7 @@ func (db *DB) runningFrom(ctx context.Context) (string, error) {
 // setRunningFrom moves the watermark forward only (a slower concurrent
 // call loses the condition, harmlessly).
 func (db *DB) setRunningFrom(ctx context.Context, key string) error {
-	var u update
-	u.Set(AttrTimeKey, s(key))
-	cond := "attribute_not_exists(" + u.name(AttrTimeKey) + ") OR " + u.name(AttrTimeKey) + " < " + u.val(s(key))
-	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Counters, Key: item{AttrName: s(runningFromKey)},
-		UpdateExpression: aws.String(u.String()), ConditionExpression: &cond,
-		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
-	if err != nil && !condFailed(err) {
+	if err := db.raiseCounter(ctx, runningFromKey, AttrTimeKey, s(key)); err != nil {
 		return fmt.Errorf("move running watermark: %w", err)
 	}
 	return nil
@@ -511,27 +514,14 @@ func (db *DB) LogDeleteBefore(ctx context.Context, before int64, limit int) (int
 	w := db.walkIndex(ctx, allLogParts(), minKey, hi, false)
 	var doomed []xjob.Log
 	for len(doomed) < limit {
-		var ids []int64
-		for len(ids) < readBatch {
-			it, ok, err := w.next()
-			if err != nil {
-				return 0, fmt.Errorf("dynamo log delete before: %w", err)
-			}
-			if !ok {
-				break
-			}
-			ref, err := refOf(it)
-			if err != nil {
-				return 0, fmt.Errorf("dynamo log delete before: %w", err)
-			}
-			if ref.lo < before {
-				ids = append(ids, ref.page)
-			}
+		refs, _, err := w.refs(readBatch, func(ref pageRef) bool { return ref.lo < before })
+		if err != nil {
+			return 0, fmt.Errorf("dynamo log delete before: %w", err)
 		}
-		if len(ids) == 0 {
+		if len(refs) == 0 {
 			break
 		}
-		pages, err := db.readPages(ctx, ids, false)
+		pages, err := db.readPages(ctx, pageIDs(refs), false)
 		if err != nil {
 			return 0, fmt.Errorf("dynamo log delete before: %w", err)
 		}
