@@ -7,12 +7,12 @@ import (
 )
 
 // corePackages must stay free of storage and cloud SDKs: they reach the
-// world only through the ports in pkg/driver.
+// world only through the ports in driver.
 var corePackages = []string{
-	".", "./pkg/clock", "./pkg/driver", "./pkg/protocol", "./pkg/schedule",
-	"./pkg/lease", "./pkg/scan", "./pkg/ring", "./pkg/dispatch", "./pkg/callback",
-	"./pkg/registry", "./pkg/route", "./pkg/execclient", "./pkg/alarm", "./pkg/metric",
-	"./pkg/executor", "./pkg/report",
+	".", "./clock", "./driver", "./protocol", "./internal/scheduler/schedule",
+	"./internal/scheduler/lease", "./internal/scheduler/scan", "./internal/scheduler/ring", "./internal/scheduler/dispatch", "./internal/scheduler/callback",
+	"./internal/scheduler/registry", "./internal/scheduler/route", "./internal/adapter/execclient", "./internal/scheduler/alarm", "./internal/metric",
+	"./executor", "./internal/scheduler/tally",
 }
 
 var forbiddenImports = []string{

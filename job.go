@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xjobdev/xjob/pkg/schedule"
+	"github.com/xjobdev/xjob/internal/scheduler/schedule"
 )
 
 // Field limits. They follow xxl-job's column sizes (3.4.x where it grew them)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/xjobdev/xjob/internal/awsconfig"
-	"github.com/xjobdev/xjob/internal/lambdaapp"
-	"github.com/xjobdev/xjob/pkg/dynamostore"
+	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 )
 
 // The checks below run on a neutral model (stack) that each loader builds

@@ -9,9 +9,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xjobdev/xjob/internal/awsemu"
-	"github.com/xjobdev/xjob/pkg/adminclient"
-	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 )
 
 // AWSResult is what a run on the emulated AWS stack adds to a Result: the
@@ -19,17 +19,17 @@ import (
 type AWSResult struct {
 	// Cost prices the window's metered requests per trigger (triggers =
 	// trigger logs scheduled in the window).
-	Cost awsemu.Cost `json:"cost"`
+	Cost awsstack.Cost `json:"cost"`
 	// Usage is the raw metered window: requests per function and
 	// operation, invocations, HTTP API requests.
-	Usage awsemu.Usage `json:"usage"`
+	Usage awsstack.Usage `json:"usage"`
 	// Emulators is the kernel's accounting of dynalite and fauxqs;
 	// HarnessCPUSeconds the bench process's own CPU over the run, which
 	// holds the five functions, the pollers, the executor and the harness.
-	Emulators         []awsemu.ProcessUsage `json:"emulators"`
-	HarnessCPUSeconds float64               `json:"harnessCpuSeconds"`
-	Pollers           [3]int                `json:"pollers"` // ring, fast, slow
-	InvocationErrors  []string              `json:"invocationErrors,omitempty"`
+	Emulators         []awsstack.ProcessUsage `json:"emulators"`
+	HarnessCPUSeconds float64                 `json:"harnessCpuSeconds"`
+	Pollers           [3]int                  `json:"pollers"` // ring, fast, slow
+	InvocationErrors  []string                `json:"invocationErrors,omitempty"`
 }
 
 // AWSOptions tune the emulated deployment of an AWS run.
@@ -37,7 +37,7 @@ type AWSOptions struct {
 	RingPollers, FastPollers, SlowPollers int
 }
 
-// SteadyAWS is Steady on the emulated AWS stack (internal/awsemu) instead
+// SteadyAWS is Steady on the emulated AWS stack (internal/testenv/awsstack) instead
 // of `xjob local`: the same executor and workload through the same admin
 // API, the same analysis, plus the AWS requests per trigger and $ per
 // million triggers. Fault variants (KillEvery, Procs) do not apply.
@@ -63,7 +63,7 @@ func SteadyAWS(ctx context.Context, env *Env, s SteadySpec, o AWSOptions) (*Resu
 	defer exe.Close()
 
 	cpu0 := selfCPU()
-	d, err := awsemu.Start(ctx, awsemu.Options{Root: env.Root, Shards: env.Shards, Logger: slog.New(scanTickFilter{
+	d, err := awsstack.Start(ctx, awsstack.Options{Root: env.Root, Shards: env.Shards, Logger: slog.New(scanTickFilter{
 		slog.NewJSONHandler(logf, &slog.HandlerOptions{Level: slog.LevelDebug})}),
 		RingPollers: o.RingPollers, FastPollers: o.FastPollers, SlowPollers: o.SlowPollers})
 	if err != nil {
@@ -118,7 +118,7 @@ func SteadyAWS(ctx context.Context, env *Env, s SteadySpec, o AWSOptions) (*Resu
 	passed := map[int64][]Interval{}
 	_ = ReadPassed(logPath, passed)
 	res.Outcome = Analyze(Expectation{Jobs: jobs, Window: win, Period: 1000, Passed: passed}, logs, exe.Receipts())
-	aws := &AWSResult{Usage: window, Cost: window.Cost(len(logs), awsemu.ListPrices()), Emulators: d.EmulatorUsage(),
+	aws := &AWSResult{Usage: window, Cost: window.Cost(len(logs), awsstack.ListPrices()), Emulators: d.EmulatorUsage(),
 		HarnessCPUSeconds: selfCPU() - cpu0, Pollers: [3]int{o.RingPollers, o.FastPollers, o.SlowPollers}, InvocationErrors: invErrs}
 	res.AWS = aws
 	res.Usage = Usage{CPUSeconds: aws.HarnessCPUSeconds, PeakRSSMB: selfRSSMB(), Processes: 1}

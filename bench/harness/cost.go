@@ -7,9 +7,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/xjobdev/xjob/internal/awsemu"
-	"github.com/xjobdev/xjob/internal/lambdaapp"
-	"github.com/xjobdev/xjob/pkg/adminclient"
+	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 )
 
 // Workload is one `make cost` workload, run at a reduced rate on the
@@ -41,7 +41,7 @@ type CostSample struct {
 	Rate     float64 // triggers per second offered
 	Seconds  float64
 	Triggers int // trigger logs scheduled in the window
-	Usage    awsemu.Usage
+	Usage    awsstack.Usage
 	Outcome  Outcome
 }
 
@@ -56,7 +56,7 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	if w.CallbackBatch > 0 {
 		exe.SetCallbackBatch(w.CallbackBatch)
 	}
-	d, err := awsemu.Start(ctx, awsemu.Options{Root: env.Root, Shards: env.Shards, Logger: slog.New(slog.DiscardHandler),
+	d, err := awsstack.Start(ctx, awsstack.Options{Root: env.Root, Shards: env.Shards, Logger: slog.New(slog.DiscardHandler),
 		RingPollers: 5, FastPollers: 5, SlowPollers: 5})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
@@ -104,7 +104,7 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	// overcounted: the first planning reaches further than a cycle). The
 	// scan at the window's end is metered inside the window: the
 	// once-a-minute due-index reads.
-	var planning awsemu.Usage
+	var planning awsstack.Usage
 	if w.FullJobs > 0 {
 		if err := d.Scan(ctx); err != nil {
 			return nil, fmt.Errorf("%s: scan at the window start: %w", w.Name, err)
@@ -166,7 +166,7 @@ type Component struct {
 // componentDollars splits a sample's cost into (function, service)
 // dollars: DynamoDB request units, DynamoDB storage, SQS/SNS, Lambda
 // requests, Lambda duration, HTTP API.
-func componentDollars(u awsemu.Usage, p awsemu.Prices) map[Component]float64 {
+func componentDollars(u awsstack.Usage, p awsstack.Prices) map[Component]float64 {
 	out := map[Component]float64{}
 	c := u.Cost(1_000_000, p) // $/M at 1 M triggers = the window's dollars
 	for _, f := range c.Functions {
@@ -196,7 +196,7 @@ type Scaled struct {
 }
 
 // ScaleCost prices w at its full rate from samples lo and hi.
-func ScaleCost(w Workload, lo, hi *CostSample, p awsemu.Prices) Scaled {
+func ScaleCost(w Workload, lo, hi *CostSample, p awsstack.Prices) Scaled {
 	full := float64(w.FullJobs) * w.PerJobPerSecond
 	dl, dh := componentDollars(lo.Usage, p), componentDollars(hi.Usage, p)
 	keys := map[Component]bool{}
@@ -258,7 +258,7 @@ func sum(m map[Component]float64, key func(Component) string) [][2]any {
 
 // IdleMonth is the dollars per month of a deployment from a sample with
 // no or few triggers: the window's dollars scaled to 30 days.
-func IdleMonth(s *CostSample, p awsemu.Prices) (total float64, by map[string]float64) {
+func IdleMonth(s *CostSample, p awsstack.Prices) (total float64, by map[string]float64) {
 	by = map[string]float64{}
 	month := 30 * 24 * 3600 / s.Seconds
 	for k, v := range componentDollars(s.Usage, p) { // v: the window's dollars

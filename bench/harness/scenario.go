@@ -20,8 +20,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/pkg/adminclient"
-	"github.com/xjobdev/xjob/pkg/metric"
+	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/internal/metric"
 )
 
 // Env is what every scenario shares: the binaries, where to put temporary

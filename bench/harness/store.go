@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/pkg/sqlitestore"
+	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 )
 
 // openSQL opens the xjob file directly (modernc "sqlite" driver, registered
-// by pkg/sqlitestore). The harness reads logs and seeds jobs this way only
+// by internal/adapter/sqlitestore). The harness reads logs and seeds jobs this way only
 // while no xjob runs, or for reads that WAL lets run beside it.
 func openSQL(path string) (*sql.DB, error) {
 	q := url.Values{}

@@ -23,8 +23,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xjobdev/xjob/examples/httpexecutor/demo"
-	"github.com/xjobdev/xjob/pkg/executor"
+	"github.com/xjobdev/xjob/executor"
+	"github.com/xjobdev/xjob/internal/demo"
 )
 
 // grace is how long running jobs may finish after SIGTERM: inside ECS's

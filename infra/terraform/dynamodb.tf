@@ -65,7 +65,7 @@ resource "aws_dynamodb_table" "groups" {
   }
 }
 
-# Log pages (pkg/dynamostore doc.go): a new table, since its key schema differs from the
+# Log pages (internal/adapter/dynamostore doc.go): a new table, since its key schema differs from the
 # per-log "<prefix>-logs" table of earlier versions (forgotten below, not destroyed).
 resource "aws_dynamodb_table" "log_pages" {
   lifecycle {
@@ -122,7 +122,7 @@ removed {
 }
 
 # The occurrences table (dedupe markers) is gone: log ids derive from the occurrence
-# (pkg/dynamostore/doc.go). Forget it without destroying it; delete it by hand once its
+# (internal/adapter/dynamostore/doc.go). Forget it without destroying it; delete it by hand once its
 # markers' TTL has passed.
 removed {
   from = aws_dynamodb_table.occurrences

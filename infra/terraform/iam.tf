@@ -1,6 +1,6 @@
 # One role per function, granting exactly awsconfig.Functions[i].Actions on the resources the
 # function uses, the SQS consume actions on the queues it is fed from, and logs on its own log
-# group. infra_test.go compares every statement with internal/awsconfig.
+# group. infra_test.go compares every statement with internal/adapter/awsconfig.
 
 data "aws_iam_policy_document" "lambda_assume" {
   statement {

@@ -27,8 +27,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/pkg/adminclient"
-	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/clock"
 )
 
 // Defaults of the global flags.

@@ -10,8 +10,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/xjobdev/xjob/internal/local"
-	"github.com/xjobdev/xjob/pkg/schedule"
+	"github.com/xjobdev/xjob/internal/app/local"
+	"github.com/xjobdev/xjob/internal/scheduler/schedule"
 )
 
 // Main runs the CLI with args (without the program name) and returns the

@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/adminclient"
 	"github.com/xjobdev/xjob/internal/xxlimport"
-	"github.com/xjobdev/xjob/pkg/adminclient"
 )
 
 // importChunkBytes bounds the JSON of one apply request of an import,

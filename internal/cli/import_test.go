@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/adminclient"
 	"github.com/xjobdev/xjob/internal/xxlimport"
 	"github.com/xjobdev/xjob/internal/xxlimport/xxltest"
-	"github.com/xjobdev/xjob/pkg/adminclient"
 )
 
 // xxlRows is an xxl-job installation: groups, jobs (every column set),

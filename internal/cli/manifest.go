@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/pkg/adminclient"
+	"github.com/xjobdev/xjob/adminclient"
 )
 
 func (a *app) applyCommand() *cobra.Command {

@@ -1,5 +1,5 @@
 // Command xjobcost is `make cost`: it runs the AWS deployment's handlers
-// on the emulated stack (internal/awsemu: dynalite + fauxqs, every
+// on the emulated stack (internal/testenv/awsstack: dynalite + fauxqs, every
 // DynamoDB unit metered with its index writes, SQS per 64 KB chunk, Lambda
 // requests and GB-s at the deployed memory, HTTP API requests, storage for
 // the log retention) under three workloads, each at two reduced rates the
@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob/bench/harness"
-	"github.com/xjobdev/xjob/internal/awsemu"
+	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 )
 
 func main() { os.Exit(run()) }
@@ -54,7 +54,7 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root}
-	p := awsemu.ListPrices()
+	p := awsstack.ListPrices()
 	pair := func(s string) ([2]int, error) {
 		parts := strings.Split(s, ",")
 		if len(parts) != 2 {
@@ -99,7 +99,7 @@ func run() int {
 		{harness.Workload{Name: "W3", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, CallbackBatch: 1}, n3},
 	}
 	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64, DynamoDB storage for %d days\n",
-		*shards, *window, awsemu.MemoryMB, 30)
+		*shards, *window, awsstack.MemoryMB, 30)
 	want := func(name string) bool {
 		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
 	}

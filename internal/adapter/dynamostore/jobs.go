@@ -1,0 +1,462 @@
+package dynamostore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/driver"
+)
+
+func jobKey(id int64) item { return item{AttrID: n(id)} }
+
+// jobFields are a job's mutable attributes, as JobUpdate replaces them.
+func jobFields(j xjob.Job) item {
+	return item{
+		AttrGroupID:       n(j.GroupID),
+		"jobName":         s(j.Name),
+		"description":     s(j.Description),
+		"author":          s(j.Author),
+		"alarmEmail":      s(j.AlarmEmail),
+		"scheduleType":    s(string(j.ScheduleType)),
+		"scheduleConf":    s(j.ScheduleConf),
+		"timeZone":        s(j.TimeZone),
+		"misfireStrategy": s(string(j.MisfireStrategy)),
+		"afterCompletion": s(string(j.AfterCompletion.OrKeep())),
+		"routeStrategy":   s(string(j.RouteStrategy)),
+		"handler":         s(j.Handler),
+		"param":           s(j.Param),
+		"blockStrategy":   s(string(j.BlockStrategy)),
+		"timeoutSeconds":  n(int64(j.TimeoutSeconds)),
+		"failRetryCount":  n(int64(j.FailRetryCount)),
+		"glueType":        s(string(j.GlueType)),
+		"glueSource":      s(j.GlueSource),
+		"glueRemark":      s(j.GlueRemark),
+		"glueUpdatedAt":   n(j.GlueUpdatedAt),
+		"childJobIds":     s(formatIDs(j.ChildJobIDs)),
+		"triggerStatus":   n(int64(j.TriggerStatus)),
+		"triggerLastTime": n(j.TriggerLastTime),
+		"triggerNextTime": n(j.TriggerNextTime),
+		"revision":        n(j.Revision),
+		"updatedAt":       n(j.UpdatedAt),
+		"declared":        s(j.Declared),
+	}
+}
+
+func formatIDs(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+func decodeJob(it item) (xjob.Job, error) {
+	j := xjob.Job{
+		ID:              it.int(AttrID),
+		Name:            it.str("jobName"),
+		Declared:        it.str("declared"),
+		GroupID:         it.int(AttrGroupID),
+		Description:     it.str("description"),
+		Author:          it.str("author"),
+		AlarmEmail:      it.str("alarmEmail"),
+		ScheduleType:    xjob.ScheduleType(it.str("scheduleType")),
+		ScheduleConf:    it.str("scheduleConf"),
+		TimeZone:        it.str("timeZone"),
+		MisfireStrategy: xjob.MisfireStrategy(it.str("misfireStrategy")),
+		AfterCompletion: xjob.AfterCompletion(it.str("afterCompletion")).OrKeep(),
+		RouteStrategy:   xjob.RouteStrategy(it.str("routeStrategy")),
+		Handler:         it.str("handler"),
+		Param:           it.str("param"),
+		BlockStrategy:   xjob.BlockStrategy(it.str("blockStrategy")),
+		TimeoutSeconds:  int(it.int("timeoutSeconds")),
+		FailRetryCount:  int(it.int("failRetryCount")),
+		GlueType:        xjob.GlueType(it.str("glueType")),
+		GlueSource:      it.str("glueSource"),
+		GlueRemark:      it.str("glueRemark"),
+		GlueUpdatedAt:   it.int("glueUpdatedAt"),
+		TriggerStatus:   xjob.TriggerStatus(it.int("triggerStatus")),
+		TriggerLastTime: it.int("triggerLastTime"),
+		TriggerNextTime: it.int("triggerNextTime"),
+		Shard:           int(it.int(AttrShard)),
+		Version:         it.int("version"),
+		Revision:        it.int("revision"),
+		SlowMinute:      it.int("slowMinute"),
+		SlowCount:       int(it.int("slowCount")),
+		CreatedAt:       it.int("createdAt"),
+		UpdatedAt:       it.int("updatedAt"),
+	}
+	var err error
+	if j.ChildJobIDs, err = xjob.ParseChildJobIDs(it.str("childJobIds")); err != nil {
+		return xjob.Job{}, fmt.Errorf("job %d child ids: %w", j.ID, err)
+	}
+	return j, nil
+}
+
+func decodeJobs(items []item) ([]xjob.Job, error) {
+	out := make([]xjob.Job, 0, len(items))
+	for _, it := range items {
+		j, err := decodeJob(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// JobInsert stores a new job under job.ID, or a freshly allocated id when
+// it is 0; its shard is derived from the id, and a running job enters the
+// due index. A taken id is xjob.ErrConflict.
+func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
+	id, err := db.takeID(ctx, db.jobIDs, job.ID)
+	if err != nil {
+		return xjob.Job{}, fmt.Errorf("dynamo job insert: %w", err)
+	}
+	job.ID, job.Shard = id, xjob.ShardOf(id, db.opts.Shards)
+	job.Version, job.Revision, job.SlowMinute, job.SlowCount = 1, 1, 0, 0
+	it := jobFields(job)
+	it[AttrID], it[AttrShard], it["version"], it["createdAt"] = n(job.ID), n(int64(job.Shard)), n(1), n(job.CreatedAt)
+	it["slowMinute"], it["slowCount"] = n(0), n(0)
+	if job.TriggerStatus == xjob.StatusRunning {
+		it[AttrDueShard], it[AttrDueKey] = n(int64(job.Shard)), s(SortKey(job.TriggerNextTime, job.ID))
+	}
+	var e expr
+	_, err = db.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &db.t.Jobs, Item: it,
+		ConditionExpression: aws.String("attribute_not_exists(" + e.name(AttrID) + ")"), ExpressionAttributeNames: e.names})
+	if condFailed(err) {
+		err = fmt.Errorf("id %d already used (counter behind the table?): %w", id, xjob.ErrConflict)
+	}
+	if err != nil {
+		return xjob.Job{}, fmt.Errorf("dynamo job insert: %w", err)
+	}
+	return job, nil
+}
+
+// JobGet returns one job (strongly consistent read) or xjob.ErrNotFound.
+func (db *DB) JobGet(ctx context.Context, id int64) (xjob.Job, error) {
+	it, err := db.getItem(ctx, db.t.Jobs, jobKey(id))
+	if err != nil {
+		return xjob.Job{}, fmt.Errorf("dynamo job get %d: %w", id, err)
+	}
+	return decodeJob(it)
+}
+
+// JobGetMany reads the jobs among ids with BatchGetItem.
+func (db *DB) JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error) {
+	keys := make([]item, 0, len(ids))
+	seen := map[int64]bool{}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			keys = append(keys, jobKey(id))
+		}
+	}
+	items, err := db.batchGet(ctx, db.t.Jobs, keys)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo job get many: %w", err)
+	}
+	jobs, err := decodeJobs(items)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo job get many: %w", err)
+	}
+	return jobs, nil
+}
+
+// JobUpdate replaces a job's mutable attributes if its version is
+// ExpectVersion. ID, shard, creation time and the slow counters are kept;
+// the due index attributes follow the new status.
+func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job, error) {
+	j := p.Job
+	var u update
+	for k, v := range jobFields(j) {
+		u.Set(k, v)
+	}
+	u.Incr("version")
+	if j.TriggerStatus == xjob.StatusRunning {
+		u.SetExpr(AttrDueShard, u.name(AttrShard))
+		u.Set(AttrDueKey, s(SortKey(j.TriggerNextTime, j.ID)))
+	} else {
+		u.Remove(AttrDueShard)
+		u.Remove(AttrDueKey)
+	}
+	cond := u.name("version") + " = " + u.val(n(p.ExpectVersion))
+	out, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Jobs, Key: jobKey(j.ID),
+		UpdateExpression: aws.String(u.String()), ConditionExpression: &cond,
+		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values, ReturnValues: types.ReturnValueAllNew})
+	if condFailed(err) {
+		err = db.missingOr(ctx, db.t.Jobs, jobKey(j.ID), xjob.ErrConflict)
+	}
+	if err != nil {
+		return xjob.Job{}, fmt.Errorf("dynamo job update %d: %w", j.ID, err)
+	}
+	return decodeJob(out.Attributes)
+}
+
+// JobAdvance records a scan's progress, conditional on the version. Its
+// new due key moves the job within the due index; Stop takes it out.
+func (db *DB) JobAdvance(ctx context.Context, p driver.JobAdvanceParams) error {
+	var u update
+	if p.Stop {
+		u.Set("triggerStatus", n(int64(xjob.StatusStopped)))
+		u.Set("triggerLastTime", n(0))
+		u.Set("triggerNextTime", n(0))
+		u.Remove(AttrDueShard)
+		u.Remove(AttrDueKey)
+	} else {
+		u.Set("triggerLastTime", n(p.TriggerLastTime))
+		u.Set("triggerNextTime", n(p.TriggerNextTime))
+		// Written whatever the status: without dueShard (stopped jobs) the
+		// item stays out of the sparse index.
+		u.Set(AttrDueKey, s(SortKey(p.TriggerNextTime, p.ID)))
+	}
+	u.Incr("version")
+	cond := u.name("version") + " = " + u.val(n(p.ExpectVersion))
+	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Jobs, Key: jobKey(p.ID),
+		UpdateExpression: aws.String(u.String()), ConditionExpression: &cond,
+		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
+	if condFailed(err) {
+		err = db.missingOr(ctx, db.t.Jobs, jobKey(p.ID), xjob.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo job advance %d: %w", p.ID, err)
+	}
+	return nil
+}
+
+// JobAdvanceMany runs the advances as parallel single-item conditional
+// updates (perKey: items of one job in order, at most batchConcurrency
+// jobs at once). DynamoDB transactions are not used: items are
+// independent, a transaction caps at 100 items and costs twice the
+// writes, and one conflict would fail all of them.
+func (db *DB) JobAdvanceMany(ctx context.Context, ps []driver.JobAdvanceParams) ([]error, error) {
+	errs := make([]error, len(ps))
+	err := perKey(ctx, len(ps), func(i int) int64 { return ps[i].ID }, func(ctx context.Context, i int) error {
+		err := db.JobAdvance(ctx, ps[i])
+		if err == nil || errors.Is(err, xjob.ErrConflict) || errors.Is(err, xjob.ErrNotFound) {
+			errs[i] = err
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dynamo job advance many: %w", err)
+	}
+	return errs, nil
+}
+
+// JobRecordSlow counts a slow dispatch in minute without touching the
+// version: ADD within the stored minute, or start the count of a newer
+// minute; a count for an older minute is dropped.
+func (db *DB) JobRecordSlow(ctx context.Context, id int64, minute int64) error {
+	for range 5 {
+		var u update
+		u.Add("slowCount", 1)
+		cond := u.name("slowMinute") + " = " + u.val(n(minute))
+		_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Jobs, Key: jobKey(id),
+			UpdateExpression: aws.String(u.String()), ConditionExpression: &cond,
+			ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
+		if err == nil || !condFailed(err) {
+			return wrapErr("dynamo job record slow", id, err)
+		}
+		var v update
+		v.Set("slowMinute", n(minute))
+		v.Set("slowCount", n(1))
+		cond = v.name("slowMinute") + " < " + v.val(n(minute))
+		_, err = db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Jobs, Key: jobKey(id),
+			UpdateExpression: aws.String(v.String()), ConditionExpression: &cond,
+			ExpressionAttributeNames: v.names, ExpressionAttributeValues: v.values})
+		if err == nil || !condFailed(err) {
+			return wrapErr("dynamo job record slow", id, err)
+		}
+		// Missing, a newer minute stored (drop this count), or another
+		// writer just started this minute (count again).
+		it, err := db.getItem(ctx, db.t.Jobs, jobKey(id))
+		if err != nil {
+			return wrapErr("dynamo job record slow", id, err)
+		}
+		if it.int("slowMinute") > minute {
+			return nil
+		}
+	}
+	return fmt.Errorf("dynamo job record slow %d: %w", id, xjob.ErrConflict)
+}
+
+func wrapErr(what string, id int64, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s %d: %w", what, id, err)
+}
+
+// JobDelete removes a job (and with it its due index entry).
+func (db *DB) JobDelete(ctx context.Context, id int64) error {
+	var e expr
+	_, err := db.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &db.t.Jobs, Key: jobKey(id),
+		ConditionExpression: aws.String("attribute_exists(" + e.name(AttrID) + ")"), ExpressionAttributeNames: e.names})
+	if condFailed(err) {
+		err = xjob.ErrNotFound
+	}
+	return wrapErr("dynamo job delete", id, err)
+}
+
+// JobList pages through jobs in id order; the cursor is the last id
+// served. With a group it walks the keys-only byGroup index in id order
+// and batch-reads the jobs (cost ∝ the group's jobs up to the page);
+// without one it scans the table (cost ∝ all jobs: an admin page, not a
+// hot path).
+func (db *DB) JobList(ctx context.Context, p driver.JobListParams) (driver.JobPage, error) {
+	limit := clampLimit(p.Limit, 100, 1000)
+	after := int64(math.MinInt64)
+	if p.Cursor != "" {
+		v, err := strconv.ParseInt(p.Cursor, 10, 64)
+		if err != nil {
+			return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", badCursor(p.Cursor))
+		}
+		after = v
+	}
+	keep := func(j xjob.Job) bool {
+		return j.ID > after && (p.GroupID == 0 || j.GroupID == p.GroupID) &&
+			(p.Status == nil || j.TriggerStatus == *p.Status) &&
+			strings.Contains(j.Description, p.Description) &&
+			strings.Contains(j.Handler, p.Handler) && strings.Contains(j.Author, p.Author)
+	}
+	var jobs []xjob.Job
+	if p.GroupID != 0 {
+		var e expr
+		in := &dynamodb.QueryInput{TableName: &db.t.Jobs, IndexName: aws.String(IndexJobsByGroup),
+			KeyConditionExpression: aws.String(e.name(AttrGroupID) + " = " + e.val(n(p.GroupID)) +
+				" AND " + e.name(AttrID) + " > " + e.val(n(after))),
+			Limit: aws.Int32(int32(min(4*limit, 1000)))}
+		in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
+		for len(jobs) <= limit {
+			res, err := db.api.Query(ctx, in)
+			if err != nil {
+				return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", err)
+			}
+			keys := make([]item, len(res.Items))
+			for i, k := range res.Items {
+				keys[i] = jobKey(item(k).int(AttrID))
+			}
+			items, err := db.batchGet(ctx, db.t.Jobs, keys)
+			if err != nil {
+				return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", err)
+			}
+			page, err := decodeJobs(items)
+			if err != nil {
+				return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", err)
+			}
+			slices.SortFunc(page, func(a, b xjob.Job) int { return cmp.Compare(a.ID, b.ID) })
+			for _, j := range page {
+				if keep(j) {
+					jobs = append(jobs, j)
+				}
+			}
+			if len(res.LastEvaluatedKey) == 0 {
+				break
+			}
+			in.ExclusiveStartKey = res.LastEvaluatedKey
+		}
+	} else {
+		items, err := db.scanAll(ctx, &dynamodb.ScanInput{TableName: &db.t.Jobs})
+		if err != nil {
+			return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", err)
+		}
+		all, err := decodeJobs(items)
+		if err != nil {
+			return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", err)
+		}
+		for _, j := range all {
+			if keep(j) {
+				jobs = append(jobs, j)
+			}
+		}
+		slices.SortFunc(jobs, func(a, b xjob.Job) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	var page driver.JobPage
+	if len(jobs) > limit {
+		jobs = jobs[:limit]
+		page.Next = strconv.FormatInt(jobs[limit-1].ID, 10)
+	}
+	page.Jobs = jobs
+	return page, nil
+}
+
+// JobsDue queries the sparse due index: dueShard = shard AND dueKey
+// BETWEEN SortKey(after) and SortKey(Before, max). One Query page per
+// Limit jobs, each read costing its own size: O(due jobs). The index is
+// eventually consistent; a stale job loses its conditional advance.
+func (db *DB) JobsDue(ctx context.Context, p driver.JobsDueParams) ([]xjob.Job, error) {
+	limit := clampLimit(p.Limit, 1000, 100000)
+	lo := minKey
+	if p.After != (driver.DueCursor{}) {
+		if p.After.ID == math.MaxInt64 {
+			lo = SortKey(p.After.NextTime+1, math.MinInt64)
+		} else {
+			lo = SortKey(p.After.NextTime, p.After.ID+1)
+		}
+	}
+	hi := SortKey(p.Before, math.MaxInt64)
+	if lo > hi {
+		return nil, nil
+	}
+	var e expr
+	in := &dynamodb.QueryInput{TableName: &db.t.Jobs, IndexName: aws.String(IndexJobsDue),
+		KeyConditionExpression: aws.String(e.name(AttrDueShard) + " = " + e.val(n(int64(p.Shard))) +
+			" AND " + e.name(AttrDueKey) + " BETWEEN " + e.val(s(lo)) + " AND " + e.val(s(hi)))}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
+	var jobs []xjob.Job
+	for len(jobs) < limit {
+		in.Limit = aws.Int32(int32(min(limit-len(jobs), 1000)))
+		res, err := db.api.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo jobs due: %w", err)
+		}
+		for _, it := range res.Items {
+			j, err := decodeJob(it)
+			if err != nil {
+				return nil, fmt.Errorf("dynamo jobs due: %w", err)
+			}
+			jobs = append(jobs, j)
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	return jobs, nil
+}
+
+// JobListByName scans the jobs table with a filter on jobName: there is no
+// index on the name, and the callers (an executor declaring its jobs when
+// it starts, once per process) are rare enough that a filtered scan costs
+// less than a global index written on every job update.
+func (db *DB) JobListByName(ctx context.Context, name string) ([]xjob.Job, error) {
+	if name == "" {
+		return nil, nil
+	}
+	var e expr
+	in := &dynamodb.ScanInput{TableName: &db.t.Jobs, ConsistentRead: aws.Bool(true),
+		FilterExpression: aws.String(e.name("jobName") + " = " + e.val(s(name)))}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
+	items, err := db.scanAll(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo job list by name %q: %w", name, err)
+	}
+	jobs, err := decodeJobs(items)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo job list by name %q: %w", name, err)
+	}
+	slices.SortFunc(jobs, func(a, b xjob.Job) int { return cmp.Compare(a.ID, b.ID) })
+	return jobs, nil
+}

@@ -1,0 +1,511 @@
+// Package execclient is the scheduling center's HTTP client for executors:
+// it POSTs xxl-job requests to an executor's /run, /beat, /idleBeat, /kill
+// and /log and reads back the ReturnT envelope.
+//
+// It reproduces xxl-job's XxlJobRemotingUtil.postBody so that any
+// xxl-job-compatible executor (Java, Go, Node, the xjob SDK) accepts our
+// calls: always POST, a JSON body, the same Content-Type and Accept-Charset
+// headers, the XXL-JOB-ACCESS-TOKEN header only when a token is configured,
+// XXL-JOB-APPNAME when the caller names the group (protocol.WithAppName;
+// xxl-job 3.5 requires it), /trigger instead of /run for 3.5 executors,
+// and connect and read timeouts of 3 s by default. Like xxl-job, a transport
+// failure is never a Go error: it comes back as a failing ReturnT (code 500)
+// whose message names the URL, so the dispatcher records it in the trigger
+// log exactly as it records an executor's own refusal.
+//
+// Unlike xxl-job, which reads a reply to the end of the body, the client
+// stops at the end of the reply's JSON value. That is what lets a Lambda
+// executor with a streaming function URL answer /run at once and keep the
+// invocation running the job: the dispatcher is not held for the job's
+// duration, and a long job is not recorded as a timed-out trigger.
+package execclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/protocol"
+)
+
+var _ driver.ExecutorClient = (*Client)(nil)
+
+// Defaults of Options, as xxl-job 2.3/2.4 (3 s connect, 3 s read) plus our
+// own limits on reply sizes and pooling.
+const (
+	DefaultConnectTimeout      = 3 * time.Second
+	DefaultReadTimeout         = 3 * time.Second
+	DefaultMaxReplyBytes       = 1 << 20  // 1 MiB for run/beat/idleBeat/kill
+	DefaultMaxLogReplyBytes    = 16 << 20 // 16 MiB: /log returns the whole tail of a file
+	DefaultMaxIdleConnsPerHost = 16
+	DefaultMaxIdleConns        = 1024
+	// DefaultIdleConnTimeout is below the 90 s after which xxl-job's
+	// executor (Netty EmbedServer) closes idle connections, so we rarely
+	// pick a pooled connection the executor is just closing.
+	DefaultIdleConnTimeout = 60 * time.Second
+)
+
+// Request headers xxl-job sends on every call.
+const (
+	contentType   = "application/json;charset=UTF-8"
+	acceptCharset = "application/json;charset=UTF-8"
+)
+
+// Options configures a Client. The zero value is xxl-job's behaviour with
+// no access token.
+type Options struct {
+	// AccessToken is sent as XXL-JOB-ACCESS-TOKEN when it is not blank.
+	AccessToken string
+	// ConnectTimeout bounds establishing a connection (TCP and TLS).
+	// Zero means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// ReadTimeout bounds waiting for the reply once the request is sent.
+	// Zero means DefaultReadTimeout. A whole call never takes longer than
+	// ConnectTimeout + ReadTimeout.
+	ReadTimeout time.Duration
+	// MaxReplyBytes caps the body read from run, beat, idleBeat and kill.
+	// Zero means DefaultMaxReplyBytes.
+	MaxReplyBytes int64
+	// MaxLogReplyBytes caps the body read from /log. Zero means
+	// DefaultMaxLogReplyBytes.
+	MaxLogReplyBytes int64
+	// MaxIdleConnsPerHost is how many keep-alive connections are kept per
+	// executor. Zero means DefaultMaxIdleConnsPerHost (Go's own default of
+	// 2 is too few for a busy executor). Size it to the concurrent calls
+	// the caller makes (a local dispatch lane's workers): every call beyond
+	// it dials a connection that is closed again when it returns to the
+	// pool, so a burst to one executor would pay a TCP (and TLS) handshake
+	// and leave a TIME_WAIT socket per trigger.
+	MaxIdleConnsPerHost int
+	// InsecureSkipVerify disables TLS certificate checks for https
+	// executors. xxl-job trusts every certificate; we verify by default
+	// and make trusting everything an explicit choice.
+	InsecureSkipVerify bool
+	// HTTPClient replaces the client built from the options above (tests,
+	// custom transports). Timeouts still apply per call through the
+	// request context. The client is copied and its CheckRedirect replaced:
+	// redirects are never followed. The client is copied and its CheckRedirect replaced:
+	// redirects are never followed.
+	HTTPClient *http.Client
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.ConnectTimeout < 0 || o.ReadTimeout < 0 {
+		return o, errors.New("execclient options: timeouts must not be negative")
+	}
+	if o.MaxReplyBytes < 0 || o.MaxLogReplyBytes < 0 || o.MaxIdleConnsPerHost < 0 {
+		return o, errors.New("execclient options: limits must not be negative")
+	}
+	if o.ConnectTimeout == 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
+	if o.MaxReplyBytes == 0 {
+		o.MaxReplyBytes = DefaultMaxReplyBytes
+	}
+	if o.MaxLogReplyBytes == 0 {
+		o.MaxLogReplyBytes = DefaultMaxLogReplyBytes
+	}
+	if o.MaxIdleConnsPerHost == 0 {
+		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	}
+	return o, nil
+}
+
+// Client calls executors over HTTP. It holds one pooled http.Client for
+// every executor, so build one Client per process and share it; it is safe
+// for concurrent use.
+type Client struct {
+	opts  Options
+	token string
+	http  *http.Client
+	// triggerAt holds the addresses found to take triggers at /trigger
+	// (xxl-job 3.5) rather than /run; see Run.
+	mu        sync.Mutex
+	triggerAt map[string]bool
+}
+
+// maxRemembered bounds triggerAt; past it the map starts over (xxl-job 3.5
+// clears its client cache past 1000 entries the same way), and forgotten
+// addresses are found again on their next trigger.
+const maxRemembered = 10000
+
+// New returns a Client, or an error when an option is out of range.
+func New(opts Options) (*Client, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Transport: newTransport(o)}
+	if o.HTTPClient != nil {
+		copied := *o.HTTPClient
+		hc = &copied
+	}
+	hc.CheckRedirect = noRedirects
+	return &Client{opts: o, token: strings.TrimSpace(o.AccessToken), http: hc}, nil
+}
+
+// noRedirects makes a 3xx the executor's final answer. Executors never
+// redirect; following one would re-send the TriggerParam and the access
+// token to wherever the Location points (a 307 keeps method and body),
+// and put that host's reply into the trigger log.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+func newTransport(o Options) *http.Transport {
+	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		TLSHandshakeTimeout:   o.ConnectTimeout,
+		ResponseHeaderTimeout: o.ReadTimeout,
+		MaxIdleConns:          max(DefaultMaxIdleConns, o.MaxIdleConnsPerHost),
+		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
+		IdleConnTimeout:       DefaultIdleConnTimeout,
+		ExpectContinueTimeout: time.Second,
+	}
+	if o.InsecureSkipVerify {
+		t.TLSClientConfig = insecureTLS()
+	}
+	return t
+}
+
+func insecureTLS() *tls.Config {
+	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // opt-in, as xxl-job's trust-all client
+}
+
+// Close drops the idle pooled connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Run asks the executor to queue one trigger (POST /run). Success means
+// accepted, not finished: the result comes later through the callback.
+// Run returns as soon as the reply's JSON value has arrived, so an
+// executor may keep the response open while the job runs (a Lambda
+// executor in RESPONSE_STREAM mode does).
+//
+// xxl-job 3.5 executors take triggers at /trigger and answer /run with
+// "uri-mapping(/run) not found": Run calls the path last seen to work for
+// the address (/run for a new one) and, when the executor says it has no
+// such path (that message, or HTTP 404), calls the other one at once and
+// remembers it. Neither refusal ran anything, so the second call cannot
+// run the job twice.
+func (c *Client) Run(ctx context.Context, address string, p protocol.TriggerParam) protocol.ReturnT {
+	path := c.runPath(address)
+	r, _ := c.post(ctx, address, path, p, c.opts.MaxReplyBytes)
+	if !notMapped(r, path) {
+		return r
+	}
+	other := protocol.PathTrigger
+	if path == protocol.PathTrigger {
+		other = protocol.PathRun
+	}
+	r2, _ := c.post(ctx, address, other, p, c.opts.MaxReplyBytes)
+	if notMapped(r2, other) {
+		return r // neither path: report the first refusal
+	}
+	c.setRunPath(address, other)
+	return r2
+}
+
+func (c *Client) runPath(address string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.triggerAt[address] {
+		return protocol.PathTrigger
+	}
+	return protocol.PathRun
+}
+
+func (c *Client) setRunPath(address, path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if path == protocol.PathRun {
+		delete(c.triggerAt, address)
+		return
+	}
+	if c.triggerAt == nil || len(c.triggerAt) >= maxRemembered {
+		c.triggerAt = map[string]bool{}
+	}
+	c.triggerAt[address] = true
+}
+
+// notMapped reports whether r says the executor has no endpoint path: an
+// xxl-job executor's "invalid request, uri-mapping(/path) not found." or an
+// HTTP 404 (post's message for it).
+func notMapped(r protocol.ReturnT, path string) bool {
+	return r.Code != protocol.SuccessCode &&
+		(strings.Contains(r.Msg, "uri-mapping(/"+path+") not found") ||
+			strings.HasPrefix(r.Msg, "xxl-job remoting fail, StatusCode(404)"))
+}
+
+// Beat checks that the executor is alive (POST /beat, the FAILOVER probe).
+// The body is the JSON string "", which is what xxl-job's client sends.
+func (c *Client) Beat(ctx context.Context, address string) protocol.ReturnT {
+	r, _ := c.post(ctx, address, protocol.PathBeat, "", c.opts.MaxReplyBytes)
+	return r
+}
+
+// IdleBeat checks that the executor is not running or queueing jobID
+// (POST /idleBeat, the BUSYOVER probe).
+func (c *Client) IdleBeat(ctx context.Context, address string, jobID int64) protocol.ReturnT {
+	r, _ := c.post(ctx, address, protocol.PathIdleBeat, protocol.IdleBeatParam{JobID: jobID}, c.opts.MaxReplyBytes)
+	return r
+}
+
+// Kill stops jobID's thread on the executor (POST /kill).
+func (c *Client) Kill(ctx context.Context, address string, jobID int64) protocol.ReturnT {
+	r, _ := c.post(ctx, address, protocol.PathKill, protocol.KillParam{JobID: jobID}, c.opts.MaxReplyBytes)
+	return r
+}
+
+// Log reads a trigger's execution log from fromLineNum on (POST /log). The
+// LogResult is decoded from the envelope's "content" field, or "data" for
+// xxl-job 3.3+ executors; it is zero when the reply fails or carries none.
+// The request carries the date as both logDateTim and logDateTime.
+func (c *Client) Log(ctx context.Context, address string, p protocol.LogParam) (protocol.LogResult, protocol.ReturnT) {
+	// Both spellings of the date: ≤ 3.4 executors read logDateTim, 3.5
+	// ones logDateTime, and each ignores the other.
+	p.LogDateTim, p.LogDateTime = p.Date(), p.Date()
+	r, u := c.post(ctx, address, protocol.PathLog, p, c.opts.MaxLogReplyBytes)
+	var lr protocol.LogResult
+	if r.Code != protocol.SuccessCode || len(r.Content) == 0 {
+		return lr, r
+	}
+	if err := json.Unmarshal(r.Content, &lr); err != nil {
+		return protocol.LogResult{}, protocol.Fail(fmt.Sprintf(
+			"xxl-job remoting (url=%s) response content invalid(%s).", u, snippet(r.Content)))
+	}
+	return lr, r
+}
+
+// Endpoint returns the URL xxl-job calls for path on an executor: the
+// address with a trailing "/" forced, then the path.
+func Endpoint(address, path string) string {
+	if !strings.HasSuffix(address, "/") {
+		address += "/"
+	}
+	return address + path
+}
+
+// post performs one call and returns the envelope and the URL it used.
+func (c *Client) post(ctx context.Context, address, path string, body any, limit int64) (protocol.ReturnT, string) {
+	address = strings.TrimSpace(address)
+	if address == "" {
+		return protocol.Fail("xxl-job remoting error(executor address is empty), for path : " + path), path
+	}
+	u := Endpoint(address, path)
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return remotingError(fmt.Errorf("encode request: %w", err), u), u
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout+c.opts.ReadTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(payload))
+	if err != nil {
+		return remotingError(err, u), u
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Accept-Charset", acceptCharset)
+	if c.token != "" {
+		// Sent with xxl-job's exact spelling rather than Go's canonical
+		// form; header names are case-insensitive, but not every executor
+		// framework is careful about it.
+		req.Header[protocol.AccessTokenHeader] = []string{c.opts.AccessToken}
+	}
+	if app := protocol.AppNameFromContext(ctx); app != "" {
+		// Required by xxl-job 3.5 executors, ignored by older ones.
+		req.Header[protocol.AppNameHeader] = []string{app}
+	}
+
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return remotingError(err, u), u
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode != http.StatusOK {
+		// Drain a little so a small error page does not cost the connection.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return protocol.Fail(fmt.Sprintf(
+			"xxl-job remoting fail, StatusCode(%d) invalid. for url : %s", resp.StatusCode, u)), u
+	}
+
+	return readReply(resp.Body, limit, u), u
+}
+
+// readReply decodes the reply envelope from body and returns as soon as
+// its JSON value is complete, without waiting for the end of the body. An
+// executor that streams its reply and keeps the body open while the job
+// runs (lambdaexec.StreamingHandler on a RESPONSE_STREAM function URL) is
+// therefore answered within the read timeout however long the job takes.
+// The caller then closes the body; an unread streaming body makes
+// net/http discard the connection instead of pooling it, which is what we
+// want. A complete body (Content-Length, or chunked with its end already
+// received) is read to EOF by the decoder, so its connection is reused.
+//
+// The limit applies to the value: one that ends past limit bytes is "too
+// large"; whitespace after it is never read. Anything that is not a valid
+// envelope — garbage, a value ending past the limit, non-space data already
+// received after the value, a read error — is judged on the whole body
+// (read up to limit+1 bytes), so the failure messages stay the ones a
+// buffered read gave.
+func readReply(body io.Reader, limit int64, u string) protocol.ReturnT {
+	rec := &recorder{r: io.LimitReader(body, limit+1)}
+	dec := json.NewDecoder(rec)
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err == nil && dec.InputOffset() <= limit && onlySpace(dec.Buffered()) {
+		if r, err := decodeReturn(raw); err == nil {
+			return r
+		}
+	}
+	_, _ = io.Copy(io.Discard, rec) // the rest of the body, for the message
+	switch {
+	case rec.err != nil:
+		return remotingError(rec.err, u)
+	case rec.n > limit:
+		return protocol.Fail(fmt.Sprintf(
+			"xxl-job remoting (url=%s) response larger than %d bytes.", u, limit))
+	default:
+		return protocol.Fail(fmt.Sprintf(
+			"xxl-job remoting (url=%s) response content invalid(%s).", u, snippet(rec.head)))
+	}
+}
+
+// recorder counts the bytes read through it and keeps the first ones (as
+// many as snippet quotes) and the first read error other than io.EOF, so
+// a failed decode can still quote the body without holding it twice.
+type recorder struct {
+	r    io.Reader
+	head []byte
+	n    int64
+	err  error
+}
+
+func (r *recorder) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if keep := snippetMax + 1 - len(r.head); keep > 0 {
+		r.head = append(r.head, p[:min(n, keep)]...)
+	}
+	r.n += int64(n)
+	if err != nil && !errors.Is(err, io.EOF) && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// onlySpace reports whether the bytes the decoder read past the value are
+// JSON whitespace; it does not read further from the body.
+func onlySpace(rest io.Reader) bool {
+	b, _ := io.ReadAll(rest) // a bytes.Reader over the decoder's buffer
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// envelope accepts both ReturnT {code,msg,content} (xxl-job ≤ 3.2) and
+// Response {code,msg,data} (3.3+). Code is raw so that a quoted number,
+// which Gson accepts, is accepted too.
+type envelope struct {
+	Code    json.RawMessage `json:"code"`
+	Msg     *string         `json:"msg"`
+	Content json.RawMessage `json:"content"`
+	Data    json.RawMessage `json:"data"`
+}
+
+func decodeReturn(data []byte) (protocol.ReturnT, error) {
+	var e envelope
+	if err := json.Unmarshal(data, &e); err != nil {
+		return protocol.ReturnT{}, fmt.Errorf("decode reply: %w", err)
+	}
+	raw := strings.Trim(string(bytes.TrimSpace(e.Code)), `"`)
+	if raw == "" || raw == "null" {
+		return protocol.ReturnT{}, errors.New("decode reply: no code")
+	}
+	code, err := strconv.Atoi(raw)
+	if err != nil {
+		return protocol.ReturnT{}, fmt.Errorf("decode reply code: %w", err)
+	}
+	r := protocol.ReturnT{Code: code}
+	if e.Msg != nil {
+		r.Msg = *e.Msg
+	}
+	switch {
+	case present(e.Content):
+		r.Content = e.Content
+	case present(e.Data):
+		r.Content = e.Data
+	}
+	return r, nil
+}
+
+func present(raw json.RawMessage) bool {
+	s := bytes.TrimSpace(raw)
+	return len(s) > 0 && !bytes.Equal(s, []byte("null"))
+}
+
+// remotingError renders a transport failure as xxl-job does:
+// "xxl-job remoting error(<cause>), for url : <url>". The URL is taken off
+// Go's *url.Error so that it is not repeated inside the cause, and a DNS
+// failure loses the resolver's address: the message lands in trigger logs
+// that every admin reads, and must not map the scheduler's network.
+func remotingError(err error, u string) protocol.ReturnT {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var de *net.DNSError
+	if errors.As(err, &de) {
+		err = &net.DNSError{Err: de.Err, Name: de.Name, IsNotFound: de.IsNotFound, IsTimeout: de.IsTimeout}
+	}
+	return protocol.Fail(fmt.Sprintf("xxl-job remoting error(%s), for url : %s", sanitize([]byte(err.Error()), causeMax), u))
+}
+
+// snippet quotes at most snippetMax bytes of a reply in an error message,
+// sanitized: whatever answered at that address (with an address override,
+// not necessarily an executor) gets only a short, printable excerpt into
+// the trigger log.
+func snippet(b []byte) string { return sanitize(b, snippetMax) }
+
+// sanitize keeps at most limit bytes of b, with every byte that is not
+// printable ASCII (control characters, escape sequences, UTF-8) shown as
+// '?', and "..." when it was cut.
+func sanitize(b []byte, limit int) string {
+	cut := len(b) > limit
+	if cut {
+		b = b[:limit]
+	}
+	out := make([]byte, len(b), len(b)+3)
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			c = '?'
+		}
+		out[i] = c
+	}
+	if cut {
+		out = append(out, "..."...)
+	}
+	return string(out)
+}
+
+// How many bytes of a reply, and of a transport error, a message quotes.
+const (
+	snippetMax = 64
+	causeMax   = 200
+)

@@ -1,0 +1,101 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/driver"
+)
+
+// RegistryUpsert inserts an entry or refreshes its UpdatedAt (never moving
+// it back, so a delayed heartbeat cannot age a fresher one).
+func (db *DB) RegistryUpsert(ctx context.Context, e xjob.RegistryEntry) error {
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		_, err := db.ws.registryUpsert.ExecContext(ctx, e.Group, e.Key, e.Value, e.UpdatedAt)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite registry upsert: %w", err)
+	}
+	return nil
+}
+
+// RegistryRemove deletes one entry; a missing one is not an error.
+func (db *DB) RegistryRemove(ctx context.Context, e xjob.RegistryEntry) error {
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, `DELETE FROM registry WHERE grp = ? AND key = ? AND value = ?`, e.Group, e.Key, e.Value)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite registry remove: %w", err)
+	}
+	return nil
+}
+
+// RegistryList returns entries updated at or after Since, for one key or all.
+func (db *DB) RegistryList(ctx context.Context, p driver.RegistryListParams) ([]xjob.RegistryEntry, error) {
+	var rows *sql.Rows
+	var err error
+	if p.Key != "" {
+		rows, err = db.rs.registryByKey.QueryContext(ctx, p.Since, p.Key)
+	} else {
+		rows, err = db.rs.registryList.QueryContext(ctx, p.Since)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite registry list: %w", err)
+	}
+	out, err := scanAll(rows, func(s scanner) (xjob.RegistryEntry, error) {
+		var e xjob.RegistryEntry
+		err := s.Scan(&e.Group, &e.Key, &e.Value, &e.UpdatedAt)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite registry list: %w", err)
+	}
+	return out, nil
+}
+
+// RegistryDeleteBefore deletes entries not updated since before.
+func (db *DB) RegistryDeleteBefore(ctx context.Context, before int64) (int, error) {
+	var n int64
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		var err error
+		n, err = rowsAffected(c.ExecContext(ctx, `DELETE FROM registry WHERE updated_at < ?`, before))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite registry delete before: %w", err)
+	}
+	return int(n), nil
+}
+
+// ReportAdd adds d's counters to its day, creating the day.
+func (db *DB) ReportAdd(ctx context.Context, d xjob.ReportDay) error {
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		_, err := db.ws.reportAdd.ExecContext(ctx, d.Day, d.RunningCount, d.SucCount, d.FailCount)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite report add %s: %w", d.Day, err)
+	}
+	return nil
+}
+
+// ReportList returns the days from..to inclusive, in day order.
+func (db *DB) ReportList(ctx context.Context, from, to string) ([]xjob.ReportDay, error) {
+	rows, err := db.rs.reportList.QueryContext(ctx, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite report list: %w", err)
+	}
+	out, err := scanAll(rows, func(s scanner) (xjob.ReportDay, error) {
+		var d xjob.ReportDay
+		err := s.Scan(&d.Day, &d.RunningCount, &d.SucCount, &d.FailCount)
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite report list: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,114 @@
+package sqsqueue_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/driver/drivertest"
+	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
+	"github.com/xjobdev/xjob/internal/testenv/awstest"
+)
+
+func TestMain(m *testing.M) { awstest.Main(m) }
+
+// newQueueURL creates a fresh queue on the shared fauxqs server.
+func newQueueURL(t *testing.T, c *sqs.Client) string {
+	t.Helper()
+	out, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(awstest.UniqueName("q"))})
+	if err != nil {
+		t.Fatalf("create queue: %v", err)
+	}
+	return aws.ToString(out.QueueUrl)
+}
+
+// TestQueueContract runs the queue suite on fauxqs, on real time: Advance
+// sleeps, and the suite's subtests run in parallel, so it takes about as
+// long as its slowest subtest (~8 s).
+func TestQueueContract(t *testing.T) {
+	t.Parallel()
+	drivertest.ExerciseQueue(t, func(t *testing.T) drivertest.QueueHarness {
+		c := awstest.SQS(t)
+		q := sqsqueue.NewQueue[xjob.RingBucket](c, newQueueURL(t, c), clock.Real{})
+		return drivertest.QueueHarness{Queue: q, Now: time.Now, Advance: time.Sleep}
+	})
+}
+
+func TestDispatchLanesAreSeparate(t *testing.T) {
+	t.Parallel()
+	c := awstest.SQS(t)
+	qs := sqsqueue.New(c, sqsqueue.URLs{Ring: newQueueURL(t, c), DispatchFast: newQueueURL(t, c), DispatchSlow: newQueueURL(t, c)}, nil)
+	ctx := t.Context()
+	task := xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: 3, Type: xjob.TriggerCron, FireTime: 42}, Revision: 2}
+	if err := qs.Dispatch(xjob.LaneSlow).Send(ctx, []driver.Outgoing[xjob.DispatchTask]{{Msg: task}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := qs.Dispatch(xjob.LaneFast).Receive(ctx, driver.ReceiveParams{Max: 10})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("fast lane: %v %v", got, err)
+	}
+	got, err = qs.Dispatch(xjob.LaneSlow).Receive(ctx, driver.ReceiveParams{Max: 10, Wait: 5 * time.Second})
+	if err != nil || len(got) != 1 || got[0].Msg.Occurrence != task.Occurrence || got[0].Msg.Revision != 2 {
+		t.Fatalf("slow lane: %+v %v", got, err)
+	}
+	if err := qs.Dispatch("other").Send(ctx, []driver.Outgoing[xjob.DispatchTask]{{Msg: task}}); err == nil {
+		t.Fatal("send on a lane without a queue URL succeeded")
+	}
+}
+
+// TestSendBatchesOfTen sends more than one batch and reads every message back.
+func TestSendBatchesOfTen(t *testing.T) {
+	t.Parallel()
+	c := awstest.SQS(t)
+	q := sqsqueue.NewQueue[xjob.RingBucket](c, newQueueURL(t, c), nil)
+	ctx := t.Context()
+	var out []driver.Outgoing[xjob.RingBucket]
+	for i := range 23 {
+		out = append(out, driver.Outgoing[xjob.RingBucket]{Msg: xjob.RingBucket{Shard: 1, Second: int64(i)}})
+	}
+	if err := q.Send(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(seen) < len(out) && time.Now().Before(deadline) {
+		ds, err := q.Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute, Wait: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			seen[d.Msg.Second] = true
+		}
+	}
+	if len(seen) != len(out) {
+		t.Fatalf("received %d distinct messages of %d", len(seen), len(out))
+	}
+}
+
+func TestDelaySeconds(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_700_000_000_000)
+	cases := []struct {
+		name      string
+		visibleAt int64
+		want      int32
+	}{
+		{"zero", 0, 0},
+		{"past", now.UnixMilli() - 5000, 0},
+		{"now", now.UnixMilli(), 0},
+		{"1 ms rounds up", now.UnixMilli() + 1, 1},
+		{"exact second", now.UnixMilli() + 3000, 3},
+		{"3.001 s", now.UnixMilli() + 3001, 4},
+		{"capped at 900", now.UnixMilli() + 3_600_000, 900},
+	}
+	for _, c := range cases {
+		if got := sqsqueue.DelaySeconds(c.visibleAt, now); got != c.want {
+			t.Errorf("%s: DelaySeconds = %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package lambdaapp_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+)
+
+func TestLoadConfig(t *testing.T) {
+	t.Parallel()
+	full := map[string]string{
+		awsconfig.EnvTablePrefix: "p-", awsconfig.EnvShards: "8", awsconfig.EnvRingQueueURL: "http://q/ring",
+		awsconfig.EnvDispatchFastURL: "http://q/fast", awsconfig.EnvDispatchSlowURL: "http://q/slow",
+		awsconfig.EnvAccessToken: "a", awsconfig.EnvAdminToken: "b", awsconfig.EnvAlarmTopicARN: "arn:aws:sns:x",
+	}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range full {
+			m[a] = b
+		}
+		m[k] = v
+		return m
+	}
+	tests := []struct {
+		name, fn string
+		env      map[string]string
+		wantErr  string // substring; "" means success
+	}{
+		{"every function loads", "registry", full, ""},
+		{"missing prefix named", "scan", with(awsconfig.EnvTablePrefix, ""), awsconfig.EnvTablePrefix + " is required"},
+		{"bad shards named", "ring", with(awsconfig.EnvShards, "x"), awsconfig.EnvShards},
+		{"zero shards", "ring", with(awsconfig.EnvShards, "0"), awsconfig.EnvShards},
+		{"bad log level named", "scan", with(awsconfig.EnvLogLevel, "loud"), awsconfig.EnvLogLevel},
+		{"missing token of callback", "callback", with(awsconfig.EnvAccessToken, " "), awsconfig.EnvAccessToken},
+		{"unknown function", "nope", full, "unknown function"},
+		{"retry delay out of range", "callback", with(awsconfig.EnvRetryDelay, "1h"), awsconfig.EnvRetryDelay},
+		{"retry delay not a duration", "dispatch", with(awsconfig.EnvRetryDelay, "soon"), awsconfig.EnvRetryDelay},
+		{"retry backoff below 1", "registry", with(awsconfig.EnvRetryBackoff, "0.5"), awsconfig.EnvRetryBackoff},
+		{"bad allow-any-trigger-address named", "dispatch", with(awsconfig.EnvAnyTriggerAddress, "yes please"), awsconfig.EnvAnyTriggerAddress},
+		{"scan advance below the horizon", "scan", with(awsconfig.EnvScanAdvance, "60s"), awsconfig.EnvScanAdvance},
+		{"scan advance past the SQS delay limit", "scan", with(awsconfig.EnvScanAdvance, "15m"), awsconfig.EnvScanAdvance},
+		{"scan advance not a duration", "scan", with(awsconfig.EnvScanAdvance, "often"), awsconfig.EnvScanAdvance},
+		{"scan advance in range", "scan", with(awsconfig.EnvScanAdvance, "10m"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := lambdaapp.LoadConfig(tt.fn, func(k string) string { return tt.env[k] })
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("LoadConfig: %v", err)
+				}
+				if cfg.Shards != 8 || cfg.TablePrefix != "p-" || (tt.fn != "scan" && cfg.AdminToken != "b") {
+					t.Errorf("config %+v", cfg)
+				}
+				if v := tt.env[awsconfig.EnvScanAdvance]; v != "" && cfg.ScanAdvance.String() != "10m0s" {
+					t.Errorf("scan advance %s from %q", cfg.ScanAdvance, v)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want it to mention %q", err, tt.wantErr)
+			}
+		})
+	}
+	// The retry settings reach the functions that complete failures.
+	retry := with(awsconfig.EnvRetryDelay, "2s")
+	retry[awsconfig.EnvRetryBackoff] = "1.5"
+	for _, fn := range []string{"dispatch", "callback", "registry"} {
+		cfg, err := lambdaapp.LoadConfig(fn, func(k string) string { return retry[k] })
+		if err != nil || cfg.RetryDelay.String() != "2s" || cfg.RetryBackoff != 1.5 {
+			t.Errorf("%s: retry %s ×%g, %v", fn, cfg.RetryDelay, cfg.RetryBackoff, err)
+		}
+	}
+	// A variable that is not the function's own is ignored.
+	cfg, err := lambdaapp.LoadConfig("scan", func(k string) string { return full[k] })
+	if err != nil || cfg.AdminToken != "" || cfg.AccessToken != "" {
+		t.Errorf("scan config %+v %v: foreign variables leaked in", cfg, err)
+	}
+}
+
+func TestLoadConfigAnyTriggerAddress(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		awsconfig.EnvTablePrefix: "p-", awsconfig.EnvShards: "8",
+		awsconfig.EnvDispatchFastURL: "http://q/fast", awsconfig.EnvDispatchSlowURL: "http://q/slow",
+		awsconfig.EnvAccessToken: "a", awsconfig.EnvAlarmTopicARN: "arn:aws:sns:x",
+	}
+	get := func(k string) string { return env[k] }
+	cfg, err := lambdaapp.LoadConfig("dispatch", get)
+	if err != nil || cfg.AnyTriggerAddress {
+		t.Fatalf("default: %+v %v, want overrides restricted", cfg, err)
+	}
+	env[awsconfig.EnvAnyTriggerAddress] = "true"
+	if cfg, err = lambdaapp.LoadConfig("dispatch", get); err != nil || !cfg.AnyTriggerAddress {
+		t.Fatalf("set: %+v %v", cfg, err)
+	}
+}

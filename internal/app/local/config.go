@@ -1,0 +1,436 @@
+package local
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/xjobdev/xjob/internal/scheduler/callback"
+)
+
+// Config is everything `xjob local` needs. Parse builds it from flags and
+// the environment; Validate checks it once, before anything starts.
+type Config struct {
+	// DB is the SQLite file (created if missing, with its directory).
+	DB string
+	// Listen is the address of the one HTTP listener (executor API and
+	// admin API). Loopback by default: exposing it is a choice.
+	Listen string
+	// AdminToken is the bearer token of the admin API. Empty: the token
+	// stored next to DB is used, generated on first start.
+	AdminToken string
+	// AccessToken is xxl-job's XXL-JOB-ACCESS-TOKEN, shared with executors.
+	// Empty: the token stored next to DB is used, generated on first start
+	// (executor routes are never open, unlike xxl-job without a token).
+	AccessToken string
+	// AnyTriggerAddress lets a manual trigger's address override name any
+	// http(s) address; off, only the group's own addresses (admin.Config).
+	AnyTriggerAddress bool
+	// StartDeclaredJobs starts the jobs executors declare when they are
+	// created (admin.Config); off by default.
+	StartDeclaredJobs bool
+	// Shards is the number of scan shards. It is fixed when the file is
+	// created; a different value on a later start is refused.
+	Shards int
+	// AlarmWebhook, when set, receives a JSON POST per failed trigger
+	// (package alarm), in addition to the error log line.
+	AlarmWebhook string
+	// AlarmWebhookSecret signs webhook bodies (HMAC-SHA256).
+	AlarmWebhookSecret string
+	// FastWorkers and SlowWorkers bound concurrent dispatches per lane
+	// (xxl-job's triggerPoolFastMax 200 and triggerPoolSlowMax 100).
+	FastWorkers int
+	SlowWorkers int
+	// RingWorkers is how many ring buckets fire at once.
+	RingWorkers int
+	// Grace bounds how long shutdown waits for in-flight ring and
+	// dispatch work; what it cuts short comes back on the next start.
+	Grace time.Duration
+	// LogRetentionDays: trigger logs older than this are purged daily;
+	// -1 keeps them forever.
+	LogRetentionDays int
+	// RetryDelay is how long after a failure its retry is sent, and how
+	// long a retry the executor refuses as busy is put off
+	// (callback.RetryPolicy).
+	RetryDelay time.Duration
+	// RetryBackoff multiplies RetryDelay for each retry already made of a
+	// failure (1: constant).
+	RetryBackoff float64
+	// LogLevel of the JSON process log on stderr.
+	LogLevel slog.Level
+	// Demo creates a demo executor group and two demo jobs and serves
+	// them from an in-process executor on DemoListen.
+	Demo       bool
+	DemoListen string
+	// PprofListen, when set, serves net/http/pprof on its own listener
+	// (keep it on loopback: it is not authenticated).
+	PprofListen string
+
+	// Stdout receives the start-up banner (how to reach the API, the
+	// generated token, demo hints). Nil: nothing is printed.
+	Stdout io.Writer
+	// Logger overrides the JSON process logger (tests).
+	Logger *slog.Logger
+	// Ready, if set, is called once every service runs and the listener
+	// accepts connections (tests learn the address and token from it).
+	Ready func(Info)
+}
+
+// Info describes a running local scheduler.
+type Info struct {
+	// URL is the HTTP base address, e.g. http://127.0.0.1:8080.
+	URL string
+	// AdminToken is the bearer token of the admin API in effect.
+	AdminToken string
+	// TokenFile is where a generated token is kept ("" when configured).
+	TokenFile string
+	// AccessToken is the executor access token in effect, and
+	// AccessTokenFile where it is kept ("" when configured).
+	AccessToken     string
+	AccessTokenFile string
+	// Owner is the scan-lease owner id this process uses.
+	Owner string
+	// DemoExecutor is the demo executor's address ("" without --demo).
+	DemoExecutor string
+	// DemoJobs are the ids of the demo jobs.
+	DemoJobs []int64
+	// AdminPassword is the console password of the "admin" user created
+	// on this first start ("" when users already existed).
+	AdminPassword string
+}
+
+// Defaults of Config.
+const (
+	DefaultDB               = ".xjob/xjob.db"
+	DefaultListen           = "127.0.0.1:8080"
+	DefaultShards           = 16
+	DefaultFastWorkers      = 200
+	DefaultSlowWorkers      = 100
+	DefaultRingWorkers      = 8
+	DefaultGrace            = 10 * time.Second
+	DefaultLogRetentionDays = 30
+	DefaultRetryDelay       = callback.DefaultRetryDelay
+	DefaultRetryBackoff     = 1.0
+	DefaultDemoListen       = "127.0.0.1:8081"
+	minTokenLen             = 16 // as on AWS
+)
+
+// Defaults returns the configuration used when no flag or variable is set.
+func Defaults() Config {
+	return Config{
+		DB: DefaultDB, Listen: DefaultListen, Shards: DefaultShards,
+		FastWorkers: DefaultFastWorkers, SlowWorkers: DefaultSlowWorkers, RingWorkers: DefaultRingWorkers,
+		Grace: DefaultGrace, LogRetentionDays: DefaultLogRetentionDays, LogLevel: slog.LevelInfo,
+		RetryDelay: DefaultRetryDelay, RetryBackoff: DefaultRetryBackoff,
+		DemoListen: DefaultDemoListen,
+	}
+}
+
+// option is one setting with its flag and its environment twin.
+type option struct {
+	flag, env, usage string
+	isBool           bool
+	kind             string // the value's type in --help: string, int, duration (bools have none)
+	set              func(c *Config, v string) error
+	get              func(c *Config) string
+}
+
+func strOpt(flag, env, usage string, p func(*Config) *string) option {
+	return option{flag: flag, env: env, usage: usage, kind: "string",
+		set: func(c *Config, v string) error { *p(c) = v; return nil },
+		get: func(c *Config) string { return *p(c) }}
+}
+
+func intOpt(flag, env, usage string, p func(*Config) *int) option {
+	return option{flag: flag, env: env, usage: usage, kind: "int",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("%q is not an integer", v)
+			}
+			*p(c) = n
+			return nil
+		},
+		get: func(c *Config) string { return strconv.Itoa(*p(c)) }}
+}
+
+func durOpt(flag, env, usage string, p func(*Config) *time.Duration) option {
+	return option{flag: flag, env: env, usage: usage, kind: "duration",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("%q is not a duration (e.g. 10s)", v)
+			}
+			*p(c) = d
+			return nil
+		},
+		get: func(c *Config) string { return p(c).String() }}
+}
+
+func boolOpt(flag, env, usage string, p func(*Config) *bool) option {
+	return option{flag: flag, env: env, usage: usage, isBool: true,
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("%q is not a boolean", v)
+			}
+			*p(c) = b
+			return nil
+		},
+		get: func(c *Config) string { return strconv.FormatBool(*p(c)) }}
+}
+
+// options lists every setting once: its flag, its variable, how to parse it.
+func options() []option {
+	return []option{
+		strOpt("db", "XJOB_DB", "SQLite file (created with its directory)",
+			func(c *Config) *string { return &c.DB }),
+		strOpt("listen", "XJOB_LISTEN", "HTTP listen address (executor API + admin API)",
+			func(c *Config) *string { return &c.Listen }),
+		strOpt("admin-token", "XJOB_ADMIN_TOKEN", "admin API bearer token (prefer the variable: flags show in ps); default: generated and kept next to the DB",
+			func(c *Config) *string { return &c.AdminToken }),
+		strOpt("access-token", "XJOB_ACCESS_TOKEN", "XXL-JOB-ACCESS-TOKEN shared with executors (prefer the variable); default: generated and kept next to the DB",
+			func(c *Config) *string { return &c.AccessToken }),
+		boolOpt("allow-any-trigger-address", "XJOB_ALLOW_ANY_TRIGGER_ADDRESS",
+			"let a manual trigger's address override name any host (default: only the group's own executors)",
+			func(c *Config) *bool { return &c.AnyTriggerAddress }),
+		boolOpt("start-declared-jobs", "XJOB_START_DECLARED_JOBS",
+			"start the jobs executors declare when they are created (default: created stopped)",
+			func(c *Config) *bool { return &c.StartDeclaredJobs }),
+		intOpt("shards", "XJOB_SHARDS", "scan shards (fixed when the DB is created)",
+			func(c *Config) *int { return &c.Shards }),
+		strOpt("alarm-webhook", "XJOB_ALARM_WEBHOOK", "http(s) URL that receives a JSON POST per failed trigger",
+			func(c *Config) *string { return &c.AlarmWebhook }),
+		strOpt("alarm-webhook-secret", "XJOB_ALARM_WEBHOOK_SECRET", "HMAC-SHA256 secret signing webhook bodies",
+			func(c *Config) *string { return &c.AlarmWebhookSecret }),
+		intOpt("fast-workers", "XJOB_FAST_WORKERS", "concurrent dispatches on the fast lane",
+			func(c *Config) *int { return &c.FastWorkers }),
+		intOpt("slow-workers", "XJOB_SLOW_WORKERS", "concurrent dispatches on the slow lane",
+			func(c *Config) *int { return &c.SlowWorkers }),
+		intOpt("ring-workers", "XJOB_RING_WORKERS", "ring buckets fired at once",
+			func(c *Config) *int { return &c.RingWorkers }),
+		durOpt("grace", "XJOB_SHUTDOWN_GRACE", "how long shutdown waits for in-flight work",
+			func(c *Config) *time.Duration { return &c.Grace }),
+		intOpt("log-retention-days", "XJOB_LOG_RETENTION_DAYS", "purge trigger logs older than this (≥ 7, or -1 to keep)",
+			func(c *Config) *int { return &c.LogRetentionDays }),
+		durOpt("retry-delay", "XJOB_RETRY_DELAY", "wait before a failed trigger's retry (and before re-sending a retry the executor refused as busy)",
+			func(c *Config) *time.Duration { return &c.RetryDelay }),
+		{flag: "retry-backoff", env: "XJOB_RETRY_BACKOFF", usage: "multiply the retry delay by this per retry already made (1: constant)", kind: "float",
+			set: func(c *Config, v string) error {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					return fmt.Errorf("%q is not a number", v)
+				}
+				c.RetryBackoff = f
+				return nil
+			},
+			get: func(c *Config) string { return strconv.FormatFloat(c.RetryBackoff, 'g', -1, 64) }},
+		{flag: "log-level", env: "XJOB_LOG_LEVEL", usage: "debug, info, warn or error", kind: "string",
+			set: func(c *Config, v string) error {
+				if err := c.LogLevel.UnmarshalText([]byte(strings.TrimSpace(v))); err != nil {
+					return fmt.Errorf("%q is not one of debug, info, warn, error", v)
+				}
+				return nil
+			},
+			get: func(c *Config) string { return strings.ToLower(c.LogLevel.String()) }},
+		boolOpt("demo", "XJOB_DEMO", "create a demo group and two demo jobs, served by an in-process executor",
+			func(c *Config) *bool { return &c.Demo }),
+		strOpt("demo-listen", "XJOB_DEMO_LISTEN", "listen address of the demo executor",
+			func(c *Config) *string { return &c.DemoListen }),
+		strOpt("pprof-listen", "XJOB_PPROF_LISTEN", "serve net/http/pprof here (loopback only; empty: off)",
+			func(c *Config) *string { return &c.PprofListen }),
+	}
+}
+
+// boolValue lets a bool option be given as a bare flag (--demo).
+type boolValue struct{ v *string }
+
+func (b boolValue) String() string {
+	if b.v == nil {
+		return ""
+	}
+	return *b.v
+}
+func (b boolValue) Set(s string) error { *b.v = s; return nil }
+func (b boolValue) IsBoolFlag() bool   { return true }
+
+// printUsage prints the flags in the CLI's style: --name TYPE, what it
+// does, its variable and default.
+func printUsage(w io.Writer, opts []option, def Config) {
+	fmt.Fprint(w, "Hosts every scheduling-center service in one process on one SQLite file.\n\n"+
+		"Usage:\n  xjob local [flags]\n\nFlags (each also read from its environment variable; a flag wins):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	for _, o := range opts {
+		name := "--" + o.flag
+		if !o.isBool {
+			name += " " + o.kind
+		}
+		extra := "env " + o.env
+		if d := o.get(&def); d != "" && d != "false" && d != "0" {
+			extra += ", default " + d
+		}
+		fmt.Fprintf(tw, "  %s\t%s (%s)\n", name, o.usage, extra)
+	}
+	fmt.Fprintf(tw, "  -h, --help\thelp for local\n")
+	_ = tw.Flush()
+}
+
+// ErrHelp is returned by Parse for -h/--help, after the usage is printed.
+var ErrHelp = flag.ErrHelp
+
+// Parse builds a Config from command-line args (after "local") and the
+// environment (getenv, usually os.LookupEnv). Flags win over variables,
+// variables over defaults. The result is validated; every error names the
+// flag or variable at fault. Usage goes to usageOut.
+func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer) (Config, error) {
+	cfg := Defaults()
+	opts := options()
+	fs := flag.NewFlagSet("xjob local", flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	vals := make([]string, len(opts))
+	for i, o := range opts {
+		def := o.get(&cfg)
+		vals[i] = def
+		usage := o.usage + " (env " + o.env + ")"
+		if o.isBool {
+			fs.Var(boolValue{&vals[i]}, o.flag, usage)
+			continue
+		}
+		fs.StringVar(&vals[i], o.flag, def, usage)
+	}
+	fs.Usage = func() { printUsage(usageOut, opts, Defaults()) }
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	for i, o := range opts {
+		if set[o.flag] {
+			if err := o.set(&cfg, vals[i]); err != nil {
+				errs = append(errs, fmt.Errorf("--%s: %w", o.flag, err))
+			}
+			continue
+		}
+		if getenv == nil {
+			continue
+		}
+		if v, ok := getenv(o.env); ok && v != "" {
+			if err := o.set(&cfg, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", o.env, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	return cfg, cfg.Validate()
+}
+
+// Validate reports every setting that cannot work, naming its flag and
+// variable.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(flag, env, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("--%s (%s): %s", flag, env, fmt.Sprintf(format, args...)))
+	}
+	switch {
+	case strings.TrimSpace(c.DB) == "":
+		bad("db", "XJOB_DB", "is required")
+	case c.DB == ":memory:" || strings.HasPrefix(c.DB, "file:"):
+		bad("db", "XJOB_DB", "must be a file path (local mode keeps its queues in the file)")
+	}
+	if err := checkHostPort(c.Listen); err != nil {
+		bad("listen", "XJOB_LISTEN", "%v", err)
+	}
+	if c.AdminToken != "" && (len(c.AdminToken) < minTokenLen || strings.ContainsAny(c.AdminToken, " \t\r\n")) {
+		bad("admin-token", "XJOB_ADMIN_TOKEN", "must be at least %d characters without white space", minTokenLen)
+	}
+	if strings.ContainsAny(c.AccessToken, "\r\n") {
+		bad("access-token", "XJOB_ACCESS_TOKEN", "must not contain line breaks")
+	}
+	if c.Shards < 1 || c.Shards > 1024 {
+		bad("shards", "XJOB_SHARDS", "must be between 1 and 1024, got %d", c.Shards)
+	}
+	if c.AlarmWebhook != "" {
+		if u, err := url.Parse(c.AlarmWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("alarm-webhook", "XJOB_ALARM_WEBHOOK", "%q is not an http(s) URL", c.AlarmWebhook)
+		}
+	} else if c.AlarmWebhookSecret != "" {
+		bad("alarm-webhook-secret", "XJOB_ALARM_WEBHOOK_SECRET", "is set but --alarm-webhook (XJOB_ALARM_WEBHOOK) is not")
+	}
+	for _, w := range []struct {
+		flag, env string
+		n         int
+	}{
+		{"fast-workers", "XJOB_FAST_WORKERS", c.FastWorkers},
+		{"slow-workers", "XJOB_SLOW_WORKERS", c.SlowWorkers},
+		{"ring-workers", "XJOB_RING_WORKERS", c.RingWorkers},
+	} {
+		if w.n < 1 || w.n > 10000 {
+			bad(w.flag, w.env, "must be between 1 and 10000, got %d", w.n)
+		}
+	}
+	if c.Grace < 0 || c.Grace > 10*time.Minute {
+		bad("grace", "XJOB_SHUTDOWN_GRACE", "must be between 0s and 10m, got %s", c.Grace)
+	}
+	if c.RetryDelay < 100*time.Millisecond || c.RetryDelay > callback.MaxRetryDelay {
+		bad("retry-delay", "XJOB_RETRY_DELAY", "must be between 100ms and %s, got %s", callback.MaxRetryDelay, c.RetryDelay)
+	}
+	if !(c.RetryBackoff >= 1 && c.RetryBackoff <= 10) {
+		bad("retry-backoff", "XJOB_RETRY_BACKOFF", "must be between 1 and 10, got %g", c.RetryBackoff)
+	}
+	if c.LogRetentionDays != -1 && c.LogRetentionDays < 7 {
+		bad("log-retention-days", "XJOB_LOG_RETENTION_DAYS", "must be at least 7 (or -1 to keep logs), got %d", c.LogRetentionDays)
+	}
+	if c.PprofListen != "" {
+		if err := checkHostPort(c.PprofListen); err != nil {
+			bad("pprof-listen", "XJOB_PPROF_LISTEN", "%v", err)
+		} else if !isLoopback(c.PprofListen) {
+			bad("pprof-listen", "XJOB_PPROF_LISTEN", "must be a loopback address (profiles are not authenticated)")
+		}
+	}
+	if c.Demo {
+		if err := checkHostPort(c.DemoListen); err != nil {
+			bad("demo-listen", "XJOB_DEMO_LISTEN", "%v", err)
+		} else if _, port, _ := net.SplitHostPort(c.DemoListen); c.DemoListen == c.Listen && port != "0" {
+			bad("demo-listen", "XJOB_DEMO_LISTEN", "must differ from --listen")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkHostPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q has no valid port", addr)
+	}
+	return nil
+}
+
+// isLoopback reports whether a listen address only accepts local clients.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

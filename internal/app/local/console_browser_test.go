@@ -1,0 +1,320 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/executor"
+)
+
+// browser starts headless Chromium for one test. Without chromium the
+// test is skipped, unless XJOB_BROWSER_TESTS=1 (make test sets it after
+// installing chromium), where it fails.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("XJOB_BROWSER_TESTS") == "1" {
+			t.Fatal("chromium not found: install it with `apt-get install -y chromium` (make test does so when run as root)")
+		}
+		t.Skip("chromium not installed (apt-get install -y chromium); browser tests skipped")
+	}
+	dir, err := os.MkdirTemp("", "xjob-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) }) // runs last: chromium has exited
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.UserDataDir(dir),
+		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("no-first-run", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1400, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelB := chromedp.NewContext(actx)
+	ctx, cancelC := context.WithTimeout(ctx, 110*time.Second)
+	t.Cleanup(func() { cancelC(); cancelB(); cancelA() })
+	return ctx
+}
+
+// slowExecutor is a loopback executor whose slowJobHandler logs a line
+// every 100 ms for a minute (long enough to follow and kill it) and whose
+// quickJobHandler succeeds at once.
+func slowExecutor(t *testing.T, admin, accessToken, appName string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "http://" + ln.Addr().String() + "/"
+	ex, err := executor.New(executor.Config{AdminAddresses: []string{admin}, AccessToken: accessToken, AppName: appName,
+		Address: addr, LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = ex.Register("slowJobHandler", func(ctx context.Context, job *executor.Job) error {
+		job.Logf("slow run started, param %q", job.Param)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 1; i <= 600; i++ {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-tick.C:
+				job.Logf("slow step %d", i)
+			}
+		}
+		return nil
+	})
+	_ = ex.Register("quickJobHandler", func(_ context.Context, job *executor.Job) error {
+		job.Logf("quick run, param %q", job.Param)
+		return nil
+	})
+	if err := ex.Start(); err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: ex, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_ = ex.Shutdown(ctx)
+		_ = srv.Close()
+	})
+}
+
+// v1 calls /v1 with the admin token and decodes the reply into out.
+func v1(t *testing.T, info Info, method, path, body string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, info.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+info.AdminToken)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if out != nil {
+		_ = json.NewDecoder(res.Body).Decode(out)
+	}
+	return res.StatusCode
+}
+
+// TestConsoleInBrowser drives the console in headless Chromium against a
+// real xjob local and a loopback executor: sign-in (wrong and right
+// password), a bad cron refused inline with nothing written, a good job
+// that fires and shows in the logs, a manual trigger with a param, the
+// rolling executor log, kill, a normal user refused another group (page
+// and /v1), and the Chinese page. It saves the README screenshots to
+// docs/ when XJOB_SCREENSHOTS=1.
+func TestConsoleInBrowser(t *testing.T) {
+	ctx := browser(t)
+	info, _ := runLocal(t, nil)
+	if info.AdminPassword == "" {
+		t.Fatal("first start printed no admin password")
+	}
+	const app = "browser-app"
+	var group struct{ ID int64 }
+	if st := v1(t, info, "POST", "/v1/groups", `{"appname":"`+app+`","title":"Browser","addressType":0}`, &group); st != 201 {
+		t.Fatalf("create group: %d", st)
+	}
+	var other struct{ ID int64 }
+	v1(t, info, "POST", "/v1/groups", `{"appname":"other-app","title":"Other","addressType":1,"addressList":["http://127.0.0.1:9"]}`, &other)
+	v1(t, info, "POST", "/v1/users", fmt.Sprintf(`{"username":"normal","password":"normal-password","role":0,"groupIds":[%d]}`, other.ID), nil)
+	slowExecutor(t, info.URL, info.AccessToken, app)
+
+	base := info.URL + "/console/"
+	var text string
+	visible := func(sel string) chromedp.Action { return chromedp.WaitVisible(sel, chromedp.ByQuery) }
+	run := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	login := func(user, pw string) chromedp.Tasks {
+		return chromedp.Tasks{chromedp.Navigate(base + "login"), visible("#username"),
+			chromedp.SetValue("#username", user, chromedp.ByQuery), chromedp.SetValue("#password", pw, chromedp.ByQuery),
+			chromedp.Click("#signin", chromedp.ByQuery)}
+	}
+
+	// Sign-in: a wrong password is refused, the printed one works.
+	run("wrong password", login("admin", "not-the-password"), visible("#page-error"), chromedp.Text("#page-error", &text, chromedp.ByQuery))
+	if !strings.Contains(text, "Wrong") {
+		t.Fatalf("wrong password shows %q", text)
+	}
+	run("sign in", login("admin", info.AdminPassword), visible("#stat-jobs"))
+
+	// A bad cron: inline error, nothing written.
+	newJob := func(desc, conf, handler string, start bool) chromedp.Tasks {
+		ts := chromedp.Tasks{chromedp.Navigate(fmt.Sprintf("%sjobs/new?group=%d", base, group.ID)), visible("#jobDesc"),
+			chromedp.SetValue("#jobDesc", desc, chromedp.ByQuery), chromedp.SetValue("#scheduleConf", conf, chromedp.ByQuery),
+			chromedp.SetValue("#executorHandler", handler, chromedp.ByQuery)}
+		if start {
+			ts = append(ts, chromedp.Click("#start-now", chromedp.ByQuery))
+		}
+		return append(ts, chromedp.Click("#save-job", chromedp.ByQuery))
+	}
+	run("bad cron", newJob("browser bad cron", "61 * * * * ?", "quickJobHandler", false), visible("#form-errors"),
+		chromedp.Text("#form-errors", &text, chromedp.ByQuery))
+	if !strings.Contains(text, "scheduleConf") {
+		t.Fatalf("bad cron error: %q", text)
+	}
+	var jobs struct{ Items []struct{ ID int64 } }
+	v1(t, info, "GET", fmt.Sprintf("/v1/jobs?group=%d", group.ID), "", &jobs)
+	if len(jobs.Items) != 0 {
+		t.Fatalf("a refused job was written: %+v", jobs.Items)
+	}
+	// The preview follows the cron as it is typed.
+	run("preview", chromedp.Evaluate(`document.querySelector("#scheduleConf").value = ""`, nil), chromedp.SendKeys("#scheduleConf", "0 0 3 * * ?", chromedp.ByQuery),
+		visible("#preview-times"), chromedp.Text("#preview-times", &text, chromedp.ByQuery))
+	if strings.Count(text, "03:00:00") != 5 {
+		t.Fatalf("preview of 0 0 3 * * ?: %q", text)
+	}
+
+	// A good job fires every second and shows in the logs; then it is stopped from its row.
+	run("good job", newJob("browser every second", "* * * * * ?", "quickJobHandler", true), visible("table.jobs"))
+	v1(t, info, "GET", fmt.Sprintf("/v1/jobs?group=%d", group.ID), "", &jobs)
+	if len(jobs.Items) != 1 {
+		t.Fatalf("jobs after the good one: %+v", jobs.Items)
+	}
+	good := jobs.Items[0].ID
+	reloadUntil := func(what, url, js string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			var ok bool
+			run(what, chromedp.Navigate(url), visible("main"), chromedp.Evaluate(js, &ok))
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s never held on %s", what, js, url)
+			}
+			time.Sleep(500 * time.Millisecond) // the page is reloaded, as a person would
+		}
+	}
+	const okRow = `document.querySelector("tr.log-row .badge.ok") !== null`
+	reloadUntil("fires", fmt.Sprintf("%slogs?job=%d", base, good), okRow)
+	run("stop from row", chromedp.Navigate(fmt.Sprintf("%sjobs?group=%d", base, group.ID)), visible("#job-"+itoa(good)),
+		chromedp.Click(fmt.Sprintf("#job-%d .act-toggle", good), chromedp.ByQuery), visible("p.flash"))
+	v1(t, info, "GET", fmt.Sprintf("/v1/jobs/%d", good), "", &struct{}{})
+
+	// Trigger once with a param; follow the rolling log; kill.
+	var slow struct{ ID int64 }
+	v1(t, info, "POST", "/v1/jobs", fmt.Sprintf(`{"jobGroup":%d,"jobDesc":"browser slow","author":"t","scheduleType":"NONE",`+
+		`"glueType":"BEAN","executorHandler":"slowJobHandler"}`, group.ID), &slow)
+	run("trigger with param", chromedp.Navigate(fmt.Sprintf("%sjobs/%d/trigger", base, slow.ID)), visible("#trigger-param"),
+		chromedp.SetValue("#trigger-param", "hello-param", chromedp.ByQuery), chromedp.Click("#trigger-go", chromedp.ByQuery),
+		visible("p.flash"))
+	reloadUntil("triggered", fmt.Sprintf("%slogs?job=%d", base, slow.ID), okRow)
+	run("log detail", chromedp.Click("a.log-detail", chromedp.ByQuery), visible("#log-param"), chromedp.Text("#log-param", &text, chromedp.ByQuery))
+	if text != "hello-param" {
+		t.Fatalf("triggered param: %q", text)
+	}
+	run("rolling log", chromedp.Poll(`document.querySelector("#rolling").innerText.includes("slow step 3")`, nil,
+		chromedp.WithPollingTimeout(15*time.Second)))
+	if os.Getenv("XJOB_SCREENSHOTS") == "1" {
+		shot(t, ctx, "console-log.png")
+	}
+	run("kill", chromedp.Click("#kill", chromedp.ByQuery), chromedp.Poll(
+		`document.querySelector("#handle-result") && document.querySelector("#handle-result").innerText.includes("500")`, nil,
+		chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Poll(`document.querySelector("#log-end") !== null`, nil, chromedp.WithPollingTimeout(10*time.Second)))
+
+	// Clear the good job's logs from the logs page's dialog ("all").
+	run("clear logs", chromedp.Navigate(fmt.Sprintf("%slogs?job=%d", base, good)), visible("tr.log-row"),
+		chromedp.Evaluate(`window.confirm = () => true`, nil), // hx-confirm's dialog, accepted
+		chromedp.Click("#clear-logs summary", chromedp.ByQuery), visible("#clear-mode"),
+		chromedp.SetValue("#clear-mode", "all", chromedp.ByQuery), chromedp.Click("#clear-submit", chromedp.ByQuery),
+		visible("#empty-logs"), chromedp.Text("p.flash", &text, chromedp.ByQuery))
+	var left struct{ Items []struct{ ID int64 } }
+	v1(t, info, "GET", fmt.Sprintf("/v1/logs?job=%d", good), "", &left)
+	if !strings.Contains(text, "Logs deleted") || len(left.Items) != 0 {
+		t.Fatalf("clear: flash %q, %d logs left", text, len(left.Items))
+	}
+
+	// The GLUE editor: highlighted source, saved versions (from the page
+	// and from PUT /v1/jobs/{id}), an older one loaded back.
+	var glue xjob.Job
+	v1(t, info, "POST", "/v1/jobs", fmt.Sprintf(`{"jobGroup":%d,"jobDesc":"browser glue","author":"t","scheduleType":"NONE",`+
+		`"glueType":"GLUE_SHELL","glueSource":"echo one"}`, group.ID), &glue)
+	gluePage := fmt.Sprintf("%sjobs/%d/glue", base, glue.ID)
+	const glueSrc = `#!/bin/bash\nfor i in 1 2 3; do\n  echo "step $i of $XJOB_PARAM"\n  sleep 1\ndone\nexit 0 # edited`
+	run("glue editor", chromedp.Navigate(gluePage), visible(".code-editor #glue-source"),
+		chromedp.Evaluate(`(() => { const ta = document.querySelector("#glue-source");
+			ta.value = `+"`"+glueSrc+"`"+`; ta.dispatchEvent(new Event("input")); })()`, nil),
+		chromedp.Poll(`document.querySelector(".code-editor code .token.comment")?.innerText === "# edited"`, nil,
+			chromedp.WithPollingTimeout(5*time.Second)),
+		chromedp.SetValue("#glue-remark", "from the page", chromedp.ByQuery), chromedp.Click("#glue-save", chromedp.ByQuery),
+		visible("p.flash"))
+	v1(t, info, "GET", fmt.Sprintf("/v1/jobs/%d", glue.ID), "", &glue) // the page's save bumped its version
+	glue.GlueSource, glue.GlueRemark = "echo three", "through v1"
+	body, _ := json.Marshal(glue)
+	if st := v1(t, info, "PUT", fmt.Sprintf("/v1/jobs/%d", glue.ID), string(body), nil); st != 200 {
+		t.Fatalf("PUT glue job: %d", st)
+	}
+	run("glue versions", chromedp.Navigate(gluePage), visible(".versions"), chromedp.Text(".versions", &text, chromedp.ByQuery))
+	if !strings.Contains(text, "through v1") || !strings.Contains(text, "from the page") {
+		t.Fatalf("GLUE versions: %q", text)
+	}
+	run("glue restore", chromedp.Click(".versions li:nth-child(2) a", chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector("#glue-source")?.value === `+"`"+glueSrc+"`", nil, chromedp.WithPollingTimeout(5*time.Second)))
+	if os.Getenv("XJOB_SCREENSHOTS") == "1" {
+		shot(t, ctx, "console-glue.png")
+	}
+
+	// The jobs page (screenshot) and the Chinese page.
+	run("jobs page", chromedp.Navigate(fmt.Sprintf("%sjobs?group=%d", base, group.ID)), visible("table.jobs"))
+	if os.Getenv("XJOB_SCREENSHOTS") == "1" {
+		shot(t, ctx, "console-jobs.png")
+	}
+	run("chinese", chromedp.Click("#lang-zh", chromedp.ByQuery), chromedp.Poll(`document.querySelector("nav").innerText.includes("任务管理")`, nil,
+		chromedp.WithPollingTimeout(5*time.Second)), chromedp.Navigate(base+"jobs"), visible("nav"), chromedp.Text("nav", &text, chromedp.ByQuery))
+	if !strings.Contains(text, "调度日志") {
+		t.Fatalf("the language choice did not stick: nav %q", text)
+	}
+
+	// A normal user is refused the group it lacks, in the page and on /v1.
+	run("sign out", chromedp.Click("#logout", chromedp.ByQuery), visible("#username"))
+	var status int
+	run("normal user", login("normal", "normal-password"), visible("#stat-jobs"),
+		chromedp.Navigate(fmt.Sprintf("%sjobs?group=%d", base, group.ID)), chromedp.Text("body", &text, chromedp.ByQuery),
+		chromedp.Evaluate(fmt.Sprintf(`fetch("/v1/jobs/%d").then(r => r.status)`, slow.ID), &status,
+			func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	if !strings.Contains(text, "forbidden") {
+		t.Fatalf("normal user on another group's jobs page sees %q", text)
+	}
+	if status != http.StatusForbidden {
+		t.Fatalf("normal user's session on /v1/jobs/%d: %d, want 403", slow.ID, status)
+	}
+}
+
+func itoa(v int64) string { return fmt.Sprint(v) }
+
+// shot saves a full-page PNG under docs/ (the README's screenshots).
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	var png []byte
+	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "..", "docs", name), png, 0o644); err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+}

@@ -1,0 +1,358 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/adapter/execclient"
+	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/metric"
+	"github.com/xjobdev/xjob/internal/scheduler/alarm"
+	"github.com/xjobdev/xjob/internal/scheduler/callback"
+	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
+	"github.com/xjobdev/xjob/internal/scheduler/registry"
+	"github.com/xjobdev/xjob/internal/scheduler/ring"
+	"github.com/xjobdev/xjob/internal/scheduler/route"
+	"github.com/xjobdev/xjob/internal/scheduler/scan"
+	"github.com/xjobdev/xjob/internal/scheduler/tally"
+)
+
+// Visibility timeouts of the local queues. The ring holds a bucket while
+// it waits (the scan's ring lead, 500 ms), while its tasks wait for a free
+// dispatch worker (at most dispatch.DefaultSpillAfter, 1 s) and while they are dispatched
+// (at most the executor client's 3 s + 3 s, plus a few store calls): 10 s
+// covers that, and still brings back the bucket of a killed process
+// quickly. Redelivery while it still fires is harmless (dispatch
+// deduplicates). A dispatch from the lane queue takes at most 3 s + 3 s.
+const (
+	ringVisibility     = 10 * time.Second
+	dispatchVisibility = 30 * time.Second
+	httpShutdownGrace  = 3 * time.Second
+)
+
+// services is everything Run wires, kept together for the demo and tests.
+type services struct {
+	db       *sqlitestore.DB
+	admin    *admin.Service
+	registry *registry.Service
+	callback *callback.Service
+	metrics  *metric.Metrics
+	reports  *tally.Batcher // the run report, read through it so pending counts are flushed first
+	logger   *slog.Logger
+}
+
+// Run hosts every scheduling-center service on cfg.DB until ctx ends, then
+// shuts down in pipeline order (see the package doc). It returns nil after a
+// clean shutdown, or the error that stopped it.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	}
+	st, err := openSite(&cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	if st.ownerShared {
+		logger.Warn("another xjob local runs on this file; scanning under a separate owner", "db", cfg.DB, "owner", st.owner)
+	}
+	if cfg.AccessToken == "" && !isLoopback(cfg.Listen) {
+		return fmt.Errorf("local: --listen (XJOB_LISTEN) %s is not loopback and no executor access token is set (XJOB_ACCESS_TOKEN)", cfg.Listen)
+	}
+
+	clk := clock.Real{}
+	db, err := sqlitestore.Open(ctx, cfg.DB, sqlitestore.Options{Shards: cfg.Shards, Clock: clk})
+	if err != nil {
+		return fmt.Errorf("local: open %s: %w", cfg.DB, err)
+	}
+	defer db.Close()
+	if cfg.PprofListen != "" {
+		stop, err := servePprof(cfg.PprofListen, logger)
+		if err != nil {
+			return fmt.Errorf("local: %w", err)
+		}
+		defer stop()
+	}
+	if !st.ownerShared {
+		// This process holds the installation lock, so whoever consumed the
+		// queues before it is gone: take back what it held (ring buckets,
+		// lane tasks) now rather than after their visibility timeouts.
+		if n, err := db.ReleaseClaims(ctx); err != nil {
+			return fmt.Errorf("local: %w", err)
+		} else if n > 0 {
+			logger.Info("took back queue messages a previous run held", "messages", n)
+		}
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("local: --listen (XJOB_LISTEN) %s: %w", cfg.Listen, err)
+	}
+	baseURL := "http://" + ln.Addr().String()
+
+	// One context per stage, so that shutdown can stop them in order.
+	scanCtx, stopScan := context.WithCancel(context.WithoutCancel(ctx))
+	ringCtx, stopRing := context.WithCancel(context.WithoutCancel(ctx))
+	laneCtx, stopLanes := context.WithCancel(context.WithoutCancel(ctx))
+	maintCtx, stopMaint := context.WithCancel(context.WithoutCancel(ctx))
+	reportCtx, stopReport := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopScan(); stopRing(); stopLanes(); stopMaint(); stopReport() }()
+	var scanWG, ringWG, laneWG, maintWG, reportWG sync.WaitGroup
+
+	svc, parts, err := wire(laneCtx, cfg, db, clk, logger, st.owner, baseURL)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer parts.exec.Close()
+
+	au, err := newAuth(svc, st.adminToken)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	adminPassword, err := au.Bootstrap(ctx)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("local: first console user: %w", err)
+	}
+	handler, err := newHandler(cfg, svc, st.adminToken, au)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	httpErr := make(chan error, 1)
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			httpErr <- err
+		}
+		close(httpErr)
+	}()
+
+	reportWG.Add(1)
+	go func() {
+		defer reportWG.Done()
+		// Run ends with a final flush of the counters.
+		if err := parts.reports.Run(reportCtx); err != nil {
+			logger.Warn("report counters: final flush", "err", err)
+		}
+	}()
+	laneWG.Add(2)
+	go func() {
+		defer laneWG.Done()
+		_ = parts.dispatcher.Serve(laneCtx, parts.fast, dispatch.ServeOptions{Workers: cfg.FastWorkers, Visibility: dispatchVisibility})
+	}()
+	go func() {
+		defer laneWG.Done()
+		_ = parts.dispatcher.Serve(laneCtx, parts.slow, dispatch.ServeOptions{Workers: cfg.SlowWorkers, Visibility: dispatchVisibility})
+	}()
+	ringWG.Add(1)
+	go func() {
+		defer ringWG.Done()
+		_ = parts.ring.Serve(ringCtx, ring.ServeOptions{Workers: cfg.RingWorkers, Visibility: ringVisibility})
+	}()
+	scanWG.Add(1)
+	go func() {
+		defer scanWG.Done()
+		_ = parts.scanner.Run(scanCtx, time.Time{})
+	}()
+	maintWG.Add(1)
+	go func() {
+		defer maintWG.Done()
+		maintain(maintCtx, svc, logger)
+	}()
+
+	info := Info{URL: baseURL, AdminToken: st.adminToken, TokenFile: st.tokenFile, Owner: st.owner,
+		AccessToken: cfg.AccessToken, AccessTokenFile: st.accessTokenFile, AdminPassword: adminPassword}
+	var demo *demoExecutor
+	if cfg.Demo {
+		demo, err = startDemo(ctx, cfg, svc, baseURL)
+		if err != nil {
+			logger.Error("demo", "err", err)
+		} else {
+			info.DemoExecutor, info.DemoJobs = demo.address, demo.jobIDs
+		}
+	}
+	logger.Info("xjob local started", "url", baseURL, "db", cfg.DB, "shards", cfg.Shards, "owner", st.owner,
+		"fastWorkers", cfg.FastWorkers, "slowWorkers", cfg.SlowWorkers, "demo", cfg.Demo)
+	if cfg.Stdout != nil {
+		printBanner(cfg.Stdout, cfg, info, st.tokenGenerated, st.accessTokenGenerated)
+	}
+	if cfg.Ready != nil {
+		cfg.Ready(info)
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-httpErr:
+		runErr = fmt.Errorf("local: http: %w", err)
+	}
+
+	// Shutdown in pipeline order, within one grace period.
+	start := time.Now()
+	logger.Info("xjob local stopping", "grace", cfg.Grace.String())
+	graceCtx, cancelGrace := context.WithTimeout(context.Background(), cfg.Grace)
+	defer cancelGrace()
+	stopMaint()
+	stopScan() // the scanner releases its leases on its way out
+	scanWG.Wait()
+	parts.ringGate.drain()
+	ringDrained := parts.ringGate.waitIdle(graceCtx) == nil
+	if !ringDrained {
+		// The grace is spent: the ring's in-flight dispatches (they run on
+		// the lanes' context) are cut short too rather than awaited.
+		stopLanes()
+	}
+	stopRing()
+	ringWG.Wait()
+	parts.fast.drain()
+	parts.slow.drain()
+	lanesDrained := parts.fast.waitIdle(graceCtx) == nil && parts.slow.waitIdle(graceCtx) == nil
+	stopLanes()
+	laneWG.Wait()
+	if demo != nil {
+		demo.stop(graceCtx) // its last callbacks still reach the listener
+	}
+	hctx, cancelHTTP := context.WithTimeout(context.Background(), httpShutdownGrace)
+	defer cancelHTTP()
+	if err := srv.Shutdown(hctx); err != nil {
+		_ = srv.Close()
+	}
+	maintWG.Wait()
+	stopReport() // after everything that counts: dispatch, callbacks, maintenance
+	reportWG.Wait()
+	logger.Info("xjob local stopped", "took", time.Since(start).Round(time.Millisecond).String(),
+		"ringDrained", ringDrained, "lanesDrained", lanesDrained)
+	return runErr
+}
+
+// parts are the running pieces Run starts and stops.
+type parts struct {
+	exec       *execclient.Client
+	scanner    *scan.Scanner
+	ring       *ring.Ring
+	dispatcher *dispatch.Dispatcher
+	ringGate   *gate[xjob.RingBucket]
+	fast, slow *gate[xjob.DispatchTask]
+	reports    *tally.Batcher
+}
+
+// wire builds every service on db. laneCtx is the context dispatches run
+// on, those the ring hands over directly included.
+func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clock, logger *slog.Logger, owner, baseURL string) (*services, *parts, error) {
+	metrics := &metric.Metrics{}
+	// One keep-alive connection per concurrent dispatch: both lanes'
+	// workers may call the same executor at once (a burst of one app's
+	// jobs), and a pool smaller than that closes and re-dials the excess
+	// on every burst.
+	exec, err := execclient.New(execclient.Options{AccessToken: cfg.AccessToken,
+		MaxIdleConnsPerHost: cfg.FastWorkers + cfg.SlowWorkers})
+	if err != nil {
+		return nil, nil, fmt.Errorf("local: executor client: %w", err)
+	}
+	fail := func(err error) (*services, *parts, error) {
+		exec.Close()
+		return nil, nil, err
+	}
+	var alarmer driver.Alarmer = alarm.Log{Logger: logger}
+	if cfg.AlarmWebhook != "" {
+		hook, err := alarm.NewWebhook(alarm.WebhookConfig{URL: cfg.AlarmWebhook, Secret: cfg.AlarmWebhookSecret, Clock: clk})
+		if err != nil {
+			return fail(fmt.Errorf("local: --alarm-webhook (XJOB_ALARM_WEBHOOK): %w", err))
+		}
+		alarmer = alarm.Multi{alarmer, hook}
+	}
+	// Dispatch and callback count every trigger and result in the run
+	// report; the batcher folds those counts into one write per day and
+	// second instead of one per trigger.
+	reports, err := tally.New(db, tally.Options{Clock: clk, Logger: logger})
+	if err != nil {
+		return fail(fmt.Errorf("local: report: %w", err))
+	}
+	counted := reports.Store(db)
+	cb, err := callback.New(callback.Config{Store: counted, Queues: db, Alarmer: alarmer, Clock: clk, Logger: logger, Metrics: metrics,
+		Retry: callback.RetryPolicy{Delay: cfg.RetryDelay, Backoff: cfg.RetryBackoff}})
+	if err != nil {
+		return fail(fmt.Errorf("local: callback: %w", err))
+	}
+	reg, err := registry.New(registry.Config{Store: db, Completer: cb, Clock: clk, Logger: logger, RetentionDays: cfg.LogRetentionDays})
+	if err != nil {
+		return fail(fmt.Errorf("local: registry: %w", err))
+	}
+	// The admin pushes the fires of a job it creates, starts or edits within
+	// the scan's horizon, so it shares the scanner's configuration.
+	// Advance 2×PreRead: a due job's fires are pushed up to 10 s ahead, so
+	// an every-second job is read and advanced once per ~6 ticks, not on
+	// every tick (the scan's JobsDue + JobAdvanceMany were a fifth of the
+	// CPU of 10,000 every-second jobs).
+	// PushWithin 2 s: the scan ticks every second, so the admin need only
+	// push the fires of a new or edited job that are due before that tick
+	// can plan them.
+	scanCfg := scan.Config{Shards: cfg.Shards, PreRead: admin.DefaultPreRead, Advance: 2 * admin.DefaultPreRead,
+		PushWithin: 2 * time.Second}
+	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger,
+		Scan: scanCfg, AnyTriggerAddress: cfg.AnyTriggerAddress,
+		StartDeclaredJobs: cfg.StartDeclaredJobs})
+	if err != nil {
+		return fail(fmt.Errorf("local: admin: %w", err))
+	}
+	router := route.New(route.Options{Clock: clk, Prober: exec})
+	disp, err := dispatch.New(dispatch.Config{AdminAddress: baseURL, AnyTriggerAddress: cfg.AnyTriggerAddress}, dispatch.Deps{
+		Store: counted, Executors: exec, Router: router, Addresses: reg, Completer: cb,
+		Clock: clk, Logger: logger, Metrics: metrics,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("local: dispatch: %w", err))
+	}
+	p := &parts{
+		exec:       exec,
+		dispatcher: disp,
+		ringGate:   newGate(db.Ring()),
+		fast:       newGate(db.Dispatch(xjob.LaneFast)),
+		slow:       newGate(db.Dispatch(xjob.LaneSlow)),
+		reports:    reports,
+	}
+	// The ring dispatches straight on the lanes' worker pools; the lane
+	// queues take what must wait (retries) and what comes from elsewhere
+	// (child jobs, manual triggers).
+	sink, err := dispatch.NewLaneSink(disp, dispatch.LaneSinkOptions{Base: laneCtx, Queues: db, Logger: logger,
+		Calls: map[xjob.Lane]int{xjob.LaneFast: cfg.FastWorkers, xjob.LaneSlow: cfg.SlowWorkers}})
+	if err != nil {
+		return fail(fmt.Errorf("local: lane sink: %w", err))
+	}
+	p.ring, err = ring.New(ring.Deps{Jobs: db, Queues: ringQueues{Queues: db, ring: p.ringGate}, Sink: sink, Clock: clk, Logger: logger})
+	if err != nil {
+		return fail(fmt.Errorf("local: ring: %w", err))
+	}
+	p.scanner, err = scan.New(scanCfg, scan.Deps{
+		Jobs: db, Leases: db, Queues: db, Clock: clk, Logger: logger, Owner: owner, Metrics: metrics,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("local: scan: %w", err))
+	}
+	svc := &services{db: db, admin: adm, registry: reg, callback: cb, metrics: metrics, reports: reports, logger: logger}
+	return svc, p, nil
+}

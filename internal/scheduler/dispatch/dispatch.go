@@ -1,0 +1,783 @@
+// Package dispatch triggers occurrences on executors: it loads the job and
+// its group, finds the executor addresses, routes, creates the trigger log
+// under the occurrence's deterministic id, POSTs /run and records the reply.
+//
+// The trigger log is the deduplication point. It is created with a write
+// conditional on its occurrence id, so a second delivery of the same
+// occurrence finds it. Per occurrence:
+//
+//	claim (occurrence id) ──created──▶ POST /run ──▶ record reply (trigger code, msg)
+//	      │exists
+//	      ├── log already triggered ──────────────▶ drop (duplicate)
+//	      ├── untriggered, claim still valid ─────▶ ErrInFlight (retry later)
+//	      └── untriggered, claim expired ─taken over─▶ POST /run (take over)
+//
+// The take-over closes the gap of a dispatcher that died between creating
+// the log and calling the executor: the fire is not lost. The only case in
+// which an executor can see one log id twice is a dispatcher that called
+// /run and died before recording it, and its claim then expired; xxl-job
+// executors reject a log id that is still queued with them.
+//
+// The unit of durable work is a batch (a ring bucket's instant on one
+// lane, handed over in process by LaneSink: locally, and for the fast lane
+// in the AWS ring function; an SQS batch of a lane queue), not a trigger: Load reads the batch's jobs
+// in one JobGetMany and each group and its addresses once; Batch.Run
+// claims all its occurrences in one LogCreateMany, calls the executors
+// concurrently, records every reply in one LogTriggeredMany and adds the
+// report counters once per day. DispatchMany is Load + Run; Dispatch is a
+// batch of one; there is one path.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/metric"
+	"github.com/xjobdev/xjob/internal/scheduler/route"
+	"github.com/xjobdev/xjob/protocol"
+)
+
+// ErrInFlight means another dispatcher holds an unexpired claim on the
+// occurrence: the caller should retry the task after the claim TTL rather
+// than drop it.
+var ErrInFlight = errors.New("occurrence is being dispatched elsewhere")
+
+// Router picks one executor address for a job (every strategy except
+// SHARDING_BROADCAST, which Dispatcher fans out itself); the result's trail
+// describes the choice for the trigger message (FAILOVER's beat results).
+// *route.Router is the implementation; the interface lets tests count calls.
+type Router interface {
+	Route(ctx context.Context, strategy xjob.RouteStrategy, jobID int64, addrs []string) (route.Result, error)
+}
+
+var _ Router = (*route.Router)(nil)
+
+// AddressSource lists the executor addresses of a group: a manual group's
+// typed list, or an automatic group's live registrations.
+type AddressSource interface {
+	Addresses(ctx context.Context, g xjob.Group) ([]string, error)
+}
+
+// Completer takes a log that reached a final state (here: a failed
+// trigger) through retry, alarm and child-job handling.
+type Completer interface {
+	Complete(ctx context.Context, l xjob.Log) error
+}
+
+// Config holds dispatch tunables.
+type Config struct {
+	// ClaimTTL is how long a created log is reserved for the dispatcher
+	// that created it before another may take it over (default 30 s).
+	ClaimTTL time.Duration
+	// AdminAddress is shown in trigger messages (xxl-job shows the admin IP).
+	AdminAddress string
+	// AnyTriggerAddress lets a task's address override name any address.
+	// Off (the default), an override address that is neither in the
+	// group's stored list nor a live executor of the group fails the
+	// trigger without a call: the admin service checks overrides when a
+	// person triggers, and this keeps a task that reaches a lane some
+	// other way (a direct invocation of the dispatch function) to the
+	// same rule.
+	AnyTriggerAddress bool
+	// BatchConcurrency bounds the tasks of one DispatchMany triggered at
+	// the same time, and its concurrent group reads (default 32): a batch
+	// shares its reads, not its executors' latency.
+	BatchConcurrency int
+}
+
+// Deps are the ports a Dispatcher uses.
+type Deps struct {
+	Store     driver.Store
+	Executors driver.ExecutorClient
+	Router    Router
+	Addresses AddressSource
+	Completer Completer
+	Clock     clock.Clock
+	Logger    *slog.Logger
+	// Metrics, if set, counts triggers, duplicates, drops and fire delay.
+	Metrics *metric.Metrics
+}
+
+// Dispatcher triggers occurrences.
+type Dispatcher struct {
+	cfg Config
+	d   Deps
+}
+
+// New builds a Dispatcher.
+func New(cfg Config, d Deps) (*Dispatcher, error) {
+	if cfg.ClaimTTL == 0 {
+		cfg.ClaimTTL = 30 * time.Second
+	}
+	if cfg.BatchConcurrency <= 0 {
+		cfg.BatchConcurrency = 32
+	}
+	if d.Store == nil || d.Executors == nil || d.Router == nil || d.Addresses == nil || d.Completer == nil || d.Clock == nil {
+		return nil, errors.New("dispatch: Store, Executors, Router, Addresses, Completer and Clock are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return &Dispatcher{cfg: cfg, d: d}, nil
+}
+
+// Outcome says what happened to one task.
+type Outcome struct {
+	// Logs are the logs created or taken over (one per broadcast shard).
+	Logs []xjob.Log
+	// Duplicates counts shards that were already triggered.
+	Duplicates int
+	// Dropped is set when the task no longer applies (job deleted,
+	// stopped or rescheduled since it was planned); Reason says why.
+	Dropped bool
+	Reason  string
+}
+
+// Dispatch triggers task. It returns ErrInFlight when another dispatcher
+// holds the occurrence, a *xjob.ValidationError for a malformed task, and
+// other errors for store failures (retry later). Executor failures are not
+// errors: they are recorded in the log and completed (retry/alarm).
+// It is DispatchMany of one task.
+func (d *Dispatcher) Dispatch(ctx context.Context, task xjob.DispatchTask) (Outcome, error) {
+	outs, errs := d.DispatchMany(ctx, []xjob.DispatchTask{task})
+	return outs[0], errs[0]
+}
+
+// DispatchMany triggers tasks with shared reads (Load): their jobs in one
+// JobGetMany, each distinct group and its addresses once; then every task
+// concurrently, at most
+// Config.BatchConcurrency at a time. The i-th outcome and error are
+// tasks[i]'s and mean exactly what Dispatch's do.
+func (d *Dispatcher) DispatchMany(ctx context.Context, tasks []xjob.DispatchTask) ([]Outcome, []error) {
+	return d.Load(ctx, tasks).Run(ctx, span(0, len(tasks)), nil)
+}
+
+// Batch is a set of tasks whose reads are done: what Load learnt about
+// each task, waiting for Run. It lets a caller that paces its own work
+// (the local lane sink) share the reads of DispatchMany and still run the
+// batch in chunks, each chunk one claim and one record.
+type Batch struct {
+	d     *Dispatcher
+	tasks []batchTask
+}
+
+// batchTask is one task's state after Load: done with (out, err) when
+// validation, the job or its group decided it; else t is ready to trigger.
+type batchTask struct {
+	done bool
+	out  Outcome
+	err  error
+	t    *trigger
+}
+
+// Load validates tasks and reads what triggering them needs: all jobs in
+// one JobGetMany, each distinct group once, and each group's addresses
+// once (only for groups some task needs them for). Read failures are not
+// returned here but by the Run of each task they concern; Load has no
+// other effect, so a caller may leave some tasks of a batch untriggered.
+func (d *Dispatcher) Load(ctx context.Context, tasks []xjob.DispatchTask) *Batch {
+	return d.LoadKnown(ctx, tasks, nil)
+}
+
+// LoadKnown is Load for a caller that has just read some of the tasks'
+// jobs itself: the ring reads a bucket's jobs to drop stale fires, and
+// passes them here so that a trigger reads its job once, not twice (on
+// DynamoDB, half a read unit a trigger). known maps job ids to those
+// jobs; it is only read. Jobs not in it are read as Load reads them.
+func (d *Dispatcher) LoadKnown(ctx context.Context, tasks []xjob.DispatchTask, known map[int64]*xjob.Job) *Batch {
+	b := &Batch{d: d, tasks: make([]batchTask, len(tasks))}
+	ids := make([]int64, 0, len(tasks))
+	byID := make(map[int64]*xjob.Job, len(tasks))
+	for i := range tasks {
+		if err := tasks[i].Validate(); err != nil {
+			b.tasks[i] = batchTask{done: true, err: err}
+			continue
+		}
+		id := tasks[i].Occurrence.JobID
+		if j, ok := known[id]; ok {
+			byID[id] = j
+			continue
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 && len(byID) == 0 {
+		return b
+	}
+	var err error
+	if len(ids) > 0 {
+		slices.Sort(ids)
+		var jobs []xjob.Job
+		jobs, err = d.loadJobs(ctx, slices.Compact(ids))
+		for i := range jobs {
+			byID[jobs[i].ID] = &jobs[i]
+		}
+	}
+
+	// Jobs: drop what no longer applies; note the groups the rest need.
+	type groupRead struct {
+		id        int64
+		needAddrs bool
+		group     xjob.Group
+		addrs     []string
+		err       error // group read failure (not ErrNotFound)
+		missing   bool
+		addrsErr  error
+	}
+	groups := map[int64]*groupRead{}
+	var order []*groupRead
+	for i, task := range tasks {
+		bt := &b.tasks[i]
+		if bt.done {
+			continue
+		}
+		occ := task.Occurrence
+		job, ok := byID[occ.JobID]
+		if !ok && err != nil {
+			*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: %w", occ.JobID, err)}
+			continue
+		}
+		if !ok {
+			*bt = batchTask{done: true, out: Outcome{Dropped: true, Reason: "job deleted"}}
+			continue
+		}
+		// A person's stop or edit bumps the revision; the scan stopping a
+		// job whose schedule ended does not, and its last fires still run.
+		if occ.Scheduled() && task.Revision != 0 && job.Revision != task.Revision {
+			*bt = batchTask{done: true, out: Outcome{Dropped: true, Reason: "job stopped or edited since the fire was planned"}}
+			continue
+		}
+		bt.t = d.newTrigger(*job, task)
+		g := groups[job.GroupID]
+		if g == nil {
+			g = &groupRead{id: job.GroupID}
+			groups[job.GroupID] = g
+			order = append(order, g)
+		}
+		g.needAddrs = g.needAddrs || len(task.AddressList) == 0 || !d.cfg.AnyTriggerAddress
+	}
+
+	// Groups and their addresses, each once, concurrently.
+	each(len(order), d.cfg.BatchConcurrency, func(i int) {
+		g := order[i]
+		g.group, g.err = d.d.Store.GroupGet(ctx, g.id)
+		if errors.Is(g.err, xjob.ErrNotFound) {
+			g.missing, g.err = true, nil
+		}
+		if g.err != nil || g.missing || !g.needAddrs {
+			return
+		}
+		g.addrs, g.addrsErr = d.d.Addresses.Addresses(ctx, g.group)
+	})
+	for i := range b.tasks {
+		bt := &b.tasks[i]
+		if bt.done {
+			continue
+		}
+		t := bt.t
+		g := groups[t.job.GroupID]
+		switch {
+		case g.missing:
+			t.fail = "executor group " + strconv.FormatInt(t.job.GroupID, 10) + " does not exist"
+		case g.err != nil:
+			*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: group: %w", t.job.ID, g.err)}
+		default:
+			t.group = g.group
+			t.addrs = t.task.AddressList
+			if (len(t.addrs) == 0 || !d.cfg.AnyTriggerAddress) && g.addrsErr != nil {
+				*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: addresses: %w", t.job.ID, g.addrsErr)}
+				continue
+			}
+			if len(t.addrs) == 0 {
+				t.addrs = g.addrs
+			} else if !d.cfg.AnyTriggerAddress {
+				if bad := foreignAddress(t.addrs, g.group.AddressList, g.addrs); bad != "" {
+					t.fail = "address override " + bad + " is not an address of group " + g.group.AppName
+				}
+			}
+		}
+	}
+	return b
+}
+
+// foreignAddress returns the first of overrides found in neither of the
+// group's lists, or "".
+func foreignAddress(overrides []string, lists ...[]string) string {
+	known := map[string]bool{}
+	for _, l := range lists {
+		for _, a := range l {
+			known[xjob.AddressKey(a)] = true
+		}
+	}
+	for _, a := range overrides {
+		if !known[xjob.AddressKey(a)] {
+			return a
+		}
+	}
+	return ""
+}
+
+// loadJobs reads the jobs among ids that exist with one JobGetMany, for a
+// single job too: a batch of one is read as any batch, so it is served
+// from the store's version-checked job cache (SQLite) and costs half a
+// read unit (an eventually consistent BatchGetItem on DynamoDB; the ring
+// checked the job's revision, and a batch has always read this way).
+func (d *Dispatcher) loadJobs(ctx context.Context, ids []int64) ([]xjob.Job, error) {
+	return d.d.Store.JobGetMany(ctx, ids)
+}
+
+// Run triggers the tasks idx of b (indexes into the tasks given to Load)
+// as one unit of durable work, and returns their outcomes and errors in
+// the order of idx, each meaning exactly what Dispatch's does:
+//
+//	Claim: route every shard ──▶ LogCreateMany (one claim for all)
+//	Claimed.Run: POST /run, concurrently ──▶ LogTriggeredMany (one record for all replies)
+//	    ──▶ report counters once per day, slow marks, failed triggers completed
+//
+// Executor calls take a slot of calls each (a buffered channel used as a
+// semaphore, shared by the Runs of one lane); nil bounds them to
+// Config.BatchConcurrency for this Run. Each task must be Run (or Claimed)
+// once; Runs of different tasks of one Batch may overlap.
+func (b *Batch) Run(ctx context.Context, idx []int, calls chan struct{}) ([]Outcome, []error) {
+	return b.Claim(ctx, idx).Run(ctx, calls)
+}
+
+// Claimed is a Run cut after its claim: the tasks' shards are routed and
+// their logs created (or taken over), and only the executor calls and the
+// record remain. A caller that has its tasks ahead of their instant (the
+// lane sink, for the ring's prepared hand-offs) claims then, so that at
+// the instant no store write stands between the clock and the executor.
+//
+// A claim that is never Run is not lost: its logs stay claimed until
+// their ClaimUntil, and the next delivery of the occurrence takes them
+// over then (late by the claim TTL, never twice).
+type Claimed struct {
+	d      *Dispatcher
+	outs   []Outcome
+	errs   []error
+	shards []*shard
+	call   []*shard // claimed by this Run: to call and record
+	now    int64
+}
+
+// Claim routes the tasks idx of b and claims their logs in one
+// LogCreateMany: the first half of Run. A scheduled occurrence claimed
+// before its instant records the instant as its trigger time (that is
+// when its executor is called), and its claim runs ClaimTTL from there.
+func (b *Batch) Claim(ctx context.Context, idx []int) *Claimed {
+	d := b.d
+	c := &Claimed{d: d, outs: make([]Outcome, len(idx)), errs: make([]error, len(idx)), now: clock.Millis(d.d.Clock)}
+	for k, i := range idx {
+		bt := &b.tasks[i]
+		if bt.done {
+			if bt.out.Dropped {
+				// Counted here, not in Load: a task Load decided but its
+				// caller never runs (the local sink's spill) is not dropped.
+				d.d.Metrics.Drop()
+			}
+			c.outs[k], c.errs[k] = bt.out, bt.err
+			continue
+		}
+		t, task := bt.t, bt.t.task
+		switch {
+		case t.broadcast && task.ShardTotal > 0:
+			// A retried shard re-runs only itself.
+			c.shards = append(c.shards, &shard{k: k, t: t, i: task.ShardIndex, n: task.ShardTotal})
+		case t.broadcast && t.fail == "" && len(t.addrs) > 0:
+			for i := range t.addrs {
+				c.shards = append(c.shards, &shard{k: k, t: t, i: i, n: len(t.addrs)})
+			}
+		default:
+			c.shards = append(c.shards, &shard{k: k, t: t, i: 0, n: 1})
+		}
+	}
+	if len(c.shards) > 0 {
+		c.call = d.claimShards(ctx, c.shards, c.now)
+	}
+	return c
+}
+
+// Run calls the executors of the shards c claimed and records their
+// replies: the second half of Batch.Run, whose results it returns.
+func (c *Claimed) Run(ctx context.Context, calls chan struct{}) ([]Outcome, []error) {
+	if len(c.call) > 0 {
+		c.d.callShards(ctx, c.call, calls, c.now)
+	}
+	for _, sh := range c.shards {
+		out := &c.outs[sh.k]
+		switch {
+		case sh.err != nil:
+			c.errs[sh.k] = errors.Join(c.errs[sh.k], sh.err)
+		case sh.duplicate:
+			out.Duplicates++
+		case sh.recorded:
+			out.Logs = append(out.Logs, sh.log)
+		}
+	}
+	return c.outs, c.errs
+}
+
+// shard is one log of a Run: a task's only one, or one broadcast shard.
+type shard struct {
+	k    int // the task's position in Run's idx
+	t    *trigger
+	i, n int
+
+	address, trail, fail string
+	log                  xjob.Log // to create; then as stored
+	prev                 xjob.Log // a taken-over log as its dead dispatcher left it
+	takenOver            bool
+
+	ret       protocol.ReturnT
+	called    int64 // when its call started (Unix ms)
+	took      time.Duration
+	duplicate bool
+	recorded  bool
+	err       error
+}
+
+// claimShards routes shards and claims their logs; it returns the shards
+// this claim won, to be called.
+func (d *Dispatcher) claimShards(ctx context.Context, shards []*shard, now int64) []*shard {
+	d.route(ctx, shards)
+	logs := make([]xjob.Log, len(shards))
+	for j, sh := range shards {
+		sh.log = d.newLog(sh, now)
+		logs[j] = sh.log
+	}
+	claims, err := d.d.Store.LogCreateMany(ctx, logs)
+	if err == nil && len(claims) != len(logs) {
+		err = fmt.Errorf("store returned %d claims for %d logs", len(claims), len(logs))
+	}
+	var call []*shard
+	mine := map[int64]bool{} // logs this Run claimed
+	for j, sh := range shards {
+		if err != nil {
+			sh.err = fmt.Errorf("dispatch %s: create log: %w", sh.log.OccurrenceID, err)
+			continue
+		}
+		c := claims[j]
+		if c.Outcome == driver.ClaimHeld && mine[c.Log.ID] {
+			// Claimed by this very batch (the occurrence was delivered
+			// twice in it), which triggers it: a duplicate.
+			c.Outcome = driver.ClaimTriggered
+		}
+		switch c.Outcome {
+		case driver.ClaimCreated:
+			sh.log = c.Log
+			mine[c.Log.ID] = true
+		case driver.ClaimTakenOver:
+			// Keep what this attempt routed; the stored log keeps its id.
+			sh.log, sh.prev, sh.takenOver = c.Log, c.Prev, true
+			sh.log.ExecutorAddress = sh.address
+			mine[c.Log.ID] = true
+		case driver.ClaimTriggered:
+			sh.duplicate = true
+			d.d.Metrics.Duplicate()
+			continue
+		case driver.ClaimHeld:
+			sh.err = fmt.Errorf("dispatch %s: %w", sh.log.OccurrenceID, ErrInFlight)
+			continue
+		default:
+			sh.err = fmt.Errorf("dispatch %s: create log: %w", sh.log.OccurrenceID, c.Err)
+			continue
+		}
+		call = append(call, sh)
+	}
+	return call
+}
+
+// callShards calls the executors of claimed shards, records their replies
+// in one LogTriggeredMany, and does what follows a trigger (counters, slow
+// marks, failed triggers completed).
+func (d *Dispatcher) callShards(ctx context.Context, call []*shard, calls chan struct{}, now int64) {
+	if calls == nil {
+		calls = make(chan struct{}, d.cfg.BatchConcurrency)
+	}
+	var wg sync.WaitGroup
+	for _, sh := range call {
+		calls <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-calls }()
+			d.call(ctx, sh)
+		})
+	}
+	wg.Wait()
+
+	replies := make([]driver.LogTriggeredParams, len(call))
+	for j, sh := range call {
+		code := sh.ret.Code
+		if code != xjob.CodeSuccess {
+			code = xjob.CodeFail
+		}
+		msg := d.triggerMsg(sh.t, sh.address, sh.trail, sh.ret)
+		replies[j] = driver.LogTriggeredParams{ID: sh.log.ID, ExecutorAddress: sh.address, TriggerCode: code, TriggerMsg: msg}
+		sh.log.TriggerCode, sh.log.TriggerMsg, sh.log.ExecutorAddress = code, msg, sh.address
+	}
+	rerrs, err := d.d.Store.LogTriggeredMany(ctx, replies)
+	if err == nil && len(rerrs) != len(replies) {
+		// A broken store must not take the dispatcher down with an index
+		// panic: treat the whole record as failed (the claims expire and
+		// are taken over, which asks the executor before re-running).
+		err = fmt.Errorf("store returned %d outcomes for %d replies", len(rerrs), len(replies))
+	}
+	var failed []xjob.Log
+	days := map[string]*xjob.ReportDay{}
+	for j, sh := range call {
+		if err == nil && rerrs[j] != nil && !errors.Is(rerrs[j], xjob.ErrConflict) {
+			err = rerrs[j]
+		}
+		if err != nil {
+			sh.err = fmt.Errorf("dispatch %s: record trigger: %w", sh.log.OccurrenceID, err)
+			err = nil
+			continue
+		}
+		sh.recorded = true
+		ok := sh.log.TriggerCode == xjob.CodeSuccess
+		var delay time.Duration
+		if occ := sh.t.task.Occurrence; occ.Scheduled() {
+			// From the call, not the log's trigger time: a claim made
+			// ahead records the instant there.
+			delay = time.Duration(sh.called-occ.FireTime) * time.Millisecond
+		}
+		d.d.Metrics.TriggerOf(string(sh.t.task.Occurrence.Type), ok, delay)
+		day := time.UnixMilli(sh.log.TriggerTime).UTC().Format(time.DateOnly)
+		delta := days[day]
+		if delta == nil {
+			delta = &xjob.ReportDay{Day: day}
+			days[day] = delta
+		}
+		if ok {
+			delta.RunningCount++
+		} else {
+			delta.FailCount++
+			failed = append(failed, sh.log)
+		}
+		if sh.took > xjob.SlowDispatch*time.Millisecond {
+			if err := d.d.Store.JobRecordSlow(ctx, sh.t.job.ID, now/60000); err != nil {
+				d.d.Logger.WarnContext(ctx, "dispatch record slow", "job", sh.t.job.ID, "err", err)
+			}
+		}
+	}
+	for _, delta := range days {
+		if err := d.d.Store.ReportAdd(ctx, *delta); err != nil {
+			d.d.Logger.WarnContext(ctx, "dispatch report", "err", err)
+		}
+	}
+	each(len(failed), d.cfg.BatchConcurrency, func(j int) {
+		if err := d.d.Completer.Complete(ctx, failed[j]); err != nil {
+			// The fail monitor's sweep will pick it up again.
+			d.d.Logger.WarnContext(ctx, "dispatch complete failed trigger", "log", failed[j].ID, "err", err)
+		}
+	})
+}
+
+// route picks each shard's executor: broadcast shards their own address,
+// other tasks through the Router (FAILOVER and BUSYOVER probe executors,
+// so those run concurrently; the rest decide in memory).
+func (d *Dispatcher) route(ctx context.Context, shards []*shard) {
+	var probing []*shard
+	for _, sh := range shards {
+		t := sh.t
+		switch {
+		case t.fail != "":
+			sh.fail = t.fail
+		case len(t.addrs) == 0:
+			sh.fail = "no executor address available"
+		case t.broadcast:
+			sh.address = t.addrs[0]
+			if sh.i < len(t.addrs) {
+				sh.address = t.addrs[sh.i]
+			}
+		case t.job.RouteStrategy == xjob.RouteFailover || t.job.RouteStrategy == xjob.RouteBusyover:
+			probing = append(probing, sh)
+		default:
+			d.routeOne(ctx, sh)
+		}
+	}
+	each(len(probing), d.cfg.BatchConcurrency, func(j int) { d.routeOne(ctx, probing[j]) })
+}
+
+func (d *Dispatcher) routeOne(ctx context.Context, sh *shard) {
+	// Route probes name the group: xxl-job 3.5 executors require XXL-JOB-APPNAME.
+	ctx = protocol.WithAppName(ctx, sh.t.group.AppName)
+	res, err := d.d.Router.Route(ctx, sh.t.job.RouteStrategy, sh.t.job.ID, sh.t.addrs)
+	sh.address, sh.trail = res.Address, res.Trail
+	if err != nil {
+		sh.address, sh.fail = "", err.Error()
+	}
+}
+
+// newLog is the trigger log a shard creates at now. Its trigger time is
+// now, or for a scheduled occurrence claimed ahead of its instant the
+// instant; it is claimed until ClaimTTL after that.
+func (d *Dispatcher) newLog(sh *shard, now int64) xjob.Log {
+	t, occ := sh.t, sh.t.task.Occurrence
+	if occ.Scheduled() {
+		now = max(now, occ.FireTime)
+	}
+	sharding := ""
+	if t.broadcast {
+		sharding = xjob.ShardingParam(sh.i, sh.n)
+	}
+	return xjob.Log{
+		OccurrenceID:           occ.ID(sh.i),
+		JobID:                  t.job.ID,
+		GroupID:                t.job.GroupID,
+		TriggerType:            occ.Type,
+		ScheduledTime:          occ.FireTime,
+		TriggerTime:            now,
+		ExecutorAddress:        sh.address,
+		ExecutorHandler:        t.job.Handler,
+		ExecutorParam:          t.param,
+		ExecutorShardingParam:  sharding,
+		ExecutorFailRetryCount: t.retry,
+		ClaimUntil:             now + d.cfg.ClaimTTL.Milliseconds(),
+	}
+}
+
+// call POSTs /run for one claimed shard (or, for a log taken over from a
+// dead dispatcher, first asks its executor whether the run got there).
+func (d *Dispatcher) call(ctx context.Context, sh *shard) {
+	// Every executor call (/run, the take-over probe) names the group:
+	// xxl-job 3.5 executors require XXL-JOB-APPNAME.
+	ctx = protocol.WithAppName(ctx, sh.t.group.AppName)
+	sh.called = clock.Millis(d.d.Clock)
+	if sh.takenOver && sh.prev.ExecutorAddress != "" {
+		if rt, ok := d.probe(ctx, sh.prev); ok {
+			sh.ret, sh.address, sh.fail = rt, sh.prev.ExecutorAddress, ""
+			return
+		}
+	}
+	if sh.fail != "" {
+		sh.ret = protocol.Fail(sh.fail)
+		return
+	}
+	t := sh.t
+	started := d.d.Clock.Now()
+	sh.ret = d.d.Executors.Run(ctx, sh.address, protocol.TriggerParam{
+		JobID:                 t.job.ID,
+		ExecutorHandler:       t.job.Handler,
+		ExecutorParams:        t.param,
+		ExecutorBlockStrategy: string(t.job.BlockStrategy),
+		ExecutorTimeout:       t.job.TimeoutSeconds,
+		LogID:                 sh.log.ID,
+		LogDateTime:           sh.log.TriggerTime,
+		GlueType:              string(t.job.GlueType),
+		GlueSource:            t.job.GlueSource,
+		GlueUpdatetime:        t.job.GlueUpdatedAt,
+		BroadcastIndex:        sh.i,
+		BroadcastTotal:        sh.n,
+	})
+	sh.took = d.d.Clock.Now().Sub(started)
+	if sh.ret.Code != xjob.CodeSuccess && strings.HasPrefix(sh.ret.Msg, msgRepeatTrigger) {
+		// A taken-over log the executor still holds in its queue.
+		sh.ret = protocol.ReturnT{Code: xjob.CodeSuccess, Msg: "recovered: " + sh.ret.Msg}
+	}
+}
+
+// each runs fn(0..n-1), at most limit at a time; one call runs inline.
+func each(n, limit int, fn func(int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	sem := make(chan struct{}, max(limit, 1))
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
+}
+
+// trigger is what one task knows before it routes.
+type trigger struct {
+	job       xjob.Job
+	task      xjob.DispatchTask
+	group     xjob.Group
+	addrs     []string
+	param     string
+	retry     int
+	broadcast bool
+	fail      string // set when no executor can be called
+}
+
+func (d *Dispatcher) newTrigger(job xjob.Job, task xjob.DispatchTask) *trigger {
+	t := &trigger{job: job, task: task, param: job.Param, retry: job.FailRetryCount,
+		broadcast: job.RouteStrategy == xjob.RouteShardingBroadcast}
+	if task.Param != nil {
+		t.param = *task.Param
+	}
+	if task.FailRetryCount != nil {
+		t.retry = *task.FailRetryCount
+	}
+	return t
+}
+
+// msgRepeatTrigger starts an xxl-job executor's refusal of a log id it
+// already holds in its queue ("repeate trigger job, logId:N").
+const msgRepeatTrigger = "repeate trigger job"
+
+// probe asks the executor an abandoned attempt was routed to whether it
+// already has the run. The dispatcher that took the log over cannot know
+// whether the dead one's /run got through; xxl-job executors (ours too)
+// create the run's log file, keyed by log id and trigger date, when the
+// run starts, and /log tells whether it exists. Any doubt (executor
+// unreachable, no file) means "no": the trigger is sent again, and an
+// executor that still has it queued refuses the repeat (msgRepeatTrigger).
+func (d *Dispatcher) probe(ctx context.Context, prev xjob.Log) (protocol.ReturnT, bool) {
+	res, rt := d.d.Executors.Log(ctx, prev.ExecutorAddress, protocol.LogParam{
+		LogDateTim: prev.TriggerTime, LogID: prev.ID, FromLineNum: 1,
+	})
+	if rt.Code != xjob.CodeSuccess || (res.IsEnd && res.ToLineNum == 0) {
+		return rt, false
+	}
+	return protocol.ReturnT{Code: xjob.CodeSuccess, Msg: fmt.Sprintf(
+		"recovered: the executor already has log %d (%d log lines); not sent again", prev.ID, res.ToLineNum)}, true
+}
+
+// triggerMsg is the trigger_msg xxl-job shows on its log page, in English.
+func (d *Dispatcher) triggerMsg(t *trigger, address, trail string, ret protocol.ReturnT) string {
+	var b strings.Builder
+	reg := "automatic"
+	if t.group.AddressType == xjob.AddressManual || len(t.task.AddressList) > 0 {
+		reg = "manual"
+	}
+	fmt.Fprintf(&b, "Trigger type: %s<br>", t.task.Occurrence.Type)
+	if d.cfg.AdminAddress != "" {
+		fmt.Fprintf(&b, "Admin address: %s<br>", d.cfg.AdminAddress)
+	}
+	fmt.Fprintf(&b, "Executor registry type: %s<br>", reg)
+	fmt.Fprintf(&b, "Executor address list: %s<br>", strings.Join(t.addrs, ","))
+	fmt.Fprintf(&b, "Route strategy: %s<br>", t.job.RouteStrategy)
+	fmt.Fprintf(&b, "Block strategy: %s<br>", t.job.BlockStrategy)
+	fmt.Fprintf(&b, "Timeout: %d<br>", t.job.TimeoutSeconds)
+	fmt.Fprintf(&b, "Fail retry count: %d<br>", t.retry)
+	b.WriteString("<br><span style=\"color:#00c0ef;\" > >>>>>>>>>>>Trigger<<<<<<<<<<< </span><br>")
+	if trail != "" {
+		b.WriteString(trail)
+		b.WriteString("<br><br>")
+	}
+	fmt.Fprintf(&b, "Trigger result: %s<br>address: %s<br>code: %d<br>msg: %s", codeTitle(ret.Code), address, ret.Code, ret.Msg)
+	return xjob.Truncate(b.String(), 15000)
+}
+
+func codeTitle(code int) string {
+	if code == xjob.CodeSuccess {
+		return "success"
+	}
+	return "fail"
+}

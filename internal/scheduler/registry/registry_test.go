@@ -1,0 +1,396 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/internal/scheduler/callback"
+	"github.com/xjobdev/xjob/protocol"
+)
+
+var start = time.Date(2026, 3, 10, 8, 30, 0, 0, time.UTC)
+
+func registryParam(group, key, value string) protocol.RegistryParam {
+	return protocol.RegistryParam{RegistryGroup: group, RegistryKey: key, RegistryValue: value}
+}
+
+// recorder is an Alarmer that records the logs it is told about.
+type recorder struct {
+	mu   sync.Mutex
+	logs []int64
+}
+
+func (r *recorder) Alarm(_ context.Context, a driver.Alarm) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, a.Log.ID)
+	return nil
+}
+
+type env struct {
+	t     *testing.T
+	ctx   context.Context
+	db    *sqlitestore.DB
+	clk   *clock.Fake
+	svc   *Service
+	alarm *recorder
+}
+
+func setup(t *testing.T, cfg Config) *env {
+	t.Helper()
+	ctx := context.Background()
+	clk := clock.NewFake(start)
+	db, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "xjob.db"), sqlitestore.Options{Shards: 2, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	rec := &recorder{}
+	cb, err := callback.New(callback.Config{Store: db, Queues: db, Alarmer: rec, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Store, cfg.Clock = db, clk
+	if cfg.Completer == nil {
+		cfg.Completer = cb
+	}
+	svc, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, ctx: ctx, db: db, clk: clk, svc: svc, alarm: rec}
+}
+
+func (e *env) beat(app, addr string) {
+	e.t.Helper()
+	if err := e.svc.Register(e.ctx, registryParam(xjob.RegistryGroupExecutor, app, addr)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) live(app string) []string {
+	e.t.Helper()
+	got, err := e.svc.LiveAddresses(e.ctx, app)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return got
+}
+
+func TestRegisterRejectsBlankFields(t *testing.T) {
+	t.Parallel()
+	e := setup(t, Config{})
+	tests := []struct {
+		name  string
+		p     protocol.RegistryParam
+		field string
+	}{
+		{"blank group", registryParam("", "app-a", "http://a:9999/"), "registryGroup"},
+		{"blank key", registryParam("EXECUTOR", " ", "http://a:9999/"), "registryKey"},
+		{"blank value", registryParam("EXECUTOR", "app-a", ""), "registryValue"},
+	}
+	for _, tt := range tests {
+		for op, call := range map[string]func(context.Context, protocol.RegistryParam) error{
+			"register": e.svc.Register, "remove": e.svc.Remove,
+		} {
+			err := call(e.ctx, tt.p)
+			var ve *xjob.ValidationError
+			if !errors.Is(err, ErrIllegalArgument) || !errors.As(err, &ve) || ve.Problems[0].Field != tt.field {
+				t.Errorf("%s %s: err = %v", op, tt.name, err)
+			}
+		}
+	}
+	all, err := e.db.RegistryList(e.ctx, driver.RegistryListParams{})
+	if err != nil || len(all) != 0 {
+		t.Fatalf("rejected heartbeats stored: %v, %v", all, err)
+	}
+}
+
+func TestLiveAddresses(t *testing.T) {
+	t.Parallel()
+	e := setup(t, Config{})
+	e.beat("app-a", "http://b:9999/")
+	e.beat("app-b", "http://z:9999/")
+	e.clk.Advance(60 * time.Second)
+	e.beat("app-a", "http://a:9999/")
+	if got, want := e.live("app-a"), []string{"http://a:9999/", "http://b:9999/"}; !slices.Equal(got, want) {
+		t.Fatalf("live = %v, want %v (sorted, app-b excluded)", got, want)
+	}
+	e.clk.Advance(31 * time.Second) // b's beat is now 91 s old
+	if got, want := e.live("app-a"), []string{"http://a:9999/"}; !slices.Equal(got, want) {
+		t.Fatalf("live = %v, want %v", got, want)
+	}
+	e.beat("app-a", "http://b:9999/") // b comes back
+	if got := e.live("app-a"); len(got) != 2 {
+		t.Fatalf("live = %v after b beat again", got)
+	}
+	if err := e.svc.Remove(e.ctx, registryParam("EXECUTOR", "app-a", "http://a:9999/")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.live("app-a"), []string{"http://b:9999/"}; !slices.Equal(got, want) {
+		t.Fatalf("after remove live = %v, want %v", got, want)
+	}
+	if got := e.live("nobody"); len(got) != 0 {
+		t.Fatalf("unknown app live = %v", got)
+	}
+}
+
+func TestAddresses(t *testing.T) {
+	t.Parallel()
+	e := setup(t, Config{})
+	e.beat("app-a", "http://b:9999/")
+	e.beat("app-a", "http://a:9999/")
+	manual := xjob.Group{AppName: "app-a", AddressType: xjob.AddressManual, AddressList: []string{"http://z:1/", "http://c:1/"}}
+	got, err := e.svc.Addresses(e.ctx, manual)
+	if err != nil || !slices.Equal(got, manual.AddressList) {
+		t.Fatalf("manual = %v, %v; want the typed list in its order", got, err)
+	}
+	got[0] = "mutated"
+	if manual.AddressList[0] != "http://z:1/" {
+		t.Fatal("Addresses returned the group's own slice")
+	}
+	auto := xjob.Group{AppName: "app-a", AddressType: xjob.AddressAuto, AddressList: []string{"http://stale:1/"}}
+	got, err = e.svc.Addresses(e.ctx, auto)
+	if err != nil || !slices.Equal(got, []string{"http://a:9999/", "http://b:9999/"}) {
+		t.Fatalf("auto = %v, %v; want the live executors", got, err)
+	}
+}
+
+func TestRefreshGroups(t *testing.T) {
+	t.Parallel()
+	e := setup(t, Config{})
+	insert := func(g xjob.Group) xjob.Group {
+		g, err := e.db.GroupInsert(e.ctx, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	auto := insert(xjob.Group{AppName: "app-a", Title: "A", AddressType: xjob.AddressAuto})
+	empty := insert(xjob.Group{AppName: "app-e", Title: "E", AddressType: xjob.AddressAuto, AddressList: []string{"http://old:1/"}})
+	manual := insert(xjob.Group{AppName: "app-a", Title: "M", AddressType: xjob.AddressManual, AddressList: []string{"http://m:1/"}})
+
+	e.beat("app-a", "http://dead:9999/")
+	e.clk.Advance(80 * time.Second)
+	e.beat("app-a", "http://c:9999/")
+	e.beat("app-a", "http://a:9999/")
+	e.clk.Advance(20 * time.Second) // dead's beat is 100 s old
+
+	res, err := e.svc.RefreshGroups(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Removed != 1 || res.Updated != 2 {
+		t.Fatalf("result %+v, want 1 removed, 2 groups updated", res)
+	}
+	get := func(id int64) xjob.Group {
+		g, err := e.db.GroupGet(e.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	if g := get(auto.ID); !slices.Equal(g.AddressList, []string{"http://a:9999/", "http://c:9999/"}) || g.UpdatedAt != clock.Millis(e.clk) {
+		t.Fatalf("auto group %+v", g)
+	}
+	if g := get(empty.ID); len(g.AddressList) != 0 {
+		t.Fatalf("group without executors kept %v", g.AddressList)
+	}
+	if g := get(manual.ID); !slices.Equal(g.AddressList, []string{"http://m:1/"}) {
+		t.Fatalf("manual group changed: %v", g.AddressList)
+	}
+	if all, _ := e.db.RegistryList(e.ctx, driver.RegistryListParams{}); len(all) != 2 {
+		t.Fatalf("registry rows %v, want the 2 live ones", all)
+	}
+	res, err = e.svc.RefreshGroups(e.ctx)
+	if err != nil || res != (RefreshResult{}) {
+		t.Fatalf("second refresh %+v, %v; want nothing to do", res, err)
+	}
+}
+
+// running stores a log triggered successfully on addr at the current time.
+func (e *env) running(jobID int64, addr string, retries int) xjob.Log {
+	e.t.Helper()
+	l, err := e.db.LogCreate(e.ctx, xjob.Log{
+		OccurrenceID: xjob.Occurrence{JobID: jobID, Type: xjob.TriggerManual, Ref: strconv.FormatInt(time.Now().UnixNano(), 10)}.ID(0),
+		JobID:        jobID, TriggerType: xjob.TriggerManual, TriggerTime: clock.Millis(e.clk), ExecutorFailRetryCount: retries,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.db.LogTriggered(e.ctx, driver.LogTriggeredParams{ID: l.ID, ExecutorAddress: addr, TriggerCode: 200}); err != nil {
+		e.t.Fatal(err)
+	}
+	l, err = e.db.LogGet(e.ctx, l.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l
+}
+
+func TestCheckLost(t *testing.T) {
+	t.Parallel()
+	e := setup(t, Config{})
+	g, err := e.db.GroupInsert(e.ctx, xjob.Group{AppName: "app-a", Title: "A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := xjob.Job{GroupID: g.ID, Description: "d", Author: "a", Handler: "h", FailRetryCount: 1}
+	j.ApplyDefaults()
+	if j, err = e.db.JobInsert(e.ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	const alive, gone = "http://alive:9999/", "http://gone:9999/"
+	e.beat("app-a", alive)
+	e.beat("app-a", gone)
+	onAlive := e.running(j.ID, alive, 1)
+	onGone := e.running(j.ID, gone, 1)
+	// Heartbeats continue for alive only, for eleven minutes.
+	for range 22 {
+		e.clk.Advance(30 * time.Second)
+		e.beat("app-a", alive)
+	}
+	young := e.running(j.ID, gone, 1) // gone, but not running for 10 min yet
+
+	res, err := e.svc.CheckLost(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Checked != 2 || res.Marked != 1 {
+		t.Fatalf("result %+v, want 2 checked, 1 marked", res)
+	}
+	get := func(id int64) xjob.Log {
+		l, err := e.db.LogGet(e.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	if l := get(onGone.ID); l.HandleCode != xjob.CodeFail || l.HandleMsg != LostMsg || l.HandleTime != clock.Millis(e.clk) {
+		t.Fatalf("lost log %+v", l)
+	}
+	for _, id := range []int64{onAlive.ID, young.ID} {
+		if l := get(id); l.Handled() {
+			t.Fatalf("log %d marked although it is not lost: %+v", id, l)
+		}
+	}
+	// The completion path took over: alarm sent, retry enqueued.
+	if l := get(onGone.ID); l.AlarmStatus != xjob.AlarmSuccess || !slices.Equal(e.alarm.logs, []int64{onGone.ID}) {
+		t.Fatalf("alarm status %d, alarms %v", l.AlarmStatus, e.alarm.logs)
+	}
+	e.clk.Advance(callback.DefaultRetryDelay) // retries wait the retry delay
+	ds, err := e.db.Dispatch(xjob.LaneFast).Receive(e.ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute})
+	if err != nil || len(ds) != 1 || ds[0].Msg.Occurrence.Type != xjob.TriggerRetry ||
+		ds[0].Msg.Occurrence.Ref != strconv.FormatInt(onGone.ID, 10) {
+		t.Fatalf("dispatch queue %+v, %v; want one retry of the lost log", ds, err)
+	}
+	res, err = e.svc.CheckLost(e.ctx)
+	if err != nil || res.Marked != 0 {
+		t.Fatalf("second check %+v, %v", res, err)
+	}
+}
+
+func TestCheckLostNeedsCompleter(t *testing.T) {
+	t.Parallel()
+	e := setup(t, Config{})
+	s, err := New(Config{Store: e.db, Clock: e.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckLost(e.ctx); err == nil {
+		t.Fatal("CheckLost without a Completer succeeded")
+	}
+}
+
+func TestPurgeLogs(t *testing.T) {
+	t.Parallel()
+	day := 24 * time.Hour
+	midnight := time.Date(start.Year(), start.Month(), start.Day(), 0, 0, 0, 0, time.UTC)
+	ages := []time.Time{
+		midnight.Add(-40 * day),
+		midnight.Add(-30*day - time.Millisecond), // just before the 30-day cutoff
+		midnight.Add(-30 * day),                  // at the cutoff: kept
+		midnight.Add(-8 * day),
+		midnight.Add(-7*day - time.Hour),
+		midnight.Add(-time.Hour),
+		start,
+	}
+	tests := []struct {
+		name      string
+		retention int
+		batch     int
+		wantGone  int
+	}{
+		{"default 30 days", 0, 0, 2},
+		{"7 days in batches of 2", 7, 2, 5},
+		{"below 7 disables", 6, 0, 0},
+		{"negative disables", -1, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, Config{RetentionDays: tt.retention, BatchSize: tt.batch})
+			for i, at := range ages {
+				if _, err := e.db.LogCreate(e.ctx, xjob.Log{OccurrenceID: "o" + strconv.Itoa(i), JobID: 1,
+					TriggerType: xjob.TriggerManual, TriggerTime: at.UnixMilli()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n, err := e.svc.PurgeLogs(e.ctx)
+			if err != nil || n != tt.wantGone {
+				t.Fatalf("purged %d, %v; want %d", n, err, tt.wantGone)
+			}
+			page, err := e.db.LogList(e.ctx, driver.LogListParams{Status: xjob.LogAll, Limit: 100})
+			if err != nil || len(page.Logs) != len(ages)-tt.wantGone {
+				t.Fatalf("%d logs left, %v", len(page.Logs), err)
+			}
+		})
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	t.Parallel()
+	e := setup(t, Config{})
+	c := e.svc.Config()
+	if c.DeadAfter != 90*time.Second || c.LostAfter != 10*time.Minute || c.RetentionDays != 30 || c.BatchSize != 1000 {
+		t.Fatalf("defaults %+v", c)
+	}
+}
+
+// An app name holds at most MaxAddresses live executors: one more is
+// refused, those registered keep beating, and a dead one's place is free
+// again. Bad addresses are refused outright.
+func TestRegisterCapAndAddressValidation(t *testing.T) {
+	t.Parallel()
+	e := setup(t, Config{MaxAddresses: 3})
+	for i := range 3 {
+		e.beat("capped-app", fmt.Sprintf("http://10.0.0.%d:9999/", i))
+	}
+	err := e.svc.Register(e.ctx, registryParam(xjob.RegistryGroupExecutor, "capped-app", "http://10.0.0.9:9999/"))
+	if !errors.Is(err, ErrIllegalArgument) {
+		t.Fatalf("fourth executor: %v", err)
+	}
+	e.beat("capped-app", "http://10.0.0.1:9999/") // a known one still beats
+	e.beat("other-app", "http://10.0.0.9:9999/")  // the cap is per app name
+	live, _ := e.svc.LiveAddresses(e.ctx, "capped-app")
+	if len(live) != 3 {
+		t.Fatalf("live = %v", live)
+	}
+	for _, bad := range []string{"ftp://10.0.0.5/", "file:///etc/passwd", "javascript:alert(1)",
+		"http://10.0.0.5:9999/\x1b[2J", "http://u:p@10.0.0.5:9999/"} {
+		if err := e.svc.Register(e.ctx, registryParam(xjob.RegistryGroupExecutor, "other-app", bad)); !errors.Is(err, ErrIllegalArgument) {
+			t.Errorf("Register(%q) = %v, want ErrIllegalArgument", bad, err)
+		}
+	}
+}

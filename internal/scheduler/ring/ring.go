@@ -1,0 +1,429 @@
+// Package ring fires the occurrences the scan pushed: it takes a bucket (one
+// shard, one second) off the ring queue, waits to each occurrence's exact
+// millisecond, drops occurrences whose job was stopped, deleted or edited
+// since they were pushed, and hands the rest to a dispatch lane.
+//
+//	ring queue ──▶ Fire(bucket): wait to t ──▶ job still there and
+//	                                           revision unchanged? ──yes──▶ dispatch lane (fast|slow)
+//	                                                     │no
+//	                                                     ▼
+//	                                                  dropped
+//
+// The hand-off is a Sink. Local mode hands both lanes straight to
+// in-process dispatch workers (dispatch.LaneSink). The AWS ring function
+// does the same for the fast lane, so a bucket's instant is one dispatch
+// batch, and sends the slow lane to its queue (QueueSink), consumed by the
+// dispatch function (Split); in both, what cannot be dispatched at once
+// (in flight elsewhere, a store error, a saturated lane) goes to the
+// lane's durable queue. Each instant's hand-off runs while the ring waits
+// for the next instant, so a slow hand-off never makes a later occurrence
+// late. A sink that can prepare (Preparer) gets each instant's hand-off as
+// soon as the bucket's jobs are checked, in instant order, in the
+// background, with the jobs the ring read:
+//
+//	receive ──▶ JobGetMany, revision check ──▶ (background) Prepare instant 1, 2, … ──▶ ready
+//	                                        └─▶ sleep to instant 1 ──▶ wait ready ──▶ deliver ──▶ sleep to instant 2 …
+//
+// A bucket is acknowledged only after every hand-off of it has returned
+// (tasks queued, or dispatched, as the sink defines it); if the process
+// dies first, the bucket comes back after its visibility timeout and is
+// handed off again, and dispatch drops the repeats by occurrence id.
+package ring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/driver"
+)
+
+// Sink takes the still-valid fires of one instant for one dispatch lane.
+// Deliver returns nil only once it is done with every task: the ring then
+// counts them fired and, when the whole bucket is done, acknowledges it. An
+// error leaves the bucket unacknowledged, so it comes back and every task
+// is delivered again (dispatch drops the repeats by occurrence id).
+// Deliver is called concurrently, for different instants and lanes.
+type Sink interface {
+	Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error
+}
+
+// QueueSink delivers tasks by sending them to their durable dispatch lane
+// queue: the hand-off on AWS, where dispatch is another function.
+type QueueSink struct {
+	Queues driver.Queues
+}
+
+// Deliver sends tasks to lane's queue, visible at once.
+func (s QueueSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
+	out := make([]driver.Outgoing[xjob.DispatchTask], len(tasks))
+	for i, t := range tasks {
+		out[i] = driver.Outgoing[xjob.DispatchTask]{Msg: t}
+	}
+	if err := s.Queues.Dispatch(lane).Send(ctx, out); err != nil {
+		return fmt.Errorf("dispatch send %s: %w", lane, err)
+	}
+	return nil
+}
+
+var _ Sink = QueueSink{}
+
+// Split hands each lane's tasks to that lane's own Sink: the AWS ring
+// function dispatches the fast lane in process (dispatch.LaneSink) and
+// sends the slow lane to its queue (QueueSink), where the dispatch
+// function consumes it with its own concurrency. A lane without a Sink is
+// an error, so the bucket comes back rather than losing its fires.
+type Split map[xjob.Lane]Sink
+
+// Deliver passes tasks to lane's Sink.
+func (s Split) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
+	sink, err := s.of(lane)
+	if err != nil {
+		return err
+	}
+	return sink.Deliver(ctx, lane, tasks)
+}
+
+// Prepare prepares tasks with lane's Sink when it is a Preparer.
+func (s Split) Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
+	sink, err := s.of(lane)
+	if err != nil {
+		return func(context.Context) error { return err }
+	}
+	return prepare(ctx, sink, lane, tasks, jobs)
+}
+
+// of is lane's Sink, or an error when it has none.
+func (s Split) of(lane xjob.Lane) (Sink, error) {
+	if sink := s[lane]; sink != nil {
+		return sink, nil
+	}
+	return nil, fmt.Errorf("ring: no sink for lane %s", lane)
+}
+
+var (
+	_ Sink     = Split{}
+	_ Preparer = Split{}
+)
+
+// Preparer is a Sink that can do a hand-off's work before its instant.
+// The ring has a bucket ahead of its second (the scan makes it visible
+// RingLead early), so it prepares each instant's hand-offs, in instant
+// order, as soon as it has checked the bucket's jobs: the sink's reads
+// (and, if it claims ahead, its claims) leave the path from the instant to
+// the executor. jobs are the bucket's jobs as the ring just read them,
+// keyed by id (read only), so the sink need not read them again. Prepare
+// returns the hand-off; calling it delivers the tasks as Sink.Deliver
+// would, with the same error contract.
+type Preparer interface {
+	Sink
+	Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error
+}
+
+// prepare returns sink's prepared hand-off of tasks, or, for a Sink that
+// cannot prepare, one that delivers them when called.
+func prepare(ctx context.Context, sink Sink, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
+	if p, ok := sink.(Preparer); ok {
+		return p.Prepare(ctx, lane, tasks, jobs)
+	}
+	return func(ctx context.Context) error { return sink.Deliver(ctx, lane, tasks) }
+}
+
+// Deps are the ports the ring uses.
+type Deps struct {
+	Jobs driver.JobStore
+	// Queues holds the ring queue Serve polls, and the lane queues of the
+	// default Sink.
+	Queues driver.Queues
+	// Sink receives the fires (default QueueSink{Queues}).
+	Sink   Sink
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Ring fires ring buckets.
+type Ring struct {
+	jobs   driver.JobStore
+	queues driver.Queues
+	sink   Sink
+	clock  clock.Clock
+	log    *slog.Logger
+}
+
+// New builds a Ring.
+func New(d Deps) (*Ring, error) {
+	if d.Jobs == nil || d.Queues == nil || d.Clock == nil {
+		return nil, errors.New("ring: Jobs, Queues and Clock are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Sink == nil {
+		d.Sink = QueueSink{Queues: d.Queues}
+	}
+	return &Ring{jobs: d.Jobs, queues: d.Queues, sink: d.Sink, clock: d.Clock, log: d.Logger}, nil
+}
+
+// Stats counts what Fire did with a bucket.
+type Stats struct {
+	Fired   int
+	Dropped int
+	// MaxLate is the largest delay between an occurrence's fire time and
+	// its hand-off to a lane.
+	MaxLate time.Duration
+}
+
+// Fire waits for each occurrence of b in fire-time order and hands the
+// still-valid ones to the sink, per lane. The hand-off of one instant runs
+// while Fire waits for the next; Fire returns once every hand-off has
+// returned, with their errors joined.
+func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
+	var st Stats
+	if len(b.Items) == 0 {
+		return st, nil
+	}
+	ids := make([]int64, 0, len(b.Items))
+	for _, it := range b.Items {
+		ids = append(ids, it.JobID)
+	}
+	slices.Sort(ids)
+	jobs, err := r.jobs.JobGetMany(ctx, slices.Compact(ids))
+	if err != nil {
+		return st, fmt.Errorf("ring bucket %d/%d: load jobs: %w", b.Shard, b.Second, err)
+	}
+	byID := make(map[int64]*xjob.Job, len(jobs))
+	for i := range jobs {
+		byID[jobs[i].ID] = &jobs[i]
+	}
+	items := slices.Clone(b.Items)
+	slices.SortStableFunc(items, func(a, b xjob.RingItem) int { return int(a.FireTime - b.FireTime) })
+
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex // guards st.Fired and errs
+		errs  []error
+		fired int
+	)
+	// Each instant's hand-offs are prepared from now on, a second or so
+	// ahead (Preparer), one after the other in instant order (the first
+	// instant's first, and a sink's claims of one page do not race each
+	// other), and delivered at the instant, once prepared.
+	type handOff struct {
+		lane  xjob.Lane
+		tasks []xjob.DispatchTask
+		ready chan struct{} // closed once run is set
+		run   func(context.Context) error
+	}
+	type instant struct {
+		at    int64
+		hands []*handOff
+	}
+	var instants []instant
+	received := clock.Millis(r.clock)
+	for start := 0; start < len(items); {
+		at := items[start].FireTime
+		end := start
+		for end < len(items) && items[end].FireTime == at {
+			end++
+		}
+		lanes := map[xjob.Lane][]xjob.DispatchTask{}
+		for _, it := range items[start:end] {
+			job, ok := byID[it.JobID]
+			// Every stop or edit by a person bumps the revision; a stop by
+			// the scan (the schedule has no next time) does not, so the
+			// job's last pushed fires still fire.
+			if !ok || job.Revision != it.Revision {
+				st.Dropped++
+				continue
+			}
+			lane := job.Lane(at)
+			lanes[lane] = append(lanes[lane], xjob.DispatchTask{
+				Occurrence: xjob.Occurrence{JobID: it.JobID, Type: xjob.TriggerCron, FireTime: it.FireTime},
+				Revision:   it.Revision,
+				EnqueuedAt: max(at, received),
+			})
+		}
+		in := instant{at: at}
+		for _, lane := range []xjob.Lane{xjob.LaneFast, xjob.LaneSlow} {
+			if tasks := lanes[lane]; len(tasks) > 0 {
+				in.hands = append(in.hands, &handOff{lane: lane, tasks: tasks, ready: make(chan struct{})})
+			}
+		}
+		instants = append(instants, in)
+		start = end
+	}
+	prepared, quit := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(prepared)
+		for _, in := range instants {
+			for _, h := range in.hands {
+				select {
+				case <-quit:
+					// Fire stopped waiting: prepare (and claim) no more.
+					h.run = func(context.Context) error { return errors.New("ring stopped before the hand-off was prepared") }
+				default:
+					h.run = prepare(ctx, r.sink, h.lane, h.tasks, byID)
+				}
+				close(h.ready)
+			}
+		}
+	}()
+	defer func() { <-prepared }()
+	deliver := func(h *handOff) {
+		defer wg.Done()
+		<-h.ready
+		err := h.run(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ring bucket %d/%d: %s: %w", b.Shard, b.Second, h.lane, err))
+			return
+		}
+		fired += len(h.tasks)
+	}
+	var sleepErr error
+	for _, in := range instants {
+		if err := r.clock.SleepUntil(ctx, time.UnixMilli(in.at)); err != nil {
+			sleepErr = fmt.Errorf("ring bucket %d/%d: %w", b.Shard, b.Second, err)
+			close(quit)
+			break
+		}
+		for _, h := range in.hands {
+			wg.Add(1)
+			go deliver(h)
+		}
+		if late := time.Duration(clock.Millis(r.clock)-in.at) * time.Millisecond; late > st.MaxLate {
+			st.MaxLate = late
+		}
+	}
+	wg.Wait()
+	st.Fired = fired
+	return st, errors.Join(append(errs, sleepErr)...)
+}
+
+// ServeOptions tune Serve. Zero values take the documented defaults.
+type ServeOptions struct {
+	// Workers is how many buckets fire at once (default 8): buckets of
+	// different shards due in the same second must not wait on each other.
+	Workers int
+	// Visibility hides a received bucket while it fires (default 30 s).
+	Visibility time.Duration
+	// Wait is the receive long-poll (default 1 s).
+	Wait time.Duration
+	// Batch is how many buckets one receive takes (default 100). Buckets
+	// of the same second are fired as one (see mergeBySecond).
+	Batch int
+}
+
+// merged is the buckets of one second received together, fired as one.
+type merged struct {
+	bucket xjob.RingBucket
+	tokens []string
+}
+
+// Merged is the buckets of one second received together, fired as one,
+// with the records (deliveries, SQS messages) they came in.
+type Merged[R any] struct {
+	Bucket  xjob.RingBucket
+	Records []R
+}
+
+// MergeBySecond joins the received buckets of each second into one, in
+// the order their seconds first appear; bucket gives a record's bucket.
+// The scan sends one bucket per shard and second, but the admin's push
+// sends one per job it creates or starts (one per bulk request): fired
+// apart, 10,000 jobs created at once would cost 10,000 hand-offs, job
+// reads and claims per second instead of a few. Merged, a second's
+// occurrences share one hand-off (one dispatch batch, chunked), and its
+// records are acknowledged (or retried) together once it has fired. Serve
+// and the AWS ring function both merge this way.
+func MergeBySecond[R any](recs []R, bucket func(R) xjob.RingBucket) []Merged[R] {
+	var out []Merged[R]
+	at := map[int64]int{}
+	for _, r := range recs {
+		b := bucket(r)
+		i, ok := at[b.Second]
+		if !ok {
+			i = len(out)
+			at[b.Second] = i
+			out = append(out, Merged[R]{Bucket: xjob.RingBucket{Shard: b.Shard, Second: b.Second}})
+		}
+		m := &out[i]
+		m.Bucket.Items = append(m.Bucket.Items, b.Items...)
+		m.Records = append(m.Records, r)
+	}
+	return out
+}
+
+// mergeBySecond is MergeBySecond of queue deliveries, keeping their tokens.
+func mergeBySecond(ds []driver.Delivery[xjob.RingBucket]) []merged {
+	var out []merged
+	for _, m := range MergeBySecond(ds, func(d driver.Delivery[xjob.RingBucket]) xjob.RingBucket { return d.Msg }) {
+		g := merged{bucket: m.Bucket}
+		for _, d := range m.Records {
+			g.tokens = append(g.tokens, d.Token)
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// Serve polls the ring queue and fires buckets until ctx ends. It is the
+// local-mode poller; on AWS the SQS event source does this.
+func (r *Ring) Serve(ctx context.Context, o ServeOptions) error {
+	if o.Workers == 0 {
+		o.Workers = 8
+	}
+	if o.Visibility == 0 {
+		o.Visibility = 30 * time.Second
+	}
+	if o.Wait == 0 {
+		o.Wait = time.Second
+	}
+	if o.Batch == 0 {
+		o.Batch = 100
+	}
+	q := r.queues.Ring()
+	sem := make(chan struct{}, o.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		ds, err := q.Receive(ctx, driver.ReceiveParams{Max: o.Batch, Visibility: o.Visibility, Wait: o.Wait})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.log.ErrorContext(ctx, "ring receive", "err", err)
+			_ = r.clock.SleepUntil(ctx, r.clock.Now().Add(time.Second))
+			continue
+		}
+		for _, g := range mergeBySecond(ds) {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				st, err := r.Fire(ctx, g.bucket)
+				if err != nil {
+					if ctx.Err() == nil {
+						r.log.ErrorContext(ctx, "ring fire", "err", err, "buckets", len(g.tokens))
+					}
+					return // not acked: the buckets come back after their visibility timeout
+				}
+				if err := q.Ack(context.WithoutCancel(ctx), g.tokens); err != nil {
+					r.log.ErrorContext(ctx, "ring ack", "err", err)
+				}
+				if st.Dropped > 0 || st.MaxLate > 100*time.Millisecond {
+					r.log.DebugContext(ctx, "ring fired", "second", g.bucket.Second, "buckets", len(g.tokens), "fired", st.Fired,
+						"dropped", st.Dropped, "maxLate", st.MaxLate)
+				}
+			}()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package scan
+
+import (
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/scheduler/schedule"
+)
+
+// Fire is one occurrence a plan decided to trigger.
+type Fire struct {
+	Time int64            // scheduled fire time, Unix ms
+	Type xjob.TriggerType // CRON or MISFIRE
+	// Now is true for a fire to dispatch at once (late, or misfire
+	// FIRE_ONCE_NOW); false for one to push onto the ring for Time.
+	Now bool
+}
+
+// Plan is what one scan tick does with one due job: the fires to trigger,
+// the job's new next fire time, and whether it must be stopped.
+type Plan struct {
+	Fires []Fire
+	// Next is the new TriggerNextTime; it is always beyond the pre-read
+	// window unless Stop is set.
+	Next int64
+	// Last is the new TriggerLastTime: the last fire time the plan covered
+	// (triggered or skipped by the misfire strategy).
+	Last int64
+	// Stop is set when no next fire time can be computed.
+	Stop bool
+	// Misfired is set when the job's next time was more than the misfire
+	// threshold in the past.
+	Misfired bool
+	// Late counts the fire times that were past when planned and that the
+	// rules folded away (they are behind Fires' now-fire, or replaced by it):
+	// when Misfired, every time of the misfire span [old next, now] (with
+	// FIRE_ONCE_NOW one of them still fires, as MISFIRE); otherwise the
+	// times after a late fire up to now, collapsed into it. Counted up to
+	// MaxLate. Such times mean the scheduler fell behind; the scan reports
+	// them (metrics, a warning per tick) so overload is never silent.
+	Late int
+	// Passed is the span of scheduled times, inclusive, that were passed
+	// over without any fire of their own (zero when none were): the whole
+	// misfire span with DO_NOTHING, the span after the fired time
+	// otherwise.
+	Passed Span
+}
+
+// Span is an inclusive range of scheduled times, Unix ms.
+type Span struct{ From, To int64 }
+
+// MaxLate bounds the fire times counted in Plan.Late, so a job found days
+// behind costs a bounded number of schedule steps.
+const MaxLate = 1000
+
+// Policy holds the scan's timing rules (xxl-job: 5 s and 5 s).
+type Policy struct {
+	PreRead time.Duration
+	// Advance, when longer than PreRead, is how far ahead the fires of a
+	// due job are planned (see Config.Advance); zero means PreRead.
+	Advance          time.Duration
+	MisfireThreshold time.Duration
+}
+
+// PlanJob classifies a due job's fire times at now exactly as xxl-job's
+// scheduler does, then goes on to cover the whole pre-read window:
+//
+//   - next more than the misfire threshold in the past: misfire. With
+//     FIRE_ONCE_NOW it fires once now (type MISFIRE); with DO_NOTHING it is
+//     skipped. The next time is recomputed from now.
+//   - next in the past but within the threshold: fire now (type CRON) and
+//     recompute from now.
+//   - every fire time within now + PreRead (or the longer Advance): push to
+//     the ring, recomputing each following time from the previous one
+//     (strict cadence).
+//
+// A job whose next time cannot be computed is stopped. now should be the
+// scan tick's second so that racing scanners plan identically.
+func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
+	var plan Plan
+	next := job.TriggerNextTime
+	nowT := time.UnixMilli(now)
+	windowEnd := planEnd(job.ID, now, p)
+
+	advance := func(from time.Time) bool {
+		t, ok := sched.Next(from)
+		if !ok {
+			plan.Stop = true
+			return false
+		}
+		next = t.UnixMilli()
+		return true
+	}
+
+	switch {
+	case now > next+p.MisfireThreshold.Milliseconds():
+		plan.Misfired = true
+		plan.Last = next
+		passedFrom := next
+		if job.MisfireStrategy == xjob.MisfireFireOnceNow {
+			plan.Fires = append(plan.Fires, Fire{Time: next, Type: xjob.TriggerMisfire, Now: true})
+			passedFrom, _ = nextTime(sched, next)
+		}
+		plan.Late = countTimes(sched, next, now)
+		if passedFrom != 0 && passedFrom <= now {
+			plan.Passed = Span{From: passedFrom, To: now}
+		}
+		if !advance(nowT) {
+			return plan
+		}
+	case next <= now:
+		plan.Last = next
+		plan.Fires = append(plan.Fires, Fire{Time: next, Type: xjob.TriggerCron, Now: true})
+		if next < now {
+			if after, ok := nextTime(sched, next); ok && after <= now {
+				plan.Late = countTimes(sched, after, now)
+				plan.Passed = Span{From: after, To: now}
+			}
+		}
+		if !advance(nowT) {
+			return plan
+		}
+	}
+	for next <= windowEnd {
+		plan.Last = next
+		plan.Fires = append(plan.Fires, Fire{Time: next, Type: xjob.TriggerCron})
+		if !advance(time.UnixMilli(next)) {
+			return plan
+		}
+	}
+	plan.Next = next
+	return plan
+}
+
+// planEnd is the end of the window a due job's fires are planned to at
+// now: now + PreRead, or with a longer Advance the last point at or before
+// now + Advance of the job's group's grid, points span = Advance − PreRead
+// apart and offset by the group's phase (planPhase). The window still
+// covers now + PreRead (a grid point lies in every span), and the job, due
+// again when its next fire comes within PreRead of a tick, is then planned
+// to its next grid point: each job is advanced once per span, and jobs that
+// were started together (a bulk start, a restart) are advanced at ticks
+// spread over the span instead of all in the same tick, every span. The
+// grid depends on the job and now alone, so racing scanners plan alike.
+func planEnd(jobID, now int64, p Policy) int64 {
+	if p.Advance <= p.PreRead {
+		return now + p.PreRead.Milliseconds()
+	}
+	span := (p.Advance - p.PreRead).Milliseconds()
+	end := now + p.Advance.Milliseconds()
+	phase := planPhase(jobID, span)
+	return end - ((end+phase)%span+span)%span
+}
+
+// planGroups is how many grids the jobs are spread over: the jobs of one
+// shard among planGroups (xjob.ShardOf) share one. It is 16 because
+// DynamoDB keeps a second's trigger logs in 16 pages by the same shard
+// among 16 (package dynamostore): jobs of one page are planned by the
+// same tick, so a
+// page's fires of one second reach the ring in one message and are
+// claimed and recorded with one page write each, instead of one per tick
+// that planned some of them (with a phase per job, up to span/tick ticks).
+// 16 groups still spread a bulk start over 16 ticks of the span.
+const planGroups = 16
+
+// planPhase is the offset of a job's grid within span (ms): its group's
+// share of the span, so the groups' grids are evenly spaced.
+func planPhase(jobID, span int64) int64 {
+	return int64(xjob.ShardOf(jobID, planGroups)) * span / planGroups
+}
+
+// nextTime is sched's next time after t (Unix ms); 0 and false when none.
+func nextTime(sched schedule.Schedule, t int64) (int64, bool) {
+	n, ok := sched.Next(time.UnixMilli(t))
+	if !ok {
+		return 0, false
+	}
+	return n.UnixMilli(), true
+}
+
+// countTimes counts sched's times in [from, to], from being one of them,
+// up to MaxLate.
+func countTimes(sched schedule.Schedule, from, to int64) int {
+	n := 0
+	for t, ok := from, true; ok && t <= to && n < MaxLate; t, ok = nextTime(sched, t) {
+		n++
+	}
+	return n
+}

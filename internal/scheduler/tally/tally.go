@@ -1,0 +1,216 @@
+// Package tally takes the run report's counters off the trigger path.
+//
+// Every trigger and every result adjusts one day's counters (dispatch adds
+// running or fail, the callback moves running to success or fail). Written
+// through, that is one store write per trigger and one per result: on
+// DynamoDB two of the ~9 write units a trigger costs, on SQLite two of its
+// ~9 small write transactions. The counters are best effort already (a
+// failed ReportAdd is logged, not retried; the trigger logs are the
+// record), so a Batcher adds the deltas up per day in memory and writes one
+// ReportAdd per day:
+//
+//	ReportAdd(delta) ──▶ pending[day] += delta        (memory, no I/O)
+//	every Interval (Run) ─┐
+//	Flush(ctx) ───────────┴──▶ one ReportAdd per day ──▶ store
+//	                              │failed
+//	                              └──▶ added back to pending, written next time
+//
+// What a crash loses: the deltas added since the last flush, i.e. at most
+// one Interval of counts in local mode (1 s by default) and, on Lambda,
+// where the handler flushes before it returns, only the counts of a flush
+// that failed at the end of an invocation whose environment is then
+// discarded. The report can therefore undercount a little after a crash;
+// it never counts a trigger twice.
+package tally
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/driver"
+)
+
+// DefaultInterval is how often Run flushes: long enough to fold a
+// second's thousands of triggers into one write per day, short enough that
+// a crash loses at most a second of counts.
+const DefaultInterval = time.Second
+
+// Options tune a Batcher. Zero values take the documented defaults.
+type Options struct {
+	// Interval is Run's flush period (default DefaultInterval).
+	Interval time.Duration
+	// Clock paces Run (default the wall clock); tests pass a clock.Fake.
+	Clock clock.Clock
+	// Logger reports failed flushes in Run (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Batcher is a driver.ReportStore that accumulates ReportAdd deltas per
+// day in memory and writes them to the underlying store on Flush. It is
+// safe for concurrent use.
+type Batcher struct {
+	next driver.ReportStore
+	o    Options
+
+	mu      sync.Mutex
+	pending map[string]xjob.ReportDay
+
+	flushMu sync.Mutex // one flush at a time, so a day's writes never overlap
+}
+
+var _ driver.ReportStore = (*Batcher)(nil)
+
+// New builds a Batcher in front of next.
+func New(next driver.ReportStore, o Options) (*Batcher, error) {
+	if next == nil {
+		return nil, errors.New("report: the underlying ReportStore is required")
+	}
+	if o.Interval < 0 {
+		return nil, fmt.Errorf("report: Interval must not be negative, got %s", o.Interval)
+	}
+	if o.Interval == 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Batcher{next: next, o: o, pending: map[string]xjob.ReportDay{}}, nil
+}
+
+// ReportAdd adds d to its day's pending deltas. It does no I/O and never
+// fails for a well-formed day; the write happens at the next flush.
+func (b *Batcher) ReportAdd(_ context.Context, d xjob.ReportDay) error {
+	if d.Day == "" {
+		return errors.New("report add: empty day")
+	}
+	if d.RunningCount == 0 && d.SucCount == 0 && d.FailCount == 0 {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.addLocked(d)
+	return nil
+}
+
+func (b *Batcher) addLocked(d xjob.ReportDay) {
+	p := b.pending[d.Day]
+	p.Day = d.Day
+	p.RunningCount += d.RunningCount
+	p.SucCount += d.SucCount
+	p.FailCount += d.FailCount
+	if p.RunningCount == 0 && p.SucCount == 0 && p.FailCount == 0 {
+		delete(b.pending, d.Day) // deltas that cancel out need no write
+		return
+	}
+	b.pending[d.Day] = p
+}
+
+// ReportList flushes what is pending, so that a reader sees its own
+// process's counts, and then reads the underlying store. A failed flush
+// does not fail the read: the counts are written later.
+func (b *Batcher) ReportList(ctx context.Context, from, to string) ([]xjob.ReportDay, error) {
+	if err := b.Flush(ctx); err != nil {
+		b.o.Logger.WarnContext(ctx, "report flush before list", "err", err)
+	}
+	return b.next.ReportList(ctx, from, to)
+}
+
+// Pending returns the days with unwritten deltas, in day order (for
+// tests and diagnostics).
+func (b *Batcher) Pending() []xjob.ReportDay {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]xjob.ReportDay, 0, len(b.pending))
+	for _, d := range b.pending {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(x, y xjob.ReportDay) int {
+		switch {
+		case x.Day < y.Day:
+			return -1
+		case x.Day > y.Day:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Flush writes the pending deltas, one ReportAdd per day. Days whose
+// write fails are added back and written by a later flush; the errors are
+// returned joined.
+func (b *Batcher) Flush(ctx context.Context) error {
+	b.flushMu.Lock()
+	defer b.flushMu.Unlock()
+	b.mu.Lock()
+	if len(b.pending) == 0 {
+		b.mu.Unlock()
+		return nil
+	}
+	days := b.pending
+	b.pending = map[string]xjob.ReportDay{}
+	b.mu.Unlock()
+
+	var errs []error
+	var failed []xjob.ReportDay
+	for _, d := range days {
+		if err := b.next.ReportAdd(ctx, d); err != nil {
+			errs = append(errs, fmt.Errorf("report flush %s: %w", d.Day, err))
+			failed = append(failed, d)
+		}
+	}
+	if len(failed) > 0 {
+		b.mu.Lock()
+		for _, d := range failed {
+			b.addLocked(d)
+		}
+		b.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// Run flushes every Interval until ctx ends, then flushes once more
+// (outside ctx, so shutdown writes the last counts) and returns that
+// flush's error. It is the local-mode flush loop; Lambda handlers call
+// Flush before they return instead, since a frozen environment runs no
+// background loop.
+func (b *Batcher) Run(ctx context.Context) error {
+	for {
+		if err := b.o.Clock.SleepUntil(ctx, b.o.Clock.Now().Add(b.o.Interval)); err != nil {
+			return b.Flush(context.WithoutCancel(ctx))
+		}
+		if err := b.Flush(ctx); err != nil && ctx.Err() == nil {
+			b.o.Logger.WarnContext(ctx, "report flush", "err", err)
+		}
+	}
+}
+
+// Store returns s with its report counters going through b: the store a
+// service on the trigger path (dispatch, callback) is given. Everything
+// else goes straight to s. b must have been built on s (or on the same
+// backend).
+func (b *Batcher) Store(s driver.Store) driver.Store { return batchedStore{Store: s, b: b} }
+
+// batchedStore is a driver.Store whose report counters are batched.
+type batchedStore struct {
+	driver.Store
+	b *Batcher
+}
+
+func (s batchedStore) ReportAdd(ctx context.Context, d xjob.ReportDay) error {
+	return s.b.ReportAdd(ctx, d)
+}
+
+func (s batchedStore) ReportList(ctx context.Context, from, to string) ([]xjob.ReportDay, error) {
+	return s.b.ReportList(ctx, from, to)
+}

@@ -1,0 +1,267 @@
+package tally_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/internal/scheduler/tally"
+)
+
+var t0 = time.UnixMilli(1_800_000_000_000).UTC()
+
+// counting wraps the real store: it counts ReportAdd writes and can be
+// told to fail them (a store outage).
+type counting struct {
+	driver.ReportStore
+	adds atomic.Int64
+	fail atomic.Bool
+}
+
+func (c *counting) ReportAdd(ctx context.Context, d xjob.ReportDay) error {
+	if c.fail.Load() {
+		return errors.New("injected outage")
+	}
+	c.adds.Add(1)
+	return c.ReportStore.ReportAdd(ctx, d)
+}
+
+func setup(t *testing.T) (*sqlitestore.DB, *counting, *clock.Fake, *tally.Batcher) {
+	t.Helper()
+	clk := clock.NewFake(t0)
+	db, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), sqlitestore.Options{Shards: 1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c := &counting{ReportStore: db}
+	b, err := tally.New(c, tally.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, c, clk, b
+}
+
+func list(t *testing.T, s driver.ReportStore) map[string]xjob.ReportDay {
+	t.Helper()
+	days, err := s.ReportList(context.Background(), "2000-01-01", "2100-01-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]xjob.ReportDay{}
+	for _, d := range days {
+		out[d.Day] = d
+	}
+	return out
+}
+
+func TestFlushWritesOneAddPerDay(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		deltas []xjob.ReportDay
+		want   map[string]xjob.ReportDay
+		writes int64
+	}{
+		{name: "nothing", writes: 0, want: map[string]xjob.ReportDay{}},
+		{
+			name: "one day folded",
+			deltas: []xjob.ReportDay{
+				{Day: "2027-01-15", RunningCount: 1}, {Day: "2027-01-15", RunningCount: 1},
+				{Day: "2027-01-15", FailCount: 1}, {Day: "2027-01-15", RunningCount: -1, SucCount: 1},
+			},
+			want:   map[string]xjob.ReportDay{"2027-01-15": {Day: "2027-01-15", RunningCount: 1, SucCount: 1, FailCount: 1}},
+			writes: 1,
+		},
+		{
+			name: "two days",
+			deltas: []xjob.ReportDay{
+				{Day: "2027-01-15", RunningCount: 1}, {Day: "2027-01-16", FailCount: 2}, {Day: "2027-01-15", SucCount: 3},
+			},
+			want: map[string]xjob.ReportDay{
+				"2027-01-15": {Day: "2027-01-15", RunningCount: 1, SucCount: 3},
+				"2027-01-16": {Day: "2027-01-16", FailCount: 2},
+			},
+			writes: 2,
+		},
+		{
+			name:   "deltas that cancel out write nothing",
+			deltas: []xjob.ReportDay{{Day: "2027-01-15", RunningCount: 1}, {Day: "2027-01-15", RunningCount: -1}},
+			want:   map[string]xjob.ReportDay{},
+			writes: 0,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			db, c, _, b := setup(t)
+			ctx := context.Background()
+			for _, d := range tt.deltas {
+				if err := b.ReportAdd(ctx, d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := c.adds.Load(); n != 0 {
+				t.Fatalf("%d writes before the flush, want none", n)
+			}
+			if err := b.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := c.adds.Load(); n != tt.writes {
+				t.Fatalf("%d writes, want %d", n, tt.writes)
+			}
+			got := list(t, db)
+			if len(got) != len(tt.want) {
+				t.Fatalf("stored %+v, want %+v", got, tt.want)
+			}
+			for day, w := range tt.want {
+				if got[day] != w {
+					t.Fatalf("day %s = %+v, want %+v", day, got[day], w)
+				}
+			}
+			if p := b.Pending(); len(p) != 0 {
+				t.Fatalf("pending after flush: %+v", p)
+			}
+		})
+	}
+}
+
+func TestFlushKeepsFailedDeltas(t *testing.T) {
+	t.Parallel()
+	db, c, _, b := setup(t)
+	ctx := context.Background()
+	if err := b.ReportAdd(ctx, xjob.ReportDay{Day: "2027-01-15", RunningCount: 2}); err != nil {
+		t.Fatal(err)
+	}
+	c.fail.Store(true)
+	if err := b.Flush(ctx); err == nil {
+		t.Fatal("flush during an outage reported no error")
+	}
+	// Counts that arrive meanwhile join the ones kept back.
+	if err := b.ReportAdd(ctx, xjob.ReportDay{Day: "2027-01-15", RunningCount: -1, SucCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.fail.Store(false)
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := xjob.ReportDay{Day: "2027-01-15", RunningCount: 1, SucCount: 1}
+	if got := list(t, db)["2027-01-15"]; got != want {
+		t.Fatalf("stored %+v, want %+v", got, want)
+	}
+}
+
+func TestRunFlushesEveryIntervalAndOnStop(t *testing.T) {
+	t.Parallel()
+	db, c, clk, b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+
+	add := func(n int) {
+		t.Helper()
+		if err := b.ReportAdd(ctx, xjob.ReportDay{Day: "2027-01-15", RunningCount: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(1)
+	add(1)
+	if err := clk.WaitForSleepers(wait, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(999 * time.Millisecond)
+	if n := c.adds.Load(); n != 0 {
+		t.Fatalf("flushed %d times before the interval", n)
+	}
+	clk.Advance(time.Millisecond)
+	// The loop sleeps again only once its flush is done.
+	if err := clk.WaitForSleepers(wait, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.adds.Load(); n != 1 {
+		t.Fatalf("%d writes after one interval, want 1", n)
+	}
+	if got := list(t, db)["2027-01-15"].RunningCount; got != 2 {
+		t.Fatalf("running = %d, want 2", got)
+	}
+	add(5)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := list(t, db)["2027-01-15"].RunningCount; got != 7 {
+		t.Fatalf("running after stop = %d, want 7 (the final flush)", got)
+	}
+}
+
+func TestConcurrentAddsAreAllCounted(t *testing.T) {
+	t.Parallel()
+	db, _, _, b := setup(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	const workers, each = 8, 200
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				if err := b.ReportAdd(ctx, xjob.ReportDay{Day: "2027-01-15", RunningCount: 1}); err != nil {
+					t.Error(err)
+				}
+				if (w+i)%50 == 0 {
+					if err := b.Flush(ctx); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(t, db)["2027-01-15"].RunningCount; got != workers*each {
+		t.Fatalf("running = %d, want %d", got, workers*each)
+	}
+}
+
+func TestStoreBatchesOnlyReports(t *testing.T) {
+	t.Parallel()
+	db, c, _, b := setup(t)
+	ctx := context.Background()
+	s := b.Store(db)
+	if err := s.ReportAdd(ctx, xjob.ReportDay{Day: "2027-01-15", FailCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.adds.Load(); n != 0 {
+		t.Fatalf("the wrapped store wrote through (%d writes)", n)
+	}
+	// Reading through the wrapped store sees its own counts.
+	if got := list(t, s)["2027-01-15"].FailCount; got != 1 {
+		t.Fatalf("fail = %d, want 1", got)
+	}
+	// Everything else reaches the store as it is.
+	if _, err := s.JobGet(ctx, 42); !errors.Is(err, xjob.ErrNotFound) {
+		t.Fatalf("JobGet through the wrapper = %v, want ErrNotFound", err)
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	t.Parallel()
+	if _, err := tally.New(nil, tally.Options{}); err == nil {
+		t.Fatal("nil store accepted")
+	}
+	db, _, _, _ := setup(t)
+	if _, err := tally.New(db, tally.Options{Interval: -time.Second}); err == nil {
+		t.Fatal("negative interval accepted")
+	}
+}

@@ -1,0 +1,131 @@
+package awsstack_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/executor"
+	"github.com/xjobdev/xjob/internal/testenv/awsstack"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
+)
+
+// TestDeploymentEndToEnd starts the emulated deployment, registers an SDK
+// executor through the HTTP API, creates an every-second job with the
+// admin client and waits for a successful result: the scan schedule, the
+// ring mapping (the ring function dispatches the fast lane itself) and the
+// callback route took part; a direct invocation of the dispatch function
+// triggers the job by hand, the lane mappings poll, and the meter saw each
+// function's requests.
+func TestDeploymentEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 2, FastPollers: 2, SlowPollers: 1,
+		PollWait: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		if errors.Is(err, emulator.ErrNotInstalled) && os.Getenv("CI") == "" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if ddb, sq := d.Endpoints(); !strings.HasPrefix(ddb, "http://127.0.0.1:") || !strings.HasPrefix(sq, "http://127.0.0.1:") {
+		t.Errorf("emulators not on loopback: %s %s", ddb, sq)
+	}
+
+	var exe *executor.Executor
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	exe, err = executor.New(executor.Config{AdminAddresses: []string{d.URL()}, AccessToken: d.AccessToken(), AppName: "awsstack-test",
+		Address: srv.URL + "/", LogDir: t.TempDir(), CallbackRetryInterval: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = exe
+	if err := exe.Register("ok", func(_ context.Context, j *executor.Job) error { j.Succeed("ok"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := exe.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_ = exe.Shutdown(sctx)
+	}()
+
+	api, err := adminclient.New(d.URL(), d.AdminToken())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := api.GroupCreate(ctx, xjob.Group{AppName: "awsstack-test", Title: "t", AddressType: xjob.AddressManual,
+		AddressList: []string{srv.URL + "/"}})
+	if err != nil {
+		t.Fatalf("group: %v", err)
+	}
+	job := xjob.Job{GroupID: g.ID, Description: "every second", Author: "t", ScheduleType: xjob.ScheduleCron,
+		ScheduleConf: "* * * * * ?", Handler: "ok", TriggerStatus: xjob.StatusRunning}
+	job.ApplyDefaults()
+	j, err := api.JobCreate(ctx, job)
+	if err != nil {
+		t.Fatalf("job: %v", err)
+	}
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		page, err := d.Store().LogList(ctx, driver.LogListParams{JobID: j.ID, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := false
+		for _, l := range page.Logs {
+			done = done || (l.TriggerType == xjob.TriggerCron && l.HandleCode == xjob.CodeSuccess)
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no successful scheduled run in 20 s; invocation errors: %v", d.Errors())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	manual := fmt.Sprintf(`{"jobId":%d,"executorParam":"by hand","addressList":[%q]}`, j.ID, srv.URL+"/")
+	if out, err := d.Invoke(ctx, "dispatch", "", []byte(manual)); err != nil || !strings.Contains(string(out), `"triggerCodes":[200]`) {
+		t.Errorf("manual trigger: %s, %v", out, err)
+	}
+	// The lane mappings long-poll (1 s) whether or not the ring leaves
+	// them anything.
+	for end := time.Now().Add(5 * time.Second); d.Meter().Snapshot().Requests("esm:dispatch", "") == 0 && time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	u := d.Meter().Snapshot()
+	for _, fn := range []string{"scan", "ring", "dispatch", "callback", "registry", "esm:ring", "esm:dispatch"} {
+		if u.Requests(fn, "") == 0 {
+			t.Errorf("no AWS requests metered for %s: %+v", fn, u.Ops[fn])
+		}
+	}
+	if u.HTTPRequests == 0 || u.Invokes["callback"].Invocations == 0 {
+		t.Errorf("HTTP API requests %d, callback invocations %d", u.HTTPRequests, u.Invokes["callback"].Invocations)
+	}
+	// One scan invocation per minute: one tick, then it returned.
+	if s := u.Invokes["scan"]; s.Invocations != 1 {
+		t.Errorf("scan invocations %+v, want 1", s)
+	}
+	d.Close()
+	if errs := d.Errors(); len(errs) > 0 {
+		t.Errorf("invocation errors: %v", errs)
+	}
+	for _, pu := range d.EmulatorUsage() {
+		if pu.CPUSeconds <= 0 {
+			t.Errorf("%s: no CPU accounted after Close: %+v", pu.Name, pu)
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package awsstack_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/executor"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+	"github.com/xjobdev/xjob/internal/testenv/awsstack"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/protocol"
+)
+
+// syncBuffer collects the bootstraps' logs from several processes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runRecorder is an SDK executor that counts the /run calls per log id,
+// duplicates included.
+type runRecorder struct {
+	mu   sync.Mutex
+	runs map[int64]int
+}
+
+func (r *runRecorder) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/run" {
+			body, _ := io.ReadAll(req.Body)
+			var p protocol.TriggerParam
+			if json.Unmarshal(body, &p) == nil {
+				r.mu.Lock()
+				r.runs[p.LogID]++
+				r.mu.Unlock()
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, req)
+	})
+}
+
+// TestBootstrapsEndToEnd runs the five real bootstraps (functions/*, built
+// for this host) as Lambda runs them — each in its own processes, pulling
+// invocations from the Runtime API (internal/testenv/lambdarun) — against dynalite
+// and fauxqs: EventBridge ticks start scans (overlapping invocations in
+// two environments hand the shard leases over), the ring and dispatch
+// mappings feed SQS events, the HTTP API turns the executor's registry
+// and callback requests and the admin client's calls into HTTP API
+// events, and the dispatch function is invoked directly with {"jobId":…}.
+// Every fire of every job reaches the executor exactly once.
+func TestBootstrapsEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	bin := t.TempDir()
+	if _, err := emulator.Dir(""); err != nil {
+		if errors.Is(err, emulator.ErrNotInstalled) && os.Getenv("CI") == "" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	buildStart := time.Now()
+	if err := awsstack.BuildBootstraps(ctx, "", bin); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bootstraps built in %s", time.Since(buildStart).Round(time.Millisecond))
+	logs := &syncBuffer{}
+	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 3, FastPollers: 3, SlowPollers: 1,
+		PollWait: time.Second, ScanPeriod: 4 * time.Second, ScanTimeout: 5500 * time.Millisecond, NoMaintenance: true,
+		Bootstraps: bin, BootstrapOutput: logs, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			d.Close()
+		}
+		if t.Failed() {
+			t.Logf("bootstrap logs:\n%s", tail(logs.String(), 60))
+		}
+	}()
+
+	rec := &runRecorder{runs: map[int64]int{}}
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	exe, err := executor.New(executor.Config{AdminAddresses: []string{d.URL()}, AccessToken: d.AccessToken(), AppName: "bootstraps",
+		Address: srv.URL + "/", LogDir: t.TempDir(), CallbackRetryInterval: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = rec.wrap(exe)
+	if err := exe.Register("ok", func(_ context.Context, j *executor.Job) error { j.Succeed("ok " + j.Param); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := exe.Start(); err != nil { // registers through the HTTP API → registry bootstrap
+		t.Fatal(err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_ = exe.Shutdown(sctx)
+	}()
+
+	api, err := adminclient.New(d.URL(), d.AdminToken())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := api.GroupCreate(ctx, xjob.Group{AppName: "bootstraps", Title: "bootstraps", AddressType: xjob.AddressAuto})
+	if err != nil {
+		t.Fatalf("group: %v", err)
+	}
+	jobs := make([]xjob.Job, 4)
+	for i := range jobs {
+		job := xjob.Job{GroupID: g.ID, Description: fmt.Sprint("every second ", i), Author: "t", ScheduleType: xjob.ScheduleFixRate,
+			ScheduleConf: "1", Handler: "ok", TriggerStatus: xjob.StatusRunning}
+		job.ApplyDefaults()
+		if jobs[i], err = api.JobCreate(ctx, job); err != nil {
+			t.Fatalf("job: %v", err)
+		}
+	}
+	time.Sleep(11 * time.Second) // three scan invocations, two lease hand-overs
+	for _, j := range jobs {
+		if _, err := api.JobStop(ctx, j.ID); err != nil {
+			t.Fatalf("stop job %d: %v", j.ID, err)
+		}
+	}
+
+	// The direct invocation of the dispatch function (a manual trigger).
+	payload := fmt.Sprintf(`{"jobId":%d,"executorParam":"by hand","addressList":[%q]}`, jobs[0].ID, srv.URL+"/")
+	out, err := d.Invoke(ctx, "dispatch", "", []byte(payload))
+	if err != nil {
+		t.Fatalf("direct dispatch invocation: %v", err)
+	}
+	var mr lambdaapp.ManualResult
+	if err := json.Unmarshal(out, &mr); err != nil || len(mr.LogIDs) != 1 || mr.TriggerCodes[0] != xjob.CodeSuccess {
+		t.Fatalf("manual trigger result %s (%v)", out, err)
+	}
+	// The maintenance tick (EventBridge → registry).
+	tick := `{"version":"0","id":"t","detail-type":"Scheduled Event","source":"aws.events","time":"` +
+		time.Now().UTC().Format(time.RFC3339) + `","region":"us-east-1","detail":{}}`
+	if out, err := d.Invoke(ctx, "registry", "", []byte(tick)); err != nil {
+		t.Fatalf("maintenance invocation: %v", err)
+	} else if !strings.Contains(string(out), `"swept"`) {
+		t.Errorf("maintenance result %s", out)
+	}
+
+	// Every fire between each job's first and last is there once, and
+	// each reached the executor once and succeeded through the callback.
+	total := 0
+	for _, j := range jobs {
+		var fires []int64
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			page, err := d.Store().LogList(ctx, driver.LogListParams{JobID: j.ID, Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fires = fires[:0]
+			done := len(page.Logs) > 0
+			for _, l := range page.Logs {
+				done = done && l.HandleCode == xjob.CodeSuccess
+				if l.TriggerType == xjob.TriggerCron {
+					fires = append(fires, l.ScheduledTime)
+				}
+			}
+			if done {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %d: results not all in after 20 s: %d logs; invocation errors %v", j.ID, len(page.Logs), d.Errors())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		slices.Sort(fires)
+		for i := 1; i < len(fires); i++ {
+			if gap := fires[i] - fires[i-1]; gap != 1000 {
+				t.Errorf("job %d: fires %d and %d are %d ms apart (lost or duplicate fire)", j.ID, i-1, i, gap)
+			}
+		}
+		if len(fires) < 4 { // the last ~5 s pushed to the ring are dropped by the stop
+			t.Errorf("job %d: %d fires in ~11 s of running", j.ID, len(fires))
+		}
+		total += len(fires)
+	}
+	rec.mu.Lock()
+	for id, n := range rec.runs {
+		if n != 1 {
+			t.Errorf("log %d reached the executor %d times", id, n)
+		}
+	}
+	runs := len(rec.runs)
+	rec.mu.Unlock()
+	if runs != total+1 {
+		t.Errorf("executor saw %d distinct runs, want %d fires + 1 manual", runs, total)
+	}
+	u := d.Meter().Snapshot()
+	d.Close()
+	closed = true
+	for _, fn := range []string{"scan", "ring", "dispatch", "callback", "registry"} {
+		if u.Invokes[fn].Invocations == 0 {
+			t.Errorf("no invocations of the %s bootstrap", fn)
+		}
+	}
+	for _, err := range d.Errors() {
+		t.Errorf("invocation error: %v", err)
+	}
+	t.Logf("%d scheduled fires + 1 manual, each run once; invocations %v", total, u.Invokes)
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

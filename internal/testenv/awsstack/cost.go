@@ -1,0 +1,172 @@
+package awsstack
+
+import (
+	"slices"
+	"strings"
+)
+
+// Prices are the unit prices a cost estimate uses, in US dollars.
+type Prices struct {
+	WRU            float64 `json:"wru"`            // DynamoDB on-demand write request unit
+	RRU            float64 `json:"rru"`            // DynamoDB on-demand read request unit
+	SQSRequest     float64 `json:"sqsRequest"`     // SQS standard queue request
+	SNSRequest     float64 `json:"snsRequest"`     // SNS publish
+	LambdaRequest  float64 `json:"lambdaRequest"`  // Lambda invocation
+	LambdaGBSecond float64 `json:"lambdaGBSecond"` // Lambda duration, arm64
+	HTTPRequest    float64 `json:"httpRequest"`    // API Gateway HTTP API request
+	// StorageGBMonth is DynamoDB standard storage per GB-month; retained
+	// bytes (OpStat.StoredBytes) are held for one month (the default log
+	// retention, 30 days).
+	StorageGBMonth float64 `json:"storageGBMonth"`
+	// MemoryGB is the configured memory assumed for every function.
+	MemoryGB float64 `json:"memoryGB"`
+}
+
+// ListPrices are us-east-1 list prices (issue 10), with the functions'
+// deployed memory (MemoryMB, the templates' MemorySize).
+func ListPrices() Prices {
+	return Prices{WRU: 0.625e-6, RRU: 0.125e-6, SQSRequest: 0.40e-6, SNSRequest: 0.50e-6,
+		LambdaRequest: 0.20e-6, LambdaGBSecond: 0.0000133334, HTTPRequest: 1.00e-6, StorageGBMonth: 0.25,
+		MemoryGB: MemoryMB / 1024.0}
+}
+
+// FunctionCost is one function's share of a metered interval, per trigger
+// (counts) and per million triggers (dollars).
+type FunctionCost struct {
+	Function string `json:"function"`
+	// Invocations and MsPerInvoke describe the Lambda side (0 for the ESM
+	// pollers, which are not invocations).
+	Invocations int     `json:"invocations"`
+	MsPerInvoke float64 `json:"msPerInvoke"`
+	// Per trigger.
+	DynamoDBPerTrigger float64 `json:"dynamodbRequestsPerTrigger"`
+	SQSPerTrigger      float64 `json:"sqsRequestsPerTrigger"`
+	SNSPerTrigger      float64 `json:"snsRequestsPerTrigger"`
+	WRUPerTrigger      float64 `json:"wruPerTrigger"` // index writes included
+	IndexWRUPerTrigger float64 `json:"indexWruPerTrigger"`
+	RRUPerTrigger      float64 `json:"rruPerTrigger"`
+	StoredBytesPerTrig float64 `json:"storedBytesPerTrigger"`
+	// Dollars per million triggers.
+	DynamoDBPerM       float64 `json:"dynamodbUSDPerM"` // request units
+	StoragePerM        float64 `json:"storageUSDPerM"`  // DynamoDB storage for the retention
+	SQSPerM            float64 `json:"sqsUSDPerM"`      // SNS included
+	LambdaRequestsPerM float64 `json:"lambdaRequestsUSDPerM"`
+	LambdaDurationPerM float64 `json:"lambdaDurationUSDPerM"`
+	TotalPerM          float64 `json:"totalUSDPerM"`
+	// Ops is the operation mix, "service:Operation" → requests.
+	Ops map[string]int `json:"ops"`
+}
+
+// Cost is a metered interval priced per trigger.
+type Cost struct {
+	Triggers  int            `json:"triggers"`
+	Prices    Prices         `json:"prices"`
+	Functions []FunctionCost `json:"functions"`
+	// AWSRequestsPerTrigger counts DynamoDB, SQS and SNS requests (ESM
+	// polling included); InvocationsPerTrigger Lambda invocations;
+	// HTTPPerTrigger API Gateway requests.
+	AWSRequestsPerTrigger float64 `json:"awsRequestsPerTrigger"`
+	DynamoDBPerTrigger    float64 `json:"dynamodbRequestsPerTrigger"`
+	SQSPerTrigger         float64 `json:"sqsRequestsPerTrigger"`
+	InvocationsPerTrigger float64 `json:"invocationsPerTrigger"`
+	HTTPPerTrigger        float64 `json:"httpApiRequestsPerTrigger"`
+	HTTPPerM              float64 `json:"httpApiUSDPerM"`
+	TotalPerM             float64 `json:"totalUSDPerM"`
+	// CapacityReported says whether the DynamoDB units came (at least in
+	// part) from the service's own ConsumedCapacity rather than DeriveUnits.
+	CapacityReported bool `json:"capacityReported"`
+}
+
+// Cost prices u for triggers triggers. Lambda duration is the measured
+// handler time at p.MemoryGB (the ring's wait to the exact millisecond
+// included, as Lambda bills it). A zero trigger count yields a zero Cost.
+func (u Usage) Cost(triggers int, p Prices) Cost {
+	c := Cost{Triggers: triggers, Prices: p}
+	if triggers <= 0 {
+		return c
+	}
+	t := float64(triggers)
+	perM := 1e6 / t
+	fns := map[string]bool{}
+	for fn := range u.Ops {
+		fns[fn] = true
+	}
+	for fn := range u.Invokes {
+		fns[fn] = true
+	}
+	names := make([]string, 0, len(fns))
+	for fn := range fns {
+		names = append(names, fn)
+	}
+	slices.SortFunc(names, func(a, b string) int { return compareFunctions(a, b) })
+	var ddbN, sqsN, snsN, invN int
+	for _, fn := range names {
+		fc := FunctionCost{Function: fn, Ops: map[string]int{}}
+		var wru, rru, iwru float64
+		var fddb, fsqs, fsns, billed, stored int
+		for key, s := range u.Ops[fn] {
+			fc.Ops[key] = s.Requests
+			svc, op, _ := strings.Cut(key, ":")
+			switch svc {
+			case "dynamodb":
+				fddb += s.Requests
+				if s.Reported > 0 {
+					c.CapacityReported = true
+				}
+				if IsWrite(op) {
+					wru += s.Reported + s.Derived + s.IndexUnits
+					iwru += s.IndexUnits
+				} else {
+					rru += s.Reported + s.Derived
+				}
+				stored += s.StoredBytes
+			case "sqs":
+				fsqs += s.Requests
+				billed += max(s.Billed, s.Requests)
+			case "sns":
+				fsns += s.Requests
+			}
+		}
+		inv := u.Invokes[fn]
+		fc.Invocations = inv.Invocations
+		if inv.Invocations > 0 {
+			fc.MsPerInvoke = float64(inv.Duration.Microseconds()) / 1000 / float64(inv.Invocations)
+		}
+		fc.DynamoDBPerTrigger, fc.SQSPerTrigger, fc.SNSPerTrigger = float64(fddb)/t, float64(fsqs)/t, float64(fsns)/t
+		fc.WRUPerTrigger, fc.IndexWRUPerTrigger, fc.RRUPerTrigger = wru/t, iwru/t, rru/t
+		fc.StoredBytesPerTrig = float64(stored) / t
+		fc.DynamoDBPerM = (wru*p.WRU + rru*p.RRU) * perM
+		fc.StoragePerM = float64(stored) / 1e9 * p.StorageGBMonth * perM
+		fc.SQSPerM = (float64(billed)*p.SQSRequest + float64(fsns)*p.SNSRequest) * perM
+		fc.LambdaRequestsPerM = float64(inv.Invocations) * p.LambdaRequest * perM
+		fc.LambdaDurationPerM = inv.Duration.Seconds() * p.MemoryGB * p.LambdaGBSecond * perM
+		fc.TotalPerM = fc.DynamoDBPerM + fc.StoragePerM + fc.SQSPerM + fc.LambdaRequestsPerM + fc.LambdaDurationPerM
+		c.TotalPerM += fc.TotalPerM
+		ddbN, sqsN, snsN, invN = ddbN+fddb, sqsN+fsqs, snsN+fsns, invN+inv.Invocations
+		c.Functions = append(c.Functions, fc)
+	}
+	c.HTTPPerM = float64(u.HTTPRequests) * p.HTTPRequest * perM
+	c.TotalPerM += c.HTTPPerM
+	c.DynamoDBPerTrigger, c.SQSPerTrigger = float64(ddbN)/t, float64(sqsN+snsN)/t
+	c.AWSRequestsPerTrigger = float64(ddbN+sqsN+snsN) / t
+	c.InvocationsPerTrigger = float64(invN) / t
+	c.HTTPPerTrigger = float64(u.HTTPRequests) / t
+	return c
+}
+
+// functionOrder is the pipeline's order, for tables; others sort after it.
+var functionOrder = []string{"scan", "ring", "dispatch", "callback", "registry", "esm:ring", "esm:dispatch"}
+
+func compareFunctions(a, b string) int {
+	ia, ib := slices.Index(functionOrder, a), slices.Index(functionOrder, b)
+	if ia < 0 {
+		ia = len(functionOrder)
+	}
+	if ib < 0 {
+		ib = len(functionOrder)
+	}
+	if ia != ib {
+		return ia - ib
+	}
+	return strings.Compare(a, b)
+}

@@ -1,0 +1,240 @@
+package awsstack
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestUsageCost(t *testing.T) {
+	t.Parallel()
+	u := Usage{
+		Ops: map[string]map[string]OpStat{
+			"dispatch": {"dynamodb:PutItem": {Requests: 100, Reported: 100}, "dynamodb:GetItem": {Requests: 100, Derived: 50}},
+			"scan":     {"sqs:SendMessageBatch": {Requests: 10, Entries: 100}},
+			"esm:ring": {"sqs:ReceiveMessage": {Requests: 40}},
+			"callback": {"sns:Publish": {Requests: 2}},
+		},
+		Invokes:      map[string]InvokeStat{"dispatch": {Invocations: 10, Duration: 10 * time.Second}},
+		HTTPRequests: 5,
+	}
+	p := Prices{WRU: 1, RRU: 0.5, SQSRequest: 0.25, SNSRequest: 2, LambdaRequest: 3, LambdaGBSecond: 4, HTTPRequest: 10, MemoryGB: 0.5}
+	c := u.Cost(100, p)
+	perM := 1e6 / 100.0
+	wantTotal := (100*1+50*0.5)*perM + (10+40)*0.25*perM + 2*2*perM + 10*3*perM + 10*0.5*4*perM + 5*10*perM
+	if !near(c.TotalPerM, wantTotal) {
+		t.Errorf("total $/M = %v, want %v", c.TotalPerM, wantTotal)
+	}
+	if !near(c.AWSRequestsPerTrigger, (200+10+40+2)/100.0) || !near(c.DynamoDBPerTrigger, 2) || !near(c.SQSPerTrigger, 0.52) {
+		t.Errorf("per trigger: aws %v ddb %v sqs %v", c.AWSRequestsPerTrigger, c.DynamoDBPerTrigger, c.SQSPerTrigger)
+	}
+	if !near(c.InvocationsPerTrigger, 0.1) || !near(c.HTTPPerTrigger, 0.05) || !c.CapacityReported {
+		t.Errorf("invocations %v http %v reported %v", c.InvocationsPerTrigger, c.HTTPPerTrigger, c.CapacityReported)
+	}
+	var order []string
+	for _, f := range c.Functions {
+		order = append(order, f.Function)
+		if f.Function == "dispatch" {
+			if !near(f.WRUPerTrigger, 1) || !near(f.RRUPerTrigger, 0.5) || !near(f.MsPerInvoke, 1000) {
+				t.Errorf("dispatch row %+v", f)
+			}
+			if !near(f.LambdaDurationPerM, 10*0.5*4*perM) {
+				t.Errorf("dispatch duration $/M %v", f.LambdaDurationPerM)
+			}
+		}
+	}
+	if want := []string{"scan", "dispatch", "callback", "esm:ring"}; len(order) != len(want) || order[0] != want[0] || order[3] != want[3] {
+		t.Errorf("function order %v, want %v", order, want)
+	}
+	if z := u.Cost(0, p); z.TotalPerM != 0 || len(z.Functions) != 0 {
+		t.Errorf("zero triggers: %+v", z)
+	}
+}
+
+func TestUsageSub(t *testing.T) {
+	t.Parallel()
+	before := Usage{Ops: map[string]map[string]OpStat{"ring": {"sqs:SendMessageBatch": {Requests: 3, Entries: 20}}},
+		Invokes: map[string]InvokeStat{"ring": {Invocations: 2, Duration: time.Second}}, HTTPRequests: 1}
+	after := Usage{Ops: map[string]map[string]OpStat{
+		"ring": {"sqs:SendMessageBatch": {Requests: 5, Entries: 30}},
+		"scan": {"dynamodb:Query": {Requests: 4, Reported: 2}}},
+		Invokes: map[string]InvokeStat{"ring": {Invocations: 2, Duration: time.Second}}, HTTPRequests: 4}
+	d := after.Sub(before)
+	if got := d.Ops["ring"]["sqs:SendMessageBatch"]; got != (OpStat{Requests: 2, Entries: 10}) {
+		t.Errorf("ring diff %+v", got)
+	}
+	if got := d.Ops["scan"]["dynamodb:Query"]; got != (OpStat{Requests: 4, Reported: 2}) {
+		t.Errorf("scan diff %+v", got)
+	}
+	if _, ok := d.Invokes["ring"]; ok || d.HTTPRequests != 3 {
+		t.Errorf("invokes %+v http %d", d.Invokes, d.HTTPRequests)
+	}
+	if d.Requests("", "") != 6 || d.Requests("scan", "dynamodb") != 4 || d.Requests("ring", "dynamodb") != 0 {
+		t.Errorf("requests: all %d scan/ddb %d", d.Requests("", ""), d.Requests("scan", "dynamodb"))
+	}
+}
+
+func TestUsageAddScale(t *testing.T) {
+	t.Parallel()
+	a := Usage{Ops: map[string]map[string]OpStat{"ring": {"sqs:SendMessageBatch": {Requests: 3, Entries: 20}}},
+		Invokes: map[string]InvokeStat{"ring": {Invocations: 2, Duration: time.Second}}, HTTPRequests: 1}
+	b := Usage{Ops: map[string]map[string]OpStat{"scan": {"dynamodb:UpdateItem": {Requests: 10, Reported: 10, IndexUnits: 20}}},
+		Invokes: map[string]InvokeStat{"scan": {Invocations: 1, Duration: 2 * time.Second}}}
+	sum := a.Add(b.Scale(0.5))
+	if got := sum.Ops["scan"]["dynamodb:UpdateItem"]; got != (OpStat{Requests: 5, Reported: 5, IndexUnits: 10}) {
+		t.Errorf("scaled scan %+v", got)
+	}
+	if got := sum.Ops["ring"]["sqs:SendMessageBatch"]; got != (OpStat{Requests: 3, Entries: 20}) {
+		t.Errorf("ring %+v", got)
+	}
+	if got := sum.Invokes["scan"]; got != (InvokeStat{Invocations: 1, Duration: time.Second}) || sum.HTTPRequests != 1 {
+		t.Errorf("invokes %+v http %d", sum.Invokes, sum.HTTPRequests)
+	}
+}
+
+func TestDeriveUnits(t *testing.T) {
+	t.Parallel()
+	batch := &dynamodb.BatchWriteItemInput{RequestItems: map[string][]ddbtypes.WriteRequest{"a": make([]ddbtypes.WriteRequest, 3), "b": make([]ddbtypes.WriteRequest, 2)}}
+	tests := []struct {
+		op   string
+		in   any
+		want float64
+	}{
+		{"PutItem", &dynamodb.PutItemInput{}, 1},
+		{"UpdateItem", &dynamodb.UpdateItemInput{}, 1},
+		{"GetItem", &dynamodb.GetItemInput{}, 0.5},
+		{"GetItem", &dynamodb.GetItemInput{ConsistentRead: aws.Bool(true)}, 1},
+		{"Query", &dynamodb.QueryInput{}, 0.5},
+		{"BatchWriteItem", batch, 5},
+		{"TransactWriteItems", &dynamodb.TransactWriteItemsInput{TransactItems: make([]ddbtypes.TransactWriteItem, 2)}, 4},
+		{"DescribeTable", &dynamodb.DescribeTableInput{}, 0},
+	}
+	for _, tt := range tests {
+		if got := DeriveUnits(tt.op, tt.in); got != tt.want {
+			t.Errorf("DeriveUnits(%s) = %v, want %v", tt.op, got, tt.want)
+		}
+	}
+}
+
+func TestDeletable(t *testing.T) {
+	t.Parallel()
+	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "a", ReceiptHandle: "ra"}, {MessageId: "b", ReceiptHandle: "rb"}, {MessageId: "c", ReceiptHandle: "rc"}}}
+	del := deletable(ev, events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{{ItemIdentifier: "b"}}})
+	if len(del) != 2 || *del[0].ReceiptHandle != "ra" || *del[1].ReceiptHandle != "rc" || *del[0].Id == *del[1].Id {
+		t.Errorf("deletable = %+v", del)
+	}
+	if len(deletable(ev, events.SQSEventResponse{})) != 3 {
+		t.Error("no failures: every record is deleted")
+	}
+}
+
+func TestIsCallbackPath(t *testing.T) {
+	t.Parallel()
+	for path, want := range map[string]bool{"/api/callback": true, "/xxl-job-admin/api/callback": true,
+		"/api/registry": false, "/v1/jobs": false, "/api/callbackx": false} {
+		if IsCallbackPath(path) != want {
+			t.Errorf("IsCallbackPath(%q) != %v", path, want)
+		}
+	}
+}
+
+func TestMeterInflight(t *testing.T) {
+	t.Parallel()
+	m := NewMeter()
+	end := m.Begin("scan")
+	a := m.Snapshot()
+	if s := a.Invokes["scan"]; s.Invocations != 1 {
+		t.Fatalf("begun invocation not counted: %+v", s)
+	}
+	end()
+	b := m.Snapshot()
+	if b.Invokes["scan"].Duration < a.Invokes["scan"].Duration || len(m.running) != 0 {
+		t.Errorf("ended invocation: before %+v after %+v running %d", a.Invokes, b.Invokes, len(m.running))
+	}
+	if d := b.Sub(a).Invokes["scan"]; d.Invocations != 0 {
+		t.Errorf("window diff counts the invocation twice: %+v", d)
+	}
+}
+
+func TestIndexWrites(t *testing.T) {
+	t.Parallel()
+	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	due := gsiSchema{name: "due", keys: []string{"dueShard", "dueKey"}, projectAll: true}
+	byJob := gsiSchema{name: "byJob", keys: []string{"jobId", "timeKey"}}
+	byTime := gsiSchema{name: "byTime", keys: []string{"part", "tkey"}, include: []string{"lo"}}
+	page := item{"pk": s("p1"), "part": s("1"), "tkey": s("t"), "lo": s("5"), "b": s("logs")}
+	pageBody := item{"pk": s("p1"), "part": s("1"), "tkey": s("t"), "lo": s("5"), "b": s("more logs")}
+	pageLo := item{"pk": s("p1"), "part": s("1"), "tkey": s("t"), "lo": s("4"), "b": s("logs")}
+	running := item{"id": s("1"), "dueShard": s("0"), "dueKey": s("a"), "jobId": s("7"), "timeKey": s("t")}
+	advanced := item{"id": s("1"), "dueShard": s("0"), "dueKey": s("b"), "jobId": s("7"), "timeKey": s("t")}
+	renamed := item{"id": s("1"), "dueShard": s("0"), "dueKey": s("a"), "jobId": s("7"), "timeKey": s("t"), "desc": s("x")}
+	stopped := item{"id": s("1"), "jobId": s("7"), "timeKey": s("t")}
+	tests := []struct {
+		name      string
+		old, cur  item
+		wantUnits float64
+		wantAdded int
+		gsis      []gsiSchema
+	}{
+		{"INCLUDE: a change outside the projection writes nothing", page, pageBody, 0, 0, []gsiSchema{byTime}},
+		{"INCLUDE: a projected attribute change rewrites the entry", page, pageLo, 1, 0, []gsiSchema{byTime}},
+		{"INCLUDE: create", nil, page, 1, 1, []gsiSchema{byTime}},
+		{"create: one entry per index", nil, running, 2, 2, nil},
+		{"due key moves: delete + put in due only", running, advanced, 2, 0, nil},
+		{"non-key change: ALL index rewritten, KEYS_ONLY not", running, renamed, 1, 0, nil},
+		{"leaves the sparse index: one delete", running, stopped, 1, 0, nil},
+		{"unchanged: nothing", running, running, 0, 0, nil},
+		{"delete: one per index", running, nil, 2, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			gsis := tt.gsis
+			if gsis == nil {
+				gsis = []gsiSchema{due, byJob}
+			}
+			u, a := indexWrites(gsis, tt.old, tt.cur)
+			if u != tt.wantUnits || a != tt.wantAdded {
+				t.Errorf("units %v added %d, want %v %d", u, a, tt.wantUnits, tt.wantAdded)
+			}
+		})
+	}
+}
+
+func TestSQSBilledPer64KB(t *testing.T) {
+	t.Parallel()
+	body := func(n int) *string { b := make([]byte, n); return aws.String(string(b)) }
+	tests := []struct {
+		name string
+		in   any
+		want int
+	}{
+		{"small send", &sqs.SendMessageInput{MessageBody: body(10)}, 1},
+		{"batch of 10 × 20 KB", &sqs.SendMessageBatchInput{Entries: func() []sqstypes.SendMessageBatchRequestEntry {
+			var es []sqstypes.SendMessageBatchRequestEntry
+			for range 10 {
+				es = append(es, sqstypes.SendMessageBatchRequestEntry{MessageBody: body(20 << 10)})
+			}
+			return es
+		}()}, 4},
+		{"exactly 64 KB", &sqs.SendMessageInput{MessageBody: body(64 << 10)}, 1},
+		{"empty receive", &sqs.ReceiveMessageInput{}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := sqsBilled(tt.in, nil); got != tt.want {
+				t.Errorf("billed %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

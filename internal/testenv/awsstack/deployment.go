@@ -1,0 +1,414 @@
+package awsstack
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+	"github.com/xjobdev/xjob/internal/scheduler/scan"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/internal/testenv/lambdarun"
+)
+
+// Region is the region the emulator clients sign for; the emulators
+// accept any.
+const Region = "us-east-1"
+
+// Function timeouts of the templates (infra/sam/template.yaml): each
+// invocation's context carries the deadline Lambda would give it.
+const (
+	ScanTimeout     = 55 * time.Second
+	RingTimeout     = lambdaapp.RingTimeout // the wait to the instants + the fast lane's dispatch
+	DispatchTimeout = 30 * time.Second
+	CallbackTimeout = 15 * time.Second
+	RegistryTimeout = 60 * time.Second
+)
+
+// Options configure a Deployment. Zero values take the defaults noted.
+type Options struct {
+	// Root is the module root holding test/emulators (default: found from
+	// the working directory).
+	Root string
+	// Shards is the number of scan shards (default 16).
+	Shards int
+	// AccessToken is the xxl-job access token executors must send
+	// (default "xjob-awsstack-access"); AdminToken the /v1 bearer token
+	// (default "xjob-awsstack-admin-token").
+	AccessToken, AdminToken string
+	// Logger receives the functions' logs, with a "function" attribute
+	// (default: discarded).
+	Logger *slog.Logger
+	// Listen is the HTTP API's address (default 127.0.0.1:0).
+	Listen string
+	// RingPollers, FastPollers and SlowPollers are the concurrent batches
+	// of each event source mapping (the templates' MaximumConcurrency:
+	// default 10, 20 and 5).
+	RingPollers, FastPollers, SlowPollers int
+	// PollWait is the mapping's long-poll wait (default 20 s, as Lambda's).
+	PollWait time.Duration
+	// ScanPeriod is the EventBridge rate of the scan and maintenance
+	// schedules (default 1 minute).
+	ScanPeriod time.Duration
+	// NoMaintenance leaves out the registry function's scheduled runs.
+	NoMaintenance bool
+	// Scan overrides scan tunables (Shards always comes from Shards).
+	Scan scan.Config
+	// StartTimeout bounds each emulator's start (default 30 s).
+	StartTimeout time.Duration
+	// ScanTimeout is the scan function's timeout (default ScanTimeout, as
+	// deployed); a scan invocation ticks until ~1.5 s before it.
+	ScanTimeout time.Duration
+	// Bootstraps, when set, is a directory holding the five functions'
+	// bootstrap binaries, one per function named by it (see
+	// BuildBootstraps): every invocation then goes to the real mains,
+	// served by package lambdarun, instead of to in-process handlers. The
+	// meter then counts invocations and HTTP API requests only (the
+	// processes' SDK calls are not metered), and Scan is ignored.
+	Bootstraps string
+	// BootstrapOutput receives the bootstraps' logs (default: discarded).
+	BootstrapOutput io.Writer
+}
+
+func (o *Options) applyDefaults() {
+	if o.Shards == 0 {
+		o.Shards = 16
+	}
+	if o.AccessToken == "" {
+		o.AccessToken = "xjob-awsstack-access"
+	}
+	if o.AdminToken == "" {
+		o.AdminToken = "xjob-awsstack-admin-token"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:0"
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.RingPollers, 10)
+	def(&o.FastPollers, 20)
+	def(&o.SlowPollers, 5)
+	if o.PollWait <= 0 {
+		o.PollWait = 20 * time.Second
+	}
+	if o.ScanPeriod <= 0 {
+		o.ScanPeriod = time.Minute
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	if o.ScanTimeout <= 0 {
+		o.ScanTimeout = ScanTimeout
+	}
+}
+
+// Deployment is one running emulated AWS deployment of xjob.
+type Deployment struct {
+	opts     Options
+	dynalite *emulator.Process
+	fauxqs   *emulator.Process
+	meter    *Meter
+	httpc    *awshttp.BuildableClient
+	vars     map[string]string // the functions' environment
+	arns     map[string]string // queue URL → ARN
+	store    *dynamostore.DB   // un-metered
+	srv      *http.Server
+	url      string
+
+	appsMu   sync.Mutex
+	apps     map[string]*lambdaapp.App      // execution environment → app
+	handlers map[string]lambda.Handler      // execution environment → its App's handler
+	runners  map[string]*lambdarun.Function // function → bootstraps (Options.Bootstraps)
+
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	closeMu sync.Once
+	errMu   sync.Mutex
+	errs    []error // invocation errors, for Errors
+}
+
+// Start launches the emulators, creates the tables, queues and alarm
+// topic, and starts the triggers: the HTTP API, the event source mappings
+// and the scan and maintenance schedules (the first scan invocation starts
+// at once). Close stops everything.
+func Start(ctx context.Context, opts Options) (d *Deployment, err error) {
+	opts.applyDefaults()
+	dir, err := emulator.Dir(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	d = &Deployment{opts: opts, meter: NewMeter(), arns: map[string]string{}, apps: map[string]*lambdaapp.App{},
+		handlers: map[string]lambda.Handler{}, runners: map[string]*lambdarun.Function{}}
+	defer func() {
+		if err != nil {
+			d.Close()
+			d = nil
+		}
+	}()
+	if d.dynalite, err = emulator.StartDynalite(dir, opts.StartTimeout); err != nil {
+		return nil, err
+	}
+	if d.fauxqs, err = emulator.StartFauxqs(dir, opts.StartTimeout); err != nil {
+		return nil, err
+	}
+	// One transport for every client: the SDK's default keeps 10 idle
+	// connections per host, too few for dozens of concurrent functions.
+	d.httpc = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 512, 256
+	})
+	if err := d.createResources(ctx); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("awsstack http api: %w", err)
+	}
+	d.url = "http://" + ln.Addr().String()
+	d.srv = &http.Server{Handler: http.HandlerFunc(d.serveAPI), ReadHeaderTimeout: 10 * time.Second}
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	d.stop = stop
+	d.wg.Go(func() { _ = d.srv.Serve(ln) })
+	if opts.Bootstraps != "" {
+		if err := d.startBootstraps(); err != nil {
+			return nil, err
+		}
+	} else {
+		// Build every function's environment before the triggers start, so a
+		// broken configuration fails Start rather than the first invocation.
+		for _, fn := range []string{"scan", "ring", "dispatch", "callback", "registry"} {
+			if _, err := d.app(fn, fn); err != nil {
+				return nil, err
+			}
+		}
+	}
+	d.startMappings(runCtx)
+	d.startSchedules(runCtx)
+	return d, nil
+}
+
+// URL is the HTTP API's base address: the admin address of executors and
+// of the admin client.
+func (d *Deployment) URL() string { return d.url }
+
+// AccessToken is the xxl-job access token the functions expect.
+func (d *Deployment) AccessToken() string { return d.opts.AccessToken }
+
+// AdminToken is the bearer token of the /v1 admin API.
+func (d *Deployment) AdminToken() string { return d.opts.AdminToken }
+
+// Store is an un-metered store on the deployment's tables, for reading
+// results (trigger logs) without counting the reads as the pipeline's.
+func (d *Deployment) Store() *dynamostore.DB { return d.store }
+
+// Meter is the deployment's request meter.
+func (d *Deployment) Meter() *Meter { return d.meter }
+
+// Endpoints returns the emulators' base URLs (DynamoDB, SQS/SNS).
+func (d *Deployment) Endpoints() (dynamoDB, sqsSNS string) {
+	return d.dynalite.Endpoint(), d.fauxqs.Endpoint()
+}
+
+// EmulatorUsage is the kernel's accounting of the emulator processes; the
+// figures are complete after Close.
+func (d *Deployment) EmulatorUsage() []ProcessUsage {
+	var out []ProcessUsage
+	for _, e := range []*emulator.Process{d.dynalite, d.fauxqs} {
+		if e != nil {
+			out = append(out, e.Usage())
+		}
+	}
+	return out
+}
+
+// Errors returns the invocation errors seen so far (a handler that
+// returned an error, or a mapping's failed SQS call), at most 100.
+func (d *Deployment) Errors() []error {
+	d.errMu.Lock()
+	defer d.errMu.Unlock()
+	return append([]error(nil), d.errs...)
+}
+
+func (d *Deployment) fail(err error) {
+	d.errMu.Lock()
+	defer d.errMu.Unlock()
+	if len(d.errs) < 100 {
+		d.errs = append(d.errs, err)
+	}
+}
+
+// Close stops the triggers, waits for running invocations, shuts the HTTP
+// API down and ends the emulators. It is safe to call more than once.
+func (d *Deployment) Close() {
+	d.closeMu.Do(func() {
+		if d.stop != nil {
+			d.stop()
+		}
+		if d.srv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = d.srv.Shutdown(ctx)
+			cancel()
+		}
+		d.wg.Wait()
+		for _, r := range d.runners {
+			r.Close()
+		}
+		for _, e := range []*emulator.Process{d.fauxqs, d.dynalite} {
+			if e != nil {
+				e.Stop()
+			}
+		}
+	})
+}
+
+// config is the SDK configuration of every client: region, static dummy
+// credentials (no real profile is ever read) and the shared transport.
+func (d *Deployment) config() aws.Config {
+	return aws.Config{Region: Region, HTTPClient: d.httpc,
+		Credentials: credentials.NewStaticCredentialsProvider("xjob-awsstack", "xjob-awsstack", "")}
+}
+
+// clients returns SDK clients for the emulators, metered as function fn
+// ("" for none).
+func (d *Deployment) clients(fn string) (*dynamodb.Client, *sqs.Client, *sns.Client) {
+	var apiOpts []func(*middleware.Stack) error
+	if fn != "" {
+		apiOpts = append(apiOpts, d.meter.Middleware(fn))
+	}
+	cfg := d.config()
+	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(d.dynalite.Endpoint())
+		o.APIOptions = append(o.APIOptions, apiOpts...)
+	})
+	sq := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		o.BaseEndpoint = aws.String(d.fauxqs.Endpoint())
+		o.APIOptions = append(o.APIOptions, apiOpts...)
+	})
+	sn := sns.NewFromConfig(cfg, func(o *sns.Options) {
+		o.BaseEndpoint = aws.String(d.fauxqs.Endpoint())
+		o.APIOptions = append(o.APIOptions, apiOpts...)
+	})
+	return ddb, sq, sn
+}
+
+// Queue visibility timeouts of the templates (6 × the consumer's timeout).
+const (
+	ringVisibility     = "300"
+	dispatchVisibility = "180"
+)
+
+// createResources makes what the templates declare: the tables, the ring
+// and lane queues and the alarm topic, and the functions' environment.
+func (d *Deployment) createResources(ctx context.Context) error {
+	ddb, sq, sn := d.clients("")
+	const prefix = "xjob"
+	st, err := dynamostore.New(ddb, dynamostore.Options{Tables: dynamostore.TablesWithPrefix(prefix), Shards: d.opts.Shards})
+	if err != nil {
+		return fmt.Errorf("awsstack store: %w", err)
+	}
+	if err := st.CreateTables(ctx); err != nil {
+		return fmt.Errorf("awsstack create tables: %w", err)
+	}
+	tables := dynamostore.TablesWithPrefix(prefix)
+	d.meter.Describe(ddb, dynamostore.TableSpecs(tables), tables.Logs)
+	d.store = st
+	queue := func(name, visibility string) (string, error) {
+		out, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name),
+			Attributes: map[string]string{"VisibilityTimeout": visibility}})
+		if err != nil {
+			return "", fmt.Errorf("awsstack create queue %s: %w", name, err)
+		}
+		a, err := sq.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		if err != nil {
+			return "", fmt.Errorf("awsstack queue %s arn: %w", name, err)
+		}
+		d.arns[*out.QueueUrl] = a.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+		return *out.QueueUrl, nil
+	}
+	ring, err := queue(prefix+"-ring", ringVisibility)
+	if err != nil {
+		return err
+	}
+	fast, err := queue(prefix+"-dispatch-fast", dispatchVisibility)
+	if err != nil {
+		return err
+	}
+	slow, err := queue(prefix+"-dispatch-slow", dispatchVisibility)
+	if err != nil {
+		return err
+	}
+	topic, err := sn.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(prefix + "-alarms")})
+	if err != nil {
+		return fmt.Errorf("awsstack create topic: %w", err)
+	}
+	d.vars = map[string]string{
+		awsconfig.EnvTablePrefix: prefix, awsconfig.EnvShards: fmt.Sprint(d.opts.Shards),
+		awsconfig.EnvRingQueueURL: ring, awsconfig.EnvDispatchFastURL: fast, awsconfig.EnvDispatchSlowURL: slow,
+		awsconfig.EnvAccessToken: d.opts.AccessToken, awsconfig.EnvAdminToken: d.opts.AdminToken,
+		awsconfig.EnvAlarmTopicARN: *topic.TopicArn,
+	}
+	return nil
+}
+
+// app returns the App of one execution environment (key) of function fn,
+// building it as its main would: configuration from the environment,
+// clients built once.
+func (d *Deployment) app(fn, key string) (*lambdaapp.App, error) {
+	d.appsMu.Lock()
+	defer d.appsMu.Unlock()
+	if a := d.apps[key]; a != nil {
+		return a, nil
+	}
+	cfg, err := lambdaapp.LoadConfig(fn, func(k string) string { return d.vars[k] })
+	if err != nil {
+		return nil, fmt.Errorf("awsstack %s: %w", fn, err)
+	}
+	ddb, sq, sn := d.clients(fn)
+	a, err := lambdaapp.New(cfg, lambdaapp.Deps{DynamoDB: ddb, SQS: sq, SNS: sn,
+		Logger: d.opts.Logger.With("function", fn), Owner: key, Scan: d.opts.Scan})
+	if err != nil {
+		return nil, fmt.Errorf("awsstack %s: %w", fn, err)
+	}
+	d.apps[key] = a
+	return a, nil
+}
+
+// handler returns the handler of execution environment key of function
+// fn, as lambda.Start would wrap it.
+func (d *Deployment) handler(fn, key string) (lambda.Handler, error) {
+	a, err := d.app(fn, key)
+	if err != nil {
+		return nil, err
+	}
+	d.appsMu.Lock()
+	defer d.appsMu.Unlock()
+	h := d.handlers[key]
+	if h == nil {
+		h = lambda.NewHandler(a.Handler())
+		d.handlers[key] = h
+	}
+	return h, nil
+}

@@ -1,0 +1,31 @@
+// Package awsstack runs xjob's AWS deployment on one machine, without AWS:
+// dynalite stands in for DynamoDB and fauxqs for SQS and SNS (Node child
+// processes on loopback, installed by `make emulators`), and the five
+// Lambda handlers of internal/app/lambdaapp are driven the way their AWS
+// triggers drive them:
+//
+//	EventBridge rate(1 minute) → scan      one invocation per period (the
+//	                                       templates' 55 s timeout): one
+//	                                       tick planning 150 s ahead, then
+//	                                       the shard leases are released
+//	EventBridge rate(1 minute) → registry  maintenance
+//	SQS event source mappings  → ring, dispatch (fast and slow lanes):
+//	                                       long-poll, batches of ≤ 10, delete
+//	                                       what succeeded, leave the
+//	                                       BatchItemFailures to come back
+//	API Gateway HTTP API       → callback  (/api/callback,
+//	                                       /xxl-job-admin/api/callback)
+//	                           → registry  (every other path)
+//
+// so that an xxl-job executor and the admin client talk to Deployment.URL
+// exactly as they talk to `xjob local`. It exists for the load harness
+// (bench --aws) and for manual experiments; it is not a test double — the
+// handlers, adapters and SDK clients are the shipped ones, only the AWS
+// services are emulated.
+//
+// Every SDK client of a function goes through a Meter, which counts
+// requests per function, service and operation, and the DynamoDB capacity
+// they consumed (asked for with ReturnConsumedCapacity=TOTAL; derived from
+// the request shape when the emulator reports none). Usage.Cost turns a
+// metered interval into dollars per million triggers at list prices.
+package awsstack

@@ -1,0 +1,749 @@
+package awsstack
+
+import (
+	"context"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// OpStat is what one function spent on one AWS operation.
+type OpStat struct {
+	Requests int `json:"requests"`
+	Errors   int `json:"errors,omitempty"`
+	// Entries counts SQS batch entries and DynamoDB batch items.
+	Entries int `json:"entries,omitempty"`
+	// Reported is the DynamoDB capacity the service reported
+	// (ReturnConsumedCapacity=TOTAL); Derived the units assumed for the
+	// requests that reported none (see DeriveUnits).
+	Reported float64 `json:"reportedUnits,omitempty"`
+	Derived  float64 `json:"derivedUnits,omitempty"`
+	// IndexUnits are the write units of global secondary index entries
+	// (see Meter.Describe), which neither dynalite nor a request's TOTAL
+	// consumed capacity includes.
+	IndexUnits float64 `json:"indexUnits,omitempty"`
+	// StoredBytes is what the writes added to tables kept for the log
+	// retention (items and index entries, with DynamoDB's per-item
+	// overhead).
+	StoredBytes int `json:"storedBytes,omitempty"`
+	// Billed counts SQS requests as billed: one per 64 KB chunk of payload.
+	Billed int `json:"billed,omitempty"`
+}
+
+// InvokeStat counts a function's invocations and their handler time
+// (Lambda bills the time, rounded up per invocation to the millisecond).
+type InvokeStat struct {
+	Invocations int           `json:"invocations"`
+	Duration    time.Duration `json:"durationNs"`
+}
+
+// Usage is a snapshot of a Meter: what every function called and how
+// often it was invoked. Keys of Ops are function names (the ESM pollers are
+// "esm:ring" and "esm:dispatch", since AWS bills their SQS requests to the
+// account too), then "service:Operation" (e.g. "dynamodb:PutItem").
+type Usage struct {
+	Ops          map[string]map[string]OpStat `json:"ops"`
+	Invokes      map[string]InvokeStat        `json:"invokes"`
+	HTTPRequests int                          `json:"httpApiRequests"`
+}
+
+// Sub returns u − before: the usage of the interval between two snapshots.
+func (u Usage) Sub(before Usage) Usage {
+	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, HTTPRequests: u.HTTPRequests - before.HTTPRequests}
+	for fn, ops := range u.Ops {
+		for op, s := range ops {
+			b := before.Ops[fn][op]
+			d := OpStat{Requests: s.Requests - b.Requests, Errors: s.Errors - b.Errors, Entries: s.Entries - b.Entries,
+				Reported: s.Reported - b.Reported, Derived: s.Derived - b.Derived, IndexUnits: s.IndexUnits - b.IndexUnits,
+				StoredBytes: s.StoredBytes - b.StoredBytes, Billed: s.Billed - b.Billed}
+			if d == (OpStat{}) {
+				continue
+			}
+			if out.Ops[fn] == nil {
+				out.Ops[fn] = map[string]OpStat{}
+			}
+			out.Ops[fn][op] = d
+		}
+	}
+	for fn, s := range u.Invokes {
+		b := before.Invokes[fn]
+		if d := (InvokeStat{Invocations: s.Invocations - b.Invocations, Duration: s.Duration - b.Duration}); d != (InvokeStat{}) {
+			out.Invokes[fn] = d
+		}
+	}
+	return out
+}
+
+// Add returns u + o.
+func (u Usage) Add(o Usage) Usage {
+	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, HTTPRequests: u.HTTPRequests + o.HTTPRequests}
+	for _, src := range []Usage{u, o} {
+		for fn, ops := range src.Ops {
+			if out.Ops[fn] == nil {
+				out.Ops[fn] = map[string]OpStat{}
+			}
+			for op, s := range ops {
+				a := out.Ops[fn][op]
+				out.Ops[fn][op] = OpStat{Requests: a.Requests + s.Requests, Errors: a.Errors + s.Errors, Entries: a.Entries + s.Entries,
+					Reported: a.Reported + s.Reported, Derived: a.Derived + s.Derived, IndexUnits: a.IndexUnits + s.IndexUnits,
+					StoredBytes: a.StoredBytes + s.StoredBytes, Billed: a.Billed + s.Billed}
+			}
+		}
+		for fn, s := range src.Invokes {
+			a := out.Invokes[fn]
+			out.Invokes[fn] = InvokeStat{Invocations: a.Invocations + s.Invocations, Duration: a.Duration + s.Duration}
+		}
+	}
+	return out
+}
+
+// Only returns the part of u spent by function fn.
+func (u Usage) Only(fn string) Usage {
+	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}}
+	if ops, ok := u.Ops[fn]; ok {
+		out.Ops[fn] = ops
+	}
+	if s, ok := u.Invokes[fn]; ok {
+		out.Invokes[fn] = s
+	}
+	return out
+}
+
+// Scale returns u with every count multiplied by f (rounded to whole
+// requests, entries and bytes): the share of an interval's usage that one
+// period bears, e.g. a planning scan amortised over the fires it serves.
+func (u Usage) Scale(f float64) Usage {
+	r := func(x int) int { return int(math.Round(float64(x) * f)) }
+	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, HTTPRequests: r(u.HTTPRequests)}
+	for fn, ops := range u.Ops {
+		out.Ops[fn] = map[string]OpStat{}
+		for op, s := range ops {
+			out.Ops[fn][op] = OpStat{Requests: r(s.Requests), Errors: r(s.Errors), Entries: r(s.Entries),
+				Reported: s.Reported * f, Derived: s.Derived * f, IndexUnits: s.IndexUnits * f,
+				StoredBytes: r(s.StoredBytes), Billed: r(s.Billed)}
+		}
+	}
+	for fn, s := range u.Invokes {
+		out.Invokes[fn] = InvokeStat{Invocations: r(s.Invocations), Duration: time.Duration(float64(s.Duration) * f)}
+	}
+	return out
+}
+
+// Requests counts the requests of function fn (every function when fn is
+// "") to service svc ("dynamodb", "sqs", "sns"; every service when "").
+func (u Usage) Requests(fn, svc string) int {
+	n := 0
+	for f, ops := range u.Ops {
+		if fn != "" && f != fn {
+			continue
+		}
+		for key, s := range ops {
+			if svc == "" || strings.HasPrefix(key, svc+":") {
+				n += s.Requests
+			}
+		}
+	}
+	return n
+}
+
+// Meter counts AWS requests per function, service and operation, and
+// Lambda invocations. It is safe for concurrent use.
+type Meter struct {
+	mu      sync.Mutex
+	usage   Usage
+	seq     int64
+	running map[int64]inflight // invocations begun and not ended
+	schema  map[string]tableSchema
+	raw     *dynamodb.Client // un-metered, for the index accounting's reads
+}
+
+type inflight struct {
+	fn    string
+	start time.Time
+}
+
+// NewMeter returns an empty meter.
+func NewMeter() *Meter {
+	return &Meter{usage: Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}}, running: map[int64]inflight{}}
+}
+
+// Snapshot returns a copy of everything counted so far. Invocations still
+// running count with the time they have run so far, so that the
+// difference of two snapshots holds the share of a long invocation (the
+// minute-long scan) that fell between them.
+func (m *Meter) Snapshot() Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: maps.Clone(m.usage.Invokes), HTTPRequests: m.usage.HTTPRequests}
+	for fn, ops := range m.usage.Ops {
+		out.Ops[fn] = maps.Clone(ops)
+	}
+	now := time.Now()
+	for _, r := range m.running {
+		s := out.Invokes[r.fn]
+		s.Duration += now.Sub(r.start)
+		out.Invokes[r.fn] = s
+	}
+	return out
+}
+
+// Begin records the start of one invocation of fn (counted at once) and
+// returns the function that records its end.
+func (m *Meter) Begin(fn string) (end func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seq++
+	id := m.seq
+	start := time.Now()
+	m.running[id] = inflight{fn: fn, start: start}
+	s := m.usage.Invokes[fn]
+	s.Invocations++
+	m.usage.Invokes[fn] = s
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.running, id)
+		s := m.usage.Invokes[fn]
+		s.Duration += time.Since(start)
+		m.usage.Invokes[fn] = s
+	}
+}
+
+// HTTPRequest records one request through the HTTP API.
+func (m *Meter) HTTPRequest() {
+	m.mu.Lock()
+	m.usage.HTTPRequests++
+	m.mu.Unlock()
+}
+
+func (m *Meter) record(fn, key string, d OpStat) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ops := m.usage.Ops[fn]
+	if ops == nil {
+		ops = map[string]OpStat{}
+		m.usage.Ops[fn] = ops
+	}
+	s := ops[key]
+	s.Requests += d.Requests
+	s.Errors += d.Errors
+	s.Entries += d.Entries
+	s.Reported += d.Reported
+	s.Derived += d.Derived
+	s.IndexUnits += d.IndexUnits
+	s.StoredBytes += d.StoredBytes
+	s.Billed += d.Billed
+	ops[key] = s
+}
+
+// Middleware returns the SDK stack option (for a client's APIOptions) that
+// meters every request of function fn. It asks DynamoDB for the consumed
+// capacity of every request that can report it.
+func (m *Meter) Middleware(fn string) func(*middleware.Stack) error {
+	return func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("xjobAWSEmuMeter",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				askCapacity(in.Parameters)
+				iw := m.beginIndexed(ctx, in.Parameters)
+				out, md, err := next.HandleInitialize(ctx, in)
+				svc := strings.ToLower(awsmiddleware.GetServiceID(ctx))
+				op := awsmiddleware.GetOperationName(ctx)
+				d := OpStat{Requests: 1, Entries: batchEntries(in.Parameters)}
+				if err != nil {
+					d.Errors = 1
+				}
+				switch svc {
+				case "dynamodb":
+					d.Reported = capacity(out.Result)
+					if d.Reported == 0 {
+						d.Derived = DeriveUnits(op, in.Parameters)
+					}
+					if iw != nil && err == nil {
+						d.IndexUnits, d.StoredBytes = iw.finish(ctx)
+					}
+					if bw, ok := in.Parameters.(*dynamodb.BatchWriteItemInput); ok && err == nil {
+						d.IndexUnits, d.StoredBytes = m.batchIndexed(bw)
+					}
+				case "sqs":
+					d.Billed = sqsBilled(in.Parameters, out.Result)
+				}
+				m.record(fn, svc+":"+op, d)
+				return out, md, err
+			}), middleware.Before)
+	}
+}
+
+// askCapacity sets ReturnConsumedCapacity=TOTAL on every DynamoDB request
+// that takes it.
+func askCapacity(p any) {
+	t := ddbtypes.ReturnConsumedCapacityTotal
+	switch in := p.(type) {
+	case *dynamodb.GetItemInput:
+		in.ReturnConsumedCapacity = t
+	case *dynamodb.PutItemInput:
+		in.ReturnConsumedCapacity = t
+	case *dynamodb.UpdateItemInput:
+		in.ReturnConsumedCapacity = t
+	case *dynamodb.DeleteItemInput:
+		in.ReturnConsumedCapacity = t
+	case *dynamodb.QueryInput:
+		in.ReturnConsumedCapacity = t
+	case *dynamodb.ScanInput:
+		in.ReturnConsumedCapacity = t
+	case *dynamodb.BatchGetItemInput:
+		in.ReturnConsumedCapacity = t
+	case *dynamodb.BatchWriteItemInput:
+		in.ReturnConsumedCapacity = t
+	case *dynamodb.TransactWriteItemsInput:
+		in.ReturnConsumedCapacity = t
+	case *dynamodb.TransactGetItemsInput:
+		in.ReturnConsumedCapacity = t
+	}
+}
+
+// capacity is the consumed capacity a DynamoDB response reports.
+func capacity(res any) float64 {
+	one := func(c *ddbtypes.ConsumedCapacity) float64 {
+		if c == nil || c.CapacityUnits == nil {
+			return 0
+		}
+		return *c.CapacityUnits
+	}
+	many := func(cs []ddbtypes.ConsumedCapacity) (t float64) {
+		for i := range cs {
+			t += one(&cs[i])
+		}
+		return t
+	}
+	switch out := res.(type) {
+	case *dynamodb.GetItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.PutItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.UpdateItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.DeleteItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.QueryOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.ScanOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.BatchGetItemOutput:
+		return many(out.ConsumedCapacity)
+	case *dynamodb.BatchWriteItemOutput:
+		return many(out.ConsumedCapacity)
+	case *dynamodb.TransactWriteItemsOutput:
+		return many(out.ConsumedCapacity)
+	case *dynamodb.TransactGetItemsOutput:
+		return many(out.ConsumedCapacity)
+	}
+	return 0
+}
+
+// DeriveUnits is the capacity assumed for a DynamoDB request that reported
+// none (a failed conditional write reports nothing, yet AWS charges it):
+// the minimum AWS bills for items under 1 KB — 1 write unit per write,
+// 1 read unit per strongly consistent read, ½ per eventually consistent
+// item read or query page, transactions double.
+func DeriveUnits(op string, in any) float64 {
+	switch op {
+	case "PutItem", "UpdateItem", "DeleteItem":
+		return 1
+	case "GetItem":
+		if g, ok := in.(*dynamodb.GetItemInput); ok && g.ConsistentRead != nil && *g.ConsistentRead {
+			return 1
+		}
+		return 0.5
+	case "Query", "Scan":
+		return 0.5
+	case "BatchWriteItem":
+		return float64(batchEntries(in))
+	case "BatchGetItem":
+		return 0.5 * float64(batchEntries(in))
+	case "TransactWriteItems":
+		if t, ok := in.(*dynamodb.TransactWriteItemsInput); ok {
+			return 2 * float64(len(t.TransactItems))
+		}
+	case "TransactGetItems":
+		if t, ok := in.(*dynamodb.TransactGetItemsInput); ok {
+			return 2 * float64(len(t.TransactItems))
+		}
+	}
+	return 0
+}
+
+// IsWrite says whether a DynamoDB operation consumes write units.
+func IsWrite(op string) bool {
+	switch op {
+	case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems":
+		return true
+	}
+	return false
+}
+
+// batchEntries counts the entries of a batch request (0 otherwise).
+func batchEntries(p any) int {
+	n := 0
+	switch in := p.(type) {
+	case *dynamodb.BatchWriteItemInput:
+		for _, rs := range in.RequestItems {
+			n += len(rs)
+		}
+	case *dynamodb.BatchGetItemInput:
+		for _, ka := range in.RequestItems {
+			n += len(ka.Keys)
+		}
+	case *sqs.SendMessageBatchInput:
+		n = len(in.Entries)
+	case *sqs.DeleteMessageBatchInput:
+		n = len(in.Entries)
+	}
+	return n
+}
+
+// tableSchema is what the meter needs to know of a table to price its
+// index writes and storage: key attributes and global secondary indexes.
+type tableSchema struct {
+	keys     []string
+	gsis     []gsiSchema
+	retained bool // items live for the log retention (TTL), so their storage is per trigger
+}
+
+type gsiSchema struct {
+	name       string
+	keys       []string // hash, then range if any
+	projectAll bool
+	include    []string // the non-key attributes of an INCLUDE projection
+}
+
+// Describe tells the meter the deployment's tables (dynamostore.TableSpecs)
+// and gives it an un-metered client to read items with. Once described,
+// every write to a table with global secondary indexes is priced exactly
+// as DynamoDB bills it: the meter reads the item before (and, for an
+// update, after) the write and adds, per index, 1 write unit to delete an
+// old index entry and ⌈size/1 KB⌉ to write a new or changed one (an
+// entry's size is the projected item's for ALL, the keys' for
+// KEYS_ONLY, the keys' and the listed attributes' for INCLUDE). Neither dynalite nor a request's ConsumedCapacity
+// (TOTAL) includes those units. retained names the tables whose items
+// live as long as the log retention; their bytes (and their index
+// entries') count as storage per trigger. The extra reads are the
+// meter's, not the pipeline's: they go through client, not through the
+// metered stack.
+func (m *Meter) Describe(client *dynamodb.Client, specs []*dynamodb.CreateTableInput, retained ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.raw = client
+	m.schema = map[string]tableSchema{}
+	for _, s := range specs {
+		ts := tableSchema{retained: slices.Contains(retained, aws.ToString(s.TableName))}
+		for _, k := range s.KeySchema {
+			ts.keys = append(ts.keys, aws.ToString(k.AttributeName))
+		}
+		for _, g := range s.GlobalSecondaryIndexes {
+			gs := gsiSchema{name: aws.ToString(g.IndexName), projectAll: g.Projection != nil && g.Projection.ProjectionType == ddbtypes.ProjectionTypeAll}
+			if g.Projection != nil && g.Projection.ProjectionType == ddbtypes.ProjectionTypeInclude {
+				gs.include = g.Projection.NonKeyAttributes
+			}
+			for _, k := range g.KeySchema {
+				gs.keys = append(gs.keys, aws.ToString(k.AttributeName))
+			}
+			ts.gsis = append(ts.gsis, gs)
+		}
+		m.schema[aws.ToString(s.TableName)] = ts
+	}
+}
+
+// batchIndexed prices the index writes and storage of a BatchWriteItem
+// without reading the items: a put is taken as a new item, a delete as
+// removing one entry from every index (purges delete indexed logs).
+// Unprocessed items are counted too (they are retried and billed then).
+func (m *Meter) batchIndexed(in *dynamodb.BatchWriteItemInput) (units float64, stored int) {
+	for table, reqs := range in.RequestItems {
+		ts, _, ok := m.schemaOf(table)
+		if !ok {
+			continue
+		}
+		for _, r := range reqs {
+			switch {
+			case r.PutRequest != nil:
+				it := r.PutRequest.Item
+				for _, g := range ts.gsis {
+					if hasAll(it, g.keys) {
+						if g.projectAll {
+							units += math.Ceil(float64(itemSize(it)) / 1024)
+						} else {
+							units++
+						}
+						if ts.retained {
+							stored += indexEntryBytes
+						}
+					}
+				}
+				if ts.retained {
+					stored += itemSize(it) + itemOverhead
+				}
+			case r.DeleteRequest != nil:
+				units += float64(len(ts.gsis))
+			}
+		}
+	}
+	return units, stored
+}
+
+func (m *Meter) schemaOf(table string) (tableSchema, *dynamodb.Client, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ts, ok := m.schema[table]
+	return ts, m.raw, ok && m.raw != nil
+}
+
+type item = map[string]ddbtypes.AttributeValue
+
+// writeTarget is the table and key of a single-item write, and the item a
+// put writes.
+func writeTarget(p any) (table string, key, put item, ok bool) {
+	switch in := p.(type) {
+	case *dynamodb.PutItemInput:
+		return aws.ToString(in.TableName), nil, in.Item, true
+	case *dynamodb.UpdateItemInput:
+		return aws.ToString(in.TableName), in.Key, nil, true
+	case *dynamodb.DeleteItemInput:
+		return aws.ToString(in.TableName), in.Key, nil, true
+	}
+	return "", nil, nil, false
+}
+
+// indexedWrite prices the index writes and storage of one single-item
+// write; before runs ahead of the request and after once it succeeded.
+type indexedWrite struct {
+	m     *Meter
+	ts    tableSchema
+	raw   *dynamodb.Client
+	table string
+	key   item
+	put   item
+	old   item
+	isDel bool
+}
+
+func (m *Meter) beginIndexed(ctx context.Context, p any) *indexedWrite {
+	table, key, put, ok := writeTarget(p)
+	if !ok {
+		return nil
+	}
+	ts, raw, ok := m.schemaOf(table)
+	if !ok || (len(ts.gsis) == 0 && !ts.retained) {
+		return nil
+	}
+	w := &indexedWrite{m: m, ts: ts, raw: raw, table: table, key: key, put: put}
+	_, w.isDel = p.(*dynamodb.DeleteItemInput)
+	if w.key == nil {
+		w.key = item{}
+		for _, k := range ts.keys {
+			w.key[k] = put[k]
+		}
+	}
+	w.old = w.read(ctx)
+	return w
+}
+
+func (w *indexedWrite) read(ctx context.Context) item {
+	out, err := w.raw.GetItem(context.WithoutCancel(ctx), &dynamodb.GetItemInput{TableName: aws.String(w.table), Key: w.key, ConsistentRead: aws.Bool(true)})
+	if err != nil || out.Item == nil {
+		return nil
+	}
+	return out.Item
+}
+
+// finish returns the index write units and the new stored bytes of the
+// write that succeeded.
+func (w *indexedWrite) finish(ctx context.Context) (units float64, stored int) {
+	var cur item
+	switch {
+	case w.isDel:
+	case w.put != nil:
+		cur = w.put
+	default:
+		cur = w.read(ctx)
+	}
+	units, entries := indexWrites(w.ts.gsis, w.old, cur)
+	if w.ts.retained {
+		stored += entries * indexEntryBytes
+	}
+	if w.ts.retained && cur != nil {
+		stored += itemSize(cur) - itemSize(w.old) + itemOverhead
+		if w.old != nil {
+			stored -= itemOverhead
+		}
+	}
+	return units, stored
+}
+
+// indexWrites is what one write that turns item old into cur (nil: no
+// item) costs in the global secondary indexes gsis, as DynamoDB bills it:
+// 1 unit to delete an entry, ⌈entry size / 1 KB⌉ to put or rewrite one;
+// an entry whose keys and projected attributes did not change costs
+// nothing. added counts the entries that did not exist before.
+func indexWrites(gsis []gsiSchema, old, cur item) (units float64, added int) {
+	for _, g := range gsis {
+		oldIn, newIn := hasAll(old, g.keys), hasAll(cur, g.keys)
+		entry := 1.0 // index keys + table keys, well under 1 KB
+		switch {
+		case g.projectAll:
+			entry = math.Ceil(float64(itemSize(cur)) / 1024)
+		case len(g.include) > 0:
+			entry = math.Ceil(float64(itemSize(pick(cur, append(slices.Clone(g.keys), g.include...)))+100) / 1024)
+		}
+		sameKeys := oldIn && newIn && equalAttrs(old, cur, g.keys)
+		switch {
+		case sameKeys && g.projectAll && !equalItems(old, cur):
+			units += entry
+		case sameKeys && len(g.include) > 0 && !equalAttrs(old, cur, g.include):
+			units += entry
+		case sameKeys:
+		case oldIn && newIn:
+			units += 1 + entry
+		case oldIn:
+			units++
+		case newIn:
+			units += entry
+			added++
+		}
+	}
+	return units, added
+}
+
+// DynamoDB bills storage with 100 bytes of overhead per item and per
+// index entry.
+const (
+	itemOverhead    = 100
+	indexEntryBytes = 100 + 40 // overhead + keys
+)
+
+func hasAll(it item, keys []string) bool {
+	if it == nil {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := it[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func equalAttrs(a, b item, keys []string) bool {
+	for _, k := range keys {
+		if !reflect.DeepEqual(a[k], b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// pick returns the attributes of it named in names.
+func pick(it item, names []string) item {
+	out := item{}
+	for _, k := range names {
+		if v, ok := it[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func equalItems(a, b item) bool { return reflect.DeepEqual(a, b) }
+
+// itemSize is DynamoDB's item size: attribute names plus values (numbers
+// about one byte per two digits).
+func itemSize(it item) int {
+	n := 0
+	for k, v := range it {
+		n += len(k) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v ddbtypes.AttributeValue) int {
+	switch x := v.(type) {
+	case *ddbtypes.AttributeValueMemberS:
+		return len(x.Value)
+	case *ddbtypes.AttributeValueMemberN:
+		return (len(x.Value)+1)/2 + 1
+	case *ddbtypes.AttributeValueMemberB:
+		return len(x.Value)
+	case *ddbtypes.AttributeValueMemberBOOL, *ddbtypes.AttributeValueMemberNULL:
+		return 1
+	case *ddbtypes.AttributeValueMemberSS:
+		n := 0
+		for _, s := range x.Value {
+			n += len(s)
+		}
+		return n
+	case *ddbtypes.AttributeValueMemberNS:
+		n := 0
+		for _, s := range x.Value {
+			n += (len(s)+1)/2 + 1
+		}
+		return n
+	case *ddbtypes.AttributeValueMemberL:
+		n := 3
+		for _, e := range x.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *ddbtypes.AttributeValueMemberM:
+		n := 3
+		for k, e := range x.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	}
+	return 1
+}
+
+// sqsChunk is SQS's billing unit: each 64 KB of a request's payload is
+// one request.
+const sqsChunk = 64 * 1024
+
+// sqsBilled is the billed request count of one SQS call: its payload
+// (message bodies and attributes sent, or received) in 64 KB chunks, at
+// least 1.
+func sqsBilled(in, out any) int {
+	n := 0
+	attrs := func(m map[string]sqstypes.MessageAttributeValue) {
+		for k, v := range m {
+			n += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
+		}
+	}
+	switch x := in.(type) {
+	case *sqs.SendMessageInput:
+		n += len(aws.ToString(x.MessageBody))
+		attrs(x.MessageAttributes)
+	case *sqs.SendMessageBatchInput:
+		for _, e := range x.Entries {
+			n += len(aws.ToString(e.MessageBody))
+			attrs(e.MessageAttributes)
+		}
+	}
+	if r, ok := out.(*sqs.ReceiveMessageOutput); ok {
+		for _, msg := range r.Messages {
+			n += len(aws.ToString(msg.Body))
+			attrs(msg.MessageAttributes)
+		}
+	}
+	return max(1, (n+sqsChunk-1)/sqsChunk)
+}

@@ -1,0 +1,276 @@
+package awsstack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+)
+
+// call runs one Lambda invocation of function fn with payload (any
+// JSON-encodable event) and decodes the response into out when out is not
+// nil. With Options.Bootstraps it goes to the function's bootstrap through
+// the Runtime API; otherwise to the App of execution environment key,
+// in-process, through the same JSON boundary (lambda.NewHandler), with a
+// context that carries the function's deadline and a request id. The
+// handler time is metered either way.
+func (d *Deployment) call(ctx context.Context, fn, key string, payload, out any) error {
+	in, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("%s payload: %w", fn, err)
+	}
+	res, err := d.Invoke(ctx, fn, key, in)
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		if err := json.Unmarshal(res, out); err != nil {
+			d.fail(fmt.Errorf("%s response: %w", fn, err))
+			return fmt.Errorf("%s response: %w", fn, err)
+		}
+	}
+	return nil
+}
+
+// Invoke runs one invocation of function fn with a JSON payload, as
+// `aws lambda invoke` does (key names the in-process execution
+// environment; bootstraps pick their own), and returns its response. A
+// failed invocation is also recorded for Errors.
+func (d *Deployment) Invoke(ctx context.Context, fn, key string, payload []byte) ([]byte, error) {
+	timeout := d.timeout(fn)
+	end := d.meter.Begin(fn)
+	var res []byte
+	var err error
+	if r := d.runners[fn]; r != nil {
+		res, err = r.Invoke(ctx, payload, timeout)
+	} else {
+		var h lambda.Handler
+		if h, err = d.handler(fn, key); err == nil {
+			ictx, cancel := context.WithTimeout(ctx, timeout)
+			ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{AwsRequestID: requestID()})
+			res, err = h.Invoke(ictx, payload)
+			cancel()
+		}
+	}
+	end()
+	if err != nil {
+		err = fmt.Errorf("%s invocation: %w", fn, err)
+		d.fail(err)
+	}
+	return res, err
+}
+
+// timeout is function fn's timeout in the templates.
+func (d *Deployment) timeout(fn string) time.Duration {
+	switch fn {
+	case "scan":
+		return d.opts.ScanTimeout
+	case "ring":
+		return RingTimeout
+	case "dispatch":
+		return DispatchTimeout
+	case "callback":
+		return CallbackTimeout
+	}
+	return RegistryTimeout // the function's; API Gateway would cut an HTTP request at 30 s
+}
+
+func requestID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return hex.EncodeToString(b)
+}
+
+func scheduledEvent(at time.Time) events.EventBridgeEvent {
+	return events.EventBridgeEvent{Version: "0", ID: requestID(), DetailType: "Scheduled Event", Source: "aws.events",
+		Time: at.UTC().Truncate(time.Second), Region: Region, Detail: json.RawMessage(`{}`)}
+}
+
+// Scan runs one extra scan invocation now, as the EventBridge rule does
+// (in an execution environment of its own), and waits for it. The cost
+// harness brackets its metered window with two of them, so the window
+// holds the scan work of exactly its own span whatever the once-a-minute
+// rule does.
+func (d *Deployment) Scan(ctx context.Context) error {
+	return d.call(ctx, "scan", "scan-extra", scheduledEvent(time.Now()), nil)
+}
+
+// startSchedules plays the two EventBridge rules: every ScanPeriod, one
+// scan invocation (in one of two execution environments, since
+// consecutive invocations overlap by the timeout's extra 10 s) and one
+// maintenance run of the registry function. The first of each starts now.
+func (d *Deployment) startSchedules(ctx context.Context) {
+	d.wg.Go(func() {
+		tick := time.NewTicker(d.opts.ScanPeriod)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			key := fmt.Sprintf("scan-%d", i%2)
+			ev := scheduledEvent(time.Now())
+			d.wg.Go(func() { _ = d.call(ctx, "scan", key, ev, nil) })
+			if !d.opts.NoMaintenance {
+				d.wg.Go(func() { _ = d.call(ctx, "registry", "registry", ev, nil) })
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+}
+
+// mapping is one SQS event source mapping: pollers long-poll the queue,
+// hand each batch (≤ 10 records) to the function and delete the records
+// that are not batch item failures; those come back after the visibility
+// timeout (or the delay the handler set).
+type mapping struct {
+	fn, url, arn string
+	pollers      int
+}
+
+// startMappings starts the ring mapping and one per dispatch lane.
+func (d *Deployment) startMappings(ctx context.Context) {
+	ms := []mapping{
+		{fn: "ring", url: d.vars[awsconfig.EnvRingQueueURL], pollers: d.opts.RingPollers},
+		{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchFastURL], pollers: d.opts.FastPollers},
+		{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchSlowURL], pollers: d.opts.SlowPollers},
+	}
+	for _, m := range ms {
+		m.arn = d.arns[m.url]
+		_, client, _ := d.clients("esm:" + m.fn)
+		for range m.pollers {
+			d.wg.Go(func() { d.poll(ctx, client, m) })
+		}
+	}
+}
+
+// poll is one poller of mapping m, until ctx ends.
+func (d *Deployment) poll(ctx context.Context, client *sqs.Client, m mapping) {
+	wait := int32(d.opts.PollWait.Round(time.Second) / time.Second)
+	for ctx.Err() == nil {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(m.url),
+			MaxNumberOfMessages: 10, WaitTimeSeconds: wait,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
+		if err != nil {
+			if ctx.Err() == nil {
+				d.fail(fmt.Errorf("esm %s receive: %w", m.fn, err))
+				sleep(ctx, time.Second)
+			}
+			continue
+		}
+		if len(out.Messages) == 0 {
+			continue
+		}
+		ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(out.Messages))}
+		for _, msg := range out.Messages {
+			ev.Records = append(ev.Records, events.SQSMessage{MessageId: aws.ToString(msg.MessageId),
+				ReceiptHandle: aws.ToString(msg.ReceiptHandle), Body: aws.ToString(msg.Body), Attributes: msg.Attributes,
+				Md5OfBody: aws.ToString(msg.MD5OfBody), EventSource: "aws:sqs", EventSourceARN: m.arn, AWSRegion: Region})
+		}
+		// An invocation runs to its end even when the deployment closes,
+		// as Lambda lets it; only new polls stop.
+		var resp events.SQSEventResponse
+		if err := d.call(context.WithoutCancel(ctx), m.fn, m.fn, ev, &resp); err != nil {
+			continue // the whole batch comes back after the visibility timeout
+		}
+		del := deletable(ev, resp)
+		if len(del) == 0 {
+			continue
+		}
+		if _, err := client.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{
+			QueueUrl: aws.String(m.url), Entries: del}); err != nil {
+			d.fail(fmt.Errorf("esm %s delete: %w", m.fn, err))
+		}
+	}
+}
+
+// deletable lists the records of ev the mapping deletes: every record that
+// resp does not report as a batch item failure.
+func deletable(ev events.SQSEvent, resp events.SQSEventResponse) []sqstypes.DeleteMessageBatchRequestEntry {
+	failed := make(map[string]bool, len(resp.BatchItemFailures))
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	var del []sqstypes.DeleteMessageBatchRequestEntry
+	for i, r := range ev.Records {
+		if !failed[r.MessageId] {
+			del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: aws.String(r.ReceiptHandle)})
+		}
+	}
+	return del
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// IsCallbackPath says which function the HTTP API routes a path to: the
+// callback function takes xxl-job's callback paths, registry the rest.
+func IsCallbackPath(path string) bool {
+	return path == "/api/callback" || path == "/xxl-job-admin/api/callback"
+}
+
+// serveAPI plays API Gateway's HTTP API ($default stage, payload format
+// 2.0): each request becomes one invocation of callback or registry.
+func (d *Deployment) serveAPI(w http.ResponseWriter, r *http.Request) {
+	d.meter.HTTPRequest()
+	body, err := io.ReadAll(io.LimitReader(r.Body, 10<<20)) // HTTP API's payload limit
+	if err != nil {
+		http.Error(w, "read body", http.StatusBadRequest)
+		return
+	}
+	hdr := make(map[string]string, len(r.Header))
+	for k, v := range r.Header {
+		hdr[strings.ToLower(k)] = strings.Join(v, ",")
+	}
+	ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "$default", RawPath: r.URL.Path,
+		RawQueryString: r.URL.RawQuery, Headers: hdr, Body: string(body),
+		RequestContext: events.APIGatewayV2HTTPRequestContext{Stage: "$default", DomainName: r.Host, RequestID: requestID(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path,
+				Protocol: r.Proto, SourceIP: "127.0.0.1", UserAgent: r.UserAgent()}}}
+	fn := "registry"
+	if IsCallbackPath(r.URL.Path) {
+		fn = "callback"
+	}
+	var resp events.APIGatewayV2HTTPResponse
+	if err := d.call(r.Context(), fn, fn, ev, &resp); err != nil {
+		// API Gateway answers a failed invocation with 500.
+		http.Error(w, `{"message":"Internal Server Error"}`, http.StatusInternalServerError)
+		return
+	}
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	for _, c := range resp.Cookies {
+		w.Header().Add("Set-Cookie", c)
+	}
+	w.WriteHeader(resp.StatusCode)
+	if resp.IsBase64Encoded {
+		b, derr := decodeBase64(resp.Body)
+		if derr == nil {
+			_, _ = w.Write(b)
+		}
+		return
+	}
+	_, _ = io.WriteString(w, resp.Body)
+}
+
+func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }

@@ -1,0 +1,154 @@
+// Package awstest runs the local AWS stand-ins the adapter tests need —
+// dynalite for DynamoDB and fauxqs for SQS — and builds SDK clients for
+// them. It is imported by tests only.
+//
+// Each emulator is a Node child process started once per test binary, on
+// first use, on a port the OS picks on 127.0.0.1, by internal/testenv/emulator
+// (the same starter the emulated deployment uses). The processes end when the test
+// binary calls Stop (Main does it after m.Run) and, as a safety net, when
+// their stdin closes, which happens when the test binary dies however it
+// dies.
+//
+// The emulators are installed from npm with a committed lock file ("make
+// emulators", i.e. npm ci --prefix test/emulators). When they are missing a
+// test is skipped with that hint, unless the CI environment variable is set:
+// then it fails, so a CI run cannot pass while silently testing nothing.
+package awstest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	emu "github.com/xjobdev/xjob/internal/testenv/emulator"
+)
+
+// Region is the region every emulator client is built for; the emulators
+// accept any region, the SDK needs one to sign.
+const Region = "us-east-1"
+
+// startTimeout bounds how long an emulator may take to print READY.
+const startTimeout = 30 * time.Second
+
+// emulator is one emulator process of this test binary, started on first
+// use by the shared starter in internal/testenv/emulator.
+type emulator struct {
+	start func(dir string, timeout time.Duration) (*emu.Process, error)
+
+	once sync.Once
+	proc *emu.Process
+	err  error
+	skip bool // err means "not installed", not "broken"
+	mu   sync.Mutex
+}
+
+var (
+	dynalite = &emulator{start: emu.StartDynalite}
+	fauxqs   = &emulator{start: emu.StartFauxqs}
+)
+
+// Dynalite returns the base endpoint (http://127.0.0.1:port) of the shared
+// dynalite server, starting it on first use.
+func Dynalite(t testing.TB) string { t.Helper(); return dynalite.get(t) }
+
+// Fauxqs returns the base endpoint of the shared fauxqs server, starting it
+// on first use.
+func Fauxqs(t testing.TB) string { t.Helper(); return fauxqs.get(t) }
+
+// DynamoDB returns a DynamoDB client for the shared dynalite server, with
+// static dummy credentials and the SDK's standard retryer.
+func DynamoDB(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	ep := Dynalite(t)
+	return dynamodb.NewFromConfig(Config(), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(ep) })
+}
+
+// SQS returns an SQS client (JSON protocol) for the shared fauxqs server.
+func SQS(t testing.TB) *sqs.Client {
+	t.Helper()
+	ep := Fauxqs(t)
+	return sqs.NewFromConfig(Config(), func(o *sqs.Options) { o.BaseEndpoint = aws.String(ep) })
+}
+
+// Config is the SDK configuration the emulator clients share: a region and
+// static dummy credentials, so no test ever reads a real AWS profile.
+func Config() aws.Config {
+	return aws.Config{
+		Region:      Region,
+		Credentials: credentials.NewStaticCredentialsProvider("xjob-test", "xjob-test", ""),
+	}
+}
+
+// Main runs the tests of a package that uses the emulators and stops them
+// afterwards: call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop ends the emulators this test binary started. It is safe to call
+// more than once and when nothing was started.
+func Stop() {
+	for _, e := range []*emulator{dynalite, fauxqs} {
+		e.stop()
+	}
+}
+
+// UniqueName returns a name no other call in this process returns, for
+// per-test tables and queues on the shared emulators (letters, digits and
+// dashes, as both table and queue names allow).
+func UniqueName(prefix string) string {
+	mu.Lock()
+	defer mu.Unlock()
+	seq++
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), seq)
+}
+
+var (
+	mu  sync.Mutex
+	seq int
+)
+
+func (e *emulator) get(t testing.TB) string {
+	t.Helper()
+	e.once.Do(e.run)
+	if e.err != nil {
+		if e.skip && os.Getenv("CI") == "" {
+			t.Skip(e.err.Error())
+		}
+		t.Fatal(e.err)
+	}
+	return e.proc.Endpoint()
+}
+
+func (e *emulator) run() {
+	dir, err := emu.Dir("")
+	if err == nil {
+		var p *emu.Process
+		p, err = e.start(dir, startTimeout)
+		e.mu.Lock()
+		e.proc = p
+		e.mu.Unlock()
+	}
+	if err != nil {
+		e.err, e.skip = fmt.Errorf("awstest: %w", err), errors.Is(err, emu.ErrNotInstalled)
+	}
+}
+
+func (e *emulator) stop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.proc != nil {
+		e.proc.Stop()
+		e.proc = nil
+	}
+}

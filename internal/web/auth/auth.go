@@ -1,0 +1,305 @@
+package auth
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/driver"
+)
+
+// Errors of Authenticate and SignIn.
+var (
+	// ErrUnauthenticated: no valid admin token or session.
+	ErrUnauthenticated = errors.New("not signed in")
+	// ErrCSRF: a session request that changes state without its CSRF token,
+	// or sent from another site.
+	ErrCSRF = errors.New("missing or invalid CSRF token")
+	// ErrBadCredentials: wrong username or password.
+	ErrBadCredentials = errors.New("wrong username or password")
+	// ErrTooManyAttempts: too many failed sign-ins; try again later.
+	ErrTooManyAttempts = errors.New("too many failed sign-ins; try again later")
+	// ErrForbidden: signed in, but not allowed.
+	ErrForbidden = errors.New("forbidden")
+)
+
+// Names of the cookie and of the CSRF form field and header.
+const (
+	CookieName = "xjob_session"
+	CSRFField  = "_csrf"
+	CSRFHeader = "X-CSRF-Token"
+)
+
+// Defaults of Config.
+const (
+	DefaultSessionTTL  = 12 * time.Hour
+	DefaultMaxFailures = 5
+	DefaultFailWindow  = 15 * time.Minute
+	// maxFormBytes caps a form body read for its CSRF field.
+	maxFormBytes = 1 << 20
+	// minKeyLen is the shortest session key accepted (bytes).
+	minKeyLen = 32
+)
+
+// Config wires a Service. Users, AdminToken and Key are required.
+type Config struct {
+	Users driver.UserStore
+	// AdminToken is the superuser bearer token of the CLI and automation.
+	AdminToken string
+	// Key signs session and CSRF tokens (≥ 32 bytes; DeriveKey makes one
+	// from the admin token).
+	Key []byte
+	// Params are the hash costs of new passwords (default DefaultParams).
+	Params Params
+	// SessionTTL is how long a sign-in lasts (default DefaultSessionTTL).
+	SessionTTL time.Duration
+	// MaxFailures failed sign-ins per client address or per username
+	// within FailWindow block further tries until the window ends.
+	MaxFailures int
+	FailWindow  time.Duration
+	Clock       clock.Clock
+}
+
+// Service authenticates requests (admin token or session cookie), signs
+// people in and out, and manages users. It is safe for concurrent use.
+type Service struct {
+	cfg     Config
+	sign    signer
+	limit   *limiter
+	dummy   func() string // a hash to check unknown usernames against (equal timing)
+	adminTk []byte
+}
+
+// New validates cfg and builds a Service.
+func New(cfg Config) (*Service, error) {
+	switch {
+	case cfg.Users == nil:
+		return nil, errors.New("auth config: missing Users")
+	case strings.TrimSpace(cfg.AdminToken) == "":
+		return nil, errors.New("auth config: missing AdminToken")
+	case len(cfg.Key) < minKeyLen:
+		return nil, fmt.Errorf("auth config: Key must be at least %d bytes", minKeyLen)
+	}
+	if cfg.Params == (Params{}) {
+		cfg.Params = DefaultParams
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.MaxFailures <= 0 {
+		cfg.MaxFailures = DefaultMaxFailures
+	}
+	if cfg.FailWindow <= 0 {
+		cfg.FailWindow = DefaultFailWindow
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	s := &Service{cfg: cfg, sign: signer{key: cfg.Key}, limit: newLimiter(cfg.MaxFailures, cfg.FailWindow),
+		adminTk: []byte(cfg.AdminToken)}
+	// Built on first use: a Lambda function that never signs anyone in
+	// does not pay for a hash at cold start.
+	s.dummy = sync.OnceValue(func() string {
+		h, _ := HashPassword(RandomPassword(), cfg.Params) // a generated password always passes the rules
+		return h
+	})
+	return s, nil
+}
+
+// Principal is who a request acts as: the admin token (superuser) or a
+// signed-in user.
+type Principal struct {
+	// Token is true for the admin token.
+	Token bool
+	// User is the signed-in user as stored now (roles and groups are read
+	// on every request, so an admin's edit takes effect at once).
+	User xjob.User
+	// SessionID names the sign-in; CSRF tokens derive from it.
+	SessionID string
+}
+
+// Admin reports whether p may do everything.
+func (p Principal) Admin() bool { return p.Token || p.User.Role == xjob.RoleAdmin }
+
+// CanGroup reports whether p may see and run group id's jobs.
+func (p Principal) CanGroup(id int64) bool { return p.Admin() || slices.Contains(p.User.GroupIDs, id) }
+
+// Name is the user name, or "admin-token".
+func (p Principal) Name() string {
+	if p.Token {
+		return "admin-token"
+	}
+	return p.User.Username
+}
+
+type ctxKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, ctxKey{}, p)
+}
+
+// FromContext returns the principal of ctx; ok is false when there is none.
+func FromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(ctxKey{}).(Principal)
+	return p, ok
+}
+
+// safeMethod reports a method that must not change state.
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// Authenticate finds r's principal: an "Authorization: Bearer <admin
+// token>" header, else the session cookie. A session request with an
+// unsafe method must carry the CSRF token (form field or header) and must
+// not come from another site.
+func (s *Service) Authenticate(r *http.Request) (Principal, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, ok := strings.Cut(h, " ")
+		if ok && strings.EqualFold(scheme, "Bearer") &&
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.adminTk) == 1 {
+			return Principal{Token: true}, nil
+		}
+		return Principal{}, ErrUnauthenticated
+	}
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		return Principal{}, ErrUnauthenticated
+	}
+	ss, err := s.sign.decode(c.Value, clock.Millis(s.cfg.Clock))
+	if err != nil {
+		return Principal{}, ErrUnauthenticated
+	}
+	u, err := s.cfg.Users.UserGet(r.Context(), ss.Username)
+	if errors.Is(err, xjob.ErrNotFound) {
+		return Principal{}, ErrUnauthenticated
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("auth: %w", err)
+	}
+	if subtle.ConstantTimeCompare([]byte(ss.Stamp), []byte(s.sign.stamp(u))) != 1 {
+		return Principal{}, ErrUnauthenticated // the password changed since
+	}
+	p := Principal{User: u, SessionID: ss.ID}
+	if !safeMethod(r.Method) {
+		if err := s.checkCSRF(r, ss.ID); err != nil {
+			return Principal{}, err
+		}
+	}
+	return p, nil
+}
+
+// checkCSRF checks an unsafe session request: a cross-site request is
+// refused outright (Sec-Fetch-Site, or an Origin naming another host),
+// and the token must match the session's.
+func (s *Service) checkCSRF(r *http.Request, sessionID string) error {
+	if crossSite(r) {
+		return ErrCSRF
+	}
+	tok := r.Header.Get(CSRFHeader)
+	if tok == "" && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		r.Body = http.MaxBytesReader(nil, r.Body, maxFormBytes)
+		tok = r.PostFormValue(CSRFField)
+	}
+	if !s.sign.checkCSRF(sessionID, tok) {
+		return ErrCSRF
+	}
+	return nil
+}
+
+func crossSite(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return true
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		host := strings.TrimPrefix(strings.TrimPrefix(o, "https://"), "http://")
+		return !strings.EqualFold(host, r.Host)
+	}
+	return false
+}
+
+// CSRFToken is the token forms of p's session must send.
+func (s *Service) CSRFToken(p Principal) string {
+	if p.SessionID == "" {
+		return ""
+	}
+	return s.sign.csrf(p.SessionID)
+}
+
+// clientKey names r's client for rate limiting.
+func clientKey(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "ip:" + host
+}
+
+// SignIn checks a username and password and, on success, sets the session
+// cookie on w. Failures are counted per client address and per username;
+// past MaxFailures within FailWindow it answers ErrTooManyAttempts without
+// checking. A sign-in form from another site is refused (ErrCSRF).
+func (s *Service) SignIn(w http.ResponseWriter, r *http.Request, username, password string) (Principal, error) {
+	if crossSite(r) {
+		return Principal{}, ErrCSRF
+	}
+	now := s.cfg.Clock.Now()
+	ipKey, userKey := clientKey(r), "user:"+username
+	if s.limit.blocked(ipKey, now) || s.limit.blocked(userKey, now) {
+		return Principal{}, ErrTooManyAttempts
+	}
+	u, err := s.cfg.Users.UserGet(r.Context(), username)
+	switch {
+	case errors.Is(err, xjob.ErrNotFound) || !xjob.ValidUsername(username):
+		CheckPassword(s.dummy(), password) // same work as a known user
+		err = ErrBadCredentials
+	case err != nil:
+		return Principal{}, fmt.Errorf("auth sign-in: %w", err)
+	case !CheckPassword(u.PasswordHash, password):
+		err = ErrBadCredentials
+	}
+	if err != nil {
+		s.limit.fail(ipKey, now)
+		s.limit.fail(userKey, now)
+		return Principal{}, err
+	}
+	s.limit.reset(userKey)
+	ss := session{Username: u.Username, Stamp: s.sign.stamp(u), ID: newSessionID(),
+		Expires: now.Add(s.cfg.SessionTTL).UnixMilli()}
+	http.SetCookie(w, s.cookie(r, s.sign.encode(ss), s.cfg.SessionTTL))
+	return Principal{User: u, SessionID: ss.ID}, nil
+}
+
+// SignOut clears the session cookie. (Tokens are stateless: a copied
+// cookie stays valid until it expires or the password changes.)
+func (s *Service) SignOut(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, s.cookie(r, "", -1))
+}
+
+func (s *Service) cookie(r *http.Request, value string, ttl time.Duration) *http.Cookie {
+	c := &http.Cookie{Name: CookieName, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: Secure(r)}
+	if ttl < 0 {
+		c.MaxAge = -1
+	} else {
+		c.MaxAge = int(ttl / time.Second)
+	}
+	return c
+}
+
+// Secure reports whether r arrived over TLS (directly, or at a proxy such
+// as API Gateway that says so in X-Forwarded-Proto): cookies set on it are
+// marked Secure.
+func Secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}

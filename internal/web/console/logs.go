@@ -1,0 +1,426 @@
+package console
+
+import (
+	"errors"
+	"html/template"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/web/auth"
+)
+
+// ----- trigger logs
+
+type logsPage struct {
+	base
+	Groups           []xjob.Group
+	Group, Job       int64
+	Jobs             []xjob.Job
+	Status, From, To string
+	Logs             []xjob.Log
+	Next             string
+	Query            string
+}
+
+const dateInput = "2006-01-02T15:04"
+
+func (h *Handler) logs(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	q := r.URL.Query()
+	d := logsPage{base: h.base(r, p, "logs"), Status: q.Get("status"), From: q.Get("from"), To: q.Get("to"),
+		Query: r.URL.RawQuery}
+	gs, err := h.visibleGroups(r, p)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	d.Groups = gs
+	d.Group, _ = strconv.ParseInt(q.Get("group"), 10, 64)
+	d.Job, _ = strconv.ParseInt(q.Get("job"), 10, 64)
+	if d.Job != 0 {
+		j, err := h.cfg.Admin.GetJob(r.Context(), d.Job)
+		if err == nil {
+			err = forbidden(p, j.GroupID)
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		d.Group = j.GroupID
+	}
+	if d.Group == 0 && !p.Admin() && len(gs) > 0 {
+		d.Group = gs[0].ID
+	}
+	if d.Group != 0 {
+		if err := forbidden(p, d.Group); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		if page, err := h.cfg.Admin.ListJobs(r.Context(), driver.JobListParams{GroupID: d.Group, Limit: 1000}); err == nil {
+			d.Jobs = page.Jobs
+		}
+	}
+	if !p.Admin() && d.Group == 0 {
+		h.render(w, r, "logs", d)
+		return
+	}
+	lp := driver.LogListParams{JobID: d.Job, GroupID: d.Group, Status: xjob.LogAll, Cursor: q.Get("cursor"), Limit: 50}
+	switch d.Status {
+	case "success":
+		lp.Status = xjob.LogSuccess
+	case "fail":
+		lp.Status = xjob.LogFail
+	case "running":
+		lp.Status = xjob.LogRunning
+	}
+	if t, err := time.Parse(dateInput, d.From); err == nil {
+		lp.From = t.UnixMilli()
+	}
+	if t, err := time.Parse(dateInput, d.To); err == nil {
+		lp.To = t.UnixMilli()
+	}
+	page, err := h.cfg.Admin.ListLogs(r.Context(), lp)
+	var ve *xjob.ValidationError
+	if errors.As(err, &ve) {
+		d.Error = ve.Error()
+	} else if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	d.Logs, d.Next = page.Logs, page.Next
+	h.render(w, r, "logs", d)
+}
+
+// logClear is the logs page's "clear logs" dialog (xxl-job's
+// /joblog/clearLog): the page's group and job scope it, and a normal user
+// must have the group (and the job must be in it); only an admin may
+// clear every group.
+func (h *Handler) logClear(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	group, _ := strconv.ParseInt(r.FormValue("group"), 10, 64)
+	job, _ := strconv.ParseInt(r.FormValue("job"), 10, 64)
+	if job != 0 {
+		j, err := h.cfg.Admin.GetJob(r.Context(), job)
+		if err == nil {
+			err = forbidden(p, j.GroupID)
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		group = j.GroupID
+	}
+	if err := forbidden(p, group); err != nil { // group 0 (every group): admins only
+		h.fail(w, r, err)
+		return
+	}
+	n, err := h.cfg.Admin.ClearLogs(r.Context(), admin.ClearLogsParams{GroupID: group, JobID: job, Mode: r.FormValue("mode")})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	back(w, r, "/console/logs?group="+itoa(group)+"&job="+itoa(job), h.base(r, p, "").T("cleared")+" "+strconv.Itoa(n))
+}
+
+// log loads a log the principal may see.
+func (h *Handler) log(r *http.Request, p auth.Principal) (xjob.Log, error) {
+	l, err := h.cfg.Admin.GetLog(r.Context(), pathInt(r, "id"))
+	if err != nil {
+		return xjob.Log{}, err
+	}
+	return l, forbidden(p, l.GroupID)
+}
+
+type logPage struct {
+	base
+	Log xjob.Log
+	Job xjob.Job
+	// TriggerMsg is the dispatcher's HTML trigger message (xxl-job's
+	// format, built by dispatch from escaped values).
+	TriggerMsg template.HTML
+}
+
+func (h *Handler) logDetail(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	l, err := h.log(r, p)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	d := logPage{base: h.base(r, p, "logs"), Log: l, TriggerMsg: safeTriggerMsg(l.TriggerMsg)}
+	d.Job, _ = h.cfg.Admin.GetJob(r.Context(), l.JobID)
+	h.render(w, r, "log", d)
+}
+
+// safeTriggerMsg escapes a trigger message, keeping only xxl-job's <br>
+// and <b> markup.
+func safeTriggerMsg(s string) template.HTML {
+	e := template.HTMLEscapeString(s)
+	for _, tag := range []string{"br", "b", "/b", "br/", "br /"} {
+		e = strings.ReplaceAll(e, "&lt;"+tag+"&gt;", "<"+tag+">")
+	}
+	return template.HTML(e) //nolint:gosec // escaped above; only fixed tags restored
+}
+
+type tailData struct {
+	base
+	ID      int64
+	Content string
+	Next    int
+	End     bool
+	Error   string
+	None    bool
+}
+
+// logTail is the htmx fragment of the rolling log: the lines from ?from=,
+// and (until the run has ended) a trigger that fetches the next lines in
+// 3 s, as xxl-job's viewer polls.
+func (h *Handler) logTail(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	l, err := h.log(r, p)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	from, _ := strconv.Atoi(r.URL.Query().Get("from"))
+	from = max(from, 1)
+	d := tailData{base: h.base(r, p, "logs"), ID: l.ID, Next: from}
+	if l.Triggered() && l.TriggerCode != xjob.CodeSuccess {
+		d.None, d.End = true, true
+		h.render(w, r, "tail", d)
+		return
+	}
+	res, err := h.cfg.Admin.ExecutorLog(r.Context(), l.ID, from)
+	if err != nil {
+		d.Error = err.Error()
+		h.render(w, r, "tail", d)
+		return
+	}
+	d.Content = res.LogContent
+	if res.ToLineNum >= from {
+		d.Next = res.ToLineNum + 1
+	}
+	d.End = res.IsEnd
+	if !d.End && l.Handled() && res.FromLineNum > res.ToLineNum {
+		d.End = true
+	}
+	h.render(w, r, "tail", d)
+}
+
+func (h *Handler) logKill(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	l, err := h.log(r, p)
+	if err == nil {
+		_, err = h.cfg.Admin.KillLog(r.Context(), l.ID)
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	back(w, r, "/console/logs/"+itoa(l.ID), h.base(r, p, "").T("done"))
+}
+
+// ----- executor groups
+
+type groupRow struct {
+	Group     xjob.Group
+	Executors []executorRow
+}
+
+type executorRow struct {
+	Address   string
+	Heartbeat int64
+}
+
+type groupsPage struct {
+	base
+	Rows     []groupRow
+	Edit     xjob.Group
+	Problems map[string]string
+}
+
+func (h *Handler) groups(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	h.renderGroups(w, r, p, xjob.Group{}, nil)
+}
+
+func (h *Handler) renderGroups(w http.ResponseWriter, r *http.Request, p auth.Principal, edit xjob.Group, problems map[string]string) {
+	gs, err := h.visibleGroups(r, p)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	d := groupsPage{base: h.base(r, p, "groups"), Edit: edit, Problems: problems}
+	if id, err := strconv.ParseInt(r.URL.Query().Get("edit"), 10, 64); err == nil && edit.AppName == "" {
+		for _, g := range gs {
+			if g.ID == id {
+				d.Edit = g
+			}
+		}
+	}
+	for _, g := range gs {
+		row := groupRow{Group: g}
+		if es, err := h.cfg.Admin.GroupExecutors(r.Context(), g.ID); err == nil {
+			for _, e := range es {
+				row.Executors = append(row.Executors, executorRow{Address: e.Address, Heartbeat: e.UpdatedAt})
+			}
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	h.render(w, r, "groups", d)
+}
+
+func (h *Handler) groupSave(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	if !p.Admin() {
+		h.fail(w, r, auth.ErrForbidden)
+		return
+	}
+	g := xjob.Group{ID: formInt(r, "id"), AppName: strings.TrimSpace(r.FormValue("appname")),
+		Title: strings.TrimSpace(r.FormValue("title")), AddressType: xjob.AddressType(formInt(r, "addressType")),
+		AddressList: xjob.SplitList(r.FormValue("addressList")), Version: formInt(r, "version")}
+	var err error
+	if g.ID == 0 {
+		_, err = h.cfg.Admin.CreateGroup(r.Context(), g)
+	} else {
+		_, err = h.cfg.Admin.UpdateGroup(r.Context(), adminGroupUpdate(g))
+	}
+	var ve *xjob.ValidationError
+	if errors.As(err, &ve) {
+		problems := map[string]string{}
+		for _, pr := range ve.Problems {
+			problems[pr.Field] = pr.Message
+		}
+		h.renderGroups(w, r, p, g, problems)
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	back(w, r, "/console/groups", h.base(r, p, "").T("saved"))
+}
+
+func (h *Handler) groupDelete(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	if !p.Admin() {
+		h.fail(w, r, auth.ErrForbidden)
+		return
+	}
+	if err := h.cfg.Admin.DeleteGroup(r.Context(), pathInt(r, "id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	back(w, r, "/console/groups", h.base(r, p, "").T("deleted"))
+}
+
+// ----- users
+
+type usersPage struct {
+	base
+	Users    []xjob.User
+	Groups   []xjob.Group
+	Edit     xjob.User
+	Problems map[string]string
+}
+
+func (h *Handler) users(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	h.renderUsers(w, r, p, xjob.User{}, nil)
+}
+
+func (h *Handler) renderUsers(w http.ResponseWriter, r *http.Request, p auth.Principal, edit xjob.User, problems map[string]string) {
+	d := usersPage{base: h.base(r, p, "users"), Edit: edit, Problems: problems}
+	if p.Admin() {
+		var err error
+		if d.Users, err = h.cfg.Auth.ListUsers(r.Context(), p, driver.UserListParams{}); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		if d.Groups, err = h.visibleGroups(r, p); err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		if name := r.URL.Query().Get("edit"); name != "" && edit.Username == "" {
+			for _, u := range d.Users {
+				if u.Username == name {
+					d.Edit = u
+				}
+			}
+		}
+	}
+	h.render(w, r, "users", d)
+}
+
+func (h *Handler) userSave(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	in := auth.UserInput{Username: strings.TrimSpace(r.PostForm.Get("username")), Password: r.PostForm.Get("password"),
+		Role: xjob.Role(formInt(r, "role")), Version: formInt(r, "version")}
+	for _, s := range r.PostForm["groupIds"] {
+		if id, err := strconv.ParseInt(s, 10, 64); err == nil {
+			in.GroupIDs = append(in.GroupIDs, id)
+		}
+	}
+	var err error
+	if r.PostForm.Get("existing") == "1" {
+		old, gerr := h.cfg.Auth.GetUser(r.Context(), p, in.Username)
+		if gerr != nil {
+			h.fail(w, r, gerr)
+			return
+		}
+		in.Locale = old.Locale
+		_, err = h.cfg.Auth.UpdateUser(r.Context(), p, in)
+	} else {
+		_, err = h.cfg.Auth.CreateUser(r.Context(), p, in)
+	}
+	var ve *xjob.ValidationError
+	if errors.As(err, &ve) {
+		problems := map[string]string{}
+		for _, pr := range ve.Problems {
+			problems[pr.Field] = pr.Message
+		}
+		h.renderUsers(w, r, p, xjob.User{Username: in.Username, Role: in.Role, GroupIDs: in.GroupIDs}, problems)
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	back(w, r, "/console/users", h.base(r, p, "").T("saved"))
+}
+
+func (h *Handler) userDelete(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	err := h.cfg.Auth.DeleteUser(r.Context(), p, r.PathValue("name"))
+	var ve *xjob.ValidationError
+	if errors.As(err, &ve) {
+		back(w, r, "/console/users", ve.Problems[0].Message)
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	back(w, r, "/console/users", h.base(r, p, "").T("deleted"))
+}
+
+func (h *Handler) password(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	_, err := h.cfg.Auth.ChangePassword(r.Context(), p, r.PostFormValue("current"), r.PostFormValue("new"))
+	var ve *xjob.ValidationError
+	if errors.As(err, &ve) {
+		h.renderUsers(w, r, p, xjob.User{}, map[string]string{"password": ve.Error()})
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	// The change ended every session, this one included: sign in again.
+	if _, err := h.cfg.Auth.SignIn(w, r, p.User.Username, r.PostFormValue("new")); err != nil {
+		http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+		return
+	}
+	back(w, r, "/console/users", h.base(r, p, "").T("saved"))
+}
+
+func adminGroupUpdate(g xjob.Group) admin.UpdateGroupParams {
+	return admin.UpdateGroupParams{Group: g, Version: g.Version}
+}
