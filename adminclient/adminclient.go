@@ -1,6 +1,7 @@
 // Package adminclient is the Go client of the xjob admin JSON API (the /v1
-// routes of /work/notes/api.md). The CLI is built on it, and so can any tool
-// or test that manages jobs, groups and logs from Go.
+// routes listed in the doc comment of internal/web/adminapi and in
+// docs/admin-api.md). The CLI is built on it, and so can any tool or test
+// that manages jobs, groups and logs from Go.
 //
 // It speaks the root package's types (xjob.Job, xjob.Group, xjob.Log,
 // xjob.ReportDay), protocol.LogResult and metric.Snapshot, so nothing the

@@ -10,8 +10,7 @@
 // # Generations
 //
 // One admin speaks to every executor generation; what differs, and how
-// xjob copes (details in ../../shared/reference/xxl-job-protocol-versions.md
-// of the team, summarised in the README's Compatibility section):
+// xjob copes (for users: docs/compatibility.md):
 //
 //	                      ≤ 2.2             2.3 – 3.2     3.3 – 3.4       3.5 (master)
 //	trigger endpoint      /run              /run          /run            /trigger
