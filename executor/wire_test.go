@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The literal JSON below is written from the xxl-job facts sheet (A1–A4),
+// The literal JSON below is written from xxl-job's Java sources (TriggerParam, callback, registry),
 // not from our structs, so a renamed field or tag fails here.
 
 func TestWireReplies(t *testing.T) {

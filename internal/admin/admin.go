@@ -1,6 +1,6 @@
 // Package admin is the application service behind xjob's admin API: what a
 // person (or a tool) does to jobs, executor groups and trigger logs, with
-// xxl-job's rules (facts sheet PART B and A6.2) applied in one place so that
+// xxl-job's rules (validation, trigger and child-job semantics) applied in one place so that
 // the HTTP layer, the CLI's server and any future console agree.
 //
 // It holds no transport types. Errors carry their meaning for the edge:

@@ -4,7 +4,7 @@
 // once per failed log (also when the log is retried, as xxl-job does).
 //
 // xxl-job ships only an e-mail alarm and leaves other channels to users
-// (facts sheet, part C #9); a webhook covers chat tools and incident
+// (its JobAlarm extension point); a webhook covers chat tools and incident
 // systems through a small relay, without xjob knowing each vendor.
 package alarm
 

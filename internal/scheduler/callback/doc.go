@@ -21,7 +21,7 @@
 //	           ├─ claim alarm status 0 → -1 (compare-and-set; loser stops)
 //	           └─ alarm: job deleted → 1, alarm ok → 2, alarm error → 3
 //
-// As in xxl-job (facts sheet A6.8) a failure that is retried is also alarmed:
+// As in xxl-job's fail monitor, a failure that is retried is also alarmed:
 // the retry decision comes first, then the alarm, and both happen.
 //
 // # Why this is safe under duplicates and crashes

@@ -10,7 +10,7 @@ import (
 )
 
 // MaxHandleMsg is the longest handle message kept, in bytes, as xxl-job cuts
-// handle_msg to 15 000 characters (facts sheet A6.7).
+// handle_msg to 15 000 characters.
 const MaxHandleMsg = 15000
 
 // ParseShardingParam parses a broadcast shard as xxl-job stores it in

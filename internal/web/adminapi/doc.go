@@ -1,5 +1,5 @@
-// Package adminapi is xjob's one HTTP surface (the contract is
-// notes/api.md): the xxl-job admin API that unmodified xxl-job 2.4
+// Package adminapi is xjob's one HTTP surface (users' guide:
+// docs/admin-api.md): the xxl-job admin API that unmodified xxl-job 2.4
 // executors call, the xjob admin JSON API for people and tools, and a
 // health check — one http.Handler, so that an executor configured with a
 // single admin address reaches everything it needs.
