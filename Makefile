@@ -119,7 +119,7 @@ run: build-cli ## Build and start xjob local with demo jobs served by the exampl
 clean: ## Remove build output
 	rm -rf $(BIN) $(DIST)
 
-# Deploying to AWS (needs credentials; see infra/README.md). Tokens come from the
+# Deploying to AWS (needs credentials; see docs/aws.md). Tokens come from the
 # environment: XJOB_ACCESS_TOKEN (executors) and XJOB_ADMIN_TOKEN (/v1 API, >= 16 chars).
 STACK  ?= xjob
 SHARDS ?= 4

@@ -3,7 +3,7 @@
 
 resource "aws_dynamodb_table" "jobs" {
   lifecycle {
-    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+    prevent_destroy = true # the data outlives the stack; see docs/aws.md to delete on purpose
   }
 
   name         = "${var.table_prefix}-jobs"
@@ -48,7 +48,7 @@ resource "aws_dynamodb_table" "jobs" {
 
 resource "aws_dynamodb_table" "groups" {
   lifecycle {
-    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+    prevent_destroy = true # the data outlives the stack; see docs/aws.md to delete on purpose
   }
 
   name         = "${var.table_prefix}-groups"
@@ -69,7 +69,7 @@ resource "aws_dynamodb_table" "groups" {
 # per-log "<prefix>-logs" table of earlier versions (forgotten below, not destroyed).
 resource "aws_dynamodb_table" "log_pages" {
   lifecycle {
-    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+    prevent_destroy = true # the data outlives the stack; see docs/aws.md to delete on purpose
   }
 
   name         = "${var.table_prefix}-logpages"
@@ -133,7 +133,7 @@ removed {
 
 resource "aws_dynamodb_table" "registry" {
   lifecycle {
-    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+    prevent_destroy = true # the data outlives the stack; see docs/aws.md to delete on purpose
   }
 
   name         = "${var.table_prefix}-registry"
@@ -162,7 +162,7 @@ resource "aws_dynamodb_table" "registry" {
 
 resource "aws_dynamodb_table" "leases" {
   lifecycle {
-    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+    prevent_destroy = true # the data outlives the stack; see docs/aws.md to delete on purpose
   }
 
   name         = "${var.table_prefix}-leases"
@@ -181,7 +181,7 @@ resource "aws_dynamodb_table" "leases" {
 
 resource "aws_dynamodb_table" "reports" {
   lifecycle {
-    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+    prevent_destroy = true # the data outlives the stack; see docs/aws.md to delete on purpose
   }
 
   name         = "${var.table_prefix}-reports"
@@ -200,7 +200,7 @@ resource "aws_dynamodb_table" "reports" {
 
 resource "aws_dynamodb_table" "counters" {
   lifecycle {
-    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+    prevent_destroy = true # the data outlives the stack; see docs/aws.md to delete on purpose
   }
 
   name         = "${var.table_prefix}-counters"
@@ -220,7 +220,7 @@ resource "aws_dynamodb_table" "counters" {
 # Console users and saved GLUE sources (dynamostore.TableConsole).
 resource "aws_dynamodb_table" "console" {
   lifecycle {
-    prevent_destroy = true # the data outlives the stack; see infra/README.md to delete on purpose
+    prevent_destroy = true # the data outlives the stack; see docs/aws.md to delete on purpose
   }
 
   name         = "${var.table_prefix}-console"

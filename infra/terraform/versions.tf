@@ -1,5 +1,5 @@
 # xjob on AWS, the same resources as infra/sam/template.yaml. Deploy with
-# `make build-lambda && make deploy-tf` (see infra/README.md). infra/infra_test.go
+# `make build-lambda && make deploy-tf` (see docs/aws.md). infra/infra_test.go
 # (plain `go test ./infra`) checks these files against internal/adapter/awsconfig and
 # internal/adapter/dynamostore, so keep resource names and shapes as they are written here.
 
