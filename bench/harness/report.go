@@ -20,7 +20,13 @@ func WriteJSON(dir, stamp string, r *Result) (string, error) {
 		tag = r.Target + "-"
 	}
 	path := filepath.Join(dir, r.Scenario+"-"+tag+stamp+".json")
-	data, err := json.MarshalIndent(r, "", "  ")
+	// The profile lies beside the JSON: name it by its file name alone, so a
+	// committed result carries no path of the machine that ran it.
+	out := *r
+	if out.Profile != "" {
+		out.Profile = filepath.Base(out.Profile)
+	}
+	data, err := json.MarshalIndent(&out, "", "  ")
 	if err != nil {
 		return "", fmt.Errorf("result json: %w", err)
 	}

@@ -1,5 +1,5 @@
-// Command xjob is the xjob CLI; `xjob local` (issue "Local mode") will host
-// every scheduling-center service in one process.
+// Command xjob is the xjob CLI: `xjob local` runs every scheduling-center
+// service in one process; the other commands talk to an admin over HTTP.
 package main
 
 import (

@@ -17,7 +17,7 @@ import (
 	"github.com/xjobdev/xjob/protocol"
 )
 
-// The scenarios of issue "Local mode" that TestLocalRunsJobsEndToEnd and
+// The scenarios that TestLocalRunsJobsEndToEnd and
 // the crash test leave out — retries, child jobs, sharding broadcast and
 // the manual trigger with an address override — run against one `xjob
 // local` (Run on a temp file and a free port, runLocal in e2e_test.go),
