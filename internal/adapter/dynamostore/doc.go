@@ -143,7 +143,7 @@
 // is not failed, which readers drop; never a failed log without one) and
 // removes entries of logs that no longer are after it (best effort).
 //
-// Running logs. The lost check (registry.CheckLost, LogsRunning(now −
+// Running logs. The lost check (upkeep.CheckLost, LogsRunning(now −
 // LostAfter)) reads each page once, behind a watermark kept in the
 // counters table:
 //

@@ -35,6 +35,7 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/route"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
 	"github.com/xjobdev/xjob/internal/scheduler/tally"
+	"github.com/xjobdev/xjob/internal/scheduler/upkeep"
 	"github.com/xjobdev/xjob/internal/web/adminapi"
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/web/console"
@@ -78,6 +79,7 @@ type App struct {
 	dispatcher *dispatch.Dispatcher
 	callback   *callback.Service
 	registry   *registry.Service
+	upkeep     *upkeep.Service
 	admin      *admin.Service
 	reports    *tally.Batcher // run-report counters, flushed before each handler returns
 	ringRetry  time.Duration  // ringRetryStep, or Deps.RingRetry
@@ -270,9 +272,13 @@ func New(cfg Config, d Deps) (*App, error) {
 	if err != nil {
 		return fail("callback", err)
 	}
-	a.registry, err = registry.New(registry.Config{Store: store, Completer: a.callback, Clock: d.Clock, Logger: d.Logger})
+	a.registry, err = registry.New(registry.Config{Store: store, Clock: d.Clock, Logger: d.Logger})
 	if err != nil {
 		return fail("registry", err)
+	}
+	a.upkeep, err = upkeep.New(upkeep.Config{Store: store, Liveness: a.registry, Completer: a.callback, Clock: d.Clock, Logger: d.Logger})
+	if err != nil {
+		return fail("upkeep", err)
 	}
 	sc := d.Scan
 	sc.Shards = cfg.Shards

@@ -88,7 +88,7 @@ func (a *App) Maintain(ctx context.Context, ev events.EventBridgeEvent) (Mainten
 	rr, err := a.registry.RefreshGroups(ctx)
 	res.StaleRemoved, res.GroupsUpdated = rr.Removed, rr.Updated
 	errs = append(errs, wrap("registry refresh", err))
-	lr, err := a.registry.CheckLost(ctx)
+	lr, err := a.upkeep.CheckLost(ctx)
 	res.LostChecked, res.LostMarked = lr.Checked, lr.Marked
 	errs = append(errs, wrap("lost-job check", err))
 	at := ev.Time
@@ -97,7 +97,7 @@ func (a *App) Maintain(ctx context.Context, ev events.EventBridgeEvent) (Mainten
 	}
 	if at.UTC().Minute() == 0 {
 		res.PurgeRan = true
-		res.Purged, err = a.registry.PurgeLogs(ctx)
+		res.Purged, err = a.upkeep.PurgeLogs(ctx)
 		errs = append(errs, wrap("log purge", err))
 	}
 	a.log.InfoContext(ctx, "maintenance", "result", res)

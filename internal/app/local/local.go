@@ -26,6 +26,7 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/route"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
 	"github.com/xjobdev/xjob/internal/scheduler/tally"
+	"github.com/xjobdev/xjob/internal/scheduler/upkeep"
 )
 
 // Visibility timeouts of the local queues. The ring holds a bucket while
@@ -46,6 +47,7 @@ type services struct {
 	db       *sqlitestore.DB
 	admin    *admin.Service
 	registry *registry.Service
+	upkeep   *upkeep.Service
 	callback *callback.Service
 	metrics  *metric.Metrics
 	reports  *tally.Batcher // the run report, read through it so pending counts are flushed first
@@ -298,9 +300,14 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: callback: %w", err))
 	}
-	reg, err := registry.New(registry.Config{Store: db, Completer: cb, Clock: clk, Logger: logger, RetentionDays: cfg.LogRetentionDays})
+	reg, err := registry.New(registry.Config{Store: db, Clock: clk, Logger: logger})
 	if err != nil {
 		return fail(fmt.Errorf("local: registry: %w", err))
+	}
+	keep, err := upkeep.New(upkeep.Config{Store: db, Liveness: reg, Completer: cb, Clock: clk, Logger: logger,
+		RetentionDays: cfg.LogRetentionDays})
+	if err != nil {
+		return fail(fmt.Errorf("local: upkeep: %w", err))
 	}
 	// The admin pushes the fires of a job it creates, starts or edits within
 	// the scan's horizon, so it shares the scanner's configuration.
@@ -353,6 +360,6 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: scan: %w", err))
 	}
-	svc := &services{db: db, admin: adm, registry: reg, callback: cb, metrics: metrics, reports: reports, logger: logger}
+	svc := &services{db: db, admin: adm, registry: reg, upkeep: keep, callback: cb, metrics: metrics, reports: reports, logger: logger}
 	return svc, p, nil
 }

@@ -43,14 +43,14 @@ func maintain(ctx context.Context, svc *services, log *slog.Logger) {
 			return err
 		}},
 		{name: "lost-job check", every: lostEvery, next: now.Add(lostEvery), run: func(ctx context.Context) error {
-			r, err := svc.registry.CheckLost(ctx)
+			r, err := svc.upkeep.CheckLost(ctx)
 			if r.Marked > 0 {
 				log.Warn("lost-job check", "checked", r.Checked, "markedLost", r.Marked)
 			}
 			return err
 		}},
 		{name: "log purge", every: purgeEvery, next: now.Add(purgeFirst), run: func(ctx context.Context) error {
-			n, err := svc.registry.PurgeLogs(ctx)
+			n, err := svc.upkeep.PurgeLogs(ctx)
 			if n > 0 {
 				log.Info("log purge", "deleted", n)
 			}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
-	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/protocol"
 )
 
@@ -25,26 +22,12 @@ func registryParam(group, key, value string) protocol.RegistryParam {
 	return protocol.RegistryParam{RegistryGroup: group, RegistryKey: key, RegistryValue: value}
 }
 
-// recorder is an Alarmer that records the logs it is told about.
-type recorder struct {
-	mu   sync.Mutex
-	logs []int64
-}
-
-func (r *recorder) Alarm(_ context.Context, a driver.Alarm) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.logs = append(r.logs, a.Log.ID)
-	return nil
-}
-
 type env struct {
-	t     *testing.T
-	ctx   context.Context
-	db    *sqlitestore.DB
-	clk   *clock.Fake
-	svc   *Service
-	alarm *recorder
+	t   *testing.T
+	ctx context.Context
+	db  *sqlitestore.DB
+	clk *clock.Fake
+	svc *Service
 }
 
 func setup(t *testing.T, cfg Config) *env {
@@ -56,20 +39,12 @@ func setup(t *testing.T, cfg Config) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	rec := &recorder{}
-	cb, err := callback.New(callback.Config{Store: db, Queues: db, Alarmer: rec, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Store, cfg.Clock = db, clk
-	if cfg.Completer == nil {
-		cfg.Completer = cb
-	}
 	svc, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, ctx: ctx, db: db, clk: clk, svc: svc, alarm: rec}
+	return &env{t: t, ctx: ctx, db: db, clk: clk, svc: svc}
 }
 
 func (e *env) beat(app, addr string) {
@@ -146,6 +121,26 @@ func TestLiveAddresses(t *testing.T) {
 	}
 }
 
+// LiveSet is every app's live executors at once: what the lost-result
+// check compares running logs against.
+func TestLiveSet(t *testing.T) {
+	t.Parallel()
+	e := setup(t, Config{})
+	e.beat("app-a", "http://gone:9999/")
+	e.clk.Advance(60 * time.Second)
+	e.beat("app-a", "http://a:9999/")
+	e.beat("app-b", "http://b:9999/")
+	e.clk.Advance(31 * time.Second) // gone's beat is now 91 s old
+	got, err := e.svc.LiveSet(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"http://a:9999/": true, "http://b:9999/": true}
+	if len(got) != len(want) || !got["http://a:9999/"] || !got["http://b:9999/"] {
+		t.Fatalf("live set %v, want %v", got, want)
+	}
+}
+
 func TestAddresses(t *testing.T) {
 	t.Parallel()
 	e := setup(t, Config{})
@@ -219,151 +214,11 @@ func TestRefreshGroups(t *testing.T) {
 	}
 }
 
-// running stores a log triggered successfully on addr at the current time.
-func (e *env) running(jobID int64, addr string, retries int) xjob.Log {
-	e.t.Helper()
-	l, err := e.db.LogCreate(e.ctx, xjob.Log{
-		OccurrenceID: xjob.Occurrence{JobID: jobID, Type: xjob.TriggerManual, Ref: strconv.FormatInt(time.Now().UnixNano(), 10)}.ID(0),
-		JobID:        jobID, TriggerType: xjob.TriggerManual, TriggerTime: clock.Millis(e.clk), ExecutorFailRetryCount: retries,
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := e.db.LogTriggered(e.ctx, driver.LogTriggeredParams{ID: l.ID, ExecutorAddress: addr, TriggerCode: 200}); err != nil {
-		e.t.Fatal(err)
-	}
-	l, err = e.db.LogGet(e.ctx, l.ID)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return l
-}
-
-func TestCheckLost(t *testing.T) {
-	t.Parallel()
-	e := setup(t, Config{})
-	g, err := e.db.GroupInsert(e.ctx, xjob.Group{AppName: "app-a", Title: "A"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := xjob.Job{GroupID: g.ID, Description: "d", Author: "a", Handler: "h", FailRetryCount: 1}
-	j.ApplyDefaults()
-	if j, err = e.db.JobInsert(e.ctx, j); err != nil {
-		t.Fatal(err)
-	}
-	const alive, gone = "http://alive:9999/", "http://gone:9999/"
-	e.beat("app-a", alive)
-	e.beat("app-a", gone)
-	onAlive := e.running(j.ID, alive, 1)
-	onGone := e.running(j.ID, gone, 1)
-	// Heartbeats continue for alive only, for eleven minutes.
-	for range 22 {
-		e.clk.Advance(30 * time.Second)
-		e.beat("app-a", alive)
-	}
-	young := e.running(j.ID, gone, 1) // gone, but not running for 10 min yet
-
-	res, err := e.svc.CheckLost(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Checked != 2 || res.Marked != 1 {
-		t.Fatalf("result %+v, want 2 checked, 1 marked", res)
-	}
-	get := func(id int64) xjob.Log {
-		l, err := e.db.LogGet(e.ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	if l := get(onGone.ID); l.HandleCode != xjob.CodeFail || l.HandleMsg != LostMsg || l.HandleTime != clock.Millis(e.clk) {
-		t.Fatalf("lost log %+v", l)
-	}
-	for _, id := range []int64{onAlive.ID, young.ID} {
-		if l := get(id); l.Handled() {
-			t.Fatalf("log %d marked although it is not lost: %+v", id, l)
-		}
-	}
-	// The completion path took over: alarm sent, retry enqueued.
-	if l := get(onGone.ID); l.AlarmStatus != xjob.AlarmSuccess || !slices.Equal(e.alarm.logs, []int64{onGone.ID}) {
-		t.Fatalf("alarm status %d, alarms %v", l.AlarmStatus, e.alarm.logs)
-	}
-	e.clk.Advance(callback.DefaultRetryDelay) // retries wait the retry delay
-	ds, err := e.db.Dispatch(xjob.LaneFast).Receive(e.ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute})
-	if err != nil || len(ds) != 1 || ds[0].Msg.Occurrence.Type != xjob.TriggerRetry ||
-		ds[0].Msg.Occurrence.Ref != strconv.FormatInt(onGone.ID, 10) {
-		t.Fatalf("dispatch queue %+v, %v; want one retry of the lost log", ds, err)
-	}
-	res, err = e.svc.CheckLost(e.ctx)
-	if err != nil || res.Marked != 0 {
-		t.Fatalf("second check %+v, %v", res, err)
-	}
-}
-
-func TestCheckLostNeedsCompleter(t *testing.T) {
-	t.Parallel()
-	e := setup(t, Config{})
-	s, err := New(Config{Store: e.db, Clock: e.clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.CheckLost(e.ctx); err == nil {
-		t.Fatal("CheckLost without a Completer succeeded")
-	}
-}
-
-func TestPurgeLogs(t *testing.T) {
-	t.Parallel()
-	day := 24 * time.Hour
-	midnight := time.Date(start.Year(), start.Month(), start.Day(), 0, 0, 0, 0, time.UTC)
-	ages := []time.Time{
-		midnight.Add(-40 * day),
-		midnight.Add(-30*day - time.Millisecond), // just before the 30-day cutoff
-		midnight.Add(-30 * day),                  // at the cutoff: kept
-		midnight.Add(-8 * day),
-		midnight.Add(-7*day - time.Hour),
-		midnight.Add(-time.Hour),
-		start,
-	}
-	tests := []struct {
-		name      string
-		retention int
-		batch     int
-		wantGone  int
-	}{
-		{"default 30 days", 0, 0, 2},
-		{"7 days in batches of 2", 7, 2, 5},
-		{"below 7 disables", 6, 0, 0},
-		{"negative disables", -1, 0, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			e := setup(t, Config{RetentionDays: tt.retention, BatchSize: tt.batch})
-			for i, at := range ages {
-				if _, err := e.db.LogCreate(e.ctx, xjob.Log{OccurrenceID: "o" + strconv.Itoa(i), JobID: 1,
-					TriggerType: xjob.TriggerManual, TriggerTime: at.UnixMilli()}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			n, err := e.svc.PurgeLogs(e.ctx)
-			if err != nil || n != tt.wantGone {
-				t.Fatalf("purged %d, %v; want %d", n, err, tt.wantGone)
-			}
-			page, err := e.db.LogList(e.ctx, driver.LogListParams{Status: xjob.LogAll, Limit: 100})
-			if err != nil || len(page.Logs) != len(ages)-tt.wantGone {
-				t.Fatalf("%d logs left, %v", len(page.Logs), err)
-			}
-		})
-	}
-}
-
 func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
 	e := setup(t, Config{})
 	c := e.svc.Config()
-	if c.DeadAfter != 90*time.Second || c.LostAfter != 10*time.Minute || c.RetentionDays != 30 || c.BatchSize != 1000 {
+	if c.DeadAfter != 90*time.Second {
 		t.Fatalf("defaults %+v", c)
 	}
 }

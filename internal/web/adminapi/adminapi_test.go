@@ -91,7 +91,7 @@ func newServices(t testing.TB) services {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.reg, err = registry.New(registry.Config{Store: db, Completer: s.cb, Clock: clk, Logger: s.quiet})
+	s.reg, err = registry.New(registry.Config{Store: db, Clock: clk, Logger: s.quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
