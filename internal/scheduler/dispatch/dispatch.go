@@ -339,7 +339,7 @@ func (d *Dispatcher) loadJobs(ctx context.Context, ids []int64) ([]xjob.Job, err
 // as one unit of durable work, and returns their outcomes and errors in
 // the order of idx, each meaning exactly what Dispatch's does:
 //
-//	Claim: route every shard ──▶ LogCreateMany (one claim for all)
+//	Claim: route every pending log ──▶ LogCreateMany (one claim for all)
 //	Claimed.Run: POST /run, concurrently ──▶ LogTriggeredMany (one record for all replies)
 //	    ──▶ report counters once per day, slow marks, failed triggers completed
 //
@@ -351,7 +351,7 @@ func (b *Batch) Run(ctx context.Context, idx []int, calls chan struct{}) ([]Outc
 	return b.Claim(ctx, idx).Run(ctx, calls)
 }
 
-// Claimed is a Run cut after its claim: the tasks' shards are routed and
+// Claimed is a Run cut after its claim: the tasks' logs are routed and
 // their logs created (or taken over), and only the executor calls and the
 // record remain. A caller that has its tasks ahead of their instant (the
 // lane sink, for the ring's prepared hand-offs) claims then, so that at
@@ -361,12 +361,12 @@ func (b *Batch) Run(ctx context.Context, idx []int, calls chan struct{}) ([]Outc
 // their ClaimUntil, and the next delivery of the occurrence takes them
 // over then (late by the claim TTL, never twice).
 type Claimed struct {
-	d      *Dispatcher
-	outs   []Outcome
-	errs   []error
-	shards []*shard
-	call   []*shard // claimed by this Run: to call and record
-	now    int64
+	d    *Dispatcher
+	outs []Outcome
+	errs []error
+	logs []*pendingLog
+	call []*pendingLog // claimed by this Run: to call and record
+	now  int64
 }
 
 // Claim routes the tasks idx of b and claims their logs in one
@@ -391,46 +391,48 @@ func (b *Batch) Claim(ctx context.Context, idx []int) *Claimed {
 		switch {
 		case t.broadcast && task.ShardTotal > 0:
 			// A retried shard re-runs only itself.
-			c.shards = append(c.shards, &shard{k: k, t: t, i: task.ShardIndex, n: task.ShardTotal})
+			c.logs = append(c.logs, &pendingLog{k: k, t: t, index: task.ShardIndex, total: task.ShardTotal})
 		case t.broadcast && t.fail == "" && len(t.addrs) > 0:
 			for i := range t.addrs {
-				c.shards = append(c.shards, &shard{k: k, t: t, i: i, n: len(t.addrs)})
+				c.logs = append(c.logs, &pendingLog{k: k, t: t, index: i, total: len(t.addrs)})
 			}
 		default:
-			c.shards = append(c.shards, &shard{k: k, t: t, i: 0, n: 1})
+			c.logs = append(c.logs, &pendingLog{k: k, t: t, index: 0, total: 1})
 		}
 	}
-	if len(c.shards) > 0 {
-		c.call = d.claimShards(ctx, c.shards, c.now)
+	if len(c.logs) > 0 {
+		c.call = d.claimLogs(ctx, c.logs, c.now)
 	}
 	return c
 }
 
-// Run calls the executors of the shards c claimed and records their
+// Run calls the executors of the logs c claimed and records their
 // replies: the second half of Batch.Run, whose results it returns.
 func (c *Claimed) Run(ctx context.Context, calls chan struct{}) ([]Outcome, []error) {
 	if len(c.call) > 0 {
-		c.d.callShards(ctx, c.call, calls, c.now)
+		c.d.callLogs(ctx, c.call, calls, c.now)
 	}
-	for _, sh := range c.shards {
-		out := &c.outs[sh.k]
+	for _, pl := range c.logs {
+		out := &c.outs[pl.k]
 		switch {
-		case sh.err != nil:
-			c.errs[sh.k] = errors.Join(c.errs[sh.k], sh.err)
-		case sh.duplicate:
+		case pl.err != nil:
+			c.errs[pl.k] = errors.Join(c.errs[pl.k], pl.err)
+		case pl.duplicate:
 			out.Duplicates++
-		case sh.recorded:
-			out.Logs = append(out.Logs, sh.log)
+		case pl.recorded:
+			out.Logs = append(out.Logs, pl.log)
 		}
 	}
 	return c.outs, c.errs
 }
 
-// shard is one log of a Run: a task's only one, or one broadcast shard.
-type shard struct {
-	k    int // the task's position in Run's idx
-	t    *trigger
-	i, n int
+// pendingLog is one trigger log of a Run on its way: routed, claimed,
+// its executor called, its reply recorded. A task has one, or one per
+// executor for a sharding broadcast (index of total).
+type pendingLog struct {
+	k            int // the task's position in Run's idx
+	t            *trigger
+	index, total int
 
 	address, trail, fail string
 	log                  xjob.Log // to create; then as stored
@@ -445,24 +447,24 @@ type shard struct {
 	err       error
 }
 
-// claimShards routes shards and claims their logs; it returns the shards
+// claimLogs routes pending logs and claims them; it returns the ones
 // this claim won, to be called.
-func (d *Dispatcher) claimShards(ctx context.Context, shards []*shard, now int64) []*shard {
-	d.route(ctx, shards)
-	logs := make([]xjob.Log, len(shards))
-	for j, sh := range shards {
-		sh.log = d.newLog(sh, now)
-		logs[j] = sh.log
+func (d *Dispatcher) claimLogs(ctx context.Context, pending []*pendingLog, now int64) []*pendingLog {
+	d.route(ctx, pending)
+	logs := make([]xjob.Log, len(pending))
+	for j, pl := range pending {
+		pl.log = d.newLog(pl, now)
+		logs[j] = pl.log
 	}
 	claims, err := d.d.Store.LogCreateMany(ctx, logs)
 	if err == nil && len(claims) != len(logs) {
 		err = fmt.Errorf("store returned %d claims for %d logs", len(claims), len(logs))
 	}
-	var call []*shard
+	var call []*pendingLog
 	mine := map[int64]bool{} // logs this Run claimed
-	for j, sh := range shards {
+	for j, pl := range pending {
 		if err != nil {
-			sh.err = fmt.Errorf("dispatch %s: create log: %w", sh.log.OccurrenceID, err)
+			pl.err = fmt.Errorf("dispatch %s: create log: %w", pl.log.OccurrenceID, err)
 			continue
 		}
 		c := claims[j]
@@ -473,55 +475,55 @@ func (d *Dispatcher) claimShards(ctx context.Context, shards []*shard, now int64
 		}
 		switch c.Outcome {
 		case driver.ClaimCreated:
-			sh.log = c.Log
+			pl.log = c.Log
 			mine[c.Log.ID] = true
 		case driver.ClaimTakenOver:
 			// Keep what this attempt routed; the stored log keeps its id.
-			sh.log, sh.prev, sh.takenOver = c.Log, c.Prev, true
-			sh.log.ExecutorAddress = sh.address
+			pl.log, pl.prev, pl.takenOver = c.Log, c.Prev, true
+			pl.log.ExecutorAddress = pl.address
 			mine[c.Log.ID] = true
 		case driver.ClaimTriggered:
-			sh.duplicate = true
+			pl.duplicate = true
 			d.d.Metrics.Duplicate()
 			continue
 		case driver.ClaimHeld:
-			sh.err = fmt.Errorf("dispatch %s: %w", sh.log.OccurrenceID, ErrInFlight)
+			pl.err = fmt.Errorf("dispatch %s: %w", pl.log.OccurrenceID, ErrInFlight)
 			continue
 		default:
-			sh.err = fmt.Errorf("dispatch %s: create log: %w", sh.log.OccurrenceID, c.Err)
+			pl.err = fmt.Errorf("dispatch %s: create log: %w", pl.log.OccurrenceID, c.Err)
 			continue
 		}
-		call = append(call, sh)
+		call = append(call, pl)
 	}
 	return call
 }
 
-// callShards calls the executors of claimed shards, records their replies
+// callLogs calls the executors of claimed logs, records their replies
 // in one LogTriggeredMany, and does what follows a trigger (counters, slow
 // marks, failed triggers completed).
-func (d *Dispatcher) callShards(ctx context.Context, call []*shard, calls chan struct{}, now int64) {
+func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls chan struct{}, now int64) {
 	if calls == nil {
 		calls = make(chan struct{}, d.cfg.BatchConcurrency)
 	}
 	var wg sync.WaitGroup
-	for _, sh := range call {
+	for _, pl := range call {
 		calls <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-calls }()
-			d.call(ctx, sh)
+			d.call(ctx, pl)
 		})
 	}
 	wg.Wait()
 
 	replies := make([]driver.LogTriggeredParams, len(call))
-	for j, sh := range call {
-		code := sh.ret.Code
+	for j, pl := range call {
+		code := pl.ret.Code
 		if code != xjob.CodeSuccess {
 			code = xjob.CodeFail
 		}
-		msg := d.triggerMsg(sh.t, sh.address, sh.trail, sh.ret)
-		replies[j] = driver.LogTriggeredParams{ID: sh.log.ID, ExecutorAddress: sh.address, TriggerCode: code, TriggerMsg: msg}
-		sh.log.TriggerCode, sh.log.TriggerMsg, sh.log.ExecutorAddress = code, msg, sh.address
+		msg := d.triggerMsg(pl.t, pl.address, pl.trail, pl.ret)
+		replies[j] = driver.LogTriggeredParams{ID: pl.log.ID, ExecutorAddress: pl.address, TriggerCode: code, TriggerMsg: msg}
+		pl.log.TriggerCode, pl.log.TriggerMsg, pl.log.ExecutorAddress = code, msg, pl.address
 	}
 	rerrs, err := d.d.Store.LogTriggeredMany(ctx, replies)
 	if err == nil && len(rerrs) != len(replies) {
@@ -532,25 +534,25 @@ func (d *Dispatcher) callShards(ctx context.Context, call []*shard, calls chan s
 	}
 	var failed []xjob.Log
 	days := map[string]*xjob.ReportDay{}
-	for j, sh := range call {
+	for j, pl := range call {
 		if err == nil && rerrs[j] != nil && !errors.Is(rerrs[j], xjob.ErrConflict) {
 			err = rerrs[j]
 		}
 		if err != nil {
-			sh.err = fmt.Errorf("dispatch %s: record trigger: %w", sh.log.OccurrenceID, err)
+			pl.err = fmt.Errorf("dispatch %s: record trigger: %w", pl.log.OccurrenceID, err)
 			err = nil
 			continue
 		}
-		sh.recorded = true
-		ok := sh.log.TriggerCode == xjob.CodeSuccess
+		pl.recorded = true
+		ok := pl.log.TriggerCode == xjob.CodeSuccess
 		var delay time.Duration
-		if occ := sh.t.task.Occurrence; occ.Scheduled() {
+		if occ := pl.t.task.Occurrence; occ.Scheduled() {
 			// From the call, not the log's trigger time: a claim made
 			// ahead records the instant there.
-			delay = time.Duration(sh.called-occ.FireTime) * time.Millisecond
+			delay = time.Duration(pl.called-occ.FireTime) * time.Millisecond
 		}
-		d.d.Metrics.TriggerOf(string(sh.t.task.Occurrence.Type), ok, delay)
-		day := time.UnixMilli(sh.log.TriggerTime).UTC().Format(time.DateOnly)
+		d.d.Metrics.TriggerOf(string(pl.t.task.Occurrence.Type), ok, delay)
+		day := time.UnixMilli(pl.log.TriggerTime).UTC().Format(time.DateOnly)
 		delta := days[day]
 		if delta == nil {
 			delta = &xjob.ReportDay{Day: day}
@@ -560,11 +562,11 @@ func (d *Dispatcher) callShards(ctx context.Context, call []*shard, calls chan s
 			delta.RunningCount++
 		} else {
 			delta.FailCount++
-			failed = append(failed, sh.log)
+			failed = append(failed, pl.log)
 		}
-		if sh.took > xjob.SlowDispatch*time.Millisecond {
-			if err := d.d.Store.JobRecordSlow(ctx, sh.t.job.ID, now/60000); err != nil {
-				d.d.Logger.WarnContext(ctx, "dispatch record slow", "job", sh.t.job.ID, "err", err)
+		if pl.took > xjob.SlowDispatch*time.Millisecond {
+			if err := d.d.Store.JobRecordSlow(ctx, pl.t.job.ID, now/60000); err != nil {
+				d.d.Logger.WarnContext(ctx, "dispatch record slow", "job", pl.t.job.ID, "err", err)
 			}
 		}
 	}
@@ -581,62 +583,62 @@ func (d *Dispatcher) callShards(ctx context.Context, call []*shard, calls chan s
 	})
 }
 
-// route picks each shard's executor: broadcast shards their own address,
+// route picks each pending log's executor: a broadcast's logs their own address,
 // other tasks through the Router (FAILOVER and BUSYOVER probe executors,
 // so those run concurrently; the rest decide in memory).
-func (d *Dispatcher) route(ctx context.Context, shards []*shard) {
-	var probing []*shard
-	for _, sh := range shards {
-		t := sh.t
+func (d *Dispatcher) route(ctx context.Context, pending []*pendingLog) {
+	var probing []*pendingLog
+	for _, pl := range pending {
+		t := pl.t
 		switch {
 		case t.fail != "":
-			sh.fail = t.fail
+			pl.fail = t.fail
 		case len(t.addrs) == 0:
-			sh.fail = "no executor address available"
+			pl.fail = "no executor address available"
 		case t.broadcast:
-			sh.address = t.addrs[0]
-			if sh.i < len(t.addrs) {
-				sh.address = t.addrs[sh.i]
+			pl.address = t.addrs[0]
+			if pl.index < len(t.addrs) {
+				pl.address = t.addrs[pl.index]
 			}
 		case t.job.RouteStrategy == xjob.RouteFailover || t.job.RouteStrategy == xjob.RouteBusyover:
-			probing = append(probing, sh)
+			probing = append(probing, pl)
 		default:
-			d.routeOne(ctx, sh)
+			d.routeOne(ctx, pl)
 		}
 	}
 	each(len(probing), d.cfg.BatchConcurrency, func(j int) { d.routeOne(ctx, probing[j]) })
 }
 
-func (d *Dispatcher) routeOne(ctx context.Context, sh *shard) {
+func (d *Dispatcher) routeOne(ctx context.Context, pl *pendingLog) {
 	// Route probes name the group: xxl-job 3.5 executors require XXL-JOB-APPNAME.
-	ctx = protocol.WithAppName(ctx, sh.t.group.AppName)
-	res, err := d.d.Router.Route(ctx, sh.t.job.RouteStrategy, sh.t.job.ID, sh.t.addrs)
-	sh.address, sh.trail = res.Address, res.Trail
+	ctx = protocol.WithAppName(ctx, pl.t.group.AppName)
+	res, err := d.d.Router.Route(ctx, pl.t.job.RouteStrategy, pl.t.job.ID, pl.t.addrs)
+	pl.address, pl.trail = res.Address, res.Trail
 	if err != nil {
-		sh.address, sh.fail = "", err.Error()
+		pl.address, pl.fail = "", err.Error()
 	}
 }
 
-// newLog is the trigger log a shard creates at now. Its trigger time is
+// newLog is the trigger log pl creates at now. Its trigger time is
 // now, or for a scheduled occurrence claimed ahead of its instant the
 // instant; it is claimed until ClaimTTL after that.
-func (d *Dispatcher) newLog(sh *shard, now int64) xjob.Log {
-	t, occ := sh.t, sh.t.task.Occurrence
+func (d *Dispatcher) newLog(pl *pendingLog, now int64) xjob.Log {
+	t, occ := pl.t, pl.t.task.Occurrence
 	if occ.Scheduled() {
 		now = max(now, occ.FireTime)
 	}
 	sharding := ""
 	if t.broadcast {
-		sharding = xjob.ShardingParam(sh.i, sh.n)
+		sharding = xjob.ShardingParam(pl.index, pl.total)
 	}
 	return xjob.Log{
-		OccurrenceID:           occ.ID(sh.i),
+		OccurrenceID:           occ.ID(pl.index),
 		JobID:                  t.job.ID,
 		GroupID:                t.job.GroupID,
 		TriggerType:            occ.Type,
 		ScheduledTime:          occ.FireTime,
 		TriggerTime:            now,
-		ExecutorAddress:        sh.address,
+		ExecutorAddress:        pl.address,
 		ExecutorHandler:        t.job.Handler,
 		ExecutorParam:          t.param,
 		ExecutorShardingParam:  sharding,
@@ -645,43 +647,43 @@ func (d *Dispatcher) newLog(sh *shard, now int64) xjob.Log {
 	}
 }
 
-// call POSTs /run for one claimed shard (or, for a log taken over from a
+// call POSTs /run for one claimed log (or, for a log taken over from a
 // dead dispatcher, first asks its executor whether the run got there).
-func (d *Dispatcher) call(ctx context.Context, sh *shard) {
+func (d *Dispatcher) call(ctx context.Context, pl *pendingLog) {
 	// Every executor call (/run, the take-over probe) names the group:
 	// xxl-job 3.5 executors require XXL-JOB-APPNAME.
-	ctx = protocol.WithAppName(ctx, sh.t.group.AppName)
-	sh.called = clock.Millis(d.d.Clock)
-	if sh.takenOver && sh.prev.ExecutorAddress != "" {
-		if rt, ok := d.probe(ctx, sh.prev); ok {
-			sh.ret, sh.address, sh.fail = rt, sh.prev.ExecutorAddress, ""
+	ctx = protocol.WithAppName(ctx, pl.t.group.AppName)
+	pl.called = clock.Millis(d.d.Clock)
+	if pl.takenOver && pl.prev.ExecutorAddress != "" {
+		if rt, ok := d.probe(ctx, pl.prev); ok {
+			pl.ret, pl.address, pl.fail = rt, pl.prev.ExecutorAddress, ""
 			return
 		}
 	}
-	if sh.fail != "" {
-		sh.ret = protocol.Fail(sh.fail)
+	if pl.fail != "" {
+		pl.ret = protocol.Fail(pl.fail)
 		return
 	}
-	t := sh.t
+	t := pl.t
 	started := d.d.Clock.Now()
-	sh.ret = d.d.Executors.Run(ctx, sh.address, protocol.TriggerParam{
+	pl.ret = d.d.Executors.Run(ctx, pl.address, protocol.TriggerParam{
 		JobID:                 t.job.ID,
 		ExecutorHandler:       t.job.Handler,
 		ExecutorParams:        t.param,
 		ExecutorBlockStrategy: string(t.job.BlockStrategy),
 		ExecutorTimeout:       t.job.TimeoutSeconds,
-		LogID:                 sh.log.ID,
-		LogDateTime:           sh.log.TriggerTime,
+		LogID:                 pl.log.ID,
+		LogDateTime:           pl.log.TriggerTime,
 		GlueType:              string(t.job.GlueType),
 		GlueSource:            t.job.GlueSource,
 		GlueUpdatetime:        t.job.GlueUpdatedAt,
-		BroadcastIndex:        sh.i,
-		BroadcastTotal:        sh.n,
+		BroadcastIndex:        pl.index,
+		BroadcastTotal:        pl.total,
 	})
-	sh.took = d.d.Clock.Now().Sub(started)
-	if sh.ret.Code != xjob.CodeSuccess && strings.HasPrefix(sh.ret.Msg, msgRepeatTrigger) {
+	pl.took = d.d.Clock.Now().Sub(started)
+	if pl.ret.Code != xjob.CodeSuccess && strings.HasPrefix(pl.ret.Msg, msgRepeatTrigger) {
 		// A taken-over log the executor still holds in its queue.
-		sh.ret = protocol.ReturnT{Code: xjob.CodeSuccess, Msg: "recovered: " + sh.ret.Msg}
+		pl.ret = protocol.ReturnT{Code: xjob.CodeSuccess, Msg: "recovered: " + pl.ret.Msg}
 	}
 }
 
