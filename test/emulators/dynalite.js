@@ -1,4 +1,4 @@
-// Starts dynalite (the DynamoDB stand-in used by internal/testenv/awstest) on a loopback
+// Starts dynalite (the DynamoDB stand-in used by internal/testenv/emulator) on a loopback
 // port, in memory, with tables ACTIVE at once (createTableMs 0; the default
 // 500 ms CREATING state makes the SDK's TableExists waiter sleep 20 s).
 //

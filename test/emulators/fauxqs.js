@@ -1,4 +1,4 @@
-// Starts fauxqs (the SQS stand-in used by internal/testenv/awstest) without request
+// Starts fauxqs (the SQS stand-in used by internal/testenv/emulator) without request
 // logging: its CLI logs every request and ignores FAUXQS_LOGGER=false.
 //
 // Usage: node fauxqs.js [port]   (port 0 or omitted: the OS picks one)

@@ -15,16 +15,16 @@ import (
 	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/driver/drivertest"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
-	"github.com/xjobdev/xjob/internal/testenv/awstest"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
 )
 
-func TestMain(m *testing.M) { awstest.Main(m) }
+func TestMain(m *testing.M) { emulator.Main(m) }
 
 // setup returns a store on fresh tables of the shared dynalite server.
 func setup(t *testing.T, opts dynamostore.Options) *dynamostore.DB {
 	t.Helper()
-	opts.Tables = dynamostore.TablesWithPrefix(awstest.UniqueName("t"))
-	db, err := dynamostore.New(awstest.DynamoDB(t), opts)
+	opts.Tables = dynamostore.TablesWithPrefix(emulator.UniqueName("t"))
+	db, err := dynamostore.New(emulator.DynamoDB(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +57,8 @@ func TestCreateTablesIdempotent(t *testing.T) {
 // finds its own log, never another occurrence's.
 func TestLogCreateCollisions(t *testing.T) {
 	t.Parallel()
-	opts := dynamostore.Options{Tables: dynamostore.TablesWithPrefix(awstest.UniqueName("t"))}
-	api := awstest.DynamoDB(t)
+	opts := dynamostore.Options{Tables: dynamostore.TablesWithPrefix(emulator.UniqueName("t"))}
+	api := emulator.DynamoDB(t)
 	db, err := dynamostore.New(api, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -17,10 +17,10 @@ import (
 	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/snsalarm"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
-	"github.com/xjobdev/xjob/internal/testenv/awstest"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
 )
 
-func TestMain(m *testing.M) { awstest.Main(m) }
+func TestMain(m *testing.M) { emulator.Main(m) }
 
 // TestSNSPublishesPayload publishes an alarm to a topic on fauxqs (which
 // emulates SNS as well as SQS) with a raw-delivery SQS subscription, and
@@ -28,15 +28,15 @@ func TestMain(m *testing.M) { awstest.Main(m) }
 func TestSNSPublishesPayload(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	endpoint := awstest.Fauxqs(t)
-	snsc := sns.NewFromConfig(awstest.Config(), func(o *sns.Options) { o.BaseEndpoint = aws.String(endpoint) })
-	sqsc := awstest.SQS(t)
+	endpoint := emulator.Fauxqs(t)
+	snsc := sns.NewFromConfig(emulator.Config(), func(o *sns.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	sqsc := emulator.SQS(t)
 
-	topic, err := snsc.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(awstest.UniqueName("alarm"))})
+	topic, err := snsc.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(emulator.UniqueName("alarm"))})
 	if err != nil {
 		t.Fatalf("create topic: %v", err)
 	}
-	q, err := sqsc.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(awstest.UniqueName("alarm-sub"))})
+	q, err := sqsc.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(emulator.UniqueName("alarm-sub"))})
 	if err != nil {
 		t.Fatalf("create queue: %v", err)
 	}

@@ -12,15 +12,15 @@ import (
 	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/driver/drivertest"
 	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
-	"github.com/xjobdev/xjob/internal/testenv/awstest"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
 )
 
-func TestMain(m *testing.M) { awstest.Main(m) }
+func TestMain(m *testing.M) { emulator.Main(m) }
 
 // newQueueURL creates a fresh queue on the shared fauxqs server.
 func newQueueURL(t *testing.T, c *sqs.Client) string {
 	t.Helper()
-	out, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(awstest.UniqueName("q"))})
+	out, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(emulator.UniqueName("q"))})
 	if err != nil {
 		t.Fatalf("create queue: %v", err)
 	}
@@ -33,7 +33,7 @@ func newQueueURL(t *testing.T, c *sqs.Client) string {
 func TestQueueContract(t *testing.T) {
 	t.Parallel()
 	drivertest.ExerciseQueue(t, func(t *testing.T) drivertest.QueueHarness {
-		c := awstest.SQS(t)
+		c := emulator.SQS(t)
 		q := sqsqueue.NewQueue[xjob.RingBucket](c, newQueueURL(t, c), clock.Real{})
 		return drivertest.QueueHarness{Queue: q, Now: time.Now, Advance: time.Sleep}
 	})
@@ -41,7 +41,7 @@ func TestQueueContract(t *testing.T) {
 
 func TestDispatchLanesAreSeparate(t *testing.T) {
 	t.Parallel()
-	c := awstest.SQS(t)
+	c := emulator.SQS(t)
 	qs := sqsqueue.New(c, sqsqueue.URLs{Ring: newQueueURL(t, c), DispatchFast: newQueueURL(t, c), DispatchSlow: newQueueURL(t, c)}, nil)
 	ctx := t.Context()
 	task := xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: 3, Type: xjob.TriggerCron, FireTime: 42}, Revision: 2}
@@ -64,7 +64,7 @@ func TestDispatchLanesAreSeparate(t *testing.T) {
 // TestSendBatchesOfTen sends more than one batch and reads every message back.
 func TestSendBatchesOfTen(t *testing.T) {
 	t.Parallel()
-	c := awstest.SQS(t)
+	c := emulator.SQS(t)
 	q := sqsqueue.NewQueue[xjob.RingBucket](c, newQueueURL(t, c), nil)
 	ctx := t.Context()
 	var out []driver.Outgoing[xjob.RingBucket]

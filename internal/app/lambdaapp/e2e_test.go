@@ -33,11 +33,11 @@ import (
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
-	"github.com/xjobdev/xjob/internal/testenv/awstest"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/protocol"
 )
 
-func TestMain(m *testing.M) { awstest.Main(m) }
+func TestMain(m *testing.M) { emulator.Main(m) }
 
 const (
 	accessToken = "e2e-access"
@@ -69,14 +69,14 @@ type env struct {
 func setupEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{t: t, meter: awsstack.NewMeter(), ddbURL: awstest.Dynalite(t), sqsURL: awstest.Fauxqs(t),
-		sqs: awstest.SQS(t), arns: map[string]string{}, apps: map[string]*lambdaapp.App{}, shards: 2}
+	e := &env{t: t, meter: awsstack.NewMeter(), ddbURL: emulator.Dynalite(t), sqsURL: emulator.Fauxqs(t),
+		sqs: emulator.SQS(t), arns: map[string]string{}, apps: map[string]*lambdaapp.App{}, shards: 2}
 	e.logger = slog.New(slog.DiscardHandler)
 	if os.Getenv("XJOB_TEST_LOG") != "" {
 		e.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	prefix := awstest.UniqueName("lam") + "-"
-	st, err := dynamostore.New(awstest.DynamoDB(t), dynamostore.Options{Tables: dynamostore.TablesWithPrefix(prefix), Shards: e.shards})
+	prefix := emulator.UniqueName("lam") + "-"
+	st, err := dynamostore.New(emulator.DynamoDB(t), dynamostore.Options{Tables: dynamostore.TablesWithPrefix(prefix), Shards: e.shards})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func setupEnv(t *testing.T) *env {
 	}
 	e.store = st
 	queue := func(name, visibility string) string {
-		out, err := e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(awstest.UniqueName(name)),
+		out, err := e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(emulator.UniqueName(name)),
 			Attributes: map[string]string{"VisibilityTimeout": visibility}})
 		if err != nil {
 			t.Fatalf("create queue %s: %v", name, err)
@@ -100,8 +100,8 @@ func setupEnv(t *testing.T) *env {
 	}
 	ring, fast, slow := queue("ring", "3"), queue("fast", "5"), queue("slow", "5")
 	e.alarmQ = queue("alarms", "5")
-	snsc := sns.NewFromConfig(awstest.Config(), func(o *sns.Options) { o.BaseEndpoint = aws.String(e.sqsURL) })
-	topic, err := snsc.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(awstest.UniqueName("alarm"))})
+	snsc := sns.NewFromConfig(emulator.Config(), func(o *sns.Options) { o.BaseEndpoint = aws.String(e.sqsURL) })
+	topic, err := snsc.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(emulator.UniqueName("alarm"))})
 	if err != nil {
 		t.Fatalf("create topic: %v", err)
 	}
@@ -133,15 +133,15 @@ func (e *env) app(fn, key string) *lambdaapp.App {
 	}
 	mw := e.meter.Middleware(fn)
 	d := lambdaapp.Deps{
-		DynamoDB: dynamodb.NewFromConfig(awstest.Config(), func(o *dynamodb.Options) {
+		DynamoDB: dynamodb.NewFromConfig(emulator.Config(), func(o *dynamodb.Options) {
 			o.BaseEndpoint = aws.String(e.ddbURL)
 			o.APIOptions = append(o.APIOptions, mw)
 		}),
-		SQS: sqs.NewFromConfig(awstest.Config(), func(o *sqs.Options) {
+		SQS: sqs.NewFromConfig(emulator.Config(), func(o *sqs.Options) {
 			o.BaseEndpoint = aws.String(e.sqsURL)
 			o.APIOptions = append(o.APIOptions, mw)
 		}),
-		SNS: sns.NewFromConfig(awstest.Config(), func(o *sns.Options) {
+		SNS: sns.NewFromConfig(emulator.Config(), func(o *sns.Options) {
 			o.BaseEndpoint = aws.String(e.sqsURL)
 			o.APIOptions = append(o.APIOptions, mw)
 		}),
@@ -174,7 +174,7 @@ func invoke[In, Out any](e *env, fn string, timeout time.Duration, h func(contex
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: awstest.UniqueName("req")})
+	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: emulator.UniqueName("req")})
 	end := e.meter.Begin(fn)
 	out, err := h(ctx, in)
 	end()
@@ -182,8 +182,8 @@ func invoke[In, Out any](e *env, fn string, timeout time.Duration, h func(contex
 }
 
 func scheduledEvent() events.EventBridgeEvent {
-	return events.EventBridgeEvent{Version: "0", ID: awstest.UniqueName("ev"), DetailType: "Scheduled Event",
-		Source: "aws.events", Time: time.Now().UTC().Truncate(time.Minute).Add(30 * time.Second), Region: awstest.Region,
+	return events.EventBridgeEvent{Version: "0", ID: emulator.UniqueName("ev"), DetailType: "Scheduled Event",
+		Source: "aws.events", Time: time.Now().UTC().Truncate(time.Minute).Add(30 * time.Second), Region: emulator.Region,
 		Detail: json.RawMessage(`{}`)}
 }
 
@@ -245,7 +245,7 @@ type esm struct {
 }
 
 func (s *esm) run(ctx context.Context, wg *sync.WaitGroup) {
-	client := sqs.NewFromConfig(awstest.Config(), func(o *sqs.Options) {
+	client := sqs.NewFromConfig(emulator.Config(), func(o *sqs.Options) {
 		o.BaseEndpoint = aws.String(s.e.sqsURL)
 		o.APIOptions = append(o.APIOptions, s.e.meter.Middleware("esm:"+s.fn))
 	})
@@ -259,7 +259,7 @@ func (s *esm) run(ctx context.Context, wg *sync.WaitGroup) {
 			ev := events.SQSEvent{}
 			for _, m := range out.Messages {
 				ev.Records = append(ev.Records, events.SQSMessage{MessageId: *m.MessageId, ReceiptHandle: *m.ReceiptHandle,
-					Body: *m.Body, Attributes: m.Attributes, EventSource: "aws:sqs", EventSourceARN: s.e.arns[s.url], AWSRegion: awstest.Region})
+					Body: *m.Body, Attributes: m.Attributes, EventSource: "aws:sqs", EventSourceARN: s.e.arns[s.url], AWSRegion: emulator.Region})
 			}
 			resp, err := invoke(s.e, s.fn, 30*time.Second, s.handle, ev)
 			if err != nil {

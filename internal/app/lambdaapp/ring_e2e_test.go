@@ -17,7 +17,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
-	"github.com/xjobdev/xjob/internal/testenv/awstest"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
 )
 
 // ringFixture is a deployment with a manual group on a recording
@@ -272,7 +272,7 @@ func TestRingRetriesFailedBucket(t *testing.T) {
 	}
 	m := ms[0]
 	// A ring function whose tables do not exist: every bucket fails.
-	e.vars[awsconfig.EnvTablePrefix] = awstest.UniqueName("missing") + "-"
+	e.vars[awsconfig.EnvTablePrefix] = emulator.UniqueName("missing") + "-"
 	broken := e.app("ring", "ring-broken")
 	resp, err := invoke(e, "ring", 30*time.Second, broken.Ring, events.SQSEvent{Records: []events.SQSMessage{{
 		MessageId: *m.MessageId, ReceiptHandle: *m.ReceiptHandle, Body: *m.Body, Attributes: m.Attributes, EventSource: "aws:sqs"}}})

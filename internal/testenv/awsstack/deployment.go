@@ -28,9 +28,9 @@ import (
 	"github.com/xjobdev/xjob/internal/testenv/lambdarun"
 )
 
-// Region is the region the emulator clients sign for; the emulators
-// accept any.
-const Region = "us-east-1"
+// Region is the region the emulator clients sign for, the one the
+// shared test clients use.
+const Region = emulator.Region
 
 // Function timeouts of the templates (infra/sam/template.yaml): each
 // invocation's context carries the deadline Lambda would give it.

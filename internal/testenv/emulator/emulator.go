@@ -1,9 +1,11 @@
-// Package emulator starts the local AWS stand-ins — dynalite for DynamoDB,
+// Package emulator runs the local AWS stand-ins — dynalite for DynamoDB,
 // fauxqs for SQS and SNS — as Node child processes on 127.0.0.1, from the
-// packages `make emulators` installs in test/emulators. It is the one
-// starter behind both the emulated deployment (internal/testenv/awsstack) and the
-// adapter tests' shared emulators (internal/testenv/awstest), so the two cannot drift
-// apart in how they find, start, wait for and stop the processes.
+// packages `make emulators` installs in test/emulators, and builds test SDK
+// clients for them. It has two users: the emulated deployment
+// (internal/testenv/awsstack) starts its own processes with StartDynalite
+// and StartFauxqs; the adapter and end-to-end tests share one process of
+// each per test binary (Dynalite, Fauxqs, DynamoDB, SQS, Main), so the two
+// cannot drift apart in how they find, start, wait for and stop them.
 //
 // A process prints "READY <port>" once it listens; Start waits for that
 // line. It also exits by itself when its stdin closes, which happens when

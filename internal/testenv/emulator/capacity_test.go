@@ -1,4 +1,4 @@
-package awstest_test
+package emulator_test
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	stypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/xjobdev/xjob/internal/testenv/awstest"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
 )
 
 // The capacity benchmarks measure how many requests a second the emulators
@@ -22,7 +22,7 @@ import (
 // `make cost` runs at: a workload whose requests per second exceed these
 // is measured on the emulators' queueing, not on xjob's latency.
 //
-//	go test -run '^$' -bench Capacity -benchtime 3s ./internal/testenv/awstest
+//	go test -run '^$' -bench Capacity -benchtime 3s ./internal/testenv/emulator
 
 const capacityClients = 16
 
@@ -37,9 +37,9 @@ func BenchmarkCapacityDynalitePutItem(b *testing.B) {
 }
 
 func benchmarkPutItem(b *testing.B, indexes int) {
-	c := awstest.DynamoDB(b)
+	c := emulator.DynamoDB(b)
 	ctx := b.Context()
-	table := awstest.UniqueName("cap")
+	table := emulator.UniqueName("cap")
 	in := &dynamodb.CreateTableInput{TableName: aws.String(table),
 		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: dtypes.ScalarAttributeTypeN}},
 		KeySchema:            []dtypes.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: dtypes.KeyTypeHash}},
@@ -93,9 +93,9 @@ func benchmarkPutItem(b *testing.B, indexes int) {
 // messages, then receives and DeleteMessageBatch until the 10 are back:
 // what a ring or lane hand-off and its event-source poller cost.
 func BenchmarkCapacityFauxqsSendReceive(b *testing.B) {
-	c := awstest.SQS(b)
+	c := emulator.SQS(b)
 	ctx := b.Context()
-	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(awstest.UniqueName("cap"))})
+	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(emulator.UniqueName("cap"))})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,10 +1,8 @@
-// Package awstest runs the local AWS stand-ins the adapter tests need —
-// dynalite for DynamoDB and fauxqs for SQS — and builds SDK clients for
-// them. It is imported by tests only.
-//
-// Each emulator is a Node child process started once per test binary, on
-// first use, on a port the OS picks on 127.0.0.1, by internal/testenv/emulator
-// (the same starter the emulated deployment uses). The processes end when the test
+package emulator
+
+// This file holds the emulators a test binary shares and the SDK clients
+// for them: each emulator is started once per test binary, on first use,
+// on a port the OS picks on 127.0.0.1. The processes end when the test
 // binary calls Stop (Main does it after m.Run) and, as a safety net, when
 // their stdin closes, which happens when the test binary dies however it
 // dies.
@@ -13,7 +11,6 @@
 // emulators", i.e. npm ci --prefix test/emulators). When they are missing a
 // test is skipped with that hint, unless the CI environment variable is set:
 // then it fails, so a CI run cannot pass while silently testing nothing.
-package awstest
 
 import (
 	"errors"
@@ -27,8 +24,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
-	emu "github.com/xjobdev/xjob/internal/testenv/emulator"
 )
 
 // Region is the region every emulator client is built for; the emulators
@@ -38,21 +33,21 @@ const Region = "us-east-1"
 // startTimeout bounds how long an emulator may take to print READY.
 const startTimeout = 30 * time.Second
 
-// emulator is one emulator process of this test binary, started on first
-// use by the shared starter in internal/testenv/emulator.
-type emulator struct {
-	start func(dir string, timeout time.Duration) (*emu.Process, error)
+// shared is one emulator process of this test binary, started on first
+// use.
+type shared struct {
+	start func(dir string, timeout time.Duration) (*Process, error)
 
 	once sync.Once
-	proc *emu.Process
+	proc *Process
 	err  error
 	skip bool // err means "not installed", not "broken"
 	mu   sync.Mutex
 }
 
 var (
-	dynalite = &emulator{start: emu.StartDynalite}
-	fauxqs   = &emulator{start: emu.StartFauxqs}
+	dynalite = &shared{start: StartDynalite}
+	fauxqs   = &shared{start: StartFauxqs}
 )
 
 // Dynalite returns the base endpoint (http://127.0.0.1:port) of the shared
@@ -98,7 +93,7 @@ func Main(m *testing.M) {
 // Stop ends the emulators this test binary started. It is safe to call
 // more than once and when nothing was started.
 func Stop() {
-	for _, e := range []*emulator{dynalite, fauxqs} {
+	for _, e := range []*shared{dynalite, fauxqs} {
 		e.stop()
 	}
 }
@@ -118,7 +113,7 @@ var (
 	seq int
 )
 
-func (e *emulator) get(t testing.TB) string {
+func (e *shared) get(t testing.TB) string {
 	t.Helper()
 	e.once.Do(e.run)
 	if e.err != nil {
@@ -130,21 +125,21 @@ func (e *emulator) get(t testing.TB) string {
 	return e.proc.Endpoint()
 }
 
-func (e *emulator) run() {
-	dir, err := emu.Dir("")
+func (e *shared) run() {
+	dir, err := Dir("")
 	if err == nil {
-		var p *emu.Process
+		var p *Process
 		p, err = e.start(dir, startTimeout)
 		e.mu.Lock()
 		e.proc = p
 		e.mu.Unlock()
 	}
 	if err != nil {
-		e.err, e.skip = fmt.Errorf("awstest: %w", err), errors.Is(err, emu.ErrNotInstalled)
+		e.err, e.skip = fmt.Errorf("emulator: %w", err), errors.Is(err, ErrNotInstalled)
 	}
 }
 
-func (e *emulator) stop() {
+func (e *shared) stop() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.proc != nil {

@@ -1,4 +1,4 @@
-package awstest_test
+package emulator_test
 
 import (
 	"testing"
@@ -7,19 +7,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/xjobdev/xjob/internal/testenv/awstest"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
 )
 
-func TestMain(m *testing.M) { awstest.Main(m) }
+func TestMain(m *testing.M) { emulator.Main(m) }
 
 func TestEmulatorsAnswer(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	if _, err := awstest.DynamoDB(t).ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
+	if _, err := emulator.DynamoDB(t).ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
 		t.Fatalf("dynalite list tables: %v", err)
 	}
-	c := awstest.SQS(t)
-	name := awstest.UniqueName("probe")
+	c := emulator.SQS(t)
+	name := emulator.UniqueName("probe")
 	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
 	if err != nil {
 		t.Fatalf("fauxqs create queue: %v", err)
@@ -27,7 +27,7 @@ func TestEmulatorsAnswer(t *testing.T) {
 	if _, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)}); err != nil {
 		t.Fatalf("fauxqs get queue url %s: %v", aws.ToString(q.QueueUrl), err)
 	}
-	if a, b := awstest.UniqueName("x"), awstest.UniqueName("x"); a == b {
+	if a, b := emulator.UniqueName("x"), emulator.UniqueName("x"); a == b {
 		t.Fatalf("UniqueName repeated %q", a)
 	}
 }
