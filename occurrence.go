@@ -41,6 +41,45 @@ func (o Occurrence) Scheduled() bool {
 	return o.Type == TriggerCron || o.Type == TriggerMisfire
 }
 
+// Reasons Superseded gives for an occurrence that no longer fires.
+const (
+	ReasonJobDeleted = "job deleted"
+	ReasonJobRevised = "job stopped or edited since the fire was planned"
+)
+
+// Superseded says why occurrence o, planned under the job's schedule
+// revision planned, must not fire any more, or "" when it still applies.
+// job is the job as stored now, nil once it has been deleted.
+//
+//   - A deleted job fires nothing.
+//   - A fire of the schedule (CRON, MISFIRE) planned under a recorded
+//     revision is dropped once the job's revision has moved on. Every stop
+//     or edit by a person bumps the revision; the scan's advance does not,
+//     nor does the scan stopping a job whose schedule has no next time, so
+//     the last fires it pushed for an ending schedule still run.
+//   - planned 0 records no revision (a task built outside the scan, such
+//     as a direct invocation of the dispatch function): nothing to compare,
+//     so it fires. The scan always records one; revisions start at 1.
+//   - A trigger by a person, a retry or a parent job (MANUAL, API, RETRY,
+//     PARENT) is not planned from the schedule and fires even on a stopped
+//     job, as in xxl-job.
+//
+// The rule lives in the domain package, next to Revision, because two
+// services apply it and neither may import the other: the ring before it
+// hands a bucket's fires to a lane, and dispatch when it loads the job (for
+// the fires the scan sends straight to a lane, and for a hand-off that
+// waited in a lane queue after the ring checked it). One function keeps
+// the two checks from drifting apart.
+func Superseded(job *Job, o Occurrence, planned int64) string {
+	switch {
+	case job == nil:
+		return ReasonJobDeleted
+	case o.Scheduled() && planned != 0 && job.Revision != planned:
+		return ReasonJobRevised
+	}
+	return ""
+}
+
 // RingItem is one occurrence waiting in a ring bucket, with the job's
 // schedule revision when it was pushed.
 type RingItem struct {

@@ -112,6 +112,43 @@ func TestOccurrenceID(t *testing.T) {
 	}
 }
 
+func TestSuperseded(t *testing.T) {
+	t.Parallel()
+	job := &xjob.Job{ID: 7, Revision: 3}
+	occ := func(typ xjob.TriggerType) xjob.Occurrence {
+		return xjob.Occurrence{JobID: 7, Type: typ, FireTime: 1_700_000_000_000, Ref: "r"}
+	}
+	tests := []struct {
+		name    string
+		job     *xjob.Job
+		occ     xjob.Occurrence
+		planned int64
+		want    string
+	}{
+		{"cron, same revision", job, occ(xjob.TriggerCron), 3, ""},
+		{"misfire, same revision", job, occ(xjob.TriggerMisfire), 3, ""},
+		{"cron, job edited since", job, occ(xjob.TriggerCron), 2, xjob.ReasonJobRevised},
+		{"misfire, job stopped since", job, occ(xjob.TriggerMisfire), 2, xjob.ReasonJobRevised},
+		{"cron, planned under a later revision", job, occ(xjob.TriggerCron), 4, xjob.ReasonJobRevised},
+		{"cron, no revision recorded", job, occ(xjob.TriggerCron), 0, ""},
+		{"cron, job deleted", nil, occ(xjob.TriggerCron), 3, xjob.ReasonJobDeleted},
+		{"manual, job deleted", nil, occ(xjob.TriggerManual), 0, xjob.ReasonJobDeleted},
+		{"manual, revision differs", job, occ(xjob.TriggerManual), 2, ""},
+		{"api, revision differs", job, occ(xjob.TriggerAPI), 2, ""},
+		{"retry, revision differs", job, occ(xjob.TriggerRetry), 2, ""},
+		{"parent, revision differs", job, occ(xjob.TriggerParent), 2, ""},
+		{"manual, no revision", job, occ(xjob.TriggerManual), 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := xjob.Superseded(tt.job, tt.occ, tt.planned); got != tt.want {
+				t.Fatalf("Superseded = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestShardOfSpreads(t *testing.T) {
 	t.Parallel()
 	const n, jobs = 16, 16000

@@ -246,14 +246,8 @@ func (d *Dispatcher) LoadKnown(ctx context.Context, tasks []xjob.DispatchTask, k
 			*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: %w", occ.JobID, err)}
 			continue
 		}
-		if !ok {
-			*bt = batchTask{done: true, out: Outcome{Dropped: true, Reason: "job deleted"}}
-			continue
-		}
-		// A person's stop or edit bumps the revision; the scan stopping a
-		// job whose schedule ended does not, and its last fires still run.
-		if occ.Scheduled() && task.Revision != 0 && job.Revision != task.Revision {
-			*bt = batchTask{done: true, out: Outcome{Dropped: true, Reason: "job stopped or edited since the fire was planned"}}
+		if reason := xjob.Superseded(job, occ, task.Revision); reason != "" {
+			*bt = batchTask{done: true, out: Outcome{Dropped: true, Reason: reason}}
 			continue
 		}
 		bt.t = d.newTrigger(*job, task)

@@ -234,17 +234,15 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 		}
 		lanes := map[xjob.Lane][]xjob.DispatchTask{}
 		for _, it := range items[start:end] {
-			job, ok := byID[it.JobID]
-			// Every stop or edit by a person bumps the revision; a stop by
-			// the scan (the schedule has no next time) does not, so the
-			// job's last pushed fires still fire.
-			if !ok || job.Revision != it.Revision {
+			job := byID[it.JobID]
+			occ := xjob.Occurrence{JobID: it.JobID, Type: xjob.TriggerCron, FireTime: it.FireTime}
+			if xjob.Superseded(job, occ, it.Revision) != "" {
 				st.Dropped++
 				continue
 			}
 			lane := job.Lane(at)
 			lanes[lane] = append(lanes[lane], xjob.DispatchTask{
-				Occurrence: xjob.Occurrence{JobID: it.JobID, Type: xjob.TriggerCron, FireTime: it.FireTime},
+				Occurrence: occ,
 				Revision:   it.Revision,
 				EnqueuedAt: max(at, received),
 			})
