@@ -4,7 +4,7 @@
 // that manages jobs, groups and logs from Go.
 //
 // It speaks the root package's types (xjob.Job, xjob.Group, xjob.Log,
-// xjob.ReportDay), protocol.LogResult and metric.Snapshot, so nothing the
+// xjob.ReportDay, xjob.MetricsSnapshot) and protocol.LogResult, so nothing the
 // server sends is described twice. Every failed request the server answers
 // comes back as a *APIError carrying the HTTP status, the message and the
 // field problems; errors.Is maps 404 to xjob.ErrNotFound and 409 to

@@ -16,7 +16,6 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/adminclient"
-	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/protocol"
 )
 
@@ -118,7 +117,7 @@ func TestRoutes(t *testing.T) {
 			call:   func(ctx context.Context, c *adminclient.Client) (any, error) { return c.Metrics(ctx) },
 			reply:  reply{200, `{"triggers":5,"successes":4,"fireDelayP50Ms":2}`},
 			method: "GET", path: "/v1/metrics",
-			want: metric.Snapshot{Triggers: 5, Successes: 4, FireDelayP50: 2},
+			want: xjob.MetricsSnapshot{Triggers: 5, Successes: 4, FireDelayP50: 2},
 		},
 		{
 			name: "job create",

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/protocol"
 )
 
@@ -22,8 +21,8 @@ func (c *Client) Health(ctx context.Context) error {
 }
 
 // Metrics returns the server's counters (GET /v1/metrics).
-func (c *Client) Metrics(ctx context.Context) (metric.Snapshot, error) {
-	var out metric.Snapshot
+func (c *Client) Metrics(ctx context.Context) (xjob.MetricsSnapshot, error) {
+	var out xjob.MetricsSnapshot
 	err := c.do(ctx, http.MethodGet, "/v1/metrics", nil, nil, &out)
 	return out, err
 }

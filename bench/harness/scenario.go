@@ -21,7 +21,6 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/adminclient"
-	"github.com/xjobdev/xjob/internal/metric"
 )
 
 // Env is what every scenario shares: the binaries, where to put temporary
@@ -83,9 +82,9 @@ type Result struct {
 	// MisfiredByXjob is the misfired + collapsed fire times xjob counted
 	// itself (/v1/metrics, over the processes' lives); XjobMetrics are the
 	// snapshots it came from.
-	MisfiredByXjob int64             `json:"misfiredByXjob"`
-	XjobMetrics    []metric.Snapshot `json:"xjobMetrics,omitempty"`
-	Restarts       int               `json:"restarts,omitempty"`
+	MisfiredByXjob int64                  `json:"misfiredByXjob"`
+	XjobMetrics    []xjob.MetricsSnapshot `json:"xjobMetrics,omitempty"`
+	Restarts       int                    `json:"restarts,omitempty"`
 	// SettleSeconds is how long after the window the run waited for the
 	// window's late fires (steady runs; see settleWindow).
 	SettleSeconds float64    `json:"settleSeconds,omitempty"`
@@ -193,7 +192,7 @@ func Steady(ctx context.Context, env *Env, s SteadySpec) (*Result, error) {
 	var (
 		cpu0    time.Duration
 		hcpu0   time.Duration
-		m0      []metric.Snapshot
+		m0      []xjob.MetricsSnapshot
 		sampled = make(chan struct{})
 		profErr = make(chan error, 1)
 	)
@@ -541,8 +540,8 @@ func cpuOf(xs []*Xjob) time.Duration {
 }
 
 // metricsOf reads /v1/metrics of every running process.
-func metricsOf(ctx context.Context, xs []*Xjob) ([]metric.Snapshot, error) {
-	var out []metric.Snapshot
+func metricsOf(ctx context.Context, xs []*Xjob) ([]xjob.MetricsSnapshot, error) {
+	var out []xjob.MetricsSnapshot
 	for _, x := range xs {
 		api, err := adminclient.New(x.URL(), "bench-admin-token")
 		if err != nil {
@@ -559,7 +558,7 @@ func metricsOf(ctx context.Context, xs []*Xjob) ([]metric.Snapshot, error) {
 	return out, nil
 }
 
-func ticksOf(ms []metric.Snapshot) int64 {
+func ticksOf(ms []xjob.MetricsSnapshot) int64 {
 	var n int64
 	for _, m := range ms {
 		n += m.ScanTicks
@@ -570,7 +569,7 @@ func ticksOf(ms []metric.Snapshot) int64 {
 // scrape reads /v1/metrics of every running process at the end of a
 // window: the scan ticks since `before` (taken at the window's start; a
 // restarted process counts from its start) and xjob's own misfire counters.
-func (r *Result) scrape(ctx context.Context, xs []*Xjob, before []metric.Snapshot) {
+func (r *Result) scrape(ctx context.Context, xs []*Xjob, before []xjob.MetricsSnapshot) {
 	ms, err := metricsOf(ctx, xs)
 	if err != nil {
 		r.Notes = append(r.Notes, err.Error())

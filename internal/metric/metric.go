@@ -20,6 +20,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/xjobdev/xjob"
 )
 
 // delayBounds are the upper bounds (inclusive) of the fire-delay buckets.
@@ -38,7 +40,7 @@ var callbackBounds = []time.Duration{
 }
 
 // TriggerTypes are the trigger types counted apart (the xjob.TriggerType
-// values; this package stays below the domain). Any other counts as "".
+// values, as the strings the Prometheus labels carry). Any other counts as "".
 var TriggerTypes = []string{"CRON", "MISFIRE", "MANUAL", "API", "RETRY", "PARENT"}
 
 // histogram is a fixed-bucket histogram: counts[i] holds observations ≤
@@ -201,49 +203,12 @@ func (m *Metrics) Drop() {
 	}
 }
 
-// Snapshot is a point-in-time copy of the counters, for JSON.
-type Snapshot struct {
-	Triggers        int64 `json:"triggers"`
-	TriggerFailures int64 `json:"triggerFailures"`
-	Duplicates      int64 `json:"duplicates"`
-	Dropped         int64 `json:"dropped"`
-	Successes       int64 `json:"successes"`
-	Failures        int64 `json:"failures"`
-	// FireDelayP50/P99 are quantiles of the fire delay of CRON triggers,
-	// in milliseconds, interpolated within the histogram bucket holding
-	// them (the last bound when above it), as histogram_quantile does.
-	FireDelayP50 int64 `json:"fireDelayP50Ms"`
-	FireDelayP99 int64 `json:"fireDelayP99Ms"`
-	FireDelayAvg int64 `json:"fireDelayAvgMs"`
-	// ScanTicks counts scan ticks, ScanJobs the due jobs they read;
-	// ScanTickP50/P99 bound the tick duration like the fire delay.
-	ScanTicks   int64 `json:"scanTicks"`
-	ScanJobs    int64 `json:"scanJobs"`
-	ScanTickP50 int64 `json:"scanTickP50Ms"`
-	ScanTickP99 int64 `json:"scanTickP99Ms"`
-	// Misfired counts, per misfire strategy, the scheduled fire times that
-	// were more than the misfire threshold late when the scan reached them
-	// (xjob fell behind); Collapsed those late within the threshold that
-	// were folded into one fire. Both are 0 on a scheduler that keeps up.
-	Misfired  Misfired `json:"misfired"`
-	Collapsed int64    `json:"collapsed"`
-}
-
-// Misfired is the misfired fire count per misfire strategy.
-type Misfired struct {
-	DoNothing   int64 `json:"DO_NOTHING"`
-	FireOnceNow int64 `json:"FIRE_ONCE_NOW"`
-}
-
-// Total is the misfired fires of every strategy.
-func (m Misfired) Total() int64 { return m.DoNothing + m.FireOnceNow }
-
-// Snapshot copies the counters.
-func (m *Metrics) Snapshot() Snapshot {
+// Snapshot copies the counters, in the shape GET /v1/metrics serves.
+func (m *Metrics) Snapshot() xjob.MetricsSnapshot {
 	if m == nil {
-		return Snapshot{}
+		return xjob.MetricsSnapshot{}
 	}
-	s := Snapshot{
+	s := xjob.MetricsSnapshot{
 		Triggers: m.Triggers.Load(), TriggerFailures: m.TriggerFailures.Load(), Duplicates: m.Duplicates.Load(),
 		Dropped: m.Dropped.Load(), Successes: m.Successes.Load(), Failures: m.Failures.Load(),
 	}
@@ -257,7 +222,7 @@ func (m *Metrics) Snapshot() Snapshot {
 	s.ScanTicks, s.ScanJobs = m.scanTicks.Load(), m.scanJobs.Load()
 	s.ScanTickP50 = quantile(delayBounds, ticks, nTicks, 0.50)
 	s.ScanTickP99 = quantile(delayBounds, ticks, nTicks, 0.99)
-	s.Misfired = Misfired{DoNothing: m.misfiredNothing.Load(), FireOnceNow: m.misfiredOnce.Load()}
+	s.Misfired = xjob.MisfireCounts{DoNothing: m.misfiredNothing.Load(), FireOnceNow: m.misfiredOnce.Load()}
 	s.Collapsed = m.collapsed.Load()
 	return s
 }

@@ -3,6 +3,8 @@ package metric
 import (
 	"testing"
 	"time"
+
+	"github.com/xjobdev/xjob"
 )
 
 func TestSnapshot(t *testing.T) {
@@ -30,10 +32,10 @@ func TestSnapshot(t *testing.T) {
 	s := m.Snapshot()
 	// Quantiles interpolate within their bucket: p50 falls 50/98 into
 	// (2 ms, 5 ms], p99 at the top of (20 ms, 50 ms].
-	want := Snapshot{Triggers: 102, TriggerFailures: 1, Duplicates: 1, Dropped: 1, Successes: 1, Failures: 1,
+	want := xjob.MetricsSnapshot{Triggers: 102, TriggerFailures: 1, Duplicates: 1, Dropped: 1, Successes: 1, Failures: 1,
 		FireDelayP50: 3, FireDelayP99: 50, FireDelayAvg: 72003,
 		ScanTicks: 2, ScanJobs: 2000, ScanTickP50: 50, ScanTickP99: 494,
-		Misfired: Misfired{DoNothing: 7, FireOnceNow: 2}, Collapsed: 3}
+		Misfired: xjob.MisfireCounts{DoNothing: 7, FireOnceNow: 2}, Collapsed: 3}
 	if s != want {
 		t.Fatalf("Snapshot = %+v, want %+v", s, want)
 	}
@@ -44,7 +46,7 @@ func TestSnapshot(t *testing.T) {
 	nilM.Trigger(true, time.Second) // must not panic
 	nilM.Misfire(StrategyDoNothing, 1)
 	nilM.Collapse(1)
-	if nilM.Snapshot() != (Snapshot{}) {
+	if nilM.Snapshot() != (xjob.MetricsSnapshot{}) {
 		t.Fatal("nil metrics must snapshot to zero")
 	}
 }

@@ -430,7 +430,7 @@ func TestRunReportsLateFiresOncePerTick(t *testing.T) {
 	}
 
 	snap := m.Snapshot()
-	if want := (metric.Misfired{DoNothing: 3 * 62, FireOnceNow: 7}); snap.Misfired != want || snap.Collapsed != 4 {
+	if want := (xjob.MisfireCounts{DoNothing: 3 * 62, FireOnceNow: 7}); snap.Misfired != want || snap.Collapsed != 4 {
 		t.Errorf("metrics misfired = %+v collapsed %d, want %+v and 4", snap.Misfired, snap.Collapsed, want)
 	}
 	warns := logs.lines("scan: behind schedule, late fire times passed over")

@@ -529,7 +529,7 @@ func TestGroupsLogsReport(t *testing.T) {
 	if len(report.Items) != 1 || report.Items[0].FailCount != 1 {
 		t.Fatalf("report = %+v", report)
 	}
-	var snap metric.Snapshot
+	var snap xjob.MetricsSnapshot
 	e.must(200, "GET", "/v1/metrics", "", &snap)
 	if snap.Failures != 1 {
 		t.Fatalf("metrics = %+v", snap)

@@ -23,7 +23,7 @@
 //
 //	xjob admin API (Authorization: Bearer <admin token>; JSON errors
 //	{"error":"…","problems":[{"field":"…","message":"…"}]}):
-//	  GET  /v1/metrics                        metric.Snapshot
+//	  GET  /v1/metrics                        xjob.MetricsSnapshot
 //	  POST /v1/jobs                           201 job
 //	  GET  /v1/jobs?group=&status=&desc=&handler=&author=&cursor=&limit=
 //	  GET|PUT|DELETE /v1/jobs/{id}            200 job | 200 job | 204
