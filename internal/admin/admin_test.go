@@ -977,6 +977,41 @@ func TestUpdateJobSavesGlueVersion(t *testing.T) {
 	}
 }
 
+// TestSaveGlue: the GLUE editor's save is a version every time, a new
+// remark on the same source too (UpdateJob alone saves one only for a new
+// source); GlueVersions lists them newest first; a BEAN job has no GLUE
+// source to save.
+func TestSaveGlue(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	spec := e.spec(xjob.ScheduleNone, "")
+	spec.GlueType, spec.GlueSource, spec.Handler = xjob.GlueShell, "echo 1", ""
+	j := e.create(spec)
+	saves := []struct{ source, remark string }{{"echo 2", "second"}, {"echo 2", "same source"}, {"echo 3", "third"}}
+	for i, sv := range saves {
+		cur, err := e.svc.GetJob(e.ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := e.svc.SaveGlue(e.ctx, cur, sv.source, sv.remark)
+		if err != nil || out.GlueSource != sv.source || out.GlueRemark != sv.remark {
+			t.Fatalf("save %d: %+v, %v", i, out, err)
+		}
+		vs, err := e.svc.GlueVersions(e.ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(vs) != i+1 || vs[0].Source != sv.source || vs[0].Remark != sv.remark {
+			t.Fatalf("after save %d: versions %+v", i, vs)
+		}
+	}
+	bean := e.create(e.spec(xjob.ScheduleNone, ""))
+	var ve *xjob.ValidationError
+	if _, err := e.svc.SaveGlue(e.ctx, bean, "echo", "remark"); !errors.As(err, &ve) {
+		t.Fatalf("save GLUE of a BEAN job: %v, want a validation error", err)
+	}
+}
+
 // TestClearLogs: each of xxl-job's modes, from the fake clock's now, and
 // an unknown mode refused with nothing deleted.
 func TestClearLogs(t *testing.T) {

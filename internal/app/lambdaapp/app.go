@@ -362,7 +362,7 @@ func New(cfg Config, d Deps) (*App, error) {
 	if err != nil {
 		return fail("admin api", err)
 	}
-	con, err := console.New(console.Config{Admin: a.admin, Auth: au, Glue: store, Clock: d.Clock, Logger: d.Logger})
+	con, err := console.New(console.Config{Admin: a.admin, Auth: au, Clock: d.Clock, Logger: d.Logger})
 	if err != nil {
 		return fail("console", err)
 	}

@@ -42,7 +42,7 @@ func newHandler(cfg Config, svc *services, adminToken string, au *auth.Service) 
 	if err != nil {
 		return nil, fmt.Errorf("local: admin api: %w", err)
 	}
-	con, err := console.New(console.Config{Admin: svc.admin, Auth: au, Glue: svc.db, Logger: svc.logger})
+	con, err := console.New(console.Config{Admin: svc.admin, Auth: au, Logger: svc.logger})
 	if err != nil {
 		return nil, fmt.Errorf("local: console: %w", err)
 	}

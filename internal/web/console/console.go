@@ -25,7 +25,6 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/web/auth"
 )
@@ -39,12 +38,11 @@ var staticFS embed.FS
 // Prefix is where the console lives.
 const Prefix = "/console/"
 
-// Config wires a Handler. Admin, Auth and Glue are required.
+// Config wires a Handler. Admin and Auth are required: the console reads
+// and writes only through them, never the store.
 type Config struct {
-	Admin *admin.Service
-	Auth  *auth.Service
-	// Glue keeps saved GLUE sources (the store).
-	Glue   driver.GlueStore
+	Admin  *admin.Service
+	Auth   *auth.Service
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
@@ -58,8 +56,8 @@ type Handler struct {
 
 // New builds the console.
 func New(cfg Config) (*Handler, error) {
-	if cfg.Admin == nil || cfg.Auth == nil || cfg.Glue == nil {
-		return nil, errors.New("console config: Admin, Auth and Glue are required")
+	if cfg.Admin == nil || cfg.Auth == nil {
+		return nil, errors.New("console config: Admin and Auth are required")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}

@@ -71,7 +71,7 @@ func setup(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	logs := &strings.Builder{}
-	con, err := console.New(console.Config{Admin: svc, Auth: au, Glue: db, Clock: clk, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	con, err := console.New(console.Config{Admin: svc, Auth: au, Clock: clk, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -559,7 +559,7 @@ func (h *Handler) gluePage(w http.ResponseWriter, r *http.Request, p auth.Princi
 		h.fail(w, r, err)
 		return
 	}
-	vs, err := h.cfg.Glue.GlueVersionList(r.Context(), j.ID, xjob.MaxGlueVersions)
+	vs, err := h.cfg.Admin.GlueVersions(r.Context(), j.ID)
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -584,25 +584,16 @@ func (h *Handler) glueSave(w http.ResponseWriter, r *http.Request, p auth.Princi
 	src, remark := strings.ReplaceAll(r.FormValue("glueSource"), "\r", ""), strings.TrimSpace(r.FormValue("glueRemark"))
 	if n := len([]rune(remark)); n < 4 || n > 100 {
 		d := gluePage{base: h.base(r, p, "glue"), Job: j, Source: src, Problem: "remark: 4 to 100 characters"}
-		d.Versions, _ = h.cfg.Glue.GlueVersionList(r.Context(), j.ID, xjob.MaxGlueVersions)
-		h.render(w, r, "glue", d)
-		return
-	}
-	unchanged := src == j.GlueSource
-	j.GlueSource, j.GlueRemark = src, remark
-	out, err := h.cfg.Admin.UpdateJob(r.Context(), admin.UpdateJobParams{Job: j})
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	// UpdateJob saved a version if the source changed; a save with the
-	// same source and a new remark is still a version, as in xxl-job.
-	if unchanged {
-		if err := h.cfg.Glue.GlueVersionAdd(r.Context(), xjob.GlueVersion{JobID: j.ID, GlueType: j.GlueType, Source: src,
-			Remark: remark, CreatedAt: out.UpdatedAt}, xjob.MaxGlueVersions); err != nil {
+		if d.Versions, err = h.cfg.Admin.GlueVersions(r.Context(), j.ID); err != nil {
 			h.serverError(w, r, err)
 			return
 		}
+		h.render(w, r, "glue", d)
+		return
+	}
+	if _, err := h.cfg.Admin.SaveGlue(r.Context(), j, src, remark); err != nil {
+		h.fail(w, r, err)
+		return
 	}
 	back(w, r, "/console/jobs/"+itoa(j.ID)+"/glue", h.base(r, p, "").T("saved"))
 }
