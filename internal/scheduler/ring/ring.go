@@ -183,49 +183,74 @@ type Stats struct {
 // still-valid ones to the sink, per lane. The hand-off of one instant runs
 // while Fire waits for the next; Fire returns once every hand-off has
 // returned, with their errors joined.
+//
+// Each instant's hand-offs are prepared from now on, a second or so ahead
+// (Preparer), one after the other in instant order (the first instant's
+// first, and a sink's claims of one page do not race each other), and
+// delivered at the instant, once prepared.
 func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 	var st Stats
 	if len(b.Items) == 0 {
 		return st, nil
 	}
-	ids := make([]int64, 0, len(b.Items))
-	for _, it := range b.Items {
+	byID, err := r.loadJobs(ctx, b.Items)
+	if err != nil {
+		return st, fmt.Errorf("ring bucket %d/%d: load jobs: %w", b.Shard, b.Second, err)
+	}
+	instants, dropped := planInstants(b.Items, byID, clock.Millis(r.clock))
+	st.Dropped = dropped
+	prepared, quit := r.prepareAll(ctx, instants, byID)
+	defer func() { <-prepared }()
+	fired, maxLate, err := r.deliverAll(ctx, b, instants, quit)
+	st.Fired, st.MaxLate = fired, maxLate
+	return st, err
+}
+
+// handOff is one lane's share of one instant: the tasks the sink gets,
+// and the run that delivers them, set (and ready closed) once prepared.
+type handOff struct {
+	lane  xjob.Lane
+	tasks []xjob.DispatchTask
+	ready chan struct{} // closed once run is set
+	run   func(context.Context) error
+}
+
+// instant is the hand-offs of one fire time, fast lane first.
+type instant struct {
+	at    int64
+	hands []*handOff
+}
+
+// loadJobs reads the jobs of items, each once, keyed by id.
+func (r *Ring) loadJobs(ctx context.Context, items []xjob.RingItem) (map[int64]*xjob.Job, error) {
+	ids := make([]int64, 0, len(items))
+	for _, it := range items {
 		ids = append(ids, it.JobID)
 	}
 	slices.Sort(ids)
 	jobs, err := r.jobs.JobGetMany(ctx, slices.Compact(ids))
 	if err != nil {
-		return st, fmt.Errorf("ring bucket %d/%d: load jobs: %w", b.Shard, b.Second, err)
+		return nil, err
 	}
 	byID := make(map[int64]*xjob.Job, len(jobs))
 	for i := range jobs {
 		byID[jobs[i].ID] = &jobs[i]
 	}
-	items := slices.Clone(b.Items)
-	slices.SortStableFunc(items, func(a, b xjob.RingItem) int { return int(a.FireTime - b.FireTime) })
+	return byID, nil
+}
 
+// planInstants groups items by fire time, in fire-time order, and each
+// instant's still-valid occurrences (xjob.Superseded) by lane; it returns
+// the instants and how many occurrences it dropped. received is when the
+// bucket arrived (Unix ms): a task counts as enqueued at its instant, or
+// then if later.
+func planInstants(bucket []xjob.RingItem, byID map[int64]*xjob.Job, received int64) ([]instant, int) {
+	items := slices.Clone(bucket)
+	slices.SortStableFunc(items, func(a, b xjob.RingItem) int { return int(a.FireTime - b.FireTime) })
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex // guards st.Fired and errs
-		errs  []error
-		fired int
+		instants []instant
+		dropped  int
 	)
-	// Each instant's hand-offs are prepared from now on, a second or so
-	// ahead (Preparer), one after the other in instant order (the first
-	// instant's first, and a sink's claims of one page do not race each
-	// other), and delivered at the instant, once prepared.
-	type handOff struct {
-		lane  xjob.Lane
-		tasks []xjob.DispatchTask
-		ready chan struct{} // closed once run is set
-		run   func(context.Context) error
-	}
-	type instant struct {
-		at    int64
-		hands []*handOff
-	}
-	var instants []instant
-	received := clock.Millis(r.clock)
 	for start := 0; start < len(items); {
 		at := items[start].FireTime
 		end := start
@@ -237,7 +262,7 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 			job := byID[it.JobID]
 			occ := xjob.Occurrence{JobID: it.JobID, Type: xjob.TriggerCron, FireTime: it.FireTime}
 			if xjob.Superseded(job, occ, it.Revision) != "" {
-				st.Dropped++
+				dropped++
 				continue
 			}
 			lane := job.Lane(at)
@@ -256,7 +281,14 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 		instants = append(instants, in)
 		start = end
 	}
-	prepared, quit := make(chan struct{}), make(chan struct{})
+	return instants, dropped
+}
+
+// prepareAll prepares the hand-offs of instants in order, in the
+// background, until quit is closed: a hand-off not prepared by then gets a
+// run that fails. prepared is closed once every hand-off is ready.
+func (r *Ring) prepareAll(ctx context.Context, instants []instant, byID map[int64]*xjob.Job) (prepared, quit chan struct{}) {
+	prepared, quit = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(prepared)
 		for _, in := range instants {
@@ -272,7 +304,22 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 			}
 		}
 	}()
-	defer func() { <-prepared }()
+	return prepared, quit
+}
+
+// deliverAll sleeps to each instant and starts its hand-offs, each once
+// prepared; it returns once every started hand-off has returned, with the
+// occurrences they handed off, the largest delay between an instant and
+// its hand-offs' start, and their errors joined. A sleep cut short (ctx
+// ended) closes quit and starts no later instant.
+func (r *Ring) deliverAll(ctx context.Context, b xjob.RingBucket, instants []instant, quit chan struct{}) (int, time.Duration, error) {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex // guards fired and errs
+		errs    []error
+		fired   int
+		maxLate time.Duration
+	)
 	deliver := func(h *handOff) {
 		defer wg.Done()
 		<-h.ready
@@ -296,13 +343,12 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 			wg.Add(1)
 			go deliver(h)
 		}
-		if late := time.Duration(clock.Millis(r.clock)-in.at) * time.Millisecond; late > st.MaxLate {
-			st.MaxLate = late
+		if late := time.Duration(clock.Millis(r.clock)-in.at) * time.Millisecond; late > maxLate {
+			maxLate = late
 		}
 	}
 	wg.Wait()
-	st.Fired = fired
-	return st, errors.Join(append(errs, sleepErr)...)
+	return fired, maxLate, errors.Join(append(errs, sleepErr)...)
 }
 
 // ServeOptions tune Serve. Zero values take the documented defaults.
