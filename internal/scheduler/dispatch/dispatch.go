@@ -196,6 +196,17 @@ func (d *Dispatcher) Load(ctx context.Context, tasks []xjob.DispatchTask) *Batch
 // jobs; it is only read. Jobs not in it are read as Load reads them.
 func (d *Dispatcher) LoadKnown(ctx context.Context, tasks []xjob.DispatchTask, known map[int64]*xjob.Job) *Batch {
 	b := &Batch{d: d, tasks: make([]batchTask, len(tasks))}
+	byID, err := d.readJobs(ctx, b, tasks, known)
+	groups := d.newTriggers(b, tasks, byID, err)
+	d.readGroups(ctx, groups)
+	d.applyGroups(b, groups)
+	return b
+}
+
+// readJobs validates tasks (deciding b's invalid ones) and returns the
+// jobs of the rest by id: those in known as given, the others read in one
+// JobGetMany, whose error it returns beside what it read.
+func (d *Dispatcher) readJobs(ctx context.Context, b *Batch, tasks []xjob.DispatchTask, known map[int64]*xjob.Job) (map[int64]*xjob.Job, error) {
 	ids := make([]int64, 0, len(tasks))
 	byID := make(map[int64]*xjob.Job, len(tasks))
 	for i := range tasks {
@@ -210,29 +221,34 @@ func (d *Dispatcher) LoadKnown(ctx context.Context, tasks []xjob.DispatchTask, k
 		}
 		ids = append(ids, id)
 	}
-	if len(ids) == 0 && len(byID) == 0 {
-		return b
+	if len(ids) == 0 {
+		return byID, nil
 	}
-	var err error
-	if len(ids) > 0 {
-		slices.Sort(ids)
-		var jobs []xjob.Job
-		jobs, err = d.loadJobs(ctx, slices.Compact(ids))
-		for i := range jobs {
-			byID[jobs[i].ID] = &jobs[i]
-		}
+	slices.Sort(ids)
+	jobs, err := d.loadJobs(ctx, slices.Compact(ids))
+	for i := range jobs {
+		byID[jobs[i].ID] = &jobs[i]
 	}
+	return byID, err
+}
 
-	// Jobs: drop what no longer applies; note the groups the rest need.
-	type groupRead struct {
-		id        int64
-		needAddrs bool
-		group     xjob.Group
-		addrs     []string
-		err       error // group read failure (not ErrNotFound)
-		missing   bool
-		addrsErr  error
-	}
+// groupRead is what LoadKnown reads of one group, once for every task of
+// the batch that needs it.
+type groupRead struct {
+	id        int64
+	needAddrs bool
+	group     xjob.Group
+	addrs     []string
+	err       error // group read failure (not ErrNotFound)
+	missing   bool
+	addrsErr  error
+}
+
+// newTriggers decides the tasks of b whose job is unreadable, deleted or
+// superseded (xjob.Superseded), readErr being the job read's failure;
+// gives every other one its trigger; and returns the groups those need,
+// each once, in first-seen order.
+func (d *Dispatcher) newTriggers(b *Batch, tasks []xjob.DispatchTask, byID map[int64]*xjob.Job, readErr error) []*groupRead {
 	groups := map[int64]*groupRead{}
 	var order []*groupRead
 	for i, task := range tasks {
@@ -242,8 +258,8 @@ func (d *Dispatcher) LoadKnown(ctx context.Context, tasks []xjob.DispatchTask, k
 		}
 		occ := task.Occurrence
 		job, ok := byID[occ.JobID]
-		if !ok && err != nil {
-			*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: %w", occ.JobID, err)}
+		if !ok && readErr != nil {
+			*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: %w", occ.JobID, readErr)}
 			continue
 		}
 		if reason := xjob.Superseded(job, occ, task.Revision); reason != "" {
@@ -259,10 +275,14 @@ func (d *Dispatcher) LoadKnown(ctx context.Context, tasks []xjob.DispatchTask, k
 		}
 		g.needAddrs = g.needAddrs || len(task.AddressList) == 0 || !d.cfg.AnyTriggerAddress
 	}
+	return order
+}
 
-	// Groups and their addresses, each once, concurrently.
-	each(len(order), d.cfg.BatchConcurrency, func(i int) {
-		g := order[i]
+// readGroups reads each group, and its addresses where a task needs them,
+// concurrently.
+func (d *Dispatcher) readGroups(ctx context.Context, groups []*groupRead) {
+	each(len(groups), d.cfg.BatchConcurrency, func(i int) {
+		g := groups[i]
 		g.group, g.err = d.d.Store.GroupGet(ctx, g.id)
 		if errors.Is(g.err, xjob.ErrNotFound) {
 			g.missing, g.err = true, nil
@@ -272,13 +292,24 @@ func (d *Dispatcher) LoadKnown(ctx context.Context, tasks []xjob.DispatchTask, k
 		}
 		g.addrs, g.addrsErr = d.d.Addresses.Addresses(ctx, g.group)
 	})
+}
+
+// applyGroups gives each trigger of b its group and the addresses it may
+// be routed to, or decides its task when they could not be read; a
+// trigger whose group is gone, or whose address override names an address
+// foreign to the group, fails without a call.
+func (d *Dispatcher) applyGroups(b *Batch, groups []*groupRead) {
+	byID := make(map[int64]*groupRead, len(groups))
+	for _, g := range groups {
+		byID[g.id] = g
+	}
 	for i := range b.tasks {
 		bt := &b.tasks[i]
 		if bt.done {
 			continue
 		}
 		t := bt.t
-		g := groups[t.job.GroupID]
+		g := byID[t.job.GroupID]
 		switch {
 		case g.missing:
 			t.fail = "executor group " + strconv.FormatInt(t.job.GroupID, 10) + " does not exist"
@@ -300,7 +331,6 @@ func (d *Dispatcher) LoadKnown(ctx context.Context, tasks []xjob.DispatchTask, k
 			}
 		}
 	}
-	return b
 }
 
 // foreignAddress returns the first of overrides found in neither of the
