@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/xjobdev/xjob"
@@ -91,13 +90,8 @@ func Run(ctx context.Context, cfg Config) error {
 		defer stop()
 	}
 	if !st.ownerShared {
-		// This process holds the installation lock, so whoever consumed the
-		// queues before it is gone: take back what it held (ring buckets,
-		// lane tasks) now rather than after their visibility timeouts.
-		if n, err := db.ReleaseClaims(ctx); err != nil {
-			return fmt.Errorf("local: %w", err)
-		} else if n > 0 {
-			logger.Info("took back queue messages a previous run held", "messages", n)
+		if err := takeBackClaims(ctx, db, logger); err != nil {
+			return err
 		}
 	}
 
@@ -107,104 +101,23 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	baseURL := "http://" + ln.Addr().String()
 
-	// One context per stage, so that shutdown can stop them in order.
-	scanCtx, stopScan := context.WithCancel(context.WithoutCancel(ctx))
-	ringCtx, stopRing := context.WithCancel(context.WithoutCancel(ctx))
-	laneCtx, stopLanes := context.WithCancel(context.WithoutCancel(ctx))
-	maintCtx, stopMaint := context.WithCancel(context.WithoutCancel(ctx))
-	reportCtx, stopReport := context.WithCancel(context.WithoutCancel(ctx))
-	defer func() { stopScan(); stopRing(); stopLanes(); stopMaint(); stopReport() }()
-	var scanWG, ringWG, laneWG, maintWG, reportWG sync.WaitGroup
-
-	svc, parts, err := wire(laneCtx, cfg, db, clk, logger, st.owner, baseURL)
+	pipe := newStages(ctx)
+	defer pipe.stopAll()
+	svc, parts, err := wire(pipe.lanes.ctx, cfg, db, clk, logger, st.owner, baseURL)
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
 	defer parts.exec.Close()
-
-	au, err := newAuth(svc, st.adminToken)
+	srv, httpErr, adminPassword, err := serveHTTP(ctx, cfg, svc, st.adminToken, ln, logger)
 	if err != nil {
-		_ = ln.Close()
 		return err
 	}
-	adminPassword, err := au.Bootstrap(ctx)
-	if err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("local: first console user: %w", err)
-	}
-	handler, err := newHandler(cfg, svc, st.adminToken, au)
-	if err != nil {
-		_ = ln.Close()
-		return err
-	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	httpErr := make(chan error, 1)
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			httpErr <- err
-		}
-		close(httpErr)
-	}()
-
-	reportWG.Add(1)
-	go func() {
-		defer reportWG.Done()
-		// Run ends with a final flush of the counters.
-		if err := parts.reports.Run(reportCtx); err != nil {
-			logger.Warn("report counters: final flush", "err", err)
-		}
-	}()
-	laneWG.Add(2)
-	go func() {
-		defer laneWG.Done()
-		_ = parts.dispatcher.Serve(laneCtx, parts.fast, dispatch.ServeOptions{Workers: cfg.FastWorkers, Visibility: dispatchVisibility})
-	}()
-	go func() {
-		defer laneWG.Done()
-		_ = parts.dispatcher.Serve(laneCtx, parts.slow, dispatch.ServeOptions{Workers: cfg.SlowWorkers, Visibility: dispatchVisibility})
-	}()
-	ringWG.Add(1)
-	go func() {
-		defer ringWG.Done()
-		_ = parts.ring.Serve(ringCtx, ring.ServeOptions{Workers: cfg.RingWorkers, Visibility: ringVisibility})
-	}()
-	scanWG.Add(1)
-	go func() {
-		defer scanWG.Done()
-		_ = parts.scanner.Run(scanCtx, time.Time{})
-	}()
-	maintWG.Add(1)
-	go func() {
-		defer maintWG.Done()
-		maintain(maintCtx, svc, logger)
-	}()
+	pipe.start(cfg, svc, parts, logger)
 
 	info := Info{URL: baseURL, AdminToken: st.adminToken, TokenFile: st.tokenFile, Owner: st.owner,
 		AccessToken: cfg.AccessToken, AccessTokenFile: st.accessTokenFile, AdminPassword: adminPassword}
-	var demo *demoExecutor
-	if cfg.Demo {
-		demo, err = startDemo(ctx, cfg, svc, baseURL)
-		if err != nil {
-			logger.Error("demo", "err", err)
-		} else {
-			info.DemoExecutor, info.DemoJobs = demo.address, demo.jobIDs
-		}
-	}
-	logger.Info("xjob local started", "url", baseURL, "db", cfg.DB, "shards", cfg.Shards, "owner", st.owner,
-		"fastWorkers", cfg.FastWorkers, "slowWorkers", cfg.SlowWorkers, "demo", cfg.Demo)
-	if cfg.Stdout != nil {
-		printBanner(cfg.Stdout, cfg, info, st.tokenGenerated, st.accessTokenGenerated)
-	}
-	if cfg.Ready != nil {
-		cfg.Ready(info)
-	}
+	demo := announce(ctx, cfg, svc, st, &info, logger)
 
 	var runErr error
 	select {
@@ -212,43 +125,87 @@ func Run(ctx context.Context, cfg Config) error {
 	case err := <-httpErr:
 		runErr = fmt.Errorf("local: http: %w", err)
 	}
-
-	// Shutdown in pipeline order, within one grace period.
-	start := time.Now()
-	logger.Info("xjob local stopping", "grace", cfg.Grace.String())
-	graceCtx, cancelGrace := context.WithTimeout(context.Background(), cfg.Grace)
-	defer cancelGrace()
-	stopMaint()
-	stopScan() // the scanner releases its leases on its way out
-	scanWG.Wait()
-	parts.ringGate.drain()
-	ringDrained := parts.ringGate.waitIdle(graceCtx) == nil
-	if !ringDrained {
-		// The grace is spent: the ring's in-flight dispatches (they run on
-		// the lanes' context) are cut short too rather than awaited.
-		stopLanes()
-	}
-	stopRing()
-	ringWG.Wait()
-	parts.fast.drain()
-	parts.slow.drain()
-	lanesDrained := parts.fast.waitIdle(graceCtx) == nil && parts.slow.waitIdle(graceCtx) == nil
-	stopLanes()
-	laneWG.Wait()
-	if demo != nil {
-		demo.stop(graceCtx) // its last callbacks still reach the listener
-	}
-	hctx, cancelHTTP := context.WithTimeout(context.Background(), httpShutdownGrace)
-	defer cancelHTTP()
-	if err := srv.Shutdown(hctx); err != nil {
-		_ = srv.Close()
-	}
-	maintWG.Wait()
-	stopReport() // after everything that counts: dispatch, callbacks, maintenance
-	reportWG.Wait()
-	logger.Info("xjob local stopped", "took", time.Since(start).Round(time.Millisecond).String(),
-		"ringDrained", ringDrained, "lanesDrained", lanesDrained)
+	pipe.shutdown(cfg, parts, demo, srv, logger)
 	return runErr
+}
+
+// takeBackClaims releases the queue messages a previous run held. Only
+// the holder of the installation lock calls it: whoever consumed the
+// queues before it is gone, so what it held (ring buckets, lane tasks) is
+// taken back now rather than after the visibility timeouts.
+func takeBackClaims(ctx context.Context, db *sqlitestore.DB, logger *slog.Logger) error {
+	n, err := db.ReleaseClaims(ctx)
+	if err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
+	if n > 0 {
+		logger.Info("took back queue messages a previous run held", "messages", n)
+	}
+	return nil
+}
+
+// serveHTTP builds the console users' auth (creating the first user, whose
+// password it returns, on a new file) and the one HTTP handler, and
+// serves it on ln. httpErr yields a failure of the server and is closed
+// when it stops. On error ln is closed.
+func serveHTTP(ctx context.Context, cfg Config, svc *services, adminToken string, ln net.Listener, logger *slog.Logger) (
+	srv *http.Server, httpErr chan error, adminPassword string, err error) {
+	au, err := newAuth(svc, adminToken)
+	if err != nil {
+		_ = ln.Close()
+		return nil, nil, "", err
+	}
+	adminPassword, err = au.Bootstrap(ctx)
+	if err != nil {
+		_ = ln.Close()
+		return nil, nil, "", fmt.Errorf("local: first console user: %w", err)
+	}
+	handler, err := newHandler(cfg, svc, adminToken, au)
+	if err != nil {
+		_ = ln.Close()
+		return nil, nil, "", err
+	}
+	srv = &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	httpErr = make(chan error, 1)
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			httpErr <- err
+		}
+		close(httpErr)
+	}()
+	return srv, httpErr, adminPassword, nil
+}
+
+// announce starts the demo executor if asked (a failure is logged, not
+// fatal), completes info with it, and tells the world Run is up: the log
+// line, the banner on cfg.Stdout and cfg.Ready. It returns the demo
+// executor, or nil.
+func announce(ctx context.Context, cfg Config, svc *services, st *site, info *Info, logger *slog.Logger) *demoExecutor {
+	var demo *demoExecutor
+	if cfg.Demo {
+		var err error
+		demo, err = startDemo(ctx, cfg, svc, info.URL)
+		if err != nil {
+			logger.Error("demo", "err", err)
+		} else {
+			info.DemoExecutor, info.DemoJobs = demo.address, demo.jobIDs
+		}
+	}
+	logger.Info("xjob local started", "url", info.URL, "db", cfg.DB, "shards", cfg.Shards, "owner", st.owner,
+		"fastWorkers", cfg.FastWorkers, "slowWorkers", cfg.SlowWorkers, "demo", cfg.Demo)
+	if cfg.Stdout != nil {
+		printBanner(cfg.Stdout, cfg, *info, st.tokenGenerated, st.accessTokenGenerated)
+	}
+	if cfg.Ready != nil {
+		cfg.Ready(*info)
+	}
+	return demo
 }
 
 // parts are the running pieces Run starts and stops.
