@@ -61,403 +61,437 @@ func requireJob(t *testing.T, what string, got, want xjob.Job) {
 
 func jobID(j xjob.Job) int64 { return j.ID }
 
+// jobCase is one case of the JobStore contract, run on a fresh store.
+type jobCase struct {
+	name string
+	run  func(t *testing.T, s driver.JobStore)
+}
+
+// The JobStore contract, by concern. Each case is a subtest of
+// ExerciseJobStore under its name.
+var (
+	// jobWriteCases: insert (allocated and given ids), read, conditional
+	// update and delete.
+	jobWriteCases = []jobCase{
+		{"InsertGet", jobInsertGet},
+		{"InsertWithID", jobInsertWithID},
+		{"NotFound", jobNotFound},
+		{"IDsUniqueAndIncreasing", jobIDsUniqueAndIncreasing},
+		{"GetMany", jobGetMany},
+		{"UpdateConditional", jobUpdateConditional},
+		{"Delete", jobDelete},
+		{"OnceAfterCompletion", jobOnceAfterCompletion},
+	}
+	// jobNameCases: the keys jobs as code matches jobs by.
+	jobNameCases = []jobCase{
+		{"ListByName", jobListByName},
+		{"DeclarationRetired", jobDeclarationRetired},
+	}
+	// jobScanCases: what the scan and dispatch read and write: due jobs,
+	// the version-conditional advance (alone, batched, raced) and the
+	// slow-lane marks.
+	jobScanCases = []jobCase{
+		{"Due", exerciseJobsDue},
+		{"Advance", jobAdvance},
+		{"ConcurrentAdvanceOneWinner", jobConcurrentAdvanceOneWinner},
+		{"AdvanceMany", exerciseAdvanceMany},
+		{"ConcurrentAdvanceManyOneWinner", jobConcurrentAdvanceManyOneWinner},
+		{"RecordSlow", jobRecordSlow},
+	}
+	// jobListCases: the admin's filtered, paged listing.
+	jobListCases = []jobCase{
+		{"List", exerciseJobList},
+	}
+)
+
 // ExerciseJobStore runs the JobStore contract against stores from newStore.
 func ExerciseJobStore(t *testing.T, newStore func(t *testing.T) driver.JobStore) {
 	t.Helper()
-
-	t.Run("OnceAfterCompletion", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
-		in := sampleJob(3, 1_700_000_060_000)
-		in.ScheduleType, in.ScheduleConf, in.AfterCompletion = xjob.ScheduleOnce, "2023-11-14T22:14:20Z", xjob.AfterDelete
-		got, err := s.JobInsert(ctx, in)
-		requireNoErr(t, err, "insert")
-		read, err := s.JobGet(ctx, got.ID)
-		requireNoErr(t, err, "get")
-		if read.ScheduleType != xjob.ScheduleOnce || read.AfterCompletion != xjob.AfterDelete {
-			t.Fatalf("get = %s/%s, want ONCE/DELETE", read.ScheduleType, read.AfterCompletion)
+	for _, cases := range [][]jobCase{jobWriteCases, jobNameCases, jobScanCases, jobListCases} {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				c.run(t, newStore(t))
+			})
 		}
-		read.AfterCompletion = xjob.AfterKeep
-		upd, err := s.JobUpdate(ctx, driver.JobUpdateParams{Job: read, ExpectVersion: read.Version})
-		requireNoErr(t, err, "update")
-		if upd.AfterCompletion != xjob.AfterKeep {
-			t.Fatalf("update returned afterCompletion %q, want KEEP", upd.AfterCompletion)
-		}
-		read, err = s.JobGet(ctx, got.ID)
-		requireNoErr(t, err, "get after update")
-		if read.AfterCompletion != xjob.AfterKeep {
-			t.Fatalf("get after update = %q, want KEEP", read.AfterCompletion)
-		}
-	})
-
-	t.Run("DeclarationRetired", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
-		if d, ok, err := s.DeclarationRetired(ctx, "app.handler"); err != nil || ok || d != "" {
-			t.Fatalf("retired before any = %q %v %v, want none", d, ok, err)
-		}
-		requireNoErr(t, s.DeclarationRetire(ctx, "app.handler", `{"cron":"1"}`), "retire")
-		requireNoErr(t, s.DeclarationRetire(ctx, "app.other", `{"cron":"2"}`), "retire other")
-		requireNoErr(t, s.DeclarationRetire(ctx, "app.handler", `{"cron":"3"}`), "retire again")
-		for key, want := range map[string]string{"app.handler": `{"cron":"3"}`, "app.other": `{"cron":"2"}`} {
-			if d, ok, err := s.DeclarationRetired(ctx, key); err != nil || !ok || d != want {
-				t.Fatalf("retired %s = %q %v %v, want %q (the last one)", key, d, ok, err, want)
-			}
-		}
-	})
-
-	t.Run("ListByName", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
-		got, err := s.JobListByName(ctx, "app.handler")
-		requireNoErr(t, err, "list by name, none")
-		if len(got) != 0 {
-			t.Fatalf("list by name before any insert = %d jobs", len(got))
-		}
-		var ids []int64
-		for i, name := range []string{"app.handler", "other", "app.handler", ""} {
-			j := sampleJob(int64(i+1), 0)
-			j.Name = name
-			j.TriggerStatus = xjob.StatusStopped
-			ins, err := s.JobInsert(ctx, j)
-			requireNoErr(t, err, "insert")
-			if name == "app.handler" {
-				ids = append(ids, ins.ID)
-			}
-		}
-		got, err = s.JobListByName(ctx, "app.handler")
-		requireNoErr(t, err, "list by name")
-		if g := slices.Collect(func(yield func(int64) bool) {
-			for _, j := range got {
-				if !yield(j.ID) {
-					return
-				}
-			}
-		}); !slices.Equal(g, ids) {
-			t.Fatalf("list by name = ids %v, want %v in id order", g, ids)
-		}
-		if got[0].Declared != sampleJob(1, 0).Declared {
-			t.Fatalf("declared = %q, not stored", got[0].Declared)
-		}
-		got, err = s.JobListByName(ctx, "")
-		requireNoErr(t, err, "list by empty name")
-		if len(got) != 0 {
-			t.Fatalf("list by the empty name = %d jobs, want none (unnamed jobs have no key)", len(got))
-		}
-		first, err := s.JobGet(ctx, ids[0])
-		requireNoErr(t, err, "get")
-		first.Name, first.Declared = "renamed", ""
-		_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: first, ExpectVersion: first.Version})
-		requireNoErr(t, err, "rename")
-		got, err = s.JobListByName(ctx, "app.handler")
-		requireNoErr(t, err, "list after rename")
-		if len(got) != 1 || got[0].ID != ids[1] {
-			t.Fatalf("after renaming job %d, list by name = %+v, want only job %d", ids[0], got, ids[1])
-		}
-		read, err := s.JobGet(ctx, ids[0])
-		requireNoErr(t, err, "get renamed")
-		if read.Declared != "" {
-			t.Fatalf("update did not clear declared: %q", read.Declared)
-		}
-	})
-
-	t.Run("InsertGet", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
-		in := sampleJob(3, 1_700_000_060_000)
-		got, err := s.JobInsert(ctx, in)
-		requireNoErr(t, err, "insert")
-		if got.ID <= 0 || got.Version != 1 || got.Revision != 1 || got.Shard < 0 {
-			t.Fatalf("insert returned id %d shard %d version %d revision %d", got.ID, got.Shard, got.Version, got.Revision)
-		}
-		want := in
-		want.ID, want.Shard, want.Version, want.Revision = got.ID, got.Shard, 1, 1
-		requireJob(t, "insert result", got, want)
-		read, err := s.JobGet(ctx, got.ID)
-		requireNoErr(t, err, "get")
-		requireJob(t, "get", read, want)
-	})
-
-	t.Run("InsertWithID", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
-		in := sampleJob(3, 1_700_000_060_000)
-		in.ID = 5000
-		got, err := s.JobInsert(ctx, in)
-		requireNoErr(t, err, "insert with id")
-		if got.ID != 5000 || got.Version != 1 || got.Revision != 1 {
-			t.Fatalf("insert with id 5000 returned id %d version %d revision %d", got.ID, got.Version, got.Revision)
-		}
-		read, err := s.JobGet(ctx, 5000)
-		requireNoErr(t, err, "get")
-		requireJob(t, "get", read, got)
-		_, err = s.JobInsert(ctx, in)
-		requireIs(t, err, xjob.ErrConflict, "insert of a taken id")
-		next, err := s.JobInsert(ctx, sampleJob(3, 0))
-		requireNoErr(t, err, "insert after an explicit id")
-		if next.ID <= 5000 {
-			t.Fatalf("an allocated id %d is not above the explicit id 5000", next.ID)
-		}
-		low := sampleJob(3, 0)
-		low.ID = 17
-		got, err = s.JobInsert(ctx, low)
-		requireNoErr(t, err, "insert of a free id below the counter")
-		if got.ID != 17 {
-			t.Fatalf("insert with id 17 returned id %d", got.ID)
-		}
-	})
-
-	t.Run("NotFound", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
-		_, err := s.JobGet(ctx, 424242)
-		requireIs(t, err, xjob.ErrNotFound, "get missing")
-		requireIs(t, s.JobDelete(ctx, 424242), xjob.ErrNotFound, "delete missing")
-		j := sampleJob(1, 0)
-		j.ID = 424242
-		_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: j, ExpectVersion: 1})
-		requireMissing(t, err, "update missing")
-		requireMissing(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: 424242, ExpectVersion: 1, TriggerNextTime: 5}), "advance missing")
-		many, err := s.JobGetMany(ctx, []int64{424242, 424243})
-		requireNoErr(t, err, "get many missing")
-		if len(many) != 0 {
-			t.Fatalf("get many of missing ids returned %d jobs", len(many))
-		}
-	})
-
-	t.Run("IDsUniqueAndIncreasing", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
-		var last int64
-		for i := range 5 {
-			j, err := s.JobInsert(ctx, sampleJob(1, int64(i)))
-			requireNoErr(t, err, "insert")
-			if j.ID <= last {
-				t.Fatalf("insert %d: id %d not above previous %d", i, j.ID, last)
-			}
-			last = j.ID
-		}
-		const n = 8
-		got := make([]int64, n)
-		errs := race(n, func(i int) error {
-			j, err := s.JobInsert(ctx, sampleJob(1, 0))
-			got[i] = j.ID
-			return err
-		})
-		seen := map[int64]bool{}
-		for i, err := range errs {
-			requireNoErr(t, err, "concurrent insert")
-			if got[i] <= last || seen[got[i]] {
-				t.Fatalf("concurrent insert gave id %d (previous max %d, seen %v)", got[i], last, seen)
-			}
-			seen[got[i]] = true
-		}
-	})
-
-	t.Run("GetMany", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
-		a, err := s.JobInsert(ctx, sampleJob(1, 0))
-		requireNoErr(t, err, "insert")
-		b, err := s.JobInsert(ctx, sampleJob(2, 0))
-		requireNoErr(t, err, "insert")
-		_, err = s.JobInsert(ctx, sampleJob(3, 0))
-		requireNoErr(t, err, "insert")
-		many, err := s.JobGetMany(ctx, []int64{b.ID, 999_999, a.ID})
-		requireNoErr(t, err, "get many")
-		slices.SortFunc(many, func(x, y xjob.Job) int { return cmp.Compare(x.ID, y.ID) })
-		if len(many) != 2 {
-			t.Fatalf("get many: got %d jobs, want 2", len(many))
-		}
-		requireJob(t, "get many [0]", many[0], a)
-		requireJob(t, "get many [1]", many[1], b)
-		none, err := s.JobGetMany(ctx, nil)
-		requireNoErr(t, err, "get many of none")
-		if len(none) != 0 {
-			t.Fatalf("get many of no ids returned %d jobs", len(none))
-		}
-	})
-
-	t.Run("UpdateConditional", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
-		j, err := s.JobInsert(ctx, sampleJob(1, 100))
-		requireNoErr(t, err, "insert")
-		edit := j
-		edit.Description = "edited"
-		edit.ScheduleConf = "0 0 * * * ?"
-		edit.ChildJobIDs = []int64{11}
-		edit.Revision = j.Revision + 1
-		edit.UpdatedAt = j.UpdatedAt + 5
-		got, err := s.JobUpdate(ctx, driver.JobUpdateParams{Job: edit, ExpectVersion: j.Version})
-		requireNoErr(t, err, "update")
-		want := edit
-		want.Version = j.Version + 1
-		requireJob(t, "update result", got, want)
-		read, err := s.JobGet(ctx, j.ID)
-		requireNoErr(t, err, "get")
-		requireJob(t, "get after update", read, want)
-
-		stale := edit
-		stale.Description = "lost"
-		_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: stale, ExpectVersion: j.Version})
-		requireIs(t, err, xjob.ErrConflict, "update with stale version")
-		read, err = s.JobGet(ctx, j.ID)
-		requireNoErr(t, err, "get")
-		requireJob(t, "get after lost update", read, want)
-
-		// Revision is stored as given: an edit that does not touch the schedule keeps it.
-		same := read
-		same.Author = "someone else"
-		got, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: same, ExpectVersion: read.Version})
-		requireNoErr(t, err, "second update")
-		if got.Revision != read.Revision || got.Version != read.Version+1 {
-			t.Fatalf("second update: revision %d version %d, want %d %d", got.Revision, got.Version, read.Revision, read.Version+1)
-		}
-	})
-
-	t.Run("Advance", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
-		j, err := s.JobInsert(ctx, sampleJob(1, 1000))
-		requireNoErr(t, err, "insert")
-		requireNoErr(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version,
-			TriggerLastTime: 1000, TriggerNextTime: 61_000}), "advance")
-		got, err := s.JobGet(ctx, j.ID)
-		requireNoErr(t, err, "get")
-		want := j
-		want.TriggerLastTime, want.TriggerNextTime, want.Version = 1000, 61_000, j.Version+1
-		requireJob(t, "after advance", got, want)
-
-		err = s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version,
-			TriggerLastTime: 1000, TriggerNextTime: 61_000})
-		requireIs(t, err, xjob.ErrConflict, "advance with stale version")
-		_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: j, ExpectVersion: j.Version})
-		requireIs(t, err, xjob.ErrConflict, "update with version from before the advance")
-
-		requireNoErr(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: got.Version, Stop: true,
-			TriggerLastTime: 5, TriggerNextTime: 6}), "advance stop")
-		stopped, err := s.JobGet(ctx, j.ID)
-		requireNoErr(t, err, "get")
-		want.TriggerStatus, want.TriggerLastTime, want.TriggerNextTime = xjob.StatusStopped, 0, 0
-		want.Revision, want.Version = got.Revision, got.Version+1
-		requireJob(t, "after stop", stopped, want)
-		due, err := s.JobsDue(ctx, driver.JobsDueParams{Shard: j.Shard, Before: 1 << 62, Limit: 10})
-		requireNoErr(t, err, "due")
-		requireIDs(t, "due after stop", ids(due, jobID), nil)
-	})
-
-	t.Run("ConcurrentAdvanceOneWinner", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
-		j, err := s.JobInsert(ctx, sampleJob(1, 1000))
-		requireNoErr(t, err, "insert")
-		const n = 8
-		errs := race(n, func(i int) error {
-			return s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version,
-				TriggerLastTime: 1000, TriggerNextTime: 2000 + int64(i)})
-		})
-		w := oneWinner(t, errs, xjob.ErrConflict, "concurrent advance")
-		got, err := s.JobGet(ctx, j.ID)
-		requireNoErr(t, err, "get")
-		if got.Version != j.Version+1 || got.TriggerNextTime != 2000+int64(w) {
-			t.Fatalf("after race: version %d next %d, want %d %d", got.Version, got.TriggerNextTime, j.Version+1, 2000+w)
-		}
-	})
-
-	t.Run("AdvanceMany", func(t *testing.T) { t.Parallel(); exerciseAdvanceMany(t, newStore(t)) })
+	}
+	// The one case that compares two stores.
 	t.Run("AdvanceManyMatchesAdvance", func(t *testing.T) {
 		t.Parallel()
 		exerciseAdvanceManyMatchesAdvance(t, newStore(t), newStore(t))
 	})
-	t.Run("ConcurrentAdvanceManyOneWinner", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
-		var jobs []xjob.Job
-		for range 3 {
-			j, err := s.JobInsert(ctx, sampleJob(1, 1000))
-			requireNoErr(t, err, "insert")
-			jobs = append(jobs, j)
-		}
-		const n = 4
-		type result struct {
-			errs []error
-			err  error
-		}
-		res := make([]result, n)
-		race(n, func(i int) error {
-			ps := make([]driver.JobAdvanceParams, len(jobs))
-			for k, j := range jobs {
-				ps[k] = driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version,
-					TriggerLastTime: 1000, TriggerNextTime: 2000 + int64(i)}
-			}
-			res[i].errs, res[i].err = s.JobAdvanceMany(ctx, ps)
-			return res[i].err
-		})
-		for k, j := range jobs {
-			per := make([]error, n)
-			for i, r := range res {
-				requireNoErr(t, r.err, "advance many")
-				if len(r.errs) != len(jobs) {
-					t.Fatalf("call %d: %d results for %d advances", i, len(r.errs), len(jobs))
-				}
-				per[i] = r.errs[k]
-			}
-			w := oneWinner(t, per, xjob.ErrConflict, fmt.Sprintf("job %d", k))
-			got, err := s.JobGet(ctx, j.ID)
-			requireNoErr(t, err, "get")
-			if got.Version != j.Version+1 || got.TriggerNextTime != 2000+int64(w) {
-				t.Fatalf("job %d after race: version %d next %d, want %d %d", k, got.Version, got.TriggerNextTime, j.Version+1, 2000+w)
-			}
-		}
-	})
+}
 
-	t.Run("RecordSlow", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
+func jobOnceAfterCompletion(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	in := sampleJob(3, 1_700_000_060_000)
+	in.ScheduleType, in.ScheduleConf, in.AfterCompletion = xjob.ScheduleOnce, "2023-11-14T22:14:20Z", xjob.AfterDelete
+	got, err := s.JobInsert(ctx, in)
+	requireNoErr(t, err, "insert")
+	read, err := s.JobGet(ctx, got.ID)
+	requireNoErr(t, err, "get")
+	if read.ScheduleType != xjob.ScheduleOnce || read.AfterCompletion != xjob.AfterDelete {
+		t.Fatalf("get = %s/%s, want ONCE/DELETE", read.ScheduleType, read.AfterCompletion)
+	}
+	read.AfterCompletion = xjob.AfterKeep
+	upd, err := s.JobUpdate(ctx, driver.JobUpdateParams{Job: read, ExpectVersion: read.Version})
+	requireNoErr(t, err, "update")
+	if upd.AfterCompletion != xjob.AfterKeep {
+		t.Fatalf("update returned afterCompletion %q, want KEEP", upd.AfterCompletion)
+	}
+	read, err = s.JobGet(ctx, got.ID)
+	requireNoErr(t, err, "get after update")
+	if read.AfterCompletion != xjob.AfterKeep {
+		t.Fatalf("get after update = %q, want KEEP", read.AfterCompletion)
+	}
+}
+
+func jobDeclarationRetired(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	if d, ok, err := s.DeclarationRetired(ctx, "app.handler"); err != nil || ok || d != "" {
+		t.Fatalf("retired before any = %q %v %v, want none", d, ok, err)
+	}
+	requireNoErr(t, s.DeclarationRetire(ctx, "app.handler", `{"cron":"1"}`), "retire")
+	requireNoErr(t, s.DeclarationRetire(ctx, "app.other", `{"cron":"2"}`), "retire other")
+	requireNoErr(t, s.DeclarationRetire(ctx, "app.handler", `{"cron":"3"}`), "retire again")
+	for key, want := range map[string]string{"app.handler": `{"cron":"3"}`, "app.other": `{"cron":"2"}`} {
+		if d, ok, err := s.DeclarationRetired(ctx, key); err != nil || !ok || d != want {
+			t.Fatalf("retired %s = %q %v %v, want %q (the last one)", key, d, ok, err, want)
+		}
+	}
+}
+
+func jobListByName(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	got, err := s.JobListByName(ctx, "app.handler")
+	requireNoErr(t, err, "list by name, none")
+	if len(got) != 0 {
+		t.Fatalf("list by name before any insert = %d jobs", len(got))
+	}
+	var ids []int64
+	for i, name := range []string{"app.handler", "other", "app.handler", ""} {
+		j := sampleJob(int64(i+1), 0)
+		j.Name = name
+		j.TriggerStatus = xjob.StatusStopped
+		ins, err := s.JobInsert(ctx, j)
+		requireNoErr(t, err, "insert")
+		if name == "app.handler" {
+			ids = append(ids, ins.ID)
+		}
+	}
+	got, err = s.JobListByName(ctx, "app.handler")
+	requireNoErr(t, err, "list by name")
+	if g := slices.Collect(func(yield func(int64) bool) {
+		for _, j := range got {
+			if !yield(j.ID) {
+				return
+			}
+		}
+	}); !slices.Equal(g, ids) {
+		t.Fatalf("list by name = ids %v, want %v in id order", g, ids)
+	}
+	if got[0].Declared != sampleJob(1, 0).Declared {
+		t.Fatalf("declared = %q, not stored", got[0].Declared)
+	}
+	got, err = s.JobListByName(ctx, "")
+	requireNoErr(t, err, "list by empty name")
+	if len(got) != 0 {
+		t.Fatalf("list by the empty name = %d jobs, want none (unnamed jobs have no key)", len(got))
+	}
+	first, err := s.JobGet(ctx, ids[0])
+	requireNoErr(t, err, "get")
+	first.Name, first.Declared = "renamed", ""
+	_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: first, ExpectVersion: first.Version})
+	requireNoErr(t, err, "rename")
+	got, err = s.JobListByName(ctx, "app.handler")
+	requireNoErr(t, err, "list after rename")
+	if len(got) != 1 || got[0].ID != ids[1] {
+		t.Fatalf("after renaming job %d, list by name = %+v, want only job %d", ids[0], got, ids[1])
+	}
+	read, err := s.JobGet(ctx, ids[0])
+	requireNoErr(t, err, "get renamed")
+	if read.Declared != "" {
+		t.Fatalf("update did not clear declared: %q", read.Declared)
+	}
+}
+
+func jobInsertGet(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	in := sampleJob(3, 1_700_000_060_000)
+	got, err := s.JobInsert(ctx, in)
+	requireNoErr(t, err, "insert")
+	if got.ID <= 0 || got.Version != 1 || got.Revision != 1 || got.Shard < 0 {
+		t.Fatalf("insert returned id %d shard %d version %d revision %d", got.ID, got.Shard, got.Version, got.Revision)
+	}
+	want := in
+	want.ID, want.Shard, want.Version, want.Revision = got.ID, got.Shard, 1, 1
+	requireJob(t, "insert result", got, want)
+	read, err := s.JobGet(ctx, got.ID)
+	requireNoErr(t, err, "get")
+	requireJob(t, "get", read, want)
+}
+
+func jobInsertWithID(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	in := sampleJob(3, 1_700_000_060_000)
+	in.ID = 5000
+	got, err := s.JobInsert(ctx, in)
+	requireNoErr(t, err, "insert with id")
+	if got.ID != 5000 || got.Version != 1 || got.Revision != 1 {
+		t.Fatalf("insert with id 5000 returned id %d version %d revision %d", got.ID, got.Version, got.Revision)
+	}
+	read, err := s.JobGet(ctx, 5000)
+	requireNoErr(t, err, "get")
+	requireJob(t, "get", read, got)
+	_, err = s.JobInsert(ctx, in)
+	requireIs(t, err, xjob.ErrConflict, "insert of a taken id")
+	next, err := s.JobInsert(ctx, sampleJob(3, 0))
+	requireNoErr(t, err, "insert after an explicit id")
+	if next.ID <= 5000 {
+		t.Fatalf("an allocated id %d is not above the explicit id 5000", next.ID)
+	}
+	low := sampleJob(3, 0)
+	low.ID = 17
+	got, err = s.JobInsert(ctx, low)
+	requireNoErr(t, err, "insert of a free id below the counter")
+	if got.ID != 17 {
+		t.Fatalf("insert with id 17 returned id %d", got.ID)
+	}
+}
+
+func jobNotFound(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	_, err := s.JobGet(ctx, 424242)
+	requireIs(t, err, xjob.ErrNotFound, "get missing")
+	requireIs(t, s.JobDelete(ctx, 424242), xjob.ErrNotFound, "delete missing")
+	j := sampleJob(1, 0)
+	j.ID = 424242
+	_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: j, ExpectVersion: 1})
+	requireMissing(t, err, "update missing")
+	requireMissing(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: 424242, ExpectVersion: 1, TriggerNextTime: 5}), "advance missing")
+	many, err := s.JobGetMany(ctx, []int64{424242, 424243})
+	requireNoErr(t, err, "get many missing")
+	if len(many) != 0 {
+		t.Fatalf("get many of missing ids returned %d jobs", len(many))
+	}
+}
+
+func jobIDsUniqueAndIncreasing(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	var last int64
+	for i := range 5 {
+		j, err := s.JobInsert(ctx, sampleJob(1, int64(i)))
+		requireNoErr(t, err, "insert")
+		if j.ID <= last {
+			t.Fatalf("insert %d: id %d not above previous %d", i, j.ID, last)
+		}
+		last = j.ID
+	}
+	const n = 8
+	got := make([]int64, n)
+	errs := race(n, func(i int) error {
+		j, err := s.JobInsert(ctx, sampleJob(1, 0))
+		got[i] = j.ID
+		return err
+	})
+	seen := map[int64]bool{}
+	for i, err := range errs {
+		requireNoErr(t, err, "concurrent insert")
+		if got[i] <= last || seen[got[i]] {
+			t.Fatalf("concurrent insert gave id %d (previous max %d, seen %v)", got[i], last, seen)
+		}
+		seen[got[i]] = true
+	}
+}
+
+func jobGetMany(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	a, err := s.JobInsert(ctx, sampleJob(1, 0))
+	requireNoErr(t, err, "insert")
+	b, err := s.JobInsert(ctx, sampleJob(2, 0))
+	requireNoErr(t, err, "insert")
+	_, err = s.JobInsert(ctx, sampleJob(3, 0))
+	requireNoErr(t, err, "insert")
+	many, err := s.JobGetMany(ctx, []int64{b.ID, 999_999, a.ID})
+	requireNoErr(t, err, "get many")
+	slices.SortFunc(many, func(x, y xjob.Job) int { return cmp.Compare(x.ID, y.ID) })
+	if len(many) != 2 {
+		t.Fatalf("get many: got %d jobs, want 2", len(many))
+	}
+	requireJob(t, "get many [0]", many[0], a)
+	requireJob(t, "get many [1]", many[1], b)
+	none, err := s.JobGetMany(ctx, nil)
+	requireNoErr(t, err, "get many of none")
+	if len(none) != 0 {
+		t.Fatalf("get many of no ids returned %d jobs", len(none))
+	}
+}
+
+func jobUpdateConditional(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	j, err := s.JobInsert(ctx, sampleJob(1, 100))
+	requireNoErr(t, err, "insert")
+	edit := j
+	edit.Description = "edited"
+	edit.ScheduleConf = "0 0 * * * ?"
+	edit.ChildJobIDs = []int64{11}
+	edit.Revision = j.Revision + 1
+	edit.UpdatedAt = j.UpdatedAt + 5
+	got, err := s.JobUpdate(ctx, driver.JobUpdateParams{Job: edit, ExpectVersion: j.Version})
+	requireNoErr(t, err, "update")
+	want := edit
+	want.Version = j.Version + 1
+	requireJob(t, "update result", got, want)
+	read, err := s.JobGet(ctx, j.ID)
+	requireNoErr(t, err, "get")
+	requireJob(t, "get after update", read, want)
+
+	stale := edit
+	stale.Description = "lost"
+	_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: stale, ExpectVersion: j.Version})
+	requireIs(t, err, xjob.ErrConflict, "update with stale version")
+	read, err = s.JobGet(ctx, j.ID)
+	requireNoErr(t, err, "get")
+	requireJob(t, "get after lost update", read, want)
+
+	// Revision is stored as given: an edit that does not touch the schedule keeps it.
+	same := read
+	same.Author = "someone else"
+	got, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: same, ExpectVersion: read.Version})
+	requireNoErr(t, err, "second update")
+	if got.Revision != read.Revision || got.Version != read.Version+1 {
+		t.Fatalf("second update: revision %d version %d, want %d %d", got.Revision, got.Version, read.Revision, read.Version+1)
+	}
+}
+
+func jobAdvance(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	j, err := s.JobInsert(ctx, sampleJob(1, 1000))
+	requireNoErr(t, err, "insert")
+	requireNoErr(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version,
+		TriggerLastTime: 1000, TriggerNextTime: 61_000}), "advance")
+	got, err := s.JobGet(ctx, j.ID)
+	requireNoErr(t, err, "get")
+	want := j
+	want.TriggerLastTime, want.TriggerNextTime, want.Version = 1000, 61_000, j.Version+1
+	requireJob(t, "after advance", got, want)
+
+	err = s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version,
+		TriggerLastTime: 1000, TriggerNextTime: 61_000})
+	requireIs(t, err, xjob.ErrConflict, "advance with stale version")
+	_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: j, ExpectVersion: j.Version})
+	requireIs(t, err, xjob.ErrConflict, "update with version from before the advance")
+
+	requireNoErr(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: got.Version, Stop: true,
+		TriggerLastTime: 5, TriggerNextTime: 6}), "advance stop")
+	stopped, err := s.JobGet(ctx, j.ID)
+	requireNoErr(t, err, "get")
+	want.TriggerStatus, want.TriggerLastTime, want.TriggerNextTime = xjob.StatusStopped, 0, 0
+	want.Revision, want.Version = got.Revision, got.Version+1
+	requireJob(t, "after stop", stopped, want)
+	due, err := s.JobsDue(ctx, driver.JobsDueParams{Shard: j.Shard, Before: 1 << 62, Limit: 10})
+	requireNoErr(t, err, "due")
+	requireIDs(t, "due after stop", ids(due, jobID), nil)
+}
+
+func jobConcurrentAdvanceOneWinner(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	j, err := s.JobInsert(ctx, sampleJob(1, 1000))
+	requireNoErr(t, err, "insert")
+	const n = 8
+	errs := race(n, func(i int) error {
+		return s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version,
+			TriggerLastTime: 1000, TriggerNextTime: 2000 + int64(i)})
+	})
+	w := oneWinner(t, errs, xjob.ErrConflict, "concurrent advance")
+	got, err := s.JobGet(ctx, j.ID)
+	requireNoErr(t, err, "get")
+	if got.Version != j.Version+1 || got.TriggerNextTime != 2000+int64(w) {
+		t.Fatalf("after race: version %d next %d, want %d %d", got.Version, got.TriggerNextTime, j.Version+1, 2000+w)
+	}
+}
+
+func jobConcurrentAdvanceManyOneWinner(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	var jobs []xjob.Job
+	for range 3 {
 		j, err := s.JobInsert(ctx, sampleJob(1, 1000))
 		requireNoErr(t, err, "insert")
-		const minute = 28_333_333
-		requireNoErr(t, s.JobRecordSlow(ctx, j.ID, minute), "record slow")
-		requireNoErr(t, s.JobRecordSlow(ctx, j.ID, minute), "record slow")
+		jobs = append(jobs, j)
+	}
+	const n = 4
+	type result struct {
+		errs []error
+		err  error
+	}
+	res := make([]result, n)
+	race(n, func(i int) error {
+		ps := make([]driver.JobAdvanceParams, len(jobs))
+		for k, j := range jobs {
+			ps[k] = driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version,
+				TriggerLastTime: 1000, TriggerNextTime: 2000 + int64(i)}
+		}
+		res[i].errs, res[i].err = s.JobAdvanceMany(ctx, ps)
+		return res[i].err
+	})
+	for k, j := range jobs {
+		per := make([]error, n)
+		for i, r := range res {
+			requireNoErr(t, r.err, "advance many")
+			if len(r.errs) != len(jobs) {
+				t.Fatalf("call %d: %d results for %d advances", i, len(r.errs), len(jobs))
+			}
+			per[i] = r.errs[k]
+		}
+		w := oneWinner(t, per, xjob.ErrConflict, fmt.Sprintf("job %d", k))
 		got, err := s.JobGet(ctx, j.ID)
 		requireNoErr(t, err, "get")
-		if got.SlowMinute != minute || got.SlowCount != 2 || got.Version != j.Version {
-			t.Fatalf("after two slow dispatches: minute %d count %d version %d, want %d 2 %d",
-				got.SlowMinute, got.SlowCount, got.Version, minute, j.Version)
+		if got.Version != j.Version+1 || got.TriggerNextTime != 2000+int64(w) {
+			t.Fatalf("job %d after race: version %d next %d, want %d %d", k, got.Version, got.TriggerNextTime, j.Version+1, 2000+w)
 		}
-		requireNoErr(t, s.JobRecordSlow(ctx, j.ID, minute+1), "record slow next minute")
-		got, err = s.JobGet(ctx, j.ID)
-		requireNoErr(t, err, "get")
-		if got.SlowMinute != minute+1 || got.SlowCount != 1 {
-			t.Fatalf("next minute: minute %d count %d, want %d 1", got.SlowMinute, got.SlowCount, minute+1)
-		}
-		// The version did not move, so a scan holding it still advances.
-		requireNoErr(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version, TriggerNextTime: 5}),
-			"advance after slow records")
-	})
+	}
+}
 
-	t.Run("Delete", func(t *testing.T) {
-		t.Parallel()
-		s, ctx := newStore(t), t.Context()
-		j, err := s.JobInsert(ctx, sampleJob(1, 1000))
-		requireNoErr(t, err, "insert")
-		requireNoErr(t, s.JobDelete(ctx, j.ID), "delete")
-		_, err = s.JobGet(ctx, j.ID)
-		requireIs(t, err, xjob.ErrNotFound, "get deleted")
-		requireIs(t, s.JobDelete(ctx, j.ID), xjob.ErrNotFound, "delete twice")
-		due, err := s.JobsDue(ctx, driver.JobsDueParams{Shard: j.Shard, Before: 1 << 62, Limit: 10})
-		requireNoErr(t, err, "due")
-		requireIDs(t, "due after delete", ids(due, jobID), nil)
-		k, err := s.JobInsert(ctx, sampleJob(1, 1000))
-		requireNoErr(t, err, "insert after delete")
-		if k.ID <= j.ID {
-			t.Fatalf("id %d reused or smaller after deleting %d", k.ID, j.ID)
-		}
-	})
+func jobRecordSlow(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	j, err := s.JobInsert(ctx, sampleJob(1, 1000))
+	requireNoErr(t, err, "insert")
+	const minute = 28_333_333
+	requireNoErr(t, s.JobRecordSlow(ctx, j.ID, minute), "record slow")
+	requireNoErr(t, s.JobRecordSlow(ctx, j.ID, minute), "record slow")
+	got, err := s.JobGet(ctx, j.ID)
+	requireNoErr(t, err, "get")
+	if got.SlowMinute != minute || got.SlowCount != 2 || got.Version != j.Version {
+		t.Fatalf("after two slow dispatches: minute %d count %d version %d, want %d 2 %d",
+			got.SlowMinute, got.SlowCount, got.Version, minute, j.Version)
+	}
+	requireNoErr(t, s.JobRecordSlow(ctx, j.ID, minute+1), "record slow next minute")
+	got, err = s.JobGet(ctx, j.ID)
+	requireNoErr(t, err, "get")
+	if got.SlowMinute != minute+1 || got.SlowCount != 1 {
+		t.Fatalf("next minute: minute %d count %d, want %d 1", got.SlowMinute, got.SlowCount, minute+1)
+	}
+	// The version did not move, so a scan holding it still advances.
+	requireNoErr(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version, TriggerNextTime: 5}),
+		"advance after slow records")
+}
 
-	t.Run("Due", func(t *testing.T) { t.Parallel(); exerciseJobsDue(t, newStore(t)) })
-	t.Run("List", func(t *testing.T) { t.Parallel(); exerciseJobList(t, newStore(t)) })
+func jobDelete(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	j, err := s.JobInsert(ctx, sampleJob(1, 1000))
+	requireNoErr(t, err, "insert")
+	requireNoErr(t, s.JobDelete(ctx, j.ID), "delete")
+	_, err = s.JobGet(ctx, j.ID)
+	requireIs(t, err, xjob.ErrNotFound, "get deleted")
+	requireIs(t, s.JobDelete(ctx, j.ID), xjob.ErrNotFound, "delete twice")
+	due, err := s.JobsDue(ctx, driver.JobsDueParams{Shard: j.Shard, Before: 1 << 62, Limit: 10})
+	requireNoErr(t, err, "due")
+	requireIDs(t, "due after delete", ids(due, jobID), nil)
+	k, err := s.JobInsert(ctx, sampleJob(1, 1000))
+	requireNoErr(t, err, "insert after delete")
+	if k.ID <= j.ID {
+		t.Fatalf("id %d reused or smaller after deleting %d", k.ID, j.ID)
+	}
 }
 
 func exerciseJobsDue(t *testing.T, s driver.JobStore) {
