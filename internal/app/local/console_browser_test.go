@@ -18,19 +18,17 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/executor"
+	"github.com/xjobdev/xjob/internal/testenv/tool"
 )
 
 // browser starts headless Chromium for one test. Without chromium the
-// test is skipped, unless XJOB_BROWSER_TESTS=1 (make test sets it after
-// installing chromium), where it fails.
+// test fails saying how to install it; under go test -short it is skipped.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	tool.SkipIfShort(t, "Chromium")
 	path, err := exec.LookPath("chromium")
 	if err != nil {
-		if os.Getenv("XJOB_BROWSER_TESTS") == "1" {
-			t.Fatal("chromium not found: install it with `apt-get install -y chromium` (make test does so when run as root)")
-		}
-		t.Skip("chromium not installed (apt-get install -y chromium); browser tests skipped")
+		tool.Missing(t, fmt.Errorf("chromium not found on PATH: make test or make chromium installs Debian's chromium: %w", err))
 	}
 	dir, err := os.MkdirTemp("", "xjob-chromium-")
 	if err != nil {

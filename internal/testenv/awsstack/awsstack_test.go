@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/xjobdev/xjob/executor"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/internal/testenv/tool"
 )
 
 // TestDeploymentEndToEnd starts the emulated deployment, registers an SDK
@@ -27,12 +27,13 @@ import (
 // triggers the job by hand, the lane mappings poll, and the meter saw each
 // function's requests.
 func TestDeploymentEndToEnd(t *testing.T) {
+	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	ctx := context.Background()
 	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 2, FastPollers: 2, SlowPollers: 1,
 		PollWait: time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		if errors.Is(err, emulator.ErrNotInstalled) && os.Getenv("CI") == "" {
-			t.Skip(err)
+		if errors.Is(err, emulator.ErrNotInstalled) {
+			tool.Missing(t, err)
 		}
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/internal/testenv/tool"
 	"github.com/xjobdev/xjob/protocol"
 )
 
@@ -78,11 +78,12 @@ func (r *runRecorder) wrap(h http.Handler) http.Handler {
 // events, and the dispatch function is invoked directly with {"jobId":…}.
 // Every fire of every job reaches the executor exactly once.
 func TestBootstrapsEndToEnd(t *testing.T) {
+	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	ctx := context.Background()
 	bin := t.TempDir()
 	if _, err := emulator.Dir(""); err != nil {
-		if errors.Is(err, emulator.ErrNotInstalled) && os.Getenv("CI") == "" {
-			t.Skip(err)
+		if errors.Is(err, emulator.ErrNotInstalled) {
+			tool.Missing(t, err)
 		}
 		t.Fatal(err)
 	}

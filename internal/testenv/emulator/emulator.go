@@ -101,7 +101,7 @@ func Dir(root string) (string, error) {
 	}
 	dir := filepath.Join(root, "test", "emulators")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
-		return "", fmt.Errorf("%w: %s is missing: run make emulators (npm ci --prefix test/emulators)", ErrNotInstalled, filepath.Join(dir, "node_modules"))
+		return "", fmt.Errorf("%w: %s is missing: make test or make emulators (npm ci --prefix test/emulators) installs them", ErrNotInstalled, filepath.Join(dir, "node_modules"))
 	}
 	return dir, nil
 }
@@ -122,7 +122,7 @@ func StartFauxqs(dir string, timeout time.Duration) (*Process, error) {
 func start(name, dir string, timeout time.Duration, args ...string) (*Process, error) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		return nil, fmt.Errorf("emulator %s: %w: node not found on PATH (Node 20 runs the emulators; then run make emulators): %w", name, ErrNotInstalled, err)
+		return nil, fmt.Errorf("emulator %s: %w: node not found on PATH: install Node 20, then make test or make emulators installs the emulators: %w", name, ErrNotInstalled, err)
 	}
 	cmd := exec.Command(node, args...)
 	cmd.Dir = dir

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/internal/testenv/tool"
 )
 
 func TestDirNotInstalled(t *testing.T) {
@@ -30,9 +31,10 @@ func TestDirNotInstalled(t *testing.T) {
 // and checks they listen on loopback and account their CPU once stopped.
 func TestStartBoth(t *testing.T) {
 	t.Parallel()
+	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	dir, err := emulator.Dir("")
-	if errors.Is(err, emulator.ErrNotInstalled) && os.Getenv("CI") == "" {
-		t.Skip(err)
+	if errors.Is(err, emulator.ErrNotInstalled) {
+		tool.Missing(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -43,8 +45,8 @@ func TestStartBoth(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			p, err := start(dir, 30*time.Second)
-			if errors.Is(err, emulator.ErrNotInstalled) && os.Getenv("CI") == "" {
-				t.Skip(err)
+			if errors.Is(err, emulator.ErrNotInstalled) {
+				tool.Missing(t, err)
 			}
 			if err != nil {
 				t.Fatal(err)

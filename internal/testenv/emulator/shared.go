@@ -8,9 +8,9 @@ package emulator
 // dies.
 //
 // The emulators are installed from npm with a committed lock file ("make
-// emulators", i.e. npm ci --prefix test/emulators). When they are missing a
-// test is skipped with that hint, unless the CI environment variable is set:
-// then it fails, so a CI run cannot pass while silently testing nothing.
+// emulators", i.e. npm ci --prefix test/emulators; make test runs it). When
+// they are missing a test fails with that hint; under go test -short every
+// test that needs them is skipped (internal/testenv/tool is the gate).
 
 import (
 	"errors"
@@ -24,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/xjobdev/xjob/internal/testenv/tool"
 )
 
 // Region is the region every emulator client is built for; the emulators
@@ -38,11 +40,11 @@ const startTimeout = 30 * time.Second
 type shared struct {
 	start func(dir string, timeout time.Duration) (*Process, error)
 
-	once sync.Once
-	proc *Process
-	err  error
-	skip bool // err means "not installed", not "broken"
-	mu   sync.Mutex
+	once    sync.Once
+	proc    *Process
+	err     error
+	missing bool // err means "not installed", not "broken"
+	mu      sync.Mutex
 }
 
 var (
@@ -115,10 +117,11 @@ var (
 
 func (e *shared) get(t testing.TB) string {
 	t.Helper()
+	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	e.once.Do(e.run)
 	if e.err != nil {
-		if e.skip && os.Getenv("CI") == "" {
-			t.Skip(e.err.Error())
+		if e.missing {
+			tool.Missing(t, e.err)
 		}
 		t.Fatal(e.err)
 	}
@@ -135,7 +138,7 @@ func (e *shared) run() {
 		e.mu.Unlock()
 	}
 	if err != nil {
-		e.err, e.skip = fmt.Errorf("emulator: %w", err), errors.Is(err, ErrNotInstalled)
+		e.err, e.missing = fmt.Errorf("emulator: %w", err), errors.Is(err, ErrNotInstalled)
 	}
 }
 

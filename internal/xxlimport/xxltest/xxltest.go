@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/xjobdev/xjob/internal/testenv/tool"
 )
 
 // Server is a running mariadbd.
@@ -27,17 +29,18 @@ type Server struct {
 	root *sql.DB
 }
 
-// Start runs mariadbd for the test, or skips the test with the reason when
-// mariadbd cannot be found.
+// Start runs mariadbd for the test. When mariadbd cannot be found the test
+// fails saying how to install it; under go test -short it is skipped.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	tool.SkipIfShort(t, "MariaDB (mariadbd)")
 	mariadbd, err := lookPath("mariadbd", "/usr/sbin/mariadbd")
 	if err != nil {
-		t.Skip("mariadbd not found (install Debian's mariadb-server; make test does): ", err)
+		tool.Missing(t, err)
 	}
 	installDB, err := lookPath("mariadb-install-db", "/usr/bin/mariadb-install-db")
 	if err != nil {
-		t.Skip("mariadb-install-db not found (install Debian's mariadb-server; make test does): ", err)
+		tool.Missing(t, err)
 	}
 	dir, err := os.MkdirTemp("", "xxltest") // short: the socket path must fit 107 bytes
 	if err != nil {
@@ -140,7 +143,7 @@ func lookPath(name, fallback string) (string, error) {
 	if _, err := os.Stat(fallback); err == nil {
 		return fallback, nil
 	}
-	return "", fmt.Errorf("%s is not on PATH nor at %s", name, fallback)
+	return "", fmt.Errorf("%s is not on PATH nor at %s: make test or make mariadb installs Debian's mariadb-server", name, fallback)
 }
 
 func currentUser() string {
