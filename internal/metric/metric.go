@@ -1,25 +1,29 @@
 // Package metric counts what the scheduler does — triggers, results, fire
 // delay, scan ticks, and the fire times it passed over because it fell
 // behind (misfired per strategy, collapsed) — so that an operator (and the
-// benchmarks) can see it without reading logs. Counters are lock-free; a Snapshot is cheap enough to serve
-// on every scrape, and Handler serves the same counters in the Prometheus
-// text format (prometheus.go).
+// benchmarks) can see it without reading logs. Counters are lock-free and
+// the latency histograms are client_golang's; a Snapshot is cheap enough to
+// serve on every scrape, and Handler serves the same figures in the
+// Prometheus text format (prometheus.go).
 //
 // Counters are per process and start at zero, as Prometheus expects of a
 // counter (rate() and increase() handle the reset; process_start_time_seconds
-// dates it). What made them read as nonsense after a restart was the fire
-// delay: it counted manual triggers as 0 ms and misfire catch-ups (minutes
-// late) as delays, and its percentiles were bucket upper bounds, so the few
-// late fires of a restart read as "p99 5000 ms". The delay histogram now
-// holds scheduled CRON fires only (misfires have their own counter) and
+// dates it). The fire-delay histogram holds scheduled CRON fires only:
+// manual triggers have no schedule to be late against, and misfire
+// catch-ups, minutes late after a restart, have their own counter. Snapshot
 // percentiles are interpolated within a bucket, as Prometheus'
-// histogram_quantile does.
+// histogram_quantile does, so a few late fires do not read as the bucket's
+// upper bound.
 package metric
 
 import (
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/xjobdev/xjob"
 )
@@ -43,29 +47,55 @@ var callbackBounds = []time.Duration{
 // values, as the strings the Prometheus labels carry). Any other counts as "".
 var TriggerTypes = []string{"CRON", "MISFIRE", "MANUAL", "API", "RETRY", "PARENT"}
 
-// histogram is a fixed-bucket histogram: counts[i] holds observations ≤
-// bounds[i] (and > bounds[i-1]); the last count is above every bound.
-type histogram struct {
-	counts [15]atomic.Int64
-	sumUS  atomic.Int64 // sum of observations, microseconds
+// histograms are the latency histograms of one Metrics, built on first
+// use so that the zero Metrics is ready to use.
+type histograms struct {
+	delay, scanTick, callback prometheus.Histogram
 }
 
-func (h *histogram) observe(bounds []time.Duration, d time.Duration) {
-	if d < 0 {
-		d = 0
+func newHistograms() histograms {
+	h := func(name, help string, bounds []time.Duration) prometheus.Histogram {
+		buckets := make([]float64, len(bounds))
+		for i, b := range bounds {
+			buckets[i] = b.Seconds()
+		}
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
 	}
-	h.counts[bucketOf(bounds, d)].Add(1)
-	h.sumUS.Add(d.Microseconds())
+	return histograms{
+		delay: h("xjob_fire_delay_seconds",
+			"How late scheduled (CRON) triggers reached the executor against their fire time.", delayBounds),
+		scanTick: h("xjob_scan_tick_duration_seconds",
+			"Duration of one scan tick over every shard this process holds.", delayBounds),
+		callback: h("xjob_callback_latency_seconds",
+			"Time from a trigger to its recorded result (the run plus its callback).", callbackBounds),
+	}
 }
 
-// load copies the per-bucket counts and their total.
-func (h *histogram) load(bounds []time.Duration) (counts []int64, total int64) {
+// observe records d, in seconds; a negative duration (a clock step)
+// counts as 0.
+func observe(h prometheus.Histogram, d time.Duration) {
+	h.Observe(max(d, 0).Seconds())
+}
+
+// load reads h back as per-bucket (not cumulative) counts over bounds,
+// plus one for above the last bound, their total and the sum in seconds.
+func load(h prometheus.Histogram, bounds []time.Duration) (counts []int64, total int64, sum float64) {
+	var pb dto.Metric
+	if err := h.Write(&pb); err != nil {
+		return make([]int64, len(bounds)+1), 0, 0 // a plain histogram's Write never fails
+	}
+	ph := pb.GetHistogram()
 	counts = make([]int64, len(bounds)+1)
-	for i := range counts {
-		counts[i] = h.counts[i].Load()
-		total += counts[i]
+	var below uint64
+	for i, b := range ph.GetBucket() {
+		if i < len(bounds) {
+			counts[i] = int64(b.GetCumulativeCount() - below)
+			below = b.GetCumulativeCount()
+		}
 	}
-	return counts, total
+	total = int64(ph.GetSampleCount())
+	counts[len(bounds)] = total - int64(below)
+	return counts, total, ph.GetSampleSum()
 }
 
 // Metrics is one process's counters. The zero value is ready to use; a nil
@@ -78,14 +108,20 @@ type Metrics struct {
 	Successes       atomic.Int64       // results with handle code 200
 	Failures        atomic.Int64       // results with any other handle code
 	byType          [7][2]atomic.Int64 // TriggerTypes (+ other) × failed, ok
-	delay           histogram
 	scanTicks       atomic.Int64
 	scanJobs        atomic.Int64
-	scanTick        histogram
-	callback        histogram
 	misfiredNothing atomic.Int64
 	misfiredOnce    atomic.Int64
 	collapsed       atomic.Int64
+
+	histOnce sync.Once
+	hist     histograms // through hists
+}
+
+// hists returns m's histograms, building them on first use.
+func (m *Metrics) hists() *histograms {
+	m.histOnce.Do(func() { m.hist = newHistograms() })
+	return &m.hist
 }
 
 // Misfire strategies as xxl-job names them (the xjob.MisfireStrategy
@@ -143,7 +179,7 @@ func (m *Metrics) TriggerOf(typ string, ok bool, delay time.Duration) {
 	m.Triggers.Add(1)
 	m.byType[i][1].Add(1)
 	if typ == "CRON" {
-		m.delay.observe(delayBounds, delay)
+		observe(m.hists().delay, delay)
 	}
 }
 
@@ -153,7 +189,7 @@ func (m *Metrics) CallbackLatency(d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.callback.observe(callbackBounds, d)
+	observe(m.hists().callback, d)
 }
 
 // ScanTick records one scan tick: how long it took and how many due jobs
@@ -164,17 +200,7 @@ func (m *Metrics) ScanTick(took time.Duration, jobs int) {
 	}
 	m.scanTicks.Add(1)
 	m.scanJobs.Add(int64(jobs))
-	m.scanTick.observe(delayBounds, took)
-}
-
-// bucketOf returns the histogram bucket of d.
-func bucketOf(bounds []time.Duration, d time.Duration) int {
-	for j, b := range bounds {
-		if d <= b {
-			return j
-		}
-	}
-	return len(bounds)
+	observe(m.hists().scanTick, took)
 }
 
 // Result records one executor result.
@@ -212,13 +238,14 @@ func (m *Metrics) Snapshot() xjob.MetricsSnapshot {
 		Triggers: m.Triggers.Load(), TriggerFailures: m.TriggerFailures.Load(), Duplicates: m.Duplicates.Load(),
 		Dropped: m.Dropped.Load(), Successes: m.Successes.Load(), Failures: m.Failures.Load(),
 	}
-	counts, total := m.delay.load(delayBounds)
+	h := m.hists()
+	counts, total, sum := load(h.delay, delayBounds)
 	if total > 0 {
-		s.FireDelayAvg = m.delay.sumUS.Load() / 1000 / total
+		s.FireDelayAvg = int64(sum * 1000 / float64(total))
 	}
 	s.FireDelayP50 = quantile(delayBounds, counts, total, 0.50)
 	s.FireDelayP99 = quantile(delayBounds, counts, total, 0.99)
-	ticks, nTicks := m.scanTick.load(delayBounds)
+	ticks, nTicks, _ := load(h.scanTick, delayBounds)
 	s.ScanTicks, s.ScanJobs = m.scanTicks.Load(), m.scanJobs.Load()
 	s.ScanTickP50 = quantile(delayBounds, ticks, nTicks, 0.50)
 	s.ScanTickP99 = quantile(delayBounds, ticks, nTicks, 0.99)

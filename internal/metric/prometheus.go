@@ -37,19 +37,13 @@ var (
 		"Occurrences dropped because they were already triggered (redeliveries, racing scanners).", nil, nil)
 	descDropped = prometheus.NewDesc("xjob_occurrences_stale_total",
 		"Occurrences dropped because their job was stopped, edited or deleted since they were planned.", nil, nil)
-	descFireDelay = prometheus.NewDesc("xjob_fire_delay_seconds",
-		"How late scheduled (CRON) triggers reached the executor against their fire time.", nil, nil)
 	descMisfired = prometheus.NewDesc("xjob_misfired_fires_total",
 		"Scheduled fire times found more than the misfire threshold late, by the job's misfire strategy.",
 		[]string{"strategy"}, nil)
 	descCollapsed = prometheus.NewDesc("xjob_collapsed_fires_total",
 		"Scheduled fire times late within the misfire threshold, folded into the one late fire before them.", nil, nil)
-	descScanTick = prometheus.NewDesc("xjob_scan_tick_duration_seconds",
-		"Duration of one scan tick over every shard this process holds.", nil, nil)
 	descScanJobs = prometheus.NewDesc("xjob_scan_due_jobs_total", "Due jobs read by scan ticks.", nil, nil)
-	descCallback = prometheus.NewDesc("xjob_callback_latency_seconds",
-		"Time from a trigger to its recorded result (the run plus its callback).", nil, nil)
-	descLane = prometheus.NewDesc("xjob_queue_depth",
+	descLane     = prometheus.NewDesc("xjob_queue_depth",
 		"Messages waiting on a queue: the dispatch lanes (fast, slow) and the ring.", []string{"queue"}, nil)
 	descExecutors = prometheus.NewDesc("xjob_executors_online",
 		"Executor addresses with a live heartbeat, by app name.", []string{"app"}, nil)
@@ -68,20 +62,29 @@ type collector struct {
 	g Gauges
 }
 
+// metrics is c's Metrics; a nil one reads as zeros.
+func (c collector) metrics() *Metrics {
+	if c.m == nil {
+		return &Metrics{}
+	}
+	return c.m
+}
+
 // Describe sends every descriptor.
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTriggers, descResults, descDuplicates, descDropped, descFireDelay,
-		descMisfired, descCollapsed, descScanTick, descScanJobs, descCallback, descLane, descExecutors, descRunsToday} {
+	for _, d := range []*prometheus.Desc{descTriggers, descResults, descDuplicates, descDropped,
+		descMisfired, descCollapsed, descScanJobs, descLane, descExecutors, descRunsToday} {
 		ch <- d
+	}
+	h := c.metrics().hists()
+	for _, m := range []prometheus.Histogram{h.delay, h.scanTick, h.callback} {
+		ch <- m.Desc()
 	}
 }
 
-// Collect reads the counters (a nil *Metrics reads as zeros) and the gauges.
+// Collect reads the counters and histograms, and the gauges.
 func (c collector) Collect(ch chan<- prometheus.Metric) {
-	m := c.m
-	if m == nil {
-		m = &Metrics{}
-	}
+	m := c.metrics()
 	counter := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
@@ -101,9 +104,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descMisfired, m.misfiredOnce.Load(), StrategyFireOnceNow)
 	counter(descCollapsed, m.collapsed.Load())
 	counter(descScanJobs, m.scanJobs.Load())
-	ch <- constHistogram(descFireDelay, &m.delay, delayBounds)
-	ch <- constHistogram(descScanTick, &m.scanTick, delayBounds)
-	ch <- constHistogram(descCallback, &m.callback, callbackBounds)
+	h := m.hists()
+	ch <- h.delay
+	ch <- h.scanTick
+	ch <- h.callback
 	c.gauges(ch)
 }
 
@@ -145,19 +149,6 @@ func (c collector) gauges(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-}
-
-// constHistogram exposes h as a Prometheus histogram in seconds, with
-// cumulative bucket counts as the format wants.
-func constHistogram(d *prometheus.Desc, h *histogram, bounds []time.Duration) prometheus.Metric {
-	counts, total := h.load(bounds)
-	buckets := make(map[float64]uint64, len(bounds))
-	var cum int64
-	for i, b := range bounds {
-		cum += counts[i]
-		buckets[b.Seconds()] = uint64(cum)
-	}
-	return prometheus.MustNewConstHistogram(d, uint64(total), float64(h.sumUS.Load())/1e6, buckets)
 }
 
 // Handler serves m and g in the Prometheus text format, with the Go
