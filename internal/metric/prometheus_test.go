@@ -3,10 +3,12 @@ package metric
 import (
 	"context"
 	"io"
+	"math"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/xjobdev/xjob/internal/testenv/promtext"
 )
 
 func TestPrometheusExposition(t *testing.T) {
@@ -28,42 +30,56 @@ func TestPrometheusExposition(t *testing.T) {
 	rec := httptest.NewRecorder()
 	Handler(&m, g).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)
-	text := string(body)
-	for _, want := range []string{
-		`xjob_triggers_total{result="success",type="CRON"} 2`,
-		`xjob_triggers_total{result="success",type="MANUAL"} 1`,
-		`xjob_triggers_total{result="failure",type="RETRY"} 1`,
-		`xjob_results_total{result="success"} 1`,
-		`xjob_misfired_fires_total{strategy="DO_NOTHING"} 4`,
-		`# TYPE xjob_fire_delay_seconds histogram`,
-		`xjob_fire_delay_seconds_bucket{le="0.005"} 1`,
-		`xjob_fire_delay_seconds_bucket{le="1"} 2`,
-		`xjob_fire_delay_seconds_bucket{le="+Inf"} 2`,
-		`xjob_fire_delay_seconds_sum 0.703`,
-		`xjob_fire_delay_seconds_count 2`,
-		`xjob_scan_tick_duration_seconds_count 1`,
-		`xjob_scan_due_jobs_total 12`,
-		`xjob_callback_latency_seconds_bucket{le="5"} 1`,
-		`xjob_queue_depth{queue="fast"} 3`,
-		`xjob_queue_depth{queue="ring"} 7`,
-		`xjob_executors_online{app="billing"} 2`,
-		`xjob_runs_today{result="running"} 1`,
-		`xjob_runs_today{result="success"} 5`,
-		`xjob_runs_today{result="failure"} 2`,
-		`go_goroutines`,
+	got := promtext.Samples(t, string(body))
+	for series, want := range map[string]float64{
+		`xjob_triggers_total{result="success",type="CRON"}`:   2,
+		`xjob_triggers_total{result="success",type="MANUAL"}`: 1,
+		`xjob_triggers_total{result="failure",type="RETRY"}`:  1,
+		`xjob_triggers_total{result="failure",type="CRON"}`:   0,
+		`xjob_results_total{result="success"}`:                1,
+		`xjob_misfired_fires_total{strategy="DO_NOTHING"}`:    4,
+		`xjob_fire_delay_seconds_bucket{le="0.001"}`:          0,
+		`xjob_fire_delay_seconds_bucket{le="0.005"}`:          1,
+		`xjob_fire_delay_seconds_bucket{le="0.5"}`:            1,
+		`xjob_fire_delay_seconds_bucket{le="1"}`:              2,
+		`xjob_fire_delay_seconds_bucket{le="60"}`:             2,
+		`xjob_fire_delay_seconds_bucket{le="+Inf"}`:           2,
+		`xjob_fire_delay_seconds_count`:                       2,
+		`xjob_scan_tick_duration_seconds_count`:               1,
+		`xjob_scan_tick_duration_seconds_bucket{le="0.05"}`:   1,
+		`xjob_scan_due_jobs_total`:                            12,
+		`xjob_callback_latency_seconds_bucket{le="1"}`:        0,
+		`xjob_callback_latency_seconds_bucket{le="5"}`:        1,
+		`xjob_callback_latency_seconds_bucket{le="86400"}`:    1,
+		`xjob_callback_latency_seconds_sum`:                   2,
+		`xjob_queue_depth{queue="fast"}`:                      3,
+		`xjob_queue_depth{queue="ring"}`:                      7,
+		`xjob_executors_online{app="billing"}`:                2,
+		`xjob_runs_today{result="running"}`:                   1,
+		`xjob_runs_today{result="success"}`:                   5,
+		`xjob_runs_today{result="failure"}`:                   2,
 	} {
-		if !strings.Contains(text, want+"\n") && !strings.Contains(text, want+" ") && !strings.Contains(text, want) {
-			t.Errorf("exposition lacks %q", want)
+		if v, ok := got[series]; !ok || v != want {
+			t.Errorf("%s = %v (present %t), want %v", series, v, ok, want)
 		}
 	}
+	if sum := got["xjob_fire_delay_seconds_sum"]; math.Abs(sum-0.703) > 1e-9 {
+		t.Errorf("xjob_fire_delay_seconds_sum = %v, want 0.703", sum)
+	}
+	if _, ok := got["go_goroutines"]; !ok {
+		t.Error("exposition lacks the Go runtime's go_goroutines")
+	}
 	if t.Failed() {
-		t.Log(text)
+		t.Log(string(body))
 	}
 	// A nil *Metrics still serves zeros.
 	rec = httptest.NewRecorder()
 	Handler(nil, Gauges{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `xjob_fire_delay_seconds_count 0`) {
-		t.Errorf("nil metrics: HTTP %d", rec.Code)
+	if rec.Code != 200 {
+		t.Fatalf("nil metrics: HTTP %d", rec.Code)
+	}
+	if v, ok := promtext.Samples(t, rec.Body.String())["xjob_fire_delay_seconds_count"]; !ok || v != 0 {
+		t.Errorf("nil metrics: xjob_fire_delay_seconds_count = %v (present %t), want 0", v, ok)
 	}
 }
 

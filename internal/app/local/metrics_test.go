@@ -3,11 +3,11 @@ package local
 import (
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/testenv/promtext"
 )
 
 // GET /metrics serves Prometheus' text format behind the admin token: a
@@ -48,19 +48,24 @@ func TestLocalPrometheusMetrics(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("scrape: HTTP %d", code)
 	}
-	for _, want := range []string{
-		`xjob_triggers_total{result="success",type="CRON"} 1`,
-		`xjob_results_total{result="success"} 1`,
-		`xjob_fire_delay_seconds_count 1`,
-		`xjob_callback_latency_seconds_count 1`,
-		`xjob_executors_online{app="prom"} 1`,
-		`xjob_runs_today{result="success"}`,
-		`xjob_queue_depth{queue="fast"}`,
-		`xjob_scan_tick_duration_seconds_bucket`,
-		`process_start_time_seconds`,
+	got := promtext.Samples(t, text)
+	for series, want := range map[string]float64{
+		`xjob_triggers_total{result="success",type="CRON"}`: 1,
+		`xjob_results_total{result="success"}`:              1,
+		`xjob_fire_delay_seconds_count`:                     1,
+		`xjob_callback_latency_seconds_count`:               1,
+		`xjob_executors_online{app="prom"}`:                 1,
+		`xjob_runs_today{result="success"}`:                 1,
 	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("scrape lacks %q", want)
+		if v, ok := got[series]; !ok || v != want {
+			t.Errorf("%s = %v (present %t), want %v", series, v, ok, want)
+		}
+	}
+	for _, series := range []string{
+		`xjob_queue_depth{queue="fast"}`, `xjob_scan_tick_duration_seconds_count`, `process_start_time_seconds`,
+	} {
+		if _, ok := got[series]; !ok {
+			t.Errorf("scrape lacks %s", series)
 		}
 	}
 	if t.Failed() {
