@@ -21,6 +21,7 @@ import (
 	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/executor"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+	"github.com/xjobdev/xjob/internal/scheduler/lease"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
@@ -72,7 +73,10 @@ func (r *runRecorder) wrap(h http.Handler) http.Handler {
 // for this host) as Lambda runs them — each in its own processes, pulling
 // invocations from the Runtime API (internal/testenv/lambdarun) — against dynalite
 // and fauxqs: EventBridge ticks start scans (overlapping invocations in
-// two environments hand the shard leases over), the ring and dispatch
+// two environments; the first takes the shard leases and pushes the
+// scan horizon, 150 s, so the later ones find nothing due and take no
+// lease — the hand-over itself is the scan package's and lease package's
+// to test), the ring and dispatch
 // mappings feed SQS events, the HTTP API turns the executor's registry
 // and callback requests and the admin client's calls into HTTP API
 // events, and the dispatch function is invoked directly with {"jobId":…}.
@@ -147,7 +151,32 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 			t.Fatalf("job: %v", err)
 		}
 	}
-	time.Sleep(11 * time.Second) // three scan invocations, two lease hand-overs
+	// Three scan invocations (in two environments, overlapping) and four
+	// fires of every job, then the jobs stop.
+	if err := await(40*time.Second, func() (bool, string) {
+		scans := d.Meter().Snapshot().Invokes["scan"].Invocations
+		least := -1
+		for _, j := range jobs {
+			page, err := d.Store().LogList(ctx, driver.LogListParams{JobID: j.ID, Limit: 1000})
+			if err != nil {
+				return false, err.Error()
+			}
+			if least < 0 || len(page.Logs) < least {
+				least = len(page.Logs)
+			}
+		}
+		return scans >= 3 && least >= 4, fmt.Sprintf("%d scan invocations, %d fires of the least fired job; invocation errors %v", scans, least, d.Errors())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The scans took each shard's lease (a fencing token was issued)
+	// and, their work done, released it.
+	for shard := range 2 {
+		l, err := d.Store().LeaseGet(ctx, lease.Name(shard))
+		if err != nil || l.Token < 1 {
+			t.Errorf("lease of shard %d: %+v, %v: no scan took it", shard, l, err)
+		}
+	}
 	for _, j := range jobs {
 		if _, err := api.JobStop(ctx, j.ID); err != nil {
 			t.Fatalf("stop job %d: %v", j.ID, err)
@@ -206,8 +235,8 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 				t.Errorf("job %d: fires %d and %d are %d ms apart (lost or duplicate fire)", j.ID, i-1, i, gap)
 			}
 		}
-		if len(fires) < 4 { // the last ~5 s pushed to the ring are dropped by the stop
-			t.Errorf("job %d: %d fires in ~11 s of running", j.ID, len(fires))
+		if len(fires) < 4 { // awaited above
+			t.Errorf("job %d: %d fires", j.ID, len(fires))
 		}
 		total += len(fires)
 	}
@@ -234,6 +263,23 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 		t.Errorf("invocation error: %v", err)
 	}
 	t.Logf("%d scheduled fires + 1 manual, each run once; invocations %v", total, u.Invokes)
+}
+
+// await polls cond (state held by the emulators and the bootstrap
+// processes) until it holds, or fails after within with cond's account
+// of what it saw.
+func await(within time.Duration, cond func() (bool, string)) error {
+	deadline := time.Now().Add(within)
+	for {
+		ok, saw := cond()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not reached after %v: %s", within, saw)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func tail(s string, n int) string {
