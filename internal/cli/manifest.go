@@ -1,10 +1,9 @@
 package cli
 
 // Jobs as code: `xjob apply -f jobs.yaml` and `xjob export`. The manifest
-// (xjob.Manifest) is read as YAML or JSON with sigs.k8s.io/yaml, which
-// turns YAML into JSON and decodes that with the JSON field names, so one
-// set of names (the API's) serves both formats and unknown fields are
-// refused in both.
+// (xjob.Manifest) is read as YAML or JSON: YAML is turned into JSON
+// (yamljson.go) and decoded with the JSON field names, so one set of names
+// (the API's) serves both formats and unknown fields are refused in both.
 
 import (
 	"bytes"
@@ -17,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/adminclient"
@@ -125,7 +123,7 @@ func (a *app) readManifest(path string) (xjob.Manifest, error) {
 // parseManifest decodes YAML or JSON (JSON is YAML) strictly.
 func parseManifest(data []byte) (xjob.Manifest, error) {
 	var m xjob.Manifest
-	js, err := yaml.YAMLToJSON(data)
+	js, err := yamlToJSON(data)
 	if err != nil {
 		return m, err
 	}
@@ -195,7 +193,7 @@ func encodeManifest(m xjob.Manifest, format string) ([]byte, error) {
 		b, err := json.MarshalIndent(m, "", "  ")
 		return append(b, '\n'), err
 	}
-	b, err := yaml.Marshal(m)
+	b, err := marshalYAML(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode yaml: %w", err)
 	}
