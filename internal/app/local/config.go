@@ -2,7 +2,6 @@ package local
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 )
@@ -250,17 +251,16 @@ func options() []option {
 	}
 }
 
-// boolValue lets a bool option be given as a bare flag (--demo).
-type boolValue struct{ v *string }
-
-func (b boolValue) String() string {
-	if b.v == nil {
-		return ""
-	}
-	return *b.v
+// textValue is an option's raw text, parsed by the option once every
+// flag and variable is known, so that one error can name each bad one.
+type textValue struct {
+	v    *string
+	kind string
 }
-func (b boolValue) Set(s string) error { *b.v = s; return nil }
-func (b boolValue) IsBoolFlag() bool   { return true }
+
+func (t textValue) String() string     { return *t.v }
+func (t textValue) Set(s string) error { *t.v = s; return nil }
+func (t textValue) Type() string       { return t.kind }
 
 // printUsage prints the flags in the CLI's style: --name TYPE, what it
 // does, its variable and default.
@@ -284,27 +284,31 @@ func printUsage(w io.Writer, opts []option, def Config) {
 }
 
 // ErrHelp is returned by Parse for -h/--help, after the usage is printed.
-var ErrHelp = flag.ErrHelp
+var ErrHelp = pflag.ErrHelp
 
 // Parse builds a Config from command-line args (after "local") and the
 // environment (getenv, usually os.LookupEnv). Flags win over variables,
 // variables over defaults. The result is validated; every error names the
-// flag or variable at fault. Usage goes to usageOut.
+// flag or variable at fault. Usage goes to usageOut. Flags are parsed with
+// pflag, as every other xjob command's are (--name value, --name=value; a
+// bool as a bare --name).
 func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer) (Config, error) {
 	cfg := Defaults()
 	opts := options()
-	fs := flag.NewFlagSet("xjob local", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("xjob local", pflag.ContinueOnError)
 	fs.SetOutput(usageOut)
+	fs.SortFlags = false
 	vals := make([]string, len(opts))
 	for i, o := range opts {
-		def := o.get(&cfg)
-		vals[i] = def
-		usage := o.usage + " (env " + o.env + ")"
+		vals[i] = o.get(&cfg)
+		kind := o.kind
 		if o.isBool {
-			fs.Var(boolValue{&vals[i]}, o.flag, usage)
-			continue
+			kind = "bool"
 		}
-		fs.StringVar(&vals[i], o.flag, def, usage)
+		f := fs.VarPF(textValue{&vals[i], kind}, o.flag, "", o.usage+" (env "+o.env+")")
+		if o.isBool {
+			f.NoOptDefVal = "true"
+		}
 	}
 	fs.Usage = func() { printUsage(usageOut, opts, Defaults()) }
 	if err := fs.Parse(args); err != nil {
@@ -313,11 +317,9 @@ func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var errs []error
 	for i, o := range opts {
-		if set[o.flag] {
+		if fs.Changed(o.flag) {
 			if err := o.set(&cfg, vals[i]); err != nil {
 				errs = append(errs, fmt.Errorf("--%s: %w", o.flag, err))
 			}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -259,5 +260,60 @@ func TestBannerShowsTokensOnlyWhenGenerated(t *testing.T) {
 	printBanner(&b, Defaults(), configured, false, false)
 	if strings.Contains(b.String(), "configured-admin-token") || strings.Contains(b.String(), "configured-access-token") {
 		t.Errorf("banner shows a configured token:\n%s", b.String())
+	}
+}
+
+// TestParseEveryFlag gives every flag of `xjob local` in each form pflag
+// takes (--name value, --name=value, a bare bool, -h) and checks the
+// Config it lands in; no flag is left out.
+func TestParseEveryFlag(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want func(c *Config)
+	}{
+		{[]string{"--db", "x/y.db"}, func(c *Config) { c.DB = "x/y.db" }},
+		{[]string{"--listen=127.0.0.1:9000"}, func(c *Config) { c.Listen = "127.0.0.1:9000" }},
+		{[]string{"--admin-token", "0123456789abcdef"}, func(c *Config) { c.AdminToken = "0123456789abcdef" }},
+		{[]string{"--access-token", "shared"}, func(c *Config) { c.AccessToken = "shared" }},
+		{[]string{"--allow-any-trigger-address"}, func(c *Config) { c.AnyTriggerAddress = true }},
+		{[]string{"--start-declared-jobs=true"}, func(c *Config) { c.StartDeclaredJobs = true }},
+		{[]string{"--shards", "4"}, func(c *Config) { c.Shards = 4 }},
+		{[]string{"--alarm-webhook", "https://hooks.example.com/x", "--alarm-webhook-secret", "s"},
+			func(c *Config) { c.AlarmWebhook, c.AlarmWebhookSecret = "https://hooks.example.com/x", "s" }},
+		{[]string{"--fast-workers", "3", "--slow-workers=2", "--ring-workers", "1"},
+			func(c *Config) { c.FastWorkers, c.SlowWorkers, c.RingWorkers = 3, 2, 1 }},
+		{[]string{"--grace", "2s"}, func(c *Config) { c.Grace = 2 * time.Second }},
+		{[]string{"--log-retention-days", "9"}, func(c *Config) { c.LogRetentionDays = 9 }},
+		{[]string{"--retry-delay", "3s", "--retry-backoff", "2"}, func(c *Config) { c.RetryDelay, c.RetryBackoff = 3*time.Second, 2 }},
+		{[]string{"--log-level", "warn"}, func(c *Config) { c.LogLevel = slog.LevelWarn }},
+		{[]string{"--demo", "--demo-listen", "127.0.0.1:9001"}, func(c *Config) { c.Demo, c.DemoListen = true, "127.0.0.1:9001" }},
+		{[]string{"--demo=false"}, func(*Config) {}},
+		{[]string{"--pprof-listen", "127.0.0.1:6060"}, func(c *Config) { c.PprofListen = "127.0.0.1:6060" }},
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			got, err := Parse(tt.args, nil, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Defaults()
+			tt.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got  %+v\nwant %+v", got, want)
+			}
+		})
+		for _, a := range tt.args {
+			if name, ok := strings.CutPrefix(a, "--"); ok {
+				name, _, _ = strings.Cut(name, "=")
+				seen[name] = true
+			}
+		}
+	}
+	for _, o := range options() {
+		if !seen[o.flag] {
+			t.Errorf("--%s is not tested", o.flag)
+		}
 	}
 }
