@@ -6,8 +6,9 @@ package cli
 // arguments, generated help and shell completion. (kong, the other
 // candidate, is lighter but its struct grammar makes "which flags did the
 // person set" — what `job update` merges on — less direct than pflag's
-// Changed.) The offline `cron next` and the `local` branch keep their own
-// flag parsing in cli.go and are only listed here for help.
+// Changed.) `cron next` (cli.go) is one of them and needs no server;
+// `local` parses its own flags and variables (with pflag, in package
+// local) and is only listed here for help.
 
 import (
 	"context"
@@ -171,58 +172,23 @@ Exit codes: 0 success, 1 the command failed (server error shown), 2 bad usage.`,
 
 	root.AddCommand(a.jobCommand(), a.groupCommand(), a.executorCommand(), a.logCommand(),
 		a.reportCommand(), a.metricsCommand(), a.applyCommand(), a.exportCommand(), a.importCommand(), versionCommand(),
-		delegated("cron", "next"), delegated("local"))
+		a.cronCommand(), delegated("local"))
 	return root
 }
 
-// delegated lists a command that Main handles itself (own flags, no
-// server) so that it shows in help; reached through cobra only when global
-// flags come first, it hands the arguments back to Main.
-func delegated(path ...string) *cobra.Command {
-	leaf := &cobra.Command{
-		Use:                path[len(path)-1] + " [args]",
+// delegated lists `local`, which Main hands to package local (its flags
+// and variables are parsed there), so that it shows in help; reached
+// through cobra only when global flags come first, it hands the arguments
+// back to Main.
+func delegated(name string) *cobra.Command {
+	return &cobra.Command{
+		Use:                name + " [args]",
+		Short:              "Run every scheduling-center service in one process on a SQLite file",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if path[0] == "cron" {
-				args = offlineArgs(args)
-			}
-			return exitCode(Main(append(append([]string{}, path...), args...), cmd.OutOrStdout(), cmd.ErrOrStderr()))
+			return exitCode(Main(append([]string{name}, args...), cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
 	}
-	switch path[0] {
-	case "cron":
-		leaf.Short = "Print the next fire times of a cron expression (no server needed): cron next EXPR [--tz ZONE] [--from RFC3339] [-n N] [-o json]"
-		parent := parentCommand("cron", "Preview schedules offline")
-		parent.AddCommand(leaf)
-		return parent
-	default:
-		leaf.Short = "Run every scheduling-center service in one process on a SQLite file"
-		return leaf
-	}
-}
-
-// offlineArgs adapts the arguments cobra hands a delegated offline command
-// (global flags included, wherever they were): --server and --token mean
-// nothing offline and are dropped; -o/--output is moved to the end, where
-// the command's own -o reads it.
-func offlineArgs(args []string) []string {
-	var out, tail []string
-	for i := 0; i < len(args); i++ {
-		name, value, hasValue := strings.Cut(args[i], "=")
-		switch name {
-		case "--server", "--token", "-o", "--output":
-			if !hasValue && i+1 < len(args) {
-				i++
-				value = args[i]
-			}
-			if name == "-o" || name == "--output" {
-				tail = append(tail, "-o", value)
-			}
-		default:
-			out = append(out, args[i])
-		}
-	}
-	return append(out, tail...)
 }
 
 // parentCommand is a command that only groups subcommands: with no

@@ -22,7 +22,16 @@ func TestCronNext(t *testing.T) {
 			`{"expression":"*/20 * * * * ?","next":["2026-01-01T00:00:20Z","2026-01-01T00:00:40Z"],"timeZone":"UTC"}` + "\n", ""},
 		{"parse error", []string{"cron", "next", "0 0 12 * * MON"}, 1, "", "cron:"},
 		{"bad zone", []string{"cron", "next", "0 0 12 * * ?", "--tz", "Nowhere/None"}, 1, "", "time zone"},
-		{"missing expression", []string{"cron", "next"}, 2, "", "usage"},
+		{"missing expression", []string{"cron", "next"}, 2, "", "one expression"},
+		{"flags first, = forms", []string{"cron", "next", "--n=1", "--tz=Asia/Shanghai", "--from=2026-01-01T00:00:00Z", "0 30 9 ? * MON"}, 0,
+			"2026-01-05 09:30:00 CST\n", ""},
+		{"long --n", []string{"cron", "next", "0 0 12 * * ?", "--from", "2026-01-01T00:00:00Z", "--n", "1"}, 0,
+			"2026-01-01 12:00:00 UTC\n", ""},
+		{"-n out of range", []string{"cron", "next", "0 0 12 * * ?", "-n", "0"}, 2, "", "-n must be between 1 and 1000"},
+		{"-n not a number", []string{"cron", "next", "0 0 12 * * ?", "-n", "many"}, 2, "", "invalid argument"},
+		{"bad --from", []string{"cron", "next", "0 0 12 * * ?", "--from", "yesterday"}, 2, "", "--from"},
+		{"two expressions", []string{"cron", "next", "0 0 12 * * ?", "0 0 1 * * ?"}, 2, "", "one expression"},
+		{"bad output", []string{"cron", "next", "0 0 12 * * ?", "-o", "yaml"}, 2, "", "-o must be table or json"},
 		{"unknown command", []string{"frobnicate"}, 2, "", "Usage"},
 	}
 	for _, tt := range tests {
