@@ -57,11 +57,11 @@
 //
 // # Log pages
 //
-// A trigger used to cost a log item and its index entries: a put with
-// three keys-only index entries, then an update for the executor's reply
-// and one for the result — six write units, most of what a trigger cost
-// on AWS. Logs now live in pages: one item per (fire second, job id mod
-// 16), whose logs are one attribute, flate-compressed JSON. Every change
+// A log item of its own, with its index entries, would cost a trigger
+// six write units (a put with three keys-only index entries, an update
+// for the executor's reply, one for the result) — most of what a trigger
+// costs on AWS. So logs live in pages: one item per (fire second, job id
+// mod 16), whose logs are one attribute, flate-compressed JSON. Every change
 // to a log reads its page (strongly consistent), changes the logs in
 // memory and writes the page back conditional on the version it read;
 // when another writer got there first it reads and applies again

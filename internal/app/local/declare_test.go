@@ -81,7 +81,7 @@ func (sc scenario) jobsOf(g xjob.Group) map[string]xjob.Job {
 	return out
 }
 
-// Executor-declared jobs end to end (issue 13 item 6): the real SDK
+// Executor-declared jobs end to end: the real SDK
 // executor declares two jobs when it starts; xjob local creates them
 // stopped, once; a person's edit survives a later, different declaration,
 // which is recorded and shown as a difference; a deleted declared job comes

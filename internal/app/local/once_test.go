@@ -9,7 +9,7 @@ import (
 	"github.com/xjobdev/xjob"
 )
 
-// One-time schedules end to end (issue 13): a ONCE job whose instant is
+// One-time schedules end to end: a ONCE job whose instant is
 // inside the scan's 5 s pre-read window is accepted and fires at its
 // instant, once; afterwards KEEP leaves it stopped and DELETE deletes it
 // once its run has a final result (here after its retry failed too).

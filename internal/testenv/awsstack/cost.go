@@ -22,7 +22,7 @@ type Prices struct {
 	MemoryGB float64 `json:"memoryGB"`
 }
 
-// ListPrices are us-east-1 list prices (issue 10), with the functions'
+// ListPrices are us-east-1 list prices, with the functions'
 // deployed memory (MemoryMB, the templates' MemorySize).
 func ListPrices() Prices {
 	return Prices{WRU: 0.625e-6, RRU: 0.125e-6, SQSRequest: 0.40e-6, SNSRequest: 0.50e-6,

@@ -16,7 +16,7 @@ import (
 )
 
 // The admin pushes the fires of a job it creates, starts or edits that
-// fall within the scan's horizon (issue 13): the scan, ticking once a
+// fall within the scan's horizon: the scan, ticking once a
 // second, has already planned that window, so without the push a job
 // created at :07 with a 10 s cron would first fire at :20.
 

@@ -101,7 +101,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) routes() {
 	static, _ := fs.Sub(staticFS, "static")
-	h.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", cacheForever(http.FileServerFS(static))))
+	h.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", cacheADay(http.FileServerFS(static))))
 	h.mux.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusFound) })
 	h.mux.HandleFunc("GET /console/login", h.loginPage)
 	h.mux.HandleFunc("POST /console/login", h.login)
@@ -144,7 +144,9 @@ func (h *Handler) routes() {
 	}
 }
 
-func cacheForever(next http.Handler) http.Handler {
+// cacheADay lets browsers keep the static assets for a day: they are
+// vendored, pinned files that change only with a new xjob build.
+func cacheADay(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=86400")
 		next.ServeHTTP(w, r)
