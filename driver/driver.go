@@ -90,6 +90,21 @@ type JobStore interface {
 	// Before, ordered by (TriggerNextTime, ID), strictly after the cursor,
 	// at most Limit. Its cost is proportional to the jobs returned.
 	JobsDue(ctx context.Context, p JobsDueParams) ([]xjob.Job, error)
+	// JobCount counts the jobs JobList pages through with the same
+	// filters, over the groups in GroupIDs (every group when empty): the
+	// console's totals. Its cost is one index count per group without a
+	// status or text filter, and proportional to the groups' jobs with one.
+	JobCount(ctx context.Context, p JobCountParams) (int, error)
+}
+
+// JobCountParams filters JobStore.JobCount as JobListParams filters
+// JobList, over several groups at once.
+type JobCountParams struct {
+	GroupIDs    []int64
+	Status      *xjob.TriggerStatus
+	Description string
+	Handler     string
+	Author      string
 }
 
 // JobUpdateParams is the input of JobStore.JobUpdate.
@@ -239,6 +254,38 @@ type LogStore interface {
 	// and /v1's "clear logs" (xxl-job's /joblog/clearLog), which the
 	// caller repeats until fewer than Limit are deleted.
 	LogClear(ctx context.Context, p LogClearParams) (int, error)
+	// LogCount counts the logs LogList pages through with the same
+	// filters, over the groups in GroupIDs (every group when empty), and
+	// stops at Limit: a count equal to a positive Limit means "Limit or
+	// more". It reads the same indexes as LogList; its cost is
+	// proportional to the logs counted, which Limit bounds.
+	LogCount(ctx context.Context, p LogCountParams) (int, error)
+	// LogTally counts the logs of the groups in GroupIDs (every group when
+	// empty) triggered in [From, To] per UTC day, by outcome: the run
+	// report of one user's groups (ReportStore keeps the whole
+	// installation's). Days without logs are left out; cost is
+	// proportional to the logs in range.
+	LogTally(ctx context.Context, p LogTallyParams) ([]xjob.ReportDay, error)
+}
+
+// LogCountParams filters LogStore.LogCount as LogListParams filters
+// LogList, over several groups at once.
+type LogCountParams struct {
+	GroupIDs []int64
+	JobID    int64
+	Status   xjob.LogStatus
+	From     int64
+	To       int64
+	// Limit stops the count (0: no bound).
+	Limit int
+}
+
+// LogTallyParams is the input of LogStore.LogTally; From and To are Unix
+// ms, inclusive.
+type LogTallyParams struct {
+	GroupIDs []int64
+	From     int64
+	To       int64
 }
 
 // LogClearParams is the input of LogStore.LogClear. Zero GroupID / JobID

@@ -48,6 +48,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) driver.Store) {
 	t.Run("GlueStore", func(t *testing.T) {
 		ExerciseGlueStore(t, func(t *testing.T) driver.GlueStore { return newStore(t) })
 	})
+	t.Run("Counts", func(t *testing.T) { ExerciseCounts(t, newStore) })
 }
 
 // requireIs fails the test unless err wraps target.

@@ -1,0 +1,113 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/driver"
+)
+
+// inGroups appends "col IN (…)" for a non-empty id list.
+func inGroups(where []string, args []any, col string, ids []int64) ([]string, []any) {
+	if len(ids) == 0 {
+		return where, args
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	return append(where, col+" IN ("+marks+")"), args
+}
+
+// JobCount counts jobs through jobs_group (a covering index for the
+// unfiltered count).
+func (db *DB) JobCount(ctx context.Context, p driver.JobCountParams) (int, error) {
+	where, args := inGroups([]string{"1 = 1"}, nil, "group_id", p.GroupIDs)
+	if p.Status != nil {
+		where, args = append(where, "trigger_status = ?"), append(args, int(*p.Status))
+	}
+	for _, f := range []struct{ col, v string }{
+		{"description", p.Description}, {"handler", p.Handler}, {"author", p.Author},
+	} {
+		if f.v != "" {
+			where, args = append(where, "instr("+f.col+", ?) > 0"), append(args, f.v)
+		}
+	}
+	var n int
+	err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE `+strings.Join(where, " AND "), args...).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite job count: %w", err)
+	}
+	return n, nil
+}
+
+// LogCount counts logs through the same indexes as LogList; the inner
+// LIMIT stops the walk at p.Limit.
+func (db *DB) LogCount(ctx context.Context, p driver.LogCountParams) (int, error) {
+	where, args := inGroups([]string{"1 = 1"}, nil, "group_id", p.GroupIDs)
+	if p.JobID != 0 {
+		where, args = append(where, "job_id = ?"), append(args, p.JobID)
+	}
+	switch p.Status {
+	case xjob.LogSuccess:
+		where = append(where, sqlLogSuccess)
+	case xjob.LogFail:
+		where = append(where, sqlLogFailed)
+	case xjob.LogRunning:
+		where = append(where, sqlLogRunning)
+	}
+	if p.From != 0 {
+		where, args = append(where, "trigger_time >= ?"), append(args, p.From)
+	}
+	if p.To != 0 {
+		where, args = append(where, "trigger_time <= ?"), append(args, p.To)
+	}
+	limit := -1 // SQLite: no bound
+	if p.Limit > 0 {
+		limit = p.Limit
+	}
+	var n int
+	err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM logs WHERE `+
+		strings.Join(where, " AND ")+` LIMIT ?)`, append(args, limit)...).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite log count: %w", err)
+	}
+	return n, nil
+}
+
+const msPerDay = int64(24 * time.Hour / time.Millisecond)
+
+// LogTally groups the logs in range by UTC day in one pass over
+// logs_group_time (or logs_time for every group).
+func (db *DB) LogTally(ctx context.Context, p driver.LogTallyParams) ([]xjob.ReportDay, error) {
+	where, args := inGroups([]string{"trigger_time >= ?", "trigger_time <= ?"}, []any{p.From, p.To}, "group_id", p.GroupIDs)
+	rows, err := db.r.QueryContext(ctx, `SELECT trigger_time / ? AS day,
+		SUM(CASE WHEN `+sqlLogSuccess+` THEN 1 ELSE 0 END),
+		SUM(CASE WHEN `+sqlLogFailed+` THEN 1 ELSE 0 END),
+		SUM(CASE WHEN `+sqlLogRunning+` THEN 1 ELSE 0 END)
+		FROM logs WHERE `+strings.Join(where, " AND ")+` GROUP BY day ORDER BY day`, append([]any{msPerDay}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite log tally: %w", err)
+	}
+	defer rows.Close()
+	var out []xjob.ReportDay
+	for rows.Next() {
+		var day int64
+		var d xjob.ReportDay
+		if err := rows.Scan(&day, &d.SucCount, &d.FailCount, &d.RunningCount); err != nil {
+			return nil, fmt.Errorf("sqlite log tally: %w", err)
+		}
+		if d.SucCount+d.FailCount+d.RunningCount == 0 {
+			continue
+		}
+		d.Day = time.UnixMilli(day * msPerDay).UTC().Format(time.DateOnly)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite log tally: %w", err)
+	}
+	return out, nil
+}
