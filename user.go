@@ -26,7 +26,7 @@ type User struct {
 	// GroupIDs are the executor groups a normal user may see and run
 	// (xxl_job_user.permission); ignored for admins.
 	GroupIDs []int64 `json:"groupIds"`
-	// Locale is the console language the user chose ("en", "zh-CN"; ""
+	// Locale is the console language the user chose ("en", "zh-CN", "zh-TC"; ""
 	// means the browser's or English).
 	Locale    string `json:"locale"`
 	Version   int64  `json:"version"`
@@ -61,9 +61,9 @@ func (u *User) Validate() error {
 		}
 	}
 	switch u.Locale {
-	case "", "en", "zh-CN":
+	case "", "en", "zh-CN", "zh-TC":
 	default:
-		p.add("locale", "must be en or zh-CN")
+		p.add("locale", "must be en, zh-CN or zh-TC")
 	}
 	return p.err()
 }

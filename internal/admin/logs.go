@@ -110,12 +110,24 @@ func (s *Service) KillLog(ctx context.Context, id int64) (xjob.Log, error) {
 // inclusive), one entry per day, zeros included. Empty bounds mean the
 // last 7 days up to today.
 func (s *Service) Report(ctx context.Context, from, to string) ([]xjob.ReportDay, error) {
+	start, end, err := s.reportRange(from, to)
+	if err != nil {
+		return nil, err
+	}
+	got, err := s.cfg.Store.ReportList(ctx, start.Format(time.DateOnly), end.Format(time.DateOnly))
+	if err != nil {
+		return nil, fmt.Errorf("admin report: %w", err)
+	}
+	return fillDays(start, end, got), nil
+}
+
+// reportRange reads a report's bounds (see Report).
+func (s *Service) reportRange(from, to string) (start, end time.Time, err error) {
 	today := s.cfg.Clock.Now().UTC().Truncate(24 * time.Hour)
-	start, end := today.AddDate(0, 0, -6), today
-	var err error
+	start, end = today.AddDate(0, 0, -6), today
 	if to != "" {
 		if end, err = time.Parse(time.DateOnly, to); err != nil {
-			return nil, invalid("to", "%q is not a date (yyyy-mm-dd)", to)
+			return start, end, invalid("to", "%q is not a date (yyyy-mm-dd)", to)
 		}
 		if from == "" {
 			start = end.AddDate(0, 0, -6)
@@ -123,22 +135,23 @@ func (s *Service) Report(ctx context.Context, from, to string) ([]xjob.ReportDay
 	}
 	if from != "" {
 		if start, err = time.Parse(time.DateOnly, from); err != nil {
-			return nil, invalid("from", "%q is not a date (yyyy-mm-dd)", from)
+			return start, end, invalid("from", "%q is not a date (yyyy-mm-dd)", from)
 		}
 		if to == "" {
 			end = start.AddDate(0, 0, 6)
 		}
 	}
 	if start.After(end) {
-		return nil, invalid("from", "must not be after to")
+		return start, end, invalid("from", "must not be after to")
 	}
 	if days := int(end.Sub(start).Hours()/24) + 1; days > MaxReportDays {
-		return nil, invalid("to", "at most %d days per report", MaxReportDays)
+		return start, end, invalid("to", "at most %d days per report", MaxReportDays)
 	}
-	got, err := s.cfg.Store.ReportList(ctx, start.Format(time.DateOnly), end.Format(time.DateOnly))
-	if err != nil {
-		return nil, fmt.Errorf("admin report: %w", err)
-	}
+	return start, end, nil
+}
+
+// fillDays lists every day of start..end, with got's counters or zeros.
+func fillDays(start, end time.Time, got []xjob.ReportDay) []xjob.ReportDay {
 	byDay := make(map[string]xjob.ReportDay, len(got))
 	for _, d := range got {
 		byDay[d.Day] = d
@@ -152,7 +165,7 @@ func (s *Service) Report(ctx context.Context, from, to string) ([]xjob.ReportDay
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out
 }
 
 // withAppName names l's executor group in ctx for the executor client,

@@ -469,7 +469,13 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	days, err := h.cfg.Admin.Report(r.Context(), q.str("from"), q.str("to"))
+	var days []xjob.ReportDay
+	var err error
+	if p := principal(r); p.Admin() {
+		days, err = h.cfg.Admin.Report(r.Context(), q.str("from"), q.str("to"))
+	} else { // a normal user's report counts its groups' logs only
+		days, err = h.cfg.Admin.GroupReport(r.Context(), p.User.GroupIDs, q.str("from"), q.str("to"))
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,6 +115,9 @@ func (h *Handler) routes() {
 		{"POST /console/logout", h.logout},
 		{"GET /console/jobs", h.jobs},
 		{"GET /console/jobs/new", h.jobNew},
+		{"GET /console/jobs/options", h.jobOptions},
+		{"GET /console/groups/{id}/executors", h.groupExecutors},
+		{"GET /console/help", h.help},
 		{"GET /console/jobs/{id}/edit", h.jobEdit},
 		{"GET /console/jobs/{id}/copy", h.jobCopy},
 		{"POST /console/jobs", h.jobSave},
@@ -188,7 +192,7 @@ func (h *Handler) signedIn(fn func(http.ResponseWriter, *http.Request, auth.Prin
 			}()
 			w = rec
 		}
-		fn(w, r, p)
+		fn(w, withPrincipal(r, p), p)
 	}
 }
 
@@ -209,6 +213,8 @@ type base struct {
 	Error  string
 	msgs   map[string]string
 	Static string
+	// Glue loads the GLUE editor's assets (Prism), on its page only.
+	Glue bool
 }
 
 // T translates a message key.
@@ -227,6 +233,9 @@ func (h *Handler) base(r *http.Request, p auth.Principal, nav string) base {
 	b := base{Nav: nav, User: p, CSRF: h.cfg.Auth.CSRFToken(p), Lang: lang, msgs: messages[lang],
 		Flash: r.URL.Query().Get("flash"), Static: "/console/static/"}
 	b.Title = b.T("nav." + nav)
+	if nav == "users" && !p.Admin() {
+		b.Title = b.T("nav.password")
+	}
 	return b
 }
 
@@ -261,13 +270,22 @@ func safeNext(next string) string {
 
 const timeLayout = "2006-01-02 15:04:05"
 
+// zoned formats a Unix-ms time in zone tz (UTC when empty or unknown),
+// with the zone's abbreviation, so a list never shows a bare time.
+func zoned(v int64, tz string) string {
+	if v == 0 {
+		return "—"
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil || tz == "" {
+		loc = time.UTC
+	}
+	return time.UnixMilli(v).In(loc).Format(timeLayout + " MST")
+}
+
 var funcs = template.FuncMap{
-	"ms": func(v int64) string {
-		if v == 0 {
-			return "—"
-		}
-		return time.UnixMilli(v).UTC().Format(timeLayout)
-	},
+	"ms":   func(v int64) string { return zoned(v, "UTC") },
+	"zone": zoned,
 	"join": func(xs []string) string { return strings.Join(xs, ", ") },
 	"ids": func(xs []int64) string {
 		out := make([]string, len(xs))
@@ -287,15 +305,43 @@ var funcs = template.FuncMap{
 	"running": func(l xjob.Log) bool { return l.Running() },
 	"failed":  func(l xjob.Log) bool { return l.Failed() },
 	"trunc":   func(s string, n int) string { return xjob.Truncate(s, n) },
-	"navItems": func(admin bool) [][2]string {
-		items := [][2]string{{"dashboard", ""}, {"jobs", "jobs"}, {"logs", "logs"}, {"groups", "groups"}}
-		return append(items, [2]string{"users", "users"})
+	// navItems are the menu entries p may use: a normal user neither
+	// manages executors nor users, and finds its password page instead.
+	"navItems": func(p auth.Principal) [][2]string {
+		items := [][2]string{{"dashboard", ""}, {"jobs", "jobs"}, {"logs", "logs"}}
+		if p.Admin() {
+			items = append(items, [2]string{"groups", "groups"}, [2]string{"users", "users"})
+		} else {
+			items = append(items, [2]string{"password", "users"})
+		}
+		return append(items, [2]string{"help", "help"})
 	},
+	"languages":   func() [][2]string { return languages },
 	"dayChoices":  func() []int { return []int{7, 14, 30} },
+	"pageSizes":   func() []int { return pageSizes },
 	"logStatuses": func() []string { return []string{"success", "fail", "running"} },
 	"clearModes":  func() []string { return admin.LogClearModes },
 	"glueLang":    glueLang,
 	"pollDelay":   func() string { return PollDelay.String() },
+	"num":         groupDigits,
+	"sub100":      func(v float64) float64 { return 100 - v },
+	"cronFields":  func() []string { return []string{"second", "minute", "hour", "day", "month", "week"} },
+	"rowOf":       func(p jobsPage, j xjob.Job) jobRow { return jobRow{Page: p, Job: j} },
+}
+
+// jobRow is one row of the job list with the page it is on.
+type jobRow struct {
+	Page jobsPage
+	Job  xjob.Job
+}
+
+// groupDigits writes n with thousands separators (1,000,000).
+func groupDigits(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // PollDelay is how often the rolling log asks for new lines (xxl-job: 3 s).

@@ -1,7 +1,10 @@
 package console
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"regexp"
 	"html/template"
 	"net/http"
 	"strconv"
@@ -20,19 +23,23 @@ type logsPage struct {
 	base
 	Groups           []xjob.Group
 	Group, Job       int64
-	Jobs             []xjob.Job
+	JobText          string
 	Status, From, To string
 	Logs             []xjob.Log
-	Next             string
-	Query            string
+	JobNames         map[int64]string
+	Pager            pager
 }
 
 const dateInput = "2006-01-02T15:04"
 
+// countCap bounds the log list's total: counting stops there ("10,000+"),
+// so the count costs at most that many index entries at any table size.
+const countCap = 10000
+
 func (h *Handler) logs(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	q := r.URL.Query()
 	d := logsPage{base: h.base(r, p, "logs"), Status: q.Get("status"), From: q.Get("from"), To: q.Get("to"),
-		Query: r.URL.RawQuery}
+		JobText: strings.TrimSpace(q.Get("job")), Pager: newPager(q)}
 	gs, err := h.visibleGroups(r, p)
 	if err != nil {
 		h.serverError(w, r, err)
@@ -40,17 +47,13 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, p auth.Principal)
 	}
 	d.Groups = gs
 	d.Group, _ = strconv.ParseInt(q.Get("group"), 10, 64)
-	d.Job, _ = strconv.ParseInt(q.Get("job"), 10, 64)
-	if d.Job != 0 {
-		j, err := h.cfg.Admin.GetJob(r.Context(), d.Job)
-		if err == nil {
-			err = forbidden(p, j.GroupID)
-		}
+	if d.JobText != "" {
+		j, err := h.findJob(r, p, d.Group, d.JobText)
 		if err != nil {
 			h.fail(w, r, err)
 			return
 		}
-		d.Group = j.GroupID
+		d.Job, d.Group, d.JobText = j.ID, j.GroupID, itoa(j.ID)
 	}
 	if d.Group == 0 && !p.Admin() && len(gs) > 0 {
 		d.Group = gs[0].ID
@@ -60,15 +63,13 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, p auth.Principal)
 			h.fail(w, r, err)
 			return
 		}
-		if page, err := h.cfg.Admin.ListJobs(r.Context(), driver.JobListParams{GroupID: d.Group, Limit: 1000}); err == nil {
-			d.Jobs = page.Jobs
-		}
 	}
 	if !p.Admin() && d.Group == 0 {
 		h.render(w, r, "logs", d)
 		return
 	}
-	lp := driver.LogListParams{JobID: d.Job, GroupID: d.Group, Status: xjob.LogAll, Cursor: q.Get("cursor"), Limit: 50}
+	lp := driver.LogListParams{JobID: d.Job, GroupID: d.Group, Status: xjob.LogAll, Cursor: d.Pager.Cursor,
+		Limit: d.Pager.Size}
 	switch d.Status {
 	case "success":
 		lp.Status = xjob.LogSuccess
@@ -86,19 +87,68 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, p auth.Principal)
 	page, err := h.cfg.Admin.ListLogs(r.Context(), lp)
 	var ve *xjob.ValidationError
 	if errors.As(err, &ve) {
-		d.Error = ve.Error()
+		d.Error = d.T("err.invalid") + " " + d.problemsText(ve.Problems)
 	} else if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	d.Logs, d.Next = page.Logs, page.Next
+	cp := driver.LogCountParams{JobID: lp.JobID, Status: lp.Status, From: lp.From, To: lp.To, Limit: countCap + 1}
+	if d.Group != 0 {
+		cp.GroupIDs = []int64{d.Group}
+	}
+	if d.Error == "" {
+		n, err := h.cfg.Admin.CountLogs(r.Context(), cp)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		d.Pager.Total = groupDigits(min(n, countCap))
+		if n > countCap {
+			d.Pager.Total += "+"
+		}
+	}
+	if d.JobNames, err = h.jobNames(r, page.Logs); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	d.Pager.links("/console/logs", q, page.Next)
+	d.Logs = page.Logs
 	h.render(w, r, "logs", d)
 }
+
+// findJob reads the log filter's job field: a job id, or text that
+// names exactly one job (by description) of the group the user may see.
+func (h *Handler) findJob(r *http.Request, p auth.Principal, group int64, text string) (xjob.Job, error) {
+	if id, err := strconv.ParseInt(text, 10, 64); err == nil {
+		j, err := h.cfg.Admin.GetJob(r.Context(), id)
+		if err == nil {
+			err = forbidden(p, j.GroupID)
+		}
+		return j, err
+	}
+	if group == 0 && !p.Admin() {
+		return xjob.Job{}, fmt.Errorf("job %q: %w", text, xjob.ErrNotFound)
+	}
+	page, err := h.cfg.Admin.ListJobs(r.Context(), driver.JobListParams{GroupID: group, Description: text, Limit: 1})
+	if err != nil {
+		return xjob.Job{}, err
+	}
+	if len(page.Jobs) == 0 {
+		return xjob.Job{}, fmt.Errorf("job %q: %w", text, xjob.ErrNotFound)
+	}
+	return page.Jobs[0], forbidden(p, page.Jobs[0].GroupID)
+}
+
+// clearTimeout bounds a "clear logs" run, which goes on after the
+// browser leaves: a closed tab must not stop it half-way.
+const clearTimeout = 10 * time.Minute
 
 // logClear is the logs page's "clear logs" dialog (xxl-job's
 // /joblog/clearLog): the page's group and job scope it, and a normal user
 // must have the group (and the job must be in it); only an admin may
-// clear every group.
+// clear every group. The delete runs detached from the request (bounded
+// by clearTimeout): deleting in batches, it would otherwise stop at the
+// batch where the tab closed.
 func (h *Handler) logClear(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	group, _ := strconv.ParseInt(r.FormValue("group"), 10, 64)
 	job, _ := strconv.ParseInt(r.FormValue("job"), 10, 64)
@@ -117,7 +167,9 @@ func (h *Handler) logClear(w http.ResponseWriter, r *http.Request, p auth.Princi
 		h.fail(w, r, err)
 		return
 	}
-	n, err := h.cfg.Admin.ClearLogs(r.Context(), admin.ClearLogsParams{GroupID: group, JobID: job, Mode: r.FormValue("mode")})
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), clearTimeout)
+	defer cancel()
+	n, err := h.cfg.Admin.ClearLogs(ctx, admin.ClearLogsParams{GroupID: group, JobID: job, Mode: r.FormValue("mode")})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -154,13 +206,37 @@ func (h *Handler) logDetail(w http.ResponseWriter, r *http.Request, p auth.Princ
 	h.render(w, r, "log", d)
 }
 
-// safeTriggerMsg escapes a trigger message, keeping only xxl-job's <br>
-// and <b> markup.
+// triggerMarkup is the markup xxl-job's trigger messages carry, as it
+// reads once escaped: line breaks, bold, and a coloured span around the
+// ">>>>Trigger<<<<" banners.
+var triggerMarkup = regexp.MustCompile(`&lt;(?:br\s*/?|/?b|/span|span style=&#34;color:\s*#[0-9a-fA-F]{3,6};?&#34;\s*)&gt;`)
+
+// safeTriggerMsg escapes a trigger message and restores only the markup
+// xxl-job's messages use (br, b, and span with a colour, drawn with the
+// console's own accessible colour): everything else, an executor's reply
+// included, stays text. Spans are balanced so nothing leaks past the
+// message.
 func safeTriggerMsg(s string) template.HTML {
-	e := template.HTMLEscapeString(s)
-	for _, tag := range []string{"br", "b", "/b", "br/", "br /"} {
-		e = strings.ReplaceAll(e, "&lt;"+tag+"&gt;", "<"+tag+">")
-	}
+	open := 0
+	e := triggerMarkup.ReplaceAllStringFunc(template.HTMLEscapeString(s), func(tag string) string {
+		switch {
+		case strings.HasPrefix(tag, "&lt;br"):
+			return "<br>"
+		case tag == "&lt;b&gt;":
+			return "<b>"
+		case tag == "&lt;/b&gt;":
+			return "</b>"
+		case tag == "&lt;/span&gt;":
+			if open == 0 {
+				return ""
+			}
+			open--
+			return "</span>"
+		}
+		open++
+		return `<span class="mark">`
+	})
+	e += strings.Repeat("</span>", open)
 	return template.HTML(e) //nolint:gosec // escaped above; only fixed tags restored
 }
 
@@ -285,11 +361,8 @@ func (h *Handler) groupSave(w http.ResponseWriter, r *http.Request, p auth.Princ
 	}
 	var ve *xjob.ValidationError
 	if errors.As(err, &ve) {
-		problems := map[string]string{}
-		for _, pr := range ve.Problems {
-			problems[pr.Field] = pr.Message
-		}
-		h.renderGroups(w, r, p, g, problems)
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		h.renderGroups(w, r, p, g, h.base(r, p, "").problemMap(ve))
 		return
 	}
 	if err != nil {
@@ -315,18 +388,26 @@ func (h *Handler) groupDelete(w http.ResponseWriter, r *http.Request, p auth.Pri
 
 type usersPage struct {
 	base
-	Users    []xjob.User
-	Groups   []xjob.Group
-	Edit     xjob.User
-	Problems map[string]string
+	Users      []xjob.User
+	Groups     []xjob.Group
+	GroupNames map[int64]string
+	Edit       xjob.User
+	Problems   map[string]string
+	// PwProblems are the change-password form's own.
+	PwProblems map[string]string
 }
 
 func (h *Handler) users(w http.ResponseWriter, r *http.Request, p auth.Principal) {
-	h.renderUsers(w, r, p, xjob.User{}, nil)
+	h.renderUsers(w, r, p, xjob.User{}, nil, nil)
 }
 
-func (h *Handler) renderUsers(w http.ResponseWriter, r *http.Request, p auth.Principal, edit xjob.User, problems map[string]string) {
-	d := usersPage{base: h.base(r, p, "users"), Edit: edit, Problems: problems}
+func (h *Handler) renderUsers(w http.ResponseWriter, r *http.Request, p auth.Principal, edit xjob.User,
+	problems, pw map[string]string) {
+	d := usersPage{base: h.base(r, p, "users"), Edit: edit, Problems: problems, PwProblems: pw,
+		GroupNames: map[int64]string{}}
+	if len(problems) > 0 || len(pw) > 0 {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+	}
 	if p.Admin() {
 		var err error
 		if d.Users, err = h.cfg.Auth.ListUsers(r.Context(), p, driver.UserListParams{}); err != nil {
@@ -337,6 +418,9 @@ func (h *Handler) renderUsers(w http.ResponseWriter, r *http.Request, p auth.Pri
 			h.serverError(w, r, err)
 			return
 		}
+		for _, g := range d.Groups {
+			d.GroupNames[g.ID] = g.Title
+		}
 		if name := r.URL.Query().Get("edit"); name != "" && edit.Username == "" {
 			for _, u := range d.Users {
 				if u.Username == name {
@@ -346,6 +430,15 @@ func (h *Handler) renderUsers(w http.ResponseWriter, r *http.Request, p auth.Pri
 		}
 	}
 	h.render(w, r, "users", d)
+}
+
+// problemMap is a validation error's problems by field, translated.
+func (b base) problemMap(ve *xjob.ValidationError) map[string]string {
+	out := map[string]string{}
+	for _, pr := range ve.Problems {
+		out[pr.Field] = b.problem(pr.Field, pr.Message)
+	}
+	return out
 }
 
 func (h *Handler) userSave(w http.ResponseWriter, r *http.Request, p auth.Principal) {
@@ -374,11 +467,8 @@ func (h *Handler) userSave(w http.ResponseWriter, r *http.Request, p auth.Princi
 	}
 	var ve *xjob.ValidationError
 	if errors.As(err, &ve) {
-		problems := map[string]string{}
-		for _, pr := range ve.Problems {
-			problems[pr.Field] = pr.Message
-		}
-		h.renderUsers(w, r, p, xjob.User{Username: in.Username, Role: in.Role, GroupIDs: in.GroupIDs}, problems)
+		edit := xjob.User{Username: in.Username, Role: in.Role, GroupIDs: in.GroupIDs}
+		h.renderUsers(w, r, p, edit, h.base(r, p, "").problemMap(ve), nil)
 		return
 	}
 	if err != nil {
@@ -390,11 +480,6 @@ func (h *Handler) userSave(w http.ResponseWriter, r *http.Request, p auth.Princi
 
 func (h *Handler) userDelete(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	err := h.cfg.Auth.DeleteUser(r.Context(), p, r.PathValue("name"))
-	var ve *xjob.ValidationError
-	if errors.As(err, &ve) {
-		back(w, r, "/console/users", ve.Problems[0].Message)
-		return
-	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -402,11 +487,17 @@ func (h *Handler) userDelete(w http.ResponseWriter, r *http.Request, p auth.Prin
 	back(w, r, "/console/users", h.base(r, p, "").T("deleted"))
 }
 
+// password changes the signed-in user's password; its problems show
+// under its own form, for admins and normal users alike.
 func (h *Handler) password(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	_, err := h.cfg.Auth.ChangePassword(r.Context(), p, r.PostFormValue("current"), r.PostFormValue("new"))
 	var ve *xjob.ValidationError
 	if errors.As(err, &ve) {
-		h.renderUsers(w, r, p, xjob.User{}, map[string]string{"password": ve.Error()})
+		pw := h.base(r, p, "").problemMap(ve)
+		if m, ok := pw["password"]; ok { // the new password's problem, under its field
+			pw["new"] = m
+		}
+		h.renderUsers(w, r, p, xjob.User{}, nil, pw)
 		return
 	}
 	if err != nil {
@@ -419,6 +510,11 @@ func (h *Handler) password(w http.ResponseWriter, r *http.Request, p auth.Princi
 		return
 	}
 	back(w, r, "/console/users", h.base(r, p, "").T("saved"))
+}
+
+// help is the help page (xxl-job's "使用教程").
+func (h *Handler) help(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	h.render(w, r, "help", h.base(r, p, "help"))
 }
 
 func adminGroupUpdate(g xjob.Group) admin.UpdateGroupParams {
