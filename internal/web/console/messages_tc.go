@@ -45,7 +45,7 @@ var zhTC = map[string]string{
 	"cron.minute": "分鐘", "cron.hour": "小時", "cron.day": "日", "cron.month": "月", "cron.week": "周",
 	"cron.every": "每", "cron.at": "指定", "cron.step": "從某值起每隔", "cron.any": "不指定", "cron.apply": "使用",
 	"glue.readonly": "GLUE 任務執行其原始碼，不使用任務處理器。",
-	"err.invalid":   "未儲存：", "err.notfound": "未找到：可能已被刪除。",
+	"err.invalid":   "操作被拒絕：", "err.notfound": "未找到：可能已被刪除。",
 	"err.stale":    "開啟後已被他人修改，請重新整理頁面後重試。",
 	"err.conflict": "操作被拒絕：", "err.executor": "無法連線執行器：",
 	"err.server":      "伺服器出錯，操作可能未執行，請重試。",
