@@ -278,7 +278,7 @@ var englishWord = regexp.MustCompile(`[A-Za-z][A-Za-z.]+`)
 
 var latinAllowed = map[string]bool{"xjob": true, "GLUE": true, "BEAN": true, "CRON": true, "Cron": true, "Shell": true,
 	"Python": true, "Java": true, "PHP": true, "Node.js": true, "PowerShell": true, "UTC": true, "IANA": true,
-	"EN": true, "http": true, "https": true}
+	"EN": true, "http": true, "https": true, "Quartz": true, "Tab": true}
 
 // latinText lists the visible text of the page outside names and code
 // (elements marked translate="no", code, pre, svg), with select options.
@@ -363,7 +363,7 @@ func TestConsoleChineseInBrowser(t *testing.T) {
 // unlabelled lists the form controls without an accessible name.
 const unlabelled = `[...document.querySelectorAll('input, select, textarea, button')]
 	.filter(e => e.type !== 'hidden')
-	.filter(e => e.tagName === 'BUTTON' ? !(e.innerText.trim() || e.getAttribute('aria-label'))
+	.filter(e => e.tagName === 'BUTTON' ? !(e.textContent.trim() || e.getAttribute('aria-label'))
 		: !((e.labels && e.labels.length) || e.getAttribute('aria-label') || e.getAttribute('aria-labelledby')))
 	.map(e => e.outerHTML.slice(0, 100))`
 
@@ -389,7 +389,8 @@ const lowContrast = `(() => {
 	const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
 	for (let n; (n = w.nextNode());) {
 		const el = n.parentElement;
-		if (!n.textContent.trim() || !el || el.closest('svg, script, style, option, .code-editor pre')) continue;
+		// A textarea's text is drawn by the GLUE editor's highlighted copy (checked instead).
+		if (!n.textContent.trim() || !el || el.closest('svg, script, style, option, textarea')) continue;
 		if (!el.checkVisibility({visibilityProperty: true})) continue;
 		const st = getComputedStyle(el), bg = background(el), fg = over(rgba(st.color), bg);
 		const l1 = lum(fg), l2 = lum(bg), ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
