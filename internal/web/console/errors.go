@@ -39,7 +39,7 @@ func (b base) errText(err error) (int, string) {
 	case errors.Is(err, xjob.ErrNotFound):
 		return http.StatusNotFound, b.T("err.notfound")
 	case errors.As(err, &ve):
-		return http.StatusConflict, b.T("err.invalid") + " " + b.problemsText(ve.Problems)
+		return http.StatusConflict, b.lead("err.invalid", b.problemsText(ve.Problems))
 	case errors.Is(err, xjob.ErrConflict):
 		switch msg := err.Error(); {
 		case strings.Contains(msg, " is used by job "):
@@ -47,10 +47,10 @@ func (b base) errText(err error) (int, string) {
 		case strings.Contains(msg, " was changed since version "):
 			return http.StatusConflict, b.T("err.stale")
 		default:
-			return http.StatusConflict, b.T("err.conflict") + " " + strings.TrimSuffix(msg, ": "+xjob.ErrConflict.Error())
+			return http.StatusConflict, b.lead("err.conflict", strings.TrimSuffix(msg, ": "+xjob.ErrConflict.Error()))
 		}
 	case errors.Is(err, admin.ErrExecutor):
-		return http.StatusBadGateway, b.T("err.executor") + " " + err.Error()
+		return http.StatusBadGateway, b.lead("err.executor", err.Error())
 	}
 	return http.StatusInternalServerError, b.T("err.server")
 }
@@ -60,9 +60,19 @@ func (b base) errText(err error) (int, string) {
 func (b base) problemsText(ps []xjob.FieldProblem) string {
 	parts := make([]string, 0, len(ps))
 	for _, p := range ps {
-		parts = append(parts, b.field(p.Field)+": "+b.problem(p.Field, p.Message))
+		parts = append(parts, b.field(p.Field)+b.T("sep")+b.problem(p.Field, p.Message))
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, b.T("list.sep"))
+}
+
+// lead puts the message key's text before detail, spaced as the
+// language writes it (no space after a full-width colon).
+func (b base) lead(key, detail string) string {
+	l := b.T(key)
+	if strings.HasSuffix(l, "：") {
+		return l + detail
+	}
+	return l + " " + detail
 }
 
 // field names a form field as the form labels it.

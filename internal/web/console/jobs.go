@@ -131,12 +131,12 @@ func (h *Handler) renderJobForm(w http.ResponseWriter, r *http.Request, p auth.P
 	// The banner names each field as the form labels it, in form order.
 	for _, f := range fieldOrder {
 		if m, ok := problems[f]; ok {
-			d.Banner = append(d.Banner, d.field(f)+": "+m)
+			d.Banner = append(d.Banner, d.field(f)+d.T("sep")+m)
 		}
 	}
 	for f, m := range problems {
 		if !containsStr(fieldOrder, f) {
-			d.Banner = append(d.Banner, d.field(f)+": "+m)
+			d.Banner = append(d.Banner, d.field(f)+d.T("sep")+m)
 		}
 	}
 	d.Preview = h.previewOf(d.base, j.ScheduleType, j.ScheduleConf, j.TimeZone)
@@ -397,7 +397,7 @@ func (h *Handler) trigger(w http.ResponseWriter, r *http.Request, p auth.Princip
 		if err := xjob.ValidateAddress(a); errors.As(err, &ve) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintln(w, b.T("err.invalid")+" "+b.problemsText(ve.Problems))
+			fmt.Fprintln(w, b.lead("err.invalid", b.problemsText(ve.Problems)))
 			return
 		}
 		tp.AddressList = append(tp.AddressList, a)
@@ -426,11 +426,11 @@ func (h *Handler) previewOf(b base, typ xjob.ScheduleType, conf, tz string) prev
 	j := xjob.Job{ScheduleType: typ, ScheduleConf: conf, TimeZone: tz}
 	loc, err := time.LoadLocation(tz)
 	if err != nil || tz == "Local" {
-		return previewData{Error: b.field("timeZone") + ": " + b.problem("timeZone", fmt.Sprintf("%q is not an IANA time zone", tz))}
+		return previewData{Error: b.field("timeZone") + b.T("sep") + b.problem("timeZone", fmt.Sprintf("%q is not an IANA time zone", tz))}
 	}
 	sched, err := j.Schedule()
 	if err != nil {
-		return previewData{Error: b.field("scheduleConf") + ": " + b.problem("scheduleConf", err.Error())}
+		return previewData{Error: b.field("scheduleConf") + b.T("sep") + b.problem("scheduleConf", err.Error())}
 	}
 	ts, err := schedule.Preview(sched, h.cfg.Clock.Now().In(loc), admin.DefaultPreviewCount)
 	if err != nil && !errors.Is(err, schedule.ErrNoSchedule) {

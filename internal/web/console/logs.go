@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"html/template"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -87,7 +87,7 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, p auth.Principal)
 	page, err := h.cfg.Admin.ListLogs(r.Context(), lp)
 	var ve *xjob.ValidationError
 	if errors.As(err, &ve) {
-		d.Error = d.T("err.invalid") + " " + d.problemsText(ve.Problems)
+		d.Error = d.lead("err.invalid", d.problemsText(ve.Problems))
 	} else if err != nil {
 		h.fail(w, r, err)
 		return

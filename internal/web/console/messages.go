@@ -84,7 +84,7 @@ var en = map[string]string{
 	"f.groupIds": "Groups", "f.current": "Current password", "f.from": "From", "f.to": "To", "f.mode": "Clear",
 	"f.glueRemark": "Remark", "f.id": "ID",
 	"m.required": "is required", "m.nonestart": "a job with schedule type NONE cannot be started",
-	"m.short": "must be at least 8 characters", "m.wrong": "is wrong",
+	"m.short": "must be at least 8 characters", "m.wrong": "is wrong", "sep": ": ", "list.sep": "; ",
 }
 
 var zhCN = map[string]string{
@@ -165,5 +165,5 @@ var zhCN = map[string]string{
 	"f.role": "角色", "f.groupIds": "权限", "f.current": "旧密码", "f.from": "开始时间", "f.to": "结束时间",
 	"f.mode": "清理方式", "f.glueRemark": "源码备注", "f.id": "编号",
 	"m.required": "不能为空", "m.nonestart": "调度类型为“无”的任务不能启动",
-	"m.short": "至少需要 8 个字符", "m.wrong": "不正确",
+	"m.short": "至少需要 8 个字符", "m.wrong": "不正确", "sep": "：", "list.sep": "；",
 }

@@ -79,5 +79,5 @@ var zhTC = map[string]string{
 	"f.role": "角色", "f.groupIds": "權限", "f.current": "舊密碼", "f.from": "開始時間", "f.to": "結束時間",
 	"f.mode": "清理方式", "f.glueRemark": "原始碼備註", "f.id": "編號",
 	"m.required": "不能為空", "m.nonestart": "排程類型為“無”的任務不能啟動",
-	"m.short": "至少需要 8 個字元", "m.wrong": "不正確",
+	"m.short": "至少需要 8 個字元", "m.wrong": "不正確", "sep": "：", "list.sep": "；",
 }

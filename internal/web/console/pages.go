@@ -143,7 +143,7 @@ func (h *Handler) glueSave(w http.ResponseWriter, r *http.Request, p auth.Princi
 	src, remark := strings.ReplaceAll(r.FormValue("glueSource"), "\r", ""), strings.TrimSpace(r.FormValue("glueRemark"))
 	if n := len([]rune(remark)); n < 4 || n > 100 {
 		d := gluePage{base: h.base(r, p, "glue"), Job: j, Source: src}
-		d.Glue, d.Problem = true, d.field("glueRemark")+": "+d.problem("glueRemark", "must be 4 to 100 characters")
+		d.Glue, d.Problem = true, d.field("glueRemark")+d.T("sep")+d.problem("glueRemark", "must be 4 to 100 characters")
 		if d.Versions, err = h.cfg.Admin.GlueVersions(r.Context(), j.ID); err != nil {
 			h.serverError(w, r, err)
 			return

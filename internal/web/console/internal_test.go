@@ -1,0 +1,95 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/xjobdev/xjob"
+)
+
+func TestSafeTriggerMsg(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, in, want string }{
+		{"xxl-job markup", `Trigger type: CRON<br><br><span style="color:#00c0ef;" > >>>>>>>>>>>Trigger<<<<<<<<<<< </span><br>code: 200`,
+			`Trigger type: CRON<br><br><span class="mark"> &gt;&gt;&gt;&gt;&gt;&gt;&gt;&gt;&gt;&gt;&gt;Trigger&lt;&lt;&lt;&lt;&lt;&lt;&lt;&lt;&lt;&lt;&lt; </span><br>code: 200`},
+		{"bold and br variants", `<b>x</b><br/><br />`, `<b>x</b><br><br>`},
+		{"script stays text", `msg: <script>alert(1)</script>`, `msg: &lt;script&gt;alert(1)&lt;/script&gt;`},
+		{"other styles stay text", `<span style="background:url(x)">a</span>`,
+			`&lt;span style=&#34;background:url(x)&#34;&gt;a`},
+		{"attributes on br stay text", `<br onclick="x">`, `&lt;br onclick=&#34;x&#34;&gt;`},
+		{"unclosed span closed", `<span style="color:#fff">a`, `<span class="mark">a</span>`},
+	} {
+		if got := string(safeTriggerMsg(tc.in)); got != tc.want {
+			t.Errorf("%s:\n got  %s\n want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestPager(t *testing.T) {
+	t.Parallel()
+	q := url.Values{"group": {"3"}}
+	first := newPager(url.Values{"size": {"20"}})
+	first.links("/l", q, "c1")
+	if first.Prev != "" || first.First != "" || first.Next != "/l?cursor=c1&group=3&size=20&trail=." {
+		t.Fatalf("first page: %+v", first)
+	}
+	second := newPager(url.Values{"size": {"20"}, "cursor": {"c1"}, "trail": {"."}})
+	second.links("/l", q, "c2")
+	if second.Prev != "/l?group=3&size=20" || second.Next != "/l?cursor=c2&group=3&size=20&trail=.%2Cc1" {
+		t.Fatalf("second page: %+v", second)
+	}
+	third := newPager(url.Values{"cursor": {"c2"}, "trail": {".,c1"}, "size": {"7"}})
+	third.links("/l", q, "")
+	if third.Size != 50 || third.Next != "" || third.Prev != "/l?cursor=c1&group=3&size=50&trail=." {
+		t.Fatalf("third page: %+v", third)
+	}
+}
+
+func TestErrText(t *testing.T) {
+	t.Parallel()
+	en, zh := base{Lang: "en", msgs: messages["en"]}, base{Lang: "zh-CN", msgs: messages["zh-CN"]}
+	none := &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "scheduleType",
+		Message: "a job with schedule type NONE cannot be started"}}}
+	inUse := fmt.Errorf("group 3 is used by job 9 (and maybe others); delete or move its jobs first: %w", xjob.ErrConflict)
+	for _, tc := range []struct {
+		b      base
+		err    error
+		status int
+		want   string
+	}{
+		{en, none, 409, "Refused: Schedule type: a job with schedule type NONE cannot be started"},
+		{zh, none, 409, "操作被拒绝：调度类型：调度类型为“无”的任务不能启动"},
+		{en, inUse, 409, "This executor still has jobs; delete or move its jobs first."},
+		{zh, fmt.Errorf("job 1: %w", xjob.ErrNotFound), 404, "未找到：可能已被删除。"},
+		{en, errors.New("disk on fire"), 500, "The server failed; the action may not have happened. Try again."},
+	} {
+		status, msg := tc.b.errText(tc.err)
+		if status != tc.status || msg != tc.want {
+			t.Errorf("%s %v: %d %q, want %d %q", tc.b.Lang, tc.err, status, msg, tc.status, tc.want)
+		}
+	}
+}
+
+// TestCatalogues: every language has every key English has, and no key
+// English lacks.
+func TestCatalogues(t *testing.T) {
+	t.Parallel()
+	for lang, m := range messages {
+		for k := range messages["en"] {
+			if _, ok := m[k]; !ok {
+				t.Errorf("%s lacks %q", lang, k)
+			}
+		}
+		for k, v := range m {
+			if _, ok := messages["en"][k]; !ok {
+				t.Errorf("%s has %q, which English lacks", lang, k)
+			}
+			if strings.TrimSpace(v) == "" {
+				t.Errorf("%s %q is empty", lang, k)
+			}
+		}
+	}
+}
