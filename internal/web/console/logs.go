@@ -68,8 +68,12 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, p auth.Principal)
 		h.render(w, r, "logs", d)
 		return
 	}
-	lp := driver.LogListParams{JobID: d.Job, GroupID: d.Group, Status: xjob.LogAll, Cursor: d.Pager.Cursor,
-		Limit: d.Pager.Size}
+	// A job implies its group (checked above); filtering by both would
+	// let SQLite walk the group's index instead of the job's.
+	lp := driver.LogListParams{JobID: d.Job, Status: xjob.LogAll, Cursor: d.Pager.Cursor, Limit: d.Pager.Size}
+	if d.Job == 0 {
+		lp.GroupID = d.Group
+	}
 	switch d.Status {
 	case "success":
 		lp.Status = xjob.LogSuccess
@@ -93,8 +97,8 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, p auth.Principal)
 		return
 	}
 	cp := driver.LogCountParams{JobID: lp.JobID, Status: lp.Status, From: lp.From, To: lp.To, Limit: countCap + 1}
-	if d.Group != 0 {
-		cp.GroupIDs = []int64{d.Group}
+	if lp.GroupID != 0 {
+		cp.GroupIDs = []int64{lp.GroupID}
 	}
 	if d.Error == "" {
 		n, err := h.cfg.Admin.CountLogs(r.Context(), cp)
