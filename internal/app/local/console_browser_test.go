@@ -227,6 +227,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	run("rolling log", chromedp.Poll(`document.querySelector("#rolling").innerText.includes("slow step 3")`, nil,
 		chromedp.WithPollingTimeout(15*time.Second)))
+	// The rolling log follows its newest lines once they overflow the box.
+	run("rolling log follows", chromedp.Poll(`(() => { const el = document.querySelector("#rolling");
+		return el.innerText.includes("slow step 60") && el.scrollHeight > el.clientHeight &&
+			el.scrollTop + el.clientHeight >= el.scrollHeight - 10; })()`, nil, chromedp.WithPollingTimeout(20*time.Second)))
 	if os.Getenv("XJOB_SCREENSHOTS") == "1" {
 		shot(t, ctx, "console-log.png")
 	}
@@ -282,8 +286,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if os.Getenv("XJOB_SCREENSHOTS") == "1" {
 		shot(t, ctx, "console-jobs.png")
 	}
-	run("chinese", chromedp.Click("#lang-zh-CN", chromedp.ByQuery), chromedp.Poll(`document.querySelector("nav").innerText.includes("任务管理")`, nil,
-		chromedp.WithPollingTimeout(5*time.Second)), chromedp.Navigate(base+"jobs"), visible("nav"), chromedp.Text("nav", &text, chromedp.ByQuery))
+	run("chinese", chromedp.Click("#lang-zh-CN", chromedp.ByQuery), visible(`html[lang="zh-CN"] nav`), chromedp.Navigate(base+"jobs"), visible("nav"), chromedp.Text("nav", &text, chromedp.ByQuery))
 	if !strings.Contains(text, "调度日志") {
 		t.Fatalf("the language choice did not stick: nav %q", text)
 	}

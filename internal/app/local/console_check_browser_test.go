@@ -498,3 +498,94 @@ func TestConsoleAccessibilityInBrowser(t *testing.T) {
 		t.Fatalf("log detail heading %q", param)
 	}
 }
+
+// TestConsoleConveniencesInBrowser: xxl-job-admin's conveniences. The
+// cron builder fills the schedule field and the preview follows in the
+// job's zone; a NONE job hides its schedule field, a GLUE job's handler
+// is read-only and it starts from a hello-world source; the job list's
+// "next fires" and "registry" popups load; the log list names jobs; the
+// users table names groups.
+func TestConsoleConveniencesInBrowser(t *testing.T) {
+	s := newSession(t)
+	g := s.group("conv-app", "Conveniences", true)
+	cron := s.job(g, "named job", "CRON", "0 30 6 * * ?", "h")
+	v1(t, s.info, "POST", "/v1/users", fmt.Sprintf(`{"username":"member","password":"member-password","role":0,"groupIds":[%d]}`, g), nil)
+	s.login("admin", s.info.AdminPassword)
+
+	var conf, times string
+	s.run("cron builder", chromedp.Navigate(fmt.Sprintf("%sjobs/new?group=%d", s.base, g)), visible("#jobDesc"),
+		chromedp.SetValue("#timeZone", "Asia/Shanghai", chromedp.ByQuery),
+		chromedp.Click("#cron-builder summary", chromedp.ByQuery), visible("#cron-hour-mode"),
+		chromedp.SetValue("#cron-second-mode", "at", chromedp.ByQuery), chromedp.SetValue("#cron-second-value", "0", chromedp.ByQuery),
+		chromedp.SetValue("#cron-minute-mode", "at", chromedp.ByQuery), chromedp.SetValue("#cron-minute-value", "15", chromedp.ByQuery),
+		chromedp.SetValue("#cron-hour-mode", "at", chromedp.ByQuery), chromedp.SetValue("#cron-hour-value", "3", chromedp.ByQuery),
+		chromedp.Click("#cron-apply", chromedp.ByQuery),
+		chromedp.Poll(`document.querySelectorAll("#preview-times li").length === 5 &&
+			document.querySelector("#preview-times").innerText.includes("03:15:00")`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Value("#scheduleConf", &conf, chromedp.ByQuery), chromedp.Text("#preview-times", &times, chromedp.ByQuery))
+	if conf != "0 15 3 * * ?" || strings.Count(times, "03:15:00 CST") != 5 {
+		t.Fatalf("cron builder: %q, preview %q", conf, times)
+	}
+	var confHidden, readOnly bool
+	s.run("none and glue", chromedp.SetValue("#scheduleType", "NONE", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector("#scheduleType").dispatchEvent(new Event("change", {bubbles: true}))`, nil),
+		chromedp.Evaluate(`document.querySelector("label.conf").hidden`, &confHidden),
+		chromedp.SetValue("#glueType", "GLUE_SHELL", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector("#glueType").dispatchEvent(new Event("change", {bubbles: true}))`, nil),
+		chromedp.Evaluate(`document.querySelector("#executorHandler").readOnly`, &readOnly),
+		chromedp.SetValue("#jobDesc", "hello glue", chromedp.ByQuery), chromedp.Click("#save-job", chromedp.ByQuery),
+		visible("p.flash"))
+	if !confHidden || !readOnly {
+		t.Fatalf("NONE hides the schedule field: %v; GLUE handler read-only: %v", confHidden, readOnly)
+	}
+	var jobs struct {
+		Items []struct {
+			Description  string `json:"jobDesc"`
+			GlueSource   string `json:"glueSource"`
+			ScheduleConf string `json:"scheduleConf"`
+		}
+	}
+	v1(t, s.info, "GET", fmt.Sprintf("/v1/jobs?group=%d", g), "", &jobs)
+	var glueSrc string
+	for _, j := range jobs.Items {
+		if j.Description == "hello glue" {
+			glueSrc = j.GlueSource + "|" + j.ScheduleConf
+		}
+	}
+	if !strings.Contains(glueSrc, "hello world") || !strings.HasSuffix(glueSrc, "|") {
+		t.Fatalf("new GLUE job: source and schedule %q", glueSrc)
+	}
+
+	var next5, registry string
+	row := fmt.Sprintf("#job-%d", cron)
+	s.run("popups", chromedp.Navigate(fmt.Sprintf("%sjobs?group=%d", s.base, g)), visible(row),
+		chromedp.Click(row+" details.pop summary", chromedp.ByQuery),
+		chromedp.Poll(`document.querySelectorAll("`+row+` details.pop li").length === 5`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Text(row+" details.pop", &next5, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll("`+row+` details.pop")[1].open = true`, nil),
+		chromedp.Poll(`document.querySelectorAll("`+row+` details.pop")[1].innerText.includes("127.0.0.1:9")`, nil,
+			chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(`document.querySelectorAll("`+row+` details.pop")[1].innerText`, &registry))
+	if strings.Count(next5, "06:30:00 UTC") != 5 || !strings.Contains(registry, "127.0.0.1:9") {
+		t.Fatalf("next fires popup: %q; registry popup %q", next5, registry)
+	}
+
+	v1(t, s.info, "POST", fmt.Sprintf("/v1/jobs/%d/trigger", cron), `{}`, nil)
+	var name, users string
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		var ok bool
+		s.run("log list", chromedp.Navigate(fmt.Sprintf("%slogs?job=%d", s.base, cron)), visible("main"),
+			chromedp.Evaluate(`document.querySelector("tr.log-row .job-name") !== null`, &ok))
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no log row")
+		}
+	}
+	s.run("names", chromedp.Text("tr.log-row .job-name", &name, chromedp.ByQuery),
+		chromedp.Navigate(s.base+"users"), visible("#users"), chromedp.Text("#users", &users, chromedp.ByQuery))
+	if !strings.Contains(name, "named job") || !strings.Contains(users, "Conveniences") {
+		t.Fatalf("log list job %q; users table %q", name, users)
+	}
+}
