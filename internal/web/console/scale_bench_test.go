@@ -66,7 +66,7 @@ func BenchmarkConsoleAtScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	con, err := console.New(console.Config{Admin: svc, Auth: au, Glue: db, Clock: clk, Logger: quiet})
+	con, err := console.New(console.Config{Admin: svc, Auth: au, Clock: clk, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
