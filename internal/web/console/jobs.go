@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,8 @@ type jobsPage struct {
 	Jobs                               []xjob.Job
 	GroupNames                         map[int64]string
 	Pager                              pager
+	// Skipped are the jobs a bulk Start passed over (schedule type NONE).
+	Skipped []xjob.Job
 }
 
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request, p auth.Principal) {
@@ -48,7 +51,26 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request, p auth.Principal)
 			return
 		}
 	}
-	d.Ret = "/console/jobs?" + r.URL.RawQuery
+	ret := url.Values{}
+	for k, v := range q {
+		if k != "flash" && k != "skipped" {
+			ret[k] = v
+		}
+	}
+	d.Ret = "/console/jobs?" + ret.Encode()
+	if s := q.Get("skipped"); s != "" {
+		ids, _ := xjob.ParseChildJobIDs(s) // a comma list of ids
+		found, err := h.cfg.Admin.JobsByID(r.Context(), ids[:min(len(ids), 100)])
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		for _, id := range ids {
+			if j, ok := found[id]; ok && p.CanGroup(j.GroupID) {
+				d.Skipped = append(d.Skipped, j)
+			}
+		}
+	}
 	if !p.Admin() && len(gs) == 0 {
 		h.render(w, r, "jobs", d)
 		return
@@ -351,7 +373,7 @@ func (h *Handler) jobBulk(w http.ResponseWriter, r *http.Request, p auth.Princip
 		}
 		var ve *xjob.ValidationError
 		if errors.As(err, &ve) && j.ScheduleType == xjob.ScheduleNone {
-			skipped = append(skipped, "#"+itoa(j.ID)+" "+j.Description)
+			skipped = append(skipped, itoa(j.ID))
 			continue
 		}
 		if err != nil {
@@ -359,12 +381,17 @@ func (h *Handler) jobBulk(w http.ResponseWriter, r *http.Request, p auth.Princip
 			return
 		}
 	}
-	b := h.base(r, p, "")
-	msg := b.T("done")
+	// The skipped jobs travel as ids, named again by the list page (only
+	// what the user may see), so no free text rides in the URL.
+	to := returnTo(r)
 	if len(skipped) > 0 {
-		msg += " " + b.T("skipped.none") + " " + strings.Join(skipped, ", ")
+		sep := "?"
+		if strings.Contains(to, "?") {
+			sep = "&"
+		}
+		to += sep + "skipped=" + strings.Join(skipped, ",")
 	}
-	back(w, r, returnTo(r), msg)
+	back(w, r, to, h.base(r, p, "").T("done"))
 }
 
 type triggerPage struct {
