@@ -100,6 +100,19 @@ var problemPatterns = []struct {
 	{regexp.MustCompile(`^(\d+) is not a job id$`), "%s 不是任务编号", "%s 不是任務編號"},
 }
 
+// problemExact translate whole validation messages (zh-CN, zh-TC).
+var problemExact = map[string][2]string{
+	"is taken":                   {"已被占用", "已被佔用"},
+	"you cannot delete yourself": {"不能删除自己", "不能刪除自己"},
+	"you cannot take the admin role from yourself":     {"不能取消自己的管理员角色", "不能取消自己的管理員角色"},
+	"a manual group needs at least one address":        {"手动录入的执行器至少需要一个地址", "手動錄入的執行器至少需要一個位址"},
+	"must not contain '<', '>', commas or white space": {"不能包含“<”“>”、逗号或空白", "不能包含「<」「>」、逗號或空白"},
+	"a job cannot be its own child":                    {"任务不能是自己的子任务", "任務不能是自己的子任務"},
+	"the schedule has no fire time after now":          {"此调度在当前时间之后不会再触发", "此排程在目前時間之後不會再觸發"},
+	"a job with schedule type NONE has no fire times":  {"调度类型为“无”的任务没有调度时间", "排程類型為「無」的任務沒有排程時間"},
+	"must not be after to":                             {"不能晚于结束时间", "不能晚於結束時間"},
+}
+
 // problem translates one field's message.
 func (b base) problem(field, msg string) string {
 	switch msg {
@@ -109,6 +122,11 @@ func (b base) problem(field, msg string) string {
 		return b.T("m.nonestart")
 	case "is wrong":
 		return b.T("m.wrong")
+	}
+	if zh, ok := problemExact[msg]; ok && b.Lang == "zh-CN" {
+		return zh[0]
+	} else if ok && b.Lang == "zh-TC" {
+		return zh[1]
 	}
 	if b.Lang == "zh-CN" || b.Lang == "zh-TC" {
 		for _, p := range problemPatterns {

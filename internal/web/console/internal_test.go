@@ -63,6 +63,8 @@ func TestErrText(t *testing.T) {
 		{en, none, 409, "Refused: Schedule type: a job with schedule type NONE cannot be started"},
 		{zh, none, 409, "操作被拒绝：调度类型：调度类型为“无”的任务不能启动"},
 		{en, inUse, 409, "This executor still has jobs; delete or move its jobs first."},
+		{zh, &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "username", Message: "is taken"}}}, 409,
+			"操作被拒绝：账号：已被占用"},
 		{zh, fmt.Errorf("job 1: %w", xjob.ErrNotFound), 404, "未找到：可能已被删除。"},
 		{en, errors.New("disk on fire"), 500, "The server failed; the action may not have happened. Try again."},
 	} {
