@@ -67,11 +67,11 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request, p auth.Princ
 		h.serverError(w, r, err)
 		return
 	}
-	ids, any := scope(p, gs)
+	ids, counted := scope(p, gs)
 	today := h.cfg.Clock.Now().UTC()
 	from, to := today.AddDate(0, 0, -(d.Days-1)).Format(time.DateOnly), today.Format(time.DateOnly)
 	var days []xjob.ReportDay
-	if any {
+	if counted {
 		if d.Jobs, err = h.cfg.Admin.CountJobs(ctx, driver.JobCountParams{GroupIDs: ids}); err != nil {
 			h.serverError(w, r, err)
 			return
