@@ -180,7 +180,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("a refused job was written: %+v", jobs.Items)
 	}
 	// The preview follows the cron as it is typed.
-	run("preview", chromedp.Evaluate(`document.querySelector("#scheduleConf").value = ""`, nil), chromedp.SendKeys("#scheduleConf", "0 0 3 * * ?", chromedp.ByQuery),
+	run("preview", chromedp.Evaluate(`document.querySelector("#scheduleConf").value = ""`, nil), chromedp.Focus("#scheduleConf", chromedp.ByQuery), chromedp.KeyEvent("0 0 3 * * ?"),
 		visible("#preview-times"), chromedp.Text("#preview-times", &text, chromedp.ByQuery))
 	if strings.Count(text, "03:00:00") != 5 {
 		t.Fatalf("preview of 0 0 3 * * ?: %q", text)

@@ -583,6 +583,19 @@ func TestConsoleConveniencesInBrowser(t *testing.T) {
 			t.Fatal("no log row")
 		}
 	}
+	// The log filter's job search: typing part of a description offers
+	// the job; submitting the text filters by that job.
+	var options int
+	var jobField string
+	s.run("job search", chromedp.Navigate(fmt.Sprintf("%slogs?group=%d", s.base, g)), visible("#f-job"),
+		chromedp.Focus("#f-job", chromedp.ByQuery), chromedp.KeyEvent("named"), // not SendKeys: it races htmx on the node
+		chromedp.Poll(`document.querySelectorAll("#job-options option").length === 1 && 1`, &options,
+			chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.SetValue("#f-job", "named job", chromedp.ByQuery), chromedp.Submit("#f-job", chromedp.ByQuery),
+		visible(fmt.Sprintf(`#f-job[value="%d"]`, cron)), chromedp.Value("#f-job", &jobField, chromedp.ByQuery))
+	if options != 1 || jobField != itoa(cron) {
+		t.Fatalf("job search offered %d jobs (want the one named job); the filter reads %q", options, jobField)
+	}
 	s.run("names", chromedp.Text("tr.log-row .job-name", &name, chromedp.ByQuery),
 		chromedp.Navigate(s.base+"users"), visible("#users"), chromedp.Text("#users", &users, chromedp.ByQuery))
 	if !strings.Contains(name, "named job") || !strings.Contains(users, "Conveniences") {
