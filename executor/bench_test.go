@@ -32,7 +32,7 @@ func BenchmarkRunToCallback(b *testing.B) {
 		_, _ = io.WriteString(w, `{"code":200}`)
 	}))
 	defer admin.Close()
-	e, err := New(Config{
+	e, err := New(Config{AccessToken: tok16,
 		AdminAddresses: []string{admin.URL}, LogDir: b.TempDir(), LogRetentionDays: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -37,8 +38,13 @@ type Config struct {
 	// xjob API address. Empty: results cannot be delivered and are spooled.
 	AdminAddresses []string
 	// AccessToken is sent as XXL-JOB-ACCESS-TOKEN and required on incoming
-	// requests. Empty disables the check, as in xxl-job.
+	// requests. New refuses an empty one unless AllowNoToken is set: an
+	// executor without a token runs any handler for anyone who reaches it.
 	AccessToken string
+	// AllowNoToken lets New accept an empty AccessToken (xxl-job's
+	// default, where the check is off). Set it only for an executor that
+	// nothing but the admin can reach; New logs a warning.
+	AllowNoToken bool
 	// AppName is the executor group's AppName used for registration.
 	// Empty disables the registry heartbeat (manual address groups).
 	AppName string
@@ -76,6 +82,7 @@ type Config struct {
 	// CallbackRetryInterval is how often spooled batches are re-sent. Default 30 s.
 	CallbackRetryInterval time.Duration
 	// IdleTimeout reaps a job's worker after this long without work. Default 90 s.
+	// (The HTTP server's own idle-connection timeout is separate: 90 s.)
 	IdleTimeout time.Duration
 	// AdminTimeout bounds each call to an admin (connect + read). Default 3 s.
 	AdminTimeout time.Duration
@@ -83,6 +90,9 @@ type Config struct {
 	// deadline to send the callback. Default 2 s.
 	InlineReserve time.Duration
 	// HTTPClient calls the admins. Default: a client with AdminTimeout.
+	// It is copied and its CheckRedirect replaced: a redirect is never
+	// followed, since following one would re-send the access token and
+	// the body to wherever the Location points.
 	HTTPClient *http.Client
 	// Clock drives timeouts, idle reaping, heartbeats and retries. Default clock.Real.
 	Clock clock.Clock
@@ -93,6 +103,10 @@ type Config struct {
 // withDefaults returns c with every zero field replaced by its default and
 // checks what a person could have mistyped.
 func (c Config) withDefaults() (Config, error) {
+	if c.AccessToken == "" && !c.AllowNoToken {
+		return c, errors.New("executor config: AccessToken is empty; set it (the admin's XXL-JOB-ACCESS-TOKEN), " +
+			"or set AllowNoToken to run without one")
+	}
 	if c.ListenAddr == "" {
 		c.ListenAddr = DefaultListenAddr
 	}
@@ -137,7 +151,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{Timeout: c.AdminTimeout}
+	} else {
+		copied := *c.HTTPClient
+		c.HTTPClient = &copied
 	}
+	c.HTTPClient.CheckRedirect = noRedirects
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
@@ -162,6 +180,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
+
+// noRedirects makes a 3xx an admin's final answer (a failed call).
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // withSlash forces the trailing "/" xxl-job adds before appending a path.
 func withSlash(s string) string {

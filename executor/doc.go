@@ -7,7 +7,7 @@
 //
 //	e, _ := executor.New(executor.Config{
 //		AdminAddresses: []string{"http://127.0.0.1:8080/xxl-job-admin"},
-//		AccessToken:    "default_token",
+//		AccessToken:    os.Getenv("XJOB_ACCESS_TOKEN"), // the admin's token; required
 //		AppName:        "xxl-job-executor-sample",
 //	})
 //	e.Register("demoJobHandler", func(ctx context.Context, job *executor.Job) error {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,6 +72,13 @@ func New(cfg Config) (*Executor, error) {
 		workers:      map[int64]*worker{},
 		addr:         cfg.Address,
 		inlineInited: map[string]*handlerEntry{},
+	}
+	switch {
+	case cfg.AccessToken == "":
+		e.log.Warn("executor runs without an access token (AllowNoToken): anyone who reaches it can run its handlers")
+	case weakToken(cfg.AccessToken):
+		e.log.Warn("executor access token is weak (shorter than 16 characters or xxl-job's published default); " +
+			"set a long random one on the admin and here")
 	}
 	if cfg.JobLogMirror != nil {
 		e.logs.mirror = &lockedWriter{w: cfg.JobLogMirror}
@@ -223,7 +231,7 @@ func (e *Executor) ListenAndServe(ctx context.Context, grace time.Duration) erro
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 90 * time.Second}
+	srv := NewServer(e)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	e.log.Info("executor listening", "addr", ln.Addr().String(), "registered", e.address(), "app", e.cfg.AppName)
@@ -242,6 +250,23 @@ func (e *Executor) ListenAndServe(ctx context.Context, grace time.Duration) erro
 	shutErr := e.Shutdown(sctx)
 	closeServer(sctx, srv)
 	return shutErr
+}
+
+// Timeouts of the server NewServer builds. A request is a few KiB (at most
+// MaxBodyBytes), so a client that takes longer than ReadTimeout to send
+// one is holding a connection, not sending a trigger.
+const (
+	ServerReadHeaderTimeout = 10 * time.Second
+	ServerReadTimeout       = 30 * time.Second
+	ServerIdleTimeout       = 90 * time.Second
+)
+
+// NewServer returns an http.Server for h (an Executor) with the read,
+// header and idle timeouts every listener of the executor should have.
+// There is no WriteTimeout: a streaming reply may stay open for a job.
+func NewServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: ServerReadHeaderTimeout, ReadTimeout: ServerReadTimeout,
+		IdleTimeout: ServerIdleTimeout}
 }
 
 // httpDrain bounds how long the HTTP server may take to close once the
@@ -370,8 +395,14 @@ func decode(body []byte, v any) error {
 }
 
 // ServeHTTP serves the executor protocol: HTTP 200 with a ReturnT JSON
-// body and xxl-job's Content-Type, or 413 for a body over 5 MiB.
+// body and xxl-job's Content-Type, 413 for a body over 5 MiB, 403 for a
+// request a browser sent on another site's behalf (see CrossSite).
 func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if CrossSite(r) {
+		http.Error(w, "cross-site request refused", http.StatusForbidden)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -386,6 +417,34 @@ func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Method: r.Method, URI: r.RequestURI, Token: r.Header.Get(protocol.AccessTokenHeader), Body: body,
 	}))
 }
+
+// CrossSite reports a request that a browser sent: admins (xxl-job's Java
+// client, xjob's) never send Origin or Sec-Fetch-* headers, and always send
+// JSON. A web page can make a browser POST text/plain, a form or multipart
+// to any address without a preflight, so those content types are refused
+// too: they are how a page the operator visits reaches an executor on the
+// internal network.
+func CrossSite(r *http.Request) bool { return CrossSiteHeaders(r.Header.Get) }
+
+// CrossSiteHeaders is CrossSite over a header lookup (get returns "" for
+// a missing header), for requests that are not an *http.Request (a Lambda
+// function URL event).
+func CrossSiteHeaders(get func(name string) string) bool {
+	if get("Origin") != "" || get("Sec-Fetch-Site") != "" || get("Sec-Fetch-Mode") != "" {
+		return true
+	}
+	ct := strings.ToLower(strings.TrimSpace(get("Content-Type")))
+	for _, simple := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data"} {
+		if strings.HasPrefix(ct, simple) {
+			return true
+		}
+	}
+	return false
+}
+
+// weakToken reports a token shorter than 16 characters or xxl-job's
+// published default (the key of its executor RCEs).
+func weakToken(tok string) bool { return len(tok) < 16 || tok == "default_token" }
 
 // ContentType is what xxl-job's executor sends with every reply.
 const ContentType = "text/html;charset=UTF-8"

@@ -350,7 +350,7 @@ func TestShutdownDrainsThenKills(t *testing.T) {
 
 func TestRegisterErrors(t *testing.T) {
 	t.Parallel()
-	e, err := New(Config{LogDir: t.TempDir()})
+	e, err := New(Config{AccessToken: tok16, LogDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,6 +369,8 @@ func TestRegisterErrors(t *testing.T) {
 	}
 }
 
+const tok16 = "0123456789abcdef"
+
 func TestConfigValidation(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -376,11 +378,13 @@ func TestConfigValidation(t *testing.T) {
 		cfg  Config
 		ok   bool
 	}{
-		{"defaults", Config{}, true},
-		{"retention 2", Config{LogRetentionDays: 2}, false},
-		{"retention off", Config{LogRetentionDays: -1}, true},
-		{"bad admin", Config{AdminAddresses: []string{"ftp://x"}}, false},
-		{"admin", Config{AdminAddresses: []string{"http://a:8080/xxl-job-admin", " "}}, true},
+		{"defaults", Config{AccessToken: tok16}, true},
+		{"no token", Config{}, false},
+		{"no token allowed", Config{AllowNoToken: true}, true},
+		{"retention 2", Config{AccessToken: tok16, LogRetentionDays: 2}, false},
+		{"retention off", Config{AccessToken: tok16, LogRetentionDays: -1}, true},
+		{"bad admin", Config{AccessToken: tok16, AdminAddresses: []string{"ftp://x"}}, false},
+		{"admin", Config{AccessToken: tok16, AdminAddresses: []string{"http://a:8080/xxl-job-admin", " "}}, true},
 	}
 	for _, tt := range tests {
 		_, err := New(tt.cfg)
@@ -388,10 +392,10 @@ func TestConfigValidation(t *testing.T) {
 			t.Errorf("%s: err %v", tt.name, err)
 		}
 	}
-	if _, err := New(Config{AppName: "app", AdminAddresses: []string{"http://a/"}}); err != nil {
+	if _, err := New(Config{AccessToken: tok16, AppName: "app", AdminAddresses: []string{"http://a/"}}); err != nil {
 		t.Fatal(err)
 	}
-	e, _ := New(Config{AppName: "app", AdminAddresses: []string{"http://a/"}})
+	e, _ := New(Config{AccessToken: tok16, AppName: "app", AdminAddresses: []string{"http://a/"}})
 	if err := e.Start(); err == nil {
 		t.Error("Start without an address to register succeeded")
 	}

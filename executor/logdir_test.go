@@ -17,7 +17,7 @@ func TestDefaultLogDirIsPerUser(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)
 	t.Setenv("HOME", cache)
-	e, err := New(Config{})
+	e, err := New(Config{AccessToken: tok16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestLogDirNotPrivateFailsFast(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.prepare(t, root)
-			_, err := New(Config{})
+			_, err := New(Config{AccessToken: tok16})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), root) {
 				t.Fatalf("New: %v, want an error naming %s: %s", err, root, tc.want)
 			}
@@ -110,7 +110,7 @@ func TestLogDirNotPrivateFailsFast(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.prepare(t, dir)
-			_, err := New(Config{LogDir: dir})
+			_, err := New(Config{AccessToken: tok16, LogDir: dir})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New: %v, want %q", err, tc.want)
 			}
@@ -121,7 +121,7 @@ func TestLogDirNotPrivateFailsFast(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.prepare(t, dir)
-			_, err := New(Config{LogDir: t.TempDir(), SpoolDir: dir})
+			_, err := New(Config{AccessToken: tok16, LogDir: t.TempDir(), SpoolDir: dir})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New: %v, want %q", err, tc.want)
 			}
@@ -136,7 +136,7 @@ func TestDefaultLogDirWithoutCacheDir(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", "")
 	t.Setenv("HOME", "")
 	t.Setenv("TMPDIR", tmp)
-	e, err := New(Config{})
+	e, err := New(Config{AccessToken: tok16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestDefaultLogDirWithoutCacheDir(t *testing.T) {
 	if err := os.Chmod(filepath.Dir(want), 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(Config{}); !errors.Is(err, errNotPrivate) {
+	if _, err := New(Config{AccessToken: tok16}); !errors.Is(err, errNotPrivate) {
 		t.Fatalf("New with a world-writable %s: %v, want a refusal", filepath.Dir(want), err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 func TestListenAndServeShutdownWithSpareConnection(t *testing.T) {
 	t.Parallel()
 	a := newTestAdmin(t)
-	e, err := New(Config{
+	e, err := New(Config{AccessToken: tok16,
 		AdminAddresses: []string{a.srv.URL}, AppName: "app", ListenAddr: "127.0.0.1:0",
 		LogDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler),
 	})

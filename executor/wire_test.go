@@ -122,7 +122,7 @@ func TestWireBodyLimit(t *testing.T) {
 
 func TestWireNoTokenConfigured(t *testing.T) {
 	t.Parallel()
-	f := setup(t, func(c *Config) { c.AccessToken = "" })
+	f := setup(t, func(c *Config) { c.AccessToken, c.AllowNoToken = "", true })
 	f.start(t)
 	req, _ := http.NewRequest("POST", f.srv.URL+"/beat", strings.NewReader(`""`))
 	req.Header.Set("XXL-JOB-ACCESS-TOKEN", "anything")

@@ -97,6 +97,11 @@ func serve(ctx context.Context, e *executor.Executor, r executor.Request) (rt pr
 // parse turns a function URL event into an executor request, or into the
 // reply for a body that cannot be one.
 func parse(req events.LambdaFunctionURLRequest) (executor.Request, *events.LambdaFunctionURLResponse) {
+	if executor.CrossSiteHeaders(func(name string) string { return header(req.Headers, name) }) {
+		return executor.Request{}, &events.LambdaFunctionURLResponse{StatusCode: http.StatusForbidden,
+			Headers: map[string]string{"Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff"},
+			Body:    "cross-site request refused"}
+	}
 	body := []byte(req.Body)
 	if req.IsBase64Encoded {
 		b, err := base64.StdEncoding.DecodeString(req.Body)

@@ -252,3 +252,32 @@ func TestMulti(t *testing.T) {
 		t.Fatalf("empty: %v", err)
 	}
 }
+
+// A redirect is the receiver's final answer: the signature, the headers
+// and the payload never reach the Location, with or without a configured
+// client.
+func TestWebhookRedirectNotFollowed(t *testing.T) {
+	t.Parallel()
+	var trapped atomic.Int64
+	trap := server(t, func(w http.ResponseWriter, r *http.Request) {
+		trapped.Add(1)
+	})
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		redirector := server(t, func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, trap.URL+"/stolen", code)
+		})
+		for _, client := range []*http.Client{nil, {}} {
+			wh, err := NewWebhook(WebhookConfig{URL: redirector.URL, Secret: "s3cret", Client: client,
+				Headers: map[string]string{"Authorization": "Bearer x"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := wh.Alarm(context.Background(), sample()); err == nil || !strings.Contains(err.Error(), "status") {
+				t.Errorf("%d: alarm through a redirect: %v, want a status error", code, err)
+			}
+		}
+	}
+	if n := trapped.Load(); n != 0 {
+		t.Fatalf("%d alarms reached the redirect target", n)
+	}
+}

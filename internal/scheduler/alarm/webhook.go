@@ -142,7 +142,10 @@ type WebhookConfig struct {
 	// Secret, when set, signs each body into SignatureHeader so the
 	// receiver can check the alarm came from this scheduler.
 	Secret string
-	// Client defaults to a fresh http.Client.
+	// Client defaults to a fresh http.Client. It is copied and its
+	// CheckRedirect replaced: a redirect is never followed, since that
+	// would re-send the signature, the headers and the payload to
+	// wherever the Location points.
 	Client *http.Client
 	// Clock stamps SentAt (default wall clock).
 	Clock clock.Clock
@@ -178,7 +181,11 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
+	} else {
+		copied := *cfg.Client
+		cfg.Client = &copied
 	}
+	cfg.Client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
