@@ -24,8 +24,9 @@ func newAuth(svc *services, adminToken string) (*auth.Service, error) {
 // newHandler builds the one HTTP handler: the xxl-job executor API
 // (/api/…, also under /xxl-job-admin), the xjob admin API (/v1/…) and
 // /healthz, all served by package adminapi, and the web console under
-// /console/ (package console).
-func newHandler(cfg Config, svc *services, adminToken string, au *auth.Service) (http.Handler, error) {
+// /console/ (package console). routes lists every route of both, for
+// tests that walk them.
+func newHandler(cfg Config, svc *services, adminToken string, au *auth.Service) (_ http.Handler, routes []string, _ error) {
 	h, err := adminapi.New(adminapi.Config{
 		Admin:    svc.admin,
 		Registry: svc.registry,
@@ -40,11 +41,11 @@ func newHandler(cfg Config, svc *services, adminToken string, au *auth.Service) 
 		Clock:       clock.Real{},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("local: admin api: %w", err)
+		return nil, nil, fmt.Errorf("local: admin api: %w", err)
 	}
 	con, err := console.New(console.Config{Admin: svc.admin, Auth: au, Logger: svc.logger})
 	if err != nil {
-		return nil, fmt.Errorf("local: console: %w", err)
+		return nil, nil, fmt.Errorf("local: console: %w", err)
 	}
-	return console.Mount(h, con), nil
+	return console.Mount(h, con), append(h.Routes(), con.Routes()...), nil
 }

@@ -160,7 +160,7 @@ func serveHTTP(ctx context.Context, cfg Config, svc *services, adminToken string
 		_ = ln.Close()
 		return nil, nil, "", fmt.Errorf("local: first console user: %w", err)
 	}
-	handler, err := newHandler(cfg, svc, adminToken, au)
+	handler, _, err := newHandler(cfg, svc, adminToken, au)
 	if err != nil {
 		_ = ln.Close()
 		return nil, nil, "", err

@@ -198,6 +198,23 @@ func (h *Handler) v1Routes() []route {
 	}, h.userRoutes()...)
 }
 
+// Routes lists every route the Handler serves as "METHOD /path pattern"
+// (the executor uris one by one), so that a test of the whole front can
+// walk them.
+func (h *Handler) Routes() []string {
+	var out []string
+	for _, prefix := range []string{"", "/xxl-job-admin"} {
+		for _, uri := range []string{"registry", "registryRemove", "callback", DeclarePath} {
+			out = append(out, "POST "+prefix+"/api/"+uri)
+		}
+	}
+	out = append(out, "GET /healthz", "GET /metrics")
+	for _, rt := range h.v1Routes() {
+		out = append(out, rt.method+" "+rt.pattern)
+	}
+	return out
+}
+
 func constantEqual(a string, b []byte) bool { return subtle.ConstantTimeCompare([]byte(a), b) == 1 }
 
 func methodNotAllowed(methods []string) http.HandlerFunc {

@@ -152,6 +152,7 @@ func rejectedItem(err error) bool {
 // writeReturn writes a ReturnT with HTTP 200, as xxl-job's admin does.
 func writeReturn(w http.ResponseWriter, rt protocol.ReturnT) {
 	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	b, _ := json.Marshal(rt) // a ReturnT always marshals
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/web/auth"
+	"github.com/xjobdev/xjob/internal/web/guard"
 )
 
 //go:embed templates/*.html
@@ -50,9 +52,10 @@ type Config struct {
 
 // Handler serves the console under Prefix.
 type Handler struct {
-	cfg  Config
-	tmpl *template.Template
-	mux  *http.ServeMux
+	cfg    Config
+	tmpl   *template.Template
+	mux    *http.ServeMux
+	routes []string // every pattern registered, for Routes
 }
 
 // New builds the console.
@@ -71,14 +74,15 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{cfg: cfg, tmpl: tmpl, mux: http.NewServeMux()}
-	h.routes()
+	h.route()
 	return h, nil
 }
 
 // Mount returns a handler that serves the console under Prefix (and
-// redirects "/" there) and everything else with api.
+// redirects "/" there) and everything else with api, all behind package
+// guard (body caps by route, nosniff, text checks).
 func Mount(api http.Handler, con *Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/" && r.Method == http.MethodGet:
 			http.Redirect(w, r, Prefix, http.StatusFound)
@@ -87,7 +91,7 @@ func Mount(api http.Handler, con *Handler) http.Handler {
 		default:
 			api.ServeHTTP(w, r)
 		}
-	})
+	}))
 }
 
 // ServeHTTP serves the console with the security headers every page gets.
@@ -100,13 +104,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-func (h *Handler) routes() {
+// Routes lists every pattern the console serves ("METHOD /path"), so that
+// a test of the whole front can walk them.
+func (h *Handler) Routes() []string { return slices.Clone(h.routes) }
+
+func (h *Handler) handle(pattern string, fn http.Handler) {
+	h.routes = append(h.routes, pattern)
+	h.mux.Handle(pattern, fn)
+}
+
+func (h *Handler) route() {
 	static, _ := fs.Sub(staticFS, "static")
-	h.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", cacheADay(http.FileServerFS(static))))
-	h.mux.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusFound) })
-	h.mux.HandleFunc("GET /console/login", h.loginPage)
-	h.mux.HandleFunc("POST /console/login", h.login)
-	h.mux.HandleFunc("POST /console/lang", h.setLang)
+	h.handle("GET /console/static/", http.StripPrefix("/console/static/", cacheADay(http.FileServerFS(static))))
+	h.handle("GET /console", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusFound) }))
+	h.handle("GET /console/login", http.HandlerFunc(h.loginPage))
+	h.handle("POST /console/login", http.HandlerFunc(h.login))
+	h.handle("POST /console/lang", http.HandlerFunc(h.setLang))
 	for _, rt := range []struct {
 		pattern string
 		fn      func(w http.ResponseWriter, r *http.Request, p auth.Principal)
@@ -144,7 +157,7 @@ func (h *Handler) routes() {
 		{"POST /console/users/{name}/delete", h.userDelete},
 		{"POST /console/password", h.password},
 	} {
-		h.mux.HandleFunc(rt.pattern, h.signedIn(rt.fn))
+		h.handle(rt.pattern, h.signedIn(rt.fn))
 	}
 }
 
