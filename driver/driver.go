@@ -30,6 +30,7 @@ type Store interface {
 	ReportStore
 	UserStore
 	GlueStore
+	AuthStore
 }
 
 // Queues are a backend's durable queues: the ring and the two dispatch lanes.
@@ -491,6 +492,34 @@ type UserListParams struct {
 type UserUpdateParams struct {
 	User          xjob.User
 	ExpectVersion int64
+}
+
+// AuthStore keeps what signing in must share between processes — every
+// Lambda environment, every restart of xjob local — so that a limit holds
+// for the installation and not per process: counters of sign-in and
+// password attempts, and sessions ended before their cookie expires.
+type AuthStore interface {
+	// AttemptAdd counts one attempt under p.Key and returns the count of
+	// its window, this attempt included. A window starts at the first
+	// attempt and lasts p.Window; an attempt after that starts a new
+	// window at 1. Concurrent adds each see a different count, so a burst
+	// cannot all pass a check made before any of them is counted.
+	AttemptAdd(ctx context.Context, p AttemptAddParams) (int, error)
+	// AttemptReset forgets p.Key's window (a successful sign-in).
+	AttemptReset(ctx context.Context, key string) error
+	// SessionRevoke records that the session id is over. expires (Unix
+	// ms) is when its cookie would have ended; after it the store may
+	// forget the record.
+	SessionRevoke(ctx context.Context, id string, expires int64) error
+	// SessionRevoked reports whether id was revoked.
+	SessionRevoked(ctx context.Context, id string) (bool, error)
+}
+
+// AttemptAddParams is the input of AuthStore.AttemptAdd.
+type AttemptAddParams struct {
+	Key    string
+	Now    int64 // Unix ms
+	Window time.Duration
 }
 
 // GlueStore keeps the saved GLUE sources of jobs.

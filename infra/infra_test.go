@@ -98,8 +98,9 @@ type param struct {
 // Expectations the code does not spell as data.
 var (
 	// ttlTables are the tables whose items carry dynamostore.AttrPurgeAt
-	// (dynamostore doc: logs, occurrence markers and registry entries).
-	ttlTables = []string{dynamostore.TableLogs, dynamostore.TableRegistry}
+	// (dynamostore doc: logs, occurrence markers, registry entries, and the
+	// console's sign-in attempt counters and signed-out sessions).
+	ttlTables = []string{dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableConsole}
 	// wantRoutes is the HTTP API: executors reach callback through either
 	// prefix, everything else (registry, /v1 admin API) goes to registry.
 	wantRoutes = map[string]string{

@@ -49,6 +49,9 @@ func Exercise(t *testing.T, newStore func(t *testing.T) driver.Store) {
 		ExerciseGlueStore(t, func(t *testing.T) driver.GlueStore { return newStore(t) })
 	})
 	t.Run("Counts", func(t *testing.T) { ExerciseCounts(t, newStore) })
+	t.Run("AuthStore", func(t *testing.T) {
+		ExerciseAuthStore(t, func(t *testing.T) driver.AuthStore { return newStore(t) })
+	})
 }
 
 // requireIs fails the test unless err wraps target.

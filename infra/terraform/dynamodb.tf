@@ -217,7 +217,8 @@ resource "aws_dynamodb_table" "counters" {
   }
 }
 
-# Console users and saved GLUE sources (dynamostore.TableConsole).
+# Console users, saved GLUE sources, sign-in attempt counters and signed-out
+# sessions (dynamostore.TableConsole); the last two expire by TTL on purgeAt.
 resource "aws_dynamodb_table" "console" {
   lifecycle {
     prevent_destroy = true # the data outlives the stack; see docs/aws.md to delete on purpose
@@ -236,6 +237,11 @@ resource "aws_dynamodb_table" "console" {
   attribute {
     name = "sk"
     type = "S"
+  }
+
+  ttl {
+    attribute_name = "purgeAt"
+    enabled        = true
   }
 
   point_in_time_recovery {

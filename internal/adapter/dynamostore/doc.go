@@ -21,7 +21,8 @@
 //     wrote. Index queries are eventually consistent by nature; every write
 //     that follows one is conditional on a version, so a stale read loses
 //     instead of corrupting.
-//   - TTL: log pages, their list entries and registry entries carry AttrPurgeAt
+//   - TTL: log pages, their list entries, registry entries and the console's
+//     sign-in attempt counters and signed-out sessions carry AttrPurgeAt
 //     (Unix seconds). Infra enables TTL on it (dynalite has no TTL, and code
 //     never calls UpdateTimeToLive). TTL is only the backstop: retention
 //     (LogDeleteBefore, RegistryDeleteBefore) stays exact.
