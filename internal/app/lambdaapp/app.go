@@ -350,8 +350,10 @@ func New(cfg Config, d Deps) (*App, error) {
 		accessToken = randomHex(32)
 	}
 	// Console sessions are signed with a key derived from the admin token,
-	// so every environment of the registry function verifies them alike.
-	au, err := auth.New(auth.Config{Users: store, AdminToken: adminToken, Key: auth.DeriveKey(adminToken), Clock: d.Clock})
+	// so every environment of the registry function verifies them alike;
+	// sign-in attempts and sign-outs live in the store, so every
+	// environment counts and refuses alike too.
+	au, err := auth.New(auth.Config{Users: store, Store: store, AdminToken: adminToken, Key: auth.DeriveKey(adminToken), Clock: d.Clock})
 	if err != nil {
 		return fail("auth", err)
 	}

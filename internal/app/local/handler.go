@@ -14,7 +14,8 @@ import (
 // newAuth builds the sign-in service over the installation's users. The
 // session key derives from the admin token (see auth.DeriveKey).
 func newAuth(svc *services, adminToken string) (*auth.Service, error) {
-	a, err := auth.New(auth.Config{Users: svc.db, AdminToken: adminToken, Key: auth.DeriveKey(adminToken), Clock: clock.Real{}})
+	a, err := auth.New(auth.Config{Users: svc.db, Store: svc.db, AdminToken: adminToken, Key: auth.DeriveKey(adminToken),
+		Clock: clock.Real{}})
 	if err != nil {
 		return nil, fmt.Errorf("local: auth: %w", err)
 	}

@@ -82,6 +82,10 @@ func (h *Handler) errStatus(r *http.Request, err error) (int, string, []xjob.Fie
 		return http.StatusBadGateway, err.Error(), nil
 	case errors.Is(err, auth.ErrForbidden):
 		return http.StatusForbidden, err.Error(), nil
+	case errors.Is(err, auth.ErrTooManyAttempts):
+		return http.StatusTooManyRequests, err.Error(), nil
+	case errors.Is(err, auth.ErrBusy):
+		return http.StatusServiceUnavailable, err.Error(), nil
 	}
 	h.cfg.Logger.LogAttrs(r.Context(), slog.LevelError, "admin api request failed",
 		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -26,8 +27,11 @@ var (
 	ErrCSRF = errors.New("missing or invalid CSRF token")
 	// ErrBadCredentials: wrong username or password.
 	ErrBadCredentials = errors.New("wrong username or password")
-	// ErrTooManyAttempts: too many failed sign-ins; try again later.
-	ErrTooManyAttempts = errors.New("too many failed sign-ins; try again later")
+	// ErrTooManyAttempts: too many failed sign-ins (or password changes);
+	// try again later.
+	ErrTooManyAttempts = errors.New("too many failed attempts; try again later")
+	// ErrBusy: too many sign-ins at once to check this one now.
+	ErrBusy = errors.New("too many sign-ins at once; try again in a moment")
 	// ErrForbidden: signed in, but not allowed.
 	ErrForbidden = errors.New("forbidden")
 )
@@ -41,9 +45,11 @@ const (
 
 // Defaults of Config.
 const (
-	DefaultSessionTTL  = 12 * time.Hour
-	DefaultMaxFailures = 5
-	DefaultFailWindow  = 15 * time.Minute
+	DefaultSessionTTL      = 12 * time.Hour
+	DefaultMaxFailures     = 5
+	DefaultUserMaxFailures = 20
+	DefaultFailWindow      = 15 * time.Minute
+	DefaultHashWait        = 3 * time.Second
 	// maxFormBytes caps a form body read for its CSRF field.
 	maxFormBytes = 1 << 20
 	// minKeyLen is the shortest session key accepted (bytes).
@@ -62,11 +68,24 @@ type Config struct {
 	Params Params
 	// SessionTTL is how long a sign-in lasts (default DefaultSessionTTL).
 	SessionTTL time.Duration
-	// MaxFailures failed sign-ins per client address or per username
-	// within FailWindow block further tries until the window ends.
-	MaxFailures int
-	FailWindow  time.Duration
-	Clock       clock.Clock
+	// Store keeps attempt counts and signed-out sessions, shared by every
+	// process of the installation (see limiter.go). Nil keeps them in this
+	// process's memory only.
+	Store driver.AuthStore
+	// MaxFailures attempts per username and client address within
+	// FailWindow (default 5 in 15 min); UserMaxFailures attempts per
+	// username from addresses that already failed for it (default 20).
+	// The same MaxFailures bounds guesses of the current password in
+	// ChangePassword.
+	MaxFailures     int
+	UserMaxFailures int
+	FailWindow      time.Duration
+	// HashSlots bounds concurrent password hashing (default GOMAXPROCS,
+	// at most 4); HashWait is how long a sign-in waits for a slot before
+	// ErrBusy (default 3 s).
+	HashSlots int
+	HashWait  time.Duration
+	Clock     clock.Clock
 }
 
 // Service authenticates requests (admin token or session cookie), signs
@@ -74,7 +93,8 @@ type Config struct {
 type Service struct {
 	cfg     Config
 	sign    signer
-	limit   *limiter
+	store   driver.AuthStore
+	slots   hashSlots
 	dummy   func() string // a hash to check unknown usernames against (equal timing)
 	adminTk []byte
 }
@@ -98,13 +118,26 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxFailures <= 0 {
 		cfg.MaxFailures = DefaultMaxFailures
 	}
+	if cfg.UserMaxFailures <= 0 {
+		cfg.UserMaxFailures = DefaultUserMaxFailures
+	}
 	if cfg.FailWindow <= 0 {
 		cfg.FailWindow = DefaultFailWindow
+	}
+	if cfg.HashSlots <= 0 {
+		cfg.HashSlots = min(runtime.GOMAXPROCS(0), 4)
+	}
+	if cfg.HashWait <= 0 {
+		cfg.HashWait = DefaultHashWait
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	s := &Service{cfg: cfg, sign: signer{key: cfg.Key}, limit: newLimiter(cfg.MaxFailures, cfg.FailWindow),
+	store := cfg.Store
+	if store == nil {
+		store = newMemStore()
+	}
+	s := &Service{cfg: cfg, sign: signer{key: cfg.Key}, store: store, slots: make(hashSlots, cfg.HashSlots),
 		adminTk: []byte(cfg.AdminToken)}
 	// Built on first use: a Lambda function that never signs anyone in
 	// does not pay for a hash at cold start.
@@ -190,6 +223,13 @@ func (s *Service) Authenticate(r *http.Request) (Principal, error) {
 	if subtle.ConstantTimeCompare([]byte(ss.Stamp), []byte(s.sign.stamp(u))) != 1 {
 		return Principal{}, ErrUnauthenticated // the password changed since
 	}
+	revoked, err := s.store.SessionRevoked(r.Context(), ss.ID)
+	if err != nil {
+		return Principal{}, fmt.Errorf("auth: %w", err)
+	}
+	if revoked {
+		return Principal{}, ErrUnauthenticated // signed out
+	}
 	p := Principal{User: u, SessionID: ss.ID}
 	if !safeMethod(r.Method) {
 		if err := s.checkCSRF(r, ss.ID); err != nil {
@@ -242,48 +282,113 @@ func clientKey(r *http.Request) string {
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	return "ip:" + host
+	return host
 }
 
 // SignIn checks a username and password and, on success, sets the session
-// cookie on w. Failures are counted per client address and per username;
-// past MaxFailures within FailWindow it answers ErrTooManyAttempts without
-// checking. A sign-in form from another site is refused (ErrCSRF).
+// cookie on w. The attempt is counted before the password is checked (see
+// limiter.go): past the limits it answers ErrTooManyAttempts without
+// hashing anything, and ErrBusy when no hash slot came free. A sign-in
+// form from another site is refused (ErrCSRF).
 func (s *Service) SignIn(w http.ResponseWriter, r *http.Request, username, password string) (Principal, error) {
 	if crossSite(r) {
 		return Principal{}, ErrCSRF
 	}
-	now := s.cfg.Clock.Now()
-	ipKey, userKey := clientKey(r), "user:"+username
-	if s.limit.blocked(ipKey, now) || s.limit.blocked(userKey, now) {
-		return Principal{}, ErrTooManyAttempts
+	ctx := r.Context()
+	name := username
+	if !xjob.ValidUsername(name) {
+		name = "\x00" // every invalid name counts as one: keys stay short
 	}
-	u, err := s.cfg.Users.UserGet(r.Context(), username)
-	switch {
-	case errors.Is(err, xjob.ErrNotFound) || !xjob.ValidUsername(username):
-		CheckPassword(s.dummy(), password) // same work as a known user
-		err = ErrBadCredentials
-	case err != nil:
-		return Principal{}, fmt.Errorf("auth sign-in: %w", err)
-	case !CheckPassword(u.PasswordHash, password):
-		err = ErrBadCredentials
-	}
-	if err != nil {
-		s.limit.fail(ipKey, now)
-		s.limit.fail(userKey, now)
+	pairKey, userKey := "signin|"+name+"|"+clientKey(r), "signin-user|"+name
+	if err := s.allow(ctx, pairKey, userKey); err != nil {
 		return Principal{}, err
 	}
-	s.limit.reset(userKey)
+	u, err := s.cfg.Users.UserGet(ctx, username)
+	known := err == nil && xjob.ValidUsername(username)
+	if err != nil && !errors.Is(err, xjob.ErrNotFound) {
+		return Principal{}, fmt.Errorf("auth sign-in: %w", err)
+	}
+	hash := u.PasswordHash
+	if !known {
+		hash = s.dummy() // same work as a known user
+	}
+	ok, err := s.check(ctx, hash, password)
+	if err != nil {
+		return Principal{}, err
+	}
+	if !ok || !known {
+		return Principal{}, ErrBadCredentials
+	}
+	if err := s.store.AttemptReset(ctx, pairKey); err != nil {
+		return Principal{}, fmt.Errorf("auth sign-in: %w", err)
+	}
+	now := s.cfg.Clock.Now()
 	ss := session{Username: u.Username, Stamp: s.sign.stamp(u), ID: newSessionID(),
 		Expires: now.Add(s.cfg.SessionTTL).UnixMilli()}
 	http.SetCookie(w, s.cookie(r, s.sign.encode(ss), s.cfg.SessionTTL))
 	return Principal{User: u, SessionID: ss.ID}, nil
 }
 
-// SignOut clears the session cookie. (Tokens are stateless: a copied
-// cookie stays valid until it expires or the password changes.)
-func (s *Service) SignOut(w http.ResponseWriter, r *http.Request) {
+// allow counts one attempt under pairKey (a username and an address) and,
+// once that pair has attempts before this one in the window, under
+// userKey too; ErrTooManyAttempts past either limit.
+func (s *Service) allow(ctx context.Context, pairKey, userKey string) error {
+	now := clock.Millis(s.cfg.Clock)
+	n, err := s.store.AttemptAdd(ctx, driver.AttemptAddParams{Key: pairKey, Now: now, Window: s.cfg.FailWindow})
+	if err != nil {
+		return fmt.Errorf("auth attempt: %w", err)
+	}
+	if n > s.cfg.MaxFailures {
+		return ErrTooManyAttempts
+	}
+	if n == 1 || userKey == "" {
+		return nil // a first try from here: never held back by others' failures
+	}
+	n, err = s.store.AttemptAdd(ctx, driver.AttemptAddParams{Key: userKey, Now: now, Window: s.cfg.FailWindow})
+	if err != nil {
+		return fmt.Errorf("auth attempt: %w", err)
+	}
+	if n > s.cfg.UserMaxFailures {
+		return ErrTooManyAttempts
+	}
+	return nil
+}
+
+// check compares password with hash in one of the hash slots.
+func (s *Service) check(ctx context.Context, hash, password string) (bool, error) {
+	if !s.slots.acquire(ctx, s.cfg.HashWait) {
+		return false, ErrBusy
+	}
+	defer s.slots.release()
+	return CheckPassword(hash, password), nil
+}
+
+// hash hashes a new password in one of the hash slots.
+func (s *Service) hash(ctx context.Context, password string) (string, error) {
+	if !s.slots.acquire(ctx, s.cfg.HashWait) {
+		return "", ErrBusy
+	}
+	defer s.slots.release()
+	return HashPassword(password, s.cfg.Params)
+}
+
+// SignOut ends r's session: its id is recorded as revoked in the store
+// (so a copy of the cookie is refused everywhere from now on) and the
+// cookie is cleared.
+func (s *Service) SignOut(w http.ResponseWriter, r *http.Request) error {
 	http.SetCookie(w, s.cookie(r, "", -1))
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		return nil
+	}
+	ss, err := s.sign.decode(c.Value, clock.Millis(s.cfg.Clock))
+	if err != nil {
+		return nil // nothing valid to end
+	}
+	if err := s.store.SessionRevoke(r.Context(), ss.ID, ss.Expires); err != nil {
+		return fmt.Errorf("auth sign-out: %w", err)
+	}
+	return nil
 }
 
 func (s *Service) cookie(r *http.Request, value string, ttl time.Duration) *http.Cookie {

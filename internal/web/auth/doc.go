@@ -3,9 +3,10 @@
 // with argon2id password hashes, stateless signed session cookies, CSRF
 // tokens, sign-in rate limiting and user management.
 //
-// A session is a cookie, not a server-side record, so that any process
-// holding the key — every Lambda environment, every restart of xjob local —
-// can verify it:
+// A session is a signed cookie, so that any process holding the key —
+// every Lambda environment, every restart of xjob local — can verify it;
+// the store (driver.AuthStore) only records the sessions signed out
+// before their cookie expires, which every request checks:
 //
 //	xjob_session = base64url(username|stamp|id|expiresMs) "." base64url(HMAC(key, "session", payload))
 //
@@ -14,7 +15,7 @@
 // role or group edit applies at once and a deleted user is signed out.
 // The cookie is HttpOnly, SameSite=Strict, and Secure behind TLS.
 //
-//	            SignIn ok                      password changed,
+//	            SignIn ok                      password changed, signed out,
 //	(anonymous) ─────────▶ (signed in) ──────▶ user deleted, expired,
 //	     ▲                    │  │             key rotated: (refused)
 //	     │       SignOut      │  │ unsafe method
@@ -23,6 +24,8 @@
 //	                       (header X-CSRF-Token or form field _csrf)
 //	                       and no cross-site Origin / Sec-Fetch-Site
 //
-// Sign-in failures are counted per client address and per username in
-// fixed windows (in memory: per Lambda environment on AWS).
+// Sign-in attempts are counted in the store before any password is
+// hashed, per username and address and (for addresses that already
+// failed) per username; hashing runs in a bounded number of slots. See
+// limiter.go.
 package auth

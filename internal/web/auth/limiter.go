@@ -1,89 +1,127 @@
 package auth
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	"github.com/xjobdev/xjob/driver"
 )
 
-// limiter counts failed sign-ins per key (a client address, a username)
-// in fixed windows; a key with Max failures in its window is refused until
-// the window ends. It lives in memory: on AWS each Lambda environment
-// counts on its own, which bounds guessing per environment, not globally.
-type limiter struct {
-	max    int
-	window time.Duration
+// Sign-in limits. Attempts are counted before any password is hashed, in
+// the store (driver.AuthStore), so that a burst of concurrent tries cannot
+// all pass a check made before the first is counted, and so that every
+// process of an installation (each Lambda environment) shares one count:
+//
+//   - per username and client address: MaxFailures attempts in FailWindow,
+//     then that address is refused for that user until the window ends.
+//     Only the address that guessed is held back: a third party cannot lock
+//     a user out, and one person's typos behind a NAT lock out only their
+//     own username from there.
+//   - per username, over addresses that already failed for it in the
+//     window: UserMaxFailures attempts in FailWindow. This is the slow
+//     lane a guesser spread over many addresses ends up in; the first
+//     attempt from a new address never counts against it, so the user
+//     signing in from elsewhere is not held back.
+//
+// Hash work itself is bounded by a semaphore of HashSlots (each argon2id
+// check holds DefaultParams.Memory, 19 MiB): memory stays bounded however
+// many sign-ins arrive at once, and one that waits longer than HashWait for
+// a slot is answered ErrBusy without hashing.
 
-	mu   sync.Mutex
-	keys map[string]*window
-}
+// hashSlots bounds concurrent password hashing.
+type hashSlots chan struct{}
 
-type window struct {
-	start    time.Time
-	failures int
-}
-
-// maxLimiterKeys bounds the limiter's memory: past it, expired windows
-// are dropped, and if none is expired the older ones go.
-const maxLimiterKeys = 10_000
-
-func newLimiter(maxFailures int, w time.Duration) *limiter {
-	return &limiter{max: maxFailures, window: w, keys: map[string]*window{}}
-}
-
-// blocked reports whether key has used up its failures at now.
-func (l *limiter) blocked(key string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w, ok := l.keys[key]
-	if !ok || now.Sub(w.start) >= l.window {
-		return false
+// acquire takes a slot within wait; false when none came free.
+func (h hashSlots) acquire(ctx context.Context, wait time.Duration) bool {
+	select {
+	case h <- struct{}{}:
+		return true
+	default:
 	}
-	return w.failures >= l.max
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case h <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
-// fail counts one failure of key at now.
-func (l *limiter) fail(key string, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w, ok := l.keys[key]
-	if !ok || now.Sub(w.start) >= l.window {
-		if len(l.keys) >= maxLimiterKeys {
-			l.prune(now)
+func (h hashSlots) release() { <-h }
+
+// memStore is the AuthStore of a Service configured without one: counts
+// and revocations in this process only (tests, tools).
+type memStore struct {
+	mu      sync.Mutex
+	windows map[string]*memWindow
+	revoked map[string]int64
+}
+
+type memWindow struct {
+	end   int64
+	count int
+}
+
+// maxMemKeys bounds memStore: past it, ended windows and revocations are
+// dropped, then (under a flood of live ones) everything.
+const maxMemKeys = 10_000
+
+var _ driver.AuthStore = (*memStore)(nil)
+
+func newMemStore() *memStore {
+	return &memStore{windows: map[string]*memWindow{}, revoked: map[string]int64{}}
+}
+
+func (m *memStore) AttemptAdd(_ context.Context, p driver.AttemptAddParams) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, ok := m.windows[p.Key]
+	if !ok || w.end <= p.Now {
+		if len(m.windows) >= maxMemKeys {
+			for k, w := range m.windows {
+				if w.end <= p.Now {
+					delete(m.windows, k)
+				}
+			}
+			if len(m.windows) >= maxMemKeys {
+				clear(m.windows)
+			}
 		}
-		w = &window{start: now}
-		l.keys[key] = w
+		w = &memWindow{end: p.Now + p.Window.Milliseconds()}
+		m.windows[p.Key] = w
 	}
-	w.failures++
+	w.count++
+	return w.count, nil
 }
 
-// reset forgets key (after a successful sign-in).
-func (l *limiter) reset(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.keys, key)
+func (m *memStore) AttemptReset(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.windows, key)
+	return nil
 }
 
-func (l *limiter) prune(now time.Time) {
-	var oldest []time.Time
-	for k, w := range l.keys {
-		if now.Sub(w.start) >= l.window {
-			delete(l.keys, k)
-		} else {
-			oldest = append(oldest, w.start)
+func (m *memStore) SessionRevoke(_ context.Context, id string, expires int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.revoked) >= maxMemKeys {
+		now := time.Now().UnixMilli()
+		for k, end := range m.revoked {
+			if end <= now {
+				delete(m.revoked, k)
+			}
 		}
 	}
-	if len(l.keys) < maxLimiterKeys {
-		return
-	}
-	// Every window is live: drop those older than the mean age.
-	var sum time.Duration
-	for _, t := range oldest {
-		sum += now.Sub(t)
-	}
-	mean := sum / time.Duration(len(oldest))
-	for k, w := range l.keys {
-		if now.Sub(w.start) >= mean {
-			delete(l.keys, k)
-		}
-	}
+	m.revoked[id] = expires
+	return nil
+}
+
+func (m *memStore) SessionRevoked(_ context.Context, id string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.revoked[id]
+	return ok, nil
 }

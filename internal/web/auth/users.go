@@ -108,7 +108,10 @@ func (s *Service) CreateUser(ctx context.Context, actor Principal, in UserInput)
 	if len(problems) > 0 {
 		return xjob.User{}, &xjob.ValidationError{Problems: problems}
 	}
-	hash, err := HashPassword(in.Password, s.cfg.Params)
+	hash, err := s.hash(ctx, in.Password)
+	if errors.Is(err, ErrBusy) {
+		return xjob.User{}, err
+	}
 	if err != nil {
 		return xjob.User{}, invalid("password", err.Error())
 	}
@@ -136,7 +139,7 @@ func (s *Service) UpdateUser(ctx context.Context, actor Principal, in UserInput)
 	return s.edit(ctx, in.Username, in.Version, func(u *xjob.User) error {
 		u.Role, u.GroupIDs, u.Locale = in.Role, normIDs(in.GroupIDs), in.Locale
 		if in.Password != "" {
-			return s.setPassword(u, in.Password)
+			return s.setPassword(ctx, u, in.Password)
 		}
 		return nil
 	})
@@ -157,18 +160,33 @@ func (s *Service) DeleteUser(ctx context.Context, actor Principal, username stri
 }
 
 // ChangePassword changes the actor's own password after checking the
-// current one. Other sessions of the user end (their stamp no longer
-// matches); the caller signs the current one in again.
+// current one. Every session of the user ends (their stamp no longer
+// matches); the caller signs the current one in again. Checks of the
+// current password are limited like sign-ins (MaxFailures per FailWindow
+// and user, ErrTooManyAttempts past it), so a stolen session cannot guess
+// it without bound.
 func (s *Service) ChangePassword(ctx context.Context, actor Principal, current, next string) (xjob.User, error) {
 	if actor.Token {
 		return xjob.User{}, fmt.Errorf("the admin token has no password: %w", ErrForbidden)
 	}
-	return s.edit(ctx, actor.User.Username, 0, func(u *xjob.User) error {
-		if !CheckPassword(u.PasswordHash, current) {
+	key := "password|" + actor.User.Username
+	if err := s.allow(ctx, key, ""); err != nil {
+		return xjob.User{}, err
+	}
+	u, err := s.edit(ctx, actor.User.Username, 0, func(u *xjob.User) error {
+		ok, err := s.check(ctx, u.PasswordHash, current)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return invalid("current", "is wrong")
 		}
-		return s.setPassword(u, next)
+		return s.setPassword(ctx, u, next)
 	})
+	if err == nil {
+		err = s.store.AttemptReset(ctx, key)
+	}
+	return u, err
 }
 
 // SetLocale stores the actor's console language.
@@ -183,11 +201,14 @@ func (s *Service) SetLocale(ctx context.Context, actor Principal, locale string)
 	return err
 }
 
-func (s *Service) setPassword(u *xjob.User, pw string) error {
+func (s *Service) setPassword(ctx context.Context, u *xjob.User, pw string) error {
 	if err := CheckPasswordRules(pw); err != nil {
 		return invalid("password", err.Error())
 	}
-	hash, err := HashPassword(pw, s.cfg.Params)
+	hash, err := s.hash(ctx, pw)
+	if errors.Is(err, ErrBusy) {
+		return err
+	}
 	if err != nil {
 		return invalid("password", err.Error())
 	}

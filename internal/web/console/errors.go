@@ -51,6 +51,8 @@ func (b base) errText(err error) (int, string) {
 		}
 	case errors.Is(err, admin.ErrExecutor):
 		return http.StatusBadGateway, b.lead("err.executor", err.Error())
+	case errors.Is(err, auth.ErrTooManyAttempts), errors.Is(err, auth.ErrBusy):
+		return http.StatusTooManyRequests, b.T("login.slow")
 	}
 	return http.StatusInternalServerError, b.T("err.server")
 }

@@ -76,14 +76,15 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		back(w, r, safeNext(r.PostFormValue("next")), "")
 		return
 	}
-	if !errors.Is(err, auth.ErrTooManyAttempts) && !errors.Is(err, auth.ErrBadCredentials) && !errors.Is(err, auth.ErrCSRF) {
+	if !errors.Is(err, auth.ErrTooManyAttempts) && !errors.Is(err, auth.ErrBusy) &&
+		!errors.Is(err, auth.ErrBadCredentials) && !errors.Is(err, auth.ErrCSRF) {
 		h.serverError(w, r, err)
 		return
 	}
 	auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, "login", err.Error(), slog.String("username", name))
 	b := h.base(r, auth.Principal{}, "login")
 	switch {
-	case errors.Is(err, auth.ErrTooManyAttempts):
+	case errors.Is(err, auth.ErrTooManyAttempts), errors.Is(err, auth.ErrBusy):
 		b.Error = b.T("login.slow")
 		w.WriteHeader(http.StatusTooManyRequests)
 	case errors.Is(err, auth.ErrBadCredentials), errors.Is(err, auth.ErrCSRF):
@@ -97,7 +98,10 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request, _ auth.Principal) {
-	h.cfg.Auth.SignOut(w, r)
+	if err := h.cfg.Auth.SignOut(w, r); err != nil {
+		h.serverError(w, r, err) // the session is not recorded as over: say so
+		return
+	}
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 }
 
