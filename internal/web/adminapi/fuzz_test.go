@@ -1,6 +1,7 @@
 package adminapi_test
 
 import (
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -27,12 +28,14 @@ func FuzzExecutorRoutes(f *testing.F) {
 	}
 	e := setup(f)
 	f.Fuzz(func(t *testing.T, uri, body string) {
-		if strings.ContainsAny(uri, "/?#% \t\r\n") || len(uri) > 32 {
+		if strings.Contains(uri, "/") || len(uri) > 32 {
 			return
 		}
 		et := *e
 		et.t = t
-		r := et.call("POST", "/api/"+uri, body, "XXL-JOB-ACCESS-TOKEN: "+accessToken)
+		// Escaped: any byte may reach the route (a control character in a
+		// raw request line is refused by net/http before any route).
+		r := et.call("POST", "/api/"+url.PathEscape(uri), body, "XXL-JOB-ACCESS-TOKEN: "+accessToken)
 		if r.status != 200 || !strings.HasPrefix(string(r.body), `{"code":`) {
 			t.Fatalf("POST /api/%s %q: %d %s", uri, body, r.status, r.body)
 		}

@@ -297,3 +297,26 @@ func TestBootstrapAndUserRules(t *testing.T) {
 		t.Fatalf("change with a wrong current password: %v", err)
 	}
 }
+
+// Other spellings of a valid cookie are refused: padding bits, line
+// breaks, a "+" or leading zero in the expiry.
+func TestSessionDecodeStrict(t *testing.T) {
+	t.Parallel()
+	sg := signer{key: DeriveKey("k")}
+	tok := sg.encode(session{Username: "alice", Stamp: "st", ID: "id", Expires: 2000})
+	if _, err := sg.decode(tok, 1000); err != nil {
+		t.Fatal(err)
+	}
+	p64, m64, _ := strings.Cut(tok, ".")
+	macOf := func(payload string) string { return b64url.EncodeToString(sg.mac("session", payload)) }
+	for name, v := range map[string]string{
+		"line break":  p64[:4] + "\n" + p64[4:] + "." + m64,
+		"plus expiry": b64url.EncodeToString([]byte("alice|st|id|+2000")) + "." + macOf("alice|st|id|+2000"),
+		"zero expiry": b64url.EncodeToString([]byte("alice|st|id|02000")) + "." + macOf("alice|st|id|02000"),
+		"mac bits":    p64 + "." + m64[:len(m64)-1] + string(m64[len(m64)-1]^1),
+	} {
+		if _, err := sg.decode(v, 1000); err == nil {
+			t.Errorf("%s: %q accepted", name, v)
+		}
+	}
+}

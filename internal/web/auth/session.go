@@ -85,7 +85,15 @@ func (s signer) decode(tok string, now int64) (session, error) {
 	if err != nil || exp <= now || f[0] == "" || f[2] == "" {
 		return session{}, errToken
 	}
-	return session{Username: f[0], Stamp: f[1], ID: f[2], Expires: exp}, nil
+	ss := session{Username: f[0], Stamp: f[1], ID: f[2], Expires: exp}
+	// One spelling per session: base64 decoding skips line breaks and
+	// ignores trailing bits, and the expiry parses "+5" and "05", so only
+	// a token that re-encodes to itself is taken (the MAC alone would let
+	// several spellings of one cookie through).
+	if s.encode(ss) != tok {
+		return session{}, errToken
+	}
+	return ss, nil
 }
 
 // csrf is the CSRF token of a session: forms and htmx requests send it
