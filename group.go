@@ -119,6 +119,9 @@ func (r *RegistryEntry) Validate() error {
 	var p problems
 	checkLen(&p, "registryGroup", r.Group, 1, 32)
 	checkLen(&p, "registryKey", r.Key, 1, MaxAppNameLen)
+	if !validAppNameChars(r.Key) {
+		p.add("registryKey", "must be printable ASCII without white space, '<', '>' or commas")
+	}
 	before := len(p)
 	checkLen(&p, "registryValue", r.Value, 1, MaxAddressLen)
 	if len(p) == before {
@@ -127,6 +130,18 @@ func (r *RegistryEntry) Validate() error {
 		}
 	}
 	return p.err()
+}
+
+// validAppNameChars reports an app name of printable ASCII without white
+// space, '<', '>' or commas: it becomes a /metrics label, a log field and
+// a console cell, so NUL, invalid UTF-8 and markup are refused.
+func validAppNameChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '<' || c == '>' || c == ',' {
+			return false
+		}
+	}
+	return true
 }
 
 // LiveAddresses returns the sorted, de-duplicated addresses of entries for

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/protocol"
 )
 
@@ -89,15 +90,20 @@ type Options struct {
 	// pool, so a burst to one executor would pay a TCP (and TLS) handshake
 	// and leave a TIME_WAIT socket per trigger.
 	MaxIdleConnsPerHost int
+	// Egress decides which IPs the client may connect to, checked on the
+	// address actually dialled. Nil refuses the built-in ranges
+	// (link-local, cloud metadata, …) and allows loopback, as xjob local
+	// needs; a deployment sets its own (loopback refused on AWS).
+	Egress *egress.Policy
 	// InsecureSkipVerify disables TLS certificate checks for https
 	// executors. xxl-job trusts every certificate; we verify by default
 	// and make trusting everything an explicit choice.
 	InsecureSkipVerify bool
 	// HTTPClient replaces the client built from the options above (tests,
-	// custom transports). Timeouts still apply per call through the
-	// request context. The client is copied and its CheckRedirect replaced:
-	// redirects are never followed. The client is copied and its CheckRedirect replaced:
-	// redirects are never followed.
+	// custom transports; Egress is then the transport's to apply).
+	// Timeouts still apply per call through the request context. The
+	// client is copied and its CheckRedirect replaced: redirects are never
+	// followed.
 	HTTPClient *http.Client
 }
 
@@ -166,7 +172,11 @@ func New(opts Options) (*Client, error) {
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 func newTransport(o Options) *http.Transport {
-	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	policy := egress.Policy{AllowLoopback: true}
+	if o.Egress != nil {
+		policy = *o.Egress
+	}
+	dialer := policy.Dialer(o.ConnectTimeout)
 	t := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dialer.DialContext,
@@ -285,8 +295,7 @@ func (c *Client) Log(ctx context.Context, address string, p protocol.LogParam) (
 		return lr, r
 	}
 	if err := json.Unmarshal(r.Content, &lr); err != nil {
-		return protocol.LogResult{}, protocol.Fail(fmt.Sprintf(
-			"xxl-job remoting (url=%s) response content invalid(%s).", u, snippet(r.Content)))
+		return protocol.LogResult{}, protocol.Fail(invalidReply(u, len(r.Content)))
 	}
 	return lr, r
 }
@@ -380,26 +389,29 @@ func readReply(body io.Reader, limit int64, u string) protocol.ReturnT {
 		return protocol.Fail(fmt.Sprintf(
 			"xxl-job remoting (url=%s) response larger than %d bytes.", u, limit))
 	default:
-		return protocol.Fail(fmt.Sprintf(
-			"xxl-job remoting (url=%s) response content invalid(%s).", u, snippet(rec.head)))
+		return protocol.Fail(invalidReply(u, int(rec.n)))
 	}
 }
 
-// recorder counts the bytes read through it and keeps the first ones (as
-// many as snippet quotes) and the first read error other than io.EOF, so
-// a failed decode can still quote the body without holding it twice.
+// invalidReply is the message for a reply that is not an envelope. It
+// quotes none of the reply: whatever answered at the address (a metadata
+// service, an internal page, if an address got past the egress policy)
+// must not have its content shown in trigger logs to every user of the
+// group. The size is enough to tell an empty reply from a page.
+func invalidReply(u string, n int) string {
+	return fmt.Sprintf("xxl-job remoting (url=%s) response content invalid (not an xxl-job reply, %d bytes).", u, n)
+}
+
+// recorder counts the bytes read through it and keeps the first read
+// error other than io.EOF, so a failed decode can still be described.
 type recorder struct {
-	r    io.Reader
-	head []byte
-	n    int64
-	err  error
+	r   io.Reader
+	n   int64
+	err error
 }
 
 func (r *recorder) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
-	if keep := snippetMax + 1 - len(r.head); keep > 0 {
-		r.head = append(r.head, p[:min(n, keep)]...)
-	}
 	r.n += int64(n)
 	if err != nil && !errors.Is(err, io.EOF) && r.err == nil {
 		r.err = err
@@ -477,12 +489,6 @@ func remotingError(err error, u string) protocol.ReturnT {
 	return protocol.Fail(fmt.Sprintf("xxl-job remoting error(%s), for url : %s", sanitize([]byte(err.Error()), causeMax), u))
 }
 
-// snippet quotes at most snippetMax bytes of a reply in an error message,
-// sanitized: whatever answered at that address (with an address override,
-// not necessarily an executor) gets only a short, printable excerpt into
-// the trigger log.
-func snippet(b []byte) string { return sanitize(b, snippetMax) }
-
 // sanitize keeps at most limit bytes of b, with every byte that is not
 // printable ASCII (control characters, escape sequences, UTF-8) shown as
 // '?', and "..." when it was cut.
@@ -504,8 +510,5 @@ func sanitize(b []byte, limit int) string {
 	return string(out)
 }
 
-// How many bytes of a reply, and of a transport error, a message quotes.
-const (
-	snippetMax = 64
-	causeMax   = 200
-)
+// How many bytes of a transport error a message quotes.
+const causeMax = 200

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
+	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/protocol"
 )
 
@@ -175,7 +176,7 @@ func TestReplies(t *testing.T) {
 		{"refusal", `{"code":500,"msg":"job thread is running or has trigger queue."}`, 500, "job thread is running"},
 		{"quoted code", `{"code":"200"}`, 200, ""},
 		{"unknown fields ignored", `{"code":200,"extra":[1,2]}`, 200, ""},
-		{"garbage", `<html>oops</html>`, 500, "response content invalid(<html>oops</html>)"},
+		{"garbage", `<html>oops</html>`, 500, "response content invalid (not an xxl-job reply, 17 bytes)"},
 		{"empty body", ``, 500, "response content invalid"},
 		{"no code", `{"msg":"hi"}`, 500, "response content invalid"},
 		{"non-numeric code", `{"code":"abc"}`, 500, "response content invalid"},
@@ -474,13 +475,13 @@ func TestRepliesJudgedOnWholeBody(t *testing.T) {
 		wantMsg  string
 	}{
 		{"trailing whitespace", "{\"code\":200}\r\n", 0, 200, ""},
-		{"trailing garbage", `{"code":200}xyz`, 0, 500, "response content invalid({\"code\":200}xyz)"},
+		{"trailing garbage", `{"code":200}xyz`, 0, 500, "response content invalid (not an xxl-job reply, 15 bytes)"},
 		{"second value", `{"code":200}{"code":500}`, 0, 500, "response content invalid"},
 		{"value exactly at limit", `{"code":200}`, 12, 200, ""},
 		{"value one byte over limit", `{"code":200} `, 11, 500, "larger than 11 bytes"},
 		{"whitespace past limit is not read", `{"code":200}` + strings.Repeat(" ", 50), 20, 200, ""},
-		{"garbage quoted in part", `{"code":` + strings.Repeat("x", 300), 0, 500, "response content invalid({\"code\":" + strings.Repeat("x", 56) + "...)."},
-		{"control bytes masked", "\x1b[31mred\x07\n", 0, 500, "response content invalid(?[31mred??)."},
+		{"garbage not quoted", `{"code":` + strings.Repeat("x", 300), 0, 500, "response content invalid (not an xxl-job reply, 308 bytes)."},
+		{"metadata not echoed", "ami-id: ami-123\naccess-key: AKIA\n", 0, 500, "response content invalid (not an xxl-job reply, 33 bytes)."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -541,5 +542,25 @@ func TestDNSErrorHidesResolver(t *testing.T) {
 	r := c.Beat(context.Background(), "http://nowhere.invalid:9999")
 	if r.Code != 500 || strings.Contains(r.Msg, "10.9.8.7") || !strings.Contains(r.Msg, "no such host") {
 		t.Fatalf("got %d %q, want a lookup failure without the resolver address", r.Code, r.Msg)
+	}
+}
+
+// The client checks the IP it dials: an address resolving to loopback is
+// refused under a policy without loopback, whatever its spelling, and the
+// reply of a metadata-like service never reaches the message.
+func TestEgressChecksDialledIP(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "ami-id: ami-123\naccess-key: AKIA\n")
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.srv.URL, "http://"))
+	strict := newClient(t, execclient.Options{Egress: &egress.Policy{}})
+	for _, addr := range []string{e.srv.URL, "http://localhost:" + port, "http://[::ffff:127.0.0.1]:" + port} {
+		r := strict.Beat(context.Background(), addr)
+		if r.Code != 500 || !strings.Contains(r.Msg, "not allowed") || strings.Contains(r.Msg, "ami-") {
+			t.Errorf("%s: %d %q, want a refusal naming the policy", addr, r.Code, r.Msg)
+		}
+	}
+	r := newClient(t, execclient.Options{}).Beat(context.Background(), e.srv.URL)
+	if r.Code != 500 || strings.Contains(r.Msg, "ami-") || strings.Contains(r.Msg, "AKIA") {
+		t.Errorf("loopback allowed: %d %q, want a fixed message", r.Code, r.Msg)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 )
 
@@ -32,6 +33,16 @@ type Config struct {
 	// Empty: the token stored next to DB is used, generated on first start
 	// (executor routes are never open, unlike xxl-job without a token).
 	AccessToken string
+	// AllowWeakAccessToken accepts an AccessToken shorter than 16
+	// characters or equal to xxl-job's published default_token (an
+	// existing fleet of executors being migrated), with a warning at
+	// every start. Off, such a token is refused.
+	AllowWeakAccessToken bool
+	// AllowCIDRs and DenyCIDRs are the operator's executor address ranges
+	// (comma-separated CIDRs; package egress): Deny wins, Allow overrides
+	// the built-in refusals (link-local, cloud metadata). Loopback is
+	// allowed in xjob local, where executors run on the same machine.
+	AllowCIDRs, DenyCIDRs string
 	// AnyTriggerAddress lets a manual trigger's address override name any
 	// http(s) address; off, only the group's own addresses (admin.Config).
 	AnyTriggerAddress bool
@@ -200,6 +211,13 @@ func options() []option {
 			func(c *Config) *string { return &c.AdminToken }),
 		strOpt("access-token", "XJOB_ACCESS_TOKEN", "XXL-JOB-ACCESS-TOKEN shared with executors (prefer the variable); default: generated and kept next to the DB",
 			func(c *Config) *string { return &c.AccessToken }),
+		boolOpt("allow-weak-access-token", "XJOB_ALLOW_WEAK_ACCESS_TOKEN",
+			"accept an access token shorter than 16 characters or default_token (migrations only; warned at every start)",
+			func(c *Config) *bool { return &c.AllowWeakAccessToken }),
+		strOpt("allow-cidrs", "XJOB_ALLOW_CIDRS", "executor address ranges allowed even where refused by default (comma-separated CIDRs)",
+			func(c *Config) *string { return &c.AllowCIDRs }),
+		strOpt("deny-cidrs", "XJOB_DENY_CIDRS", "executor address ranges never called (comma-separated CIDRs)",
+			func(c *Config) *string { return &c.DenyCIDRs }),
 		boolOpt("allow-any-trigger-address", "XJOB_ALLOW_ANY_TRIGGER_ADDRESS",
 			"let a manual trigger's address override name any host (default: only the group's own executors)",
 			func(c *Config) *bool { return &c.AnyTriggerAddress }),
@@ -361,6 +379,17 @@ func (c *Config) Validate() error {
 	}
 	if strings.ContainsAny(c.AccessToken, "\r\n") {
 		bad("access-token", "XJOB_ACCESS_TOKEN", "must not contain line breaks")
+	} else if c.AccessToken != "" && WeakToken(c.AccessToken) && !c.AllowWeakAccessToken {
+		bad("access-token", "XJOB_ACCESS_TOKEN", "is weak (shorter than %d characters, or xxl-job's published default_token); "+
+			"set a long random one on the executors and here, or accept it for a migration with --allow-weak-access-token "+
+			"(XJOB_ALLOW_WEAK_ACCESS_TOKEN)", minTokenLen)
+	}
+	for _, r := range []struct{ flag, env, v string }{
+		{"allow-cidrs", "XJOB_ALLOW_CIDRS", c.AllowCIDRs}, {"deny-cidrs", "XJOB_DENY_CIDRS", c.DenyCIDRs},
+	} {
+		if _, err := egress.ParsePrefixes(r.v); err != nil {
+			bad(r.flag, r.env, "%v", err)
+		}
 	}
 	if c.Shards < 1 || c.Shards > 1024 {
 		bad("shards", "XJOB_SHARDS", "must be between 1 and 1024, got %d", c.Shards)
@@ -411,6 +440,18 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// WeakToken reports an access token shorter than 16 characters or equal
+// to xxl-job's published default (the key of its executor RCEs).
+func WeakToken(tok string) bool { return len(tok) < minTokenLen || tok == "default_token" }
+
+// egressPolicy is the installation's executor address rule: loopback
+// allowed (executors run on this machine), the operator's ranges.
+func (c *Config) egressPolicy() egress.Policy {
+	allow, _ := egress.ParsePrefixes(c.AllowCIDRs) // checked by Validate
+	deny, _ := egress.ParsePrefixes(c.DenyCIDRs)
+	return egress.Policy{AllowLoopback: true, Allow: allow, Deny: deny}
 }
 
 func checkHostPort(addr string) error {

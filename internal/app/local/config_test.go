@@ -32,13 +32,29 @@ func TestParse(t *testing.T) {
 			"XJOB_DB": "/tmp/x.db", "XJOB_LISTEN": ":9090", "XJOB_ADMIN_TOKEN": "secret-token-0123",
 			"XJOB_ACCESS_TOKEN": "default_token", "XJOB_SHARDS": "4", "XJOB_ALARM_WEBHOOK": "https://hooks.example.com/x",
 			"XJOB_SHUTDOWN_GRACE": "3s", "XJOB_DEMO": "true", "XJOB_LOG_LEVEL": "debug", "XJOB_FAST_WORKERS": "7",
+			"XJOB_ALLOW_WEAK_ACCESS_TOKEN": "true", "XJOB_ALLOW_CIDRS": "169.254.10.0/24", "XJOB_DENY_CIDRS": "10.9.0.0/16",
 		}, check: func(t *testing.T, c Config) {
+			if !c.AllowWeakAccessToken || c.AllowCIDRs != "169.254.10.0/24" || c.DenyCIDRs != "10.9.0.0/16" {
+				t.Errorf("got %+v", c)
+			}
 			if c.DB != "/tmp/x.db" || c.Listen != ":9090" || c.AdminToken != "secret-token-0123" || c.AccessToken != "default_token" ||
 				c.Shards != 4 || c.AlarmWebhook != "https://hooks.example.com/x" || c.Grace != 3*time.Second || !c.Demo ||
 				c.LogLevel != slog.LevelDebug || c.FastWorkers != 7 {
 				t.Errorf("got %+v", c)
 			}
 		}},
+		{name: "default_token refused", args: []string{"--access-token", "default_token"},
+			wantErr: []string{"--access-token (XJOB_ACCESS_TOKEN): is weak", "--allow-weak-access-token"}},
+		{name: "short token refused", args: []string{"--access-token", "x"},
+			wantErr: []string{"--access-token (XJOB_ACCESS_TOKEN): is weak"}},
+		{name: "weak token accepted on request", args: []string{"--access-token", "x", "--allow-weak-access-token"},
+			check: func(t *testing.T, c Config) {
+				if c.AccessToken != "x" || !c.AllowWeakAccessToken {
+					t.Errorf("got %+v", c)
+				}
+			}},
+		{name: "bad cidrs", args: []string{"--allow-cidrs", "10.0.0.0/33", "--deny-cidrs", "nonsense"},
+			wantErr: []string{"--allow-cidrs (XJOB_ALLOW_CIDRS)", "--deny-cidrs (XJOB_DENY_CIDRS)"}},
 		{name: "flags win over env", args: []string{"--db", "a.db", "--shards=8", "--demo", "--grace", "1s"},
 			env: map[string]string{"XJOB_DB": "b.db", "XJOB_SHARDS": "2"},
 			check: func(t *testing.T, c Config) {

@@ -75,6 +75,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.AccessToken == "" && !isLoopback(cfg.Listen) {
 		return fmt.Errorf("local: --listen (XJOB_LISTEN) %s is not loopback and no executor access token is set (XJOB_ACCESS_TOKEN)", cfg.Listen)
 	}
+	if cfg.AccessToken != "" && WeakToken(cfg.AccessToken) {
+		logger.Warn("WEAK EXECUTOR ACCESS TOKEN accepted (--allow-weak-access-token): anyone who guesses it can register "+
+			"executors and report results; replace it with a long random token on the executors and here",
+			"length", len(cfg.AccessToken), "default_token", cfg.AccessToken == "default_token")
+	}
+	logger.Info("executor addresses: loopback allowed (xjob local); link-local and cloud metadata addresses refused",
+		"allowCIDRs", cfg.AllowCIDRs, "denyCIDRs", cfg.DenyCIDRs)
 
 	clk := clock.Real{}
 	db, err := sqlitestore.Open(ctx, cfg.DB, sqlitestore.Options{Shards: cfg.Shards, Clock: clk})
@@ -227,8 +234,9 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	// workers may call the same executor at once (a burst of one app's
 	// jobs), and a pool smaller than that closes and re-dials the excess
 	// on every burst.
+	policy := cfg.egressPolicy()
 	exec, err := execclient.New(execclient.Options{AccessToken: cfg.AccessToken,
-		MaxIdleConnsPerHost: cfg.FastWorkers + cfg.SlowWorkers})
+		MaxIdleConnsPerHost: cfg.FastWorkers + cfg.SlowWorkers, Egress: &policy})
 	if err != nil {
 		return nil, nil, fmt.Errorf("local: executor client: %w", err)
 	}
@@ -257,7 +265,10 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: callback: %w", err))
 	}
-	reg, err := registry.New(registry.Config{Store: db, Clock: clk, Logger: logger})
+	reg, err := registry.New(registry.Config{Store: db, Clock: clk, Logger: logger,
+		CheckAddress: func(ctx context.Context, address string) error {
+			return policy.Check(ctx, net.DefaultResolver, address)
+		}})
 	if err != nil {
 		return fail(fmt.Errorf("local: registry: %w", err))
 	}

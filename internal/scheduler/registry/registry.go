@@ -34,6 +34,10 @@ var ErrIllegalArgument = errors.New(protocol.MsgIllegalArgument)
 // Defaults of Config, from xxl-job.
 const (
 	DefaultDeadAfter = 90 * time.Second // RegistryConfig.DEAD_TIMEOUT
+	// DefaultMaxAppNames caps the app names with live executors: each is a
+	// series of /metrics and a scan of the registry, and anyone holding
+	// the access token could otherwise register names without bound.
+	DefaultMaxAppNames = 1000
 )
 
 // Config configures a Service. Zero durations take the defaults above.
@@ -48,6 +52,13 @@ type Config struct {
 	// MaxAddresses caps the live executors of one app name; registering
 	// one more is refused (default and upper bound xjob.MaxAddresses).
 	MaxAddresses int
+	// MaxAppNames caps the app names with live executors; a heartbeat
+	// under one more is refused (default DefaultMaxAppNames).
+	MaxAppNames int
+	// CheckAddress, when set, vets a registered address before it is
+	// stored (the installation's egress policy: no link-local or metadata
+	// address, no loopback on AWS); a refusal is ErrIllegalArgument.
+	CheckAddress func(ctx context.Context, address string) error
 }
 
 // Validate reports a missing store or a negative duration.
@@ -73,6 +84,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxAddresses <= 0 || c.MaxAddresses > xjob.MaxAddresses {
 		c.MaxAddresses = xjob.MaxAddresses
+	}
+	if c.MaxAppNames <= 0 {
+		c.MaxAppNames = DefaultMaxAppNames
 	}
 }
 
@@ -113,12 +127,27 @@ func (s *Service) Register(ctx context.Context, p protocol.RegistryParam) error 
 	if err != nil {
 		return err
 	}
+	if s.cfg.CheckAddress != nil {
+		if err := s.cfg.CheckAddress(ctx, e.Value); err != nil {
+			return fmt.Errorf("%w %w", ErrIllegalArgument, err)
+		}
+	}
 	live, err := s.LiveAddresses(ctx, e.Key)
 	if err != nil {
 		return err
 	}
 	if len(live) >= s.cfg.MaxAddresses && !slices.Contains(live, e.Value) {
 		return fmt.Errorf("%w app %s already has %d live executors", ErrIllegalArgument, e.Key, len(live))
+	}
+	if len(live) == 0 {
+		// A new app name: only the app names' count is read, and only here.
+		counts, err := s.OnlineCounts(ctx)
+		if err != nil {
+			return err
+		}
+		if len(counts) >= s.cfg.MaxAppNames {
+			return fmt.Errorf("%w %d app names already have live executors", ErrIllegalArgument, len(counts))
+		}
 	}
 	e.UpdatedAt = clock.Millis(s.cfg.Clock)
 	if err := s.cfg.Store.RegistryUpsert(ctx, e); err != nil {
