@@ -244,10 +244,17 @@ func (b base) T(key string) string {
 func (h *Handler) base(r *http.Request, p auth.Principal, nav string) base {
 	lang := h.lang(r, p)
 	b := base{Nav: nav, User: p, CSRF: h.cfg.Auth.CSRFToken(p), Lang: lang, msgs: messages[lang],
-		Flash: r.URL.Query().Get("flash"), Static: "/console/static/"}
+		Static: "/console/static/"}
 	b.Title = b.T("nav." + nav)
 	if nav == "users" && !p.Admin() {
 		b.Title = b.T("nav.password")
+	}
+	q := r.URL.Query()
+	if key := q.Get("flash"); flashKeys[key] {
+		b.Flash = b.T(key)
+		if n, err := strconv.Atoi(q.Get("n")); err == nil && n >= 0 {
+			b.Flash += " " + strconv.Itoa(n)
+		}
 	}
 	return b
 }
@@ -261,14 +268,23 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, page string, da
 	}
 }
 
-// back redirects after an action (303, so the browser GETs the page).
-func back(w http.ResponseWriter, r *http.Request, to, flash string) {
-	if flash != "" {
+// flashKeys are the messages a page shows after an action (?flash=key):
+// only these, translated, never text from the URL, so that a link cannot
+// make the console say what its author wants.
+var flashKeys = map[string]bool{"saved": true, "deleted": true, "done": true, "triggered": true, "cleared": true}
+
+// back redirects after an action (303, so the browser GETs the page),
+// with flash (a flashKeys key, or "") and an optional count.
+func back(w http.ResponseWriter, r *http.Request, to, flash string, count ...int) {
+	if flash != "" && flashKeys[flash] {
 		sep := "?"
 		if strings.Contains(to, "?") {
 			sep = "&"
 		}
 		to += sep + "flash=" + url.QueryEscape(flash)
+		for _, n := range count {
+			to += "&n=" + strconv.Itoa(n)
+		}
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }

@@ -299,7 +299,7 @@ func (h *Handler) jobSave(w http.ResponseWriter, r *http.Request, p auth.Princip
 		h.fail(w, r, err)
 		return
 	}
-	back(w, r, "/console/jobs?group="+itoa(j.GroupID), b.T("saved"))
+	back(w, r, "/console/jobs?group="+itoa(j.GroupID), "saved")
 }
 
 // glueHello is the source a new GLUE job starts with (xxl-job's
@@ -330,7 +330,7 @@ func (h *Handler) jobAction(w http.ResponseWriter, r *http.Request, p auth.Princ
 		h.fail(w, r, err)
 		return
 	}
-	back(w, r, returnTo(r), h.base(r, p, "").T("done"))
+	back(w, r, returnTo(r), "done")
 }
 
 func (h *Handler) jobStart(w http.ResponseWriter, r *http.Request, p auth.Principal) {
@@ -391,7 +391,7 @@ func (h *Handler) jobBulk(w http.ResponseWriter, r *http.Request, p auth.Princip
 		}
 		to += sep + "skipped=" + strings.Join(skipped, ",")
 	}
-	back(w, r, to, h.base(r, p, "").T("done"))
+	back(w, r, to, "done")
 }
 
 type triggerPage struct {
@@ -433,7 +433,7 @@ func (h *Handler) trigger(w http.ResponseWriter, r *http.Request, p auth.Princip
 		h.fail(w, r, err)
 		return
 	}
-	back(w, r, "/console/logs?job="+itoa(j.ID)+"&group="+itoa(j.GroupID), b.T("triggered"))
+	back(w, r, "/console/logs?job="+itoa(j.ID)+"&group="+itoa(j.GroupID), "triggered")
 }
 
 // ----- schedule preview

@@ -178,7 +178,7 @@ func (h *Handler) logClear(w http.ResponseWriter, r *http.Request, p auth.Princi
 		h.fail(w, r, err)
 		return
 	}
-	back(w, r, "/console/logs?group="+itoa(group)+"&job="+itoa(job), h.base(r, p, "").T("cleared")+" "+strconv.Itoa(n))
+	back(w, r, "/console/logs?group="+itoa(group)+"&job="+itoa(job), "cleared", n)
 }
 
 // log loads a log the principal may see.
@@ -297,7 +297,7 @@ func (h *Handler) logKill(w http.ResponseWriter, r *http.Request, p auth.Princip
 		h.fail(w, r, err)
 		return
 	}
-	back(w, r, "/console/logs/"+itoa(l.ID), h.base(r, p, "").T("done"))
+	back(w, r, "/console/logs/"+itoa(l.ID), "done")
 }
 
 // ----- executor groups
@@ -373,7 +373,7 @@ func (h *Handler) groupSave(w http.ResponseWriter, r *http.Request, p auth.Princ
 		h.fail(w, r, err)
 		return
 	}
-	back(w, r, "/console/groups", h.base(r, p, "").T("saved"))
+	back(w, r, "/console/groups", "saved")
 }
 
 func (h *Handler) groupDelete(w http.ResponseWriter, r *http.Request, p auth.Principal) {
@@ -385,7 +385,7 @@ func (h *Handler) groupDelete(w http.ResponseWriter, r *http.Request, p auth.Pri
 		h.fail(w, r, err)
 		return
 	}
-	back(w, r, "/console/groups", h.base(r, p, "").T("deleted"))
+	back(w, r, "/console/groups", "deleted")
 }
 
 // ----- users
@@ -479,7 +479,7 @@ func (h *Handler) userSave(w http.ResponseWriter, r *http.Request, p auth.Princi
 		h.fail(w, r, err)
 		return
 	}
-	back(w, r, "/console/users", h.base(r, p, "").T("saved"))
+	back(w, r, "/console/users", "saved")
 }
 
 func (h *Handler) userDelete(w http.ResponseWriter, r *http.Request, p auth.Principal) {
@@ -488,7 +488,7 @@ func (h *Handler) userDelete(w http.ResponseWriter, r *http.Request, p auth.Prin
 		h.fail(w, r, err)
 		return
 	}
-	back(w, r, "/console/users", h.base(r, p, "").T("deleted"))
+	back(w, r, "/console/users", "deleted")
 }
 
 // password changes the signed-in user's password; its problems show
@@ -513,7 +513,7 @@ func (h *Handler) password(w http.ResponseWriter, r *http.Request, p auth.Princi
 		http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 		return
 	}
-	back(w, r, "/console/users", h.base(r, p, "").T("saved"))
+	back(w, r, "/console/users", "saved")
 }
 
 // help is the help page (xxl-job's "使用教程").

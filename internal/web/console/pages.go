@@ -159,5 +159,5 @@ func (h *Handler) glueSave(w http.ResponseWriter, r *http.Request, p auth.Princi
 		h.fail(w, r, err)
 		return
 	}
-	back(w, r, "/console/jobs/"+itoa(j.ID)+"/glue", h.base(r, p, "").T("saved"))
+	back(w, r, "/console/jobs/"+itoa(j.ID)+"/glue", "saved")
 }
