@@ -16,6 +16,7 @@ import (
 
 	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
+	"github.com/xjobdev/xjob/internal/web/auth"
 )
 
 // Config is everything `xjob local` needs. Parse builds it from flags and
@@ -43,6 +44,11 @@ type Config struct {
 	// the built-in refusals (link-local, cloud metadata). Loopback is
 	// allowed in xjob local, where executors run on the same machine.
 	AllowCIDRs, DenyCIDRs string
+	// GluePolicy is who may create and edit GLUE jobs: admins, everyone
+	// (xxl-job's behaviour) or off. Empty: admins on a new installation,
+	// everyone on one that already holds GLUE jobs (imported from
+	// xxl-job); the choice is logged at start.
+	GluePolicy string
 	// AnyTriggerAddress lets a manual trigger's address override name any
 	// http(s) address; off, only the group's own addresses (admin.Config).
 	AnyTriggerAddress bool
@@ -214,6 +220,8 @@ func options() []option {
 		boolOpt("allow-weak-access-token", "XJOB_ALLOW_WEAK_ACCESS_TOKEN",
 			"accept an access token shorter than 16 characters or default_token (migrations only; warned at every start)",
 			func(c *Config) *bool { return &c.AllowWeakAccessToken }),
+		strOpt("glue-policy", "XJOB_GLUE_POLICY", "who creates and edits GLUE jobs: admins, everyone (xxl-job) or off; default admins, everyone when the DB already holds GLUE jobs",
+			func(c *Config) *string { return &c.GluePolicy }),
 		strOpt("allow-cidrs", "XJOB_ALLOW_CIDRS", "executor address ranges allowed even where refused by default (comma-separated CIDRs)",
 			func(c *Config) *string { return &c.AllowCIDRs }),
 		strOpt("deny-cidrs", "XJOB_DENY_CIDRS", "executor address ranges never called (comma-separated CIDRs)",
@@ -383,6 +391,11 @@ func (c *Config) Validate() error {
 		bad("access-token", "XJOB_ACCESS_TOKEN", "is weak (shorter than %d characters, or xxl-job's published default_token); "+
 			"set a long random one on the executors and here, or accept it for a migration with --allow-weak-access-token "+
 			"(XJOB_ALLOW_WEAK_ACCESS_TOKEN)", minTokenLen)
+	}
+	if c.GluePolicy != "" {
+		if _, err := auth.ParseGluePolicy(c.GluePolicy); err != nil {
+			bad("glue-policy", "XJOB_GLUE_POLICY", "%v", err)
+		}
 	}
 	for _, r := range []struct{ flag, env, v string }{
 		{"allow-cidrs", "XJOB_ALLOW_CIDRS", c.AllowCIDRs}, {"deny-cidrs", "XJOB_DENY_CIDRS", c.DenyCIDRs},

@@ -1,10 +1,14 @@
 package local
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 
+	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/web/adminapi"
 	"github.com/xjobdev/xjob/internal/web/auth"
@@ -13,13 +17,49 @@ import (
 
 // newAuth builds the sign-in service over the installation's users. The
 // session key derives from the admin token (see auth.DeriveKey).
-func newAuth(svc *services, adminToken string) (*auth.Service, error) {
+func newAuth(svc *services, adminToken string, glue auth.GluePolicy) (*auth.Service, error) {
 	a, err := auth.New(auth.Config{Users: svc.db, Store: svc.db, AdminToken: adminToken, Key: auth.DeriveKey(adminToken),
-		Clock: clock.Real{}})
+		Glue: glue, Clock: clock.Real{}})
 	if err != nil {
 		return nil, fmt.Errorf("local: auth: %w", err)
 	}
 	return a, nil
+}
+
+// gluePolicy is the GLUE policy in effect: the configured one, else
+// admins only on a new installation, and xxl-job's behaviour (any user of
+// the group) on one that already holds GLUE jobs — an installation imported
+// from xxl-job, whose users expect to keep editing them. Either way the
+// choice is logged at start.
+func gluePolicy(ctx context.Context, cfg Config, svc *services, log *slog.Logger) (auth.GluePolicy, error) {
+	if cfg.GluePolicy != "" {
+		p, err := auth.ParseGluePolicy(cfg.GluePolicy)
+		if err == nil {
+			log.Info("GLUE policy: "+string(p)+" (configured)", "gluePolicy", p)
+		}
+		return p, err
+	}
+	p := driver.JobListParams{Limit: 1000}
+	for {
+		page, err := svc.admin.ListJobs(ctx, p)
+		if err != nil {
+			return "", fmt.Errorf("local: GLUE policy: %w", err)
+		}
+		for _, j := range page.Jobs {
+			if j.GlueType != "" && j.GlueType != xjob.GlueBean {
+				log.Warn("GLUE policy: everyone, as in xxl-job — this installation holds GLUE jobs (imported), so any user "+
+					"of a job's group may create and edit GLUE jobs, which executors run as code; "+
+					"set --glue-policy admins (XJOB_GLUE_POLICY) to limit that to admins", "gluePolicy", auth.GlueEveryone)
+				return auth.GlueEveryone, nil
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		p.Cursor = page.Next
+	}
+	log.Info("GLUE policy: admins (only admins create and edit GLUE jobs; --glue-policy to change)", "gluePolicy", auth.GlueAdmins)
+	return auth.GlueAdmins, nil
 }
 
 // newHandler builds the one HTTP handler: the xxl-job executor API

@@ -157,7 +157,12 @@ func takeBackClaims(ctx context.Context, db *sqlitestore.DB, logger *slog.Logger
 // when it stops. On error ln is closed.
 func serveHTTP(ctx context.Context, cfg Config, svc *services, adminToken string, ln net.Listener, logger *slog.Logger) (
 	srv *http.Server, httpErr chan error, adminPassword string, err error) {
-	au, err := newAuth(svc, adminToken)
+	glue, err := gluePolicy(ctx, cfg, svc, logger)
+	if err != nil {
+		_ = ln.Close()
+		return nil, nil, "", err
+	}
+	au, err := newAuth(svc, adminToken, glue)
 	if err != nil {
 		_ = ln.Close()
 		return nil, nil, "", err

@@ -248,6 +248,16 @@ func (h *Handler) allowJobBody(r *http.Request, j xjob.Job) error {
 	return nil
 }
 
+// checkGlue applies the GLUE policy (auth.GluePolicy) to a job save whose
+// GLUE type goes from old ("" for a new job) to next. Without Auth only
+// the admin token reaches /v1, and it may.
+func (h *Handler) checkGlue(r *http.Request, old, next xjob.GlueType) error {
+	if h.cfg.Auth == nil {
+		return nil
+	}
+	return h.cfg.Auth.CheckGlue(principal(r), old, next)
+}
+
 // filterGroups keeps the groups p may see.
 func filterGroups(p auth.Principal, gs []xjob.Group) []xjob.Group {
 	if p.Admin() {

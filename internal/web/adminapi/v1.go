@@ -62,6 +62,10 @@ func (h *Handler) createJob(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if err := h.checkGlue(r, "", j.GlueType); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	out, err := h.cfg.Admin.CreateJob(r.Context(), j)
 	if err != nil {
 		h.fail(w, r, err)
@@ -128,6 +132,14 @@ func (h *Handler) updateJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.allowJobBody(r, j); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	old, err := h.cfg.Admin.GetJob(r.Context(), id)
+	if err == nil {
+		err = h.checkGlue(r, old.GlueType, j.GlueType)
+	}
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}

@@ -85,7 +85,9 @@ type Config struct {
 	// ErrBusy (default 3 s).
 	HashSlots int
 	HashWait  time.Duration
-	Clock     clock.Clock
+	// Glue says who may create and edit GLUE jobs (default GlueAdmins).
+	Glue  GluePolicy
+	Clock clock.Clock
 }
 
 // Service authenticates requests (admin token or session cookie), signs
@@ -130,6 +132,11 @@ func New(cfg Config) (*Service, error) {
 	if cfg.HashWait <= 0 {
 		cfg.HashWait = DefaultHashWait
 	}
+	glue, err := ParseGluePolicy(string(cfg.Glue))
+	if err != nil {
+		return nil, fmt.Errorf("auth config: %w", err)
+	}
+	cfg.Glue = glue
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}

@@ -175,3 +175,41 @@ func TestChangePasswordRateLimited(t *testing.T) {
 		t.Fatalf("after the window: %v", err)
 	}
 }
+
+func TestCheckGlue(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	normal := Principal{User: xjob.User{Username: "n", Role: xjob.RoleNormal}}
+	admin := Principal{User: xjob.User{Username: "a", Role: xjob.RoleAdmin}}
+	bean, shell := xjob.GlueBean, xjob.GlueShell
+	for _, tt := range []struct {
+		policy    GluePolicy
+		p         Principal
+		old, next xjob.GlueType
+		ok        bool
+	}{
+		{GlueAdmins, normal, "", bean, true},
+		{GlueAdmins, normal, "", shell, false},
+		{GlueAdmins, normal, shell, shell, false},
+		{GlueAdmins, normal, shell, bean, false},
+		{GlueAdmins, admin, "", shell, true},
+		{GlueAdmins, root, shell, shell, true},
+		{GlueOff, admin, "", shell, false},
+		{GlueOff, root, shell, shell, false},
+		{GlueOff, admin, shell, bean, true},
+		{GlueOff, normal, bean, bean, true},
+		{GlueEveryone, normal, "", shell, true},
+	} {
+		svc, err := New(Config{Users: e.db, AdminToken: adminToken, Key: DeriveKey(adminToken), Glue: tt.policy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = svc.CheckGlue(tt.p, tt.old, tt.next)
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrForbidden)) {
+			t.Errorf("%s %s %q→%q: %v, want ok=%v", tt.policy, tt.p.Who(), tt.old, tt.next, err, tt.ok)
+		}
+	}
+	if _, err := ParseGluePolicy("sometimes"); err == nil {
+		t.Error("an unknown policy parsed")
+	}
+}

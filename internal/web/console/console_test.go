@@ -43,7 +43,11 @@ type fixture struct {
 	logs         *strings.Builder // the console's log (requests are served synchronously)
 }
 
-func setup(t *testing.T) *fixture {
+// setup builds the fixture under xxl-job's GLUE behaviour (any user of
+// the group edits GLUE jobs); setupGlue under another policy.
+func setup(t *testing.T) *fixture { t.Helper(); return setupGlue(t, auth.GlueEveryone) }
+
+func setupGlue(t *testing.T, glue auth.GluePolicy) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	clk := clock.NewFake(start)
@@ -66,7 +70,8 @@ func setup(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	au, err := auth.New(auth.Config{Users: db, AdminToken: adminToken, Key: auth.DeriveKey(adminToken), Params: auth.TestParams, Clock: clk})
+	au, err := auth.New(auth.Config{Users: db, AdminToken: adminToken, Key: auth.DeriveKey(adminToken), Params: auth.TestParams, Clock: clk,
+		Glue: glue})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -246,6 +246,7 @@ func (h *Handler) jobSave(w http.ResponseWriter, r *http.Request, p auth.Princip
 	b := h.base(r, p, "jobs")
 	j, problems, raw := jobFromForm(r, b)
 	id := pathInt(r, "id")
+	var oldGlue xjob.GlueType
 	if r.PathValue("id") != "" {
 		old, err := h.job(r, p)
 		if err != nil {
@@ -254,6 +255,11 @@ func (h *Handler) jobSave(w http.ResponseWriter, r *http.Request, p auth.Princip
 		}
 		j.ID, j.TriggerStatus = old.ID, old.TriggerStatus
 		j.Version = formInt(r, "version")
+		oldGlue = old.GlueType
+	}
+	if err := h.cfg.Auth.CheckGlue(p, oldGlue, j.GlueType); err != nil {
+		h.fail(w, r, err)
+		return
 	}
 	if id == 0 && j.GlueType != xjob.GlueBean && strings.TrimSpace(j.GlueSource) == "" {
 		j.GlueSource, j.GlueRemark = glueHello[j.GlueType], "hello world"

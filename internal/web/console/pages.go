@@ -144,6 +144,10 @@ func (h *Handler) glueSave(w http.ResponseWriter, r *http.Request, p auth.Princi
 		http.Error(w, "BEAN jobs have no GLUE source", http.StatusBadRequest)
 		return
 	}
+	if err := h.cfg.Auth.CheckGlue(p, j.GlueType, j.GlueType); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	src, remark := strings.ReplaceAll(r.FormValue("glueSource"), "\r", ""), strings.TrimSpace(r.FormValue("glueRemark"))
 	if n := len([]rune(remark)); n < 4 || n > 100 {
 		d := gluePage{base: h.base(r, p, "glue"), Job: j, Source: src}

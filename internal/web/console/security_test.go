@@ -2,8 +2,11 @@ package console_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/xjobdev/xjob/internal/web/auth"
 )
 
 // ?flash= shows one of the fixed messages only: a link cannot make the
@@ -48,5 +51,39 @@ func TestSignOutEndsCookie(t *testing.T) {
 	}
 	if rec := f.do(&boss, "GET", "/console/jobs", nil, false); rec.Code != http.StatusSeeOther {
 		t.Fatalf("the kept cookie after sign-out: %d, want a redirect to sign in", rec.Code)
+	}
+}
+
+// The GLUE policy: by default only admins create or edit GLUE jobs;
+// "off" refuses GLUE saves to everyone; "everyone" is xxl-job's.
+func TestGluePolicy(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		policy             auth.GluePolicy
+		normalOK, bossOK   bool
+		normalNew, bossNew bool
+	}{
+		{auth.GlueAdmins, false, true, false, true},
+		{auth.GlueOff, false, false, false, false},
+		{auth.GlueEveryone, true, true, true, true},
+	} {
+		f := setupGlue(t, tt.policy)
+		for _, who := range []struct {
+			user, pw     string
+			edit, create bool
+		}{{"normal", "normal-password", tt.normalOK, tt.normalNew}, {"boss", "boss-password", tt.bossOK, tt.bossNew}} {
+			s := f.signIn(who.user, who.pw)
+			rec := f.do(&s, "POST", "/console/jobs/"+id(f.glue.ID)+"/glue",
+				url.Values{"glueSource": {"id -u"}, "glueRemark": {"by " + who.user}}, false)
+			if got := rec.Code == http.StatusSeeOther; got != who.edit {
+				t.Errorf("%s: %s edits a GLUE source: %d, want ok=%v", tt.policy, who.user, rec.Code, who.edit)
+			}
+			rec = f.do(&s, "POST", "/console/jobs", url.Values{"jobGroup": {id(f.mine.ID)}, "jobDesc": {"new glue"},
+				"author": {"x"}, "scheduleType": {"CRON"}, "scheduleConf": {"0 0 0 * * ?"}, "glueType": {"GLUE_SHELL"},
+				"glueSource": {"id -u"}}, false)
+			if got := rec.Code != http.StatusForbidden; got != who.create {
+				t.Errorf("%s: %s creates a GLUE job: %d, want allowed=%v", tt.policy, who.user, rec.Code, who.create)
+			}
+		}
 	}
 }
