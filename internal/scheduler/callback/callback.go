@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -457,7 +458,25 @@ func (s *Service) triggerChildren(ctx context.Context, l xjob.Log, jr *jobRef) e
 	if !jr.found {
 		return nil
 	}
-	tasks := ChildTasks(l, jr.job.ChildJobIDs, clock.Millis(s.cfg.Clock))
+	children := jr.job.ChildJobIDs
+	if len(children) == 0 {
+		return nil
+	}
+	children, stop, err := s.childGuard(ctx, l, children)
+	if err != nil {
+		return err
+	}
+	if stop != "" {
+		s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "child job chain stopped", slog.Int64("jobId", l.JobID),
+			slog.Int64("logId", l.ID), slog.String("reason", stop))
+		stopped := l
+		stopped.HandleMsg = "Child jobs not triggered: " + stop
+		if err := s.cfg.Alarmer.Alarm(ctx, driver.Alarm{Job: jr.job, Log: stopped}); err != nil {
+			s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "child job chain alarm failed", slog.Int64("logId", l.ID),
+				slog.String("error", err.Error()))
+		}
+	}
+	tasks := ChildTasks(l, children, clock.Millis(s.cfg.Clock))
 	if len(tasks) == 0 {
 		return nil
 	}
@@ -465,6 +484,70 @@ func (s *Service) triggerChildren(ctx context.Context, l xjob.Log, jr *jobRef) e
 		return fmt.Errorf("callback child trigger of log %d: %w", l.ID, err)
 	}
 	return nil
+}
+
+// MaxChildDepth bounds a chain of child triggers: a job started by a
+// parent that was itself started by a parent, and so on, this many levels
+// deep triggers no further children. Cycles are refused when jobs are
+// saved, but a store restored from elsewhere or edited by hand may hold
+// one, and a cycle would trigger forever.
+const MaxChildDepth = 16
+
+// childGuard walks l's chain of parent logs (PARENT triggers name their
+// parent log) and returns the children that may run: none when the chain
+// is MaxChildDepth deep, and never a job already in the chain (it would
+// revisit itself). stop says what was held back, "" when nothing.
+func (s *Service) childGuard(ctx context.Context, l xjob.Log, children []int64) ([]int64, string, error) {
+	chain := map[int64]bool{l.JobID: true}
+	cur := l
+	for depth := 1; ; depth++ {
+		if depth >= MaxChildDepth {
+			return nil, fmt.Sprintf("the chain of child jobs is %d deep (at most %d)", depth, MaxChildDepth), nil
+		}
+		parentID := ParentLogID(cur)
+		if parentID == 0 {
+			break
+		}
+		parent, err := s.cfg.Store.LogGet(ctx, parentID)
+		if errors.Is(err, xjob.ErrNotFound) {
+			break // purged: the chain is older than the log retention
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("callback child chain of log %d: %w", l.ID, err)
+		}
+		chain[parent.JobID] = true
+		cur = parent
+	}
+	var keep []int64
+	var cycle []string
+	for _, c := range children {
+		if chain[c] {
+			cycle = append(cycle, strconv.FormatInt(c, 10))
+			continue
+		}
+		keep = append(keep, c)
+	}
+	if len(cycle) > 0 {
+		return keep, "job " + strings.Join(cycle, ", ") + " already ran in this chain of child jobs (a cycle)", nil
+	}
+	return keep, "", nil
+}
+
+// ParentLogID is the id of the log whose success triggered l (a PARENT
+// trigger's occurrence names it), or 0.
+func ParentLogID(l xjob.Log) int64 {
+	if l.TriggerType != xjob.TriggerParent {
+		return 0
+	}
+	for _, part := range strings.Split(l.OccurrenceID, "/") {
+		if ref, ok := strings.CutPrefix(part, "r"); ok {
+			id, err := strconv.ParseInt(ref, 10, 64)
+			if err == nil && id > 0 {
+				return id
+			}
+		}
+	}
+	return 0
 }
 
 func (s *Service) handleFailure(ctx context.Context, l xjob.Log, jr *jobRef) error {
