@@ -1,0 +1,298 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xjobdev/xjob/executor"
+	"github.com/xjobdev/xjob/protocol"
+)
+
+// The security suite: attacks run end to end against xjob local on
+// loopback, each bounded in time (a client timeout, eventually's limit).
+
+// clientFrom is an HTTP client whose connections come from the loopback
+// address ip (any of 127.0.0.0/8 reaches the listener), so one test can
+// play several client addresses. It never follows redirects.
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: d.DialContext},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// signIn posts the sign-in form from c and returns the status and the
+// session cookie ("" when none was set).
+func signIn(t *testing.T, c *http.Client, base, user, pw string) (int, *http.Cookie) {
+	t.Helper()
+	res, err := c.PostForm(base+"/console/login", url.Values{"username": {user}, "password": {pw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, res.Body)
+	for _, ck := range res.Cookies() {
+		if ck.Name == "xjob_session" && ck.Value != "" {
+			return res.StatusCode, ck
+		}
+	}
+	return res.StatusCode, nil
+}
+
+// Concurrent wrong passwords from one client: at most five are checked
+// (the rest are refused before any hash), and the process does not
+// allocate a hash's memory per request. Not parallel: it reads the
+// process's allocation counter.
+func TestSecurityConcurrentSignIns(t *testing.T) {
+	info, _ := runLocal(t, nil)
+	c := clientFrom("127.0.0.1")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 100
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], _ = signIn(t, c, info.URL, "admin", "wrong-password")
+		}()
+	}
+	wg.Wait()
+	runtime.ReadMemStats(&after)
+	count := map[int]int{}
+	for _, c := range codes {
+		count[c]++
+	}
+	if count[http.StatusUnauthorized] > 5 || count[http.StatusTooManyRequests] < n-5 {
+		t.Fatalf("statuses %v: want at most 5 checked (401), the rest 429", count)
+	}
+	// Each argon2id check allocates 19 MiB: 100 unchecked would be ~1.9 GB.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 400<<20 {
+		t.Fatalf("%d concurrent sign-ins allocated %d MiB", n, grew>>20)
+	}
+	t.Logf("statuses %v, allocated %d MiB", count, (after.TotalAlloc-before.TotalAlloc)>>20)
+}
+
+// Wrong passwords from one address hold back that address only; a cookie
+// kept from before sign-out is refused after it.
+func TestSecurityLockoutAndSignOut(t *testing.T) {
+	t.Parallel()
+	info, _ := runLocal(t, nil)
+	attacker, user := clientFrom("127.0.0.2"), clientFrom("127.0.0.3")
+	for range 6 {
+		signIn(t, attacker, info.URL, "admin", "wrong-password")
+	}
+	if st, _ := signIn(t, attacker, info.URL, "admin", info.AdminPassword); st != http.StatusTooManyRequests {
+		t.Fatalf("the guessing address with the right password: %d, want 429", st)
+	}
+	st, cookie := signIn(t, user, info.URL, "admin", info.AdminPassword)
+	if st != http.StatusSeeOther || cookie == nil {
+		t.Fatalf("the user from another address: %d, want a session", st)
+	}
+	get := func() int {
+		req, _ := http.NewRequest("GET", info.URL+"/v1/users", nil)
+		req.AddCookie(cookie)
+		res, err := user.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if st := get(); st != http.StatusOK {
+		t.Fatalf("GET /v1/users with the session: %d", st)
+	}
+	// The sign-out form carries the CSRF token; read it off a page.
+	req, _ := http.NewRequest("GET", info.URL+"/console/", nil)
+	req.AddCookie(cookie)
+	res, err := user.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	_, rest, ok := strings.Cut(string(page), `name="_csrf" value="`)
+	csrf, _, _ := strings.Cut(rest, `"`)
+	if !ok || csrf == "" {
+		t.Fatal("no CSRF token on the dashboard")
+	}
+	req, _ = http.NewRequest("POST", info.URL+"/console/logout", strings.NewReader(url.Values{"_csrf": {csrf}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(cookie)
+	if res, err = user.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if st := get(); st != http.StatusUnauthorized {
+		t.Fatalf("GET /v1/users with the cookie kept after sign-out: %d, want 401", st)
+	}
+}
+
+// Registration of link-local and metadata addresses is refused in every
+// spelling; loopback is allowed in xjob local.
+func TestSecurityRegistrationToInternalAddresses(t *testing.T) {
+	t.Parallel()
+	info, _ := runLocal(t, nil)
+	for _, tt := range []struct {
+		addr string
+		ok   bool
+	}{
+		{"http://169.254.169.254/latest/meta-data", false},
+		{"http://[fd00:ec2::254]/", false},
+		{"http://[fe80::1]:9999/", false},
+		{"http://[::ffff:169.254.169.254]/", false},
+		{"http://2852039166/", false},
+		{"http://0xa9fea9fe/", false},
+		{"http://127.0.0.1:9999/", true},
+		{"http://10.1.2.3:9999/", true},
+	} {
+		body := fmt.Sprintf(`{"registryGroup":"EXECUTOR","registryKey":"sec-app","registryValue":%q}`, tt.addr)
+		req, _ := http.NewRequest("POST", info.URL+"/api/registry", strings.NewReader(body))
+		req.Header.Set(protocol.AccessTokenHeader, info.AccessToken)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if got := strings.Contains(string(b), `"code":200`); got != tt.ok {
+			t.Errorf("register %s: %s, want accepted=%v", tt.addr, b, tt.ok)
+		}
+	}
+}
+
+// Weak access tokens are refused at start unless accepted on purpose.
+func TestSecurityWeakTokens(t *testing.T) {
+	t.Parallel()
+	for _, tok := range []string{"default_token", "x", "fifteen-chars-x"} {
+		cfg := Defaults()
+		cfg.DB, cfg.Listen, cfg.AccessToken = t.TempDir()+"/x.db", "127.0.0.1:0", tok
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := Run(ctx, cfg)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "weak") {
+			t.Errorf("--access-token %q: %v, want a refusal", tok, err)
+		}
+	}
+	logs := &strings.Builder{}
+	var mu sync.Mutex
+	info, _ := runLocal(t, func(c *Config) {
+		c.AccessToken, c.AllowWeakAccessToken = "default_token", true
+		c.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, nil))
+	})
+	if info.AccessToken != "default_token" {
+		t.Fatalf("token in effect %q", info.AccessToken)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "WEAK EXECUTOR ACCESS TOKEN") {
+		t.Fatal("a weak token accepted on request was not warned about")
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// trap counts the requests that reach it.
+func trap(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		w.Write([]byte(`{"code":200}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func redirector(t *testing.T, to string) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		http.Redirect(w, r, to+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+// No redirect is followed with a token: the SDK calling an admin address
+// that redirects, and the admin calling an executor address that does.
+func TestSecurityRedirectTraps(t *testing.T) {
+	t.Parallel()
+	info, _ := runLocal(t, nil)
+
+	// SDK → admin.
+	sdkTrap, sdkTrapped := trap(t)
+	adminRedirect, redirected := redirector(t, sdkTrap.URL)
+	e, err := executor.New(executor.Config{AdminAddresses: []string{adminRedirect.URL}, AccessToken: info.AccessToken,
+		AppName: "trap-app", Address: "http://127.0.0.1:9/", LogDir: t.TempDir(), LogRetentionDays: -1,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Shutdown(ctx)
+	})
+	eventually(t, 10*time.Second, "the SDK's registration at the redirecting admin", func() bool { return redirected.Load() > 0 })
+
+	// Admin → executor.
+	execTrap, execTrapped := trap(t)
+	execRedirect, _ := redirector(t, execTrap.URL)
+	var group struct{ ID int64 }
+	if st := v1(t, info, "POST", "/v1/groups", fmt.Sprintf(`{"appname":"redirect-app","title":"Redirect","addressType":1,"addressList":[%q]}`,
+		execRedirect.URL), &group); st != http.StatusCreated {
+		t.Fatalf("create group: %d", st)
+	}
+	var job struct{ ID int64 }
+	if st := v1(t, info, "POST", "/v1/jobs", fmt.Sprintf(`{"jobGroup":%d,"jobDesc":"redirect","author":"t","scheduleType":"NONE",`+
+		`"glueType":"BEAN","executorHandler":"h","executorFailRetryCount":0}`, group.ID), &job); st != http.StatusCreated {
+		t.Fatalf("create job: %d", st)
+	}
+	if st := v1(t, info, "POST", fmt.Sprintf("/v1/jobs/%d/trigger", job.ID), `{}`, nil); st >= 300 {
+		t.Fatalf("trigger: %d", st)
+	}
+	var logs struct {
+		Items []struct {
+			TriggerCode int    `json:"triggerCode"`
+			TriggerMsg  string `json:"triggerMsg"`
+		} `json:"items"`
+	}
+	eventually(t, 10*time.Second, "the trigger's result", func() bool {
+		v1(t, info, "GET", fmt.Sprintf("/v1/logs?job=%d", job.ID), "", &logs)
+		return len(logs.Items) == 1 && logs.Items[0].TriggerCode != 0
+	})
+	if l := logs.Items[0]; l.TriggerCode == 200 || !strings.Contains(l.TriggerMsg, "307") {
+		t.Errorf("trigger through a redirect: %d %q, want a failure naming the 307", l.TriggerCode, l.TriggerMsg)
+	}
+	if n, m := sdkTrapped.Load(), execTrapped.Load(); n != 0 || m != 0 {
+		t.Fatalf("redirect targets reached: SDK→admin %d, admin→executor %d", n, m)
+	}
+}
