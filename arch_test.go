@@ -26,7 +26,7 @@ var layers = []struct {
 	name string
 	pkgs []string
 }{
-	{"foundation", []string{"clock", "protocol", "internal/scheduler/schedule", "internal/strictjson"}},
+	{"foundation", []string{"clock", "protocol", "internal/scheduler/schedule", "internal/strictjson", "internal/egress"}},
 	{"domain", []string{"."}},
 	{"ports", []string{"driver", "driver/drivertest"}},
 	{"sdk and client", []string{"executor/...", "adminclient", "internal/demo"}},
