@@ -91,7 +91,7 @@ func startDemo(ctx context.Context, cfg Config, svc *services, baseURL string) (
 		_ = ln.Close()
 		return nil, fmt.Errorf("demo executor: %w", err)
 	}
-	d.srv = &http.Server{Handler: d.exec, ReadHeaderTimeout: 10 * time.Second}
+	d.srv = executor.NewServer(d.exec)
 	go func() { _ = d.srv.Serve(ln) }()
 
 	if len(created) > 0 {
