@@ -120,6 +120,18 @@ func TestSessionPermissions(t *testing.T) {
 		{"clear own logs without CSRF", "DELETE", "/v1/logs?group=" + id(mine.ID) + "&mode=all", "", false, 403},
 		{"clear own logs, unknown mode", "DELETE", "/v1/logs?group=" + id(mine.ID) + "&mode=2m", "", true, 400},
 		{"clear own logs", "DELETE", "/v1/logs?group=" + id(mine.ID) + "&mode=all", "", true, 200},
+		// GLUE jobs are an admin's to create and edit (auth.GlueAdmins, the default).
+		{"create GLUE job in own group", "POST", "/v1/jobs", strings.Replace(jobBody(mine.ID, ""), `"glueType":"BEAN"`,
+			`"glueType":"GLUE_SHELL","glueSource":"id"`, 1), true, 403},
+		{"turn own job into GLUE", "PUT", "/v1/jobs/" + id(myJob.ID), strings.Replace(jobBody(mine.ID, ""), `"glueType":"BEAN"`,
+			`"glueType":"GLUE_SHELL","glueSource":"id"`, 1), true, 403},
+		// Guesses of the current password are limited like sign-ins.
+		{"wrong current password 1", "POST", "/v1/me/password", `{"current":"guess-guess","new":"new-password-1"}`, true, 400},
+		{"wrong current password 2", "POST", "/v1/me/password", `{"current":"guess-guess","new":"new-password-1"}`, true, 400},
+		{"wrong current password 3", "POST", "/v1/me/password", `{"current":"guess-guess","new":"new-password-1"}`, true, 400},
+		{"wrong current password 4", "POST", "/v1/me/password", `{"current":"guess-guess","new":"new-password-1"}`, true, 400},
+		{"wrong current password 5", "POST", "/v1/me/password", `{"current":"guess-guess","new":"new-password-1"}`, true, 400},
+		{"right current password past the limit", "POST", "/v1/me/password", `{"current":"normal-password","new":"new-password-1"}`, true, 429},
 	} {
 		if got := call(tc.method, tc.path, tc.body, tc.csrf); got != tc.want {
 			t.Errorf("%s: %s %s = %d, want %d", tc.name, tc.method, tc.path, got, tc.want)
