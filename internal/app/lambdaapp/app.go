@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/snsalarm"
 	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
@@ -272,7 +274,14 @@ func New(cfg Config, d Deps) (*App, error) {
 	if err != nil {
 		return fail("callback", err)
 	}
-	a.registry, err = registry.New(registry.Config{Store: store, Clock: d.Clock, Logger: d.Logger})
+	// Registrations of link-local and metadata addresses are refused, as
+	// the executor client refuses to dial them. (Loopback stays allowed
+	// until the deployment can say where its executors live.)
+	egressRule := egress.Policy{AllowLoopback: true}
+	a.registry, err = registry.New(registry.Config{Store: store, Clock: d.Clock, Logger: d.Logger,
+		CheckAddress: func(ctx context.Context, address string) error {
+			return egressRule.Check(ctx, net.DefaultResolver, address)
+		}})
 	if err != nil {
 		return fail("registry", err)
 	}
