@@ -1,9 +1,9 @@
 package adminapi
 
 import (
-	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -12,44 +12,25 @@ import (
 	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/metric"
-	"github.com/xjobdev/xjob/internal/scheduler/callback"
-	"github.com/xjobdev/xjob/internal/scheduler/registry"
 	"github.com/xjobdev/xjob/internal/web/auth"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/internal/web/executorapi"
 )
 
-// Registrar records executor heartbeats; *registry.Service is the
-// implementation. A rejected heartbeat must match registry.ErrIllegalArgument.
-type Registrar interface {
-	Register(ctx context.Context, p protocol.RegistryParam) error
-	Remove(ctx context.Context, p protocol.RegistryParam) error
-}
-
-// Callbacker records executor results; *callback.Service is the
-// implementation. It returns one error per item.
-type Callbacker interface {
-	Callback(ctx context.Context, items []protocol.HandleCallbackParam) []error
-}
-
-var (
-	_ Registrar  = (*registry.Service)(nil)
-	_ Callbacker = (*callback.Service)(nil)
+// Registrar records executor heartbeats and Callbacker executor
+// results (package executorapi serves both routes).
+type (
+	Registrar  = executorapi.Registrar
+	Callbacker = executorapi.Callbacker
 )
 
 // Body limits.
 const (
 	// MaxBodyBytes caps an admin API request body (413 above it).
 	MaxBodyBytes = 1 << 20
-	// MaxRegistryBodyBytes caps /api/registry and /api/registryRemove: a
-	// registration is three short strings (well under 1 KiB).
-	MaxRegistryBodyBytes = 4 << 10
-	// MaxCallbackBodyBytes caps /api/callback. A batch drains what an
-	// executor has queued, so it gets more room, but a bounded one: every
-	// executor route used to buffer up to 16 MiB, and ten concurrent such
-	// bodies took the process from 18 MB to 357 MB. 4 MiB holds thousands
-	// of results (xxl-job's own callback thread sends what queued up since
-	// its last pass, item messages are usually short).
-	MaxCallbackBodyBytes = 4 << 20
+	// MaxRegistryBodyBytes and MaxCallbackBodyBytes cap the executor
+	// routes' bodies (package executorapi says why).
+	MaxRegistryBodyBytes = executorapi.MaxRegistryBodyBytes
+	MaxCallbackBodyBytes = executorapi.MaxCallbackBodyBytes
 )
 
 // Config wires a Handler. Admin, Registry, Callback and AdminToken are required.
@@ -74,7 +55,14 @@ type Config struct {
 	// AccessToken is the xxl-job access token executors send. It must not
 	// be blank either: unlike xxl-job, the executor routes never run open
 	// (anyone reaching them could complete any log or register addresses).
-	AccessToken string
+	// AccessTokens, when set, replaces it: every token it returns, asked
+	// per request, is accepted (a rotation in progress).
+	AccessToken  string
+	AccessTokens func() []string
+	// AdminTokens, when set, is asked per request for the accepted admin
+	// tokens instead of AdminToken (a token read from a secret store and
+	// refreshed; AdminToken must still be set, as the first of them).
+	AdminTokens func() []string
 	// Logger defaults to slog.Default(); Clock (the default "from" of cron
 	// previews) to the wall clock.
 	Logger *slog.Logger
@@ -83,10 +71,10 @@ type Config struct {
 
 // Handler serves every route of the package doc. It is safe for concurrent use.
 type Handler struct {
-	cfg         Config
-	adminToken  []byte
-	accessToken []byte
-	mux         *http.ServeMux
+	cfg        Config
+	adminToken []byte
+	exec       *executorapi.Handler
+	mux        *http.ServeMux
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -106,7 +94,7 @@ func New(cfg Config) (*Handler, error) {
 	if strings.TrimSpace(cfg.AdminToken) == "" {
 		missing = append(missing, "AdminToken")
 	}
-	if strings.TrimSpace(cfg.AccessToken) == "" {
+	if strings.TrimSpace(cfg.AccessToken) == "" && cfg.AccessTokens == nil {
 		missing = append(missing, "AccessToken")
 	}
 	if len(missing) > 0 {
@@ -118,11 +106,16 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	exec, err := executorapi.New(executorapi.Config{Registry: cfg.Registry, Callback: cfg.Callback,
+		AccessToken: cfg.AccessToken, Tokens: cfg.AccessTokens, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("adminapi config: %w", err)
+	}
 	h := &Handler{
-		cfg:         cfg,
-		adminToken:  []byte(cfg.AdminToken),
-		accessToken: []byte(strings.TrimSpace(cfg.AccessToken)),
-		mux:         http.NewServeMux(),
+		cfg:        cfg,
+		adminToken: []byte(cfg.AdminToken),
+		exec:       exec,
+		mux:        http.NewServeMux(),
 	}
 	h.routes()
 	return h, nil

@@ -275,8 +275,23 @@ func filterGroups(p auth.Principal, gs []xjob.Group) []xjob.Group {
 // bearerOnly authenticates the admin token alone (no Auth configured).
 func (h *Handler) bearerOnly(r *http.Request) (auth.Principal, error) {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || !constantEqual(strings.TrimSpace(token), h.adminToken) {
+	if !ok || !strings.EqualFold(scheme, "Bearer") || !h.isAdminToken(strings.TrimSpace(token)) {
 		return auth.Principal{}, auth.ErrUnauthenticated
 	}
 	return auth.Principal{Token: true}, nil
+}
+
+// isAdminToken compares token with every accepted admin token, in
+// constant time.
+func (h *Handler) isAdminToken(token string) bool {
+	if h.cfg.AdminTokens == nil {
+		return constantEqual(token, h.adminToken)
+	}
+	ok := false
+	for _, t := range h.cfg.AdminTokens() {
+		if t != "" && constantEqual(token, []byte(t)) {
+			ok = true
+		}
+	}
+	return ok
 }
