@@ -104,7 +104,7 @@ build-cli: ## Build the xjob binary into bin/
 
 # Lambda functions: one bootstrap per function for provided.al2023 on arm64,
 # zipped to dist/<name>.zip (by a tiny Go tool, so zip(1) is not needed).
-FUNCTIONS := scan ring dispatch callback registry
+FUNCTIONS := scan ring dispatch callback registry web
 DIST      := dist
 
 .PHONY: build-lambda

@@ -101,13 +101,6 @@ var (
 	// (dynamostore doc: logs, occurrence markers, registry entries, and the
 	// console's sign-in attempt counters and signed-out sessions).
 	ttlTables = []string{dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableConsole}
-	// wantRoutes is the HTTP API: executors reach callback through either
-	// prefix, everything else (registry, /v1 admin API) goes to registry.
-	wantRoutes = map[string]string{
-		"POST /api/callback":               "callback",
-		"POST /xxl-job-admin/api/callback": "callback",
-		"ANY /{proxy+}":                    "registry",
-	}
 	// wantSchedules are the EventBridge rules per function.
 	wantSchedules = map[string][]string{"scan": {"rate(1 minute)"}, "registry": {"rate(1 minute)"}}
 	// queueOfEnv names the queue behind each queue-URL variable.
@@ -510,6 +503,14 @@ func checkConsumer(t *testing.T, s *stack, where, qk string, c consumer, timeout
 
 func checkRoutesAndSchedules(t *testing.T, s *stack) {
 	t.Helper()
+	// The HTTP API is awsconfig's Routes: executors reach registry and
+	// callback through either prefix, everything else goes to web.
+	wantRoutes := map[string]string{}
+	for _, f := range awsconfig.Functions {
+		for _, r := range f.Routes {
+			wantRoutes[r] = f.Name
+		}
+	}
 	if !maps.Equal(s.routes, wantRoutes) {
 		t.Errorf("%s: HTTP API routes\n   got  %v\n   want %v", s.format, s.routes, wantRoutes)
 	}

@@ -184,7 +184,11 @@ func loadSAM(file string) (*stack, error) {
 					if symStr(ep["ApiId"]) != "httpapi" {
 						s.problem("function %s event %s: ApiId %v is not the template's AWS::Serverless::HttpApi", name, ev, ep["ApiId"])
 					}
-					s.addRoute(strings.ToUpper(str(ep["Method"]))+" "+str(ep["Path"]), name)
+					if ep["Method"] == nil && ep["Path"] == nil {
+						s.addRoute("$default", name) // SAM's route for an HttpApi event without a path
+					} else {
+						s.addRoute(strings.ToUpper(str(ep["Method"]))+" "+str(ep["Path"]), name)
+					}
 				default:
 					s.problem("function %s event %s: unexpected event type %v", name, ev, typ)
 				}

@@ -1,15 +1,16 @@
-// Command registry is xjob's registry Lambda function: behind the rest of the HTTP API, it serves
-// executor heartbeats and the admin API; an EventBridge rule runs the periodic
-// maintenance (sweep, group refresh, lost-job check, log purge).
-// lambdaapp.Main reads its configuration from the environment (internal/adapter/awsconfig
-// names), builds the SDK clients and services once, outside the handler, and
-// serves invocations with the function's handler (App.Handler).
+// Command registry is xjob's registry Lambda function: behind the HTTP API routes /api/registry and
+// /api/registryRemove (also under /xxl-job-admin), it records executor heartbeats; an EventBridge
+// rule runs the periodic maintenance (sweep, group refresh, lost-job check, log purge).
+// wiring.Main reads its configuration from the environment (internal/adapter/awsconfig
+// names), builds the SDK clients and the function's services once, outside the
+// handler, and serves invocations; the function's package links only what it runs.
 package main
 
 import (
 	_ "time/tzdata" // cron is evaluated in each job's time zone; provided.al2023 ships no zoneinfo
 
-	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/registryfn"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 )
 
-func main() { lambdaapp.Main("registry") }
+func main() { wiring.Main("registry", registryfn.Build) }

@@ -1,15 +1,16 @@
 // Command scan is xjob's scan Lambda function: invoked every minute by an EventBridge rule,
-// it ticks once a second under the scan shard leases and pushes due fires to
+// it runs one scan tick under the shard leases and sends the due fires to
 // the ring queue (or straight to a dispatch lane when late).
-// lambdaapp.Main reads its configuration from the environment (internal/adapter/awsconfig
-// names), builds the SDK clients and services once, outside the handler, and
-// serves invocations with the function's handler (App.Handler).
+// wiring.Main reads its configuration from the environment (internal/adapter/awsconfig
+// names), builds the SDK clients and the function's services once, outside the
+// handler, and serves invocations; the function's package links only what it runs.
 package main
 
 import (
 	_ "time/tzdata" // cron is evaluated in each job's time zone; provided.al2023 ships no zoneinfo
 
-	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/scanfn"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 )
 
-func main() { lambdaapp.Main("scan") }
+func main() { wiring.Main("scan", scanfn.Build) }

@@ -1,5 +1,6 @@
-# One HTTP API for executors (xxl-job /api/* under both prefixes) and people (/v1 admin API).
-# The explicit callback routes are more specific than /{proxy+}, so API Gateway prefers them.
+# One HTTP API for executors (xxl-job /api/* under both prefixes) and people (console, /v1 admin API).
+# Executors' heartbeats and results have their own routes and functions (registry, callback);
+# every other request, / included, takes the $default route to the web function.
 
 resource "aws_apigatewayv2_api" "http" {
   name          = var.name
@@ -41,8 +42,39 @@ resource "aws_apigatewayv2_route" "callback_prefixed" {
 
 resource "aws_apigatewayv2_route" "registry" {
   api_id    = aws_apigatewayv2_api.http.id
-  route_key = "ANY /{proxy+}"
+  route_key = "POST /api/registry"
   target    = "integrations/${aws_apigatewayv2_integration.registry.id}"
+}
+
+resource "aws_apigatewayv2_route" "registry_remove" {
+  api_id    = aws_apigatewayv2_api.http.id
+  route_key = "POST /api/registryRemove"
+  target    = "integrations/${aws_apigatewayv2_integration.registry.id}"
+}
+
+resource "aws_apigatewayv2_route" "registry_prefixed" {
+  api_id    = aws_apigatewayv2_api.http.id
+  route_key = "POST /xxl-job-admin/api/registry"
+  target    = "integrations/${aws_apigatewayv2_integration.registry.id}"
+}
+
+resource "aws_apigatewayv2_route" "registry_remove_prefixed" {
+  api_id    = aws_apigatewayv2_api.http.id
+  route_key = "POST /xxl-job-admin/api/registryRemove"
+  target    = "integrations/${aws_apigatewayv2_integration.registry.id}"
+}
+
+resource "aws_apigatewayv2_integration" "web" {
+  api_id                 = aws_apigatewayv2_api.http.id
+  integration_type       = "AWS_PROXY"
+  integration_uri        = aws_lambda_function.web.invoke_arn
+  payload_format_version = "2.0"
+}
+
+resource "aws_apigatewayv2_route" "web" {
+  api_id    = aws_apigatewayv2_api.http.id
+  route_key = "$default"
+  target    = "integrations/${aws_apigatewayv2_integration.web.id}"
 }
 
 resource "aws_lambda_permission" "callback_api" {
@@ -57,6 +89,14 @@ resource "aws_lambda_permission" "registry_api" {
   statement_id  = "AllowHttpApi"
   action        = "lambda:InvokeFunction"
   function_name = aws_lambda_function.registry.function_name
+  principal     = "apigateway.amazonaws.com"
+  source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*/*"
+}
+
+resource "aws_lambda_permission" "web_api" {
+  statement_id  = "AllowHttpApi"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.web.function_name
   principal     = "apigateway.amazonaws.com"
   source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*/*"
 }

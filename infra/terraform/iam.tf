@@ -188,7 +188,7 @@ data "aws_iam_policy_document" "registry" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.ring.arn, aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
   }
   statement {
     sid       = "Alarm"
@@ -206,4 +206,43 @@ resource "aws_iam_role_policy" "registry" {
   name   = "registry"
   role   = aws_iam_role.registry.id
   policy = data.aws_iam_policy_document.registry.json
+}
+
+resource "aws_iam_role" "web" {
+  name_prefix        = "${var.name}-web-"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+}
+
+data "aws_iam_policy_document" "web" {
+  statement {
+    sid       = "Tables"
+    actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"]
+    resources = local.table_arns
+  }
+  statement {
+    sid       = "Indexes"
+    actions   = ["dynamodb:Query"]
+    resources = local.index_arns
+  }
+  statement {
+    sid       = "Send"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.ring.arn, aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+  }
+  statement {
+    sid       = "Alarm"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.alarm.arn]
+  }
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.web.arn}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "web" {
+  name   = "web"
+  role   = aws_iam_role.web.id
+  policy = data.aws_iam_policy_document.web.json
 }

@@ -1,4 +1,4 @@
-# The five functions: provided.al2023 on arm64, one bootstrap per zip from `make build-lambda`.
+# The six functions: provided.al2023 on arm64, one bootstrap per zip from `make build-lambda`.
 
 resource "aws_cloudwatch_log_group" "scan" {
   name              = "/aws/lambda/${var.name}-scan"
@@ -125,6 +125,8 @@ resource "aws_lambda_function" "callback" {
   memory_size      = 256
   timeout          = 15 # below the HTTP API's 30 s integration limit
   role             = aws_iam_role.callback.arn
+
+  reserved_concurrent_executions = 10 # results keep their own share, apart from the web function's
   logging_config {
     log_format = "Text"
     log_group  = aws_cloudwatch_log_group.callback.name
@@ -151,7 +153,7 @@ resource "aws_cloudwatch_log_group" "registry" {
 
 resource "aws_lambda_function" "registry" {
   function_name    = "${var.name}-registry"
-  description      = "Executor registry, /v1 admin API, and the periodic maintenance (EventBridge)."
+  description      = "Executor heartbeats (xxl-job /api/registry, /api/registryRemove) and the periodic maintenance (EventBridge)."
   filename         = "${path.module}/../../dist/registry.zip"
   source_code_hash = filebase64sha256("${path.module}/../../dist/registry.zip")
   handler          = "bootstrap"
@@ -161,10 +163,47 @@ resource "aws_lambda_function" "registry" {
   timeout          = 60 # HTTP requests are cut at 30 s by the API; maintenance may use the minute
   role             = aws_iam_role.registry.arn
 
-  reserved_concurrent_executions = 10 # admin API, heartbeats and maintenance; a ceiling, not a crowd
+  reserved_concurrent_executions = 5 # heartbeats and maintenance, apart from the web function's sign-ins and admin calls
   logging_config {
     log_format = "Text"
     log_group  = aws_cloudwatch_log_group.registry.name
+  }
+  environment {
+    variables = {
+      XJOB_TABLE_PREFIX            = var.table_prefix
+      XJOB_SHARDS                  = tostring(var.shards)
+      XJOB_LOG_LEVEL               = var.log_level
+      XJOB_RETRY_DELAY             = var.retry_delay
+      XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
+      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
+      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
+      XJOB_ACCESS_TOKEN            = var.access_token
+      XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
+    }
+  }
+}
+
+resource "aws_cloudwatch_log_group" "web" {
+  name              = "/aws/lambda/${var.name}-web"
+  retention_in_days = var.log_retention_days
+}
+
+resource "aws_lambda_function" "web" {
+  function_name    = "${var.name}-web"
+  description      = "The console (/ redirects to it), the /v1 admin API, /metrics, /healthz and executors' job declarations."
+  filename         = "${path.module}/../../dist/web.zip"
+  source_code_hash = filebase64sha256("${path.module}/../../dist/web.zip")
+  handler          = "bootstrap"
+  runtime          = "provided.al2023"
+  architectures    = ["arm64"]
+  memory_size      = 256
+  timeout          = 30 # the HTTP API cuts a request at 30 s
+  role             = aws_iam_role.web.arn
+
+  reserved_concurrent_executions = 5 # a ceiling on what a flood of sign-ins (argon2id) or admin calls can use
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.web.name
   }
   environment {
     variables = {

@@ -3,6 +3,11 @@ output "admin_url" {
   value       = aws_apigatewayv2_api.http.api_endpoint
 }
 
+output "console_url" {
+  description = "The web console (create the first user with the admin token first; docs/aws.md)."
+  value       = "${aws_apigatewayv2_api.http.api_endpoint}/console/"
+}
+
 output "dispatch_function_name" {
   description = "aws lambda invoke --function-name <this> --payload '{\"jobId\":1}' triggers a job by hand."
   value       = aws_lambda_function.dispatch.function_name

@@ -1,11 +1,15 @@
-// Package awsconfig is the single source of truth for how the five Lambda
+// Package awsconfig is the single source of truth for how the six Lambda
 // functions are deployed: their names, the environment variables each one
-// reads, and the AWS actions each one may call. The Lambda mains read their
+// reads, the HTTP API routes each one serves, and the AWS actions each one
+// may call. The Lambda mains read their
 // configuration through it, and the infra test checks the SAM template and
 // the Terraform against it, so code and infrastructure cannot drift apart.
 package awsconfig
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Environment variables. Every function reads XJOB_TABLE_PREFIX and XJOB_SHARDS.
 const (
@@ -61,6 +65,10 @@ type Function struct {
 	// in the templates: a ceiling for functions an EventBridge rule
 	// invokes, so a backlog of scheduled events can never run a crowd.
 	ReservedConcurrency int
+	// Routes are the HTTP API route keys API Gateway sends to the function
+	// ("POST /api/callback"); "$default" takes every request no other
+	// route matches.
+	Routes []string
 	// NoAsyncRetries says the templates turn Lambda's asynchronous retries
 	// off (MaximumRetryAttempts 0, events older than a minute dropped): a
 	// failed or throttled scheduled run is simply superseded by the next
@@ -82,7 +90,7 @@ var dispatcherActions = []string{
 	"sqs:SendMessage", // retry task of a failed trigger; the ring's hand-off to the lanes (slow lane, and fast-lane tasks it cannot finish)
 }
 
-// Functions lists the five functions. Actions are what each function's
+// Functions lists the six functions. Actions are what each function's
 // code calls, as measured by the emulated-AWS end-to-end test
 // (internal/app/lambdaapp, which fails if a function calls an action not listed
 // here), plus the actions of code paths that test does not reach, each
@@ -130,25 +138,77 @@ var Functions = []Function{
 			"dynamodb:UpdateItem",     // report counters
 			"sns:Publish",             // alarm of a failed result
 			"sqs:SendMessage",         // not exercised: retry and child-job tasks
-		}},
+		},
+		Routes: []string{"POST /api/callback", "POST /xxl-job-admin/api/callback"},
+		// Results of every executor in a burst; the ceiling keeps a flood
+		// from taking the account's whole concurrency.
+		ReservedConcurrency: 10},
+	// The registry function serves executors' heartbeats, and nothing else
+	// over HTTP, so that sign-ins and admin calls (the web function's)
+	// cannot delay them; its EventBridge rule runs the maintenance.
 	{Name: "registry",
+		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
+		Actions: []string{
+			"dynamodb:BatchGetItem",   // not exercised: logs the sweep and the lost-job check finish
+			"dynamodb:BatchWriteItem", // not exercised: log purge
+			"dynamodb:DeleteItem",     // not exercised: executor deregistration, stale entries
+			"dynamodb:GetItem",
+			"dynamodb:PutItem",
+			"dynamodb:Query",
+			"dynamodb:Scan", // small tables: registry (all appnames), groups
+			"dynamodb:UpdateItem",
+			"sns:Publish",     // not exercised: alarms from the lost-job check and the sweep
+			"sqs:SendMessage", // not exercised: retries the sweep sends to the lanes
+		},
+		Routes: []string{"POST /api/registry", "POST /api/registryRemove",
+			"POST /xxl-job-admin/api/registry", "POST /xxl-job-admin/api/registryRemove"},
+		// Heartbeats take a few ms each; 5 serve thousands of executors
+		// beating every 30 s, and the maintenance run.
+		ReservedConcurrency: 5, NoAsyncRetries: true},
+	// The web function serves people and tools: the console, the /v1 admin
+	// API, /metrics, /healthz and executors' job declarations.
+	{Name: "web",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs},
 		Actions: []string{
-			// The admin API and maintenance reach every store operation; the
-			// test exercises heartbeats, job/group creation and one maintenance run.
+			// The admin API reaches every store operation; the test exercises
+			// job/group creation, users and the console.
 			"dynamodb:BatchGetItem",   // not exercised: job/log lists
-			"dynamodb:BatchWriteItem", // not exercised: log purge
-			"dynamodb:DeleteItem",     // not exercised: executor deregistration, job/group delete
+			"dynamodb:BatchWriteItem", // not exercised: log clear
+			"dynamodb:DeleteItem",     // not exercised: job/group/user delete
 			"dynamodb:GetItem",
-			"dynamodb:PutItem", // job/group create
+			"dynamodb:PutItem", // job/group/user create
 			"dynamodb:Query",
-			"dynamodb:Scan", // small tables: registry (all appnames), reports, job list without a group
+			"dynamodb:Scan", // small tables: registry, reports, users, job list without a group
 			"dynamodb:UpdateItem",
-			"sns:Publish",     // not exercised: alarms from the lost-job check and the sweep
-			"sqs:SendMessage", // admin push of a new job's fires within the scan horizon (ring); manual trigger, retries
+			"sns:Publish",     // not exercised: alarm of a manual trigger's failure
+			"sqs:SendMessage", // admin push of a new job's fires within the scan horizon (ring); manual trigger
 		},
-		// The ceiling covers the admin API and heartbeats too (a few ms
-		// each; 10 serve thousands of executors beating every 30 s).
-		ReservedConcurrency: 10, NoAsyncRetries: true},
+		Routes: []string{"$default"},
+		// Sign-ins cost ≈ 0.2 s of CPU each: the ceiling bounds what a flood
+		// of them costs, and it is the executor-facing functions' own
+		// concurrency that keeps heartbeats and results flowing meanwhile.
+		ReservedConcurrency: 5},
+}
+
+// RouteFunction is the function the HTTP API sends a request for path to:
+// the one with a route for it (method and exact path; API Gateway picks
+// the most specific route, and ours have no variables), else the one with
+// "$default".
+func RouteFunction(method, path string) string {
+	def := ""
+	for _, f := range Functions {
+		for _, r := range f.Routes {
+			if r == "$default" {
+				def = f.Name
+				continue
+			}
+			m, p, _ := strings.Cut(r, " ")
+			if p == path && (m == "ANY" || m == method) {
+				return f.Name
+			}
+		}
+	}
+	return def
 }

@@ -28,7 +28,7 @@ func TestLoadConfig(t *testing.T) {
 		env      map[string]string
 		wantErr  string // substring; "" means success
 	}{
-		{"every function loads", "registry", full, ""},
+		{"every function loads", "web", full, ""},
 		{"missing prefix named", "scan", with(awsconfig.EnvTablePrefix, ""), awsconfig.EnvTablePrefix + " is required"},
 		{"bad shards named", "ring", with(awsconfig.EnvShards, "x"), awsconfig.EnvShards},
 		{"zero shards", "ring", with(awsconfig.EnvShards, "0"), awsconfig.EnvShards},

@@ -31,7 +31,7 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
-	"github.com/xjobdev/xjob/internal/scheduler/scan"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/protocol"
@@ -147,7 +147,7 @@ func (e *env) app(fn, key string) *lambdaapp.App {
 		}),
 		Logger: e.logger.With("fn", key),
 		Owner:  key,
-		Scan:   scan.Config{TickBudget: 2 * time.Second, LeaseTTL: 4 * time.Second},
+		Scan:   wiring.ScanTunables{TickBudget: 2 * time.Second, LeaseTTL: 4 * time.Second},
 		// A failed bucket returns within a second or two, as the queue's
 		// 3 s visibility timeout brought it back before.
 		RingRetry: time.Second,
@@ -187,7 +187,7 @@ func scheduledEvent() events.EventBridgeEvent {
 		Detail: json.RawMessage(`{}`)}
 }
 
-// apiGateway is the HTTP API in front of callback and registry: it turns
+// apiGateway is the HTTP API in front of callback, registry and web: it turns
 // each request into a payload-2.0 event and routes it as the templates do.
 func (e *env) apiGateway() *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -201,18 +201,8 @@ func (e *env) apiGateway() *httptest.Server {
 			RawQueryString: r.URL.RawQuery, Headers: hdr, Body: string(body),
 			RequestContext: events.APIGatewayV2HTTPRequestContext{Stage: "$default", DomainName: r.Host,
 				HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path, SourceIP: "127.0.0.1"}}}
-		var resp events.APIGatewayV2HTTPResponse
-		var err error
-		if strings.HasSuffix(r.URL.Path, "/api/callback") {
-			resp, err = invoke(e, "callback", 30*time.Second, e.app("callback", "callback").Callback, ev)
-		} else {
-			var out any
-			out, err = invoke(e, "registry", 30*time.Second, e.app("registry", "registry").Registry, ev)
-			if err == nil {
-				b, _ := json.Marshal(out)
-				err = json.Unmarshal(b, &resp)
-			}
-		}
+		fn := awsconfig.RouteFunction(r.Method, r.URL.Path)
+		resp, err := invoke(e, fn, 30*time.Second, e.app(fn, fn).HTTP, ev)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return

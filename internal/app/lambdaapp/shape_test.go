@@ -60,7 +60,7 @@ func TestCallbackServesOnlyCallbacks(t *testing.T) {
 	t.Parallel()
 	a := offlineApp(t, "callback")
 	for _, path := range []string{"/v1/jobs", "/api/registry", "/healthz"} {
-		resp, err := a.Callback(context.Background(), events.APIGatewayV2HTTPRequest{RawPath: path,
+		resp, err := a.HTTP(context.Background(), events.APIGatewayV2HTTPRequest{RawPath: path,
 			RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}}})
 		if err != nil || resp.StatusCode != http.StatusNotFound {
 			t.Errorf("%s: %d %v, want 404", path, resp.StatusCode, err)

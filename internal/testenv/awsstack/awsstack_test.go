@@ -108,7 +108,7 @@ func TestDeploymentEndToEnd(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	u := d.Meter().Snapshot()
-	for _, fn := range []string{"scan", "ring", "dispatch", "callback", "registry", "esm:ring", "esm:dispatch"} {
+	for _, fn := range []string{"scan", "ring", "dispatch", "callback", "registry", "web", "esm:ring", "esm:dispatch"} {
 		if u.Requests(fn, "") == 0 {
 			t.Errorf("no AWS requests metered for %s: %+v", fn, u.Ops[fn])
 		}

@@ -16,7 +16,7 @@ import (
 // MemorySize; infra tests check it), which Lambda bills GB-s at.
 const MemoryMB = 256
 
-// BuildBootstraps builds the five functions' bootstraps for this host into
+// BuildBootstraps builds the functions' bootstraps for this host into
 // dir, one binary per function named by it, as `make build-lambda` builds
 // them for arm64 (same tags, no cgo). root is the module root ("" = found
 // from the working directory). It takes as long as `go build` does: warm,
@@ -62,7 +62,7 @@ func moduleRoot() (string, error) {
 // Environments start on the first invocation, as cold starts do.
 func (d *Deployment) startBootstraps() error {
 	maxEnvs := map[string]int{"scan": 2, "ring": d.opts.RingPollers, "dispatch": d.opts.FastPollers + d.opts.SlowPollers,
-		"callback": 16, "registry": 8}
+		"callback": 16, "registry": 8, "web": 8}
 	for _, fn := range awsconfig.Functions {
 		path := filepath.Join(d.opts.Bootstraps, fn.Name)
 		if _, err := os.Stat(path); err != nil {

@@ -69,7 +69,7 @@ func (r *runRecorder) wrap(h http.Handler) http.Handler {
 	})
 }
 
-// TestBootstrapsEndToEnd runs the five real bootstraps (functions/*, built
+// TestBootstrapsEndToEnd runs the six real bootstraps (functions/*, built
 // for this host) as Lambda runs them — each in its own processes, pulling
 // invocations from the Runtime API (internal/testenv/lambdarun) — against dynalite
 // and fauxqs: EventBridge ticks start scans (overlapping invocations in
@@ -254,7 +254,7 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 	u := d.Meter().Snapshot()
 	d.Close()
 	closed = true
-	for _, fn := range []string{"scan", "ring", "dispatch", "callback", "registry"} {
+	for _, fn := range []string{"scan", "ring", "dispatch", "callback", "registry", "web"} {
 		if u.Invokes[fn].Invocations == 0 {
 			t.Errorf("no invocations of the %s bootstrap", fn)
 		}

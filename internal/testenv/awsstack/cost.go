@@ -155,7 +155,7 @@ func (u Usage) Cost(triggers int, p Prices) Cost {
 }
 
 // functionOrder is the pipeline's order, for tables; others sort after it.
-var functionOrder = []string{"scan", "ring", "dispatch", "callback", "registry", "esm:ring", "esm:dispatch"}
+var functionOrder = []string{"scan", "ring", "dispatch", "callback", "registry", "web", "esm:ring", "esm:dispatch"}
 
 func compareFunctions(a, b string) int {
 	ia, ib := slices.Index(functionOrder, a), slices.Index(functionOrder, b)

@@ -137,16 +137,6 @@ func TestDeletable(t *testing.T) {
 	}
 }
 
-func TestIsCallbackPath(t *testing.T) {
-	t.Parallel()
-	for path, want := range map[string]bool{"/api/callback": true, "/xxl-job-admin/api/callback": true,
-		"/api/registry": false, "/v1/jobs": false, "/api/callbackx": false} {
-		if IsCallbackPath(path) != want {
-			t.Errorf("IsCallbackPath(%q) != %v", path, want)
-		}
-	}
-}
-
 func TestMeterInflight(t *testing.T) {
 	t.Parallel()
 	m := NewMeter()

@@ -40,6 +40,7 @@ const (
 	DispatchTimeout = 30 * time.Second
 	CallbackTimeout = 15 * time.Second
 	RegistryTimeout = 60 * time.Second
+	WebTimeout      = 30 * time.Second
 )
 
 // Options configure a Deployment. Zero values take the defaults noted.
@@ -76,7 +77,7 @@ type Options struct {
 	// ScanTimeout is the scan function's timeout (default ScanTimeout, as
 	// deployed); a scan invocation ticks until ~1.5 s before it.
 	ScanTimeout time.Duration
-	// Bootstraps, when set, is a directory holding the five functions'
+	// Bootstraps, when set, is a directory holding the functions'
 	// bootstrap binaries, one per function named by it (see
 	// BuildBootstraps): every invocation then goes to the real mains,
 	// served by package lambdarun, instead of to in-process handlers. The
@@ -198,8 +199,8 @@ func Start(ctx context.Context, opts Options) (d *Deployment, err error) {
 	} else {
 		// Build every function's environment before the triggers start, so a
 		// broken configuration fails Start rather than the first invocation.
-		for _, fn := range []string{"scan", "ring", "dispatch", "callback", "registry"} {
-			if _, err := d.app(fn, fn); err != nil {
+		for _, fn := range awsconfig.Functions {
+			if _, err := d.app(fn.Name, fn.Name); err != nil {
 				return nil, err
 			}
 		}
@@ -388,7 +389,7 @@ func (d *Deployment) app(fn, key string) (*lambdaapp.App, error) {
 	}
 	ddb, sq, sn := d.clients(fn)
 	a, err := lambdaapp.New(cfg, lambdaapp.Deps{DynamoDB: ddb, SQS: sq, SNS: sn,
-		Logger: d.opts.Logger.With("function", fn), Owner: key, Scan: d.opts.Scan})
+		Logger: d.opts.Logger.With("function", fn), Owner: key, Scan: lambdaapp.ScanTunables(d.opts.Scan)})
 	if err != nil {
 		return nil, fmt.Errorf("awsstack %s: %w", fn, err)
 	}

@@ -1,6 +1,6 @@
 // Package awsstack runs xjob's AWS deployment on one machine, without AWS:
 // dynalite stands in for DynamoDB and fauxqs for SQS and SNS (Node child
-// processes on loopback, installed by `make emulators`), and the five
+// processes on loopback, installed by `make emulators`), and the six
 // Lambda handlers of internal/app/lambdaapp are driven the way their AWS
 // triggers drive them:
 //
@@ -15,7 +15,10 @@
 //	                                       BatchItemFailures to come back
 //	API Gateway HTTP API       → callback  (/api/callback,
 //	                                       /xxl-job-admin/api/callback)
-//	                           → registry  (every other path)
+//	                           → registry  (/api/registry{,Remove}, also
+//	                                       under /xxl-job-admin)
+//	                           → web       (every other path; the routes
+//	                                       are awsconfig's)
 //
 // so that an xxl-job executor and the admin client talk to Deployment.URL
 // exactly as they talk to `xjob local`. It exists for the load harness

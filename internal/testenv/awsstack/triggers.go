@@ -86,6 +86,8 @@ func (d *Deployment) timeout(fn string) time.Duration {
 		return DispatchTimeout
 	case "callback":
 		return CallbackTimeout
+	case "web":
+		return WebTimeout
 	}
 	return RegistryTimeout // the function's; API Gateway would cut an HTTP request at 30 s
 }
@@ -222,14 +224,9 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// IsCallbackPath says which function the HTTP API routes a path to: the
-// callback function takes xxl-job's callback paths, registry the rest.
-func IsCallbackPath(path string) bool {
-	return path == "/api/callback" || path == "/xxl-job-admin/api/callback"
-}
-
 // serveAPI plays API Gateway's HTTP API ($default stage, payload format
-// 2.0): each request becomes one invocation of callback or registry.
+// 2.0): each request becomes one invocation of the function its route
+// names (awsconfig.RouteFunction: callback, registry or web).
 func (d *Deployment) serveAPI(w http.ResponseWriter, r *http.Request) {
 	d.meter.HTTPRequest()
 	body, err := io.ReadAll(io.LimitReader(r.Body, 10<<20)) // HTTP API's payload limit
@@ -246,10 +243,7 @@ func (d *Deployment) serveAPI(w http.ResponseWriter, r *http.Request) {
 		RequestContext: events.APIGatewayV2HTTPRequestContext{Stage: "$default", DomainName: r.Host, RequestID: requestID(),
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path,
 				Protocol: r.Proto, SourceIP: "127.0.0.1", UserAgent: r.UserAgent()}}}
-	fn := "registry"
-	if IsCallbackPath(r.URL.Path) {
-		fn = "callback"
-	}
+	fn := awsconfig.RouteFunction(r.Method, r.URL.Path)
 	var resp events.APIGatewayV2HTTPResponse
 	if err := d.call(r.Context(), fn, fn, ev, &resp); err != nil {
 		// API Gateway answers a failed invocation with 500.

@@ -1,4 +1,4 @@
-package lambdaapp
+package wiring
 
 import (
 	"fmt"
@@ -11,6 +11,36 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 )
+
+// ScanHorizon is how far ahead the scan function pre-reads. It runs once
+// a minute (EventBridge), not in a resident per-second loop, so it must
+// reach past the next invocation: 150 s covers the next minute, the
+// schedule's jitter, and one invocation lost altogether (no asynchronous
+// retries), with every bucket's SQS delay well inside the 900 s limit.
+// A due job's fires are planned further, DefaultScanAdvance. Fires of
+// jobs created, started or rescheduled in between are pushed by the admin
+// (admin, through scan.Pusher); the ring drops occurrences whose schedule revision
+// changed since they were pushed.
+const ScanHorizon = 150 * time.Second
+
+// DefaultScanAdvance is how far ahead the scan plans the fires of a job it
+// reads due (scan.Config.Advance; XJOB_SCAN_ADVANCE). The job is then due
+// again only when its first unplanned fire comes within ScanHorizon, so
+// it is read and advanced (one write unit plus two on the due index) about
+// once per DefaultScanAdvance − ScanHorizon ≈ 11.5 minutes instead of every
+// minute: for a job that fires every minute that is one advance per ~11
+// fires instead of one per fire. Edits stay correct as with any horizon:
+// a stop, delete or reschedule bumps the job's revision and the ring
+// drops the occurrences planned under the old one. The cost is more ring
+// messages per second (each tick's advanced jobs fill buckets up to 14
+// minutes out, so a shard-second's fires arrive in several messages), a
+// few cents per million triggers.
+const DefaultScanAdvance = 14 * time.Minute
+
+// MaxScanAdvance keeps every bucket's SQS delay under SQS's 900 s ceiling
+// (sqsqueue caps DelaySeconds there: a later bucket would come too early
+// and hold a ring invocation).
+const MaxScanAdvance = 14 * time.Minute
 
 // Config is a function's configuration, read once from its environment
 // through the variable names of package awsconfig (the names the templates

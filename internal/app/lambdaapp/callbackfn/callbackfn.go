@@ -1,0 +1,55 @@
+// Package callbackfn is the callback Lambda function: API Gateway routes
+// executors' results (POST /api/callback, also under /xxl-job-admin) here,
+// and only those. Every other path is a 404, so a misrouted request
+// reaches nothing else; the function links the callback service and the
+// executor routes of package executorapi, nothing of the admin side.
+package callbackfn
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+	"github.com/xjobdev/xjob/internal/web/executorapi"
+)
+
+// Function is the callback function.
+type Function struct {
+	b    *wiring.Base
+	http *executorapi.Handler
+}
+
+// New builds the callback function on b.
+func New(b *wiring.Base) (*Function, error) {
+	cb, err := pipeline.Callback(b)
+	if err != nil {
+		return nil, err
+	}
+	h, err := executorapi.New(executorapi.Config{Callback: cb, AccessToken: b.Config.AccessToken, Logger: b.Log})
+	if err != nil {
+		return nil, fmt.Errorf("lambda callback: %w", err)
+	}
+	return &Function{b: b, http: h}, nil
+}
+
+// Build is New as a wiring.Builder: the callback main's whole wiring.
+func Build(b *wiring.Base) (any, error) {
+	f, err := New(b)
+	if err != nil {
+		return nil, err
+	}
+	return f.Handle, nil
+}
+
+// Handle serves one HTTP API request.
+func (f *Function) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	defer f.b.FlushReports(ctx)
+	switch wiring.RequestPath(req) {
+	case "/api/callback", "/xxl-job-admin/api/callback":
+		return wiring.ServeHTTPAPI(ctx, f.http, req)
+	}
+	return wiring.NotFound(), nil
+}

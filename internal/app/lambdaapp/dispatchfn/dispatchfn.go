@@ -1,0 +1,252 @@
+// Package dispatchfn is the dispatch Lambda function: it triggers the
+// tasks of the fast and slow lane queues (an SQS event: one
+// Dispatcher.DispatchMany, then Dispose per task) and manual triggers
+// invoked directly ({"jobId","executorParam","addressList"}).
+package dispatchfn
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/adapter/execclient"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+	"github.com/xjobdev/xjob/internal/scheduler/callback"
+	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
+	"github.com/xjobdev/xjob/internal/scheduler/registry"
+	"github.com/xjobdev/xjob/internal/scheduler/route"
+)
+
+// Concurrency bounds the executor calls one dispatch invocation makes at
+// once; the executor client's keep-alive pool is sized to match.
+const Concurrency = 32
+
+// NewDispatcher builds the dispatcher of the dispatch function (lane queues,
+// manual triggers) and of the ring function (its buckets' fast lane).
+func NewDispatcher(b *wiring.Base, exec *execclient.Client, reg *registry.Service, cb *callback.Service) (*dispatch.Dispatcher, error) {
+	d, err := dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda", AnyTriggerAddress: b.Config.AnyTriggerAddress,
+		BatchConcurrency: Concurrency, ClaimTTL: b.Deps.ClaimTTL}, dispatch.Deps{
+		Store: b.Counted, Executors: exec, Router: route.New(route.Options{Clock: b.Clock, Prober: exec}),
+		Addresses: reg, Completer: cb, Clock: b.Clock, Logger: b.Log, Metrics: b.Metrics,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lambda %s: dispatch: %w", b.Config.Function, err)
+	}
+	return d, nil
+}
+
+// Function is the dispatch function.
+type Function struct {
+	b          *wiring.Base
+	dispatcher *dispatch.Dispatcher
+	lanes      map[string]xjob.Lane // SQS queue name → dispatch lane
+}
+
+// New builds the dispatch function on b.
+func New(b *wiring.Base) (*Function, error) {
+	cb, err := pipeline.Callback(b)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := pipeline.Registry(b)
+	if err != nil {
+		return nil, err
+	}
+	// The pool keeps one connection per concurrent executor call of an
+	// invocation, so a warm function reuses them all.
+	exec, err := pipeline.Executors(b, Concurrency)
+	if err != nil {
+		return nil, err
+	}
+	d, err := NewDispatcher(b, exec, reg, cb)
+	if err != nil {
+		return nil, err
+	}
+	f := &Function{b: b, dispatcher: d, lanes: map[string]xjob.Lane{}}
+	for url, lane := range map[string]xjob.Lane{b.Config.DispatchFastURL: xjob.LaneFast, b.Config.DispatchSlowURL: xjob.LaneSlow} {
+		if url != "" {
+			f.lanes[wiring.QueueName(url)] = lane
+		}
+	}
+	return f, nil
+}
+
+// Build is New as a wiring.Builder: the dispatch main's whole wiring.
+func Build(b *wiring.Base) (any, error) {
+	f, err := New(b)
+	if err != nil {
+		return nil, err
+	}
+	return f.Handle, nil
+}
+
+// ManualTrigger is the direct invocation payload of the dispatch function,
+// the shape of xxl-job's trigger API:
+//
+//	aws lambda invoke --function-name <stack>-dispatch \
+//	  --cli-binary-format raw-in-base64-out \
+//	  --payload '{"jobId":1,"executorParam":"x","addressList":["http://10.0.0.5:9999/"]}' out.json
+//
+// addressList may also be one comma-separated string, as xxl-job sends it.
+type ManualTrigger struct {
+	JobID         int64           `json:"jobId"`
+	ExecutorParam *string         `json:"executorParam,omitempty"`
+	AddressList   json.RawMessage `json:"addressList,omitempty"`
+}
+
+// ManualResult is the dispatch function's reply to a direct invocation.
+type ManualResult struct {
+	JobID        int64   `json:"jobId"`
+	OccurrenceID string  `json:"occurrenceId"`
+	LogIDs       []int64 `json:"logIds"`
+	TriggerCodes []int   `json:"triggerCodes"`
+	Duplicates   int     `json:"duplicates,omitempty"`
+	Dropped      bool    `json:"dropped,omitempty"`
+	Reason       string  `json:"reason,omitempty"`
+}
+
+// Handle is the dispatch function's handler. An SQS event (either lane)
+// dispatches each task and reports the ones to retry as batch item
+// failures, after setting their delay (Dispose's RetryAfter) with
+// ChangeMessageVisibility. Any other payload must be a ManualTrigger: it
+// is dispatched synchronously and answered with a ManualResult. The
+// occurrence's ref is the invocation's request id, so Lambda's own retry
+// of an asynchronous invocation (same request id) triggers the job once.
+func (f *Function) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	defer f.b.FlushReports(ctx)
+	var probe struct {
+		Records []json.RawMessage `json:"Records"`
+		JobID   json.RawMessage   `json:"jobId"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("dispatch: payload is not a JSON object: %w", err)
+	}
+	switch {
+	case probe.Records != nil:
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("dispatch: SQS event: %w", err)
+		}
+		return f.HandleSQS(ctx, ev)
+	case probe.JobID != nil:
+		var m ManualTrigger
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&m); err != nil {
+			return nil, fmt.Errorf("dispatch: manual trigger payload: %w", err)
+		}
+		return f.Manual(ctx, m)
+	default:
+		return nil, errors.New(`dispatch: unrecognised payload: want an SQS event or {"jobId":…,"executorParam":…,"addressList":[…]}`)
+	}
+}
+
+// DispatchSQS handles one SQS batch of dispatch tasks from either lane as
+// one DispatchMany (the batch's jobs, groups and addresses read once), and
+// reports each record whose task must be retried as a batch item failure.
+func (f *Function) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	defer f.b.FlushReports(ctx)
+	tasks := make([]xjob.DispatchTask, 0, len(ev.Records))
+	records := make([]events.SQSMessage, 0, len(ev.Records))
+	for _, r := range ev.Records {
+		var task xjob.DispatchTask
+		if err := json.Unmarshal([]byte(r.Body), &task); err != nil {
+			f.b.Log.ErrorContext(ctx, "dispatch: malformed task dropped", "messageId", r.MessageId, "err", err)
+			continue
+		}
+		tasks, records = append(tasks, task), append(records, r)
+	}
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	if len(tasks) == 0 {
+		return resp, nil
+	}
+	outs, errs := f.dispatcher.DispatchMany(ctx, tasks)
+	for i, r := range records {
+		task, out, err := tasks[i], outs[i], errs[i]
+		receives := wiring.ReceiveCount(r)
+		d := f.dispatcher.Dispose(err, receives)
+		if d.Ack {
+			if err != nil {
+				f.b.Log.WarnContext(ctx, "dispatch: task dropped", "occurrence", task.Occurrence.ID(0), "err", err)
+			} else if out.Dropped {
+				f.b.Log.InfoContext(ctx, "dispatch: task no longer applies", "occurrence", task.Occurrence.ID(0), "reason", out.Reason)
+			}
+			continue
+		}
+		f.b.Log.WarnContext(ctx, "dispatch: task will be retried", "occurrence", task.Occurrence.ID(0),
+			"retryAfter", d.RetryAfter, "receives", receives, "err", err)
+		if lane, ok := f.lanes[wiring.QueueName(r.EventSourceARN)]; ok && d.RetryAfter > 0 {
+			if rerr := f.b.Queues.Dispatch(lane).Retry(ctx, r.ReceiptHandle, d.RetryAfter); rerr != nil {
+				f.b.Log.WarnContext(ctx, "dispatch: retry delay not set; the visibility timeout applies", "err", rerr)
+			}
+		}
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+	}
+	return resp, nil
+}
+
+// DispatchManual triggers one job now, as the admin's "trigger once" does,
+// and waits for the executor's reply to /run.
+func (f *Function) Manual(ctx context.Context, m ManualTrigger) (ManualResult, error) {
+	defer f.b.FlushReports(ctx)
+	addrs, err := parseAddressList(m.AddressList)
+	if err != nil {
+		return ManualResult{}, err
+	}
+	ref := ""
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		ref = lc.AwsRequestID
+	}
+	if ref == "" {
+		ref = wiring.RandomHex(16)
+	}
+	task := xjob.DispatchTask{
+		Occurrence:  xjob.Occurrence{JobID: m.JobID, Type: xjob.TriggerManual, Ref: ref},
+		Param:       m.ExecutorParam,
+		AddressList: addrs,
+		EnqueuedAt:  f.b.Clock.Now().UnixMilli(),
+	}
+	if err := task.Validate(); err != nil {
+		return ManualResult{}, fmt.Errorf("dispatch: manual trigger: %w", err)
+	}
+	out, err := f.dispatcher.Dispatch(ctx, task)
+	if err != nil {
+		return ManualResult{}, fmt.Errorf("dispatch: manual trigger job %d: %w", m.JobID, err)
+	}
+	res := ManualResult{JobID: m.JobID, OccurrenceID: task.Occurrence.ID(0), LogIDs: []int64{}, TriggerCodes: []int{},
+		Duplicates: out.Duplicates, Dropped: out.Dropped, Reason: out.Reason}
+	for _, l := range out.Logs {
+		res.LogIDs = append(res.LogIDs, l.ID)
+		res.TriggerCodes = append(res.TriggerCodes, l.TriggerCode)
+	}
+	return res, nil
+}
+
+// parseAddressList accepts a JSON array of addresses or one
+// comma-separated string (xxl-job's form).
+func parseAddressList(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err == nil {
+		return list, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, errors.New(`dispatch: manual trigger: addressList must be an array of addresses or a comma-separated string`)
+	}
+	for _, addr := range bytes.Split([]byte(s), []byte(",")) {
+		if addr = bytes.TrimSpace(addr); len(addr) > 0 {
+			list = append(list, string(addr))
+		}
+	}
+	return list, nil
+}

@@ -1,0 +1,144 @@
+// Package registryfn is the registry Lambda function: API Gateway routes
+// executors' heartbeats (POST /api/registry and /api/registryRemove, also
+// under /xxl-job-admin) here, and only those, so that no flood of
+// sign-ins or admin calls (the web function's) can hold up a heartbeat;
+// an EventBridge rule runs the maintenance every minute (callback sweep,
+// group refresh, lost-job check, hourly log purge). It links nothing of
+// the admin side.
+package registryfn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+	"github.com/xjobdev/xjob/internal/scheduler/callback"
+	"github.com/xjobdev/xjob/internal/scheduler/registry"
+	"github.com/xjobdev/xjob/internal/scheduler/upkeep"
+	"github.com/xjobdev/xjob/internal/web/executorapi"
+)
+
+// Function is the registry function.
+type Function struct {
+	b        *wiring.Base
+	callback *callback.Service
+	registry *registry.Service
+	upkeep   *upkeep.Service
+	http     *executorapi.Handler
+}
+
+// New builds the registry function on b.
+func New(b *wiring.Base) (*Function, error) {
+	cb, err := pipeline.Callback(b)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := pipeline.Registry(b)
+	if err != nil {
+		return nil, err
+	}
+	up, err := pipeline.Upkeep(b, reg, cb)
+	if err != nil {
+		return nil, err
+	}
+	h, err := executorapi.New(executorapi.Config{Registry: reg, AccessToken: b.Config.AccessToken, Logger: b.Log})
+	if err != nil {
+		return nil, fmt.Errorf("lambda registry: %w", err)
+	}
+	return &Function{b: b, callback: cb, registry: reg, upkeep: up, http: h}, nil
+}
+
+// Build is New as a wiring.Builder: the registry main's whole wiring.
+func Build(b *wiring.Base) (any, error) {
+	f, err := New(b)
+	if err != nil {
+		return nil, err
+	}
+	return f.Handle, nil
+}
+
+// Handle serves an API Gateway HTTP API event (heartbeats) or runs the
+// maintenance for an EventBridge scheduled event.
+func (f *Function) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	defer f.b.FlushReports(ctx)
+	isHTTP, err := wiring.IsHTTPEvent(raw)
+	if err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	if isHTTP {
+		var req events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return nil, fmt.Errorf("registry: HTTP API event: %w", err)
+		}
+		return f.HTTP(ctx, req)
+	}
+	var ev events.EventBridgeEvent
+	if err := json.Unmarshal(raw, &ev); err != nil || ev.DetailType == "" && ev.Source == "" {
+		return nil, errors.New("registry: unrecognised payload: want an HTTP API (v2) event or an EventBridge scheduled event")
+	}
+	return f.Maintain(ctx, ev)
+}
+
+// HTTP serves one heartbeat; any other path is a 404.
+func (f *Function) HTTP(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	switch wiring.RequestPath(req) {
+	case "/api/registry", "/api/registryRemove", "/xxl-job-admin/api/registry", "/xxl-job-admin/api/registryRemove":
+		return wiring.ServeHTTPAPI(ctx, f.http, req)
+	}
+	return wiring.NotFound(), nil
+}
+
+// MaintenanceResult says what one maintenance run did.
+type MaintenanceResult struct {
+	Swept         int  `json:"swept"`
+	StaleRemoved  int  `json:"staleRemoved"`
+	GroupsUpdated int  `json:"groupsUpdated"`
+	LostChecked   int  `json:"lostChecked"`
+	LostMarked    int  `json:"lostMarked"`
+	Purged        int  `json:"purged"`
+	PurgeRan      bool `json:"purgeRan"`
+}
+
+// Maintain runs xxl-job's background monitors once, for the registry
+// function's EventBridge rule (every minute): the callback sweep (xxl-job
+// every 10 s), group refresh (30 s) and lost-job check (60 s) every run,
+// and log purge in the first minute of each hour (xxl-job: daily; hourly
+// keeps each run's deletes small). Each step runs even when an earlier one
+// failed; the errors are joined, so the invocation is reported failed.
+func (f *Function) Maintain(ctx context.Context, ev events.EventBridgeEvent) (MaintenanceResult, error) {
+	defer f.b.FlushReports(ctx)
+	var res MaintenanceResult
+	var errs []error
+	n, err := f.callback.Sweep(ctx)
+	res.Swept = n
+	errs = append(errs, wrap("callback sweep", err))
+	rr, err := f.registry.RefreshGroups(ctx)
+	res.StaleRemoved, res.GroupsUpdated = rr.Removed, rr.Updated
+	errs = append(errs, wrap("registry refresh", err))
+	lr, err := f.upkeep.CheckLost(ctx)
+	res.LostChecked, res.LostMarked = lr.Checked, lr.Marked
+	errs = append(errs, wrap("lost-job check", err))
+	at := ev.Time
+	if at.IsZero() {
+		at = f.b.Clock.Now()
+	}
+	if at.UTC().Minute() == 0 {
+		res.PurgeRan = true
+		res.Purged, err = f.upkeep.PurgeLogs(ctx)
+		errs = append(errs, wrap("log purge", err))
+	}
+	f.b.Log.InfoContext(ctx, "maintenance", "result", res)
+	return res, errors.Join(errs...)
+}
+
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

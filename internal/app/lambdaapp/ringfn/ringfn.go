@@ -1,0 +1,196 @@
+// Package ringfn is the ring Lambda function: each SQS record of the ring
+// queue is one bucket (shard, second). The records of one second are fired
+// as one bucket (as the local ring's poller merges them), so an instant's
+// fast-lane fires are one dispatch batch however many messages the scan
+// and the admin spread them over; seconds fire concurrently, each waiting
+// to its occurrences' exact milliseconds. The fast lane is dispatched in
+// process (dispatch.LaneSink: one batch per instant, read and claimed when
+// the bucket arrives, called at the instant); a fire it cannot finish now
+// (claim held elsewhere, store error, saturated lane) is sent to the fast
+// queue, where the dispatch function retries it. The slow lane goes to the
+// slow queue.
+package ringfn
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/dispatchfn"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
+	"github.com/xjobdev/xjob/internal/scheduler/ring"
+)
+
+// The ring function dispatches its buckets' fast lane in process
+// (dispatch.LaneSink). A hand-off (an instant's fast-lane fires, one
+// dispatch batch) is cut into chunks of ringChunk tasks, ringChunks of them
+// in flight at once, each one claim (LogCreateMany) and one record
+// (LogTriggeredMany) for all its tasks: the write batches the packed log
+// layout makes cheap, so a chunk holds a whole instant of a busy bucket
+// (W1, 1,000 jobs every second over 4 shards, is ~250 fires a bucket).
+// A prepared hand-off of at most ringClaimAhead tasks (a busy second of
+// W1, all its buckets merged) is claimed when the ring receives it, about
+// a second early, so that at the instant only the executor calls remain:
+// on DynamoDB a claim is a read and a conditional put per page, tens of
+// milliseconds that would otherwise sit between the clock and the
+// executor. ringFastCalls executor calls run at once (xxl-job's fast
+// trigger pool has 200 threads): the claimed-ahead tasks and the two
+// chunks in flight are at most three waves of calls, each bounded by the
+// executor client's connect + read timeouts (3 s + 3 s). That bound is
+// what RingTimeout counts on.
+const (
+	ringChunk      = dispatch.DefaultSinkChunk // 256
+	ringChunks     = 2
+	ringClaimAhead = 4 * ringChunk
+	ringFastCalls  = 512
+)
+
+// RingTimeout is the ring function's timeout in the templates (infra
+// checks them against it; the ring queue's visibility timeout is 6 × it,
+// AWS's guidance for SQS event sources, checked too). An invocation holds
+// its buckets while it
+//
+//	waits to their instants              ≤  2 s  (a bucket arrives ≤ 1 s early, the scan's ring lead, and spans its second)
+//	starts the fast lane's chunks        ≤ 10 s  (dispatch.DefaultSpillBudget; the rest goes to the fast queue)
+//	runs the last chunk it started       ≤ 30 s  (route probes, claim, ≤ 3 waves of /run calls of ≤ 6 s, record,
+//	                                              completions: the dispatch function's own timeout)
+//	queues what it could not finish      ≤  2 s  (one SendMessageBatch per 10 tasks)
+//	flushes the run-report counters      ≤  2 s  (wiring.Base.FlushReports)
+//
+// ≈ 46 s, so 50 s. A healthy bucket takes the wait plus milliseconds; the
+// timeout only bounds the worst case (unreachable executors). Were it
+// still exceeded, Lambda would end the invocation with the bucket
+// unacknowledged: it comes back after the visibility timeout, the fires
+// already triggered are dropped as repeats and claims left mid-dispatch
+// are taken over once they expire, after the take-over's probe asks the
+// executor whether the run got there: the cost is lateness, not a lost
+// fire, and a run repeats only in the one case package dispatch documents
+// (/run reached an executor that no longer knows the log id).
+const RingTimeout = 50 * time.Second
+
+// ringRetryStep spaces the returns of a bucket whose hand-off failed (a
+// store or queue error): it becomes visible again after receives ×
+// ringRetryStep, capped by the queue's visibility timeout (6 ×
+// RingTimeout), rather than after the whole visibility timeout. 30 s,
+// 60 s, 90 s, 120 s: a bucket reaches the dead-letter queue (5 receives)
+// after about 5 minutes.
+const ringRetryStep = 30 * time.Second
+
+// Function is the ring function.
+type Function struct {
+	b     *wiring.Base
+	ring  *ring.Ring
+	retry time.Duration
+}
+
+// New builds the ring function on b: the dispatcher of its fast lane (and
+// the callback and registry services it completes and routes with).
+func New(b *wiring.Base) (*Function, error) {
+	cb, err := pipeline.Callback(b)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := pipeline.Registry(b)
+	if err != nil {
+		return nil, err
+	}
+	// The pool keeps one connection per concurrent executor call.
+	exec, err := pipeline.Executors(b, ringFastCalls)
+	if err != nil {
+		return nil, err
+	}
+	d, err := dispatchfn.NewDispatcher(b, exec, reg, cb)
+	if err != nil {
+		return nil, err
+	}
+	// The ring dispatches its buckets' fast lane itself, one batch per
+	// instant, and sends what it cannot finish to the fast queue (the
+	// dispatch function retries it); the slow lane goes to its queue, where
+	// the dispatch function's own concurrency keeps slow jobs apart.
+	// Dispatches run on the invocation's context without its cancellation
+	// (LaneSink's nil Base), so a started chunk is always recorded;
+	// RingTimeout leaves room for it.
+	fastSink, err := dispatch.NewLaneSink(d, dispatch.LaneSinkOptions{Queues: b.Queues, Logger: b.Log,
+		Calls: map[xjob.Lane]int{xjob.LaneFast: ringFastCalls}, Chunk: ringChunk, Chunks: ringChunks, ClaimAhead: ringClaimAhead})
+	if err != nil {
+		return nil, fmt.Errorf("lambda ring: sink: %w", err)
+	}
+	r, err := ring.New(ring.Deps{Jobs: b.Store, Queues: b.Queues, Clock: b.Clock, Logger: b.Log,
+		Sink: ring.Split{xjob.LaneFast: fastSink, xjob.LaneSlow: ring.QueueSink{Queues: b.Queues}}})
+	if err != nil {
+		return nil, fmt.Errorf("lambda ring: %w", err)
+	}
+	return &Function{b: b, ring: r, retry: cmp.Or(b.Deps.RingRetry, ringRetryStep)}, nil
+}
+
+// Build is New as a wiring.Builder: the ring main's whole wiring.
+func Build(b *wiring.Base) (any, error) {
+	f, err := New(b)
+	if err != nil {
+		return nil, err
+	}
+	return f.Handle, nil
+}
+
+// Handle fires an SQS batch of ring buckets. A bucket is acknowledged only
+// once every hand-off of it returned. One that failed is a batch item
+// failure, made visible again after its receive count × ringRetryStep
+// (capped by the queue's visibility timeout); its fires already triggered
+// are dropped as repeats by their occurrence ids when it comes back.
+func (f *Function) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	defer f.b.FlushReports(ctx)
+	type record struct {
+		msg    events.SQSMessage
+		bucket xjob.RingBucket
+	}
+	var recs []record
+	for _, r := range ev.Records {
+		var b xjob.RingBucket
+		if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
+			f.b.Log.ErrorContext(ctx, "ring: malformed bucket dropped", "messageId", r.MessageId, "err", err)
+			continue
+		}
+		recs = append(recs, record{msg: r, bucket: b})
+	}
+	seconds := ring.MergeBySecond(recs, func(r record) xjob.RingBucket { return r.bucket })
+	failed := make([]bool, len(seconds))
+	var wg sync.WaitGroup
+	for i, g := range seconds {
+		wg.Go(func() {
+			st, err := f.ring.Fire(ctx, g.Bucket)
+			if err == nil {
+				f.b.Log.DebugContext(ctx, "ring: bucket fired", "second", g.Bucket.Second, "messages", len(g.Records),
+					"fired", st.Fired, "dropped", st.Dropped, "maxLate", st.MaxLate)
+				return
+			}
+			failed[i] = true
+			f.b.Log.WarnContext(ctx, "ring: bucket will be retried", "second", g.Bucket.Second, "messages", len(g.Records), "err", err)
+			for _, rec := range g.Records {
+				r := rec.msg
+				after := min(time.Duration(wiring.ReceiveCount(r))*f.retry, 6*RingTimeout)
+				if rerr := f.b.Queues.Ring().Retry(context.WithoutCancel(ctx), r.ReceiptHandle, after); rerr != nil {
+					f.b.Log.WarnContext(ctx, "ring: retry delay not set; the visibility timeout applies", "messageId", r.MessageId, "err", rerr)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for i, g := range seconds {
+		if !failed[i] {
+			continue
+		}
+		for _, r := range g.Records {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.msg.MessageId})
+		}
+	}
+	return resp, nil
+}

@@ -1,0 +1,105 @@
+// Package scanfn is the scan Lambda function: one EventBridge scheduled
+// event per minute runs one scan.Scanner tick over every shard that has a
+// job due within wiring.ScanHorizon, planning each due job's fires up to
+// the scan advance ahead and sending them to the ring queue.
+package scanfn
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+	"github.com/xjobdev/xjob/internal/scheduler/scan"
+)
+
+// scanBudget bounds the paging of one scan invocation: the due jobs of a
+// shard are read and advanced within it (well inside the function's
+// timeout); the rest waits for the next minute, which is still ahead of
+// its fires thanks to the horizon. scanLease outlives the budget (a page
+// is only processed while the lease covers the budget) and expires before
+// the next minute, so a scan that died holding it delays nobody.
+const (
+	scanBudget = 20 * time.Second
+	scanLease  = 45 * time.Second
+)
+
+// ringLead is how long before its second the scan makes a ring bucket
+// visible. SQS delays are whole seconds, rounded up (sqsqueue.DelaySeconds),
+// so a bucket becomes visible between ringLead − 1 s and ringLead before
+// its second, depending on when the scan sent it; in a given deployment
+// that phase is stable per scan grid, and a grid whose buckets become
+// visible only milliseconds early has them prepared (reads, claims ahead)
+// just after their instant. A lead of 1.1 s would keep every bucket at
+// least 100 ms early, for a 20% longer mean wait of the ring function
+// (which is most of its cost at low rates). The runs so far do not tell
+// the two apart, so it stays at 1 s.
+const ringLead = time.Second
+
+// Config is the scanner's configuration on AWS: the function's shards
+// and scan advance, the tunables above, and any overrides the Deps carry
+// (tests). The web function's admin pushes the fires of jobs it creates
+// or edits within the horizon with the same configuration.
+func Config(b *wiring.Base) scan.Config {
+	o := b.Deps.Scan
+	sc := scan.Config{Shards: b.Config.Shards, PreRead: o.PreRead, Advance: o.Advance, TickBudget: o.TickBudget,
+		LeaseTTL: o.LeaseTTL, RingLead: o.RingLead}
+	if sc.PreRead == 0 {
+		sc.PreRead = wiring.ScanHorizon
+	}
+	if sc.Advance == 0 {
+		sc.Advance = cmp.Or(b.Config.ScanAdvance, wiring.DefaultScanAdvance)
+	}
+	if sc.TickBudget == 0 {
+		sc.TickBudget = scanBudget
+	}
+	if sc.LeaseTTL == 0 {
+		sc.LeaseTTL = scanLease
+	}
+	if sc.RingLead == 0 {
+		sc.RingLead = ringLead
+	}
+	return sc
+}
+
+// Function is the scan function.
+type Function struct {
+	b       *wiring.Base
+	scanner *scan.Scanner
+}
+
+// New builds the scan function on b.
+func New(b *wiring.Base) (*Function, error) {
+	s, err := scan.New(Config(b), scan.Deps{Jobs: b.Store, Leases: b.Store, Queues: b.Queues,
+		Clock: b.Clock, Logger: b.Log, Owner: b.Deps.Owner})
+	if err != nil {
+		return nil, fmt.Errorf("lambda scan: %w", err)
+	}
+	return &Function{b: b, scanner: s}, nil
+}
+
+// Build is New as a wiring.Builder: the scan main's whole wiring.
+func Build(b *wiring.Base) (any, error) {
+	f, err := New(b)
+	if err != nil {
+		return nil, err
+	}
+	return f.Handle, nil
+}
+
+// Handle runs one tick over every shard that has a job due within
+// ScanHorizon and whose lease it can take (several concurrently), then
+// releases the leases for the next minute's invocation.
+func (f *Function) Handle(ctx context.Context, _ events.EventBridgeEvent) error {
+	defer f.scanner.ReleaseAll(context.WithoutCancel(ctx))
+	st, err := f.scanner.Tick(ctx)
+	if err != nil {
+		return fmt.Errorf("scan: %w", err)
+	}
+	f.b.Log.DebugContext(ctx, "scan tick", "shards", st.Shards, "jobs", st.Jobs, "ring", st.RingFires, "now", st.NowFires,
+		"misfires", st.Misfires, "conflicts", st.Conflicts, "truncated", st.Truncated, "took", st.Duration)
+	return nil
+}

@@ -1,0 +1,100 @@
+// Package webfn is the web Lambda function: the human-facing routes of
+// the HTTP API, everything the executor-facing registry and callback
+// functions do not take: the console (/console/, and / redirects there),
+// the /v1 admin API, /metrics, /healthz and executors' job declarations
+// (/api/xjob/declare). It has its own reserved concurrency, so a flood of
+// sign-ins (argon2id, ≈ 0.2 s of CPU each) or admin calls cannot delay a
+// heartbeat or a result.
+package webfn
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/dispatchfn"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/scanfn"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+	"github.com/xjobdev/xjob/internal/metric"
+	"github.com/xjobdev/xjob/internal/web/adminapi"
+	"github.com/xjobdev/xjob/internal/web/auth"
+	"github.com/xjobdev/xjob/internal/web/console"
+)
+
+// Function is the web function.
+type Function struct {
+	b    *wiring.Base
+	http http.Handler
+}
+
+// New builds the web function on b: the admin service (which pushes the
+// fires of jobs it creates or edits within the scan horizon, with the
+// scan's configuration), the admin API and the console.
+func New(b *wiring.Base) (*Function, error) {
+	fail := func(what string, err error) (*Function, error) {
+		return nil, fmt.Errorf("lambda web: %s: %w", what, err)
+	}
+	cb, err := pipeline.Callback(b)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := pipeline.Registry(b)
+	if err != nil {
+		return nil, err
+	}
+	exec, err := pipeline.Executors(b, dispatchfn.Concurrency)
+	if err != nil {
+		return nil, err
+	}
+	adm, err := admin.New(admin.Config{Store: b.Counted, Queues: b.Queues, Executors: exec, Finisher: cb,
+		Clock: b.Clock, Logger: b.Log, Scan: scanfn.Config(b), AnyTriggerAddress: b.Config.AnyTriggerAddress,
+		StartDeclaredJobs: b.Config.StartDeclaredJobs})
+	if err != nil {
+		return fail("admin", err)
+	}
+	// Console sessions are signed with a key derived from the admin token,
+	// so every environment of the function verifies them alike.
+	// Sign-in attempts and sign-outs live in the store, so every
+	// environment counts and refuses alike.
+	au, err := auth.New(auth.Config{Users: b.Store, Store: b.Store, AdminToken: b.Config.AdminToken,
+		Key: auth.DeriveKey(b.Config.AdminToken), Clock: b.Clock})
+	if err != nil {
+		return fail("auth", err)
+	}
+	api, err := adminapi.New(adminapi.Config{Admin: adm, Registry: reg, Callback: cb,
+		Metrics: b.Metrics, Gauges: metric.Gauges{ExecutorsOnline: reg.OnlineCounts,
+			RunsToday: metric.RunsTodayFrom(b.Reports, b.Clock.Now), Logger: b.Log},
+		AdminToken: b.Config.AdminToken, Auth: au, AccessToken: b.Config.AccessToken, Logger: b.Log, Clock: b.Clock})
+	if err != nil {
+		return fail("admin api", err)
+	}
+	con, err := console.New(console.Config{Admin: adm, Auth: au, Clock: b.Clock, Logger: b.Log})
+	if err != nil {
+		return fail("console", err)
+	}
+	mux := http.NewServeMux()
+	// The bare address of the HTTP API is the console's: a person who
+	// opens the stack's URL lands on the sign-in page.
+	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
+	mux.Handle("/", console.Mount(api, con))
+	return &Function{b: b, http: mux}, nil
+}
+
+// Build is New as a wiring.Builder: the web main's whole wiring.
+func Build(b *wiring.Base) (any, error) {
+	f, err := New(b)
+	if err != nil {
+		return nil, err
+	}
+	return f.Handle, nil
+}
+
+// Handle serves one HTTP API request.
+func (f *Function) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	defer f.b.FlushReports(ctx)
+	return wiring.ServeHTTPAPI(ctx, f.http, req)
+}

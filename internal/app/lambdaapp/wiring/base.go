@@ -1,0 +1,166 @@
+package wiring
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
+	"github.com/xjobdev/xjob/internal/adapter/snsalarm"
+	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
+	"github.com/xjobdev/xjob/internal/metric"
+	"github.com/xjobdev/xjob/internal/scheduler/alarm"
+	"github.com/xjobdev/xjob/internal/scheduler/tally"
+)
+
+// Deps are the clients a function is built on: SDK clients on AWS,
+// emulator clients (possibly wrapped for request counting) in tests.
+type Deps struct {
+	DynamoDB dynamostore.API
+	SQS      sqsqueue.API
+	// SNS publishes alarms when Config.AlarmTopicARN is set; nil logs them only.
+	SNS    snsalarm.SNSAPI
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Owner names this execution environment in scan leases (default:
+	// the Lambda log stream, or a random id).
+	Owner string
+	// ExecutorHTTP replaces the executor client's HTTP client (tests).
+	ExecutorHTTP *http.Client
+	// Scan overrides scan tunables (tests); zero fields keep the defaults.
+	Scan ScanTunables
+	// ClaimTTL overrides dispatch.Config.ClaimTTL (tests: a held claim
+	// expires, and its task returns, within seconds).
+	ClaimTTL time.Duration
+	// RingRetry overrides the ring's retry step (tests: a failed bucket
+	// returns within the test's patience).
+	RingRetry time.Duration
+}
+
+// ScanTunables are the scan.Config fields tests may override; they are
+// here rather than a scan.Config so that only the scan and web functions
+// link package scan.
+type ScanTunables struct {
+	PreRead, Advance, TickBudget, LeaseTTL, RingLead time.Duration
+}
+
+// Base is what every function is built on. Construction does no I/O.
+type Base struct {
+	Config Config
+	Deps   Deps // with the defaults applied
+	Log    *slog.Logger
+	Clock  clock.Clock
+	Store  *dynamostore.DB
+	Queues *sqsqueue.Queues
+	// Alarmer logs alarms, and publishes them to the stack's topic when
+	// Config.AlarmTopicARN is set.
+	Alarmer driver.Alarmer
+	Metrics *metric.Metrics
+	// Reports folds an invocation's trigger and result counts into one
+	// DynamoDB write per day (FlushReports); Counted is Store counting
+	// through it, what dispatch, callback and the admin write to.
+	Reports *tally.Batcher
+	Counted driver.Store
+}
+
+// NewBase applies the defaults of d and builds the store, queues,
+// alarmer and report counters of function cfg.Function.
+func NewBase(cfg Config, d Deps) (*Base, error) {
+	if d.DynamoDB == nil || d.SQS == nil {
+		return nil, fmt.Errorf("lambda %s: DynamoDB and SQS clients are required", cfg.Function)
+	}
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Owner == "" {
+		d.Owner = defaultOwner()
+	}
+	if cfg.Shards == 0 {
+		cfg.Shards = 16
+	}
+	store, err := dynamostore.New(d.DynamoDB, dynamostore.Options{
+		Tables: dynamostore.TablesWithPrefix(cfg.TablePrefix), Shards: cfg.Shards,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lambda %s: dynamodb store: %w", cfg.Function, err)
+	}
+	b := &Base{Config: cfg, Deps: d, Log: d.Logger, Clock: d.Clock, Store: store, Metrics: &metric.Metrics{},
+		Queues: sqsqueue.New(d.SQS, sqsqueue.URLs{
+			Ring: cfg.RingQueueURL, DispatchFast: cfg.DispatchFastURL, DispatchSlow: cfg.DispatchSlowURL,
+		}, d.Clock)}
+	b.Alarmer = alarm.Log{Logger: d.Logger}
+	if cfg.AlarmTopicARN != "" && d.SNS != nil {
+		b.Alarmer = alarm.Multi{b.Alarmer, snsalarm.SNS{API: d.SNS, TopicARN: cfg.AlarmTopicARN, Clock: d.Clock}}
+	}
+	b.Reports, err = tally.New(store, tally.Options{Clock: d.Clock, Logger: d.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("lambda %s: report: %w", cfg.Function, err)
+	}
+	b.Counted = b.Reports.Store(store)
+	return b, nil
+}
+
+// reportFlushTimeout bounds the counters' write at the end of an
+// invocation, which may run past a cancelled context.
+const reportFlushTimeout = 2 * time.Second
+
+// FlushReports writes the run-report counts the invocation accumulated.
+// Handlers that can reach dispatch or callback defer it: a Lambda
+// environment is frozen between invocations, so no background loop could
+// do it. A failure is logged; the counts stay pending for the
+// environment's next invocation (they are best effort).
+func (b *Base) FlushReports(ctx context.Context) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportFlushTimeout)
+	defer cancel()
+	if err := b.Reports.Flush(fctx); err != nil {
+		b.Log.WarnContext(ctx, "report counters not flushed; kept for the next invocation", "err", err)
+	}
+}
+
+// QueueName is the last path segment of an SQS queue URL, which is also the
+// last segment of the queue's ARN (how an SQS record names its source).
+func QueueName(urlOrARN string) string {
+	urlOrARN = strings.TrimRight(urlOrARN, "/")
+	if i := strings.LastIndexAny(urlOrARN, "/:"); i >= 0 {
+		return urlOrARN[i+1:]
+	}
+	return urlOrARN
+}
+
+// ReceiveCount is how many times SQS has delivered r, this delivery
+// included (1 when the attribute is missing).
+func ReceiveCount(r events.SQSMessage) int {
+	n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+	return max(n, 1)
+}
+
+// defaultOwner names this execution environment: Lambda's log stream is
+// unique per environment, and the random suffix covers everything else.
+func defaultOwner() string {
+	if s := os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME"); s != "" {
+		return s + "/" + RandomHex(4)
+	}
+	host, _ := os.Hostname()
+	return host + "/" + RandomHex(4)
+}
+
+// RandomHex is n random bytes in hex.
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,137 @@
+package wiring
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// NotFound is the JSON 404 a function answers for a path the HTTP API
+// should not have routed to it, so a misrouted request reaches nothing.
+func NotFound() events.APIGatewayV2HTTPResponse {
+	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusNotFound,
+		Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"error":"not found"}`}
+}
+
+// IsHTTPEvent reports whether raw is an API Gateway HTTP API (payload
+// 2.0) event rather than an EventBridge scheduled event or a direct
+// invocation: it has requestContext.http.
+func IsHTTPEvent(raw json.RawMessage) (bool, error) {
+	var probe struct {
+		RequestContext struct {
+			HTTP *json.RawMessage `json:"http"`
+		} `json:"requestContext"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return false, fmt.Errorf("payload is not a JSON object: %w", err)
+	}
+	return probe.RequestContext.HTTP != nil, nil
+}
+
+// RequestPath is the request's path as the client sent it. With the
+// $default stage the raw path carries no stage prefix.
+func RequestPath(req events.APIGatewayV2HTTPRequest) string {
+	if req.RawPath != "" {
+		return req.RawPath
+	}
+	return req.RequestContext.HTTP.Path
+}
+
+// ServeHTTPAPI serves one API Gateway HTTP API (payload format 2.0) request
+// with h and returns the response in the shape API Gateway expects: the
+// adapter that lets the callback and registry functions run the same
+// http.Handler as local mode.
+func ServeHTTPAPI(ctx context.Context, h http.Handler, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	body := []byte(req.Body)
+	if req.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(req.Body)
+		if err != nil {
+			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusBadRequest, Body: "malformed base64 body"}, nil
+		}
+		body = b
+	}
+	target := RequestPath(req)
+	if req.RawQueryString != "" {
+		target += "?" + req.RawQueryString
+	}
+	method := req.RequestContext.HTTP.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	r, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusBadRequest, Body: "malformed request"}, nil
+	}
+	r.RequestURI = target
+	r.ContentLength = int64(len(body))
+	for k, v := range req.Headers {
+		// HTTP API joins repeated headers with commas; they stay joined.
+		r.Header.Set(k, v)
+	}
+	if len(req.Cookies) > 0 {
+		r.Header.Set("Cookie", strings.Join(req.Cookies, "; "))
+	}
+	if host := r.Header.Get("Host"); host != "" {
+		r.Host = host
+	} else {
+		r.Host = req.RequestContext.DomainName
+	}
+	if ip := req.RequestContext.HTTP.SourceIP; ip != "" {
+		r.RemoteAddr = ip + ":0"
+	}
+	w := &responseWriter{header: http.Header{}}
+	h.ServeHTTP(w, r)
+	return w.response(), nil
+}
+
+// responseWriter collects a handler's response in memory.
+type responseWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *responseWriter) Header() http.Header { return w.header }
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *responseWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(b)
+}
+
+// SetWriteDeadline and SetReadDeadline let handlers that use
+// http.ResponseController run; there is no connection to time out.
+func (w *responseWriter) SetWriteDeadline(time.Time) error { return nil }
+
+func (w *responseWriter) response() events.APIGatewayV2HTTPResponse {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	resp := events.APIGatewayV2HTTPResponse{StatusCode: w.status, Headers: map[string]string{}}
+	for k, vs := range w.header {
+		if strings.EqualFold(k, "Set-Cookie") {
+			resp.Cookies = append(resp.Cookies, vs...)
+			continue
+		}
+		resp.Headers[k] = strings.Join(vs, ", ")
+	}
+	if b := w.body.Bytes(); utf8.Valid(b) {
+		resp.Body = string(b)
+	} else {
+		resp.Body, resp.IsBase64Encoded = base64.StdEncoding.EncodeToString(b), true
+	}
+	return resp
+}

@@ -1,0 +1,86 @@
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	awscfg "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// Builder builds a function's handler (what lambda.Start serves) on its
+// Base.
+type Builder func(*Base) (any, error)
+
+// Main is the whole body of a function's main: it builds the function
+// once per execution environment (Init, outside the handler, so SDK
+// clients and services are reused across invocations) and serves
+// invocations with the handler build returns, e.g.
+// wiring.Main("scan", scanfn.Build).
+//
+// It never returns: lambda.Start serves until the runtime ends the
+// process. A function that cannot start logs why in one line (JSON, with
+// the function's name and every configuration problem at once) and exits
+// with status 1, so Lambda reports an init error instead of serving a
+// broken function.
+func Main(name string, build Builder) {
+	h, err := Init(context.Background(), name, build)
+	if err != nil {
+		slog.New(slog.NewJSONHandler(os.Stdout, nil)).Error("function cannot start", "function", name, "err", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(h)
+}
+
+// Init reads function name's configuration from the process environment,
+// loads the AWS SDK configuration (region and credentials from the Lambda
+// environment), builds the Base and the function's handler.
+func Init(ctx context.Context, name string, build Builder) (any, error) {
+	cfg, err := LoadConfig(name, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel})).With("function", name)
+	awsConf, err := awscfg.LoadDefaultConfig(ctx, awscfg.WithHTTPClient(sdkHTTPClient()))
+	if err != nil {
+		return nil, fmt.Errorf("lambda %s: aws config: %w", name, err)
+	}
+	d := Deps{
+		DynamoDB: dynamodb.NewFromConfig(awsConf),
+		SQS:      sqs.NewFromConfig(awsConf),
+		Logger:   logger,
+	}
+	if cfg.AlarmTopicARN != "" {
+		d.SNS = sns.NewFromConfig(awsConf)
+	}
+	b, err := NewBase(cfg, d)
+	if err != nil {
+		return nil, err
+	}
+	return build(b)
+}
+
+// SDKConnsPerHost is how many idle connections the SDK clients of one
+// execution environment keep per endpoint. The SDK's default is 10, but
+// one invocation fans out further: the ring sends a bucket's lanes and
+// fires concurrently, dispatch reads and writes up to 32 tasks' items at
+// once, callback records 16 results at once. Connections past the idle
+// pool are opened and closed per request (a TLS handshake each on AWS),
+// which is the latency and the CPU this avoids.
+const SDKConnsPerHost = 64
+
+// sdkHTTPClient is the SDK's HTTP client with the pool sized for one
+// environment's concurrency (SDKConnsPerHost), shared by the DynamoDB,
+// SQS and SNS clients.
+func sdkHTTPClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 3*SDKConnsPerHost, SDKConnsPerHost
+	})
+}
