@@ -17,6 +17,17 @@ emulators: $(EMULATORS)/node_modules/.package-lock.json ## Install dynalite + fa
 $(EMULATORS)/node_modules/.package-lock.json: $(EMULATORS)/package-lock.json
 	npm ci --prefix $(EMULATORS) --no-audit --no-fund
 
+# moto's server is the SSM Parameter Store the real-bootstrap tests read the
+# functions' secrets from (python3 -m moto.server). Installed with pip when
+# missing; CI must have it (the tests fail rather than skip when CI is set).
+MOTO_VERSION := 5.2.1
+
+.PHONY: moto
+moto: ## Install moto's server (SSM Parameter Store stand-in) with pip when python3 cannot import it
+	@python3 -c 'import moto.server, flask' 2>/dev/null || \
+		python3 -m pip install --quiet "moto[server]==$(MOTO_VERSION)" || \
+		python3 -m pip install --quiet --break-system-packages "moto[server]==$(MOTO_VERSION)"
+
 .PHONY: chromium
 chromium: ## Install Debian's chromium for the console's browser tests (when missing; needs root)
 	@command -v chromium >/dev/null || { \
@@ -31,7 +42,7 @@ mariadb: ## Install Debian's mariadb-server when missing (the xxl-job import tes
 # Tests that need the emulators, Chromium or MariaDB fail when it is missing
 # (one line names the make target that installs it); -short skips them.
 .PHONY: test
-test: emulators chromium mariadb ## Run every test with the race detector (what CI runs)
+test: emulators moto chromium mariadb ## Run every test with the race detector (what CI runs)
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -parallel 8 -timeout 20m $(PKGS)
 
@@ -125,24 +136,36 @@ run: build-cli ## Build and start xjob local with demo jobs served by the exampl
 clean: ## Remove build output
 	rm -rf $(BIN) $(DIST)
 
-# Deploying to AWS (needs credentials; see docs/aws.md). Tokens come from the
-# environment: XJOB_ACCESS_TOKEN (executors) and XJOB_ADMIN_TOKEN (/v1 API, >= 16 chars).
-STACK  ?= xjob
-SHARDS ?= 4
+# Deploying to AWS (needs credentials; see docs/aws.md). The tokens live in SSM
+# Parameter Store (SecureString) under SECRETS; make secrets puts them there from
+# XJOB_ACCESS_TOKEN (executors) and XJOB_ADMIN_TOKEN (/v1 API, >= 16 chars), with
+# a random console session key. The stacks get the parameters' names only.
+STACK   ?= xjob
+SHARDS  ?= 4
+SECRETS ?= /$(STACK)
+
+.PHONY: secrets
+secrets: ## Put the tokens (XJOB_ACCESS_TOKEN, XJOB_ADMIN_TOKEN) and a session key into SSM SecureString parameters under SECRETS
+	@test -n "$$XJOB_ACCESS_TOKEN" && test -n "$$XJOB_ADMIN_TOKEN" || { echo "set XJOB_ACCESS_TOKEN and XJOB_ADMIN_TOKEN"; exit 1; }
+	@test $${#XJOB_ADMIN_TOKEN} -ge 16 || { echo "XJOB_ADMIN_TOKEN must be at least 16 characters"; exit 1; }
+	aws ssm put-parameter --overwrite --type SecureString --name $(SECRETS)/access-token --value "$$XJOB_ACCESS_TOKEN" >/dev/null
+	aws ssm put-parameter --overwrite --type SecureString --name $(SECRETS)/admin-token --value "$$XJOB_ADMIN_TOKEN" >/dev/null
+	@aws ssm get-parameter --name $(SECRETS)/session-key >/dev/null 2>&1 || \
+		aws ssm put-parameter --type SecureString --name $(SECRETS)/session-key --value "$$(head -c 32 /dev/urandom | base64)" >/dev/null
 
 .PHONY: deploy-sam
-deploy-sam: build-lambda ## Deploy infra/sam/template.yaml with `sam deploy` (STACK, SHARDS; tokens from XJOB_*_TOKEN)
-	@test -n "$$XJOB_ACCESS_TOKEN" && test -n "$$XJOB_ADMIN_TOKEN" || { echo "set XJOB_ACCESS_TOKEN and XJOB_ADMIN_TOKEN"; exit 1; }
+deploy-sam: build-lambda ## Deploy infra/sam/template.yaml with `sam deploy` (STACK, SHARDS, SECRETS; run make secrets first)
 	sam deploy --template-file infra/sam/template.yaml --stack-name $(STACK) \
 		--resolve-s3 --capabilities CAPABILITY_IAM CAPABILITY_AUTO_EXPAND \
 		--no-fail-on-empty-changeset \
 		--parameter-overrides TablePrefix=$(STACK) Shards=$(SHARDS) \
-			AccessToken="$$XJOB_ACCESS_TOKEN" AdminToken="$$XJOB_ADMIN_TOKEN"
+			AccessTokenParameter=$(SECRETS)/access-token AdminTokenParameter=$(SECRETS)/admin-token \
+			SessionKeyParameter=$(SECRETS)/session-key
 
 .PHONY: deploy-tf
-deploy-tf: build-lambda ## Deploy infra/terraform with `terraform apply` (STACK, SHARDS; tokens from XJOB_*_TOKEN)
-	@test -n "$$XJOB_ACCESS_TOKEN" && test -n "$$XJOB_ADMIN_TOKEN" || { echo "set XJOB_ACCESS_TOKEN and XJOB_ADMIN_TOKEN"; exit 1; }
+deploy-tf: build-lambda ## Deploy infra/terraform with `terraform apply` (STACK, SHARDS, SECRETS; run make secrets first)
 	terraform -chdir=infra/terraform init -input=false
-	TF_VAR_access_token="$$XJOB_ACCESS_TOKEN" TF_VAR_admin_token="$$XJOB_ADMIN_TOKEN" \
-		terraform -chdir=infra/terraform apply -input=false \
-			-var name=$(STACK) -var table_prefix=$(STACK) -var shards=$(SHARDS)
+	terraform -chdir=infra/terraform apply -input=false \
+		-var name=$(STACK) -var table_prefix=$(STACK) -var shards=$(SHARDS) \
+		-var access_token_parameter=$(SECRETS)/access-token -var admin_token_parameter=$(SECRETS)/admin-token \
+		-var session_key_parameter=$(SECRETS)/session-key

@@ -116,8 +116,10 @@ var (
 		awsconfig.EnvRingQueueURL:      "queue:ring:url",
 		awsconfig.EnvDispatchFastURL:   "queue:dispatch-fast:url",
 		awsconfig.EnvDispatchSlowURL:   "queue:dispatch-slow:url",
-		awsconfig.EnvAccessToken:       "param:accesstoken",
-		awsconfig.EnvAdminToken:        "param:admintoken",
+		awsconfig.EnvAccessTokenParam:  "param:accesstokenparameter",
+		awsconfig.EnvAdminTokenParam:   "param:admintokenparameter",
+		awsconfig.EnvSessionKeyParam:   "param:sessionkeyparameter",
+		awsconfig.EnvSecretsRefresh:    "param:secretsrefresh",
 		awsconfig.EnvAlarmTopicARN:     "topic:alarms",
 		awsconfig.EnvLogLevel:          "param:loglevel",
 		awsconfig.EnvRetryDelay:        "param:retrydelay",
@@ -129,8 +131,11 @@ var (
 	// exposedSwitches are optional variables the deployment must let an
 	// operator set on every function that reads them, off by default.
 	exposedSwitches = []string{awsconfig.EnvAnyTriggerAddress, awsconfig.EnvStartDeclaredJobs}
-	// secretParams must be NoEcho (SAM) / sensitive (Terraform).
-	secretParams = []string{"param:accesstoken", "param:admintoken"}
+	// inClear are the variables that carry a token itself (tests only):
+	// no template may set them, nor take a token as a parameter, which
+	// would put it in the functions' configuration, the stack or the
+	// Terraform state.
+	inClear = []string{awsconfig.EnvAccessToken, awsconfig.EnvAdminToken}
 	// consumeActions are what an SQS event source mapping needs on its
 	// queue (AWSLambdaSQSQueueExecutionRole, scoped to the queue).
 	consumeActions = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"}
@@ -186,6 +191,18 @@ func wantGrants(t *testing.T, f awsconfig.Function) map[string]bool {
 			}
 			if n == 0 {
 				t.Errorf("awsconfig %s: action %s but no queue URL variable in Env", f.Name, raw)
+			}
+		case "ssm":
+			// Exactly the function's own secret parameters.
+			n := 0
+			for _, e := range env {
+				if _, ok := awsconfig.SecretParams[e]; ok {
+					g[a+" ssmparam:"+strings.TrimPrefix(envSymbol[e], "param:")] = true
+					n++
+				}
+			}
+			if n == 0 {
+				t.Errorf("awsconfig %s: action %s but no secret parameter variable in Env", f.Name, raw)
 			}
 		case "sns":
 			if !slices.Contains(env, awsconfig.EnvAlarmTopicARN) {
@@ -293,9 +310,16 @@ func check(t *testing.T, s *stack) {
 	checkTables(t, s)
 	checkFunctions(t, s)
 	checkRoutesAndSchedules(t, s)
-	for _, name := range secretParams {
-		if p, ok := s.params[strings.TrimPrefix(name, "param:")]; !ok || !p.secret {
-			t.Errorf("%s: %s must exist and be NoEcho/sensitive", s.format, name)
+	for name, p := range s.params {
+		if p.secret || strings.HasSuffix(name, "token") || strings.HasSuffix(name, "key") {
+			t.Errorf("%s: parameter %s takes a secret: secrets are SSM parameters, the stack takes their names", s.format, name)
+		}
+	}
+	for fn, f := range s.functions {
+		for _, e := range inClear {
+			if _, ok := f.env[e]; ok {
+				t.Errorf("%s: function %s sets %s: a token in clear in the function's configuration", s.format, fn, e)
+			}
 		}
 	}
 	found := false

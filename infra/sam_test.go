@@ -47,6 +47,7 @@ func loadSAM(file string) (*stack, error) {
 		pm := mapOf(p)
 		s.params[normParam(name)] = param{def: pm["Default"], secret: pm["NoEcho"] == true}
 		sym["${"+name+"}"] = "param:" + normParam(name)
+		sym["arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${"+name+"}"] = "ssmparam:" + normParam(name)
 	}
 	const stackPrefix = "${AWS::StackName}-"
 	for id, r := range resources {

@@ -242,6 +242,7 @@ func (m *tfModule) stack() *stack {
 	for name, v := range m.variables {
 		s.params[normParam(name)] = param{def: v.attrs["default"], secret: v.attrs["sensitive"] == true}
 		sym["${var."+name+"}"] = "param:" + normParam(name)
+		sym["arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var."+name+"}"] = "ssmparam:" + normParam(name)
 	}
 	tableName := func(b *tfBlock) string {
 		return strings.ReplaceAll(str(b.attrs["name"]), "${var.table_prefix}", prefixPlaceholder)

@@ -2,6 +2,10 @@
 # function uses, the SQS consume actions on the queues it is fed from, and logs on its own log
 # group. infra_test.go compares every statement with internal/adapter/awsconfig.
 
+data "aws_partition" "current" {}
+
+data "aws_caller_identity" "current" {}
+
 data "aws_iam_policy_document" "lambda_assume" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -79,6 +83,12 @@ data "aws_iam_policy_document" "ring" {
     resources = [aws_sns_topic.alarm.arn]
   }
   statement {
+    # SecureString parameters under the AWS managed key aws/ssm need no KMS grant.
+    sid       = "Secrets"
+    actions   = ["ssm:GetParameters"]
+    resources = ["arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.access_token_parameter}"]
+  }
+  statement {
     sid       = "Logs"
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
     resources = ["${aws_cloudwatch_log_group.ring.arn}:*"]
@@ -123,6 +133,12 @@ data "aws_iam_policy_document" "dispatch" {
     resources = [aws_sns_topic.alarm.arn]
   }
   statement {
+    # SecureString parameters under the AWS managed key aws/ssm need no KMS grant.
+    sid       = "Secrets"
+    actions   = ["ssm:GetParameters"]
+    resources = ["arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.access_token_parameter}"]
+  }
+  statement {
     sid       = "Logs"
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
     resources = ["${aws_cloudwatch_log_group.dispatch.arn}:*"]
@@ -155,6 +171,12 @@ data "aws_iam_policy_document" "callback" {
     sid       = "Alarm"
     actions   = ["sns:Publish"]
     resources = [aws_sns_topic.alarm.arn]
+  }
+  statement {
+    # SecureString parameters under the AWS managed key aws/ssm need no KMS grant.
+    sid       = "Secrets"
+    actions   = ["ssm:GetParameters"]
+    resources = ["arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.access_token_parameter}"]
   }
   statement {
     sid       = "Logs"
@@ -196,6 +218,12 @@ data "aws_iam_policy_document" "registry" {
     resources = [aws_sns_topic.alarm.arn]
   }
   statement {
+    # SecureString parameters under the AWS managed key aws/ssm need no KMS grant.
+    sid       = "Secrets"
+    actions   = ["ssm:GetParameters"]
+    resources = ["arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.access_token_parameter}"]
+  }
+  statement {
     sid       = "Logs"
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
     resources = ["${aws_cloudwatch_log_group.registry.arn}:*"]
@@ -233,6 +261,12 @@ data "aws_iam_policy_document" "web" {
     sid       = "Alarm"
     actions   = ["sns:Publish"]
     resources = [aws_sns_topic.alarm.arn]
+  }
+  statement {
+    # SecureString parameters under the AWS managed key aws/ssm need no KMS grant.
+    sid       = "Secrets"
+    actions   = ["ssm:GetParameters"]
+    resources = ["arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.access_token_parameter}", "arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.admin_token_parameter}", "arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.session_key_parameter}"]
   }
   statement {
     sid       = "Logs"

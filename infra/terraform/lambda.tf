@@ -67,7 +67,8 @@ resource "aws_lambda_function" "ring" {
       XJOB_RING_QUEUE_URL          = aws_sqs_queue.ring.url
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
-      XJOB_ACCESS_TOKEN            = var.access_token
+      XJOB_ACCESS_TOKEN_PARAM      = var.access_token_parameter
+      XJOB_SECRETS_REFRESH         = var.secrets_refresh
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
     }
   }
@@ -103,7 +104,8 @@ resource "aws_lambda_function" "dispatch" {
       XJOB_ALLOW_ANY_TRIGGER_ADDRESS = tostring(var.allow_any_trigger_address)
       XJOB_DISPATCH_FAST_QUEUE_URL   = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL   = aws_sqs_queue.dispatch_slow.url
-      XJOB_ACCESS_TOKEN              = var.access_token
+      XJOB_ACCESS_TOKEN_PARAM        = var.access_token_parameter
+      XJOB_SECRETS_REFRESH           = var.secrets_refresh
       XJOB_ALARM_TOPIC_ARN           = aws_sns_topic.alarm.arn
     }
   }
@@ -140,7 +142,8 @@ resource "aws_lambda_function" "callback" {
       XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
-      XJOB_ACCESS_TOKEN            = var.access_token
+      XJOB_ACCESS_TOKEN_PARAM      = var.access_token_parameter
+      XJOB_SECRETS_REFRESH         = var.secrets_refresh
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
     }
   }
@@ -177,7 +180,8 @@ resource "aws_lambda_function" "registry" {
       XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
-      XJOB_ACCESS_TOKEN            = var.access_token
+      XJOB_ACCESS_TOKEN_PARAM      = var.access_token_parameter
+      XJOB_SECRETS_REFRESH         = var.secrets_refresh
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
     }
   }
@@ -217,8 +221,10 @@ resource "aws_lambda_function" "web" {
       XJOB_RING_QUEUE_URL            = aws_sqs_queue.ring.url
       XJOB_DISPATCH_FAST_QUEUE_URL   = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL   = aws_sqs_queue.dispatch_slow.url
-      XJOB_ACCESS_TOKEN              = var.access_token
-      XJOB_ADMIN_TOKEN               = var.admin_token
+      XJOB_ACCESS_TOKEN_PARAM        = var.access_token_parameter
+      XJOB_SECRETS_REFRESH           = var.secrets_refresh
+      XJOB_ADMIN_TOKEN_PARAM         = var.admin_token_parameter
+      XJOB_SESSION_KEY_PARAM         = var.session_key_parameter
       XJOB_ALARM_TOPIC_ARN           = aws_sns_topic.alarm.arn
     }
   }

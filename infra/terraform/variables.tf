@@ -26,23 +26,47 @@ variable "shards" {
   }
 }
 
-variable "access_token" {
-  description = "xxl-job access token shared with executors (XXL-JOB-ACCESS-TOKEN header). XJOB_ACCESS_TOKEN."
+# The tokens are SSM Parameter Store SecureString parameters you create before applying
+# (aws ssm put-parameter --type SecureString; docs/aws.md). The module gets their names only, so no
+# token is in its variables, the functions' environment, the outputs or the Terraform state.
+
+variable "access_token_parameter" {
+  description = "SSM SecureString parameter holding the xxl-job access token shared with executors (one per line during a rotation, the first one sent). XJOB_ACCESS_TOKEN_PARAM."
   type        = string
-  sensitive   = true
+  default     = "/xjob/access-token"
   validation {
-    condition     = length(var.access_token) > 0
-    error_message = "access_token must not be empty."
+    condition     = can(regex("^/[A-Za-z0-9_.\\-/]+$", var.access_token_parameter))
+    error_message = "access_token_parameter must be an SSM parameter name starting with /."
   }
 }
 
-variable "admin_token" {
-  description = "Bearer token of the /v1 admin JSON API (XJOB_ADMIN_TOKEN)."
+variable "admin_token_parameter" {
+  description = "SSM SecureString parameter holding the bearer token of the /v1 admin API (one per line during a rotation). XJOB_ADMIN_TOKEN_PARAM."
   type        = string
-  sensitive   = true
+  default     = "/xjob/admin-token"
   validation {
-    condition     = length(var.admin_token) >= 16
-    error_message = "admin_token must be at least 16 characters."
+    condition     = can(regex("^/[A-Za-z0-9_.\\-/]+$", var.admin_token_parameter))
+    error_message = "admin_token_parameter must be an SSM parameter name starting with /."
+  }
+}
+
+variable "session_key_parameter" {
+  description = "SSM SecureString parameter holding the secret console sessions are signed with. XJOB_SESSION_KEY_PARAM."
+  type        = string
+  default     = "/xjob/session-key"
+  validation {
+    condition     = can(regex("^/[A-Za-z0-9_.\\-/]+$", var.session_key_parameter))
+    error_message = "session_key_parameter must be an SSM parameter name starting with /."
+  }
+}
+
+variable "secrets_refresh" {
+  description = "How often a warm function reads its secrets again, so a rotated token is in use within it (XJOB_SECRETS_REFRESH, 1s-1h)."
+  type        = string
+  default     = "5m"
+  validation {
+    condition     = can(regex("^[0-9]+(s|m|h)$", var.secrets_refresh))
+    error_message = "secrets_refresh must be a whole number of s, m or h, from 1s to 1h."
   }
 }
 

@@ -18,12 +18,21 @@ const (
 	EnvRingQueueURL    = "XJOB_RING_QUEUE_URL"          // SQS ring queue
 	EnvDispatchFastURL = "XJOB_DISPATCH_FAST_QUEUE_URL" // SQS fast dispatch lane
 	EnvDispatchSlowURL = "XJOB_DISPATCH_SLOW_QUEUE_URL" // SQS slow dispatch lane
-	EnvAccessToken     = "XJOB_ACCESS_TOKEN"            // xxl-job access token (executor ⇄ admin)
-	EnvAdminToken      = "XJOB_ADMIN_TOKEN"             // bearer token of the /v1 admin API
-	EnvAlarmTopicARN   = "XJOB_ALARM_TOPIC_ARN"         // SNS topic for final-failure alarms
-	EnvLogLevel        = "XJOB_LOG_LEVEL"               // debug|info|warn|error (optional, default info)
-	EnvRetryDelay      = "XJOB_RETRY_DELAY"             // wait before a failure's retry, a Go duration (optional, default 5s)
-	EnvRetryBackoff    = "XJOB_RETRY_BACKOFF"           // retry delay multiplier per retry made, 1-10 (optional, default 1)
+	// The tokens are SSM Parameter Store SecureString parameters: the
+	// functions get their names, never their values (wiring.Secrets).
+	EnvAccessTokenParam = "XJOB_ACCESS_TOKEN_PARAM" // xxl-job access token (executor ⇄ admin), one per line during a rotation
+	EnvAdminTokenParam  = "XJOB_ADMIN_TOKEN_PARAM"  // bearer token of the /v1 admin API, likewise
+	EnvSessionKeyParam  = "XJOB_SESSION_KEY_PARAM"  // the secret console sessions are signed with
+	EnvSecretsRefresh   = "XJOB_SECRETS_REFRESH"    // how often they are read again, a Go duration 1s-1h (optional, default 5m)
+	// EnvAccessToken and EnvAdminToken carry the values themselves, in
+	// place of the parameters: for tests and the emulated stack only, as
+	// anyone allowed to read a function's configuration reads them.
+	EnvAccessToken   = "XJOB_ACCESS_TOKEN"
+	EnvAdminToken    = "XJOB_ADMIN_TOKEN"
+	EnvAlarmTopicARN = "XJOB_ALARM_TOPIC_ARN" // SNS topic for final-failure alarms
+	EnvLogLevel      = "XJOB_LOG_LEVEL"       // debug|info|warn|error (optional, default info)
+	EnvRetryDelay    = "XJOB_RETRY_DELAY"     // wait before a failure's retry, a Go duration (optional, default 5s)
+	EnvRetryBackoff  = "XJOB_RETRY_BACKOFF"   // retry delay multiplier per retry made, 1-10 (optional, default 1)
 	// EnvAnyTriggerAddress=true lets a manual trigger's address override
 	// name any host (optional; default: only the group's own executors).
 	EnvAnyTriggerAddress = "XJOB_ALLOW_ANY_TRIGGER_ADDRESS"
@@ -86,8 +95,9 @@ var dispatcherActions = []string{
 	"dynamodb:PutItem",        // log pages: claims, executors' replies
 	"dynamodb:Query",          // live executors of an automatic group
 	"dynamodb:UpdateItem",
-	"sns:Publish",     // not exercised: alarm of a failed trigger (executor unreachable)
-	"sqs:SendMessage", // retry task of a failed trigger; the ring's hand-off to the lanes (slow lane, and fast-lane tasks it cannot finish)
+	"sns:Publish",       // not exercised: alarm of a failed trigger (executor unreachable)
+	"sqs:SendMessage",   // retry task of a failed trigger; the ring's hand-off to the lanes (slow lane, and fast-lane tasks it cannot finish)
+	"ssm:GetParameters", // its secrets, at init and every refresh
 }
 
 // Functions lists the six functions. Actions are what each function's
@@ -114,22 +124,22 @@ var Functions = []Function{
 	// variables and actions too; the slow lane and what it cannot finish
 	// go to the lane queues.
 	{Name: "ring",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken},
 		// The retry delay of a bucket whose hand-off failed is a
 		// ChangeMessageVisibility on the ring queue: the consume grant.
 		Actions:  dispatcherActions,
 		Consumes: []string{EnvRingQueueURL}},
 	{Name: "dispatch",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken},
 		Actions: slices.Concat(dispatcherActions, []string{
 			"sqs:ChangeMessageVisibility", // not exercised: retry delay of a task in flight elsewhere or of a store failure
 		}),
 		Consumes: []string{EnvDispatchFastURL, EnvDispatchSlowURL}},
 	{Name: "callback",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken},
 		Actions: []string{
 			"dynamodb:BatchGetItem",   // a callback request's log pages and jobs (LogGetMany, JobGetMany)
 			"dynamodb:BatchWriteItem", // failed-list entries of failed results
@@ -138,6 +148,7 @@ var Functions = []Function{
 			"dynamodb:UpdateItem",     // report counters
 			"sns:Publish",             // alarm of a failed result
 			"sqs:SendMessage",         // not exercised: retry and child-job tasks
+			"ssm:GetParameters",       // its secrets, at init and every refresh
 		},
 		Routes: []string{"POST /api/callback", "POST /xxl-job-admin/api/callback"},
 		// Results of every executor in a burst; the ceiling keeps a flood
@@ -147,8 +158,8 @@ var Functions = []Function{
 	// over HTTP, so that sign-ins and admin calls (the web function's)
 	// cannot delay them; its EventBridge rule runs the maintenance.
 	{Name: "registry",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken},
 		Actions: []string{
 			"dynamodb:BatchGetItem",   // not exercised: logs the sweep and the lost-job check finish
 			"dynamodb:BatchWriteItem", // not exercised: log purge
@@ -158,8 +169,9 @@ var Functions = []Function{
 			"dynamodb:Query",
 			"dynamodb:Scan", // small tables: registry (all appnames), groups
 			"dynamodb:UpdateItem",
-			"sns:Publish",     // not exercised: alarms from the lost-job check and the sweep
-			"sqs:SendMessage", // not exercised: retries the sweep sends to the lanes
+			"sns:Publish",       // not exercised: alarms from the lost-job check and the sweep
+			"sqs:SendMessage",   // not exercised: retries the sweep sends to the lanes
+			"ssm:GetParameters", // its secrets, at init and every refresh
 		},
 		Routes: []string{"POST /api/registry", "POST /api/registryRemove",
 			"POST /xxl-job-admin/api/registry", "POST /xxl-job-admin/api/registryRemove"},
@@ -169,8 +181,10 @@ var Functions = []Function{
 	// The web function serves people and tools: the console, the /v1 admin
 	// API, /metrics, /healthz and executors' job declarations.
 	{Name: "web",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessToken, EnvAdminToken, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs},
+		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL,
+			EnvAccessTokenParam, EnvAdminTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
+			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken},
 		Actions: []string{
 			// The admin API reaches every store operation; the test exercises
 			// job/group creation, users and the console.
@@ -182,8 +196,9 @@ var Functions = []Function{
 			"dynamodb:Query",
 			"dynamodb:Scan", // small tables: registry, reports, users, job list without a group
 			"dynamodb:UpdateItem",
-			"sns:Publish",     // not exercised: alarm of a manual trigger's failure
-			"sqs:SendMessage", // admin push of a new job's fires within the scan horizon (ring); manual trigger
+			"sns:Publish",       // not exercised: alarm of a manual trigger's failure
+			"sqs:SendMessage",   // admin push of a new job's fires within the scan horizon (ring); manual trigger
+			"ssm:GetParameters", // its secrets, at init and every refresh
 		},
 		Routes: []string{"$default"},
 		// Sign-ins cost ≈ 0.2 s of CPU each: the ceiling bounds what a flood
@@ -211,4 +226,13 @@ func RouteFunction(method, path string) string {
 		}
 	}
 	return def
+}
+
+// SecretParams maps each secret's parameter variable to the variable that,
+// set, makes it unnecessary (tests, the emulated stack): the token given
+// directly; for the session key, the admin token stands in.
+var SecretParams = map[string]string{
+	EnvAccessTokenParam: EnvAccessToken,
+	EnvAdminTokenParam:  EnvAdminToken,
+	EnvSessionKeyParam:  EnvAdminToken,
 }

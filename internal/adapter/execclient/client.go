@@ -69,6 +69,13 @@ const (
 type Options struct {
 	// AccessToken is sent as XXL-JOB-ACCESS-TOKEN when it is not blank.
 	AccessToken string
+	// AccessTokens, when set, replaces AccessToken and is asked on every
+	// call: the first token is sent, and an executor that answers "wrong
+	// token" is asked again with the next one. During a rotation, when the
+	// list holds the old and the new token, executors still on either
+	// one are reached (an executor refuses a wrong token before it runs
+	// anything, so the repeat cannot run a job twice).
+	AccessTokens func() []string
 	// ConnectTimeout bounds establishing a connection (TCP and TLS).
 	// Zero means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
@@ -321,19 +328,37 @@ func (c *Client) post(ctx context.Context, address, path string, body any, limit
 		return remotingError(fmt.Errorf("encode request: %w", err), u), u
 	}
 
+	tokens := []string{c.token}
+	if c.opts.AccessTokens != nil {
+		if ts := c.opts.AccessTokens(); len(ts) > 0 {
+			tokens = ts
+		}
+	}
+	var rt protocol.ReturnT
+	for i, token := range tokens {
+		rt = c.postOnce(ctx, u, payload, strings.TrimSpace(token), limit)
+		if rt.Msg != protocol.MsgWrongToken || i == len(tokens)-1 {
+			break
+		}
+	}
+	return rt, u
+}
+
+// postOnce sends payload to u once, with token when it is not blank.
+func (c *Client) postOnce(ctx context.Context, u string, payload []byte, token string, limit int64) protocol.ReturnT {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout+c.opts.ReadTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(payload))
 	if err != nil {
-		return remotingError(err, u), u
+		return remotingError(err, u)
 	}
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept-Charset", acceptCharset)
-	if c.token != "" {
+	if token != "" {
 		// Sent with xxl-job's exact spelling rather than Go's canonical
 		// form; header names are case-insensitive, but not every executor
 		// framework is careful about it.
-		req.Header[protocol.AccessTokenHeader] = []string{c.opts.AccessToken}
+		req.Header[protocol.AccessTokenHeader] = []string{token}
 	}
 	if app := protocol.AppNameFromContext(ctx); app != "" {
 		// Required by xxl-job 3.5 executors, ignored by older ones.
@@ -342,7 +367,7 @@ func (c *Client) post(ctx context.Context, address, path string, body any, limit
 
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return remotingError(err, u), u
+		return remotingError(err, u)
 	}
 	defer resp.Body.Close()
 
@@ -350,10 +375,10 @@ func (c *Client) post(ctx context.Context, address, path string, body any, limit
 		// Drain a little so a small error page does not cost the connection.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return protocol.Fail(fmt.Sprintf(
-			"xxl-job remoting fail, StatusCode(%d) invalid. for url : %s", resp.StatusCode, u)), u
+			"xxl-job remoting fail, StatusCode(%d) invalid. for url : %s", resp.StatusCode, u))
 	}
 
-	return readReply(resp.Body, limit, u), u
+	return readReply(resp.Body, limit, u)
 }
 
 // readReply decodes the reply envelope from body and returns as soon as

@@ -60,11 +60,14 @@ type App struct {
 	web      *webfn.Function
 }
 
-// New builds function cfg.Function on the clients of d. Construction does
-// no I/O.
+// New builds function cfg.Function on the clients of d, as its main does;
+// its only I/O is reading the secrets when cfg names SSM parameters.
 func New(cfg Config, d Deps) (*App, error) {
 	b, err := wiring.NewBase(cfg, d)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.LoadSecrets(context.Background()); err != nil {
 		return nil, err
 	}
 	a := &App{base: b}

@@ -3,6 +3,7 @@ package lambdaapp_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
@@ -96,5 +97,37 @@ func TestLoadConfigAnyTriggerAddress(t *testing.T) {
 	env[awsconfig.EnvAnyTriggerAddress] = "true"
 	if cfg, err = lambdaapp.LoadConfig("dispatch", get); err != nil || !cfg.AnyTriggerAddress {
 		t.Fatalf("set: %+v %v", cfg, err)
+	}
+}
+
+// TestLoadConfigSecretParams: on AWS the functions get the names of the
+// SSM parameters holding the tokens, never the tokens; web needs all
+// three, the executor-facing functions the access token's only.
+func TestLoadConfigSecretParams(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		awsconfig.EnvTablePrefix: "p-", awsconfig.EnvShards: "8", awsconfig.EnvRingQueueURL: "http://q/ring",
+		awsconfig.EnvDispatchFastURL: "http://q/fast", awsconfig.EnvDispatchSlowURL: "http://q/slow",
+		awsconfig.EnvAlarmTopicARN: "arn:aws:sns:x", awsconfig.EnvAccessTokenParam: "/x/access",
+		awsconfig.EnvAdminTokenParam: "/x/admin", awsconfig.EnvSessionKeyParam: "/x/session", awsconfig.EnvSecretsRefresh: "1m",
+	}
+	cfg, err := lambdaapp.LoadConfig("web", func(k string) string { return env[k] })
+	if err != nil || cfg.AccessTokenParam != "/x/access" || cfg.AdminTokenParam != "/x/admin" || cfg.SessionKeyParam != "/x/session" ||
+		cfg.SecretsRefresh != time.Minute || cfg.AccessToken != "" {
+		t.Fatalf("web: %+v %v", cfg, err)
+	}
+	cfg, err = lambdaapp.LoadConfig("callback", func(k string) string { return env[k] })
+	if err != nil || cfg.AccessTokenParam != "/x/access" || cfg.AdminTokenParam != "" || cfg.SessionKeyParam != "" {
+		t.Fatalf("callback: %+v %v, want the access token's parameter only", cfg, err)
+	}
+	delete(env, awsconfig.EnvSessionKeyParam)
+	if _, err := lambdaapp.LoadConfig("web", func(k string) string { return env[k] }); err == nil ||
+		!strings.Contains(err.Error(), awsconfig.EnvSessionKeyParam) {
+		t.Errorf("web without a session key parameter: %v, want it named", err)
+	}
+	env[awsconfig.EnvSecretsRefresh] = "2h"
+	if _, err := lambdaapp.LoadConfig("callback", func(k string) string { return env[k] }); err == nil ||
+		!strings.Contains(err.Error(), awsconfig.EnvSecretsRefresh) {
+		t.Errorf("refresh of 2h: %v, want it refused", err)
 	}
 }

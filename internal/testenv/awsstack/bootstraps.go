@@ -2,13 +2,19 @@ package awsstack
 
 import (
 	"context"
+
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/lambdarun"
 )
 
@@ -55,12 +61,56 @@ func moduleRoot() (string, error) {
 	}
 }
 
+// Secret parameter names of the emulated stack (the templates' defaults).
+const (
+	AccessTokenParam = "/xjob/access-token"
+	AdminTokenParam  = "/xjob/admin-token"
+	SessionKeyParam  = "/xjob/session-key"
+)
+
+// startSecrets starts moto's server and puts the tokens and a session
+// key there as SecureString parameters, as an operator does before
+// deploying: the bootstraps get the parameters' names, never the values.
+func (d *Deployment) startSecrets(ctx context.Context) error {
+	var err error
+	if d.moto, err = emulator.StartMoto(d.opts.StartTimeout); err != nil {
+		return fmt.Errorf("awsstack secrets: %w", err)
+	}
+	for name, value := range map[string]string{AccessTokenParam: d.opts.AccessToken, AdminTokenParam: d.opts.AdminToken,
+		SessionKeyParam: requestID() + requestID()} {
+		if err := d.PutSecret(ctx, name, value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PutSecret sets SSM parameter name to value (SecureString), as `aws ssm
+// put-parameter --overwrite` does: a rotation puts "new\nold", then "new".
+// Only with Options.Bootstraps (the in-process functions get the tokens
+// directly).
+func (d *Deployment) PutSecret(ctx context.Context, name, value string) error {
+	if d.moto == nil {
+		return fmt.Errorf("awsstack secrets: only the bootstraps read SSM parameters")
+	}
+	c := ssm.NewFromConfig(d.config(), func(o *ssm.Options) { o.BaseEndpoint = aws.String(d.moto.Endpoint()) })
+	if _, err := c.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(name), Value: aws.String(value),
+		Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true)}); err != nil {
+		return fmt.Errorf("awsstack secrets: put %s: %w", name, err)
+	}
+	return nil
+}
+
 // startBootstraps prepares one lambdarun.Function per function from
 // Options.Bootstraps, with the environment the templates give it plus
 // what Lambda adds (region, credentials) and the emulator endpoints
 // (AWS_ENDPOINT_URL_<SERVICE>, read by the SDK's default configuration).
+// The tokens are read from moto's SSM Parameter Store (startSecrets).
 // Environments start on the first invocation, as cold starts do.
-func (d *Deployment) startBootstraps() error {
+func (d *Deployment) startBootstraps(ctx context.Context) error {
+	if err := d.startSecrets(ctx); err != nil {
+		return err
+	}
 	maxEnvs := map[string]int{"scan": 2, "ring": d.opts.RingPollers, "dispatch": d.opts.FastPollers + d.opts.SlowPollers,
 		"callback": 16, "registry": 8, "web": 8}
 	for _, fn := range awsconfig.Functions {
@@ -75,10 +125,18 @@ func (d *Deployment) startBootstraps() error {
 			"AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull, "AWS_EC2_METADATA_DISABLED=true",
 			"AWS_ENDPOINT_URL_DYNAMODB=" + d.dynalite.Endpoint(),
 			"AWS_ENDPOINT_URL_SQS=" + d.fauxqs.Endpoint(), "AWS_ENDPOINT_URL_SNS=" + d.fauxqs.Endpoint(),
+			"AWS_ENDPOINT_URL_SSM=" + d.moto.Endpoint(),
+			awsconfig.EnvAccessTokenParam + "=" + AccessTokenParam, awsconfig.EnvAdminTokenParam + "=" + AdminTokenParam,
+			awsconfig.EnvSessionKeyParam + "=" + SessionKeyParam,
+		}
+		if d.opts.SecretsRefresh > 0 {
+			env = append(env, awsconfig.EnvSecretsRefresh+"="+d.opts.SecretsRefresh.String())
 		}
 		keys := make([]string, 0, len(d.vars))
 		for k := range d.vars {
-			keys = append(keys, k)
+			if k != awsconfig.EnvAccessToken && k != awsconfig.EnvAdminToken { // no token in a function's environment
+				keys = append(keys, k)
+			}
 		}
 		sort.Strings(keys)
 		for _, k := range keys {

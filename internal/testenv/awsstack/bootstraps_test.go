@@ -99,7 +99,7 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 	logs := &syncBuffer{}
 	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 3, FastPollers: 3, SlowPollers: 1,
 		PollWait: time.Second, ScanPeriod: 4 * time.Second, ScanTimeout: 5500 * time.Millisecond, NoMaintenance: true,
-		Bootstraps: bin, BootstrapOutput: logs, Logger: slog.New(slog.DiscardHandler)})
+		SecretsRefresh: time.Second, Bootstraps: bin, BootstrapOutput: logs, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,6 +251,8 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 	if runs != total+1 {
 		t.Errorf("executor saw %d distinct runs, want %d fires + 1 manual", runs, total)
 	}
+	rotateAccessToken(ctx, t, d)
+
 	u := d.Meter().Snapshot()
 	d.Close()
 	closed = true
@@ -279,6 +281,56 @@ func await(within time.Duration, cond func() (bool, string)) error {
 			return fmt.Errorf("not reached after %v: %s", within, saw)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// rotateAccessToken rotates the access token as docs/aws.md says, in
+// moto's SSM Parameter Store, and checks what the registry bootstrap
+// accepts at each step (heartbeats are answered by the function's own
+// tokens, read again every second here): first "new" then the old token
+// on the parameter's two lines, both accepted; then "new" alone, the old
+// one refused; a token never issued refused throughout.
+func rotateAccessToken(ctx context.Context, t *testing.T, d *awsstack.Deployment) {
+	t.Helper()
+	old := d.AccessToken()
+	beat := func(token string) protocol.ReturnT {
+		body := `{"registryGroup":"EXECUTOR","registryKey":"rotation","registryValue":"http://127.0.0.1:1/"}`
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, d.URL()+"/api/registry", strings.NewReader(body))
+		req.Header.Set(protocol.AccessTokenHeader, token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("heartbeat: %v", err)
+		}
+		defer res.Body.Close()
+		var rt protocol.ReturnT
+		_ = json.NewDecoder(res.Body).Decode(&rt)
+		return rt
+	}
+	until := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); !ok(); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("rotation: %s not seen within 15 s", what)
+			}
+		}
+	}
+	accepted := func(token string) bool { return beat(token).Code == protocol.SuccessCode }
+	if !accepted(old) || accepted("never-issued") {
+		t.Fatal("before the rotation: the token in SSM must be the one accepted, and only it")
+	}
+	if err := d.PutSecret(ctx, awsstack.AccessTokenParam, "rotated-token\n"+old); err != nil {
+		t.Fatal(err)
+	}
+	until("the new token accepted", func() bool { return accepted("rotated-token") })
+	if !accepted(old) || accepted("never-issued") {
+		t.Error("during the rotation: both the old and the new token must be accepted, nothing else")
+	}
+	if err := d.PutSecret(ctx, awsstack.AccessTokenParam, "rotated-token"); err != nil {
+		t.Fatal(err)
+	}
+	until("the old token refused", func() bool { return !accepted(old) })
+	if !accepted("rotated-token") {
+		t.Error("after the rotation: the new token must be accepted")
 	}
 }
 

@@ -86,6 +86,9 @@ type Options struct {
 	Bootstraps string
 	// BootstrapOutput receives the bootstraps' logs (default: discarded).
 	BootstrapOutput io.Writer
+	// SecretsRefresh is the bootstraps' XJOB_SECRETS_REFRESH (default:
+	// the functions' own, 5 minutes).
+	SecretsRefresh time.Duration
 }
 
 func (o *Options) applyDefaults() {
@@ -131,6 +134,7 @@ type Deployment struct {
 	opts     Options
 	dynalite *emulator.Process
 	fauxqs   *emulator.Process
+	moto     *emulator.Process // SSM Parameter Store of the bootstraps' secrets
 	meter    *Meter
 	httpc    *awshttp.BuildableClient
 	vars     map[string]string // the functions' environment
@@ -193,7 +197,7 @@ func Start(ctx context.Context, opts Options) (d *Deployment, err error) {
 	d.stop = stop
 	d.wg.Go(func() { _ = d.srv.Serve(ln) })
 	if opts.Bootstraps != "" {
-		if err := d.startBootstraps(); err != nil {
+		if err := d.startBootstraps(ctx); err != nil {
 			return nil, err
 		}
 	} else {
@@ -276,7 +280,7 @@ func (d *Deployment) Close() {
 		for _, r := range d.runners {
 			r.Close()
 		}
-		for _, e := range []*emulator.Process{d.fauxqs, d.dynalite} {
+		for _, e := range []*emulator.Process{d.moto, d.fauxqs, d.dynalite} {
 			if e != nil {
 				e.Stop()
 			}

@@ -1,11 +1,13 @@
 // Package emulator runs the local AWS stand-ins — dynalite for DynamoDB,
 // fauxqs for SQS and SNS — as Node child processes on 127.0.0.1, from the
-// packages `make emulators` installs in test/emulators, and builds test SDK
+// packages `make emulators` installs in test/emulators, and moto's server
+// (SSM Parameter Store) as a Python one (`make moto`), and builds test SDK
 // clients for them. It has two users: the emulated deployment
-// (internal/testenv/awsstack) starts its own processes with StartDynalite
-// and StartFauxqs; the adapter and end-to-end tests share one process of
-// each per test binary (Dynalite, Fauxqs, DynamoDB, SQS, Main), so the two
-// cannot drift apart in how they find, start, wait for and stop them.
+// (internal/testenv/awsstack) starts its own processes with StartDynalite,
+// StartFauxqs and StartMoto; the adapter and end-to-end tests share one
+// process of each per test binary (Dynalite, Fauxqs, DynamoDB, SQS, Main),
+// so the two cannot drift apart in how they find, start, wait for and stop
+// them.
 //
 // A process prints "READY <port>" once it listens; Start waits for that
 // line. It also exits by itself when its stdin closes, which happens when
@@ -118,13 +120,46 @@ func StartFauxqs(dir string, timeout time.Duration) (*Process, error) {
 	return start("fauxqs", dir, timeout, "--input-type=module", "-e", fauxqsLoopback, "0")
 }
 
+// motoServer runs moto's server (AWS services in Python; xjob uses its
+// SSM Parameter Store) on 127.0.0.1, on a port of the system's choosing,
+// prints READY <port> and exits when stdin closes, as the Node emulators do.
+const motoServer = `
+import logging, sys
+logging.getLogger("werkzeug").setLevel(logging.ERROR)
+from moto.server import ThreadedMotoServer
+s = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+s.start()
+print("READY", s._server.server_port, flush=True)
+sys.stdin.read()
+s.stop()
+`
+
+// StartMoto starts moto's server (SSM Parameter Store for the functions'
+// secrets) on loopback and waits up to timeout for it to listen. It needs
+// python3 with moto (make moto installs it with pip).
+func StartMoto(timeout time.Duration) (*Process, error) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		return nil, fmt.Errorf("emulator moto: %w: python3 not found on PATH (then run make moto): %w", ErrNotInstalled, err)
+	}
+	if out, err := exec.Command(py, "-c", "import moto.server, flask").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("emulator moto: %w: python3 cannot import moto's server (run make moto): %s", ErrNotInstalled, strings.TrimSpace(string(out)))
+	}
+	return startProgram("moto", py, "", timeout, "-c", motoServer)
+}
+
 // start runs node with args in dir and waits for READY.
 func start(name, dir string, timeout time.Duration, args ...string) (*Process, error) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		return nil, fmt.Errorf("emulator %s: %w: node not found on PATH: install Node 20, then make test or make emulators installs the emulators: %w", name, ErrNotInstalled, err)
 	}
-	cmd := exec.Command(node, args...)
+	return startProgram(name, node, dir, timeout, args...)
+}
+
+// startProgram runs program with args in dir and waits for READY.
+func startProgram(name, program, dir string, timeout time.Duration, args ...string) (*Process, error) {
+	cmd := exec.Command(program, args...)
 	cmd.Dir = dir
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()

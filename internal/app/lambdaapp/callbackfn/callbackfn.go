@@ -28,7 +28,7 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := executorapi.New(executorapi.Config{Callback: cb, AccessToken: b.Config.AccessToken, Logger: b.Log})
+	h, err := executorapi.New(executorapi.Config{Callback: cb, Tokens: b.AccessTokens, Logger: b.Log})
 	if err != nil {
 		return nil, fmt.Errorf("lambda callback: %w", err)
 	}

@@ -62,7 +62,7 @@ func Upkeep(b *wiring.Base, reg *registry.Service, cb *callback.Service) (*upkee
 // Executors is the executor client, keeping idle keep-alive connections
 // per executor for as many calls as one invocation makes at once.
 func Executors(b *wiring.Base, idle int) (*execclient.Client, error) {
-	exec, err := execclient.New(execclient.Options{AccessToken: b.Config.AccessToken, HTTPClient: b.Deps.ExecutorHTTP,
+	exec, err := execclient.New(execclient.Options{AccessTokens: b.AccessTokens, HTTPClient: b.Deps.ExecutorHTTP,
 		MaxIdleConnsPerHost: idle})
 	if err != nil {
 		return nil, fmt.Errorf("lambda %s: executor client: %w", b.Config.Function, err)

@@ -46,7 +46,7 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := executorapi.New(executorapi.Config{Registry: reg, AccessToken: b.Config.AccessToken, Logger: b.Log})
+	h, err := executorapi.New(executorapi.Config{Registry: reg, Tokens: b.AccessTokens, Logger: b.Log})
 	if err != nil {
 		return nil, fmt.Errorf("lambda registry: %w", err)
 	}

@@ -9,6 +9,7 @@ package webfn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -56,19 +57,25 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return fail("admin", err)
 	}
-	// Console sessions are signed with a key derived from the admin token,
-	// so every environment of the function verifies them alike.
-	// Sign-in attempts and sign-outs live in the store, so every
-	// environment counts and refuses alike.
-	au, err := auth.New(auth.Config{Users: b.Store, Store: b.Store, AdminToken: b.Config.AdminToken,
-		Key: auth.DeriveKey(b.Config.AdminToken), Clock: b.Clock})
+	// Console sessions are signed with a key derived from the session
+	// secret, its own SSM parameter, so every environment of the function
+	// verifies them alike and no token holder can forge one. Sign-in
+	// attempts and sign-outs live in the store, so every environment
+	// counts and refuses alike.
+	adminTokens := b.AdminTokens()
+	if len(adminTokens) == 0 {
+		return fail("auth", errors.New("no admin token"))
+	}
+	au, err := auth.New(auth.Config{Users: b.Store, Store: b.Store, AdminToken: adminTokens[0],
+		Key: auth.DeriveKey(b.SessionKey()), Clock: b.Clock})
 	if err != nil {
 		return fail("auth", err)
 	}
 	api, err := adminapi.New(adminapi.Config{Admin: adm, Registry: reg, Callback: cb,
 		Metrics: b.Metrics, Gauges: metric.Gauges{ExecutorsOnline: reg.OnlineCounts,
 			RunsToday: metric.RunsTodayFrom(b.Reports, b.Clock.Now), Logger: b.Log},
-		AdminToken: b.Config.AdminToken, Auth: au, AccessToken: b.Config.AccessToken, Logger: b.Log, Clock: b.Clock})
+		AdminToken: adminTokens[0], AdminTokens: b.AdminTokens, Auth: au, AccessTokens: b.AccessTokens,
+		Logger: b.Log, Clock: b.Clock})
 	if err != nil {
 		return fail("admin api", err)
 	}

@@ -30,7 +30,9 @@ type Deps struct {
 	DynamoDB dynamostore.API
 	SQS      sqsqueue.API
 	// SNS publishes alarms when Config.AlarmTopicARN is set; nil logs them only.
-	SNS    snsalarm.SNSAPI
+	SNS snsalarm.SNSAPI
+	// SSM reads the secrets when Config names parameters.
+	SSM    SSMAPI
 	Clock  clock.Clock
 	Logger *slog.Logger
 	// Owner names this execution environment in scan leases (default:
@@ -72,6 +74,9 @@ type Base struct {
 	// through it, what dispatch, callback and the admin write to.
 	Reports *tally.Batcher
 	Counted driver.Store
+	// Secrets reads the parameters Config names; nil when the tokens are
+	// given directly. LoadSecrets reads them once, before any handler.
+	Secrets *Secrets
 }
 
 // NewBase applies the defaults of d and builds the store, queues,
@@ -111,7 +116,63 @@ func NewBase(cfg Config, d Deps) (*Base, error) {
 		return nil, fmt.Errorf("lambda %s: report: %w", cfg.Function, err)
 	}
 	b.Counted = b.Reports.Store(store)
+	var names []string
+	for _, n := range []string{cfg.AccessTokenParam, cfg.AdminTokenParam, cfg.SessionKeyParam} {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	if len(names) > 0 {
+		if d.SSM == nil {
+			return nil, fmt.Errorf("lambda %s: secrets in SSM parameters but no SSM client", cfg.Function)
+		}
+		b.Secrets = NewSecrets(d.SSM, names, cfg.SecretsRefresh, d.Clock, d.Logger)
+	}
 	return b, nil
+}
+
+// LoadSecrets reads the function's secrets (none when they are given
+// directly); a function that cannot read them cannot start.
+func (b *Base) LoadSecrets(ctx context.Context) error {
+	if b.Secrets == nil {
+		return nil
+	}
+	if err := b.Secrets.Load(ctx); err != nil {
+		return fmt.Errorf("lambda %s: %w", b.Config.Function, err)
+	}
+	return nil
+}
+
+// AccessTokens are the xxl-job access tokens accepted from executors, the
+// first one the token sent to them: the SSM parameter's lines, read again
+// every refresh interval, or the one given directly.
+func (b *Base) AccessTokens() []string {
+	return b.secret(b.Config.AccessTokenParam, b.Config.AccessToken)
+}
+
+// AdminTokens are the accepted bearer tokens of the /v1 admin API.
+func (b *Base) AdminTokens() []string {
+	return b.secret(b.Config.AdminTokenParam, b.Config.AdminToken)
+}
+
+// SessionKey is the secret console sessions are signed with: its own
+// parameter on AWS, so that neither token can forge a session; given
+// directly (tests), the admin token stands in.
+func (b *Base) SessionKey() string {
+	if v := b.secret(b.Config.SessionKeyParam, ""); len(v) > 0 {
+		return v[0]
+	}
+	return b.Config.AdminToken
+}
+
+func (b *Base) secret(param, direct string) []string {
+	if param != "" && b.Secrets != nil {
+		return b.Secrets.Values(context.Background(), param)
+	}
+	if direct == "" {
+		return nil
+	}
+	return []string{direct}
 }
 
 // reportFlushTimeout bounds the counters' write at the end of an

@@ -42,6 +42,13 @@ const DefaultScanAdvance = 14 * time.Minute
 // and hold a ring invocation).
 const MaxScanAdvance = 14 * time.Minute
 
+// The range of XJOB_SECRETS_REFRESH: often enough that a rotation ends
+// within the hour, seldom enough to stay a handful of calls per hour.
+const (
+	MinSecretsRefresh = time.Second
+	MaxSecretsRefresh = time.Hour
+)
+
 // Config is a function's configuration, read once from its environment
 // through the variable names of package awsconfig (the names the templates
 // set). Fields a function does not list in awsconfig stay zero.
@@ -53,9 +60,18 @@ type Config struct {
 	RingQueueURL    string
 	DispatchFastURL string
 	DispatchSlowURL string
-	AccessToken     string
-	AdminToken      string
-	AlarmTopicARN   string
+	// AccessToken and AdminToken are the tokens given directly
+	// (XJOB_ACCESS_TOKEN, XJOB_ADMIN_TOKEN: tests and the emulated stack);
+	// on AWS they are SSM parameters, named by the *Param fields, read by
+	// Secrets (Base.AccessTokens, AdminTokens, SessionKey).
+	AccessToken      string
+	AdminToken       string
+	AccessTokenParam string
+	AdminTokenParam  string
+	SessionKeyParam  string
+	// SecretsRefresh is XJOB_SECRETS_REFRESH (zero: DefaultSecretsRefresh).
+	SecretsRefresh time.Duration
+	AlarmTopicARN  string
 	// AnyTriggerAddress is XJOB_ALLOW_ANY_TRIGGER_ADDRESS (default false):
 	// manual trigger overrides may name any host (admin.Config).
 	AnyTriggerAddress bool
@@ -86,6 +102,10 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 	var problems []string
 	get := func(env string) string {
 		v := strings.TrimSpace(getenv(env))
+		direct, isSecret := awsconfig.SecretParams[env]
+		if v == "" && isSecret && direct != "" && strings.TrimSpace(getenv(direct)) != "" {
+			return "" // the value is given directly instead (tests)
+		}
 		if v == "" && slices.Contains(fn.Env, env) {
 			problems = append(problems, env+" is required")
 		}
@@ -107,6 +127,16 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 	cfg.DispatchSlowURL = get(awsconfig.EnvDispatchSlowURL)
 	cfg.AccessToken = get(awsconfig.EnvAccessToken)
 	cfg.AdminToken = get(awsconfig.EnvAdminToken)
+	cfg.AccessTokenParam = get(awsconfig.EnvAccessTokenParam)
+	cfg.AdminTokenParam = get(awsconfig.EnvAdminTokenParam)
+	cfg.SessionKeyParam = get(awsconfig.EnvSessionKeyParam)
+	if s := get(awsconfig.EnvSecretsRefresh); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < MinSecretsRefresh || d > MaxSecretsRefresh {
+			problems = append(problems, fmt.Sprintf("%s=%q must be a duration from %s to %s", awsconfig.EnvSecretsRefresh, s, MinSecretsRefresh, MaxSecretsRefresh))
+		}
+		cfg.SecretsRefresh = d
+	}
 	cfg.AlarmTopicARN = get(awsconfig.EnvAlarmTopicARN)
 	if s := get(awsconfig.EnvRetryDelay); s != "" {
 		d, err := time.ParseDuration(s)

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
 // Builder builds a function's handler (what lambda.Start serves) on its
@@ -60,8 +61,14 @@ func Init(ctx context.Context, name string, build Builder) (any, error) {
 	if cfg.AlarmTopicARN != "" {
 		d.SNS = sns.NewFromConfig(awsConf)
 	}
+	if cfg.AccessTokenParam != "" || cfg.AdminTokenParam != "" || cfg.SessionKeyParam != "" {
+		d.SSM = ssm.NewFromConfig(awsConf)
+	}
 	b, err := NewBase(cfg, d)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.LoadSecrets(ctx); err != nil {
 		return nil, err
 	}
 	return build(b)
