@@ -145,9 +145,10 @@ func (e *env) app(fn, key string) *lambdaapp.App {
 			o.BaseEndpoint = aws.String(e.sqsURL)
 			o.APIOptions = append(o.APIOptions, mw)
 		}),
-		Logger: e.logger.With("fn", key),
-		Owner:  key,
-		Scan:   wiring.ScanTunables{TickBudget: 2 * time.Second, LeaseTTL: 4 * time.Second},
+		Logger:     e.logger.With("fn", key),
+		MetricsOut: io.Discard,
+		Owner:      key,
+		Scan:       wiring.ScanTunables{TickBudget: 2 * time.Second, LeaseTTL: 4 * time.Second},
 		// A failed bucket returns within a second or two, as the queue's
 		// 3 s visibility timeout brought it back before.
 		RingRetry: time.Second,

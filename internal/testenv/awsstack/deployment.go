@@ -393,7 +393,7 @@ func (d *Deployment) app(fn, key string) (*lambdaapp.App, error) {
 	}
 	ddb, sq, sn := d.clients(fn)
 	a, err := lambdaapp.New(cfg, lambdaapp.Deps{DynamoDB: ddb, SQS: sq, SNS: sn,
-		Logger: d.opts.Logger.With("function", fn), Owner: key, Scan: lambdaapp.ScanTunables(d.opts.Scan)})
+		Logger: d.opts.Logger.With("function", fn), MetricsOut: io.Discard, Owner: key, Scan: lambdaapp.ScanTunables(d.opts.Scan)})
 	if err != nil {
 		return nil, fmt.Errorf("awsstack %s: %w", fn, err)
 	}

@@ -132,6 +132,7 @@ func (f *Function) Maintain(ctx context.Context, ev events.EventBridgeEvent) (Ma
 		res.Purged, err = f.upkeep.PurgeLogs(ctx)
 		errs = append(errs, wrap("log purge", err))
 	}
+	f.b.EMF.Put(map[string]float64{wiring.MetricLost: float64(res.LostMarked)})
 	f.b.Log.InfoContext(ctx, "maintenance", "result", res)
 	return res, errors.Join(errs...)
 }

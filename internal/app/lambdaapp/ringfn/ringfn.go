@@ -162,10 +162,18 @@ func (f *Function) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 	}
 	seconds := ring.MergeBySecond(recs, func(r record) xjob.RingBucket { return r.bucket })
 	failed := make([]bool, len(seconds))
-	var wg sync.WaitGroup
+	var (
+		wg      sync.WaitGroup
+		statsMu sync.Mutex
+		fired   int
+		maxLate time.Duration
+	)
 	for i, g := range seconds {
 		wg.Go(func() {
 			st, err := f.ring.Fire(ctx, g.Bucket)
+			statsMu.Lock()
+			fired, maxLate = fired+st.Fired, max(maxLate, st.MaxLate)
+			statsMu.Unlock()
 			if err == nil {
 				f.b.Log.DebugContext(ctx, "ring: bucket fired", "second", g.Bucket.Second, "messages", len(g.Records),
 					"fired", st.Fired, "dropped", st.Dropped, "maxLate", st.MaxLate)
@@ -183,6 +191,9 @@ func (f *Function) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 		})
 	}
 	wg.Wait()
+	if len(seconds) > 0 {
+		f.b.EMF.Put(map[string]float64{wiring.MetricFires: float64(fired), wiring.MetricLatenessMax: float64(maxLate.Milliseconds())})
+	}
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for i, g := range seconds {
 		if !failed[i] {

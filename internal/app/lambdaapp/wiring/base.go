@@ -1,10 +1,12 @@
 package wiring
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -45,6 +47,9 @@ type Deps struct {
 	// ClaimTTL overrides dispatch.Config.ClaimTTL (tests: a held claim
 	// expires, and its task returns, within seconds).
 	ClaimTTL time.Duration
+	// MetricsOut receives the embedded-metric-format records (default
+	// os.Stdout, the function's log).
+	MetricsOut io.Writer
 	// RingRetry overrides the ring's retry step (tests: a failed bucket
 	// returns within the test's patience).
 	RingRetry time.Duration
@@ -74,6 +79,10 @@ type Base struct {
 	// through it, what dispatch, callback and the admin write to.
 	Reports *tally.Batcher
 	Counted driver.Store
+	// EMF writes the pipeline's metrics into the log (embedded metric
+	// format): counters after each invocation (FlushReports), and what a
+	// function reports itself.
+	EMF *EMF
 	// Secrets reads the parameters Config names; nil when the tokens are
 	// given directly. LoadSecrets reads them once, before any handler.
 	Secrets *Secrets
@@ -116,6 +125,13 @@ func NewBase(cfg Config, d Deps) (*Base, error) {
 		return nil, fmt.Errorf("lambda %s: report: %w", cfg.Function, err)
 	}
 	b.Counted = b.Reports.Store(store)
+	out := d.MetricsOut
+	if out == nil {
+		out = os.Stdout
+	}
+	// Lambda names the function (<stack>-<function>) in its environment;
+	// the alarms address the metrics by it.
+	b.EMF = NewEMF(out, cmp.Or(os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), cfg.Function), d.Clock)
 	var names []string
 	for _, n := range []string{cfg.AccessTokenParam, cfg.AdminTokenParam, cfg.SessionKeyParam} {
 		if n != "" {
@@ -179,12 +195,14 @@ func (b *Base) secret(param, direct string) []string {
 // invocation, which may run past a cancelled context.
 const reportFlushTimeout = 2 * time.Second
 
-// FlushReports writes the run-report counts the invocation accumulated.
+// FlushReports writes the run-report counts the invocation accumulated,
+// and the growth of the pipeline counters as metrics (EMF).
 // Handlers that can reach dispatch or callback defer it: a Lambda
 // environment is frozen between invocations, so no background loop could
 // do it. A failure is logged; the counts stay pending for the
 // environment's next invocation (they are best effort).
 func (b *Base) FlushReports(ctx context.Context) {
+	b.EMF.Counters(b.Metrics)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportFlushTimeout)
 	defer cancel()
 	if err := b.Reports.Flush(fctx); err != nil {
