@@ -73,17 +73,23 @@ lint: ## gofmt and go vet
 # says so where it is not. Never part of make test (go test ./infra is the
 # offline cross-check that always runs).
 .PHONY: lint-infra
-lint-infra: ## cfn-lint the SAM template, terraform fmt -check / validate, each only where installed
+lint-infra: ## cfn-lint, the SAM transform, terraform fmt -check / validate and tflint, each only where installed
 	@status=0; skipped=""; \
 	if command -v cfn-lint >/dev/null 2>&1; then \
 		echo "cfn-lint infra/sam/template.yaml"; cfn-lint infra/sam/template.yaml || status=1; \
 	else skipped="$$skipped cfn-lint"; fi; \
+	if python3 -c 'import samtranslator' >/dev/null 2>&1; then \
+		python3 infra/sam/transform.py infra/sam/template.yaml || status=1; \
+	else skipped="$$skipped sam-transform(pip-install-aws-sam-translator)"; fi; \
 	if command -v terraform >/dev/null 2>&1; then \
 		echo "terraform fmt -check -recursive infra/terraform"; terraform fmt -check -diff -recursive infra/terraform || status=1; \
 		if terraform -chdir=infra/terraform init -backend=false -input=false >/dev/null 2>&1; then \
 			echo "terraform validate"; terraform -chdir=infra/terraform validate || status=1; \
 		else skipped="$$skipped terraform-validate(init-could-not-fetch-the-aws-provider)"; fi; \
 	else skipped="$$skipped terraform-fmt terraform-validate"; fi; \
+	if command -v tflint >/dev/null 2>&1; then \
+		echo "tflint infra/terraform"; tflint --chdir=infra/terraform || status=1; \
+	else skipped="$$skipped tflint"; fi; \
 	if [ -n "$$skipped" ]; then echo "lint-infra: SKIPPED (not installed or not usable here):$$skipped"; fi; \
 	exit $$status
 

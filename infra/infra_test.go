@@ -14,6 +14,7 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 )
 
 // The checks below run on a neutral model (stack) that each loader builds
@@ -49,7 +50,8 @@ type stack struct {
 	params    map[string]param    // by normalized name
 	outputs   map[string]string   // normalized output name → rendered value
 	logGroups map[string]any      // loggroupname:<fn> → retention in days
-	problems  []string            // structural problems found while loading
+	alarms    []alarm
+	problems  []string // structural problems found while loading
 }
 
 type table struct {
@@ -63,6 +65,24 @@ type table struct {
 }
 
 type gsi struct{ hash, rng, projection string }
+
+// alarm is one CloudWatch alarm: the metrics it watches (metricKey, one
+// per metric of a metric-math alarm), its actions and missing-data rule.
+type alarm struct {
+	name    string
+	metrics []string
+	actions []string
+	missing string
+}
+
+// metricKey is "namespace metric dim=value,…" with the dimensions sorted.
+func metricKey(namespace, metric string, dims map[string]string) string {
+	var ds []string
+	for _, k := range slices.Sorted(maps.Keys(dims)) {
+		ds = append(ds, k+"="+dims[k])
+	}
+	return namespace + " " + metric + " " + strings.Join(ds, ",")
+}
 
 type queue struct {
 	visibility int // seconds
@@ -82,6 +102,7 @@ type function struct {
 	reserved         int                 // reserved concurrency, -1 when unset
 	asyncRetries     int                 // asynchronous invocation retries, -1 when unset (Lambda: 2)
 	asyncMaxAge      int                 // maximum event age in seconds, -1 when unset
+	failureDest      string              // symbol of the asynchronous failure destination
 }
 
 type consumer struct {
@@ -221,6 +242,9 @@ func wantGrants(t *testing.T, f awsconfig.Function) map[string]bool {
 	for _, a := range logActions {
 		g[a+" loggroup:"+f.Name] = true
 	}
+	if f.NoAsyncRetries { // the failure destination: the alarm topic
+		g["sns:Publish topic:alarms"] = true
+	}
 	return g
 }
 
@@ -310,6 +334,7 @@ func check(t *testing.T, s *stack) {
 	checkTables(t, s)
 	checkFunctions(t, s)
 	checkRoutesAndSchedules(t, s)
+	checkAlarms(t, s)
 	for name, p := range s.params {
 		if p.secret || strings.HasSuffix(name, "token") || strings.HasSuffix(name, "key") {
 			t.Errorf("%s: parameter %s takes a secret: secrets are SSM parameters, the stack takes their names", s.format, name)
@@ -432,6 +457,9 @@ func checkFunctions(t *testing.T, s *stack) {
 		if f.ReservedConcurrency > 0 && got.reserved != f.ReservedConcurrency {
 			t.Errorf("%s: reserved concurrency %d, awsconfig wants %d", where, got.reserved, f.ReservedConcurrency)
 		}
+		if f.NoAsyncRetries && got.failureDest != "topic:alarms" {
+			t.Errorf("%s: failure destination %q, want the alarm topic: a failed scheduled run must say so", where, got.failureDest)
+		}
 		if f.NoAsyncRetries && (got.asyncRetries != 0 || got.asyncMaxAge < 60 || got.asyncMaxAge > 120) {
 			t.Errorf("%s: asynchronous retries %d, maximum event age %d s; awsconfig wants no retries and events dropped after 60-120 s",
 				where, got.asyncRetries, got.asyncMaxAge)
@@ -522,6 +550,50 @@ func checkConsumer(t *testing.T, s *stack, where, qk string, c consumer, timeout
 	}
 	if _, ok := s.queues[q.dlq]; !ok || q.maxReceive < 1 {
 		t.Errorf("%s: queue %s has no redrive to a dead-letter queue (dlq %q, maxReceiveCount %d)", where, qk, q.dlq, q.maxReceive)
+	}
+}
+
+// checkAlarms wants, on the alarm topic: errors and throttles of every
+// function, the oldest message of the ring and lane queues, read and
+// write throttling of every table, the HTTP API's 5xx, and the scan's
+// ScanCompleted metric (missing data breaching: a scan that stopped
+// writing it is the failure).
+func checkAlarms(t *testing.T, s *stack) {
+	t.Helper()
+	watched := map[string]alarm{}
+	for _, a := range s.alarms {
+		if !slices.Contains(a.actions, "topic:alarms") {
+			t.Errorf("%s: alarm %s does not notify the alarm topic (actions %v)", s.format, a.name, a.actions)
+		}
+		for _, m := range a.metrics {
+			watched[m] = a
+		}
+	}
+	var want []string
+	for _, f := range awsconfig.Functions {
+		for _, m := range []string{"Errors", "Throttles"} {
+			want = append(want, metricKey("AWS/Lambda", m, map[string]string{"FunctionName": "function:" + f.Name}))
+		}
+	}
+	for _, q := range []string{"ring", "dispatch-fast", "dispatch-slow"} {
+		want = append(want, metricKey("AWS/SQS", "ApproximateAgeOfOldestMessage", map[string]string{"QueueName": "queuename:" + q}))
+	}
+	for _, spec := range dynamostore.TableSpecs(dynamostore.TablesWithPrefix("")) {
+		short := strings.TrimPrefix(*spec.TableName, "-")
+		for _, m := range []string{"ReadThrottleEvents", "WriteThrottleEvents"} {
+			want = append(want, metricKey("AWS/DynamoDB", m, map[string]string{"TableName": "tablename:" + short}))
+		}
+	}
+	want = append(want, metricKey("AWS/ApiGateway", "5xx", map[string]string{"ApiId": "httpapi", "Stage": "$default"}))
+	scan := metricKey(wiring.MetricNamespace, wiring.MetricScanCompleted, map[string]string{"FunctionName": "function:scan"})
+	want = append(want, scan)
+	for _, m := range want {
+		if _, ok := watched[m]; !ok {
+			t.Errorf("%s: no alarm watches %s", s.format, m)
+		}
+	}
+	if a, ok := watched[scan]; ok && a.missing != "breaching" {
+		t.Errorf("%s: alarm %s treats missing data as %q, want breaching (no ScanCompleted at all is a stalled scan)", s.format, a.name, a.missing)
 	}
 }
 

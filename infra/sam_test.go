@@ -57,8 +57,10 @@ func loadSAM(file string) (*stack, error) {
 			short := strings.TrimPrefix(samTableName(props), prefixPlaceholder+"-")
 			sym["${"+id+".Arn}"] = "table:" + short
 			sym["${"+id+".Arn}/index/*"] = "index:" + short
+			sym["${"+id+"}"] = "tablename:" + short
 		case "AWS::SQS::Queue":
 			key := strings.TrimPrefix(str(props["QueueName"]), stackPrefix)
+			sym["${"+id+".QueueName}"] = "queuename:" + key
 			sym["${"+id+".Arn}"] = "queue:" + key
 			sym["${"+id+"}"] = "queue:" + key + ":url"
 		case "AWS::SNS::Topic":
@@ -73,7 +75,36 @@ func loadSAM(file string) (*stack, error) {
 			sym["${"+id+"}"] = "role:" + id
 		case "AWS::Serverless::HttpApi":
 			sym["${"+id+"}"] = "httpapi"
+		case "AWS::Serverless::Function":
+			sym["${"+id+"}"] = "function:" + strings.ToLower(id[:1]) + strings.TrimSuffix(id[1:], "Function")
 		}
+	}
+	// Alarms: each metric they watch, in the neutral form.
+	for id, r := range resources {
+		if mapOf(r)["Type"] != "AWS::CloudWatch::Alarm" {
+			continue
+		}
+		props := mapOf(mapOf(r)["Properties"])
+		a := alarm{name: id, missing: str(props["TreatMissingData"])}
+		for _, act := range listOf(props["AlarmActions"]) {
+			a.actions = append(a.actions, symStr(act))
+		}
+		watch := func(m map[string]any) {
+			dims := map[string]string{}
+			for _, d := range listOf(m["Dimensions"]) {
+				dims[str(mapOf(d)["Name"])] = symStr(mapOf(d)["Value"])
+			}
+			a.metrics = append(a.metrics, metricKey(str(m["Namespace"]), str(m["MetricName"]), dims))
+		}
+		if props["MetricName"] != nil {
+			watch(props)
+		}
+		for _, q := range listOf(props["Metrics"]) {
+			if m := mapOf(mapOf(mapOf(q)["MetricStat"])["Metric"]); m != nil {
+				watch(m)
+			}
+		}
+		s.alarms = append(s.alarms, a)
 	}
 
 	// Roles: grants per role, from inline policies and AWS::IAM::Policy resources.
@@ -152,6 +183,7 @@ func loadSAM(file string) (*stack, error) {
 				if n, ok := intOf(eic["MaximumEventAgeInSeconds"]); ok {
 					f.asyncMaxAge = n
 				}
+				f.failureDest = symStr(mapOf(mapOf(eic["DestinationConfig"])["OnFailure"])["Destination"])
 			}
 			for k, v := range mapOf(mapOf(merged["Environment"])["Variables"]) {
 				f.env[k] = symStr(v)

@@ -251,12 +251,14 @@ func (m *tfModule) stack() *stack {
 		short := strings.TrimPrefix(tableName(b), prefixPlaceholder+"-")
 		sym[ref("aws_dynamodb_table", n, "arn")] = "table:" + short
 		sym[ref("aws_dynamodb_table", n, "arn")+"/index/*"] = "index:" + short
+		sym[ref("aws_dynamodb_table", n, "name")] = "tablename:" + short
 	}
 	for n, b := range res("aws_sqs_queue") {
 		key := strings.TrimPrefix(str(b.attrs["name"]), namePrefix)
 		sym[ref("aws_sqs_queue", n, "arn")] = "queue:" + key
 		sym[ref("aws_sqs_queue", n, "url")] = "queue:" + key + ":url"
 		sym[ref("aws_sqs_queue", n, "id")] = "queue:" + key + ":url"
+		sym[ref("aws_sqs_queue", n, "name")] = "queuename:" + key
 	}
 	for n, b := range res("aws_sns_topic") {
 		sym[ref("aws_sns_topic", n, "arn")] = "topic:" + strings.TrimPrefix(str(b.attrs["name"]), namePrefix)
@@ -420,6 +422,7 @@ func (m *tfModule) stack() *stack {
 		if v, ok := intOf(b.attrs["maximum_event_age_in_seconds"]); ok {
 			f.asyncMaxAge = v
 		}
+		f.failureDest = symStr(b.block("destination_config").block("on_failure").attrs["destination"])
 		s.functions[fn] = f
 	}
 	permitted := map[string]bool{} // "principal function source"
@@ -475,6 +478,28 @@ func (m *tfModule) stack() *stack {
 		if !found {
 			s.problem("aws_apigatewayv2_route.%s: no aws_lambda_permission lets API Gateway invoke function %s", n, fn)
 		}
+	}
+	for n, b := range res("aws_cloudwatch_metric_alarm") {
+		a := alarm{name: n, missing: str(b.attrs["treat_missing_data"])}
+		for _, act := range listOf(b.attrs["alarm_actions"]) {
+			a.actions = append(a.actions, symStr(act))
+		}
+		watch := func(attrs map[string]any, nameKey string) {
+			dims := map[string]string{}
+			for k, v := range mapOf(attrs["dimensions"]) {
+				dims[k] = symStr(v)
+			}
+			a.metrics = append(a.metrics, metricKey(str(attrs["namespace"]), str(attrs[nameKey]), dims))
+		}
+		if b.attrs["metric_name"] != nil {
+			watch(b.attrs, "metric_name")
+		}
+		for _, q := range b.blocks["metric_query"] {
+			if m := q.blocks["metric"]; len(m) > 0 {
+				watch(m[0].attrs, "metric_name")
+			}
+		}
+		s.alarms = append(s.alarms, a)
 	}
 	for name, o := range m.outputs {
 		s.outputs[normParam(name)] = str(o.attrs["value"])

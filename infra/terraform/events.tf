@@ -39,15 +39,26 @@ resource "aws_lambda_permission" "registry_events" {
 }
 
 # A failed or throttled scheduled run is superseded by the next minute's:
-# no asynchronous retries, and an event older than a minute is dropped.
+# no asynchronous retries, and an event older than a minute is dropped;
+# a failure is sent to the alarm topic (the function's role may publish).
 resource "aws_lambda_function_event_invoke_config" "scan" {
   function_name                = aws_lambda_function.scan.function_name
   maximum_retry_attempts       = 0
   maximum_event_age_in_seconds = 60
+  destination_config {
+    on_failure {
+      destination = aws_sns_topic.alarm.arn
+    }
+  }
 }
 
 resource "aws_lambda_function_event_invoke_config" "registry" {
   function_name                = aws_lambda_function.registry.function_name
   maximum_retry_attempts       = 0
   maximum_event_age_in_seconds = 60
+  destination_config {
+    on_failure {
+      destination = aws_sns_topic.alarm.arn
+    }
+  }
 }

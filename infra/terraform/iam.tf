@@ -38,6 +38,11 @@ data "aws_iam_policy_document" "scan" {
     resources = [aws_sqs_queue.ring.arn, aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
   }
   statement {
+    sid       = "Alarm" # the failure destination of its scheduled invocations
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.alarm.arn]
+  }
+  statement {
     sid       = "Logs"
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
     resources = ["${aws_cloudwatch_log_group.scan.arn}:*"]

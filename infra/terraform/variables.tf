@@ -151,3 +151,13 @@ variable "alarm_email" {
   type        = string
   default     = ""
 }
+
+variable "scan_stalled_minutes" {
+  description = "Minutes without a completed scan before the scan-stalled alarm fires (the scan runs every minute)."
+  type        = number
+  default     = 5
+  validation {
+    condition     = var.scan_stalled_minutes >= 2 && var.scan_stalled_minutes <= 60
+    error_message = "scan_stalled_minutes must be from 2 to 60."
+  }
+}

@@ -81,7 +81,9 @@ type Function struct {
 	// NoAsyncRetries says the templates turn Lambda's asynchronous retries
 	// off (MaximumRetryAttempts 0, events older than a minute dropped): a
 	// failed or throttled scheduled run is simply superseded by the next
-	// minute's, instead of running late and overlapping it.
+	// minute's, instead of running late and overlapping it. Such a failure
+	// goes to the alarm topic (the function's asynchronous failure
+	// destination, which its role may publish to).
 	NoAsyncRetries bool
 }
 
