@@ -114,6 +114,11 @@ type consumer struct {
 type param struct {
 	def    any
 	secret bool
+	// What a deploy accepts: a pattern the whole value must match, a list
+	// of allowed values, a numeric range (nil: unbounded).
+	pattern  string
+	allowed  []string
+	min, max *float64
 }
 
 // Expectations the code does not spell as data.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -45,7 +46,17 @@ func loadSAM(file string) (*stack, error) {
 
 	for name, p := range mapOf(doc["Parameters"]) {
 		pm := mapOf(p)
-		s.params[normParam(name)] = param{def: pm["Default"], secret: pm["NoEcho"] == true}
+		pr := param{def: pm["Default"], secret: pm["NoEcho"] == true, pattern: str(pm["AllowedPattern"])}
+		for _, v := range listOf(pm["AllowedValues"]) {
+			pr.allowed = append(pr.allowed, str(v))
+		}
+		if f, err := strconv.ParseFloat(str(pm["MinValue"]), 64); err == nil {
+			pr.min = &f
+		}
+		if f, err := strconv.ParseFloat(str(pm["MaxValue"]), 64); err == nil {
+			pr.max = &f
+		}
+		s.params[normParam(name)] = pr
 		sym["${"+name+"}"] = "param:" + normParam(name)
 		sym["arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${"+name+"}"] = "ssmparam:" + normParam(name)
 	}

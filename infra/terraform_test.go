@@ -5,7 +5,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -240,7 +242,7 @@ func (m *tfModule) stack() *stack {
 	const namePrefix = "${var.name}-"
 
 	for name, v := range m.variables {
-		s.params[normParam(name)] = param{def: v.attrs["default"], secret: v.attrs["sensitive"] == true}
+		s.params[normParam(name)] = tfParam(name, v)
 		sym["${var."+name+"}"] = "param:" + normParam(name)
 		sym["arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var."+name+"}"] = "ssmparam:" + normParam(name)
 	}
@@ -505,4 +507,33 @@ func (m *tfModule) stack() *stack {
 		s.outputs[normParam(name)] = str(o.attrs["value"])
 	}
 	return s
+}
+
+var (
+	tfRegexCond    = regexp.MustCompile(`^\$\{can\(regex\("((?:[^"\\]|\\.)*)", var\.(\w+)\)\)\}$`)
+	tfRangeCond    = regexp.MustCompile(`^\$\{var\.(\w+) >= ([0-9.]+) && var\.(\w+) <= ([0-9.]+)\}$`)
+	tfContainsCond = regexp.MustCompile(`^\$\{contains\(\[([^\]]*)\], var\.(\w+)\)\}$`)
+)
+
+// tfParam reads a variable's default and the validation forms the
+// templates use: can(regex(…)), a >= / <= range, contains([…]).
+func tfParam(name string, v *tfBlock) param {
+	p := param{def: v.attrs["default"], secret: v.attrs["sensitive"] == true}
+	cond := str(v.block("validation").attrs["condition"])
+	if m := tfRegexCond.FindStringSubmatch(cond); m != nil && m[2] == name {
+		if pat, err := strconv.Unquote(`"` + m[1] + `"`); err == nil {
+			p.pattern = pat
+		}
+	}
+	if m := tfRangeCond.FindStringSubmatch(cond); m != nil && m[1] == name && m[3] == name {
+		lo, _ := strconv.ParseFloat(m[2], 64)
+		hi, _ := strconv.ParseFloat(m[4], 64)
+		p.min, p.max = &lo, &hi
+	}
+	if m := tfContainsCond.FindStringSubmatch(cond); m != nil && m[2] == name {
+		for _, it := range strings.Split(m[1], ",") {
+			p.allowed = append(p.allowed, strings.Trim(strings.TrimSpace(it), `"`))
+		}
+	}
+	return p
 }

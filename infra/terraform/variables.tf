@@ -21,8 +21,8 @@ variable "shards" {
   type        = number
   default     = 4
   validation {
-    condition     = var.shards >= 1 && var.shards <= 1024
-    error_message = "shards must be within 1..1024."
+    condition     = var.shards >= 1 && var.shards <= 4096
+    error_message = "shards must be within 1..4096."
   }
 }
 
@@ -65,7 +65,7 @@ variable "secrets_refresh" {
   type        = string
   default     = "5m"
   validation {
-    condition     = can(regex("^[0-9]+(s|m|h)$", var.secrets_refresh))
+    condition     = can(regex("^(([1-9][0-9]{0,2}|[1-2][0-9]{3}|3[0-5][0-9]{2}|3600)s|([1-9]|[1-5][0-9]|60)m|1h)$", var.secrets_refresh))
     error_message = "secrets_refresh must be a whole number of s, m or h, from 1s to 1h."
   }
 }
@@ -85,7 +85,7 @@ variable "scan_advance" {
   type        = string
   default     = "14m"
   validation {
-    condition     = can(regex("^[0-9]+(s|m)$", var.scan_advance))
+    condition     = can(regex("^((1[5-9][0-9]|[2-7][0-9]{2}|8[0-3][0-9]|840)s|([3-9]|1[0-4])m)$", var.scan_advance))
     error_message = "scan_advance must be a whole number of s or m, e.g. 14m."
   }
 }
@@ -95,7 +95,7 @@ variable "retry_delay" {
   type        = string
   default     = "5s"
   validation {
-    condition     = can(regex("^[0-9]+(ms|s|m)$", var.retry_delay))
+    condition     = can(regex("^(([1-9][0-9]{2,4}|[1-8][0-9]{5}|900000)ms|([1-9][0-9]?|[1-8][0-9]{2}|900)s|([1-9]|1[0-5])m)$", var.retry_delay))
     error_message = "retry_delay must be a whole number of ms, s or m, e.g. 5s."
   }
 }

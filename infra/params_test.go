@@ -1,0 +1,99 @@
+package infra
+
+import (
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+)
+
+// paramValues are the values each checked variable is tried with: the
+// bounds of the code's range, just past them, and malformed ones.
+var paramValues = map[string][]string{
+	awsconfig.EnvRetryDelay: {"50ms", "99ms", "100ms", "999ms", "5s", "90s", "900s", "901s", "1m", "15m", "16m", "1h",
+		"900000ms", "900001ms", "0s", "soon"},
+	awsconfig.EnvScanAdvance:    {"60s", "149s", "150s", "300s", "840s", "841s", "2m", "3m", "10m", "14m", "15m", "1h", "often"},
+	awsconfig.EnvSecretsRefresh: {"0s", "1s", "59s", "3600s", "3601s", "1m", "60m", "61m", "1h", "2h", "5"},
+	awsconfig.EnvRetryBackoff:   {"0", "0.5", "1", "1.5", "2", "9.99", "10", "10.0", "10.5", "11", "x"},
+	awsconfig.EnvLogLevel:       {"debug", "info", "warn", "error", "loud"},
+	awsconfig.EnvShards:         {"0", "1", "16", "1024", "4096", "4097"},
+}
+
+// TestParamsMatchConfig: a parameter value the deployment accepts is one
+// the functions accept, and the other way round, for every variable whose
+// value the code checks: a value that passes the template but fails the
+// code's check would make every invocation fail instead of the deploy.
+func TestParamsMatchConfig(t *testing.T) {
+	t.Parallel()
+	sam, err := loadSAM("sam/template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf, err := loadTerraform("terraform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*stack{sam, tf} {
+		for _, env := range slices.Sorted(maps.Keys(paramValues)) {
+			p, ok := s.params[envSymbol[env][len("param:"):]]
+			if !ok {
+				t.Errorf("%s: no parameter for %s (%s)", s.format, env, envSymbol[env])
+				continue
+			}
+			for _, v := range paramValues[env] {
+				deploy := p.accepts(v)
+				code := codeAccepts(t, env, v)
+				if deploy != code {
+					t.Errorf("%s: %s=%q: the deployment accepts it %v, the functions %v (pattern %q, allowed %v)",
+						s.format, env, v, deploy, code, p.pattern, p.allowed)
+				}
+			}
+		}
+	}
+}
+
+// accepts says whether a deploy takes v for the parameter.
+func (p param) accepts(v string) bool {
+	if p.pattern != "" {
+		re, err := regexp.Compile(p.pattern)
+		if err != nil || !re.MatchString(v) {
+			return false
+		}
+	}
+	if p.allowed != nil && !slices.Contains(p.allowed, v) {
+		return false
+	}
+	if p.min != nil || p.max != nil {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || p.min != nil && f < *p.min || p.max != nil && f > *p.max {
+			return false
+		}
+	}
+	return true
+}
+
+// codeAccepts loads the configuration of a function that reads env, with
+// every variable it requires set, and env set to v.
+func codeAccepts(t *testing.T, env, v string) bool {
+	t.Helper()
+	for _, f := range awsconfig.Functions {
+		if !slices.Contains(f.Env, env) && !slices.Contains(f.OptionalEnv, env) {
+			continue
+		}
+		vars := map[string]string{awsconfig.EnvShards: "4"}
+		for _, e := range f.Env {
+			if _, ok := vars[e]; !ok {
+				vars[e] = "x"
+			}
+		}
+		vars[env] = v
+		_, err := wiring.LoadConfig(f.Name, func(k string) string { return vars[k] })
+		return err == nil
+	}
+	t.Fatalf("no function reads %s", env)
+	return false
+}
