@@ -199,9 +199,14 @@ func wantGrants(t *testing.T, f awsconfig.Function) map[string]bool {
 		}
 		switch svc {
 		case "dynamodb":
-			// One dynamostore.DB over every table: each function may touch
-			// any table (awsconfig does not record tables per function).
+			// Only the tables the function uses (awsconfig Tables).
+			if len(f.Tables) == 0 {
+				t.Errorf("awsconfig %s: action %s but no Tables", f.Name, raw)
+			}
 			for _, s := range specs {
+				if !slices.Contains(f.Tables, *s.TableName) {
+					continue
+				}
 				g[a+" table:"+*s.TableName] = true
 				if a == "dynamodb:Query" && len(s.GlobalSecondaryIndexes) > 0 {
 					g[a+" index:"+*s.TableName] = true

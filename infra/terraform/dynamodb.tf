@@ -249,21 +249,3 @@ resource "aws_dynamodb_table" "console" {
   }
 }
 
-locals {
-  # Every function works through one dynamostore.DB over all tables.
-  table_arns = [
-    aws_dynamodb_table.jobs.arn,
-    aws_dynamodb_table.groups.arn,
-    aws_dynamodb_table.log_pages.arn,
-    aws_dynamodb_table.registry.arn,
-    aws_dynamodb_table.leases.arn,
-    aws_dynamodb_table.reports.arn,
-    aws_dynamodb_table.counters.arn,
-    aws_dynamodb_table.console.arn,
-  ]
-  # Queried by dynamodb:Query only.
-  index_arns = [
-    "${aws_dynamodb_table.jobs.arn}/index/*",
-    "${aws_dynamodb_table.log_pages.arn}/index/*",
-  ]
-}

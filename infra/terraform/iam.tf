@@ -1,5 +1,5 @@
 # One role per function, granting exactly awsconfig.Functions[i].Actions on the resources the
-# function uses, the SQS consume actions on the queues it is fed from, and logs on its own log
+# function uses (its own tables, awsconfig Tables), the SQS consume actions on the queues it is fed from, and logs on its own log
 # group. infra_test.go compares every statement with internal/adapter/awsconfig.
 
 data "aws_partition" "current" {}
@@ -25,12 +25,12 @@ data "aws_iam_policy_document" "scan" {
   statement {
     sid       = "Tables"
     actions   = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"]
-    resources = local.table_arns
+    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.leases.arn]
   }
   statement {
     sid       = "Indexes"
     actions   = ["dynamodb:Query"]
-    resources = local.index_arns
+    resources = ["${aws_dynamodb_table.jobs.arn}/index/*"]
   }
   statement {
     sid       = "Send"
@@ -65,12 +65,12 @@ data "aws_iam_policy_document" "ring" {
   statement {
     sid       = "Tables"
     actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
-    resources = local.table_arns
+    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.groups.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.registry.arn, aws_dynamodb_table.reports.arn]
   }
   statement {
     sid       = "Indexes"
     actions   = ["dynamodb:Query"]
-    resources = local.index_arns
+    resources = ["${aws_dynamodb_table.jobs.arn}/index/*", "${aws_dynamodb_table.log_pages.arn}/index/*"]
   }
   statement {
     sid       = "Send"
@@ -115,12 +115,12 @@ data "aws_iam_policy_document" "dispatch" {
   statement {
     sid       = "Tables"
     actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
-    resources = local.table_arns
+    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.groups.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.registry.arn, aws_dynamodb_table.reports.arn]
   }
   statement {
     sid       = "Indexes"
     actions   = ["dynamodb:Query"]
-    resources = local.index_arns
+    resources = ["${aws_dynamodb_table.jobs.arn}/index/*", "${aws_dynamodb_table.log_pages.arn}/index/*"]
   }
   statement {
     sid       = "Send"
@@ -165,7 +165,7 @@ data "aws_iam_policy_document" "callback" {
   statement {
     sid       = "Tables"
     actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
-    resources = local.table_arns
+    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.reports.arn]
   }
   statement {
     sid       = "Send"
@@ -205,12 +205,12 @@ data "aws_iam_policy_document" "registry" {
   statement {
     sid       = "Tables"
     actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"]
-    resources = local.table_arns
+    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.groups.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.registry.arn, aws_dynamodb_table.reports.arn, aws_dynamodb_table.counters.arn]
   }
   statement {
     sid       = "Indexes"
     actions   = ["dynamodb:Query"]
-    resources = local.index_arns
+    resources = ["${aws_dynamodb_table.jobs.arn}/index/*", "${aws_dynamodb_table.log_pages.arn}/index/*"]
   }
   statement {
     sid       = "Send"
@@ -250,12 +250,12 @@ data "aws_iam_policy_document" "web" {
   statement {
     sid       = "Tables"
     actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"]
-    resources = local.table_arns
+    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.groups.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.registry.arn, aws_dynamodb_table.reports.arn, aws_dynamodb_table.counters.arn, aws_dynamodb_table.console.arn]
   }
   statement {
     sid       = "Indexes"
     actions   = ["dynamodb:Query"]
-    resources = local.index_arns
+    resources = ["${aws_dynamodb_table.jobs.arn}/index/*", "${aws_dynamodb_table.log_pages.arn}/index/*"]
   }
   statement {
     sid       = "Send"

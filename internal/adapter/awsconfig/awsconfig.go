@@ -9,6 +9,8 @@ package awsconfig
 import (
 	"slices"
 	"strings"
+
+	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 )
 
 // Environment variables. Every function reads XJOB_TABLE_PREFIX and XJOB_SHARDS.
@@ -67,6 +69,10 @@ type Function struct {
 	// (event-source-mapping permissions are added by the templates per
 	// queue the function consumes).
 	Actions []string
+	// Tables lists the DynamoDB tables (dynamostore names, unprefixed) the
+	// function's code reads or writes: its grants name those tables only,
+	// so the internet-facing callback cannot touch console users.
+	Tables []string
 	// Consumes lists the queues (by env var of their URL) the function is
 	// fed from by an SQS event source mapping.
 	Consumes []string
@@ -113,6 +119,7 @@ var Functions = []Function{
 	{Name: "scan",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL},
 		OptionalEnv: []string{EnvLogLevel, EnvScanAdvance},
+		Tables:      []string{dynamostore.TableJobs, dynamostore.TableLeases},
 		Actions: []string{
 			"dynamodb:GetItem",    // not exercised: consistent read after a lost conditional write (job advance, lease)
 			"dynamodb:Query",      // due index; leases
@@ -130,11 +137,14 @@ var Functions = []Function{
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken},
 		// The retry delay of a bucket whose hand-off failed is a
 		// ChangeMessageVisibility on the ring queue: the consume grant.
+		// The dispatcher's: jobs, their groups and live executors, log pages, report counters.
+		Tables:   []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports},
 		Actions:  dispatcherActions,
 		Consumes: []string{EnvRingQueueURL}},
 	{Name: "dispatch",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken},
+		Tables:      []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports},
 		Actions: slices.Concat(dispatcherActions, []string{
 			"sqs:ChangeMessageVisibility", // not exercised: retry delay of a task in flight elsewhere or of a store failure
 		}),
@@ -142,6 +152,8 @@ var Functions = []Function{
 	{Name: "callback",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken},
+		// Results: log pages, their jobs (retry, children), report counters. Never users.
+		Tables: []string{dynamostore.TableJobs, dynamostore.TableLogs, dynamostore.TableReports},
 		Actions: []string{
 			"dynamodb:BatchGetItem",   // a callback request's log pages and jobs (LogGetMany, JobGetMany)
 			"dynamodb:BatchWriteItem", // failed-list entries of failed results
@@ -162,6 +174,9 @@ var Functions = []Function{
 	{Name: "registry",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken},
+		// Heartbeats and group refresh; the sweep and the lost-job check finish logs
+		// (not exercised: their jobs and report counters, as the callback does).
+		Tables: []string{dynamostore.TableRegistry, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableCounters, dynamostore.TableJobs, dynamostore.TableReports},
 		Actions: []string{
 			"dynamodb:BatchGetItem",   // not exercised: logs the sweep and the lost-job check finish
 			"dynamodb:BatchWriteItem", // not exercised: log purge
@@ -187,6 +202,8 @@ var Functions = []Function{
 			EnvAccessTokenParam, EnvAdminTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
 			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken},
+		// Every table but the scan leases (log pages not exercised: log views, kill).
+		Tables: []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports, dynamostore.TableCounters, dynamostore.TableConsole},
 		Actions: []string{
 			// The admin API reaches every store operation; the test exercises
 			// job/group creation, users and the console.

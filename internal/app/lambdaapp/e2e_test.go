@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/driver"
@@ -64,6 +66,9 @@ type env struct {
 	// claimTTL, when set, is every App's dispatch claim TTL (and so the
 	// delay of a task in flight elsewhere).
 	claimTTL time.Duration
+	prefix   string
+	tablesMu sync.Mutex
+	tables   map[string]map[string]bool // function → tables it called (short names)
 }
 
 func setupEnv(t *testing.T) *env {
@@ -76,6 +81,7 @@ func setupEnv(t *testing.T) *env {
 		e.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	prefix := emulator.UniqueName("lam") + "-"
+	e.prefix, e.tables = prefix, map[string]map[string]bool{}
 	st, err := dynamostore.New(emulator.DynamoDB(t), dynamostore.Options{Tables: dynamostore.TablesWithPrefix(prefix), Shards: e.shards})
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +141,7 @@ func (e *env) app(fn, key string) *lambdaapp.App {
 	d := lambdaapp.Deps{
 		DynamoDB: dynamodb.NewFromConfig(emulator.Config(), func(o *dynamodb.Options) {
 			o.BaseEndpoint = aws.String(e.ddbURL)
-			o.APIOptions = append(o.APIOptions, mw)
+			o.APIOptions = append(o.APIOptions, mw, e.tableRecorder(fn))
 		}),
 		SQS: sqs.NewFromConfig(emulator.Config(), func(o *sqs.Options) {
 			o.BaseEndpoint = aws.String(e.sqsURL)
@@ -160,6 +166,44 @@ func (e *env) app(fn, key string) *lambdaapp.App {
 	}
 	e.apps[key] = a
 	return a
+}
+
+// tableRecorder records the tables function fn's DynamoDB requests name,
+// for the least-privilege check (awsconfig.Function.Tables).
+func (e *env) tableRecorder(fn string) func(*middleware.Stack) error {
+	return func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("xjobTables",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				var names []string
+				switch p := in.Parameters.(type) {
+				case *dynamodb.GetItemInput:
+					names = append(names, aws.ToString(p.TableName))
+				case *dynamodb.PutItemInput:
+					names = append(names, aws.ToString(p.TableName))
+				case *dynamodb.UpdateItemInput:
+					names = append(names, aws.ToString(p.TableName))
+				case *dynamodb.DeleteItemInput:
+					names = append(names, aws.ToString(p.TableName))
+				case *dynamodb.QueryInput:
+					names = append(names, aws.ToString(p.TableName))
+				case *dynamodb.ScanInput:
+					names = append(names, aws.ToString(p.TableName))
+				case *dynamodb.BatchGetItemInput:
+					names = slices.AppendSeq(names, maps.Keys(p.RequestItems))
+				case *dynamodb.BatchWriteItemInput:
+					names = slices.AppendSeq(names, maps.Keys(p.RequestItems))
+				}
+				e.tablesMu.Lock()
+				if e.tables[fn] == nil {
+					e.tables[fn] = map[string]bool{}
+				}
+				for _, n := range names {
+					e.tables[fn][strings.TrimPrefix(strings.TrimPrefix(n, e.prefix), "-")] = true
+				}
+				e.tablesMu.Unlock()
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+	}
 }
 
 // invoke runs one Lambda invocation of fn: the payload goes through JSON
@@ -594,6 +638,15 @@ func TestLambdaEndToEnd(t *testing.T) {
 			}
 		}
 		t.Logf("%-8s observed IAM actions: %v", fn.Name, iamActions(all, fn.Name))
+		e.tablesMu.Lock()
+		used := slices.Sorted(maps.Keys(e.tables[fn.Name]))
+		e.tablesMu.Unlock()
+		for _, tb := range used {
+			if !slices.Contains(fn.Tables, tb) {
+				t.Errorf("%s calls table %s, which awsconfig does not grant it", fn.Name, tb)
+			}
+		}
+		t.Logf("%-8s observed tables: %v", fn.Name, used)
 	}
 	triggers := len(e.logs(t, boomJob.ID))
 	for _, j := range okJobs {
