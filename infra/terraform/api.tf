@@ -8,10 +8,22 @@ resource "aws_apigatewayv2_api" "http" {
   description   = "xjob admin address (executors and the /v1 admin API)"
 }
 
+# Route throttling: the human-facing $default route (console sign-ins, /v1) gets its own, lower
+# rate, so a flood there is refused at the edge before it costs a web invocation; executors'
+# heartbeats and results keep the stage's rate.
 resource "aws_apigatewayv2_stage" "default" {
   api_id      = aws_apigatewayv2_api.http.id
   name        = "$default"
   auto_deploy = true
+  default_route_settings {
+    throttling_rate_limit  = var.api_rate_limit
+    throttling_burst_limit = var.api_rate_limit
+  }
+  route_settings {
+    route_key              = aws_apigatewayv2_route.web.route_key
+    throttling_rate_limit  = var.web_rate_limit
+    throttling_burst_limit = var.web_rate_limit
+  }
 }
 
 resource "aws_apigatewayv2_integration" "callback" {

@@ -161,3 +161,15 @@ variable "scan_stalled_minutes" {
     error_message = "scan_stalled_minutes must be from 2 to 60."
   }
 }
+
+variable "api_rate_limit" {
+  description = "Requests per second (and burst) of the HTTP API's executor routes, heartbeats and results."
+  type        = number
+  default     = 500
+}
+
+variable "web_rate_limit" {
+  description = "Requests per second (and burst) of the human-facing routes (console, /v1), refused with 429 above it."
+  type        = number
+  default     = 20
+}
