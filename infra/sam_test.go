@@ -184,7 +184,11 @@ func loadSAM(file string) (*stack, error) {
 			f.timeout, _ = intOf(merged["Timeout"])
 			f.memory, _ = intOf(merged["MemorySize"])
 			f.reserved, f.asyncRetries, f.asyncMaxAge = -1, -1, -1
-			if n, ok := intOf(merged["ReservedConcurrentExecutions"]); ok {
+			rc := merged["ReservedConcurrentExecutions"]
+			if l := listOf(mapOf(rc)["Fn::If"]); len(l) == 3 {
+				rc = l[1] // the value when reserving (the condition's other arm is AWS::NoValue)
+			}
+			if n, ok := intOf(rc); ok {
 				f.reserved = n
 			}
 			if eic := mapOf(merged["EventInvokeConfig"]); eic != nil {

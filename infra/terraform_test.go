@@ -163,6 +163,9 @@ func (m *tfModule) eval(e hclsyntax.Expression, src []byte, depth int) any {
 		return obj
 	case *hclsyntax.ObjectConsKeyExpr:
 		return m.eval(x.Wrapped, src, depth+1)
+	case *hclsyntax.ConditionalExpr:
+		// A switch variable's "on" arm (var.reserved_concurrency ? 2 : -1).
+		return m.eval(x.TrueResult, src, depth+1)
 	case *hclsyntax.ParenthesesExpr:
 		return m.eval(x.Expression, src, depth+1)
 	case *hclsyntax.FunctionCallExpr:

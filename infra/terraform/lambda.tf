@@ -17,7 +17,7 @@ resource "aws_lambda_function" "scan" {
   timeout          = 55 # one tick (paging bounded at 20 s) + lease release, ended before the next minute
   role             = aws_iam_role.scan.arn
 
-  reserved_concurrent_executions = 2 # consecutive minutes overlap by the lease hand-over
+  reserved_concurrent_executions = var.reserved_concurrency ? 2 : -1 # consecutive minutes overlap by the lease hand-over
   logging_config {
     log_format = "Text"
     log_group  = aws_cloudwatch_log_group.scan.name
@@ -128,7 +128,7 @@ resource "aws_lambda_function" "callback" {
   timeout          = 15 # below the HTTP API's 30 s integration limit
   role             = aws_iam_role.callback.arn
 
-  reserved_concurrent_executions = 10 # results keep their own share, apart from the web function's
+  reserved_concurrent_executions = var.reserved_concurrency ? 10 : -1 # results keep their own share, apart from the web function's
   logging_config {
     log_format = "Text"
     log_group  = aws_cloudwatch_log_group.callback.name
@@ -166,7 +166,7 @@ resource "aws_lambda_function" "registry" {
   timeout          = 60 # HTTP requests are cut at 30 s by the API; maintenance may use the minute
   role             = aws_iam_role.registry.arn
 
-  reserved_concurrent_executions = 5 # heartbeats and maintenance, apart from the web function's sign-ins and admin calls
+  reserved_concurrent_executions = var.reserved_concurrency ? 5 : -1 # heartbeats and maintenance, apart from the web function's sign-ins and admin calls
   logging_config {
     log_format = "Text"
     log_group  = aws_cloudwatch_log_group.registry.name
@@ -204,7 +204,7 @@ resource "aws_lambda_function" "web" {
   timeout          = 30 # the HTTP API cuts a request at 30 s
   role             = aws_iam_role.web.arn
 
-  reserved_concurrent_executions = 5 # a ceiling on what a flood of sign-ins (argon2id) or admin calls can use
+  reserved_concurrent_executions = var.reserved_concurrency ? 5 : -1 # a ceiling on what a flood of sign-ins (argon2id) or admin calls can use
   logging_config {
     log_format = "Text"
     log_group  = aws_cloudwatch_log_group.web.name

@@ -173,3 +173,9 @@ variable "web_rate_limit" {
   type        = number
   default     = 20
 }
+
+variable "reserved_concurrency" {
+  description = "Reserve concurrency for scan (2), registry (5), callback (10) and web (5). A new account whose concurrency quota is 10 cannot reserve any (AWS keeps 10 unreserved); set false there until the quota is raised."
+  type        = bool
+  default     = true
+}
