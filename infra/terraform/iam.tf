@@ -250,7 +250,7 @@ data "aws_iam_policy_document" "web" {
   statement {
     sid       = "Tables"
     actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"]
-    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.groups.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.registry.arn, aws_dynamodb_table.reports.arn, aws_dynamodb_table.counters.arn, aws_dynamodb_table.console.arn]
+    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.groups.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.registry.arn, aws_dynamodb_table.leases.arn, aws_dynamodb_table.reports.arn, aws_dynamodb_table.counters.arn, aws_dynamodb_table.console.arn]
   }
   statement {
     sid       = "Indexes"

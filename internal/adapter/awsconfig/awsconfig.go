@@ -84,6 +84,12 @@ type Function struct {
 	// ("POST /api/callback"); "$default" takes every request no other
 	// route matches.
 	Routes []string
+	// ChecksLayout says the function records the table layout and shard
+	// count at start, and refuses tables of another layout or count
+	// (wiring.CheckLayout): the functions whose work depends on the shard
+	// count, the scan (which shards it reads) and web (which shard a new
+	// job gets).
+	ChecksLayout bool
 	// NoAsyncRetries says the templates turn Lambda's asynchronous retries
 	// off (MaximumRetryAttempts 0, events older than a minute dropped): a
 	// failed or throttled scheduled run is simply superseded by the next
@@ -127,7 +133,7 @@ var Functions = []Function{
 			"sqs:SendMessage",     // ring buckets; late fires to the dispatch lanes
 		},
 		// Consecutive minutes' invocations overlap by the lease hand-over.
-		ReservedConcurrency: 2, NoAsyncRetries: true},
+		ReservedConcurrency: 2, NoAsyncRetries: true, ChecksLayout: true},
 	// The ring dispatches its buckets' fast lane in process (the same
 	// dispatcher as the dispatch function), so it holds the dispatcher's
 	// variables and actions too; the slow lane and what it cannot finish
@@ -202,8 +208,8 @@ var Functions = []Function{
 			EnvAccessTokenParam, EnvAdminTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
 			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken},
-		// Every table but the scan leases (log pages not exercised: log views, kill).
-		Tables: []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports, dynamostore.TableCounters, dynamostore.TableConsole},
+		// Every table (log pages not exercised: log views, kill; leases: the layout item only).
+		Tables: []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports, dynamostore.TableCounters, dynamostore.TableConsole, dynamostore.TableLeases},
 		Actions: []string{
 			// The admin API reaches every store operation; the test exercises
 			// job/group creation, users and the console.
@@ -219,7 +225,8 @@ var Functions = []Function{
 			"sqs:SendMessage",   // admin push of a new job's fires within the scan horizon (ring); manual trigger
 			"ssm:GetParameters", // its secrets, at init and every refresh
 		},
-		Routes: []string{"$default"},
+		Routes:       []string{"$default"},
+		ChecksLayout: true,
 		// Sign-ins cost ≈ 0.2 s of CPU each: the ceiling bounds what a flood
 		// of them costs, and it is the executor-facing functions' own
 		// concurrency that keeps heartbeats and results flowing meanwhile.

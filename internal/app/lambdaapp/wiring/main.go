@@ -14,6 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 )
 
 // Builder builds a function's handler (what lambda.Start serves) on its
@@ -70,6 +73,12 @@ func Init(ctx context.Context, name string, build Builder) (any, error) {
 	}
 	if err := b.LoadSecrets(ctx); err != nil {
 		return nil, err
+	}
+	if fn, _ := awsconfig.Lookup(name); fn.ChecksLayout {
+		tables := dynamostore.TablesWithPrefix(cfg.TablePrefix)
+		if err := CheckLayout(ctx, d.DynamoDB.(LayoutAPI), tables.Leases, b.Config.Shards); err != nil {
+			return nil, fmt.Errorf("lambda %s: %w", name, err)
+		}
 	}
 	return build(b)
 }
