@@ -19,7 +19,7 @@ $(EMULATORS)/node_modules/.package-lock.json: $(EMULATORS)/package-lock.json
 
 # moto's server is the SSM Parameter Store the real-bootstrap tests read the
 # functions' secrets from (python3 -m moto.server). Installed with pip when
-# missing; CI must have it (the tests fail rather than skip when CI is set).
+# missing; without it those tests fail (go test -short skips them).
 MOTO_VERSION := 5.2.1
 
 .PHONY: moto

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -18,16 +17,18 @@ import (
 	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/internal/testenv/tool"
 )
 
 // motoSSM starts moto's server and returns an SSM client for it.
 func motoSSM(t *testing.T) *ssm.Client {
 	t.Helper()
+	tool.SkipIfShort(t, "moto (make moto)")
 	p, err := emulator.StartMoto(30 * time.Second)
+	if errors.Is(err, emulator.ErrNotInstalled) {
+		tool.Missing(t, err)
+	}
 	if err != nil {
-		if errors.Is(err, emulator.ErrNotInstalled) && os.Getenv("CI") == "" {
-			t.Skip(err)
-		}
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
