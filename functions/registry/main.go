@@ -10,7 +10,8 @@ import (
 	_ "time/tzdata" // cron is evaluated in each job's time zone; provided.al2023 ships no zoneinfo
 
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/registryfn"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/secrets"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 )
 
-func main() { wiring.Main("registry", registryfn.Build) }
+func main() { wiring.Main("registry", registryfn.Build, secrets.FromSSM) }

@@ -13,4 +13,6 @@ import (
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 )
 
-func main() { wiring.Main("scan", scanfn.Build) }
+// The scan has no secrets (it calls no executor and serves no route), so
+// it gets no secret source and links no SSM client.
+func main() { wiring.Main("scan", scanfn.Build, nil) }

@@ -8,8 +8,9 @@ package main
 import (
 	_ "time/tzdata" // cron is evaluated in each job's time zone; provided.al2023 ships no zoneinfo
 
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/secrets"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/webfn"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 )
 
-func main() { wiring.Main("web", webfn.Build) }
+func main() { wiring.Main("web", webfn.Build, secrets.FromSSM) }

@@ -21,7 +21,7 @@ const (
 	EnvDispatchFastURL = "XJOB_DISPATCH_FAST_QUEUE_URL" // SQS fast dispatch lane
 	EnvDispatchSlowURL = "XJOB_DISPATCH_SLOW_QUEUE_URL" // SQS slow dispatch lane
 	// The tokens are SSM Parameter Store SecureString parameters: the
-	// functions get their names, never their values (wiring.Secrets).
+	// functions get their names, never their values (package secrets).
 	EnvAccessTokenParam = "XJOB_ACCESS_TOKEN_PARAM" // xxl-job access token (executor ⇄ admin), one per line during a rotation
 	EnvAdminTokenParam  = "XJOB_ADMIN_TOKEN_PARAM"  // bearer token of the /v1 admin API, likewise
 	EnvSessionKeyParam  = "XJOB_SESSION_KEY_PARAM"  // the secret console sessions are signed with

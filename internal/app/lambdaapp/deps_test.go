@@ -14,7 +14,8 @@ import (
 // Lambda binary as make build-lambda builds it (linux/arm64, no cgo,
 // lambda.norpc): no function links SQLite or database/sql; only web links
 // the human-facing side (console, sessions and password hashing, HTML
-// templates, the admin API and service); the scan links no dispatcher;
+// templates, the admin API and service); the scan links no dispatcher and,
+// having no secrets, no SSM client;
 // no main links package lambdaapp, which builds every function.
 func TestFunctionsLinkOnlyWhatTheyRun(t *testing.T) {
 	t.Parallel()
@@ -24,7 +25,8 @@ func TestFunctionsLinkOnlyWhatTheyRun(t *testing.T) {
 	humanFacing := []string{mod + "internal/web/console", mod + "internal/web/auth", mod + "internal/web/adminapi",
 		mod + "internal/admin", "golang.org/x/crypto/argon2", "html/template"}
 	forbidden := map[string][]string{
-		"scan":     slices.Concat(everywhere, humanFacing, []string{mod + "internal/scheduler/dispatch", mod + "internal/adapter/execclient", mod + "internal/scheduler/ring"}),
+		"scan": slices.Concat(everywhere, humanFacing, []string{mod + "internal/scheduler/dispatch", mod + "internal/adapter/execclient",
+			mod + "internal/scheduler/ring", "github.com/aws/aws-sdk-go-v2/service/ssm"}),
 		"ring":     slices.Concat(everywhere, humanFacing, []string{mod + "internal/scheduler/scan"}),
 		"dispatch": slices.Concat(everywhere, humanFacing, []string{mod + "internal/scheduler/ring"}),
 		"callback": slices.Concat(everywhere, humanFacing, []string{mod + "internal/scheduler/dispatch", mod + "internal/scheduler/ring"}),

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/xjobdev/xjob/clock"
@@ -33,10 +35,11 @@ type Deps struct {
 	SQS      sqsqueue.API
 	// SNS publishes alarms when Config.AlarmTopicARN is set; nil logs them only.
 	SNS snsalarm.SNSAPI
-	// SSM reads the secrets when Config names parameters.
-	SSM    SSMAPI
-	Clock  clock.Clock
-	Logger *slog.Logger
+	// Secrets reads the secrets when Config names parameters (package
+	// secrets: SSM Parameter Store).
+	Secrets SecretSource
+	Clock   clock.Clock
+	Logger  *slog.Logger
 	// Owner names this execution environment in scan leases (default:
 	// the Lambda log stream, or a random id).
 	Owner string
@@ -54,6 +57,17 @@ type Deps struct {
 	// returns within the test's patience).
 	RingRetry time.Duration
 }
+
+// SecretSource reads a function's secrets: Load once at start, Values
+// per use (package secrets keeps them fresh).
+type SecretSource interface {
+	Load(ctx context.Context) error
+	Values(ctx context.Context, name string) []string
+}
+
+// SecretsFactory builds the secret source of parameters names from the
+// Lambda environment's AWS configuration (secrets.FromSSM).
+type SecretsFactory func(cfg aws.Config, names []string, refresh time.Duration, log *slog.Logger) SecretSource
 
 // ScanTunables are the scan.Config fields tests may override; they are
 // here rather than a scan.Config so that only the scan and web functions
@@ -85,7 +99,7 @@ type Base struct {
 	EMF *EMF
 	// Secrets reads the parameters Config names; nil when the tokens are
 	// given directly. LoadSecrets reads them once, before any handler.
-	Secrets *Secrets
+	Secrets SecretSource
 }
 
 // NewBase applies the defaults of d and builds the store, queues,
@@ -132,17 +146,11 @@ func NewBase(cfg Config, d Deps) (*Base, error) {
 	// Lambda names the function (<stack>-<function>) in its environment;
 	// the alarms address the metrics by it.
 	b.EMF = NewEMF(out, cmp.Or(os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), cfg.Function), d.Clock)
-	var names []string
-	for _, n := range []string{cfg.AccessTokenParam, cfg.AdminTokenParam, cfg.SessionKeyParam} {
-		if n != "" {
-			names = append(names, n)
+	if len(cfg.SecretNames()) > 0 {
+		if d.Secrets == nil {
+			return nil, fmt.Errorf("lambda %s: secrets in SSM parameters but no secret source", cfg.Function)
 		}
-	}
-	if len(names) > 0 {
-		if d.SSM == nil {
-			return nil, fmt.Errorf("lambda %s: secrets in SSM parameters but no SSM client", cfg.Function)
-		}
-		b.Secrets = NewSecrets(d.SSM, names, cfg.SecretsRefresh, d.Clock, d.Logger)
+		b.Secrets = d.Secrets
 	}
 	return b, nil
 }

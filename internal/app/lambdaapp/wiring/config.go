@@ -69,7 +69,7 @@ type Config struct {
 	AccessTokenParam string
 	AdminTokenParam  string
 	SessionKeyParam  string
-	// SecretsRefresh is XJOB_SECRETS_REFRESH (zero: DefaultSecretsRefresh).
+	// SecretsRefresh is XJOB_SECRETS_REFRESH (zero: secrets.DefaultRefresh).
 	SecretsRefresh time.Duration
 	AlarmTopicARN  string
 	// AnyTriggerAddress is XJOB_ALLOW_ANY_TRIGGER_ADDRESS (default false):
@@ -87,6 +87,18 @@ type Config struct {
 	// ScanAdvance is XJOB_SCAN_ADVANCE (zero: DefaultScanAdvance), the
 	// scan's scan.Config.Advance.
 	ScanAdvance time.Duration
+}
+
+// SecretNames are the SSM parameters Config names (none when the tokens
+// are given directly).
+func (c Config) SecretNames() []string {
+	var names []string
+	for _, n := range []string{c.AccessTokenParam, c.AdminTokenParam, c.SessionKeyParam} {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // LoadConfig reads function name's variables with getenv (os.Getenv in the

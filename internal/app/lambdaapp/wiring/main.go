@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
@@ -27,15 +26,17 @@ type Builder func(*Base) (any, error)
 // once per execution environment (Init, outside the handler, so SDK
 // clients and services are reused across invocations) and serves
 // invocations with the handler build returns, e.g.
-// wiring.Main("scan", scanfn.Build).
+// wiring.Main("ring", ringfn.Build, secrets.FromSSM). secrets builds the
+// source of the function's SSM parameters; nil for a function with none
+// (the scan), which then links no SSM client.
 //
 // It never returns: lambda.Start serves until the runtime ends the
 // process. A function that cannot start logs why in one line (JSON, with
 // the function's name and every configuration problem at once) and exits
 // with status 1, so Lambda reports an init error instead of serving a
 // broken function.
-func Main(name string, build Builder) {
-	h, err := Init(context.Background(), name, build)
+func Main(name string, build Builder, secrets SecretsFactory) {
+	h, err := Init(context.Background(), name, build, secrets)
 	if err != nil {
 		slog.New(slog.NewJSONHandler(os.Stdout, nil)).Error("function cannot start", "function", name, "err", err.Error())
 		os.Exit(1)
@@ -46,7 +47,7 @@ func Main(name string, build Builder) {
 // Init reads function name's configuration from the process environment,
 // loads the AWS SDK configuration (region and credentials from the Lambda
 // environment), builds the Base and the function's handler.
-func Init(ctx context.Context, name string, build Builder) (any, error) {
+func Init(ctx context.Context, name string, build Builder, secrets SecretsFactory) (any, error) {
 	cfg, err := LoadConfig(name, os.Getenv)
 	if err != nil {
 		return nil, err
@@ -64,8 +65,8 @@ func Init(ctx context.Context, name string, build Builder) (any, error) {
 	if cfg.AlarmTopicARN != "" {
 		d.SNS = sns.NewFromConfig(awsConf)
 	}
-	if cfg.AccessTokenParam != "" || cfg.AdminTokenParam != "" || cfg.SessionKeyParam != "" {
-		d.SSM = ssm.NewFromConfig(awsConf)
+	if names := cfg.SecretNames(); len(names) > 0 && secrets != nil {
+		d.Secrets = secrets(awsConf, names, cfg.SecretsRefresh, logger)
 	}
 	b, err := NewBase(cfg, d)
 	if err != nil {

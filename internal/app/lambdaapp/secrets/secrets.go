@@ -1,4 +1,7 @@
-package wiring
+// Package secrets reads a Lambda function's tokens from SSM Parameter
+// Store. It is apart from package wiring so that a function with no
+// secrets (the scan) does not link the SSM client.
+package secrets
 
 import (
 	"context"
@@ -13,22 +16,23 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 )
 
-// SSMAPI is the part of the SSM client Secrets uses.
+// SSMAPI is the part of the SSM client a Store uses.
 type SSMAPI interface {
 	GetParameters(ctx context.Context, in *ssm.GetParametersInput, optFns ...func(*ssm.Options)) (*ssm.GetParametersOutput, error)
 }
 
-// DefaultSecretsRefresh is how old the secrets an environment holds may
+// DefaultRefresh is how old the secrets an environment holds may
 // get before it reads them again (XJOB_SECRETS_REFRESH): a rotated token
 // is in use everywhere within it.
-const DefaultSecretsRefresh = 5 * time.Minute
+const DefaultRefresh = 5 * time.Minute
 
 // secretFetchTimeout bounds a refresh made in a request's path.
 const secretFetchTimeout = 2 * time.Second
 
-// Secrets are a function's tokens, kept in SSM Parameter Store as
+// Store holds a function's tokens, kept in SSM Parameter Store as
 // SecureString parameters (encrypted with KMS; never in the function's
 // environment, the templates' outputs or Terraform's state), read once at
 // init and again when older than the refresh interval. A parameter may
@@ -40,7 +44,7 @@ const secretFetchTimeout = 2 * time.Second
 // monthly and every 10,000 calls; one GetParameters call reads all of a
 // function's secrets; and the rotation xjob needs (put a new value, both
 // accepted meanwhile) is a put-parameter, not a rotation Lambda.
-type Secrets struct {
+type Store struct {
 	api     SSMAPI
 	names   []string
 	refresh time.Duration
@@ -53,17 +57,17 @@ type Secrets struct {
 	refreshing bool
 }
 
-// NewSecrets reads parameters names through api (no I/O until Load).
-func NewSecrets(api SSMAPI, names []string, refresh time.Duration, clk clock.Clock, log *slog.Logger) *Secrets {
+// New reads parameters names through api (no I/O until Load).
+func New(api SSMAPI, names []string, refresh time.Duration, clk clock.Clock, log *slog.Logger) *Store {
 	if refresh <= 0 {
-		refresh = DefaultSecretsRefresh
+		refresh = DefaultRefresh
 	}
-	return &Secrets{api: api, names: slices.Compact(slices.Sorted(slices.Values(names))), refresh: refresh, clock: clk, log: log}
+	return &Store{api: api, names: slices.Compact(slices.Sorted(slices.Values(names))), refresh: refresh, clock: clk, log: log}
 }
 
 // Load reads every parameter; a function that cannot read its secrets
 // cannot start, and says which parameter is missing.
-func (s *Secrets) Load(ctx context.Context) error {
+func (s *Store) Load(ctx context.Context) error {
 	v, err := s.fetch(ctx)
 	if err != nil {
 		return err
@@ -78,7 +82,7 @@ func (s *Secrets) Load(ctx context.Context) error {
 // older than the refresh interval are read again first (one caller
 // reads, the others keep the values held); a failed read keeps them and
 // is tried again a tenth of the interval later.
-func (s *Secrets) Values(ctx context.Context, name string) []string {
+func (s *Store) Values(ctx context.Context, name string) []string {
 	s.mu.Lock()
 	stale := !s.refreshing && s.clock.Now().Sub(s.fetched) >= s.refresh
 	if stale {
@@ -104,7 +108,7 @@ func (s *Secrets) Values(ctx context.Context, name string) []string {
 	return nv[name]
 }
 
-func (s *Secrets) fetch(ctx context.Context) (map[string][]string, error) {
+func (s *Store) fetch(ctx context.Context) (map[string][]string, error) {
 	out, err := s.api.GetParameters(ctx, &ssm.GetParametersInput{Names: s.names, WithDecryption: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("secrets: ssm get-parameters %s: %w", strings.Join(s.names, ", "), err)
@@ -125,4 +129,11 @@ func (s *Secrets) fetch(ctx context.Context) (map[string][]string, error) {
 		}
 	}
 	return v, nil
+}
+
+// FromSSM is the secret source of a function's main (a
+// wiring.SecretsFactory): an SSM client from the Lambda environment's
+// configuration, the wall clock.
+func FromSSM(cfg aws.Config, names []string, refresh time.Duration, log *slog.Logger) wiring.SecretSource {
+	return New(ssm.NewFromConfig(cfg), names, refresh, clock.Real{}, log)
 }

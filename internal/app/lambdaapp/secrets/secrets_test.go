@@ -1,4 +1,4 @@
-package wiring_test
+package secrets_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/secrets"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
 )
@@ -56,7 +56,7 @@ func TestSecrets(t *testing.T) {
 	put(t, c, "/t/access", "one")
 	put(t, c, "/t/admin", "admin-token-0123456789")
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-	s := wiring.NewSecrets(c, []string{"/t/access", "/t/admin"}, time.Minute, clk, slog.New(slog.DiscardHandler))
+	s := secrets.New(c, []string{"/t/access", "/t/admin"}, time.Minute, clk, slog.New(slog.DiscardHandler))
 	if err := s.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestSecrets(t *testing.T) {
 		t.Errorf("after the refresh interval: %v, want [two one]", got)
 	}
 
-	missing := wiring.NewSecrets(c, []string{"/t/access", "/t/nope"}, time.Minute, clk, slog.New(slog.DiscardHandler))
+	missing := secrets.New(c, []string{"/t/access", "/t/nope"}, time.Minute, clk, slog.New(slog.DiscardHandler))
 	if err := missing.Load(ctx); err == nil || !strings.Contains(err.Error(), "/t/nope") {
 		t.Errorf("missing parameter: %v, want an error naming it", err)
 	}
