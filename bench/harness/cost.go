@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/adminclient"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
@@ -33,6 +34,12 @@ type Workload struct {
 	// CallbackBatch is the executor's callback batch limit (0: 1000, as
 	// xxl-job's callback thread drains its queue; 1: one result per request).
 	CallbackBatch int
+	// Executors, when set, serves the jobs with a fleet of that many
+	// xxl-job-like executors (StartXXLExecutor: one callback sender each,
+	// draining what has queued per request) in one group, with the jobs'
+	// route Route.
+	Executors int
+	Route     xjob.RouteStrategy
 }
 
 // CostSample is one metered window of a workload at one rate.
@@ -43,12 +50,17 @@ type CostSample struct {
 	Triggers int // trigger logs scheduled in the window
 	Usage    awsstack.Usage
 	Outcome  Outcome
+	// Hottest is the window's busiest item and partition key (one-second
+	// peaks) and the requests throttled at DynamoDB's per-partition limits.
+	Hottest awsstack.Hottest
+	// Environments counts the execution environments each function had.
+	Environments map[string]int
 }
 
 // CostRun measures workload w at jobs jobs for window on a fresh emulated
 // deployment (shards scan shards; pollers as in the templates' defaults).
 func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Duration) (*CostSample, error) {
-	exe, err := StartExecutor()
+	exe, err := StartFleet(w.Executors, w.Executors > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +83,7 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	t := time.Now()
 	var ids []int64
 	if jobs > 0 {
-		if ids, err = createJobs(ctx, api, d.AdminToken(), exe.Address(), jobs, w.Cron); err != nil {
+		if ids, err = createJobsOn(ctx, api, d.AdminToken(), exe.Addresses(), w.Route, jobs, w.Cron); err != nil {
 			return nil, fmt.Errorf("%s: %w", w.Name, err)
 		}
 	}
@@ -112,9 +124,11 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 		planning = d.Meter().Snapshot().Sub(created).Only("scan")
 	}
 	before := d.Meter().Snapshot()
+	d.Meter().ResetHot()
 	if err := sleepUntil(ctx, from.Add(window)); err != nil {
 		return nil, err
 	}
+	hot := d.Meter().Hottest()
 	if w.FullJobs > 0 {
 		if err := d.Scan(ctx); err != nil {
 			return nil, fmt.Errorf("%s: scan at the window end: %w", w.Name, err)
@@ -132,7 +146,11 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
 	}
-	s := &CostSample{Jobs: jobs, Rate: float64(jobs) * w.PerJobPerSecond, Seconds: window.Seconds(), Triggers: len(logs), Usage: usage}
+	s := &CostSample{Jobs: jobs, Rate: float64(jobs) * w.PerJobPerSecond, Seconds: window.Seconds(), Triggers: len(logs), Usage: usage,
+		Hottest: hot, Environments: map[string]int{}}
+	for _, fn := range []string{"ring", "dispatch", "callback", "registry"} {
+		s.Environments[fn] = d.Environments(fn)
+	}
 	switch {
 	case jobs > 0 && w.PerJobPerSecond >= 1:
 		s.Outcome = Analyze(Expectation{Jobs: ids, Window: win, Period: 1000}, logs, exe.Receipts())
@@ -172,6 +190,8 @@ func componentDollars(u awsstack.Usage, p awsstack.Prices) map[Component]float64
 	for _, f := range c.Functions {
 		out[Component{f.Function, "dynamodb"}] += f.DynamoDBPerM
 		out[Component{f.Function, "storage"}] += f.StoragePerM
+		out[Component{f.Function, "retention"}] += f.RetentionPerM
+		out[Component{f.Function, "logs"}] += f.LogsPerM
 		out[Component{f.Function, "sqs+sns"}] += f.SQSPerM
 		out[Component{f.Function, "lambda-req"}] += f.LambdaRequestsPerM
 		out[Component{f.Function, "lambda-gbs"}] += f.LambdaDurationPerM
@@ -258,12 +278,13 @@ func sum(m map[Component]float64, key func(Component) string) [][2]any {
 
 // IdleMonth is the dollars per month of a deployment from a sample with
 // no or few triggers: the window's dollars scaled to 30 days.
-func IdleMonth(s *CostSample, p awsstack.Prices) (total float64, by map[string]float64) {
-	by = map[string]float64{}
+func IdleMonth(s *CostSample, p awsstack.Prices) (total float64, byFunction, byService map[string]float64) {
+	byFunction, byService = map[string]float64{}, map[string]float64{}
 	month := 30 * 24 * 3600 / s.Seconds
 	for k, v := range componentDollars(s.Usage, p) { // v: the window's dollars
-		by[k.Function] += v * month
+		byFunction[k.Function] += v * month
+		byService[k.Service] += v * month
 		total += v * month
 	}
-	return total, by
+	return total, byFunction, byService
 }

@@ -44,12 +44,22 @@ type Executor struct {
 	cbFailed atomic.Int64
 	cbSent   atomic.Int64
 	cbBatch  atomic.Int64 // results per callback request at most (0: 1000)
+	drain    bool         // one sender that drains the queue per request (StartXXLExecutor)
 	stop     chan struct{}
 	stopped  chan struct{}
 }
 
 // StartExecutor listens on a loopback port and starts the callback batcher.
-func StartExecutor() (*Executor, error) {
+func StartExecutor() (*Executor, error) { return startExecutor(false) }
+
+// StartXXLExecutor is an executor whose callbacks behave like xxl-job's
+// callback thread: one sender per process that takes a result, drains
+// whatever else has queued meanwhile and sends it all in one request,
+// then waits for the next. A fleet of them sends a few results per
+// request each (one when sparse), not a thousand.
+func StartXXLExecutor() (*Executor, error) { return startExecutor(true) }
+
+func startExecutor(drain bool) (*Executor, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("executor listen: %w", err)
@@ -58,6 +68,7 @@ func StartExecutor() (*Executor, error) {
 		addr:    "http://" + ln.Addr().String(),
 		cbq:     make(chan protocol.HandleCallbackParam, 1<<20),
 		seen:    map[int64]bool{},
+		drain:   drain,
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
@@ -218,6 +229,26 @@ func (e *Executor) callbacks() {
 		send(batch)
 		batch = batch[:0]
 	}
+	if e.drain {
+		for {
+			select {
+			case <-e.stop:
+				return
+			case p := <-e.cbq:
+				batch = append(batch[:0], p)
+			}
+		more:
+			for {
+				select {
+				case p := <-e.cbq:
+					batch = append(batch, p)
+				default:
+					break more
+				}
+			}
+			send(batch)
+		}
+	}
 	for {
 		select {
 		case <-e.stop:
@@ -266,4 +297,74 @@ func (e *Executor) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = e.srv.Shutdown(ctx)
+}
+
+// Fleet is several executors serving one group, as a deployment's
+// executor processes do.
+type Fleet []*Executor
+
+// StartFleet starts n executors (StartXXLExecutor when xxl, else
+// StartExecutor).
+func StartFleet(n int, xxl bool) (Fleet, error) {
+	var f Fleet
+	for range max(n, 1) {
+		e, err := startExecutor(xxl)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		f = append(f, e)
+	}
+	return f, nil
+}
+
+// Addresses lists the executors' addresses.
+func (f Fleet) Addresses() []string {
+	out := make([]string, len(f))
+	for i, e := range f {
+		out[i] = e.Address()
+	}
+	return out
+}
+
+// SetAdmin, SetAccessToken and SetCallbackBatch set every executor's.
+func (f Fleet) SetAdmin(url string) {
+	for _, e := range f {
+		e.SetAdmin(url)
+	}
+}
+func (f Fleet) SetAccessToken(t string) {
+	for _, e := range f {
+		e.SetAccessToken(t)
+	}
+}
+func (f Fleet) SetCallbackBatch(n int) {
+	for _, e := range f {
+		e.SetCallbackBatch(n)
+	}
+}
+
+// Receipts merges every executor's receipts.
+func (f Fleet) Receipts() []Receipt {
+	var out []Receipt
+	for _, e := range f {
+		out = append(out, e.Receipts()...)
+	}
+	return out
+}
+
+// CallbackStats sums the executors' callback counts.
+func (f Fleet) CallbackStats() (sent, failed int64) {
+	for _, e := range f {
+		s, fl := e.CallbackStats()
+		sent, failed = sent+s, failed+fl
+	}
+	return sent, failed
+}
+
+// Close stops every executor.
+func (f Fleet) Close() {
+	for _, e := range f {
+		e.Close()
+	}
 }

@@ -671,7 +671,13 @@ func settle(ctx context.Context, exe *Executor, minWait, limit time.Duration) {
 // transient, not the steady state. A build without the bulk endpoint (an
 // old --baseline) gets one start request per job instead.
 func createJobs(ctx context.Context, api *adminclient.Client, token, executor string, n int, cron func(int) string) ([]int64, error) {
-	ids, err := createStoppedJobs(ctx, api, token, executor, n, cron)
+	return createJobsOn(ctx, api, token, []string{executor}, "", n, cron)
+}
+
+// createJobsOn is createJobs for a group of executors, with the jobs'
+// route strategy (default: the server's).
+func createJobsOn(ctx context.Context, api *adminclient.Client, token string, executors []string, route xjob.RouteStrategy, n int, cron func(int) string) ([]int64, error) {
+	ids, err := createStoppedJobs(ctx, api, token, executors, route, n, cron)
 	if err != nil {
 		return nil, err
 	}
@@ -723,9 +729,9 @@ func startEach(ctx context.Context, hc *http.Client, base, token string, ids []i
 
 // createStoppedJobs creates the group and n stopped CRON jobs, 16 requests
 // at a time.
-func createStoppedJobs(ctx context.Context, api *adminclient.Client, token, executor string, n int, cron func(int) string) ([]int64, error) {
+func createStoppedJobs(ctx context.Context, api *adminclient.Client, token string, executors []string, route xjob.RouteStrategy, n int, cron func(int) string) ([]int64, error) {
 	grp, err := api.GroupCreate(ctx, xjob.Group{AppName: "xjob-bench", Title: "bench", AddressType: xjob.AddressManual,
-		AddressList: []string{executor}})
+		AddressList: executors})
 	if err != nil {
 		return nil, fmt.Errorf("create group: %w", err)
 	}
@@ -738,6 +744,9 @@ func createStoppedJobs(ctx context.Context, api *adminclient.Client, token, exec
 			var j xjob.Job
 			spec := benchJobSpec(grp.ID, cron(i))
 			spec.TriggerStatus = xjob.StatusStopped
+			if route != "" {
+				spec.RouteStrategy = route
+			}
 			if err := postCompat(ctx, hc, api.BaseURL()+"/v1/jobs", token, spec, &j); err != nil {
 				return fmt.Errorf("create job %d: %w", i, err)
 			}

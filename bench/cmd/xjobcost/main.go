@@ -8,14 +8,22 @@
 //	W1  1,000 jobs each every second
 //	W2  60,000 jobs each every minute, spread over the seconds of the minute
 //	W3  W1 with an executor that sends one result per callback request
+//	W4  W1 served by 10 xxl-job-like executors (route ROUND), each with
+//	    one callback sender that drains what has queued per request
+//	W5  100 jobs each every minute at random seconds, 2 such executors,
+//	    priced per month, with its lateness
+//	W6  10,000 every-second jobs over 20 such executors, run at a rate
+//	    the emulators hold: the busiest item's and partition key's units
+//	    per second, projected to 10,000 triggers/s, and the requests
+//	    throttled at DynamoDB's per-partition limits
 //
 // A component's dollars are fitted as fixed per second + per trigger
 // through the two rates (harness.ScaleCost), so per-bucket and batched
 // per-request costs are not inflated by the reduced rate. It also prices an
-// idle deployment (no jobs, and 100 jobs every minute) per month. The last
-// line is
+// idle deployment (no jobs) per month. The last two lines are
 //
-//	cost: W1 $A/M, W2 $B/M, W3 $C/M, idle $D/month
+//	cost: W1 $A/M, W2 $B/M, W3 $C/M, W4 $D/M, W5 $E/month, idle $F/month
+//	limits: at 10000/s hottest item W WCU/s R RCU/s, hottest key K WCU/s Q RCU/s, throttled T
 package main
 
 import (
@@ -23,14 +31,17 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/bench/harness"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 )
@@ -46,8 +57,12 @@ func run() int {
 	idleWindow := fs.Duration("idle-window", time.Minute, "measured window of the idle runs: a whole number of minutes, so that it holds the once-a-minute scan and maintenance runs (a 30 s window held none, or one, by chance)")
 	shards := fs.Int("shards", 4, "scan shards")
 	root := fs.String("root", ".", "module root")
+	w4 := fs.String("w4-jobs", "500,1000", "the two job counts of W4 (each job every second, 10 xxl-job-like executors, route ROUND)")
+	w5Window := fs.Duration("w5-window", 2*time.Minute, "measured window of W5 (100 jobs every minute at random seconds, 2 executors): whole minutes")
+	w6 := fs.Int("w6-jobs", 1000, "W6's job count (each every second, 20 executors): the rate the emulators hold; its hottest item and key are projected to 10,000/s")
+	w6Window := fs.Duration("w6-window", 20*time.Second, "measured window of W6")
 	w2Lead := fs.Duration("w2-lead", 0, "open W2's window this long after the start (default 151 s: past the bulk start's pushed fires; 61 s measures that transient)")
-	only := fs.String("only", "", "run only these workloads (comma-separated: W1,W2,W3,idle); the last line then prints only theirs")
+	only := fs.String("only", "", "run only these workloads (comma-separated: W1,W2,W3,W4,W5,W6,idle); the last lines then print only theirs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
@@ -88,6 +103,11 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "xjobcost: -w3-jobs:", err)
 		return 2
 	}
+	n4, err := pair(*w4)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "xjobcost: -w4-jobs:", err)
+		return 2
+	}
 	everySecond := func(int) string { return "* * * * * ?" }
 	spread := func(i int) string { return fmt.Sprintf("%d * * * * ?", i%60) }
 	workloads := []struct {
@@ -97,9 +117,10 @@ func run() int {
 		{harness.Workload{Name: "W1", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000}, n1},
 		{harness.Workload{Name: "W2", Cron: spread, PerJobPerSecond: 1.0 / 60, FullJobs: 60000, MinuteSecond: func(i int) int { return i % 60 }, Lead: *w2Lead}, n2},
 		{harness.Workload{Name: "W3", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, CallbackBatch: 1}, n3},
+		{harness.Workload{Name: "W4", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, Executors: 10, Route: xjob.RouteRound}, n4},
 	}
-	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64, DynamoDB storage for %d days\n",
-		*shards, *window, awsstack.MemoryMB, 30)
+	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64, DynamoDB storage and PITR for %d days, CloudWatch Logs ingestion (functions' output + %d B a invocation), retention deletes\n",
+		*shards, *window, awsstack.MemoryMB, 30, p.LambdaLogBytes)
 	want := func(name string) bool {
 		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
 	}
@@ -117,8 +138,8 @@ func run() int {
 			}
 			samples[i] = s
 			o := s.Outcome
-			fmt.Printf("%s measured: %d jobs, %.1f triggers/s offered, %d triggers in %s, lost %d, duplicates %d, lateness p50 %.0f ms p99 %.0f ms\n",
-				wl.w.Name, n, s.Rate, s.Triggers, *window, o.Lost, o.Duplicates+o.DuplicateLogs, o.LatenessP50, o.LatenessP99)
+			fmt.Printf("%s measured: %d jobs, %.1f triggers/s offered, %d triggers in %s, lost %d, duplicates %d, lateness p50 %.0f ms p99 %.0f ms%s\n",
+				wl.w.Name, n, s.Rate, s.Triggers, *window, o.Lost, o.Duplicates+o.DuplicateLogs, o.LatenessP50, o.LatenessP99, sampleNotes(s))
 		}
 		printUnits(samples[1])
 		sc := harness.ScaleCost(wl.w, samples[0], samples[1], p)
@@ -135,45 +156,129 @@ func run() int {
 		fmt.Println()
 		totals[wl.w.Name] = sc.TotalPerM
 	}
-	idle := harness.Workload{Name: "idle", Cron: func(i int) string { return fmt.Sprintf("%d * * * * ?", i%60) }, PerJobPerSecond: 1.0 / 60}
-	var idleMonth float64
-	idleRuns := []int{0, 100}
-	if !want("idle") {
-		idleRuns = nil
-	}
-	for _, n := range idleRuns {
-		s, err := harness.CostRun(ctx, env, idle, n, *idleWindow)
+	w5 := harness.Workload{Name: "W5", Cron: func(i int) string { return fmt.Sprintf("%d * * * * ?", w5Second(i)) },
+		PerJobPerSecond: 1.0 / 60, MinuteSecond: w5Second, Executors: 2}
+	var w5Month float64
+	if want("W5") {
+		s, err := harness.CostRun(ctx, env, w5, 100, *w5Window)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "xjobcost:", err)
 			return 1
 		}
-		m, by := harness.IdleMonth(s, p)
-		fmt.Printf("idle with %d jobs every minute: $%.2f per month (%d triggers in %s):", n, m, s.Triggers, *idleWindow)
-		for _, fn := range []string{"scan", "ring", "dispatch", "callback", "registry", "esm:ring", "esm:dispatch", "http api"} {
-			if v := by[fn]; v > 0.005 {
-				fmt.Printf("  %s $%.2f", fn, v)
-			}
+		m, by, bySvc := harness.IdleMonth(s, p)
+		o := s.Outcome
+		fmt.Printf("W5: 100 jobs every minute at random seconds, 2 executors: $%.2f per month (%d triggers in %s, lost %d, duplicates %d, lateness p50 %.0f ms p99 %.0f ms%s)\n",
+			m, s.Triggers, *w5Window, o.Lost, o.Duplicates+o.DuplicateLogs, o.LatenessP50, o.LatenessP99, sampleNotes(s))
+		printMonth("by function:", by)
+		printMonth("by service: ", bySvc)
+		w5Month = m
+	}
+	var idleMonth float64
+	if want("idle") {
+		idle := harness.Workload{Name: "idle", Cron: func(i int) string { return fmt.Sprintf("%d * * * * ?", i%60) }, PerJobPerSecond: 1.0 / 60}
+		s, err := harness.CostRun(ctx, env, idle, 0, *idleWindow)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "xjobcost:", err)
+			return 1
 		}
-		fmt.Println()
-		if n == 0 {
-			idleMonth = m
+		m, by, bySvc := harness.IdleMonth(s, p)
+		fmt.Printf("idle (no jobs): $%.2f per month over %s\n", m, *idleWindow)
+		printMonth("by function:", by)
+		printMonth("by service: ", bySvc)
+		idleMonth = m
+	}
+	if n := alarmCount(*root); n > 0 {
+		fmt.Printf("alarms: %d CloudWatch alarms in infra/sam/template.yaml: $%.2f per month, not in the figures above\n", n, float64(n)*p.AlarmMonth)
+	}
+	var limits string
+	if want("W6") {
+		w6w := harness.Workload{Name: "W6", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 10000, Executors: 20, Route: xjob.RouteRound}
+		s, err := harness.CostRun(ctx, env, w6w, *w6, *w6Window)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "xjobcost:", err)
+			return 1
 		}
+		o, h := s.Outcome, s.Hottest
+		rate := float64(s.Triggers) / s.Seconds
+		f := 0.0
+		if rate > 0 {
+			f = 10000 / rate
+		}
+		fmt.Printf("W6 measured: %d jobs, 20 executors, %.1f triggers/s, %d triggers in %s, lost %d, duplicates %d, lateness p50 %.0f ms p99 %.0f ms, throttled %d%s\n",
+			*w6, rate, s.Triggers, *w6Window, o.Lost, o.Duplicates+o.DuplicateLogs, o.LatenessP50, o.LatenessP99, h.Throttled, sampleNotes(s))
+		for _, x := range []struct {
+			what string
+			h    awsstack.Hot
+		}{{"item by WCU", h.ItemW}, {"item by RCU", h.ItemR}, {"key by WCU", h.KeyW}, {"key by RCU", h.KeyR}} {
+			fmt.Printf("  hottest %s: %s  %.0f WCU/s %.0f RCU/s measured, ×%.1f → %.0f WCU/s %.0f RCU/s at 10000/s\n",
+				x.what, x.h.Key, x.h.WCU, x.h.RCU, f, x.h.WCU*f, x.h.RCU*f)
+		}
+		limits = fmt.Sprintf("limits: at 10000/s hottest item %.0f WCU/s %.0f RCU/s, hottest key %.0f WCU/s %.0f RCU/s, throttled %d",
+			h.ItemW.WCU*f, h.ItemR.RCU*f, h.KeyW.WCU*f, h.KeyR.RCU*f, h.Throttled)
 	}
 	if *only != "" {
 		var parts []string
-		for _, name := range []string{"W1", "W2", "W3"} {
+		for _, name := range []string{"W1", "W2", "W3", "W4"} {
 			if v, ok := totals[name]; ok {
 				parts = append(parts, fmt.Sprintf("%s $%.2f/M", name, v))
 			}
+		}
+		if want("W5") {
+			parts = append(parts, fmt.Sprintf("W5 $%.2f/month", w5Month))
 		}
 		if want("idle") {
 			parts = append(parts, fmt.Sprintf("idle $%.2f/month", idleMonth))
 		}
 		fmt.Printf("cost (only %s): %s\n", *only, strings.Join(parts, ", "))
+		if limits != "" {
+			fmt.Println(limits)
+		}
 		return 0
 	}
-	fmt.Printf("cost: W1 $%.2f/M, W2 $%.2f/M, W3 $%.2f/M, idle $%.2f/month\n", totals["W1"], totals["W2"], totals["W3"], idleMonth)
+	fmt.Printf("cost: W1 $%.2f/M, W2 $%.2f/M, W3 $%.2f/M, W4 $%.2f/M, W5 $%.2f/month, idle $%.2f/month\n",
+		totals["W1"], totals["W2"], totals["W3"], totals["W4"], w5Month, idleMonth)
+	fmt.Println(limits)
 	return 0
+}
+
+// w5Second is the second of the minute W5's job i fires at: random, but
+// the same in every run (a fixed seed), so runs compare.
+func w5Second(i int) int {
+	return int(rand.New(rand.NewPCG(uint64(i), 0x5eed)).IntN(60))
+}
+
+// sampleNotes adds the conditional writes that lost and the execution
+// environments the functions had, to a measured line.
+func sampleNotes(s *harness.CostSample) string {
+	lost := 0
+	for _, ops := range s.Usage.Ops {
+		for _, st := range ops {
+			lost += st.Lost
+		}
+	}
+	return fmt.Sprintf(", lost conditional writes %d, environments ring %d dispatch %d callback %d",
+		lost, s.Environments["ring"], s.Environments["dispatch"], s.Environments["callback"])
+}
+
+// printMonth prints a monthly figure's split by function (and service
+// lines that are not a function's: http api).
+func printMonth(label string, by map[string]float64) {
+	fmt.Printf("  %s", label)
+	for _, fn := range slices.Sorted(maps.Keys(by)) {
+		if v := by[fn]; v > 0.005 {
+			fmt.Printf("  %s $%.2f", fn, v)
+		}
+	}
+	fmt.Println()
+}
+
+// alarmCount counts the CloudWatch alarms the SAM template declares.
+func alarmCount(root string) int {
+	b, err := os.ReadFile(filepath.Join(root, "infra", "sam", "template.yaml"))
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "Type: AWS::CloudWatch::Alarm")
 }
 
 // printUnits prints the DynamoDB request units per trigger of each

@@ -18,6 +18,17 @@ type Prices struct {
 	// bytes (OpStat.StoredBytes) are held for one month (the default log
 	// retention, 30 days).
 	StorageGBMonth float64 `json:"storageGBMonth"`
+	// PITRGBMonth is point-in-time recovery (continuous backups) per
+	// GB-month of table size, on the same retained bytes.
+	PITRGBMonth float64 `json:"pitrGBMonth"`
+	// LogsIngestGB is CloudWatch Logs ingestion per GB: each function's
+	// own output plus LambdaLogBytes per invocation.
+	LogsIngestGB float64 `json:"logsIngestGB"`
+	// LambdaLogBytes is what Lambda itself writes per invocation (the
+	// START, END and REPORT lines).
+	LambdaLogBytes int `json:"lambdaLogBytes"`
+	// AlarmMonth is one standard CloudWatch alarm per month.
+	AlarmMonth float64 `json:"alarmMonth"`
 	// MemoryGB is the configured memory assumed for every function.
 	MemoryGB float64 `json:"memoryGB"`
 }
@@ -27,6 +38,7 @@ type Prices struct {
 func ListPrices() Prices {
 	return Prices{WRU: 0.625e-6, RRU: 0.125e-6, SQSRequest: 0.40e-6, SNSRequest: 0.50e-6,
 		LambdaRequest: 0.20e-6, LambdaGBSecond: 0.0000133334, HTTPRequest: 1.00e-6, StorageGBMonth: 0.25,
+		PITRGBMonth: 0.20, LogsIngestGB: 0.50, LambdaLogBytes: 350, AlarmMonth: 0.10,
 		MemoryGB: MemoryMB / 1024.0}
 }
 
@@ -47,9 +59,16 @@ type FunctionCost struct {
 	RRUPerTrigger      float64 `json:"rruPerTrigger"`
 	StoredBytesPerTrig float64 `json:"storedBytesPerTrigger"`
 	// Dollars per million triggers.
-	DynamoDBPerM       float64 `json:"dynamodbUSDPerM"` // request units
-	StoragePerM        float64 `json:"storageUSDPerM"`  // DynamoDB storage for the retention
-	SQSPerM            float64 `json:"sqsUSDPerM"`      // SNS included
+	DynamoDBPerM float64 `json:"dynamodbUSDPerM"` // request units
+	StoragePerM  float64 `json:"storageUSDPerM"`  // DynamoDB storage and PITR for the retention
+	// RetentionPerM is the delete, at the end of the retention, of every
+	// item (and index entry) the interval created in the retained tables:
+	// ⌈size/1 KB⌉ per item, 1 per entry, as LogDeleteBefore pays it.
+	RetentionPerM float64 `json:"retentionUSDPerM"`
+	LogsPerM      float64 `json:"logsUSDPerM"` // CloudWatch Logs ingestion
+	// LostWrites counts conditional writes that lost (billed at size).
+	LostWrites         int     `json:"lostWrites"`
+	SQSPerM            float64 `json:"sqsUSDPerM"` // SNS included
 	LambdaRequestsPerM float64 `json:"lambdaRequestsUSDPerM"`
 	LambdaDurationPerM float64 `json:"lambdaDurationUSDPerM"`
 	TotalPerM          float64 `json:"totalUSDPerM"`
@@ -94,6 +113,9 @@ func (u Usage) Cost(triggers int, p Prices) Cost {
 	for fn := range u.Invokes {
 		fns[fn] = true
 	}
+	for fn := range u.LogBytes {
+		fns[fn] = true
+	}
 	names := make([]string, 0, len(fns))
 	for fn := range fns {
 		names = append(names, fn)
@@ -102,7 +124,7 @@ func (u Usage) Cost(triggers int, p Prices) Cost {
 	var ddbN, sqsN, snsN, invN int
 	for _, fn := range names {
 		fc := FunctionCost{Function: fn, Ops: map[string]int{}}
-		var wru, rru, iwru float64
+		var wru, rru, iwru, retire float64
 		var fddb, fsqs, fsns, billed, stored int
 		for key, s := range u.Ops[fn] {
 			fc.Ops[key] = s.Requests
@@ -120,6 +142,8 @@ func (u Usage) Cost(triggers int, p Prices) Cost {
 					rru += s.Reported + s.Derived
 				}
 				stored += s.StoredBytes
+				fc.LostWrites += s.Lost
+				retire += float64(s.NewItems)/2 + float64(max(s.StoredBytes, 0))/1024 + float64(s.NewEntries)
 			case "sqs":
 				fsqs += s.Requests
 				billed += max(s.Billed, s.Requests)
@@ -136,11 +160,13 @@ func (u Usage) Cost(triggers int, p Prices) Cost {
 		fc.WRUPerTrigger, fc.IndexWRUPerTrigger, fc.RRUPerTrigger = wru/t, iwru/t, rru/t
 		fc.StoredBytesPerTrig = float64(stored) / t
 		fc.DynamoDBPerM = (wru*p.WRU + rru*p.RRU) * perM
-		fc.StoragePerM = float64(stored) / 1e9 * p.StorageGBMonth * perM
+		fc.StoragePerM = float64(stored) / 1e9 * (p.StorageGBMonth + p.PITRGBMonth) * perM
+		fc.RetentionPerM = retire * p.WRU * perM
+		fc.LogsPerM = float64(u.LogBytes[fn]+inv.Invocations*p.LambdaLogBytes) / 1e9 * p.LogsIngestGB * perM
 		fc.SQSPerM = (float64(billed)*p.SQSRequest + float64(fsns)*p.SNSRequest) * perM
 		fc.LambdaRequestsPerM = float64(inv.Invocations) * p.LambdaRequest * perM
 		fc.LambdaDurationPerM = inv.Duration.Seconds() * p.MemoryGB * p.LambdaGBSecond * perM
-		fc.TotalPerM = fc.DynamoDBPerM + fc.StoragePerM + fc.SQSPerM + fc.LambdaRequestsPerM + fc.LambdaDurationPerM
+		fc.TotalPerM = fc.DynamoDBPerM + fc.StoragePerM + fc.RetentionPerM + fc.LogsPerM + fc.SQSPerM + fc.LambdaRequestsPerM + fc.LambdaDurationPerM
 		c.TotalPerM += fc.TotalPerM
 		ddbN, sqsN, snsN, invN = ddbN+fddb, sqsN+fsqs, snsN+fsns, invN+inv.Invocations
 		c.Functions = append(c.Functions, fc)

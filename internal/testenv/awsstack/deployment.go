@@ -147,6 +147,8 @@ type Deployment struct {
 	apps     map[string]*lambdaapp.App      // execution environment → app
 	handlers map[string]lambda.Handler      // execution environment → its App's handler
 	runners  map[string]*lambdarun.Function // function → bootstraps (Options.Bootstraps)
+	idle     map[string][]string            // function → execution environments not running an invocation
+	envs     map[string]int                 // function → execution environments created
 
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -166,7 +168,7 @@ func Start(ctx context.Context, opts Options) (d *Deployment, err error) {
 		return nil, err
 	}
 	d = &Deployment{opts: opts, meter: NewMeter(), arns: map[string]string{}, apps: map[string]*lambdaapp.App{},
-		handlers: map[string]lambda.Handler{}, runners: map[string]*lambdarun.Function{}}
+		handlers: map[string]lambda.Handler{}, runners: map[string]*lambdarun.Function{}, idle: map[string][]string{}, envs: map[string]int{}}
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -392,13 +394,51 @@ func (d *Deployment) app(fn, key string) (*lambdaapp.App, error) {
 		return nil, fmt.Errorf("awsstack %s: %w", fn, err)
 	}
 	ddb, sq, sn := d.clients(fn)
+	// The function's log as Lambda would ingest it (lambdaapp.Init's JSON
+	// to stdout at the configured level, and its embedded-metric-format
+	// records) is counted for CloudWatch Logs; the log also goes to
+	// Options.Logger.
+	counted := slog.NewJSONHandler(logCounter{d.meter, fn}, &slog.HandlerOptions{Level: cfg.LogLevel})
+	logger := slog.New(teeHandler{counted, d.opts.Logger.Handler()}).With("function", fn)
 	a, err := lambdaapp.New(cfg, lambdaapp.Deps{DynamoDB: ddb, SQS: sq, SNS: sn,
-		Logger: d.opts.Logger.With("function", fn), MetricsOut: io.Discard, Owner: key, Scan: lambdaapp.ScanTunables(d.opts.Scan)})
+		Logger: logger, MetricsOut: logCounter{d.meter, fn}, Owner: key, Scan: lambdaapp.ScanTunables(d.opts.Scan)})
 	if err != nil {
 		return nil, fmt.Errorf("awsstack %s: %w", fn, err)
 	}
 	d.apps[key] = a
 	return a, nil
+}
+
+// acquire picks an execution environment of function fn that runs no
+// invocation, creating one when all are busy, as Lambda scales a
+// function out: each concurrent invocation has an environment (and an
+// App: clients, caches, batched counters) of its own. release returns it.
+func (d *Deployment) acquire(fn string) (key string, release func()) {
+	d.appsMu.Lock()
+	defer d.appsMu.Unlock()
+	if idle := d.idle[fn]; len(idle) > 0 {
+		key = idle[len(idle)-1]
+		d.idle[fn] = idle[:len(idle)-1]
+	} else {
+		key = fn
+		if n := d.envs[fn]; n > 0 {
+			key = fmt.Sprintf("%s#%d", fn, n)
+		}
+		d.envs[fn]++
+	}
+	return key, func() {
+		d.appsMu.Lock()
+		d.idle[fn] = append(d.idle[fn], key)
+		d.appsMu.Unlock()
+	}
+}
+
+// Environments is how many execution environments function fn has had
+// (in-process invocations only).
+func (d *Deployment) Environments(fn string) int {
+	d.appsMu.Lock()
+	defer d.appsMu.Unlock()
+	return d.envs[fn]
 }
 
 // handler returns the handler of execution environment key of function
@@ -416,4 +456,40 @@ func (d *Deployment) handler(fn, key string) (lambda.Handler, error) {
 		d.handlers[key] = h
 	}
 	return h, nil
+}
+
+// logCounter counts the bytes a function logs.
+type logCounter struct {
+	m  *Meter
+	fn string
+}
+
+func (c logCounter) Write(p []byte) (int, error) {
+	c.m.LogWrite(c.fn, len(p))
+	return len(p), nil
+}
+
+// teeHandler sends every record to two handlers.
+type teeHandler struct{ a, b slog.Handler }
+
+func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return t.a.Enabled(ctx, l) || t.b.Enabled(ctx, l)
+}
+
+func (t teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	if t.a.Enabled(ctx, r.Level) {
+		_ = t.a.Handle(ctx, r.Clone())
+	}
+	if t.b.Enabled(ctx, r.Level) {
+		return t.b.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return teeHandler{t.a.WithAttrs(as), t.b.WithAttrs(as)}
+}
+
+func (t teeHandler) WithGroup(name string) slog.Handler {
+	return teeHandler{t.a.WithGroup(name), t.b.WithGroup(name)}
 }

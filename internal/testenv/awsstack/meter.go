@@ -2,6 +2,7 @@ package awsstack
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"math"
 	"reflect"
@@ -41,6 +42,22 @@ type OpStat struct {
 	StoredBytes int `json:"storedBytes,omitempty"`
 	// Billed counts SQS requests as billed: one per 64 KB chunk of payload.
 	Billed int `json:"billed,omitempty"`
+	// NewItems counts items created in tables kept for the log retention:
+	// each is deleted once when it expires (see Cost).
+	NewItems int `json:"newItems,omitempty"`
+	// NewEntries counts the index entries those writes added.
+	NewEntries int `json:"newEntries,omitempty"`
+	// Lost counts conditional writes whose condition failed (billed at
+	// the item's size, as DynamoDB bills them).
+	Lost int `json:"lost,omitempty"`
+}
+
+func (s OpStat) plus(o OpStat, f float64) OpStat {
+	r := func(a, b int) int { return a + int(math.Round(float64(b)*f)) }
+	return OpStat{Requests: r(s.Requests, o.Requests), Errors: r(s.Errors, o.Errors), Entries: r(s.Entries, o.Entries),
+		Reported: s.Reported + o.Reported*f, Derived: s.Derived + o.Derived*f, IndexUnits: s.IndexUnits + o.IndexUnits*f,
+		StoredBytes: r(s.StoredBytes, o.StoredBytes), Billed: r(s.Billed, o.Billed), NewItems: r(s.NewItems, o.NewItems),
+		NewEntries: r(s.NewEntries, o.NewEntries), Lost: r(s.Lost, o.Lost)}
 }
 
 // InvokeStat counts a function's invocations and their handler time
@@ -58,6 +75,22 @@ type Usage struct {
 	Ops          map[string]map[string]OpStat `json:"ops"`
 	Invokes      map[string]InvokeStat        `json:"invokes"`
 	HTTPRequests int                          `json:"httpApiRequests"`
+	// LogBytes is what each function wrote to its log (stdout, JSON at
+	// the deployed level): CloudWatch Logs ingests it, plus Lambda's own
+	// START/END/REPORT lines per invocation (see Cost).
+	LogBytes map[string]int `json:"logBytes,omitempty"`
+}
+
+func (u *Usage) init() {
+	if u.Ops == nil {
+		u.Ops = map[string]map[string]OpStat{}
+	}
+	if u.Invokes == nil {
+		u.Invokes = map[string]InvokeStat{}
+	}
+	if u.LogBytes == nil {
+		u.LogBytes = map[string]int{}
+	}
 }
 
 // Sub returns u − before: the usage of the interval between two snapshots.
@@ -65,10 +98,7 @@ func (u Usage) Sub(before Usage) Usage {
 	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, HTTPRequests: u.HTTPRequests - before.HTTPRequests}
 	for fn, ops := range u.Ops {
 		for op, s := range ops {
-			b := before.Ops[fn][op]
-			d := OpStat{Requests: s.Requests - b.Requests, Errors: s.Errors - b.Errors, Entries: s.Entries - b.Entries,
-				Reported: s.Reported - b.Reported, Derived: s.Derived - b.Derived, IndexUnits: s.IndexUnits - b.IndexUnits,
-				StoredBytes: s.StoredBytes - b.StoredBytes, Billed: s.Billed - b.Billed}
+			d := s.plus(before.Ops[fn][op], -1)
 			if d == (OpStat{}) {
 				continue
 			}
@@ -84,6 +114,14 @@ func (u Usage) Sub(before Usage) Usage {
 			out.Invokes[fn] = d
 		}
 	}
+	for fn, n := range u.LogBytes {
+		if d := n - before.LogBytes[fn]; d != 0 {
+			if out.LogBytes == nil {
+				out.LogBytes = map[string]int{}
+			}
+			out.LogBytes[fn] = d
+		}
+	}
 	return out
 }
 
@@ -96,15 +134,18 @@ func (u Usage) Add(o Usage) Usage {
 				out.Ops[fn] = map[string]OpStat{}
 			}
 			for op, s := range ops {
-				a := out.Ops[fn][op]
-				out.Ops[fn][op] = OpStat{Requests: a.Requests + s.Requests, Errors: a.Errors + s.Errors, Entries: a.Entries + s.Entries,
-					Reported: a.Reported + s.Reported, Derived: a.Derived + s.Derived, IndexUnits: a.IndexUnits + s.IndexUnits,
-					StoredBytes: a.StoredBytes + s.StoredBytes, Billed: a.Billed + s.Billed}
+				out.Ops[fn][op] = out.Ops[fn][op].plus(s, 1)
 			}
 		}
 		for fn, s := range src.Invokes {
 			a := out.Invokes[fn]
 			out.Invokes[fn] = InvokeStat{Invocations: a.Invocations + s.Invocations, Duration: a.Duration + s.Duration}
+		}
+		for fn, n := range src.LogBytes {
+			if out.LogBytes == nil {
+				out.LogBytes = map[string]int{}
+			}
+			out.LogBytes[fn] += n
 		}
 	}
 	return out
@@ -119,6 +160,9 @@ func (u Usage) Only(fn string) Usage {
 	if s, ok := u.Invokes[fn]; ok {
 		out.Invokes[fn] = s
 	}
+	if n, ok := u.LogBytes[fn]; ok {
+		out.LogBytes = map[string]int{fn: n}
+	}
 	return out
 }
 
@@ -131,13 +175,17 @@ func (u Usage) Scale(f float64) Usage {
 	for fn, ops := range u.Ops {
 		out.Ops[fn] = map[string]OpStat{}
 		for op, s := range ops {
-			out.Ops[fn][op] = OpStat{Requests: r(s.Requests), Errors: r(s.Errors), Entries: r(s.Entries),
-				Reported: s.Reported * f, Derived: s.Derived * f, IndexUnits: s.IndexUnits * f,
-				StoredBytes: r(s.StoredBytes), Billed: r(s.Billed)}
+			out.Ops[fn][op] = OpStat{}.plus(s, f)
 		}
 	}
 	for fn, s := range u.Invokes {
 		out.Invokes[fn] = InvokeStat{Invocations: r(s.Invocations), Duration: time.Duration(float64(s.Duration) * f)}
+	}
+	for fn, n := range u.LogBytes {
+		if out.LogBytes == nil {
+			out.LogBytes = map[string]int{}
+		}
+		out.LogBytes[fn] = r(n)
 	}
 	return out
 }
@@ -168,6 +216,7 @@ type Meter struct {
 	running map[int64]inflight // invocations begun and not ended
 	schema  map[string]tableSchema
 	raw     *dynamodb.Client // un-metered, for the index accounting's reads
+	hot     *hotTracker
 }
 
 type inflight struct {
@@ -177,7 +226,8 @@ type inflight struct {
 
 // NewMeter returns an empty meter.
 func NewMeter() *Meter {
-	return &Meter{usage: Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}}, running: map[int64]inflight{}}
+	return &Meter{usage: Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, LogBytes: map[string]int{}},
+		running: map[int64]inflight{}, hot: newHotTracker()}
 }
 
 // Snapshot returns a copy of everything counted so far. Invocations still
@@ -187,7 +237,8 @@ func NewMeter() *Meter {
 func (m *Meter) Snapshot() Usage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: maps.Clone(m.usage.Invokes), HTTPRequests: m.usage.HTTPRequests}
+	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: maps.Clone(m.usage.Invokes), HTTPRequests: m.usage.HTTPRequests,
+		LogBytes: maps.Clone(m.usage.LogBytes)}
 	for fn, ops := range m.usage.Ops {
 		out.Ops[fn] = maps.Clone(ops)
 	}
@@ -222,6 +273,13 @@ func (m *Meter) Begin(fn string) (end func()) {
 	}
 }
 
+// LogWrite records n bytes function fn wrote to its log.
+func (m *Meter) LogWrite(fn string, n int) {
+	m.mu.Lock()
+	m.usage.LogBytes[fn] += n
+	m.mu.Unlock()
+}
+
 // HTTPRequest records one request through the HTTP API.
 func (m *Meter) HTTPRequest() {
 	m.mu.Lock()
@@ -237,27 +295,27 @@ func (m *Meter) record(fn, key string, d OpStat) {
 		ops = map[string]OpStat{}
 		m.usage.Ops[fn] = ops
 	}
-	s := ops[key]
-	s.Requests += d.Requests
-	s.Errors += d.Errors
-	s.Entries += d.Entries
-	s.Reported += d.Reported
-	s.Derived += d.Derived
-	s.IndexUnits += d.IndexUnits
-	s.StoredBytes += d.StoredBytes
-	s.Billed += d.Billed
-	ops[key] = s
+	ops[key] = ops[key].plus(d, 1)
 }
 
 // Middleware returns the SDK stack option (for a client's APIOptions) that
 // meters every request of function fn. It asks DynamoDB for the consumed
-// capacity of every request that can report it.
+// capacity of every request that can report it, bills a write that lost
+// its condition at the item's size (DynamoDB charges the larger of the
+// stored and the written item), records each request's units per item
+// and partition key, and throttles, inside the SDK's retry loop, the
+// requests that would push an item or key past DynamoDB's per-partition
+// limits (see throttleMiddleware).
 func (m *Meter) Middleware(fn string) func(*middleware.Stack) error {
 	return func(st *middleware.Stack) error {
+		if err := m.throttleMiddleware(st); err != nil {
+			return err
+		}
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("xjobAWSEmuMeter",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				askCapacity(in.Parameters)
 				iw := m.beginIndexed(ctx, in.Parameters)
+				ctx = middleware.WithStackValue(ctx, paramsKey{}, in.Parameters)
 				out, md, err := next.HandleInitialize(ctx, in)
 				svc := strings.ToLower(awsmiddleware.GetServiceID(ctx))
 				op := awsmiddleware.GetOperationName(ctx)
@@ -265,17 +323,30 @@ func (m *Meter) Middleware(fn string) func(*middleware.Stack) error {
 				if err != nil {
 					d.Errors = 1
 				}
+				var hits []indexHit
 				switch svc {
 				case "dynamodb":
+					var ccf *ddbtypes.ConditionalCheckFailedException
+					var thr *ddbtypes.ProvisionedThroughputExceededException
 					d.Reported = capacity(out.Result)
-					if d.Reported == 0 {
+					switch {
+					case errors.As(err, &thr):
+						// Throttled on every attempt: nothing billed.
+					case d.Reported > 0:
+					case errors.As(err, &ccf):
+						d.Lost = 1
+						d.Derived = lostUnits(in.Parameters, iw)
+					default:
 						d.Derived = DeriveUnits(op, in.Parameters)
 					}
 					if iw != nil && err == nil {
-						d.IndexUnits, d.StoredBytes = iw.finish(ctx)
+						d.IndexUnits, d.StoredBytes, d.NewItems, d.NewEntries, hits = iw.finish(ctx)
 					}
 					if bw, ok := in.Parameters.(*dynamodb.BatchWriteItemInput); ok && err == nil {
-						d.IndexUnits, d.StoredBytes = m.batchIndexed(bw)
+						d.IndexUnits, d.StoredBytes, d.NewItems, d.NewEntries = m.batchIndexed(bw)
+					}
+					if !errors.As(err, &thr) {
+						m.recordHot(in.Parameters, out.Result, d, op, hits)
 					}
 				case "sqs":
 					d.Billed = sqsBilled(in.Parameters, out.Result)
@@ -284,6 +355,20 @@ func (m *Meter) Middleware(fn string) func(*middleware.Stack) error {
 				return out, md, err
 			}), middleware.Before)
 	}
+}
+
+// lostUnits is what a single-item write whose condition failed costs:
+// ⌈size/1 KB⌉ of the larger of the item it would have written and the
+// one stored (known when the meter read it before the write), at least 1.
+func lostUnits(p any, iw *indexedWrite) float64 {
+	size := 0
+	if put, ok := p.(*dynamodb.PutItemInput); ok {
+		size = itemSize(put.Item)
+	}
+	if iw != nil && iw.old != nil {
+		size = max(size, itemSize(iw.old))
+	}
+	return max(1, math.Ceil(float64(size)/1024))
 }
 
 // askCapacity sets ReturnConsumedCapacity=TOTAL on every DynamoDB request
@@ -470,7 +555,7 @@ func (m *Meter) Describe(client *dynamodb.Client, specs []*dynamodb.CreateTableI
 // without reading the items: a put is taken as a new item, a delete as
 // removing one entry from every index (purges delete indexed logs).
 // Unprocessed items are counted too (they are retried and billed then).
-func (m *Meter) batchIndexed(in *dynamodb.BatchWriteItemInput) (units float64, stored int) {
+func (m *Meter) batchIndexed(in *dynamodb.BatchWriteItemInput) (units float64, stored, items, entries int) {
 	for table, reqs := range in.RequestItems {
 		ts, _, ok := m.schemaOf(table)
 		if !ok {
@@ -489,18 +574,20 @@ func (m *Meter) batchIndexed(in *dynamodb.BatchWriteItemInput) (units float64, s
 						}
 						if ts.retained {
 							stored += indexEntryBytes
+							entries++
 						}
 					}
 				}
 				if ts.retained {
 					stored += itemSize(it) + itemOverhead
+					items++
 				}
 			case r.DeleteRequest != nil:
 				units += float64(len(ts.gsis))
 			}
 		}
 	}
-	return units, stored
+	return units, stored, items, entries
 }
 
 func (m *Meter) schemaOf(table string) (tableSchema, *dynamodb.Client, bool) {
@@ -568,9 +655,10 @@ func (w *indexedWrite) read(ctx context.Context) item {
 	return out.Item
 }
 
-// finish returns the index write units and the new stored bytes of the
-// write that succeeded.
-func (w *indexedWrite) finish(ctx context.Context) (units float64, stored int) {
+// finish returns the index write units, the new stored bytes, the items
+// and index entries created by the write that succeeded, and the index
+// partitions its index writes landed in.
+func (w *indexedWrite) finish(ctx context.Context) (units float64, stored, items, entries int, hits []indexHit) {
 	var cur item
 	switch {
 	case w.isDel:
@@ -579,17 +667,24 @@ func (w *indexedWrite) finish(ctx context.Context) (units float64, stored int) {
 	default:
 		cur = w.read(ctx)
 	}
-	units, entries := indexWrites(w.ts.gsis, w.old, cur)
+	units, added := indexWritesAt(w.ts.gsis, w.old, cur, func(g gsiSchema, it item, u float64) {
+		if len(g.keys) > 0 {
+			hits = append(hits, indexHit{key: w.table + "/" + g.name + "|" + attrString(it[g.keys[0]]), units: u})
+		}
+	})
 	if w.ts.retained {
-		stored += entries * indexEntryBytes
+		stored += added * indexEntryBytes
+		entries = added
 	}
 	if w.ts.retained && cur != nil {
 		stored += itemSize(cur) - itemSize(w.old) + itemOverhead
 		if w.old != nil {
 			stored -= itemOverhead
+		} else {
+			items = 1
 		}
 	}
-	return units, stored
+	return units, stored, items, entries, hits
 }
 
 // indexWrites is what one write that turns item old into cur (nil: no
@@ -598,7 +693,15 @@ func (w *indexedWrite) finish(ctx context.Context) (units float64, stored int) {
 // an entry whose keys and projected attributes did not change costs
 // nothing. added counts the entries that did not exist before.
 func indexWrites(gsis []gsiSchema, old, cur item) (units float64, added int) {
+	return indexWritesAt(gsis, old, cur, nil)
+}
+
+// indexWritesAt is indexWrites that also tells hit (when not nil) the
+// units each index write put on its index partition (the new entry's, or
+// the deleted one's).
+func indexWritesAt(gsis []gsiSchema, old, cur item, hit func(g gsiSchema, it item, units float64)) (units float64, added int) {
 	for _, g := range gsis {
+		before := units
 		oldIn, newIn := hasAll(old, g.keys), hasAll(cur, g.keys)
 		entry := 1.0 // index keys + table keys, well under 1 KB
 		switch {
@@ -621,6 +724,13 @@ func indexWrites(gsis []gsiSchema, old, cur item) (units float64, added int) {
 		case newIn:
 			units += entry
 			added++
+		}
+		if hit != nil && units > before {
+			if newIn {
+				hit(g, cur, units-before)
+			} else {
+				hit(g, old, units-before)
+			}
 		}
 	}
 	return units, added

@@ -59,6 +59,11 @@ func (d *Deployment) Invoke(ctx context.Context, fn, key string, payload []byte)
 	if r := d.runners[fn]; r != nil {
 		res, err = r.Invoke(ctx, payload, timeout)
 	} else {
+		if key == fn && fn != "scan" {
+			k, release := d.acquire(fn)
+			defer release()
+			key = k
+		}
 		var h lambda.Handler
 		if h, err = d.handler(fn, key); err == nil {
 			ictx, cancel := context.WithTimeout(ctx, timeout)

@@ -1,0 +1,196 @@
+package awsstack
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
+)
+
+func TestHotTrackerLimits(t *testing.T) {
+	h := newHotTracker()
+	h.wcu, h.rcu = 10, 30
+	for i := range 10 {
+		if !h.admit([]string{"t|a"}, []string{"t|a"}, 1, 0) {
+			t.Fatalf("write %d throttled under the limit", i)
+		}
+		h.add("t|a", "t|a", 1, 0)
+	}
+	if h.admit([]string{"t|a"}, []string{"t|a"}, 1, 0) {
+		t.Error("write past 10 WCU in one second admitted")
+	}
+	if !h.admit([]string{"t|b"}, []string{"t|b"}, 1, 0) {
+		t.Error("another item throttled")
+	}
+	if !h.admit([]string{"t|a"}, nil, 0, 0.5) {
+		t.Error("a read of the write-hot item throttled")
+	}
+	// A key shared by two items is held to the limit as a whole.
+	h.add("t|k|1", "t|k", 6, 0)
+	h.add("t|k|2", "t|k", 4, 0)
+	if h.admit([]string{"t|k|3"}, []string{"t|k"}, 1, 0) {
+		t.Error("write past the key's limit admitted")
+	}
+	got := h.snapshot()
+	if got.ItemW.Key != "t|a" || got.ItemW.WCU != 10 || got.KeyW.WCU != 10 || got.Throttled != 2 {
+		t.Errorf("snapshot = %+v", got)
+	}
+}
+
+func TestHashValue(t *testing.T) {
+	vals := map[string]ddbtypes.AttributeValue{":p": &ddbtypes.AttributeValueMemberS{Value: "p42"},
+		":lo": &ddbtypes.AttributeValueMemberS{Value: "a"}}
+	for _, tc := range []struct{ cond, want string }{
+		{"pk = :p", "p42"},
+		{"#pk = :p AND sk > :lo", "p42"},
+		{"(#pk = :p) AND (sk BETWEEN :lo AND :lo)", "p42"},
+	} {
+		got, ok := hashValue(tc.cond, "pk", map[string]string{"#pk": "pk"}, vals)
+		if !ok || got != tc.want {
+			t.Errorf("hashValue(%q) = %q, %v", tc.cond, got, ok)
+		}
+	}
+	if _, ok := hashValue("sk = :p", "pk", nil, vals); ok {
+		t.Error("a sort key condition taken for the hash key")
+	}
+}
+
+func TestLostUnits(t *testing.T) {
+	big := item{"pk": &ddbtypes.AttributeValueMemberS{Value: "x"}, "b": &ddbtypes.AttributeValueMemberB{Value: make([]byte, 5000)}}
+	small := item{"pk": &ddbtypes.AttributeValueMemberS{Value: "x"}}
+	if got := lostUnits(&dynamodb.PutItemInput{Item: big}, nil); got != 5 {
+		t.Errorf("lost put of 5 KB = %v units, want 5", got)
+	}
+	if got := lostUnits(&dynamodb.UpdateItemInput{}, &indexedWrite{old: big}); got != 5 {
+		t.Errorf("lost update of a stored 5 KB item = %v units, want 5", got)
+	}
+	if got := lostUnits(&dynamodb.PutItemInput{Item: small}, nil); got != 1 {
+		t.Errorf("lost small put = %v units, want 1", got)
+	}
+}
+
+// TestMeterThrottlesHotItem writes one item past its per-second limit
+// through a metered client on dynalite: the excess is answered with
+// ProvisionedThroughputExceededException (after the SDK's retries), not
+// billed, and counted; a conditional write that loses is billed at the
+// item's size.
+func TestMeterThrottlesHotItem(t *testing.T) {
+	dir, err := emulator.Dir("")
+	if err != nil {
+		if errors.Is(err, emulator.ErrNotInstalled) && os.Getenv("CI") == "" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	dyn, err := emulator.StartDynalite(dir, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dyn.Stop()
+	ctx := context.Background()
+	m := NewMeter()
+	m.SetPartitionLimits(5, 100)
+	cfg := aws.Config{Region: Region, Credentials: credentials.NewStaticCredentialsProvider("x", "x", "")}
+	raw := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(dyn.Endpoint()) })
+	spec := &dynamodb.CreateTableInput{TableName: aws.String("hot"), BillingMode: ddbtypes.BillingModePayPerRequest,
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}}}
+	if _, err := raw.CreateTable(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	m.Describe(raw, []*dynamodb.CreateTableInput{spec}, "hot")
+	c := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(dyn.Endpoint())
+		o.APIOptions = append(o.APIOptions, m.Middleware("fn"))
+		o.RetryMaxAttempts = 1 // see each throttle
+	})
+	retrying := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(dyn.Endpoint())
+		o.APIOptions = append(o.APIOptions, m.Middleware("fn"))
+	})
+	// Start at the beginning of a second so the writes share it.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	put := func(v string) error {
+		_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("hot"), Item: item{
+			"pk": &ddbtypes.AttributeValueMemberS{Value: "a"}, "v": &ddbtypes.AttributeValueMemberS{Value: v}}})
+		return err
+	}
+	var throttled int
+	for i := range 8 {
+		err := put("x")
+		var thr *ddbtypes.ProvisionedThroughputExceededException
+		switch {
+		case errors.As(err, &thr):
+			throttled++
+		case err != nil:
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	if throttled != 3 {
+		t.Errorf("%d of 8 writes in one second throttled at 5 WCU/s, want 3", throttled)
+	}
+	h := m.Hottest()
+	if h.ItemW.WCU != 5 || h.Throttled != 3 {
+		t.Errorf("hottest = %+v", h)
+	}
+	// The SDK's retryer backs off and gets the writes through.
+	for i := range 8 {
+		if _, err := retrying.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("hot"), Item: item{
+			"pk": &ddbtypes.AttributeValueMemberS{Value: "a"}}}); err != nil {
+			t.Fatalf("retried put %d: %v", i, err)
+		}
+	}
+	if h := m.Hottest(); h.ItemW.WCU > 5 {
+		t.Errorf("the retried writes pushed the item to %v WCU in a second", h.ItemW.WCU)
+	}
+	// A lost condition on a 3 KB item is billed 3 units.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	if _, err := raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("hot"), Item: item{
+		"pk": &ddbtypes.AttributeValueMemberS{Value: "b"}, "v": &ddbtypes.AttributeValueMemberB{Value: make([]byte, 3000)}}}); err != nil {
+		t.Fatal(err)
+	}
+	before := m.Snapshot()
+	_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String("hot"),
+		Key:                 item{"pk": &ddbtypes.AttributeValueMemberS{Value: "b"}},
+		UpdateExpression:    aws.String("SET w = :w"),
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":w": &ddbtypes.AttributeValueMemberS{Value: "w"}}})
+	var ccf *ddbtypes.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		t.Fatalf("conditional update: %v", err)
+	}
+	st := m.Snapshot().Sub(before).Ops["fn"]["dynamodb:UpdateItem"]
+	if st.Lost != 1 || st.Derived != 3 {
+		t.Errorf("lost update metered %+v, want 1 lost at 3 units", st)
+	}
+}
+
+// TestAcquireOneEnvironmentPerInvocation: concurrent invocations of a
+// function each get an environment of their own; a finished one's is
+// reused.
+func TestAcquireOneEnvironmentPerInvocation(t *testing.T) {
+	d := &Deployment{idle: map[string][]string{}, envs: map[string]int{}}
+	k1, r1 := d.acquire("callback")
+	k2, r2 := d.acquire("callback")
+	if k1 == k2 || k1 != "callback" {
+		t.Fatalf("concurrent environments %q, %q", k1, k2)
+	}
+	r2()
+	k3, r3 := d.acquire("callback")
+	if k3 != k2 {
+		t.Errorf("idle environment %q not reused, got %q", k2, k3)
+	}
+	r1()
+	r3()
+	if n := d.Environments("callback"); n != 2 {
+		t.Errorf("%d environments, want 2", n)
+	}
+}
