@@ -125,12 +125,12 @@ data "aws_iam_policy_document" "dispatch" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage", "sqs:ChangeMessageVisibility"]
-    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn, aws_sqs_queue.results.arn]
   }
   statement {
     sid       = "Consume"
     actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]
-    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn, aws_sqs_queue.results.arn]
   }
   statement {
     sid       = "Alarm"
@@ -170,7 +170,7 @@ data "aws_iam_policy_document" "callback" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn, aws_sqs_queue.results.arn]
   }
   statement {
     sid       = "Alarm"

@@ -106,6 +106,7 @@ resource "aws_lambda_function" "dispatch" {
       XJOB_DISPATCH_SLOW_QUEUE_URL   = aws_sqs_queue.dispatch_slow.url
       XJOB_ACCESS_TOKEN_PARAM        = var.access_token_parameter
       XJOB_SECRETS_REFRESH           = var.secrets_refresh
+      XJOB_RESULTS_QUEUE_URL         = aws_sqs_queue.results.url
       XJOB_ALARM_TOPIC_ARN           = aws_sns_topic.alarm.arn
     }
   }
@@ -144,6 +145,7 @@ resource "aws_lambda_function" "callback" {
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
       XJOB_ACCESS_TOKEN_PARAM      = var.access_token_parameter
       XJOB_SECRETS_REFRESH         = var.secrets_refresh
+      XJOB_RESULTS_QUEUE_URL       = aws_sqs_queue.results.url
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
     }
   }

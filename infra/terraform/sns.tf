@@ -15,6 +15,7 @@ resource "aws_cloudwatch_metric_alarm" "dlq" {
     ring          = aws_sqs_queue.ring_dlq.name
     dispatch_fast = aws_sqs_queue.dispatch_fast_dlq.name
     dispatch_slow = aws_sqs_queue.dispatch_slow_dlq.name
+    results       = aws_sqs_queue.results_dlq.name
   }
   alarm_name          = "${var.name}-${each.key}-dlq"
   alarm_description   = "xjob ${each.key} messages dead-lettered"

@@ -93,3 +93,39 @@ resource "aws_lambda_event_source_mapping" "dispatch_slow" {
     maximum_concurrency = var.slow_lane_concurrency
   }
 }
+
+# ---------------------------------------------------------------- results queue
+# Executor results: the callback function records each request here on
+# arrival; the dispatch function applies them in batches (one write per
+# log page per batch, whatever the executors' request sizes).
+resource "aws_sqs_queue" "results_dlq" {
+  name                      = "${var.name}-results-dlq"
+  message_retention_seconds = 1209600
+  sqs_managed_sse_enabled   = true
+}
+
+resource "aws_sqs_queue" "results" {
+  name                       = "${var.name}-results"
+  visibility_timeout_seconds = 180 # dispatch timeout 30 s x 6
+  message_retention_seconds  = 345600
+  sqs_managed_sse_enabled    = true
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.results_dlq.arn
+    maxReceiveCount     = 5
+  })
+}
+
+# Results gathered for a second: the page writes of a batch are shared by
+# every request in it.
+resource "aws_lambda_event_source_mapping" "results" {
+  depends_on = [aws_iam_role_policy.dispatch]
+
+  event_source_arn                   = aws_sqs_queue.results.arn
+  function_name                      = aws_lambda_function.dispatch.arn
+  batch_size                         = 1000
+  maximum_batching_window_in_seconds = 1
+  function_response_types            = ["ReportBatchItemFailures"]
+  scaling_config {
+    maximum_concurrency = 2
+  }
+}

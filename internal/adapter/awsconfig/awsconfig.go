@@ -32,9 +32,13 @@ const (
 	EnvAccessToken   = "XJOB_ACCESS_TOKEN"
 	EnvAdminToken    = "XJOB_ADMIN_TOKEN"
 	EnvAlarmTopicARN = "XJOB_ALARM_TOPIC_ARN" // SNS topic for final-failure alarms
-	EnvLogLevel      = "XJOB_LOG_LEVEL"       // debug|info|warn|error (optional, default info)
-	EnvRetryDelay    = "XJOB_RETRY_DELAY"     // wait before a failure's retry, a Go duration (optional, default 5s)
-	EnvRetryBackoff  = "XJOB_RETRY_BACKOFF"   // retry delay multiplier per retry made, 1-10 (optional, default 1)
+	// EnvResultsQueueURL is the SQS queue executor results are recorded
+	// in on arrival (callback) and applied from in batches (dispatch).
+	// Optional: without it the callback function writes the logs itself.
+	EnvResultsQueueURL = "XJOB_RESULTS_QUEUE_URL"
+	EnvLogLevel        = "XJOB_LOG_LEVEL"     // debug|info|warn|error (optional, default info)
+	EnvRetryDelay      = "XJOB_RETRY_DELAY"   // wait before a failure's retry, a Go duration (optional, default 5s)
+	EnvRetryBackoff    = "XJOB_RETRY_BACKOFF" // retry delay multiplier per retry made, 1-10 (optional, default 1)
 	// EnvAnyTriggerAddress=true lets a manual trigger's address override
 	// name any host (optional; default: only the group's own executors).
 	EnvAnyTriggerAddress = "XJOB_ALLOW_ANY_TRIGGER_ADDRESS"
@@ -149,15 +153,17 @@ var Functions = []Function{
 		Consumes: []string{EnvRingQueueURL}},
 	{Name: "dispatch",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL},
 		Tables:      []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports},
 		Actions: slices.Concat(dispatcherActions, []string{
 			"sqs:ChangeMessageVisibility", // not exercised: retry delay of a task in flight elsewhere or of a store failure
 		}),
-		Consumes: []string{EnvDispatchFastURL, EnvDispatchSlowURL}},
+		// The results queue: executor results recorded by the callback
+		// function, applied in batches (dispatchfn.Function.HandleResults).
+		Consumes: []string{EnvDispatchFastURL, EnvDispatchSlowURL, EnvResultsQueueURL}},
 	{Name: "callback",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL},
 		// Results: log pages, their jobs (retry, children), report counters. Never users.
 		Tables: []string{dynamostore.TableJobs, dynamostore.TableLogs, dynamostore.TableReports},
 		Actions: []string{
@@ -167,7 +173,7 @@ var Functions = []Function{
 			"dynamodb:PutItem",        // log pages: first result wins; alarm status
 			"dynamodb:UpdateItem",     // report counters
 			"sns:Publish",             // alarm of a failed result
-			"sqs:SendMessage",         // not exercised: retry and child-job tasks
+			"sqs:SendMessage",         // results recorded on the results queue; retry and child-job tasks
 			"ssm:GetParameters",       // its secrets, at init and every refresh
 		},
 		Routes: []string{"POST /api/callback", "POST /xxl-job-admin/api/callback"},

@@ -170,7 +170,7 @@ func (s *Service) Callback(ctx context.Context, items []protocol.HandleCallbackP
 		}
 	}
 	if len(ids) > 0 {
-		s.callbackMany(ctx, items, errs, ids)
+		s.callbackMany(ctx, items, errs, ids, nil)
 	}
 	s.logRejected(ctx, items, errs)
 	return errs
@@ -217,8 +217,9 @@ func (s *Service) logRejected(ctx context.Context, items []protocol.HandleCallba
 }
 
 // callbackMany records the items of a Callback that passed validation
-// (errs[i] nil); ids are their log ids.
-func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallbackParam, errs []error, ids []int64) {
+// (errs[i] nil); ids are their log ids. ats, when not nil, are the items'
+// handle times (default: now).
+func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallbackParam, errs []error, ids []int64, ats []int64) {
 	fail := func(err error) {
 		for i := range items {
 			if errs[i] == nil {
@@ -249,7 +250,11 @@ func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallb
 			// A cheap early answer; correctness rests on LogFinishMany's condition.
 			errs[i] = ErrRepeatCallback
 		default:
-			reqs, at = append(reqs, finishReq{log: l, code: it.HandleCode, msg: it.HandleMsg}), append(at, i)
+			r := finishReq{log: l, code: it.HandleCode, msg: it.HandleMsg}
+			if ats != nil {
+				r.at = ats[i]
+			}
+			reqs, at = append(reqs, r), append(at, i)
 		}
 	}
 	for k, r := range s.finishMany(ctx, reqs) {
@@ -262,6 +267,7 @@ type finishReq struct {
 	log  xjob.Log
 	code int
 	msg  string
+	at   int64 // handle time (0: now)
 }
 
 // finishMany records the results of reqs in one LogFinishMany (after one
@@ -308,7 +314,11 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.Log
 		if jr := jobs[r.log.JobID]; r.code == xjob.CodeSuccess && jr.found {
 			summary = ChildSummary(jr.job.ChildJobIDs)
 		}
-		ps[k] = driver.LogFinishParams{ID: r.log.ID, HandleTime: now, HandleCode: r.code, HandleMsg: HandleMsg(r.msg, summary)}
+		ht := now
+		if r.at > 0 {
+			ht = r.at
+		}
+		ps[k] = driver.LogFinishParams{ID: r.log.ID, HandleTime: ht, HandleCode: r.code, HandleMsg: HandleMsg(r.msg, summary)}
 	}
 	res, err := s.cfg.Store.LogFinishMany(ctx, ps)
 	if err != nil {

@@ -116,6 +116,14 @@ func TestDeploymentEndToEnd(t *testing.T) {
 	if u.HTTPRequests == 0 || u.Invokes["callback"].Invocations == 0 {
 		t.Errorf("HTTP API requests %d, callback invocations %d", u.HTTPRequests, u.Invokes["callback"].Invocations)
 	}
+	// The callback function recorded the results on the results queue and
+	// wrote no log page; the dispatch function applied them.
+	if u.Ops["callback"]["sqs:SendMessageBatch"].Requests == 0 || u.Ops["callback"]["dynamodb:PutItem"].Requests != 0 {
+		t.Errorf("callback function's requests %+v: want results queued, no page written", u.Ops["callback"])
+	}
+	if u.Ops["dispatch"]["dynamodb:PutItem"].Requests == 0 {
+		t.Errorf("dispatch function's requests %+v: want the results' pages written", u.Ops["dispatch"])
+	}
 	// One scan invocation per minute: one tick, then it returned.
 	if s := u.Invokes["scan"]; s.Invocations != 1 {
 		t.Errorf("scan invocations %+v, want 1", s)

@@ -63,6 +63,17 @@ type Options struct {
 	// of each event source mapping (the templates' MaximumConcurrency:
 	// default 10, 20 and 5).
 	RingPollers, FastPollers, SlowPollers int
+	// ResultsPollers, ResultsBatch and ResultsWindow are the results
+	// queue's mapping (to the dispatch function): concurrent batches
+	// (default 2, the templates' MaximumConcurrency), records per batch
+	// (default 1000, BatchSize) and how long it gathers a batch (default
+	// 1 s, MaximumBatchingWindowInSeconds).
+	ResultsPollers, ResultsBatch int
+	ResultsWindow                time.Duration
+	// SyncCallbacks leaves the results queue out: the callback function
+	// applies each request's results itself (a deployment that predates
+	// the queue).
+	SyncCallbacks bool
 	// PollWait is the mapping's long-poll wait (default 20 s, as Lambda's).
 	PollWait time.Duration
 	// ScanPeriod is the EventBridge rate of the scan and maintenance
@@ -115,6 +126,11 @@ func (o *Options) applyDefaults() {
 	def(&o.RingPollers, 10)
 	def(&o.FastPollers, 20)
 	def(&o.SlowPollers, 5)
+	def(&o.ResultsPollers, 2)
+	def(&o.ResultsBatch, 1000)
+	if o.ResultsWindow <= 0 {
+		o.ResultsWindow = time.Second
+	}
 	if o.PollWait <= 0 {
 		o.PollWait = 20 * time.Second
 	}
@@ -367,6 +383,12 @@ func (d *Deployment) createResources(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	results := ""
+	if !d.opts.SyncCallbacks {
+		if results, err = queue(prefix+"-results", dispatchVisibility); err != nil {
+			return err
+		}
+	}
 	topic, err := sn.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(prefix + "-alarms")})
 	if err != nil {
 		return fmt.Errorf("awsstack create topic: %w", err)
@@ -376,6 +398,9 @@ func (d *Deployment) createResources(ctx context.Context) error {
 		awsconfig.EnvRingQueueURL: ring, awsconfig.EnvDispatchFastURL: fast, awsconfig.EnvDispatchSlowURL: slow,
 		awsconfig.EnvAccessToken: d.opts.AccessToken, awsconfig.EnvAdminToken: d.opts.AdminToken,
 		awsconfig.EnvAlarmTopicARN: *topic.TopicArn,
+	}
+	if results != "" {
+		d.vars[awsconfig.EnvResultsQueueURL] = results
 	}
 	return nil
 }

@@ -148,6 +148,10 @@ func (d *Deployment) startSchedules(ctx context.Context) {
 type mapping struct {
 	fn, url, arn string
 	pollers      int
+	// batch and window, when set, gather up to batch records over window
+	// per invocation (BatchSize, MaximumBatchingWindowInSeconds).
+	batch  int
+	window time.Duration
 }
 
 // startMappings starts the ring mapping and one per dispatch lane.
@@ -156,6 +160,10 @@ func (d *Deployment) startMappings(ctx context.Context) {
 		{fn: "ring", url: d.vars[awsconfig.EnvRingQueueURL], pollers: d.opts.RingPollers},
 		{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchFastURL], pollers: d.opts.FastPollers},
 		{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchSlowURL], pollers: d.opts.SlowPollers},
+	}
+	if url := d.vars[awsconfig.EnvResultsQueueURL]; url != "" {
+		ms = append(ms, mapping{fn: "dispatch", url: url, pollers: d.opts.ResultsPollers,
+			batch: d.opts.ResultsBatch, window: d.opts.ResultsWindow})
 	}
 	for _, m := range ms {
 		m.arn = d.arns[m.url]
@@ -183,8 +191,20 @@ func (d *Deployment) poll(ctx context.Context, client *sqs.Client, m mapping) {
 		if len(out.Messages) == 0 {
 			continue
 		}
-		ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(out.Messages))}
-		for _, msg := range out.Messages {
+		msgs := out.Messages
+		// A batching window: keep receiving until the batch is full or the
+		// window since the first records has passed.
+		for end := time.Now().Add(m.window); m.batch > len(msgs) && time.Now().Before(end) && ctx.Err() == nil; {
+			more, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(m.url),
+				MaxNumberOfMessages: int32(min(10, m.batch-len(msgs))), WaitTimeSeconds: 1,
+				MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
+			if err != nil {
+				break
+			}
+			msgs = append(msgs, more.Messages...)
+		}
+		ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(msgs))}
+		for _, msg := range msgs {
 			ev.Records = append(ev.Records, events.SQSMessage{MessageId: aws.ToString(msg.MessageId),
 				ReceiptHandle: aws.ToString(msg.ReceiptHandle), Body: aws.ToString(msg.Body), Attributes: msg.Attributes,
 				Md5OfBody: aws.ToString(msg.MD5OfBody), EventSource: "aws:sqs", EventSourceARN: m.arn, AWSRegion: Region})
@@ -196,12 +216,13 @@ func (d *Deployment) poll(ctx context.Context, client *sqs.Client, m mapping) {
 			continue // the whole batch comes back after the visibility timeout
 		}
 		del := deletable(ev, resp)
-		if len(del) == 0 {
-			continue
-		}
-		if _, err := client.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{
-			QueueUrl: aws.String(m.url), Entries: del}); err != nil {
-			d.fail(fmt.Errorf("esm %s delete: %w", m.fn, err))
+		for len(del) > 0 {
+			n := min(10, len(del))
+			if _, err := client.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{
+				QueueUrl: aws.String(m.url), Entries: del[:n]}); err != nil {
+				d.fail(fmt.Errorf("esm %s delete: %w", m.fn, err))
+			}
+			del = del[n:]
 		}
 	}
 }

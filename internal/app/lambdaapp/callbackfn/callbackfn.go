@@ -11,8 +11,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/web/executorapi"
 )
 
@@ -28,7 +30,14 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := executorapi.New(executorapi.Config{Callback: cb, Tokens: b.AccessTokens, Logger: b.Log})
+	// With a results queue, a callback request is recorded there and
+	// applied later with others (dispatchfn's HandleResults), so a log page
+	// is written once per batch of requests, not once per request.
+	var rec executorapi.Callbacker = cb
+	if url := b.Config.ResultsQueueURL; url != "" {
+		rec = callback.NewRecorder(sqsqueue.NewQueue[callback.Recorded](b.Deps.SQS, url, b.Clock), b.Clock)
+	}
+	h, err := executorapi.New(executorapi.Config{Callback: rec, Tokens: b.AccessTokens, Logger: b.Log})
 	if err != nil {
 		return nil, fmt.Errorf("lambda callback: %w", err)
 	}

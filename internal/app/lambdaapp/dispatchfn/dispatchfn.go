@@ -47,6 +47,8 @@ type Function struct {
 	b          *wiring.Base
 	dispatcher *dispatch.Dispatcher
 	lanes      map[string]xjob.Lane // SQS queue name → dispatch lane
+	callback   *callback.Service
+	results    string // the results queue's name ("": none)
 }
 
 // New builds the dispatch function on b.
@@ -69,7 +71,10 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Function{b: b, dispatcher: d, lanes: map[string]xjob.Lane{}}
+	f := &Function{b: b, dispatcher: d, lanes: map[string]xjob.Lane{}, callback: cb}
+	if url := b.Config.ResultsQueueURL; url != "" {
+		f.results = wiring.QueueName(url)
+	}
 	for url, lane := range map[string]xjob.Lane{b.Config.DispatchFastURL: xjob.LaneFast, b.Config.DispatchSlowURL: xjob.LaneSlow} {
 		if url != "" {
 			f.lanes[wiring.QueueName(url)] = lane
@@ -153,6 +158,9 @@ func (f *Function) Handle(ctx context.Context, raw json.RawMessage) (any, error)
 // reports each record whose task must be retried as a batch item failure.
 func (f *Function) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer f.b.FlushReports(ctx)
+	if len(ev.Records) > 0 && f.results != "" && wiring.QueueName(ev.Records[0].EventSourceARN) == f.results {
+		return f.HandleResults(ctx, ev)
+	}
 	tasks := make([]xjob.DispatchTask, 0, len(ev.Records))
 	records := make([]events.SQSMessage, 0, len(ev.Records))
 	for _, r := range ev.Records {
@@ -249,4 +257,35 @@ func parseAddressList(raw json.RawMessage) ([]string, error) {
 		}
 	}
 	return list, nil
+}
+
+// HandleResults applies one SQS batch of the results queue (executor
+// results the callback function recorded, one record per request or part
+// of one) with one callback.Service.Apply: each log page the batch names
+// is read and written once, whatever the executors' request sizes. A
+// record with an item that failed for a reason a retry can change is a
+// batch item failure and comes back; verdicts (not found, repeat) are
+// logged and acknowledged. A malformed record is dropped.
+func (f *Function) HandleResults(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	defer f.b.FlushReports(ctx)
+	recs := make([]callback.Recorded, 0, len(ev.Records))
+	ids := make([]string, 0, len(ev.Records))
+	for _, r := range ev.Records {
+		var rec callback.Recorded
+		if err := json.Unmarshal([]byte(r.Body), &rec); err != nil {
+			f.b.Log.ErrorContext(ctx, "results: malformed record dropped", "messageId", r.MessageId, "err", err)
+			continue
+		}
+		recs, ids = append(recs, rec), append(ids, r.MessageId)
+	}
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for i, again := range f.callback.Apply(ctx, recs) {
+		if again {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ids[i]})
+		}
+	}
+	if n := len(resp.BatchItemFailures); n > 0 {
+		f.b.Log.WarnContext(ctx, "results: records will be applied again", "records", n, "of", len(recs))
+	}
+	return resp, nil
 }

@@ -72,6 +72,11 @@ type Config struct {
 	// SecretsRefresh is XJOB_SECRETS_REFRESH (zero: secrets.DefaultRefresh).
 	SecretsRefresh time.Duration
 	AlarmTopicARN  string
+	// ResultsQueueURL is XJOB_RESULTS_QUEUE_URL (optional): the callback
+	// function records executor results there and the dispatch function
+	// applies them in batches; empty, the callback function applies each
+	// request itself.
+	ResultsQueueURL string
 	// AnyTriggerAddress is XJOB_ALLOW_ANY_TRIGGER_ADDRESS (default false):
 	// manual trigger overrides may name any host (admin.Config).
 	AnyTriggerAddress bool
@@ -137,6 +142,7 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 	cfg.RingQueueURL = get(awsconfig.EnvRingQueueURL)
 	cfg.DispatchFastURL = get(awsconfig.EnvDispatchFastURL)
 	cfg.DispatchSlowURL = get(awsconfig.EnvDispatchSlowURL)
+	cfg.ResultsQueueURL = get(awsconfig.EnvResultsQueueURL)
 	cfg.AccessToken = get(awsconfig.EnvAccessToken)
 	cfg.AdminToken = get(awsconfig.EnvAdminToken)
 	cfg.AccessTokenParam = get(awsconfig.EnvAccessTokenParam)
