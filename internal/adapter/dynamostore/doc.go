@@ -106,7 +106,10 @@
 // (compare-and-set), deletes (a page left empty is deleted). Each log keeps
 // its own version, bumped by every change of it. A page's compressed logs
 // stay under 300 KB: when a page would outgrow that, the trigger and handle
-// messages of its logs are cut to 16 KB, then 4 KB, 1 KB, 256 bytes.
+// messages of its logs are cut to 16 KB, then 4 KB, 1 KB, 256 bytes, and
+// then the executor and sharding params with them to 1 KB, 256 and 64
+// bytes (a page over the item limit could never be written: its fires
+// would end in the dead-letter queue, whatever the params).
 // Trade-offs: writers of one page serialise on it (a bucket's dispatcher
 // and the callbacks of its fastest jobs retry each other's rounds now and
 // then), a page write costs the whole page, so a callback request with one

@@ -108,3 +108,37 @@ func TestPageCodecFitsLongMessages(t *testing.T) {
 		t.Fatalf("decoded %d logs, first %+v", len(back), back[0].Version)
 	}
 }
+
+// TestPageCodecFitsLongParams: 300 logs with 2,048-character random
+// params compress to about 350 KB, over the page limit; the page is still
+// written (the params cut), so its fires are not lost.
+func TestPageCodecFitsLongParams(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	param := func() string {
+		b := make([]byte, 2048)
+		for i := range b {
+			b[i] = byte('!' + rng.IntN(90))
+		}
+		return string(b)
+	}
+	var logs []xjob.Log
+	for i := range 600 {
+		logs = append(logs, xjob.Log{ID: int64(i + 1), OccurrenceID: "occ", JobID: int64(i), ExecutorParam: param(),
+			ExecutorShardingParam: "1/2", Version: 1})
+	}
+	body, err := fitPage(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(body) > maxPageBody {
+		t.Fatalf("body %d bytes, over %d", len(body), maxPageBody)
+	}
+	back, err := decodeLogs(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != 600 || back[0].ExecutorShardingParam != "1/2" || back[0].ExecutorParam == "" {
+		t.Fatalf("decoded %d logs, first param %d bytes, sharding %q", len(back), len(back[0].ExecutorParam), back[0].ExecutorShardingParam)
+	}
+}

@@ -119,18 +119,34 @@ func decodeLogs(body []byte) ([]xjob.Log, error) {
 }
 
 // fitPage encodes the page's logs, cutting the trigger and handle messages
-// of its logs to ever shorter lengths while the body is too large: a page
-// of hundreds of logs with long stack traces stays one item.
+// to 16 KB, 4 KB, 1 KB and then 256 bytes, and then the executor params
+// and sharding params (and messages with them) to 1 KB, 256 and 64
+// bytes, until the page fits maxPageBody. Messages go first (they are
+// diagnostics); params are what the executor was sent, so they are cut
+// only when a page of many logs with long, incompressible params would
+// otherwise outgrow the item limit — a page that does not fit can never
+// be written, and its fires would be lost. A page that still does not fit
+// (tens of thousands of logs in one second's page) is an error.
 func fitPage(logs []xjob.Log) ([]byte, error) {
 	body, err := encodeLogs(logs)
-	for _, limit := range []int{16 << 10, 4 << 10, 1 << 10, 256} {
-		if err != nil || len(body) <= maxPageBody {
-			return body, err
-		}
+	cut := func(limit int, params bool) {
 		for i := range logs {
 			logs[i].TriggerMsg = xjob.Truncate(logs[i].TriggerMsg, limit)
 			logs[i].HandleMsg = xjob.Truncate(logs[i].HandleMsg, limit)
+			if params {
+				logs[i].ExecutorParam = xjob.Truncate(logs[i].ExecutorParam, limit)
+				logs[i].ExecutorShardingParam = xjob.Truncate(logs[i].ExecutorShardingParam, limit)
+			}
 		}
+	}
+	for _, step := range []struct {
+		limit  int
+		params bool
+	}{{16 << 10, false}, {4 << 10, false}, {1 << 10, false}, {256, false}, {1 << 10, true}, {256, true}, {64, true}} {
+		if err != nil || len(body) <= maxPageBody {
+			return body, err
+		}
+		cut(step.limit, step.params)
 		body, err = encodeLogs(logs)
 	}
 	if err == nil && len(body) > maxPageBody {
