@@ -159,9 +159,9 @@ func TestMeterThrottlesHotItem(t *testing.T) {
 	}
 	before := m.Snapshot()
 	_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String("hot"),
-		Key:                 item{"pk": &ddbtypes.AttributeValueMemberS{Value: "b"}},
-		UpdateExpression:    aws.String("SET w = :w"),
-		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		Key:                       item{"pk": &ddbtypes.AttributeValueMemberS{Value: "b"}},
+		UpdateExpression:          aws.String("SET w = :w"),
+		ConditionExpression:       aws.String("attribute_not_exists(pk)"),
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":w": &ddbtypes.AttributeValueMemberS{Value: "w"}}})
 	var ccf *ddbtypes.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {

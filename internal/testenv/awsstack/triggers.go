@@ -271,7 +271,9 @@ func (d *Deployment) serveAPI(w http.ResponseWriter, r *http.Request) {
 				Protocol: r.Proto, SourceIP: "127.0.0.1", UserAgent: r.UserAgent()}}}
 	fn := awsconfig.RouteFunction(r.Method, r.URL.Path)
 	var resp events.APIGatewayV2HTTPResponse
-	if err := d.call(r.Context(), fn, fn, ev, &resp); err != nil {
+	// An invocation runs to its end when the client hangs up, as API
+	// Gateway lets it (and an aborted emulator request would end dynalite).
+	if err := d.call(context.WithoutCancel(r.Context()), fn, fn, ev, &resp); err != nil {
 		// API Gateway answers a failed invocation with 500.
 		http.Error(w, `{"message":"Internal Server Error"}`, http.StatusInternalServerError)
 		return
