@@ -176,6 +176,7 @@ func run() int {
 		printMonth("by function:", by)
 		printMonth("by service: ", bySvc)
 		printUnits(s)
+		printInvokes(s)
 		w5Month = m
 	}
 	var idleMonth float64
@@ -284,6 +285,22 @@ func alarmCount(root string) int {
 		return 0
 	}
 	return strings.Count(string(b), "Type: AWS::CloudWatch::Alarm")
+}
+
+// printInvokes prints each function's invocations per minute and mean
+// billed time per invocation: where Lambda's share of a sparse workload
+// comes from.
+func printInvokes(s *harness.CostSample) {
+	fmt.Printf("  lambda:")
+	for _, fn := range slices.Sorted(maps.Keys(s.Usage.Invokes)) {
+		in := s.Usage.Invokes[fn]
+		if in.Invocations == 0 {
+			continue
+		}
+		fmt.Printf("  %s %.1f/min %.0f ms", fn, float64(in.Invocations)*60/s.Seconds,
+			float64(in.Duration.Milliseconds())/float64(in.Invocations))
+	}
+	fmt.Println()
 }
 
 // printUnits prints the DynamoDB request units per trigger of each
