@@ -39,6 +39,9 @@ type Env struct {
 	Stamp   string // timestamp shared by the run's result files
 	// Root is the module root (test/emulators for the AWS runs).
 	Root string
+	// SyncCallbacks runs the AWS cost runs without the results queue (the
+	// callback function applies each request itself), to compare.
+	SyncCallbacks bool
 }
 
 func (e *Env) logf(format string, args ...any) {

@@ -63,13 +63,14 @@ func run() int {
 	w6 := fs.Int("w6-jobs", 1000, "W6's job count (each every second, 20 executors): the rate the emulators hold; its hottest item and key are projected to 10,000/s")
 	w6Window := fs.Duration("w6-window", 20*time.Second, "measured window of W6")
 	w2Lead := fs.Duration("w2-lead", 0, "open W2's window this long after the start (default 151 s: past the bulk start's pushed fires; 61 s measures that transient)")
+	sync := fs.Bool("sync-callbacks", false, "deploy without the results queue: the callback function applies each request itself (the design before it), to compare")
 	only := fs.String("only", "", "run only these workloads (comma-separated: W1,W2,W3,W4,W5,W6,idle); the last lines then print only theirs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root}
+	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root, SyncCallbacks: *sync}
 	p := awsstack.ListPrices()
 	pair := func(s string) ([2]int, error) {
 		parts := strings.Split(s, ",")
@@ -262,8 +263,13 @@ func sampleNotes(s *harness.CostSample) string {
 			lost += st.Lost
 		}
 	}
-	return fmt.Sprintf(", lost conditional writes %d, environments ring %d dispatch %d callback %d",
+	out := fmt.Sprintf(", lost conditional writes %d, environments ring %d dispatch %d callback %d",
 		lost, s.Environments["ring"], s.Environments["dispatch"], s.Environments["callback"])
+	if o := s.Outcome; o.Lost > 0 {
+		out += fmt.Sprintf(" (lost fires by second %v, receipts without a log %d, trigger failures %d, logs read %d)",
+			o.LostAt, o.Unmatched, o.TriggerFailures, s.Triggers)
+	}
+	return out
 }
 
 // printMonth prints a monthly figure's split by function (and service
