@@ -309,7 +309,7 @@ func (d *Deployment) Close() {
 // config is the SDK configuration of every client: region, static dummy
 // credentials (no real profile is ever read) and the shared transport.
 func (d *Deployment) config() aws.Config {
-	return aws.Config{Region: Region, HTTPClient: d.httpc,
+	return aws.Config{Region: Region, HTTPClient: detached{d.httpc},
 		Credentials: credentials.NewStaticCredentialsProvider("xjob-awsstack", "xjob-awsstack", "")}
 }
 
@@ -517,4 +517,36 @@ func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (t teeHandler) WithGroup(name string) slog.Handler {
 	return teeHandler{t.a.WithGroup(name), t.b.WithGroup(name)}
+}
+
+// detached sends each request on a context without cancellation and
+// stops waiting for it when the caller's context ends: an invocation that
+// hits its timeout gets its error at once, as on AWS, but the request is
+// not aborted on the wire — dynalite ends its process on a request its
+// client aborts.
+type detached struct{ c aws.HTTPClient }
+
+func (d detached) Do(r *http.Request) (*http.Response, error) {
+	ctx := r.Context()
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		resp, err := d.c.Do(r.WithContext(context.WithoutCancel(ctx)))
+		ch <- result{resp, err}
+	}()
+	select {
+	case x := <-ch:
+		return x.resp, x.err
+	case <-ctx.Done():
+		go func() {
+			if x := <-ch; x.resp != nil {
+				_, _ = io.Copy(io.Discard, x.resp.Body)
+				_ = x.resp.Body.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }
