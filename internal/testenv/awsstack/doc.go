@@ -31,4 +31,19 @@
 // they consumed (asked for with ReturnConsumedCapacity=TOTAL; derived from
 // the request shape when the emulator reports none). Usage.Cost turns a
 // metered interval into dollars per million triggers at list prices.
+//
+// The meter models AWS as it bills and throttles rather than the
+// emulators: each concurrent invocation of a function gets an execution
+// environment (an App) of its own, as Lambda scales out; a conditional
+// write that loses is billed at the item's size; storage includes
+// point-in-time recovery, and the items a retained table gains carry their
+// eventual delete; each function's log output (plus Lambda's own lines per
+// invocation) is priced as CloudWatch Logs ingestion. Units are counted
+// per item and per partition key per second (Meter.Hottest), and a request
+// that would push one past DynamoDB's per-partition limits (1,000 WCU/s,
+// 3,000 RCU/s) is answered with ProvisionedThroughputExceededException
+// inside the SDK's retry loop, so the code's retry and back-off paths run.
+// The results queue's mapping gathers a batch over a window
+// (Options.ResultsWindow), as an event source mapping with
+// MaximumBatchingWindowInSeconds does.
 package awsstack

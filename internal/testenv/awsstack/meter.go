@@ -81,18 +81,6 @@ type Usage struct {
 	LogBytes map[string]int `json:"logBytes,omitempty"`
 }
 
-func (u *Usage) init() {
-	if u.Ops == nil {
-		u.Ops = map[string]map[string]OpStat{}
-	}
-	if u.Invokes == nil {
-		u.Invokes = map[string]InvokeStat{}
-	}
-	if u.LogBytes == nil {
-		u.LogBytes = map[string]int{}
-	}
-}
-
 // Sub returns u − before: the usage of the interval between two snapshots.
 func (u Usage) Sub(before Usage) Usage {
 	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, HTTPRequests: u.HTTPRequests - before.HTTPRequests}

@@ -49,8 +49,10 @@ func (d *Deployment) call(ctx context.Context, fn, key string, payload, out any)
 
 // Invoke runs one invocation of function fn with a JSON payload, as
 // `aws lambda invoke` does (key names the in-process execution
-// environment; bootstraps pick their own), and returns its response. A
-// failed invocation is also recorded for Errors.
+// environment; key == fn takes an idle one of the function's, or a new
+// one, as Lambda does for concurrent invocations; bootstraps pick their
+// own), and returns its response. A failed invocation is also recorded
+// for Errors.
 func (d *Deployment) Invoke(ctx context.Context, fn, key string, payload []byte) ([]byte, error) {
 	timeout := d.timeout(fn)
 	end := d.meter.Begin(fn)
