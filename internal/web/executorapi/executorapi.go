@@ -55,11 +55,11 @@ const (
 	// registration is three short strings (well under 1 KiB).
 	MaxRegistryBodyBytes = 4 << 10
 	// MaxCallbackBodyBytes caps /api/callback. A batch drains what an
-	// executor has queued, so it gets more room, but a bounded one: every
-	// executor route used to buffer up to 16 MiB, and ten concurrent such
-	// bodies took the process from 18 MB to 357 MB. 4 MiB holds thousands
-	// of results (xxl-job's own callback thread sends what queued up since
-	// its last pass, item messages are usually short).
+	// executor has queued, so it gets more room, but a bounded one: the
+	// body is held in memory while it is decoded, so the cap times the
+	// concurrent requests bounds the memory an executor-token holder can
+	// take. 4 MiB holds thousands of results (xxl-job's own callback thread
+	// sends what queued up since its last pass; messages are usually short).
 	MaxCallbackBodyBytes = 4 << 20
 )
 
