@@ -89,6 +89,13 @@ type Job struct {
 	// exists: DeclarationDiff shows where the two part.
 	Declared string `json:"declared,omitempty"`
 
+	// Applied is what a manifest (`xjob apply`, `xjob import`) last
+	// declared for this job, as the admin records it; empty for a job no
+	// manifest wrote. The next apply compares three ways against it: a
+	// field the manifest did not change since is left as a person set it
+	// in xjob, so re-applying an unchanged file changes nothing.
+	Applied string `json:"-"`
+
 	CreatedAt int64 `json:"addTime"`
 	UpdatedAt int64 `json:"updateTime"`
 }

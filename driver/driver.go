@@ -14,6 +14,7 @@ package driver
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/xjobdev/xjob"
@@ -31,6 +32,7 @@ type Store interface {
 	UserStore
 	GlueStore
 	AuthStore
+	ChangeStore
 }
 
 // Queues are a backend's durable queues: the ring and the two dispatch lanes.
@@ -182,6 +184,86 @@ type GroupListParams struct {
 type GroupUpdateParams struct {
 	Group         xjob.Group
 	ExpectVersion int64
+}
+
+// ChangeStore writes a set of group and job changes as one unit: what
+// `xjob apply` and `xjob import` plan. Readers see the set before or after,
+// never a part of it once ChangeApply has returned or ChangeResume has run.
+//
+// A backend with multi-statement transactions (SQLite) writes the set in
+// one. One without (DynamoDB, whose transactions hold 100 items) stages
+// it: the resolved set is stored first, then marked committed, then
+// written item by item, then removed. A crash before the mark leaves
+// nothing but the staged copy, which ChangeResume removes (rolled back); a
+// crash after it leaves a committed set, which ChangeResume writes to the
+// end (rolled forward). The admin calls ChangeResume before each apply and
+// when it starts.
+type ChangeStore interface {
+	// ChangeApply checks every condition of cs (ids free, versions
+	// current, records present) and then writes all of it, or returns
+	// the first failed condition (xjob.ErrConflict or xjob.ErrNotFound,
+	// wrapped) and writes nothing. Inserts with ID 0 get new ids; a
+	// negative GroupID or child id -k refers to the k-th group or job
+	// insert of the set (1-based), so a job may name a group or child the
+	// same set creates. The result holds the inserted records' ids in
+	// order.
+	ChangeApply(ctx context.Context, cs ChangeSet) (ChangeResult, error)
+	// ChangeResume finishes or undoes a set a crash left staged; nothing
+	// when none is.
+	ChangeResume(ctx context.Context) error
+}
+
+// ChangeSet is the input of ChangeStore.ChangeApply. The writes happen in
+// this order: group inserts, group updates, job inserts, job updates, job
+// deletes, group deletes.
+type ChangeSet struct {
+	GroupInserts []xjob.Group
+	GroupUpdates []GroupUpdateParams
+	GroupDeletes []int64
+	JobInserts   []xjob.Job
+	JobUpdates   []JobUpdateParams
+	JobDeletes   []int64
+}
+
+// Empty reports a set with nothing to write.
+func (cs *ChangeSet) Empty() bool {
+	return len(cs.GroupInserts)+len(cs.GroupUpdates)+len(cs.GroupDeletes)+
+		len(cs.JobInserts)+len(cs.JobUpdates)+len(cs.JobDeletes) == 0
+}
+
+// ResolveRef turns a reference -k into the k-th id of ids (1-based); an
+// id of 0 or more is returned as it is.
+func ResolveRef(id int64, ids []int64) (int64, error) {
+	if id >= 0 {
+		return id, nil
+	}
+	if k := -id; k <= int64(len(ids)) {
+		return ids[k-1], nil
+	}
+	return 0, fmt.Errorf("reference %d names no insert of the set (%d inserts)", id, len(ids))
+}
+
+// ResolveRefs is ResolveRef over a list; nil stays nil.
+func ResolveRefs(refs, ids []int64) ([]int64, error) {
+	if refs == nil {
+		return nil, nil
+	}
+	out := make([]int64, len(refs))
+	for i, r := range refs {
+		id, err := ResolveRef(r, ids)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = id
+	}
+	return out, nil
+}
+
+// ChangeResult is what ChangeApply wrote: the ids of the inserts, in the
+// set's order.
+type ChangeResult struct {
+	GroupIDs []int64
+	JobIDs   []int64
 }
 
 // LogStore keeps trigger logs. Each state change is a conditional write, so

@@ -52,6 +52,9 @@ func Exercise(t *testing.T, newStore func(t *testing.T) driver.Store) {
 	t.Run("AuthStore", func(t *testing.T) {
 		ExerciseAuthStore(t, func(t *testing.T) driver.AuthStore { return newStore(t) })
 	})
+	t.Run("ChangeStore", func(t *testing.T) {
+		ExerciseChangeStore(t, newStore)
+	})
 }
 
 // requireIs fails the test unless err wraps target.

@@ -40,6 +40,7 @@ func sampleJob(group int64, next int64) xjob.Job {
 		CreatedAt:       1_700_000_000_000,
 		UpdatedAt:       1_700_000_000_001,
 		Declared:        `{"handler":"demoHandler","scheduleType":"CRON"}`,
+		Applied:         `{"spec":{"name":"sample.job-1"}}`,
 	}
 	return j
 }

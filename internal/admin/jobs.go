@@ -33,6 +33,7 @@ const (
 func (s *Service) CreateJob(ctx context.Context, in xjob.Job) (xjob.Job, error) {
 	in.ID = 0
 	in.Declared = "" // only an executor's declaration records one
+	in.Applied = ""  // only an apply records one
 	return s.createJob(ctx, in)
 }
 
@@ -132,6 +133,7 @@ func (s *Service) UpdateJob(ctx context.Context, p UpdateJobParams) (xjob.Job, e
 		n.TriggerStatus, n.TriggerLastTime, n.TriggerNextTime = old.TriggerStatus, old.TriggerLastTime, old.TriggerNextTime
 		n.CreatedAt, n.UpdatedAt = old.CreatedAt, now
 		n.Declared = old.Declared // the executor's, not the editor's
+		n.Applied = old.Applied   // the manifest's, not the editor's
 		switch {
 		case n.GlueType == "":
 			n.GlueType = old.GlueType

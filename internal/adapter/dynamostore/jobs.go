@@ -50,6 +50,7 @@ func jobFields(j xjob.Job) item {
 		"revision":        n(j.Revision),
 		"updatedAt":       n(j.UpdatedAt),
 		"declared":        s(j.Declared),
+		"applied":         s(j.Applied),
 	}
 }
 
@@ -66,6 +67,7 @@ func decodeJob(it item) (xjob.Job, error) {
 		ID:              it.int(AttrID),
 		Name:            it.str("jobName"),
 		Declared:        it.str("declared"),
+		Applied:         it.str("applied"),
 		GroupID:         it.int(AttrGroupID),
 		Description:     it.str("description"),
 		Author:          it.str("author"),

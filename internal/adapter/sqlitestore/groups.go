@@ -37,19 +37,28 @@ func addressJSON(addrs []string) string {
 // GroupInsert stores a new group with Version 1 under g.ID, or a new id
 // when it is 0. A taken id is xjob.ErrConflict.
 func (db *DB) GroupInsert(ctx context.Context, g xjob.Group) (xjob.Group, error) {
+	var out xjob.Group
 	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-		if err := idFree(ctx, db.ws.groupExists, "group", g.ID); err != nil {
-			return err
-		}
-		return c.QueryRowContext(ctx, `INSERT INTO groups (id, app_name, title, address_type, address_list, version, updated_at)
-			VALUES (?, ?, ?, ?, ?, 1, ?) RETURNING id`,
-			nullID(g.ID), g.AppName, g.Title, g.AddressType, addressJSON(g.AddressList), g.UpdatedAt).Scan(&g.ID)
+		var err error
+		out, err = db.groupInsert(ctx, c, g)
+		return err
 	})
 	if err != nil {
 		return xjob.Group{}, fmt.Errorf("sqlite group insert: %w", err)
 	}
+	return out, nil
+}
+
+// groupInsert is GroupInsert's statements, run by the writer.
+func (db *DB) groupInsert(ctx context.Context, c *sql.Conn, g xjob.Group) (xjob.Group, error) {
+	if err := idFree(ctx, db.ws.groupExists, "group", g.ID); err != nil {
+		return xjob.Group{}, err
+	}
+	err := c.QueryRowContext(ctx, `INSERT INTO groups (id, app_name, title, address_type, address_list, version, updated_at)
+		VALUES (?, ?, ?, ?, ?, 1, ?) RETURNING id`,
+		nullID(g.ID), g.AppName, g.Title, g.AddressType, addressJSON(g.AddressList), g.UpdatedAt).Scan(&g.ID)
 	g.Version = 1
-	return g, nil
+	return g, err
 }
 
 // GroupGet returns one group or xjob.ErrNotFound.
@@ -86,23 +95,29 @@ func (db *DB) GroupList(ctx context.Context, p driver.GroupListParams) ([]xjob.G
 
 // GroupUpdate replaces a group if its version is ExpectVersion.
 func (db *DB) GroupUpdate(ctx context.Context, p driver.GroupUpdateParams) (xjob.Group, error) {
-	g := p.Group
 	var out xjob.Group
 	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 		var err error
-		out, err = scanGroup(c.QueryRowContext(ctx, `UPDATE groups SET app_name = ?, title = ?,
-			address_type = ?, address_list = ?, updated_at = ?, version = version + 1
-			WHERE id = ? AND version = ? RETURNING `+groupColumns,
-			g.AppName, g.Title, g.AddressType, addressJSON(g.AddressList), g.UpdatedAt, g.ID, p.ExpectVersion))
-		if errors.Is(err, sql.ErrNoRows) {
-			err = missingOr(ctx, db.ws.groupExists, g.ID, xjob.ErrConflict)
-		}
+		out, err = db.groupUpdate(ctx, c, p)
 		return err
 	})
 	if err != nil {
-		return xjob.Group{}, fmt.Errorf("sqlite group update %d: %w", g.ID, err)
+		return xjob.Group{}, fmt.Errorf("sqlite group update %d: %w", p.Group.ID, err)
 	}
 	return out, nil
+}
+
+// groupUpdate is GroupUpdate's statement, run by the writer.
+func (db *DB) groupUpdate(ctx context.Context, c *sql.Conn, p driver.GroupUpdateParams) (xjob.Group, error) {
+	g := p.Group
+	out, err := scanGroup(c.QueryRowContext(ctx, `UPDATE groups SET app_name = ?, title = ?,
+		address_type = ?, address_list = ?, updated_at = ?, version = version + 1
+		WHERE id = ? AND version = ? RETURNING `+groupColumns,
+		g.AppName, g.Title, g.AddressType, addressJSON(g.AddressList), g.UpdatedAt, g.ID, p.ExpectVersion))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = missingOr(ctx, db.ws.groupExists, g.ID, xjob.ErrConflict)
+	}
+	return out, err
 }
 
 // GroupSetAddresses stores a rebuilt address list. It does not bump the
@@ -125,17 +140,19 @@ func (db *DB) GroupSetAddresses(ctx context.Context, id int64, addresses []strin
 
 // GroupDelete removes a group.
 func (db *DB) GroupDelete(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-		n, err := rowsAffected(c.ExecContext(ctx, `DELETE FROM groups WHERE id = ?`, id))
-		if err == nil && n == 0 {
-			err = xjob.ErrNotFound
-		}
-		return err
-	})
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error { return groupDelete(ctx, c, id) })
 	if err != nil {
 		return fmt.Errorf("sqlite group delete %d: %w", id, err)
 	}
 	return nil
+}
+
+func groupDelete(ctx context.Context, c *sql.Conn, id int64) error {
+	n, err := rowsAffected(c.ExecContext(ctx, `DELETE FROM groups WHERE id = ?`, id))
+	if err == nil && n == 0 {
+		err = xjob.ErrNotFound
+	}
+	return err
 }
 
 // badCursor is the error for a page cursor this store did not issue.

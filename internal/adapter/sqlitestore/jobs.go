@@ -18,7 +18,7 @@ const jobColumns = `id, name, shard, group_id, description, author, alarm_email,
 	route_strategy, handler, param, block_strategy, timeout_seconds, fail_retry_count,
 	glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
 	trigger_status, trigger_last_time, trigger_next_time,
-	version, revision, slow_minute, slow_count, created_at, updated_at, after_completion, declared`
+	version, revision, slow_minute, slow_count, created_at, updated_at, after_completion, declared, applied`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -44,7 +44,7 @@ func scanJob(s scanner) (xjob.Job, error) {
 		&j.RouteStrategy, &j.Handler, &j.Param, &j.BlockStrategy, &j.TimeoutSeconds, &j.FailRetryCount,
 		&j.GlueType, &j.GlueSource, &j.GlueRemark, &j.GlueUpdatedAt, &children,
 		&j.TriggerStatus, &j.TriggerLastTime, &j.TriggerNextTime,
-		&j.Version, &j.Revision, &j.SlowMinute, &j.SlowCount, &j.CreatedAt, &j.UpdatedAt, &j.AfterCompletion, &j.Declared)
+		&j.Version, &j.Revision, &j.SlowMinute, &j.SlowCount, &j.CreatedAt, &j.UpdatedAt, &j.AfterCompletion, &j.Declared, &j.Applied)
 	if err != nil {
 		return xjob.Job{}, err
 	}
@@ -70,32 +70,42 @@ const sqlJobInsert = `INSERT INTO jobs (id, name, group_id, description, author,
 	route_strategy, handler, param, block_strategy, timeout_seconds, fail_retry_count,
 	glue_type, glue_source, glue_remark, glue_updated_at, child_job_ids,
 	trigger_status, trigger_last_time, trigger_next_time,
-	version, revision, created_at, updated_at, after_completion, declared)
-	VALUES (?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1,1,?,?,?,?) RETURNING id`
+	version, revision, created_at, updated_at, after_completion, declared, applied)
+	VALUES (?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?,?, 1,1,?,?,?,?,?) RETURNING id`
 
 // JobInsert stores a new job under job.ID, or a new id when it is 0; its
 // shard is derived from the id. A taken id is xjob.ErrConflict.
 func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
-	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
-		if err := idFree(ctx, db.ws.jobExists, "job", job.ID); err != nil {
-			return err
-		}
-		err := db.ws.jobInsert.QueryRowContext(ctx,
-			nullID(job.ID), job.Name, job.GroupID, job.Description, job.Author, job.AlarmEmail,
-			job.ScheduleType, job.ScheduleConf, job.TimeZone, job.MisfireStrategy,
-			job.RouteStrategy, job.Handler, job.Param, job.BlockStrategy, job.TimeoutSeconds, job.FailRetryCount,
-			job.GlueType, job.GlueSource, job.GlueRemark, job.GlueUpdatedAt, formatIDs(job.ChildJobIDs),
-			job.TriggerStatus, job.TriggerLastTime, job.TriggerNextTime,
-			job.CreatedAt, job.UpdatedAt, job.AfterCompletion.OrKeep(), job.Declared).Scan(&job.ID)
-		if err != nil {
-			return err
-		}
-		job.Shard = xjob.ShardOf(job.ID, db.opts.Shards)
-		_, err = db.ws.jobSetShard.ExecContext(ctx, job.Shard, job.ID)
+	var out xjob.Job
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		var err error
+		out, err = db.jobInsert(ctx, job)
 		return err
 	})
 	if err != nil {
 		return xjob.Job{}, fmt.Errorf("sqlite job insert: %w", err)
+	}
+	return out, nil
+}
+
+// jobInsert is JobInsert's statements, run by the writer.
+func (db *DB) jobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
+	if err := idFree(ctx, db.ws.jobExists, "job", job.ID); err != nil {
+		return xjob.Job{}, err
+	}
+	err := db.ws.jobInsert.QueryRowContext(ctx,
+		nullID(job.ID), job.Name, job.GroupID, job.Description, job.Author, job.AlarmEmail,
+		job.ScheduleType, job.ScheduleConf, job.TimeZone, job.MisfireStrategy,
+		job.RouteStrategy, job.Handler, job.Param, job.BlockStrategy, job.TimeoutSeconds, job.FailRetryCount,
+		job.GlueType, job.GlueSource, job.GlueRemark, job.GlueUpdatedAt, formatIDs(job.ChildJobIDs),
+		job.TriggerStatus, job.TriggerLastTime, job.TriggerNextTime,
+		job.CreatedAt, job.UpdatedAt, job.AfterCompletion.OrKeep(), job.Declared, job.Applied).Scan(&job.ID)
+	if err != nil {
+		return xjob.Job{}, err
+	}
+	job.Shard = xjob.ShardOf(job.ID, db.opts.Shards)
+	if _, err = db.ws.jobSetShard.ExecContext(ctx, job.Shard, job.ID); err != nil {
+		return xjob.Job{}, err
 	}
 	job.Version, job.Revision, job.SlowMinute, job.SlowCount = 1, 1, 0, 0
 	return job, nil
@@ -211,32 +221,38 @@ func (c *jobCache) put(jobs []xjob.Job) {
 // JobUpdate replaces a job if its version is ExpectVersion. ID, shard,
 // creation time and the slow-dispatch counters are kept from the store.
 func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job, error) {
-	j := p.Job
 	var out xjob.Job
 	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 		var err error
-		out, err = scanJob(c.QueryRowContext(ctx, `UPDATE jobs SET name = ?, group_id = ?, description = ?, author = ?, alarm_email = ?,
-			schedule_type = ?, schedule_conf = ?, time_zone = ?, misfire_strategy = ?,
-			route_strategy = ?, handler = ?, param = ?, block_strategy = ?, timeout_seconds = ?, fail_retry_count = ?,
-			glue_type = ?, glue_source = ?, glue_remark = ?, glue_updated_at = ?, child_job_ids = ?,
-			trigger_status = ?, trigger_last_time = ?, trigger_next_time = ?,
-			revision = ?, updated_at = ?, after_completion = ?, declared = ?, version = version + 1
-			WHERE id = ? AND version = ? RETURNING `+jobColumns,
-			j.Name, j.GroupID, j.Description, j.Author, j.AlarmEmail,
-			j.ScheduleType, j.ScheduleConf, j.TimeZone, j.MisfireStrategy,
-			j.RouteStrategy, j.Handler, j.Param, j.BlockStrategy, j.TimeoutSeconds, j.FailRetryCount,
-			j.GlueType, j.GlueSource, j.GlueRemark, j.GlueUpdatedAt, formatIDs(j.ChildJobIDs),
-			j.TriggerStatus, j.TriggerLastTime, j.TriggerNextTime,
-			j.Revision, j.UpdatedAt, j.AfterCompletion.OrKeep(), j.Declared, j.ID, p.ExpectVersion))
-		if errors.Is(err, sql.ErrNoRows) {
-			err = missingOr(ctx, db.ws.jobExists, j.ID, xjob.ErrConflict)
-		}
+		out, err = db.jobUpdate(ctx, c, p)
 		return err
 	})
 	if err != nil {
-		return xjob.Job{}, fmt.Errorf("sqlite job update %d: %w", j.ID, err)
+		return xjob.Job{}, fmt.Errorf("sqlite job update %d: %w", p.Job.ID, err)
 	}
 	return out, nil
+}
+
+// jobUpdate is JobUpdate's statement, run by the writer.
+func (db *DB) jobUpdate(ctx context.Context, c *sql.Conn, p driver.JobUpdateParams) (xjob.Job, error) {
+	j := p.Job
+	out, err := scanJob(c.QueryRowContext(ctx, `UPDATE jobs SET name = ?, group_id = ?, description = ?, author = ?, alarm_email = ?,
+		schedule_type = ?, schedule_conf = ?, time_zone = ?, misfire_strategy = ?,
+		route_strategy = ?, handler = ?, param = ?, block_strategy = ?, timeout_seconds = ?, fail_retry_count = ?,
+		glue_type = ?, glue_source = ?, glue_remark = ?, glue_updated_at = ?, child_job_ids = ?,
+		trigger_status = ?, trigger_last_time = ?, trigger_next_time = ?,
+		revision = ?, updated_at = ?, after_completion = ?, declared = ?, applied = ?, version = version + 1
+		WHERE id = ? AND version = ? RETURNING `+jobColumns,
+		j.Name, j.GroupID, j.Description, j.Author, j.AlarmEmail,
+		j.ScheduleType, j.ScheduleConf, j.TimeZone, j.MisfireStrategy,
+		j.RouteStrategy, j.Handler, j.Param, j.BlockStrategy, j.TimeoutSeconds, j.FailRetryCount,
+		j.GlueType, j.GlueSource, j.GlueRemark, j.GlueUpdatedAt, formatIDs(j.ChildJobIDs),
+		j.TriggerStatus, j.TriggerLastTime, j.TriggerNextTime,
+		j.Revision, j.UpdatedAt, j.AfterCompletion.OrKeep(), j.Declared, j.Applied, j.ID, p.ExpectVersion))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = missingOr(ctx, db.ws.jobExists, j.ID, xjob.ErrConflict)
+	}
+	return out, err
 }
 
 // JobAdvance records a scan's progress, conditional on the version.
@@ -312,17 +328,19 @@ func (db *DB) JobRecordSlow(ctx context.Context, id int64, minute int64) error {
 
 // JobDelete removes a job.
 func (db *DB) JobDelete(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-		n, err := rowsAffected(c.ExecContext(ctx, `DELETE FROM jobs WHERE id = ?`, id))
-		if err == nil && n == 0 {
-			err = xjob.ErrNotFound
-		}
-		return err
-	})
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error { return jobDelete(ctx, c, id) })
 	if err != nil {
 		return fmt.Errorf("sqlite job delete %d: %w", id, err)
 	}
 	return nil
+}
+
+func jobDelete(ctx context.Context, c *sql.Conn, id int64) error {
+	n, err := rowsAffected(c.ExecContext(ctx, `DELETE FROM jobs WHERE id = ?`, id))
+	if err == nil && n == 0 {
+		err = xjob.ErrNotFound
+	}
+	return err
 }
 
 // JobList pages through jobs in id order. The cursor is the last id served.
