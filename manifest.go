@@ -58,6 +58,19 @@ type JobSpec struct {
 
 	Children []string `json:"children,omitempty"`
 	Started  bool     `json:"started,omitempty"`
+
+	// GlueHistory are earlier GLUE sources, oldest first, saved as the
+	// job's versions when an apply creates it (an import carries xxl-job's
+	// GLUE history so); an apply that updates the job ignores them, and
+	// an export leaves them out.
+	GlueHistory []GlueVersionSpec `json:"glueHistory,omitempty"`
+}
+
+// GlueVersionSpec is one saved GLUE source of a JobSpec.
+type GlueVersionSpec struct {
+	Source    string `json:"source"`
+	Remark    string `json:"remark"`
+	CreatedAt int64  `json:"createdAt"`
 }
 
 // Key is how the job is matched: its name, or "#id" without one.
@@ -88,10 +101,35 @@ type PlanItem struct {
 	ID int64 `json:"id,omitempty"`
 	// Changes names the fields an update changes.
 	Changes []string `json:"changes,omitempty"`
+	// Diffs are those changes with their old and new values.
+	Diffs []FieldChange `json:"diffs,omitempty"`
+	// Kept are the fields where the manifest and xjob differ and xjob's
+	// value stays: a person changed it in xjob since the last apply, and
+	// the manifest did not change it since (or changed it too).
+	Kept []FieldChange `json:"kept,omitempty"`
 	// Done is set once the change is written; Error when it failed.
 	Done  bool   `json:"done,omitempty"`
 	Error string `json:"error,omitempty"`
 }
+
+// FieldChange is one field of a PlanItem: its value in xjob (Old) and in
+// the manifest (New), and whose value the apply keeps (Side).
+type FieldChange struct {
+	Field string `json:"field"`
+	Old   string `json:"old"`
+	New   string `json:"new"`
+	Side  string `json:"side"`
+}
+
+// FieldChange sides.
+const (
+	// SideFile: the manifest's value is written.
+	SideFile = "file"
+	// SideXjob: xjob's value stays; a person changed it since the last apply.
+	SideXjob = "xjob"
+	// SideBoth: both changed since the last apply; xjob's value stays.
+	SideBoth = "both changed, xjob kept"
+)
 
 // ApplyResult is the plan of an apply and how far it got. Unchanged counts
 // the declared groups and jobs that already matched.

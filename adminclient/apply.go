@@ -14,6 +14,12 @@ type ApplyParams struct {
 	Prune bool
 	// DryRun returns the plan without writing anything.
 	DryRun bool
+	// Overwrite takes the manifest's value of every field, even one a
+	// person changed in xjob since the last apply.
+	Overwrite bool
+	// Origin names the manifest's source (an import's database); jobs
+	// recorded from another origin are not updated.
+	Origin string
 }
 
 // Apply makes the server's groups and jobs match m (POST /v1/apply) and
@@ -26,6 +32,12 @@ func (c *Client) Apply(ctx context.Context, m xjob.Manifest, p ApplyParams) (xjo
 	}
 	if p.DryRun {
 		q.Set("dryRun", "true")
+	}
+	if p.Overwrite {
+		q.Set("overwrite", "true")
+	}
+	if p.Origin != "" {
+		q.Set("origin", p.Origin)
 	}
 	var out xjob.ApplyResult
 	err := c.do(ctx, http.MethodPost, "/v1/apply", q, m, &out)

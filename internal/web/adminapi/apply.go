@@ -7,17 +7,23 @@ import (
 	"github.com/xjobdev/xjob/internal/admin"
 )
 
+// MaxApplyBodyBytes bounds a manifest: one apply is written as one unit,
+// so a whole import travels in one request (under the 6 MB a Lambda
+// request may carry).
+const MaxApplyBodyBytes = 5 << 20
+
 // apply is POST /v1/apply?prune=&dryRun=: the body is a manifest; the
 // reply the plan, as far as it was carried out. A manifest with any
 // problem is a 400 naming each one, and nothing is written.
 func (h *Handler) apply(w http.ResponseWriter, r *http.Request) {
-	q := newQuery(r, "prune", "dryRun")
-	p := admin.ApplyParams{Prune: q.bool("prune"), DryRun: q.bool("dryRun")}
+	q := newQuery(r, "prune", "dryRun", "overwrite", "origin")
+	p := admin.ApplyParams{Prune: q.bool("prune"), DryRun: q.bool("dryRun"), Overwrite: q.bool("overwrite"),
+		Origin: r.URL.Query().Get("origin")}
 	if err := q.err(); err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	if _, err := decodeBody(w, r, &p.Manifest, false); err != nil {
+	if _, err := decodeBodyMax(w, r, &p.Manifest, false, MaxApplyBodyBytes); err != nil {
 		h.fail(w, r, err)
 		return
 	}

@@ -98,12 +98,17 @@ func (h *Handler) errStatus(r *http.Request, err error) (int, string, []xjob.Fie
 // the object (400). With
 // allowEmpty an empty body leaves dst as it is and reports false.
 func decodeBody(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) (bool, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	return decodeBodyMax(w, r, dst, allowEmpty, MaxBodyBytes)
+}
+
+// decodeBodyMax is decodeBody with a body limit of its own.
+func decodeBodyMax(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool, limit int64) (bool, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
 		return false, &httpError{status: http.StatusRequestEntityTooLarge,
-			msg: fmt.Sprintf("request body is larger than %d bytes", MaxBodyBytes)}
+			msg: fmt.Sprintf("request body is larger than %d bytes", limit)}
 	case err != nil:
 		return false, &httpError{status: http.StatusBadRequest, msg: "request body could not be read"}
 	}
