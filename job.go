@@ -7,13 +7,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/xjobdev/xjob/internal/scheduler/schedule"
 )
 
-// Field limits. They follow xxl-job's column sizes (3.4.x where it grew them)
-// and keep every record well inside a DynamoDB item (400 KB) and an SQS
-// message (256 KB).
+// Field limits, in characters as MySQL counts a varchar's (xxl-job's
+// column sizes, 3.4.x where it grew them), so that what xxl-job stored
+// fits; GLUE source alone is counted in bytes. They keep every record
+// well inside a DynamoDB item (400 KB) and an SQS message (256 KB).
 const (
 	MaxNameLen        = 64
 	MaxDescriptionLen = 255
@@ -21,7 +23,7 @@ const (
 	MaxAlarmEmailLen  = 255
 	MaxScheduleConf   = 128
 	MaxHandlerLen     = 255
-	MaxParamLen       = 2048
+	MaxParamLen       = 16384 // 3.4's text column; 2.x's varchar(512) fits
 	MaxGlueSourceLen  = 128 << 10
 	MaxGlueRemarkLen  = 128
 	MaxChildJobs      = 64
@@ -177,7 +179,9 @@ func (j *Job) Validate() error {
 		checkLen(&p, "executorHandler", j.Handler, 0, MaxHandlerLen)
 	}
 	checkLen(&p, "executorParam", j.Param, 0, MaxParamLen)
-	checkLen(&p, "glueSource", j.GlueSource, 0, MaxGlueSourceLen)
+	if n := len(j.GlueSource); n > MaxGlueSourceLen {
+		p.add("glueSource", "is %d bytes, at most %d allowed", n, MaxGlueSourceLen)
+	}
 	checkLen(&p, "glueRemark", j.GlueRemark, 0, MaxGlueRemarkLen)
 	if j.TimeoutSeconds < 0 || j.TimeoutSeconds > MaxTimeoutSeconds {
 		p.add("executorTimeout", "must be between 0 and %d seconds", MaxTimeoutSeconds)
@@ -292,11 +296,11 @@ func ParseChildJobIDs(s string) ([]int64, error) {
 }
 
 func checkLen(p *problems, field, v string, minLen, maxLen int) {
-	switch n := len(v); {
+	switch n := utf8.RuneCountInString(v); {
 	case minLen > 0 && strings.TrimSpace(v) == "":
 		p.add(field, "is required")
 	case n > maxLen:
-		p.add(field, "is %d bytes, at most %d allowed", n, maxLen)
+		p.add(field, "is %d characters, at most %d allowed", n, maxLen)
 	}
 }
 

@@ -3,6 +3,7 @@ package xjob
 import (
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Occurrence names one fire of one job. Its ID is deterministic: the same
@@ -144,8 +145,8 @@ func (t *DispatchTask) Validate() error {
 	case len(t.Occurrence.Ref) > 128:
 		p.add("ref", "at most 128 bytes")
 	}
-	if t.Param != nil && len(*t.Param) > MaxParamLen {
-		p.add("executorParam", "is %d bytes, at most %d allowed", len(*t.Param), MaxParamLen)
+	if t.Param != nil && utf8.RuneCountInString(*t.Param) > MaxParamLen {
+		p.add("executorParam", "is %d characters, at most %d allowed", utf8.RuneCountInString(*t.Param), MaxParamLen)
 	}
 	for _, a := range t.AddressList {
 		if why := addressProblem(a); why != "" {

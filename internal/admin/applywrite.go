@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/xjobdev/xjob"
@@ -18,6 +19,7 @@ func (s *Service) write(ctx context.Context, pl *plan, items []xjob.PlanItem) er
 	if err != nil {
 		return err
 	}
+	copy(items, pl.items()) // in the set's order
 	res, err := s.cfg.Store.ChangeApply(ctx, cs)
 	if err != nil {
 		for i := range items {
@@ -56,6 +58,10 @@ func (s *Service) write(ctx context.Context, pl *plan, items []xjob.PlanItem) er
 func (s *Service) changeSet(ctx context.Context, pl *plan) (driver.ChangeSet, error) {
 	var cs driver.ChangeSet
 	groupRef := map[string]int64{}
+	// Creates under an explicit id go first, so that an id the store
+	// allocates for another create cannot take it.
+	slices.SortStableFunc(pl.groups, func(a, b groupChange) int { return explicitFirst(a.action, a.want.ID, b.action, b.want.ID) })
+	slices.SortStableFunc(pl.jobs, func(a, b jobChange) int { return explicitFirst(a.action, a.want.ID, b.action, b.want.ID) })
 	for _, g := range pl.groups {
 		switch g.action {
 		case xjob.ActionCreate:
@@ -135,6 +141,17 @@ func (s *Service) changeSet(ctx context.Context, pl *plan) (driver.ChangeSet, er
 		cs.JobDeletes = append(cs.JobDeletes, ch.want.ID)
 	}
 	return cs, nil
+}
+
+// explicitFirst orders creates under an explicit id before other changes.
+func explicitFirst(actA string, idA int64, actB string, idB int64) int {
+	rank := func(act string, id int64) int {
+		if act == xjob.ActionCreate && id != 0 {
+			return 0
+		}
+		return 1
+	}
+	return rank(actA, idA) - rank(actB, idB)
 }
 
 func ptrs(chs []jobChange) []*jobChange {

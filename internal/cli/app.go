@@ -84,6 +84,14 @@ type failure struct{ err error }
 func (e failure) Error() string { return e.err.Error() }
 func (e failure) Unwrap() error { return e.err }
 
+// badInput is input the command could not use (a manifest with
+// problems): exit code 2 like a usage error, but the message lists the
+// problems and no usage text follows.
+type badInput struct{ err error }
+
+func (e badInput) Error() string { return e.err.Error() }
+func (e badInput) Unwrap() error { return e.err }
+
 // exitCode ends the run with a code whose message was already printed (the
 // commands delegated to cli.go).
 type exitCode int
@@ -120,11 +128,15 @@ func run(ctx context.Context, args []string, e env) int {
 	cmd, err := root.ExecuteContextC(ctx)
 	var code exitCode
 	var fail failure
+	var bad badInput
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &code):
 		return int(code)
+	case errors.As(err, &bad) && a.output != "json":
+		fmt.Fprintf(e.stderr, "Error: %v\n", bad.err)
+		return exitUsage
 	case errors.As(err, &fail):
 		a.printFailure(fail.err)
 		return exitFailed
@@ -225,7 +237,8 @@ func (a *app) do(body func(ctx context.Context, c *adminclient.Client, args []st
 		}
 		if err := body(cmd.Context(), c, args); err != nil {
 			var u usageError
-			if errors.As(err, &u) {
+			var bad badInput
+			if errors.As(err, &u) || errors.As(err, &bad) {
 				return err
 			}
 			return failure{err}

@@ -194,7 +194,7 @@ func TestApplyExportEndToEnd(t *testing.T) {
 		t.Fatalf("re-applying the export:\n%s", out)
 	}
 	jsonOut := mustRun(t, s, "export", "--format", "json")
-	if _, err := parseManifest([]byte(jsonOut)); err != nil {
+	if _, _, err := parseManifest([]byte(jsonOut)); err != nil {
 		t.Fatalf("export --format json does not parse back: %v", err)
 	}
 
@@ -217,7 +217,11 @@ func TestApplyExportEndToEnd(t *testing.T) {
 	v2 := strings.Replace(manifestV1, `"0 0 2 * * ?"`, `"0 30 3 * * ?"`, 1)
 	v2 = v2[:strings.Index(v2, "  - name: cleanup")] + v2[strings.Index(v2, "  - id: 500"):]
 	out, errOut, code = s.cliIn(t, v2, "apply", "-f", "-", "--prune")
-	if code != 0 || !strings.Contains(out, "~ job nightly-report (id "+itoa(nightly.ID)+"): scheduleConf") ||
+	if code != 2 || !strings.Contains(errOut, "--prune would delete 1 groups and jobs") || strings.Contains(errOut, "Usage:") {
+		t.Fatalf("prune without --yes on a pipe: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = s.cliIn(t, v2, "apply", "-f", "-", "--prune", "--yes")
+	if code != 0 || !strings.Contains(out, "~ job nightly-report (id "+itoa(nightly.ID)+")\n    scheduleConf: \"0 0 2 * * ?\" → \"0 30 3 * * ?\"") ||
 		!strings.Contains(out, "- job cleanup") || !strings.Contains(out, "Applied: 0 to create, 1 to update, 1 to delete, 2 unchanged.") {
 		t.Fatalf("prune: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -20,7 +20,7 @@ func FuzzParseManifest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := parseManifest(data)
+		m, _, err := parseManifest(data)
 		if err != nil {
 			return
 		}
@@ -33,7 +33,7 @@ func FuzzParseManifest(f *testing.F) {
 			if err != nil {
 				t.Fatalf("encode %s: %v", format, err)
 			}
-			back, err := parseManifest(enc)
+			back, _, err := parseManifest(enc)
 			if err != nil {
 				t.Fatalf("the %s export of a parsed manifest does not parse: %v\n%s", format, err, enc)
 			}

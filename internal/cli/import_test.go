@@ -31,7 +31,9 @@ INSERT INTO xxl_job_info (id, job_group, job_desc, add_time, update_time, author
   (12, 3, 'In a bad group', NULL, NULL, 'cy', NULL,
    'NONE', NULL, 'DO_NOTHING', 'FIRST', 'h', NULL, 'SERIAL_EXECUTION', 0, 0, 'BEAN', NULL, NULL, NULL, NULL, 0, 0, 0),
   (13, 1, 'Manual only', NULL, NULL, NULL, NULL,
-   'NONE', NULL, 'DO_NOTHING', 'LAST', 'manualHandler', NULL, 'SERIAL_EXECUTION', 0, 1, 'BEAN', NULL, NULL, NULL, '12', 0, 0, 0);
+   'NONE', NULL, 'DO_NOTHING', 'LAST', 'manualHandler', NULL, 'SERIAL_EXECUTION', 0, 1, 'BEAN', NULL, NULL, NULL, '12,14', 0, 0, 0),
+  (14, 1, 'Cycle back', NULL, NULL, 'cy', NULL,
+   'NONE', NULL, 'DO_NOTHING', 'FIRST', 'h', NULL, 'SERIAL_EXECUTION', 0, 0, 'BEAN', NULL, NULL, NULL, '13', 0, 0, 0);
 INSERT INTO xxl_job_logglue (job_id, glue_type, glue_source, glue_remark, add_time, update_time) VALUES
   (7, 'GLUE_SHELL', 'echo v1', 'v1', '2024-01-01 10:00:00', '2024-01-01 10:00:00'),
   (7, 'GLUE_SHELL', '#!/bin/bash\necho hi', 'v2', '2024-01-02 10:00:00', '2024-01-02 10:00:00');
@@ -80,8 +82,10 @@ func TestImportXxlJobEndToEnd(t *testing.T) {
 				"job 13: empty author set to \"xxl-job\"",
 				"job 13: child job 12 dropped",
 				"job 7: alarm e-mail \"not-an-address\" dropped",
-				"xxl_job_logglue: 2 GLUE versions not imported",
-				"xxl_job_user: 1 users not imported",
+				"xxl_job_user: 1 users not carried over",
+				"xxl_job_log and xxl_job_log_report: trigger logs and report days are not carried over",
+				"job 14: child job 13 dropped: it closes the cycle 13 → 14 → 13",
+				"Status: jobs arrive stopped (the default; --keep-status starts the 1 running in xxl-job)",
 				"1 jobs were running in xxl-job and arrived stopped. Stop them there, then: xjob job start 1",
 			} {
 				if !strings.Contains(out, want) {
@@ -131,24 +135,34 @@ func TestImportXxlJobEndToEnd(t *testing.T) {
 			want13 := xjob.Job{ID: 13, Name: "xxl-job-13", GroupID: sample.ID, Description: "Manual only", Author: "xxl-job",
 				ScheduleType: xjob.ScheduleNone, TimeZone: "Asia/Shanghai", MisfireStrategy: xjob.MisfireDoNothing, AfterCompletion: xjob.AfterKeep,
 				RouteStrategy: xjob.RouteLast, Handler: "manualHandler", BlockStrategy: xjob.BlockSerialExecution,
-				FailRetryCount: 1, GlueType: xjob.GlueBean, ChildJobIDs: []int64{}, TriggerStatus: xjob.StatusStopped}
+				FailRetryCount: 1, GlueType: xjob.GlueBean, ChildJobIDs: []int64{14}, TriggerStatus: xjob.StatusStopped}
 			requireJobFields(t, get(13), want13)
 			if _, err := s.api.JobGet(ctx, 12); err == nil {
 				t.Fatal("job 12 (in a group that was not imported) was imported")
 			}
 			// New jobs continue above the imported ids.
 			n, err := s.api.JobCreate(ctx, xjob.Job{GroupID: 2, Description: "new", Author: "t", Handler: "h"})
-			if err != nil || n.ID <= 13 {
+			if err != nil || n.ID <= 14 {
 				t.Fatalf("a job created after the import got id %d (%v)", n.ID, err)
 			}
 
-			// Again: nothing to do; --keep-status starts what ran in xxl-job.
+			// Again, after a job was started in xjob: nothing to do, and
+			// the started job stays started.
+			mustRun(t, s, "job", "start", "7")
 			out = mustRun(t, s, "import", "xxl-job", "--mysql", db.DSN(name), "--tz", "Asia/Shanghai")
-			if !strings.Contains(out, "Imported: 0 to create, 0 to update, 0 to delete") {
+			if !strings.Contains(out, "Imported: 0 to create, 0 to update, 0 to delete") || get(7).TriggerStatus != xjob.StatusRunning {
 				t.Fatalf("second import:\n%s", out)
 			}
+			mustRun(t, s, "job", "stop", "7")
+			// The same database under another name and ids, beside the first.
+			out = mustRun(t, s, "import", "xxl-job", "--mysql", db.DSN(name), "--tz", "Asia/Shanghai",
+				"--prefix", "other", "--id-offset", "1000")
+			if !strings.Contains(out, "+ job other-1 (id 1001)") || !reflect.DeepEqual(get(1001).ChildJobIDs, []int64{1007}) {
+				t.Fatalf("import beside:\n%s", out)
+			}
 			out = mustRun(t, s, "import", "xxl-job", "--mysql", db.DSN(name), "--tz", "Asia/Shanghai", "--keep-status")
-			if !strings.Contains(out, "~ job xxl-job-1 (id 1): started") || get(1).TriggerStatus != xjob.StatusRunning {
+			if !strings.Contains(out, "~ job xxl-job-1 (id 1)\n    started: false → true") || get(1).TriggerStatus != xjob.StatusRunning ||
+				get(7).TriggerStatus != xjob.StatusStopped {
 				t.Fatalf("import --keep-status:\n%s", out)
 			}
 		})

@@ -25,12 +25,18 @@
 //	               ran in. add_time, update_time, glue_updatetime and
 //	               trigger_last_time/next_time are not kept: xjob stamps its
 //	               own times and computes the next fire from now.
-//	xxl_job_logglue  counted and reported: xjob's admin API has no endpoint
-//	               for GLUE version history, only the current source (in
-//	               xxl_job_info) is imported.
-//	xxl_job_user   counted and reported: xxl-job's MD5/SHA-256 password
-//	               hashes cannot become xjob's argon2id ones, so the users
-//	               are left to create (POST /v1/users or the console).
+//	xxl_job_logglue  → each GLUE job's saved versions (xjob keeps the
+//	               newest 30), oldest first, with their remarks and times.
+//	xxl_job_user   counted and reported, not carried over: users are
+//	               created in xjob (POST /v1/users or the console).
+//	xxl_job_log, xxl_job_log_report  not carried over: the summary says
+//	               so; xjob's reports start at the import.
+//
+// Text longer than xjob's limit for its field (limits counted in
+// characters, as MySQL counts them) is cut to the limit with a note; a
+// row is never dropped for it. A cycle of child jobs (xxl-job refuses
+// only a job that is its own child) is imported with the edge that
+// closes it dropped, and the note names the cycle.
 package xxlimport
 
 import (
@@ -39,8 +45,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/xjobdev/xjob"
 )
@@ -81,6 +89,8 @@ type JobRow struct {
 type Rows struct {
 	Groups []GroupRow
 	Jobs   []JobRow
+	// Glue are the xxl_job_logglue rows, by job, oldest first.
+	Glue map[int64][]xjob.GlueVersionSpec
 	// GlueVersions counts xxl_job_logglue rows; Users xxl_job_user rows
 	// (-1 when the table is missing).
 	GlueVersions int
@@ -95,6 +105,12 @@ type Options struct {
 	// KeepStatus imports running jobs running; by default every job
 	// arrives stopped, so that the old admin and xjob never both fire it.
 	KeepStatus bool
+	// Prefix names the imported jobs Prefix-<id> (default "xxl-job").
+	Prefix string
+	// IDOffset is added to every job id (and the child ids): two xxl-job
+	// databases whose ids overlap are imported side by side with
+	// different prefixes and offsets.
+	IDOffset int64
 }
 
 // Result is the manifest to apply and what could not be mapped, one
@@ -107,8 +123,16 @@ type Result struct {
 	Running []int64
 }
 
-// JobName is the name an imported job gets: its key in later applies.
-func JobName(id int64) string { return "xxl-job-" + strconv.FormatInt(id, 10) }
+// JobName is the name an imported job gets with the default prefix: its
+// key in later imports.
+func JobName(id int64) string { return jobName("", id) }
+
+func jobName(prefix string, id int64) string {
+	if prefix == "" {
+		prefix = "xxl-job"
+	}
+	return prefix + "-" + strconv.FormatInt(id, 10)
+}
 
 // Map turns xxl-job rows into a manifest. A row that cannot become a
 // valid xjob group or job is left out and explained in Unmapped; values
@@ -121,6 +145,9 @@ func Map(rows Rows, opt Options) (Result, error) {
 	note := func(format string, args ...any) { res.Unmapped = append(res.Unmapped, fmt.Sprintf(format, args...)) }
 	app := map[int64]string{}
 	for _, r := range rows.Groups {
+		r.Title = cut(r.Title, xjob.MaxTitleLen, func(n int) {
+			note("group %d (%s): title cut to %d characters (was %d)", r.ID, r.AppName, xjob.MaxTitleLen, n)
+		})
 		g := xjob.GroupSpec{ID: r.ID, AppName: strings.TrimSpace(r.AppName), Title: r.Title,
 			AddressType: xjob.AddressType(r.AddressType)}
 		if g.AddressType == xjob.AddressManual {
@@ -149,27 +176,98 @@ func Map(rows Rows, opt Options) (Result, error) {
 		}
 		res.Manifest.Jobs = append(res.Manifest.Jobs, js)
 	}
-	// Children last: a child that was not imported is dropped from the list.
+	// Children last: a child that was not imported is dropped from the
+	// list, and so is the edge that closes a cycle.
+	children := map[int64][]int64{}
 	for i := range res.Manifest.Jobs {
 		js := &res.Manifest.Jobs[i]
-		var kept []string
 		for _, c := range js.Children {
 			id, _ := strconv.ParseInt(c, 10, 64)
 			if imported[id] {
-				kept = append(kept, JobName(id))
+				children[js.ID] = append(children[js.ID], id)
 			} else {
 				note("job %d: child job %s dropped: it was not imported", js.ID, c)
 			}
 		}
-		js.Children = kept
 	}
-	if rows.GlueVersions > 0 {
-		note("xxl_job_logglue: %d GLUE versions not imported (xjob's admin API keeps no GLUE history); only each job's current source is", rows.GlueVersions)
+	for _, e := range BackEdges(children) {
+		note("job %d: child job %d dropped: it closes the cycle %s (each job would trigger the next forever)",
+			e.From, e.To, e.Cycle)
+		children[e.From] = slices.DeleteFunc(children[e.From], func(c int64) bool { return c == e.To })
+	}
+	for i := range res.Manifest.Jobs {
+		js := &res.Manifest.Jobs[i]
+		js.Children = nil
+		for _, c := range children[js.ID] {
+			js.Children = append(js.Children, jobName(opt.Prefix, c))
+		}
+		if js.GlueType != xjob.GlueBean {
+			js.GlueHistory = rows.Glue[js.ID]
+		}
+		if opt.IDOffset != 0 {
+			js.ID += opt.IDOffset
+		}
 	}
 	if rows.Users > 0 {
-		note("xxl_job_user: %d users not imported (xxl-job's MD5/SHA-256 password hashes cannot become xjob's argon2id ones); create them with POST /v1/users or the console", rows.Users)
+		note("xxl_job_user: %d users not carried over: create them in xjob (POST /v1/users or the console)", rows.Users)
 	}
+	note("xxl_job_log and xxl_job_log_report: trigger logs and report days are not carried over; xjob's logs and reports start at the import")
 	return res, nil
+}
+
+// Edge is a child-job edge that closes a cycle.
+type Edge struct {
+	From, To int64
+	Cycle    string // "50 → 51 → 50"
+}
+
+// BackEdges finds, in id order, the edges whose removal leaves the child
+// graph without cycles: the edges a depth-first walk meets going back to a
+// job on its path.
+func BackEdges(children map[int64][]int64) []Edge {
+	ids := make([]int64, 0, len(children))
+	for id := range children {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	state := map[int64]int{} // 0 new, 1 on the path, 2 done
+	var path []int64
+	var out []Edge
+	var visit func(id int64)
+	visit = func(id int64) {
+		state[id] = 1
+		path = append(path, id)
+		for _, c := range children[id] {
+			switch state[c] {
+			case 0:
+				visit(c)
+			case 1:
+				i := slices.Index(path, c)
+				parts := make([]string, 0, len(path)-i+1)
+				for _, p := range append(slices.Clone(path[i:]), c) {
+					parts = append(parts, strconv.FormatInt(p, 10))
+				}
+				out = append(out, Edge{From: id, To: c, Cycle: strings.Join(parts, " → ")})
+			}
+		}
+		path = path[:len(path)-1]
+		state[id] = 2
+	}
+	for _, id := range ids {
+		if state[id] == 0 {
+			visit(id)
+		}
+	}
+	return out
+}
+
+// cut shortens v to max characters, calling noted with its length when it does.
+func cut(v string, maxChars int, noted func(n int)) string {
+	if n := utf8.RuneCountInString(v); n > maxChars {
+		noted(n)
+		return string([]rune(v)[:maxChars])
+	}
+	return v
 }
 
 func mapJob(r JobRow, app map[int64]string, opt Options, note func(string, ...any)) (xjob.JobSpec, bool) {
@@ -182,8 +280,21 @@ func mapJob(r JobRow, app map[int64]string, opt Options, note func(string, ...an
 		note("job %d: not imported: its executor group %d was not imported", r.ID, r.JobGroup)
 		return xjob.JobSpec{}, false
 	}
+	for _, f := range []struct {
+		name string
+		v    *string
+		max  int
+	}{
+		{"description", &r.JobDesc, xjob.MaxDescriptionLen}, {"author", &r.Author, xjob.MaxAuthorLen},
+		{"alarm e-mail", &r.AlarmEmail, xjob.MaxAlarmEmailLen}, {"handler", &r.ExecutorHandler, xjob.MaxHandlerLen},
+		{"param", &r.ExecutorParam, xjob.MaxParamLen}, {"GLUE remark", &r.GlueRemark, xjob.MaxGlueRemarkLen},
+	} {
+		*f.v = cut(*f.v, f.max, func(n int) {
+			note("job %d: %s cut to %d characters (was %d)", r.ID, f.name, f.max, n)
+		})
+	}
 	js := xjob.JobSpec{
-		Name: JobName(r.ID), ID: r.ID, Group: group,
+		Name: jobName(opt.Prefix, r.ID), ID: r.ID, Group: group,
 		Description: r.JobDesc, Author: r.Author, AlarmEmail: r.AlarmEmail,
 		ScheduleType: xjob.ScheduleType(r.ScheduleType), ScheduleConf: r.ScheduleConf, TimeZone: opt.TimeZone,
 		MisfireStrategy: xjob.MisfireStrategy(r.MisfireStrategy), RouteStrategy: xjob.RouteStrategy(r.ExecutorRouteStrategy),
@@ -277,7 +388,21 @@ func Read(ctx context.Context, db *sql.DB) (Rows, error) {
 	if err != nil {
 		return Rows{}, fmt.Errorf("read xxl_job_info: %w", err)
 	}
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM xxl_job_logglue`).Scan(&rows.GlueVersions); err != nil {
+	rows.Glue = map[int64][]xjob.GlueVersionSpec{}
+	// add_time is read in the session's zone, as the admin wrote it.
+	err = query(ctx, db, `SELECT job_id, COALESCE(glue_source, ''), COALESCE(glue_remark, ''),
+		COALESCE(CAST(UNIX_TIMESTAMP(add_time) AS SIGNED), 0) * 1000
+		FROM xxl_job_logglue ORDER BY job_id, add_time, id`, func(s scanner) error {
+		var id int64
+		var v xjob.GlueVersionSpec
+		if err := s.Scan(&id, &v.Source, &v.Remark, &v.CreatedAt); err != nil {
+			return err
+		}
+		rows.Glue[id] = append(rows.Glue[id], v)
+		rows.GlueVersions++
+		return nil
+	})
+	if err != nil {
 		return Rows{}, fmt.Errorf("read xxl_job_logglue: %w", err)
 	}
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM xxl_job_user`).Scan(&rows.Users); err != nil {
