@@ -323,7 +323,8 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: lane sink: %w", err))
 	}
-	p.ring, err = ring.New(ring.Deps{Jobs: db, Queues: ringQueues{Queues: db, ring: p.ringGate}, Sink: sink, Clock: clk, Logger: logger})
+	p.ring, err = ring.New(ring.Deps{Jobs: db, Queues: ringQueues{Queues: db, ring: p.ringGate}, Sink: sink, Clock: clk, Logger: logger,
+		MisfireThreshold: scanCfg.MisfireThreshold, Metrics: metrics})
 	if err != nil {
 		return fail(fmt.Errorf("local: ring: %w", err))
 	}

@@ -28,6 +28,14 @@
 // (tasks queued, or dispatched, as the sink defines it); if the process
 // dies first, the bucket comes back after its visibility timeout and is
 // handed off again, and dispatch drops the repeats by occurrence id.
+//
+// A bucket received more than the misfire threshold after an occurrence's
+// fire time (the process was stopped, or the ring fell that far behind)
+// is a misfire, decided by the job's misfire strategy (Late): DO_NOTHING
+// drops the occurrence and counts it; FIRE_ONCE_NOW fires the job once, as
+// a MISFIRE trigger, however many of its occurrences were missed: they all
+// become the one occurrence of the first missed fire time this process
+// saw, which dispatch then triggers once.
 package ring
 
 import (
@@ -42,6 +50,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/metric"
 )
 
 // Sink takes the still-valid fires of one instant for one dispatch lane.
@@ -145,15 +154,73 @@ type Deps struct {
 	Sink   Sink
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// MisfireThreshold is how late an occurrence may be handed off and
+	// still fire as scheduled (default 5 s, xxl-job's).
+	MisfireThreshold time.Duration
+	// Metrics counts misfires (optional).
+	Metrics *metric.Metrics
 }
 
 // Ring fires ring buckets.
 type Ring struct {
-	jobs   driver.JobStore
-	queues driver.Queues
-	sink   Sink
-	clock  clock.Clock
-	log    *slog.Logger
+	jobs      driver.JobStore
+	queues    driver.Queues
+	sink      Sink
+	clock     clock.Clock
+	log       *slog.Logger
+	threshold time.Duration
+	metrics   *metric.Metrics
+
+	// missed maps a job with FIRE_ONCE_NOW whose occurrences arrive late to
+	// the first missed fire time seen: the one occurrence they all become.
+	mu     sync.Mutex
+	missed map[int64]int64
+}
+
+// LateAction is what the ring does with an occurrence (Late).
+type LateAction int
+
+// Late actions.
+const (
+	// FireAsScheduled: on time, or late within the misfire threshold.
+	FireAsScheduled LateAction = iota
+	// SkipMisfire: DO_NOTHING; dropped and counted as misfired.
+	SkipMisfire
+	// FireMisfire: FIRE_ONCE_NOW; fired once as a MISFIRE trigger.
+	FireMisfire
+)
+
+// Late decides an occurrence handed off late after its fire time, as
+// xxl-job's scheduler decides a fire it finds past: beyond threshold it is
+// a misfire, handled by the job's strategy.
+func Late(strategy xjob.MisfireStrategy, late, threshold time.Duration) LateAction {
+	switch {
+	case late <= threshold:
+		return FireAsScheduled
+	case strategy == xjob.MisfireFireOnceNow:
+		return FireMisfire
+	default:
+		return SkipMisfire
+	}
+}
+
+// misfireKey is the fire time standing for every missed occurrence of a
+// FIRE_ONCE_NOW job, at is one of them; onTime forgets the job.
+func (r *Ring) misfireKey(job int64, at int64, onTime bool) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if onTime {
+		delete(r.missed, job)
+		return at
+	}
+	if first, ok := r.missed[job]; ok {
+		return first
+	}
+	if r.missed == nil {
+		r.missed = map[int64]int64{}
+	}
+	r.missed[job] = at
+	return at
 }
 
 // New builds a Ring.
@@ -167,13 +234,20 @@ func New(d Deps) (*Ring, error) {
 	if d.Sink == nil {
 		d.Sink = QueueSink{Queues: d.Queues}
 	}
-	return &Ring{jobs: d.Jobs, queues: d.Queues, sink: d.Sink, clock: d.Clock, log: d.Logger}, nil
+	if d.MisfireThreshold <= 0 {
+		d.MisfireThreshold = 5 * time.Second
+	}
+	return &Ring{jobs: d.Jobs, queues: d.Queues, sink: d.Sink, clock: d.Clock, log: d.Logger,
+		threshold: d.MisfireThreshold, metrics: d.Metrics}, nil
 }
 
 // Stats counts what Fire did with a bucket.
 type Stats struct {
 	Fired   int
 	Dropped int
+	// Misfired counts occurrences handed off beyond the misfire
+	// threshold: skipped (DO_NOTHING) or folded into one MISFIRE fire.
+	Misfired int
 	// MaxLate is the largest delay between an occurrence's fire time and
 	// its hand-off to a lane.
 	MaxLate time.Duration
@@ -197,8 +271,8 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 	if err != nil {
 		return st, fmt.Errorf("ring bucket %d/%d: load jobs: %w", b.Shard, b.Second, err)
 	}
-	instants, dropped := planInstants(b.Items, byID, clock.Millis(r.clock))
-	st.Dropped = dropped
+	instants, dropped, misfired := r.planInstants(b.Items, byID, clock.Millis(r.clock))
+	st.Dropped, st.Misfired = dropped, misfired
 	prepared, quit := r.prepareAll(ctx, instants, byID)
 	defer func() { <-prepared }()
 	fired, maxLate, err := r.deliverAll(ctx, b, instants, quit)
@@ -241,15 +315,16 @@ func (r *Ring) loadJobs(ctx context.Context, items []xjob.RingItem) (map[int64]*
 
 // planInstants groups items by fire time, in fire-time order, and each
 // instant's still-valid occurrences (xjob.Superseded) by lane; it returns
-// the instants and how many occurrences it dropped. received is when the
-// bucket arrived (Unix ms): a task counts as enqueued at its instant, or
-// then if later.
-func planInstants(bucket []xjob.RingItem, byID map[int64]*xjob.Job, received int64) ([]instant, int) {
+// the instants, how many occurrences it dropped and how many were
+// misfires (Late). received is when the bucket arrived (Unix ms): a task
+// counts as enqueued at its instant, or then if later.
+func (r *Ring) planInstants(bucket []xjob.RingItem, byID map[int64]*xjob.Job, received int64) ([]instant, int, int) {
 	items := slices.Clone(bucket)
 	slices.SortStableFunc(items, func(a, b xjob.RingItem) int { return int(a.FireTime - b.FireTime) })
 	var (
 		instants []instant
 		dropped  int
+		misfired int
 	)
 	for start := 0; start < len(items); {
 		at := items[start].FireTime
@@ -264,6 +339,23 @@ func planInstants(bucket []xjob.RingItem, byID map[int64]*xjob.Job, received int
 			if xjob.Superseded(job, occ, it.Revision) != "" {
 				dropped++
 				continue
+			}
+			switch Late(job.MisfireStrategy, time.Duration(received-at)*time.Millisecond, r.threshold) {
+			case SkipMisfire:
+				misfired++
+				r.metrics.Misfire(metric.StrategyDoNothing, 1)
+				continue
+			case FireMisfire:
+				misfired++
+				r.metrics.Misfire(metric.StrategyFireOnceNow, 1)
+				occ.Type, occ.FireTime = xjob.TriggerMisfire, r.misfireKey(it.JobID, it.FireTime, false)
+				if slices.ContainsFunc(lanes[job.Lane(at)], func(t xjob.DispatchTask) bool { return t.Occurrence == occ }) {
+					continue
+				}
+			default:
+				if job.MisfireStrategy == xjob.MisfireFireOnceNow {
+					r.misfireKey(it.JobID, it.FireTime, true)
+				}
 			}
 			lane := job.Lane(at)
 			lanes[lane] = append(lanes[lane], xjob.DispatchTask{
@@ -281,7 +373,7 @@ func planInstants(bucket []xjob.RingItem, byID map[int64]*xjob.Job, received int
 		instants = append(instants, in)
 		start = end
 	}
-	return instants, dropped
+	return instants, dropped, misfired
 }
 
 // prepareAll prepares the hand-offs of instants in order, in the

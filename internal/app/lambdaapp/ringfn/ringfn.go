@@ -123,7 +123,7 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lambda ring: sink: %w", err)
 	}
-	r, err := ring.New(ring.Deps{Jobs: b.Store, Queues: b.Queues, Clock: b.Clock, Logger: b.Log,
+	r, err := ring.New(ring.Deps{Jobs: b.Store, Queues: b.Queues, Clock: b.Clock, Logger: b.Log, Metrics: b.Metrics,
 		Sink: ring.Split{xjob.LaneFast: fastSink, xjob.LaneSlow: ring.QueueSink{Queues: b.Queues}}})
 	if err != nil {
 		return nil, fmt.Errorf("lambda ring: %w", err)
