@@ -39,11 +39,17 @@ mariadb: ## Install Debian's mariadb-server when missing (the xxl-job import tes
 	@command -v mariadbd >/dev/null 2>&1 || test -x /usr/sbin/mariadbd || \
 		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y mariadb-server)
 
-# Tests that need the emulators, Chromium or MariaDB fail when it is missing
+.PHONY: prometheus
+prometheus: ## Install Debian's prometheus package (for promtool) when missing
+	@command -v promtool >/dev/null 2>&1 || \
+		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus)
+
+# Tests that need the emulators, Chromium, MariaDB or promtool fail when it is missing
 # (one line names the make target that installs it); -short skips them.
 .PHONY: test
-test: emulators moto chromium mariadb ## Run every test with the race detector (what CI runs)
+test: emulators moto chromium mariadb prometheus ## Run every test with the race detector (what CI runs)
 	$(GO) vet $(PKGS)
+	promtool check rules deploy/prometheus/alerts.yml
 	$(GO) test -race -count=1 -parallel 8 -timeout 20m $(PKGS)
 
 .PHONY: test-short

@@ -113,6 +113,7 @@ type Metrics struct {
 	misfiredNothing atomic.Int64
 	misfiredOnce    atomic.Int64
 	collapsed       atomic.Int64
+	lost            atomic.Int64
 
 	histOnce sync.Once
 	hist     histograms // through hists
@@ -122,6 +123,14 @@ type Metrics struct {
 func (m *Metrics) hists() *histograms {
 	m.histOnce.Do(func() { m.hist = newHistograms() })
 	return &m.hist
+}
+
+// Lost records a run marked failed because its executor went away before
+// its result arrived (the callback was lost).
+func (m *Metrics) Lost() {
+	if m != nil {
+		m.lost.Add(1)
+	}
 }
 
 // Misfire strategies as xxl-job names them (the xjob.MisfireStrategy

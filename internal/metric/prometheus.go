@@ -46,7 +46,9 @@ var (
 	descLane     = prometheus.NewDesc("xjob_queue_depth",
 		"Messages waiting on a queue: the dispatch lanes (fast, slow) and the ring.", []string{"queue"}, nil)
 	descExecutors = prometheus.NewDesc("xjob_executors_online",
-		"Executor addresses with a live heartbeat, by app name.", []string{"app"}, nil)
+		"Executor addresses with a live heartbeat, by app name (0 for an automatic group with none).", []string{"app"}, nil)
+	descLost = prometheus.NewDesc("xjob_runs_lost_total",
+		"Runs marked failed because their executor went away before their result arrived (callback lost).", nil, nil)
 	descRunsToday = prometheus.NewDesc("xjob_runs_today",
 		"Runs triggered today (UTC) by current result (running, success, failure), from the daily report shared by every process.",
 		[]string{"result"}, nil)
@@ -73,7 +75,7 @@ func (c collector) metrics() *Metrics {
 // Describe sends every descriptor.
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTriggers, descResults, descDuplicates, descDropped,
-		descMisfired, descCollapsed, descScanJobs, descLane, descExecutors, descRunsToday} {
+		descMisfired, descCollapsed, descScanJobs, descLane, descExecutors, descRunsToday, descLost} {
 		ch <- d
 	}
 	h := c.metrics().hists()
@@ -103,6 +105,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descMisfired, m.misfiredNothing.Load(), StrategyDoNothing)
 	counter(descMisfired, m.misfiredOnce.Load(), StrategyFireOnceNow)
 	counter(descCollapsed, m.collapsed.Load())
+	counter(descLost, m.lost.Load())
 	counter(descScanJobs, m.scanJobs.Load())
 	h := m.hists()
 	ch <- h.delay

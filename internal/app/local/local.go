@@ -277,7 +277,7 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: registry: %w", err))
 	}
-	keep, err := upkeep.New(upkeep.Config{Store: db, Liveness: reg, Completer: cb, Clock: clk, Logger: logger,
+	keep, err := upkeep.New(upkeep.Config{Store: db, Liveness: reg, Completer: cb, Clock: clk, Logger: logger, Metrics: metrics,
 		RetentionDays: cfg.LogRetentionDays})
 	if err != nil {
 		return fail(fmt.Errorf("local: upkeep: %w", err))

@@ -205,7 +205,18 @@ func (s *Service) OnlineCounts(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry list: %w", err)
 	}
+	groups, err := s.cfg.Store.GroupList(ctx, driver.GroupListParams{})
+	if err != nil {
+		return nil, fmt.Errorf("registry groups: %w", err)
+	}
 	out := map[string]int{}
+	// An automatic group with no live executor reads 0, so that an alert
+	// can see it (a missing series alerts on nothing).
+	for _, g := range groups {
+		if g.AddressType == xjob.AddressAuto {
+			out[g.AppName] = 0
+		}
+	}
 	for _, app := range appNames(entries) {
 		out[app] = len(xjob.LiveAddresses(entries, app, since))
 	}

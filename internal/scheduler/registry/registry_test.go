@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -247,5 +248,27 @@ func TestRegisterCapAndAddressValidation(t *testing.T) {
 		if err := e.svc.Register(e.ctx, registryParam(xjob.RegistryGroupExecutor, "other-app", bad)); !errors.Is(err, ErrIllegalArgument) {
 			t.Errorf("Register(%q) = %v, want ErrIllegalArgument", bad, err)
 		}
+	}
+}
+
+// An automatic group with no live executor reads 0 (an alert sees it); a
+// manual one is not reported.
+func TestOnlineCountsEmptyGroup(t *testing.T) {
+	t.Parallel()
+	e := setup(t, Config{})
+	for _, g := range []xjob.Group{{AppName: "empty-app", Title: "e", AddressType: xjob.AddressAuto},
+		{AppName: "busy-app", Title: "b", AddressType: xjob.AddressAuto},
+		{AppName: "manual-app", Title: "m", AddressType: xjob.AddressManual, AddressList: []string{"http://10.0.0.1:9999"}}} {
+		if _, err := e.db.GroupInsert(e.ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.beat("busy-app", "http://10.0.0.2:9999")
+	got, err := e.svc.OnlineCounts(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{"empty-app": 0, "busy-app": 1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("OnlineCounts = %v, want %v", got, want)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/metric"
 )
 
 // LostMsg is the handle message of a log marked failed by CheckLost, the
@@ -59,6 +60,8 @@ type Config struct {
 	// Clock defaults to the wall clock; Logger to slog.Default().
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// Metrics counts runs marked lost (optional).
+	Metrics *metric.Metrics
 
 	// LostAfter: a running log older than this on an offline executor is
 	// marked failed by CheckLost (10 min).
@@ -156,6 +159,7 @@ func (s *Service) CheckLost(ctx context.Context) (LostResult, error) {
 		switch {
 		case err == nil:
 			res.Marked++
+			s.cfg.Metrics.Lost()
 			s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "job result lost, marked as failure",
 				slog.Int64("jobId", l.JobID), slog.Int64("logId", l.ID), slog.String("executor", l.ExecutorAddress))
 		case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):

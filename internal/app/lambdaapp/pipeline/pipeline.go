@@ -52,7 +52,7 @@ func Registry(b *wiring.Base) (*registry.Service, error) {
 // Upkeep is the upkeep service of the maintenance: the lost-result check
 // asks reg which executors are alive and completes through cb.
 func Upkeep(b *wiring.Base, reg *registry.Service, cb *callback.Service) (*upkeep.Service, error) {
-	u, err := upkeep.New(upkeep.Config{Store: b.Store, Liveness: reg, Completer: cb, Clock: b.Clock, Logger: b.Log})
+	u, err := upkeep.New(upkeep.Config{Store: b.Store, Liveness: reg, Completer: cb, Clock: b.Clock, Logger: b.Log, Metrics: b.Metrics})
 	if err != nil {
 		return nil, fmt.Errorf("lambda %s: upkeep: %w", b.Config.Function, err)
 	}
