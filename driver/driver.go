@@ -213,6 +213,12 @@ type ChangeStore interface {
 	ChangeResume(ctx context.Context) error
 }
 
+// ChangeLease is the lease an apply holds from its plan to its write
+// (and an edit of child jobs from its cycle check to its write): whoever
+// resumes a change set (ChangeResume) takes it too, so that it never
+// meets a set another process is still staging.
+const ChangeLease = "admin-child-graph"
+
 // ChangeSet is the input of ChangeStore.ChangeApply. The writes happen in
 // this order: group inserts, group updates, job inserts, job updates, job
 // deletes, group deletes.

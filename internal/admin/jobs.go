@@ -680,7 +680,7 @@ func preview(sched schedule.Schedule, from time.Time, n int) ([]time.Time, error
 // cycle check reads other jobs' children, so two edits that each add one
 // edge of a cycle must not interleave between check and write.
 const (
-	childGraphLease = "admin-child-graph"
+	childGraphLease = driver.ChangeLease
 	// childGraphTTL bounds how long a crashed editor blocks the others.
 	// An edit holds the lease for a few store round trips; one stalled
 	// past the TTL loses the guarantee (the job write is not fenced).
