@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/xxlimport"
 )
 
@@ -112,6 +114,65 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// importUsers carries xxl-job's users over with their password hashes
+// and their group rights (by app name, to the ids the groups have here).
+func (a *app) importUsers(ctx context.Context, c *adminclient.Client, users []xxlimport.User, dry bool) (adminclient.ImportUsersResult, []string, error) {
+	res := adminclient.ImportUsersResult{Created: []string{}, Skipped: []string{}}
+	if len(users) == 0 {
+		return res, nil, nil
+	}
+	var notes []string
+	appID := map[string]int64{}
+	if !dry {
+		have, err := c.Export(ctx)
+		if err != nil {
+			return res, nil, fmt.Errorf("import users: %w", err)
+		}
+		for _, g := range have.Groups {
+			appID[g.AppName] = g.ID
+		}
+	}
+	var in []adminclient.ImportedUser
+	for _, u := range users {
+		if !xjob.ValidUsername(u.Username) {
+			notes = append(notes, fmt.Sprintf("user %s: not carried over: the username is not one xjob accepts (4 to 20 characters: a lower-case letter, then lower-case letters or digits)", u.Username))
+			continue
+		}
+		hash, ok := auth.LegacyHash(u.Password)
+		if !ok {
+			notes = append(notes, fmt.Sprintf("user %s: not carried over: its password is not an MD5 or SHA-256 digest", u.Username))
+			continue
+		}
+		iu := adminclient.ImportedUser{Username: u.Username, PasswordHash: hash, Role: xjob.RoleNormal, GroupIDs: []int64{}}
+		if u.Admin {
+			iu.Role = xjob.RoleAdmin
+		}
+		for _, app := range u.Apps {
+			if id, ok := appID[app]; ok {
+				iu.GroupIDs = append(iu.GroupIDs, id)
+			}
+		}
+		in = append(in, iu)
+	}
+	if dry {
+		for _, u := range in {
+			res.Created = append(res.Created, u.Username)
+		}
+		return res, notes, nil
+	}
+	if len(in) == 0 {
+		return res, notes, nil
+	}
+	out, err := c.ImportUsers(ctx, in)
+	if apiErr, ok := adminclient.AsAPIError(err); ok && apiErr.Status == http.StatusNotFound {
+		return res, append(notes, "xxl_job_user: users not carried over: this server serves no users (no console sign-in)"), nil
+	}
+	if err != nil {
+		return res, notes, fmt.Errorf("import users: %w", err)
+	}
+	return out, notes, nil
+}
+
 type importParams struct {
 	keep, dry, overwrite bool
 	origin               string
@@ -140,11 +201,17 @@ func (a *app) importManifest(ctx context.Context, c *adminclient.Client, res xxl
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
+	users, userNotes, err := a.importUsers(ctx, c, res.Users, ip.dry)
+	if err != nil {
+		return err
+	}
+	notes = append(notes, userNotes...)
 	out := struct {
 		xjob.ApplyResult
-		Unmapped []string `json:"unmapped"`
-		Running  []int64  `json:"runningInXxlJob"`
-	}{r, notes, res.Running}
+		Unmapped []string                      `json:"unmapped"`
+		Running  []int64                       `json:"runningInXxlJob"`
+		Users    adminclient.ImportUsersResult `json:"users"`
+	}{r, notes, res.Running, users}
 	if out.Unmapped == nil {
 		out.Unmapped = []string{}
 	}
@@ -159,6 +226,13 @@ func (a *app) importManifest(ctx context.Context, c *adminclient.Client, res xxl
 			for _, n := range notes {
 				fmt.Fprintf(w, "  %s\n", n)
 			}
+		}
+		switch {
+		case ip.dry:
+			fmt.Fprintf(w, "Users: %d to carry over with their old passwords (re-hashed with argon2id at their first sign-in).\n", len(users.Created))
+		case len(res.Users) > 0:
+			fmt.Fprintf(w, "Users: %d carried over with their old passwords (re-hashed with argon2id at their first sign-in), %d already here (kept).\n",
+				len(users.Created), len(users.Skipped))
 		}
 		ids := make([]string, len(res.Running))
 		for i, id := range res.Running {

@@ -2,6 +2,7 @@ package metric_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/xjobdev/xjob/internal/metric"
+	"github.com/xjobdev/xjob/internal/testenv/tool"
 )
 
 // deployFile is the path of a file under the repository's deploy/.
@@ -139,12 +141,10 @@ func TestAlertRules(t *testing.T) {
 			t.Errorf("alert %s missing", want)
 		}
 	}
-	if testing.Short() {
-		t.Skip("-short: promtool not run")
-	}
+	tool.SkipIfShort(t, "promtool")
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Fatal("promtool not found: make prometheus installs it (Debian's prometheus package)")
+		tool.Missing(t, fmt.Errorf("promtool not found: make prometheus installs it (Debian's prometheus package)"))
 	}
 	if out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput(); err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)

@@ -27,8 +27,9 @@
 //	               own times and computes the next fire from now.
 //	xxl_job_logglue  → each GLUE job's saved versions (xjob keeps the
 //	               newest 30), oldest first, with their remarks and times.
-//	xxl_job_user   counted and reported, not carried over: users are
-//	               created in xjob (POST /v1/users or the console).
+//	xxl_job_user   → users with their role and group rights, and their
+//	               MD5 or SHA-256 password hash, so that they sign in with
+//	               their old passwords (re-hashed with argon2id then).
 //	xxl_job_log, xxl_job_log_report  not carried over: the summary says
 //	               so; xjob's reports start at the import.
 //
@@ -85,6 +86,16 @@ type JobRow struct {
 	TriggerStatus          int
 }
 
+// UserRow is one row of xxl_job_user.
+type UserRow struct {
+	Username string
+	// Password is the hex MD5 (up to 3.1) or SHA-256 (3.2 on) digest.
+	Password string
+	Role     int
+	// Permission lists the xxl-job group ids a normal user may use.
+	Permission []int64
+}
+
 // Rows is what Read finds in an xxl-job database.
 type Rows struct {
 	Groups []GroupRow
@@ -95,6 +106,7 @@ type Rows struct {
 	// (-1 when the table is missing).
 	GlueVersions int
 	Users        int
+	UserRows     []UserRow
 }
 
 // Options steer Map.
@@ -121,6 +133,17 @@ type Result struct {
 	// Running lists the ids of jobs that ran in xxl-job (started only
 	// with KeepStatus).
 	Running []int64
+	// Users are the users to carry over, with their group rights as app
+	// names of imported groups.
+	Users []User
+}
+
+// User is an xxl-job user as the import carries it over.
+type User struct {
+	Username string
+	Password string // xxl_job_user.password, a hex digest
+	Admin    bool
+	Apps     []string
 }
 
 // JobName is the name an imported job gets with the default prefix: its
@@ -208,8 +231,16 @@ func Map(rows Rows, opt Options) (Result, error) {
 			js.ID += opt.IDOffset
 		}
 	}
-	if rows.Users > 0 {
-		note("xxl_job_user: %d users not carried over: create them in xjob (POST /v1/users or the console)", rows.Users)
+	for _, u := range rows.UserRows {
+		cu := User{Username: u.Username, Password: u.Password, Admin: u.Role == 1}
+		for _, gid := range u.Permission {
+			if a, ok := app[gid]; ok {
+				cu.Apps = append(cu.Apps, a)
+			} else if !cu.Admin {
+				note("user %s: right to group %d dropped: the group was not imported", u.Username, gid)
+			}
+		}
+		res.Users = append(res.Users, cu)
 	}
 	note("xxl_job_log and xxl_job_log_report: trigger logs and report days are not carried over; xjob's logs and reports start at the import")
 	return res, nil
@@ -405,8 +436,24 @@ func Read(ctx context.Context, db *sql.DB) (Rows, error) {
 	if err != nil {
 		return Rows{}, fmt.Errorf("read xxl_job_logglue: %w", err)
 	}
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM xxl_job_user`).Scan(&rows.Users); err != nil {
-		rows.Users = -1 // an installation without the user table (custom auth)
+	err = query(ctx, db, `SELECT username, password, role, COALESCE(permission, '') FROM xxl_job_user ORDER BY id`,
+		func(s scanner) error {
+			var u UserRow
+			var perm string
+			if err := s.Scan(&u.Username, &u.Password, &u.Role, &perm); err != nil {
+				return err
+			}
+			for _, p := range xjob.SplitList(perm) {
+				if id, err := strconv.ParseInt(p, 10, 64); err == nil {
+					u.Permission = append(u.Permission, id)
+				}
+			}
+			rows.UserRows = append(rows.UserRows, u)
+			return nil
+		})
+	rows.Users = len(rows.UserRows)
+	if err != nil {
+		rows.Users, rows.UserRows = -1, nil // an installation without the user table (custom auth)
 	}
 	return rows, nil
 }

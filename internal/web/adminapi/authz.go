@@ -60,6 +60,7 @@ var userPolicies = map[string]policy{
 	"POST /v1/me/password":           anyUser,
 	"GET /v1/users":                  adminOnly,
 	"POST /v1/users":                 adminOnly,
+	"POST /v1/import/users":          adminOnly,
 	"GET /v1/users/{username}":       adminOnly,
 	"PUT /v1/users/{username}":       adminOnly,
 	"DELETE /v1/users/{username}":    adminOnly,

@@ -19,6 +19,7 @@ func (h *Handler) userRoutes() []route {
 		{"POST", "/v1/me/password", h.changePassword},
 		{"GET", "/v1/users", h.listUsers},
 		{"POST", "/v1/users", h.createUser},
+		{"POST", "/v1/import/users", h.importUsers},
 		{"GET", "/v1/users/{username}", h.getUser},
 		{"PUT", "/v1/users/{username}", h.updateUser},
 		{"DELETE", "/v1/users/{username}", h.deleteUser},
@@ -92,6 +93,44 @@ func (h *Handler) createUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, userOut(u))
+}
+
+// importUsersRequest is the body of POST /v1/import/users.
+type importUsersRequest struct {
+	Users []auth.ImportedUser `json:"users"`
+}
+
+// ImportUsersResult is the reply of POST /v1/import/users.
+type ImportUsersResult struct {
+	Created []string `json:"created"`
+	Skipped []string `json:"skipped"`
+}
+
+// importUsers is POST /v1/import/users: users an import brings with their
+// xxl-job password hashes (re-hashed with argon2id at their first
+// sign-in); a username already taken is skipped.
+func (h *Handler) importUsers(w http.ResponseWriter, r *http.Request) {
+	var req importUsersRequest
+	if _, err := decodeBody(w, r, &req, false); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if len(req.Users) > 1000 {
+		h.fail(w, r, badRequest("users", "at most 1000 users, got %d", len(req.Users)))
+		return
+	}
+	created, skipped, err := h.cfg.Auth.ImportUsers(r.Context(), principal(r), req.Users)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if created == nil {
+		created = []string{}
+	}
+	if skipped == nil {
+		skipped = []string{}
+	}
+	writeJSON(w, http.StatusOK, ImportUsersResult{Created: created, Skipped: skipped})
 }
 
 func (h *Handler) getUser(w http.ResponseWriter, r *http.Request) {

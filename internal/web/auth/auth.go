@@ -319,7 +319,7 @@ func (s *Service) SignIn(w http.ResponseWriter, r *http.Request, username, passw
 	if !known {
 		hash = s.dummy() // same work as a known user
 	}
-	ok, err := s.check(ctx, hash, password)
+	ok, err := s.checkWithLegacy(ctx, &u, hash, password, known)
 	if err != nil {
 		return Principal{}, err
 	}

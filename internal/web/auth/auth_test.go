@@ -320,3 +320,47 @@ func TestSessionDecodeStrict(t *testing.T) {
 		}
 	}
 }
+
+// A user imported with xxl-job's MD5 or SHA-256 hash signs in with the
+// old password, and the hash is then argon2id.
+func TestSignInLegacyHashUpgrades(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, xxl string }{
+		{"md5", "e10adc3949ba59abbe56e057f20f883e"},                                    // 123456
+		{"sha256", "8d969eef6ecad3c29a3a629280e686cf0c3f5d5a86aff3ca12020c923adc6c92"}, // 123456
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			hash, ok := LegacyHash(tc.xxl)
+			if !ok {
+				t.Fatal("LegacyHash refused a digest")
+			}
+			created, _, err := e.svc.ImportUsers(t.Context(), root,
+				[]ImportedUser{{Username: "olduser", PasswordHash: hash, Role: xjob.RoleNormal, GroupIDs: []int64{2}}})
+			if err != nil || len(created) != 1 {
+				t.Fatalf("import: %v %v", created, err)
+			}
+			if _, _, err := e.signIn(t, "olduser", "wrong-password"); err == nil {
+				t.Fatal("a wrong password signed in")
+			}
+			if _, _, err := e.signIn(t, "olduser", "123456"); err != nil {
+				t.Fatalf("old password: %v", err)
+			}
+			u, err := e.db.UserGet(t.Context(), "olduser")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(u.PasswordHash, "$argon2id$") || !CheckPassword(u.PasswordHash, "123456") {
+				t.Fatalf("hash after sign-in %q, want argon2id", u.PasswordHash)
+			}
+			if _, _, err := e.signIn(t, "olduser", "123456"); err != nil {
+				t.Fatalf("sign-in after the upgrade: %v", err)
+			}
+			if _, _, err := e.svc.ImportUsers(t.Context(), root,
+				[]ImportedUser{{Username: "baduser", PasswordHash: "$argon2id$smuggled", Role: xjob.RoleNormal}}); err == nil {
+				t.Fatal("an import with a non-legacy hash was accepted")
+			}
+		})
+	}
+}

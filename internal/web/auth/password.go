@@ -53,11 +53,17 @@ func HashPassword(pw string, p Params) (string, error) {
 	if err := CheckPasswordRules(pw); err != nil {
 		return "", err
 	}
+	return hashPassword(pw, p), nil
+}
+
+// hashPassword is HashPassword without the rules: an imported user's old
+// password, checked against its legacy hash, is re-hashed as it is.
+func hashPassword(pw string, p Params) string {
 	salt := make([]byte, saltLen)
 	_, _ = rand.Read(salt) // crypto/rand.Read never fails (Go ≥ 1.24)
 	key := argon2.IDKey([]byte(pw), salt, p.Time, p.Memory, p.Threads, keyLen)
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.Memory, p.Time, p.Threads,
-		b64.EncodeToString(salt), b64.EncodeToString(key)), nil
+		b64.EncodeToString(salt), b64.EncodeToString(key))
 }
 
 // errHash is a stored hash this package cannot read.
