@@ -34,3 +34,27 @@ func (c *Client) ImportUsers(ctx context.Context, users []ImportedUser) (ImportU
 	}{users}, &out)
 	return out, err
 }
+
+// History is the trigger logs and report days `xjob import` carries over
+// (POST /v1/import/history).
+type History struct {
+	Logs []xjob.Log       `json:"logs"`
+	Days []xjob.ReportDay `json:"days"`
+}
+
+// HistoryResult says what ImportHistory stored and what it found stored.
+type HistoryResult struct {
+	LogsCreated int `json:"logsCreated"`
+	LogsKept    int `json:"logsKept"`
+	DaysAdded   int `json:"daysAdded"`
+	DaysKept    int `json:"daysKept"`
+}
+
+// ImportHistory stores another scheduler's finished logs (occurrence ids
+// starting "import/") and report days; a second call with the same ones
+// changes nothing. Admins only.
+func (c *Client) ImportHistory(ctx context.Context, h History) (HistoryResult, error) {
+	var out HistoryResult
+	err := c.do(ctx, http.MethodPost, "/v1/import/history", nil, h, &out)
+	return out, err
+}

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,7 +24,7 @@ import (
 
 func (a *app) importCommand() *cobra.Command {
 	cmd := parentCommand("import", "Import groups and jobs from another scheduler")
-	var dsn, tz, prefix string
+	var dsn, tz, prefix, logsSince string
 	var keep, dry, overwrite bool
 	var offset int64
 	sub := &cobra.Command{
@@ -56,6 +58,7 @@ side). A second xxl-job database is imported beside the first with
 	sub.Flags().BoolVar(&overwrite, "overwrite", false, "take xxl-job's value of every field, even one changed in xjob since the last import")
 	sub.Flags().StringVar(&prefix, "prefix", "xxl-job", "name the jobs PREFIX-<id>")
 	sub.Flags().Int64Var(&offset, "id-offset", 0, "add this to every job id (a second database beside the first)")
+	sub.Flags().StringVar(&logsSince, "logs", "", "also carry over trigger logs and report days since `SINCE` (yyyy-mm-dd, or an age such as 30d)")
 	_ = sub.MarkFlagRequired("mysql")
 	sub.RunE = a.do(func(ctx context.Context, c *adminclient.Client, _ []string) error {
 		cfg, err := mysql.ParseDSN(dsn)
@@ -64,6 +67,12 @@ side). A second xxl-job database is imported beside the first with
 		}
 		if offset < 0 || offset > 1<<30 {
 			return usagef("--id-offset must be 0 to %d", 1<<30)
+		}
+		var since time.Time
+		if logsSince != "" {
+			if since, err = parseSince(logsSince, a.clock.Now()); err != nil {
+				return usagef("--logs: %v", err)
+			}
 		}
 		zone, err := a.askZone(tz)
 		if err != nil {
@@ -78,12 +87,23 @@ side). A second xxl-job database is imported beside the first with
 		if err != nil {
 			return err
 		}
-		res, err := xxlimport.Map(rows, xxlimport.Options{TimeZone: zone, KeepStatus: keep, Prefix: prefix, IDOffset: offset})
+		opt := xxlimport.Options{TimeZone: zone, KeepStatus: keep, Prefix: prefix, IDOffset: offset, WithHistory: logsSince != ""}
+		res, err := xxlimport.Map(rows, opt)
 		if err != nil {
 			return usagef("%v", err)
 		}
 		origin := "xxl-job " + cfg.Addr + "/" + cfg.DBName
-		return a.importManifest(ctx, c, res, importParams{keep: keep, dry: dry, overwrite: overwrite, origin: origin})
+		if err := a.importManifest(ctx, c, res, importParams{keep: keep, dry: dry, overwrite: overwrite, origin: origin}); err != nil {
+			return err
+		}
+		if logsSince == "" {
+			return nil
+		}
+		h, err := xxlimport.ReadHistory(ctx, db, since, res, opt, cfg.Addr+"/"+cfg.DBName)
+		if err != nil {
+			return err
+		}
+		return a.importHistory(ctx, c, h, res.Apps, since, dry)
 	})
 	cmd.AddCommand(sub)
 	return cmd
@@ -172,6 +192,82 @@ func (a *app) importUsers(ctx context.Context, c *adminclient.Client, users []xx
 	}
 	return out, notes, nil
 }
+
+// parseSince reads --logs: a day (yyyy-mm-dd, in the local zone) or an
+// age in days (30d) or as a Go duration (720h) before now.
+func parseSince(v string, now time.Time) (time.Time, error) {
+	if t, err := time.ParseInLocation(time.DateOnly, v, now.Location()); err == nil {
+		return t, nil
+	}
+	if d, ok := strings.CutSuffix(v, "d"); ok {
+		if n, err := strconv.Atoi(d); err == nil && n >= 0 {
+			return now.AddDate(0, 0, -n), nil
+		}
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a day (2024-01-31) nor an age (30d, 720h)", v)
+}
+
+// importHistory carries logs and report days over, in requests under the
+// API's body limit (each can be sent again: what is stored is kept).
+func (a *app) importHistory(ctx context.Context, c *adminclient.Client, h xxlimport.History, apps map[int64]string,
+	since time.Time, dry bool) error {
+	if dry {
+		return a.emit(map[string]int{"logs": len(h.Logs), "days": len(h.Days)}, func(w io.Writer) {
+			fmt.Fprintf(w, "History: %d trigger logs and %d report days since %s to carry over.\n", len(h.Logs), len(h.Days),
+				since.Format(time.DateOnly))
+		})
+	}
+	have, err := c.Export(ctx)
+	if err != nil {
+		return fmt.Errorf("import logs: %w", err)
+	}
+	appID := map[string]int64{}
+	for _, g := range have.Groups {
+		appID[g.AppName] = g.ID
+	}
+	for i := range h.Logs {
+		h.Logs[i].GroupID = appID[apps[h.Logs[i].GroupID]]
+	}
+	var total adminclient.HistoryResult
+	send := func(part adminclient.History) error {
+		r, err := c.ImportHistory(ctx, part)
+		if err != nil {
+			return fmt.Errorf("import logs: %w", err)
+		}
+		total.LogsCreated += r.LogsCreated
+		total.LogsKept += r.LogsKept
+		total.DaysAdded += r.DaysAdded
+		total.DaysKept += r.DaysKept
+		return nil
+	}
+	var part adminclient.History
+	size := 0
+	for _, l := range h.Logs {
+		b, _ := json.Marshal(l)
+		if len(part.Logs) > 0 && (size+len(b) > historyChunkBytes || len(part.Logs) >= 1000) {
+			if err := send(part); err != nil {
+				return err
+			}
+			part, size = adminclient.History{}, 0
+		}
+		part.Logs, size = append(part.Logs, l), size+len(b)
+	}
+	part.Days = h.Days
+	if err := send(part); err != nil {
+		return err
+	}
+	return a.emit(total, func(w io.Writer) {
+		fmt.Fprintf(w, "History since %s: %d trigger logs carried over (%d already here), %d report days added (%d already had counts, kept).\n",
+			since.Format(time.DateOnly), total.LogsCreated, total.LogsKept, total.DaysAdded, total.DaysKept)
+	})
+}
+
+// historyChunkBytes bounds the logs of one history request, under the
+// API's 1 MiB body limit.
+const historyChunkBytes = 700 << 10
 
 type importParams struct {
 	keep, dry, overwrite bool

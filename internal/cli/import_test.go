@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/adminclient"
@@ -37,6 +38,16 @@ INSERT INTO xxl_job_info (id, job_group, job_desc, add_time, update_time, author
 INSERT INTO xxl_job_logglue (job_id, glue_type, glue_source, glue_remark, add_time, update_time) VALUES
   (7, 'GLUE_SHELL', 'echo v1', 'v1', '2024-01-01 10:00:00', '2024-01-01 10:00:00'),
   (7, 'GLUE_SHELL', '#!/bin/bash\necho hi', 'v2', '2024-01-02 10:00:00', '2024-01-02 10:00:00');
+INSERT INTO xxl_job_log (id, job_group, job_id, executor_address, executor_handler, executor_param,
+  executor_sharding_param, executor_fail_retry_count, trigger_time, trigger_code, trigger_msg,
+  handle_time, handle_code, handle_msg, alarm_status) VALUES
+  (101, 1, 1, 'http://10.0.0.7:9999/', 'demoJobHandler', 'p=1', NULL, 0, '2024-02-01 02:00:00', 200,
+   '任务触发类型：Cron触发<br>', '2024-02-01 02:00:03', 200, 'ok', 0),
+  (102, 1, 1, 'http://10.0.0.7:9999/', 'demoJobHandler', 'p=1', NULL, 0, '2024-02-02 09:30:00', 200,
+   'Trigger type: Manual trigger<br>', '2024-02-02 09:30:01', 500, 'boom', 2),
+  (103, 3, 12, NULL, 'h', NULL, NULL, 0, '2024-02-02 10:00:00', 500, 'no address', NULL, 0, NULL, 3);
+INSERT INTO xxl_job_log_report (trigger_day, running_count, suc_count, fail_count, update_time) VALUES
+  ('2024-02-01 00:00:00', 0, 1, 0, NULL), ('2024-02-02 00:00:00', 0, 0, 2, NULL);
 INSERT INTO xxl_job_user (username, password, role, permission) VALUES
   ('admin', 'e10adc3949ba59abbe56e057f20f883e', 1, NULL),
   ('annie', 'e10adc3949ba59abbe56e057f20f883e', 0, '2,3'),
@@ -86,7 +97,7 @@ func TestImportXxlJobEndToEnd(t *testing.T) {
 				"job 7: alarm e-mail \"not-an-address\" dropped",
 				"user annie: right to group 3 dropped: the group was not imported",
 				"user x: not carried over: the username is not one xjob accepts",
-				"xxl_job_log and xxl_job_log_report: trigger logs and report days are not carried over",
+				"xxl_job_log and xxl_job_log_report: trigger logs and report days not carried over (--logs SINCE carries them)",
 				"job 14: child job 13 dropped: it closes the cycle 13 → 14 → 13",
 				"Status: jobs arrive stopped (the default; --keep-status starts the 1 running in xxl-job)",
 				"1 jobs were running in xxl-job and arrived stopped. Stop them there, then: xjob job start 1",
@@ -150,6 +161,26 @@ func TestImportXxlJobEndToEnd(t *testing.T) {
 			n, err := s.api.JobCreate(ctx, xjob.Job{GroupID: 2, Description: "new", Author: "t", Handler: "h"})
 			if err != nil || n.ID <= 14 {
 				t.Fatalf("a job created after the import got id %d (%v)", n.ID, err)
+			}
+
+			// History: the logs of imported jobs and the report days, once.
+			out = mustRun(t, s, "import", "xxl-job", "--mysql", db.DSN(name), "--tz", "Asia/Shanghai", "--logs", "2024-01-01")
+			if !strings.Contains(out, "History since 2024-01-01: 2 trigger logs carried over (0 already here), 2 report days added") {
+				t.Fatalf("import --logs:\n%s", out)
+			}
+			logs, err := s.api.LogList(ctx, adminclient.LogListParams{Job: 1})
+			if err != nil || len(logs.Items) != 2 {
+				t.Fatalf("job 1's logs after the import: %+v %v", logs.Items, err)
+			}
+			for _, l := range logs.Items {
+				if l.TriggerTime == time.Date(2024, 2, 2, 9, 30, 0, 0, time.FixedZone("CST", 8*3600)).UnixMilli() &&
+					(l.TriggerType != xjob.TriggerManual || l.HandleCode != 500 || l.HandleMsg != "boom") {
+					t.Fatalf("imported log %+v", l)
+				}
+			}
+			out = mustRun(t, s, "import", "xxl-job", "--mysql", db.DSN(name), "--tz", "Asia/Shanghai", "--logs", "2024-01-01")
+			if !strings.Contains(out, "0 trigger logs carried over (2 already here), 0 report days added (2 already had counts, kept)") {
+				t.Fatalf("second import --logs:\n%s", out)
 			}
 
 			// Again, after a job was started in xjob: nothing to do, and

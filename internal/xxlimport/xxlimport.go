@@ -119,6 +119,9 @@ type Options struct {
 	KeepStatus bool
 	// Prefix names the imported jobs Prefix-<id> (default "xxl-job").
 	Prefix string
+	// WithHistory says the caller carries logs and report days over
+	// (ReadHistory), so Map does not note them as left behind.
+	WithHistory bool
 	// IDOffset is added to every job id (and the child ids): two xxl-job
 	// databases whose ids overlap are imported side by side with
 	// different prefixes and offsets.
@@ -136,6 +139,8 @@ type Result struct {
 	// Users are the users to carry over, with their group rights as app
 	// names of imported groups.
 	Users []User
+	// Apps maps xxl-job's group ids to the app names of imported groups.
+	Apps map[int64]string
 }
 
 // User is an xxl-job user as the import carries it over.
@@ -184,6 +189,7 @@ func Map(rows Rows, opt Options) (Result, error) {
 		app[r.ID] = g.AppName
 		res.Manifest.Groups = append(res.Manifest.Groups, g)
 	}
+	res.Apps = app
 	imported := map[int64]bool{}
 	for _, r := range rows.Jobs {
 		imported[r.ID] = true
@@ -242,7 +248,9 @@ func Map(rows Rows, opt Options) (Result, error) {
 		}
 		res.Users = append(res.Users, cu)
 	}
-	note("xxl_job_log and xxl_job_log_report: trigger logs and report days are not carried over; xjob's logs and reports start at the import")
+	if !opt.WithHistory {
+		note("xxl_job_log and xxl_job_log_report: trigger logs and report days not carried over (--logs SINCE carries them)")
+	}
 	return res, nil
 }
 
@@ -460,8 +468,8 @@ func Read(ctx context.Context, db *sql.DB) (Rows, error) {
 
 type scanner interface{ Scan(dest ...any) error }
 
-func query(ctx context.Context, db *sql.DB, q string, each func(scanner) error) error {
-	rs, err := db.QueryContext(ctx, q)
+func query(ctx context.Context, db *sql.DB, q string, each func(scanner) error, args ...any) error {
+	rs, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}

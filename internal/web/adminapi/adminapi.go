@@ -186,6 +186,7 @@ func (h *Handler) v1Routes() []route {
 		{"DELETE", "/v1/logs", h.clearLogs},
 		{"GET", "/v1/report", h.report},
 		{"POST", "/v1/apply", h.apply},
+		{"POST", "/v1/import/history", h.importHistory},
 		{"GET", "/v1/export", h.export},
 		{"POST", "/v1/bulk/jobs", h.bulkJobs},
 	}, h.userRoutes()...)

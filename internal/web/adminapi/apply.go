@@ -45,6 +45,22 @@ func (h *Handler) apply(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
+// importHistory is POST /v1/import/history: trigger logs and report days
+// of another scheduler (admins only; see admin.ImportHistory).
+func (h *Handler) importHistory(w http.ResponseWriter, r *http.Request) {
+	var p admin.HistoryParams
+	if _, err := decodeBody(w, r, &p, false); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	res, err := h.cfg.Admin.ImportHistory(r.Context(), p)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
 // export is GET /v1/export: every group and job as a manifest.
 func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
 	if err := newQuery(r).err(); err != nil {

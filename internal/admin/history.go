@@ -1,0 +1,104 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/driver"
+)
+
+// MaxHistoryItems bounds the logs plus report days of one ImportHistory.
+const MaxHistoryItems = 2000
+
+// HistoryPrefix starts the occurrence id of every imported log: it keeps
+// them apart from xjob's own and makes a second import find them.
+const HistoryPrefix = "import/"
+
+// HistoryParams is the input of ImportHistory.
+type HistoryParams struct {
+	// Logs are finished trigger logs of another scheduler, each with an
+	// OccurrenceID starting with HistoryPrefix.
+	Logs []xjob.Log `json:"logs"`
+	// Days are report days (yyyy-mm-dd, UTC).
+	Days []xjob.ReportDay `json:"days"`
+}
+
+// HistoryResult says what ImportHistory stored.
+type HistoryResult struct {
+	LogsCreated int `json:"logsCreated"`
+	LogsKept    int `json:"logsKept"` // already imported
+	DaysAdded   int `json:"daysAdded"`
+	DaysKept    int `json:"daysKept"` // the day has counts already
+}
+
+// ImportHistory stores the trigger logs and report days of another
+// scheduler (an xxl-job import), so that the log list, `xjob report` and
+// the console's chart go back past the move. It can run again: a log whose
+// occurrence is stored already, or a day that has counts already, is kept
+// as it is. Logs are stored as they ended (triggered, then finished).
+func (s *Service) ImportHistory(ctx context.Context, p HistoryParams) (HistoryResult, error) {
+	var res HistoryResult
+	if n := len(p.Logs) + len(p.Days); n > MaxHistoryItems {
+		return res, invalid("logs", "%d logs and days, at most %d", n, MaxHistoryItems)
+	}
+	var probs []xjob.FieldProblem
+	for i, l := range p.Logs {
+		f := fmt.Sprintf("logs[%d].", i)
+		switch {
+		case !strings.HasPrefix(l.OccurrenceID, HistoryPrefix) || len(l.OccurrenceID) > 200:
+			probs = append(probs, xjob.FieldProblem{Field: f + "occurrenceId", Message: "must start with " + HistoryPrefix + " (at most 200 bytes)"})
+		case l.JobID <= 0 || l.TriggerTime <= 0:
+			probs = append(probs, xjob.FieldProblem{Field: f + "jobId", Message: "a job id and a trigger time are required"})
+		case !l.TriggerType.Valid():
+			probs = append(probs, xjob.FieldProblem{Field: f + "triggerType", Message: "unknown trigger type"})
+		}
+	}
+	for i, d := range p.Days {
+		if _, err := time.Parse(time.DateOnly, d.Day); err != nil || d.RunningCount < 0 || d.SucCount < 0 || d.FailCount < 0 {
+			probs = append(probs, xjob.FieldProblem{Field: fmt.Sprintf("days[%d]", i), Message: "a yyyy-mm-dd day and counts ≥ 0"})
+		}
+	}
+	if len(probs) > 0 {
+		return res, &xjob.ValidationError{Problems: probs}
+	}
+	for _, l := range p.Logs {
+		handle := driver.LogFinishParams{HandleTime: l.HandleTime, HandleCode: l.HandleCode, HandleMsg: l.HandleMsg}
+		l.ID, l.Version, l.ClaimUntil = 0, 0, 0
+		l.HandleTime, l.HandleCode, l.HandleMsg = 0, xjob.CodeNone, ""
+		created, err := s.cfg.Store.LogCreate(ctx, l)
+		if errors.Is(err, xjob.ErrConflict) {
+			res.LogsKept++
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("admin import history: log %s: %w", l.OccurrenceID, err)
+		}
+		res.LogsCreated++
+		if handle.HandleCode == xjob.CodeNone {
+			continue
+		}
+		handle.ID = created.ID
+		if _, err := s.cfg.Store.LogFinish(ctx, handle); err != nil && !errors.Is(err, xjob.ErrConflict) {
+			return res, fmt.Errorf("admin import history: log %s result: %w", l.OccurrenceID, err)
+		}
+	}
+	for _, d := range p.Days {
+		have, err := s.cfg.Store.ReportList(ctx, d.Day, d.Day)
+		if err != nil {
+			return res, fmt.Errorf("admin import history: day %s: %w", d.Day, err)
+		}
+		if len(have) > 0 && have[0].RunningCount+have[0].SucCount+have[0].FailCount > 0 {
+			res.DaysKept++
+			continue
+		}
+		if err := s.cfg.Store.ReportAdd(ctx, d); err != nil {
+			return res, fmt.Errorf("admin import history: day %s: %w", d.Day, err)
+		}
+		res.DaysAdded++
+	}
+	return res, nil
+}
