@@ -6,7 +6,7 @@
 // how to install what is missing, rather than skipping them: a run that
 // prints ok while testing nothing is worse than a red one. `go test -short`
 // is the quick run that needs nothing outside Go: it skips them all, found
-// or not. `make test` installs the three and runs without -short.
+// or not. `make test` installs them all and runs without -short.
 package tool
 
 import (
