@@ -753,6 +753,7 @@ func TestLogTail(t *testing.T) {
 		t.Run(output, func(t *testing.T) {
 			t.Parallel()
 			d := newAPIDouble(t, map[string][]reply{
+				"GET /v1/logs/12":                     {{200, `{"id":12,"jobId":3}`}},
 				"GET /v1/logs/12/executor-log?from=1": {{200, `{"fromLineNum":1,"toLineNum":2,"logContent":"line 1\nline 2\n","isEnd":false}`}},
 				"GET /v1/logs/12/executor-log?from=3": {
 					{200, `{"fromLineNum":3,"toLineNum":2,"logContent":"","isEnd":false}`},
@@ -805,11 +806,24 @@ func TestLogTail(t *testing.T) {
 	}
 }
 
+// A log that does not exist is a 404 before "Following…" is said.
+func TestLogTailMissingLog(t *testing.T) {
+	t.Parallel()
+	d := newAPIDouble(t, map[string][]reply{
+		"GET /v1/logs/999999": {{404, `{"error":"log 999999 not found"}`}},
+	})
+	r := runCLI(context.Background(), d.srv.URL, "", clock.NewFake(t0), "log", "tail", "999999")
+	if r.code != 1 || !strings.Contains(r.errOut, "log 999999 not found") || strings.Contains(r.errOut, "Following") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.errOut)
+	}
+}
+
 // TestLogTailStopsWhenCancelled: Ctrl-C (the context) ends a tail that is
 // waiting between polls, plainly, with exit code 130.
 func TestLogTailStopsWhenCancelled(t *testing.T) {
 	t.Parallel()
 	d := newAPIDouble(t, map[string][]reply{
+		"GET /v1/logs/12":              {{200, `{"id":12,"jobId":3}`}},
 		"GET /v1/logs/12/executor-log": {{200, `{"fromLineNum":1,"toLineNum":0,"logContent":"","isEnd":false}`}},
 	})
 	clk := clock.NewFake(t0)

@@ -129,9 +129,16 @@ func (a *app) askZone(tz string) (string, error) {
 	return tz, nil
 }
 
+// isTerminal reports whether f is a terminal a person can answer on: a
+// character device other than the null device (stdin redirected from
+// /dev/null, as under cron or CI, is a character device too).
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(st, null)
 }
 
 // importUsers carries xxl-job's users over with their password hashes

@@ -189,6 +189,10 @@ var errTimedOut = errors.New("timed out")
 func (a *app) follow(ctx context.Context, c *adminclient.Client, id int64, from int, timeout time.Duration) error {
 	ctx, cancel := withTimeout(ctx, timeout)
 	defer cancel()
+	// A log that does not exist is an error before anything is promised.
+	if _, err := c.LogGet(ctx, id); err != nil {
+		return fmt.Errorf("log %d: %w", id, err)
+	}
 	a.note("Following the executor log of log %d until the run ends (Ctrl-C stops following; the run goes on).", id)
 	enc := json.NewEncoder(a.stdout)
 	for {
