@@ -50,3 +50,23 @@ func TestCronNext(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckWallTime(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		at, zone string
+		bad      bool
+	}{
+		{"2026-03-29T02:30:00+01:00", "Europe/Paris", true},  // in the gap, written as Paris winter time
+		{"2026-03-29T02:30:00+02:00", "Europe/Paris", true},  // in the gap, written as Paris summer time
+		{"2026-03-29T03:30:00+02:00", "Europe/Paris", false}, // after the jump
+		{"2026-03-29T01:30:00+01:00", "Europe/Paris", false}, // before it
+		{"2026-03-29T02:30:00Z", "Europe/Paris", false},      // a UTC instant, taken as it is
+		{"2026-10-25T02:30:00+01:00", "Europe/Paris", false}, // the repeated hour exists
+		{"2026-03-08T02:30:00-05:00", "America/New_York", true},
+	} {
+		if err := checkWallTime(tc.at, tc.zone); (err != nil) != tc.bad {
+			t.Errorf("checkWallTime(%s, %s) = %v, want refused %v", tc.at, tc.zone, err, tc.bad)
+		}
+	}
+}

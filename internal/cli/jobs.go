@@ -119,7 +119,40 @@ func (f *jobFlags) apply(a *app, fs *pflag.FlagSet, j *xjob.Job) (changed bool, 
 		}
 		j.ChildJobIDs, changed = ids, true
 	}
+	if fs.Changed("at") && j.TimeZone != "" {
+		if err := checkWallTime(f.at, j.TimeZone); err != nil {
+			return false, usagef("--at: %v", err)
+		}
+	}
 	return changed, nil
+}
+
+// checkWallTime refuses an --at instant written as a local time of zone
+// (with one of the zone's offsets around it) that does not exist there:
+// a time inside the spring-forward gap, such as 02:30 on the night the
+// clocks jump from 02:00 to 03:00. An instant in another offset (Z) is
+// taken as it is.
+func checkWallTime(at, zone string) error {
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(at))
+	if err != nil {
+		return nil // the server says what is wrong with it
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return nil
+	}
+	_, off := t.Zone()
+	_, before := t.Add(-12 * time.Hour).In(loc).Zone()
+	_, after := t.Add(12 * time.Hour).In(loc).Zone()
+	if off != before && off != after {
+		return nil
+	}
+	local := time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, loc)
+	if local.Hour() == t.Hour() && local.Minute() == t.Minute() {
+		return nil
+	}
+	return fmt.Errorf("%s is not a time in %s: its clocks skip it that night (the same instant there is %s)",
+		t.Format("2006-01-02 15:04:05"), zone, t.In(loc).Format(time.RFC3339))
 }
 
 // readJSONFile decodes a JSON object from path (or stdin for "-") onto v,
