@@ -70,3 +70,33 @@ func TestCheckWallTime(t *testing.T) {
 		}
 	}
 }
+
+func TestTriggerOutcome(t *testing.T) {
+	t.Parallel()
+	msg := "Trigger type: CRON<br>Executor registry type: automatic<br>Executor address list: <br>Route strategy: FIRST<br>" +
+		"Fail retry count: 0<br><br><span style=\"color:#00c0ef;\" > >>>>>>>>>>>Trigger<<<<<<<<<<< </span><br>" +
+		"Trigger result: fail<br>address: <br>code: 500<br>msg: no executor address available"
+	if got := oneLine(triggerOutcome(msg), 160); got != "Trigger result: fail address: code: 500 msg: no executor address available" {
+		t.Errorf("triggerOutcome = %q", got)
+	}
+	if got := triggerOutcome("plain"); got != "plain" {
+		t.Errorf("triggerOutcome(plain) = %q", got)
+	}
+}
+
+// A CJK cell counts two columns a character, so the columns after it line up.
+func TestTableAlignsWideText(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	tw := newTable(&b)
+	row(tw, "ID", "DESC", "STATE")
+	row(tw, "1", "每日报表", "running")
+	row(tw, "22", "nightly", "stopped")
+	if err := tw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := "ID  DESC      STATE\n1   每日报表  running\n22  nightly   stopped\n"
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

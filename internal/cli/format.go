@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/xjobdev/xjob"
@@ -23,7 +22,7 @@ const (
 )
 
 // emit prints v as indented JSON with -o json, else calls table with a
-// tabwriter that is flushed afterwards.
+// writer that aligns tab-separated cells (see table) once it returns.
 func (a *app) emit(v any, table func(w io.Writer)) error {
 	if a.output == "json" {
 		enc := json.NewEncoder(a.stdout)
@@ -33,7 +32,7 @@ func (a *app) emit(v any, table func(w io.Writer)) error {
 		}
 		return nil
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	tw := newTable(a.stdout)
 	table(tw)
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
@@ -97,6 +96,22 @@ func oneLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// triggerOutcome is the part of a trigger message that says how the
+// trigger went: what follows xxl-job's ">>>>>>>>>>>Trigger<<<<<<<<<<<"
+// marker ("Trigger result: fail … msg: no executor address available"),
+// not the settings listed before it; the whole message without one.
+func triggerOutcome(msg string) string {
+	const marker = "<<<<<<<<<<<"
+	if i := strings.LastIndex(msg, marker); i >= 0 {
+		rest := msg[i+len(marker):]
+		if j := strings.Index(rest, ">"); j >= 0 && strings.HasPrefix(strings.TrimSpace(rest), "</span") {
+			rest = rest[j+1:]
+		}
+		return rest
+	}
+	return msg
 }
 
 // multiLine turns xxl-job's <br> separators into indented lines for a

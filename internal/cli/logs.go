@@ -79,10 +79,12 @@ read in the local zone.`,
 				l := &page.Items[i]
 				msg := l.HandleMsg
 				if !l.Handled() {
-					msg = l.TriggerMsg
+					msg = triggerOutcome(l.TriggerMsg)
 				}
+				// The message is the last column: shown long, it pushes no
+				// other column out of line.
 				row(w, itoa(l.ID), itoa(l.JobID), string(l.TriggerType), a.ms(l.TriggerTime, tableTime),
-					dash(l.ExecutorAddress), logState(l), dash(oneLine(msg, 60)))
+					dash(l.ExecutorAddress), logState(l), dash(oneLine(msg, 160)))
 			}
 		})
 		if err == nil && page.Next != "" && a.output == "table" {
