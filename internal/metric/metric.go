@@ -18,6 +18,7 @@ package metric
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,6 +116,15 @@ type Metrics struct {
 	collapsed       atomic.Int64
 	lost            atomic.Int64
 
+	// PerJob, when above 0, counts results per job for at most that many
+	// jobs (the first seen), the others together as job "other": the
+	// label's cardinality stays bounded whatever the number of jobs.
+	// Set before use.
+	PerJob  int
+	jobMu   sync.Mutex
+	jobs    map[int64]*[2]atomic.Int64 // failed, ok
+	jobRest [2]atomic.Int64
+
 	histOnce sync.Once
 	hist     histograms // through hists
 }
@@ -123,6 +133,46 @@ type Metrics struct {
 func (m *Metrics) hists() *histograms {
 	m.histOnce.Do(func() { m.hist = newHistograms() })
 	return &m.hist
+}
+
+// JobResult records one result of job (handle code) when PerJob is set.
+func (m *Metrics) JobResult(job int64, code int) {
+	if m == nil || m.PerJob <= 0 {
+		return
+	}
+	ok := 0
+	if code == 200 {
+		ok = 1
+	}
+	m.jobMu.Lock()
+	c, tracked := m.jobs[job]
+	if !tracked && len(m.jobs) < m.PerJob {
+		if m.jobs == nil {
+			m.jobs = map[int64]*[2]atomic.Int64{}
+		}
+		c = &[2]atomic.Int64{}
+		m.jobs[job] = c
+	}
+	m.jobMu.Unlock()
+	if c == nil {
+		c = &m.jobRest
+	}
+	c[ok].Add(1)
+}
+
+// jobResults returns the per-job counts: job id (or "other") → failed, ok.
+func (m *Metrics) jobResults() map[string][2]int64 {
+	m.jobMu.Lock()
+	defer m.jobMu.Unlock()
+	if m.PerJob <= 0 {
+		return nil
+	}
+	out := make(map[string][2]int64, len(m.jobs)+1)
+	for id, c := range m.jobs {
+		out[strconv.FormatInt(id, 10)] = [2]int64{c[0].Load(), c[1].Load()}
+	}
+	out["other"] = [2]int64{m.jobRest[0].Load(), m.jobRest[1].Load()}
+	return out
 }
 
 // Lost records a run marked failed because its executor went away before

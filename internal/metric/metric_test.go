@@ -50,3 +50,31 @@ func TestSnapshot(t *testing.T) {
 		t.Fatal("nil metrics must snapshot to zero")
 	}
 }
+
+// Per-job results are off by default and, on, bounded: jobs past the
+// limit count together as "other".
+func TestJobResultBounded(t *testing.T) {
+	t.Parallel()
+	var off Metrics
+	off.JobResult(1, 200)
+	if off.jobResults() != nil {
+		t.Fatal("per-job results counted while off")
+	}
+	m := Metrics{PerJob: 2}
+	for _, r := range []struct {
+		job  int64
+		code int
+	}{{1, 200}, {2, 500}, {3, 200}, {4, 500}, {1, 500}} {
+		m.JobResult(r.job, r.code)
+	}
+	got := m.jobResults()
+	want := map[string][2]int64{"1": {1, 1}, "2": {1, 0}, "other": {1, 1}}
+	if len(got) != len(want) {
+		t.Fatalf("jobResults = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("job %s: %v, want %v", k, got[k], v)
+		}
+	}
+}

@@ -47,6 +47,9 @@ var (
 		"Messages waiting on a queue: the dispatch lanes (fast, slow) and the ring.", []string{"queue"}, nil)
 	descExecutors = prometheus.NewDesc("xjob_executors_online",
 		"Executor addresses with a live heartbeat, by app name (0 for an automatic group with none).", []string{"app"}, nil)
+	descJobResults = prometheus.NewDesc("xjob_job_results_total",
+		"Run results by job, for at most the configured number of jobs (the rest as job=\"other\"); only when per-job metrics are on.",
+		[]string{"job", "result"}, nil)
 	descLost = prometheus.NewDesc("xjob_runs_lost_total",
 		"Runs marked failed because their executor went away before their result arrived (callback lost).", nil, nil)
 	descRunsToday = prometheus.NewDesc("xjob_runs_today",
@@ -75,7 +78,7 @@ func (c collector) metrics() *Metrics {
 // Describe sends every descriptor.
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTriggers, descResults, descDuplicates, descDropped,
-		descMisfired, descCollapsed, descScanJobs, descLane, descExecutors, descRunsToday, descLost} {
+		descMisfired, descCollapsed, descScanJobs, descLane, descExecutors, descRunsToday, descLost, descJobResults} {
 		ch <- d
 	}
 	h := c.metrics().hists()
@@ -106,6 +109,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descMisfired, m.misfiredOnce.Load(), StrategyFireOnceNow)
 	counter(descCollapsed, m.collapsed.Load())
 	counter(descLost, m.lost.Load())
+	for job, n := range m.jobResults() {
+		counter(descJobResults, n[1], job, "success")
+		counter(descJobResults, n[0], job, "failure")
+	}
 	counter(descScanJobs, m.scanJobs.Load())
 	h := m.hists()
 	ch <- h.delay

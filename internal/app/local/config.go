@@ -75,6 +75,9 @@ type Config struct {
 	// LogRetentionDays: trigger logs older than this are purged daily;
 	// -1 keeps them forever.
 	LogRetentionDays int
+	// MetricsPerJob, above 0, adds xjob_job_results_total{job} to
+	// /metrics for at most this many jobs (0: off, the default).
+	MetricsPerJob int
 	// RetryDelay is how long after a failure its retry is sent, and how
 	// long a retry the executor refuses as busy is put off
 	// (callback.RetryPolicy).
@@ -248,6 +251,8 @@ func options() []option {
 			func(c *Config) *time.Duration { return &c.Grace }),
 		intOpt("log-retention-days", "XJOB_LOG_RETENTION_DAYS", "purge trigger logs older than this (≥ 7, or -1 to keep)",
 			func(c *Config) *int { return &c.LogRetentionDays }),
+		intOpt("metrics-per-job", "XJOB_METRICS_PER_JOB", "count run results per job in /metrics for at most this many jobs, the rest as job=\"other\" (0: off)",
+			func(c *Config) *int { return &c.MetricsPerJob }),
 		durOpt("retry-delay", "XJOB_RETRY_DELAY", "wait before a failed trigger's retry (and before re-sending a retry the executor refused as busy)",
 			func(c *Config) *time.Duration { return &c.RetryDelay }),
 		{flag: "retry-backoff", env: "XJOB_RETRY_BACKOFF", usage: "multiply the retry delay by this per retry already made (1: constant)", kind: "float",
@@ -434,6 +439,9 @@ func (c *Config) Validate() error {
 	}
 	if !(c.RetryBackoff >= 1 && c.RetryBackoff <= 10) {
 		bad("retry-backoff", "XJOB_RETRY_BACKOFF", "must be between 1 and 10, got %g", c.RetryBackoff)
+	}
+	if c.MetricsPerJob < 0 || c.MetricsPerJob > 1000 {
+		bad("metrics-per-job", "XJOB_METRICS_PER_JOB", "must be between 0 and 1000, got %d", c.MetricsPerJob)
 	}
 	if c.LogRetentionDays != -1 && c.LogRetentionDays < 7 {
 		bad("log-retention-days", "XJOB_LOG_RETENTION_DAYS", "must be at least 7 (or -1 to keep logs), got %d", c.LogRetentionDays)

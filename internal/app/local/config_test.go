@@ -306,6 +306,7 @@ func TestParseEveryFlag(t *testing.T) {
 			func(c *Config) { c.FastWorkers, c.SlowWorkers, c.RingWorkers = 3, 2, 1 }},
 		{[]string{"--grace", "2s"}, func(c *Config) { c.Grace = 2 * time.Second }},
 		{[]string{"--log-retention-days", "9"}, func(c *Config) { c.LogRetentionDays = 9 }},
+		{[]string{"--metrics-per-job", "20"}, func(c *Config) { c.MetricsPerJob = 20 }},
 		{[]string{"--retry-delay", "3s", "--retry-backoff", "2"}, func(c *Config) { c.RetryDelay, c.RetryBackoff = 3*time.Second, 2 }},
 		{[]string{"--log-level", "warn"}, func(c *Config) { c.LogLevel = slog.LevelWarn }},
 		{[]string{"--demo", "--demo-listen", "127.0.0.1:9001"}, func(c *Config) { c.Demo, c.DemoListen = true, "127.0.0.1:9001" }},

@@ -234,7 +234,7 @@ type parts struct {
 // wire builds every service on db. laneCtx is the context dispatches run
 // on, those the ring hands over directly included.
 func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clock, logger *slog.Logger, owner, baseURL string) (*services, *parts, error) {
-	metrics := &metric.Metrics{}
+	metrics := &metric.Metrics{PerJob: cfg.MetricsPerJob}
 	// One keep-alive connection per concurrent dispatch: both lanes'
 	// workers may call the same executor at once (a burst of one app's
 	// jobs), and a pool smaller than that closes and re-dials the excess

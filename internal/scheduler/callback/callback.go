@@ -341,6 +341,7 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.Log
 		out[k].Log = r.Log
 		done = append(done, k)
 		s.cfg.Metrics.Result(r.Log.HandleCode)
+		s.cfg.Metrics.JobResult(r.Log.JobID, r.Log.HandleCode)
 		if l := r.Log; l.TriggerTime > 0 && l.HandleTime >= l.TriggerTime {
 			s.cfg.Metrics.CallbackLatency(time.Duration(l.HandleTime-l.TriggerTime) * time.Millisecond)
 		}
