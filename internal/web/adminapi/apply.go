@@ -5,12 +5,12 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/web/guard"
 )
 
 // MaxApplyBodyBytes bounds a manifest: one apply is written as one unit,
-// so a whole import travels in one request (under the 6 MB a Lambda
-// request may carry).
-const MaxApplyBodyBytes = 5 << 20
+// so a whole import travels in one request (guard.Apply).
+const MaxApplyBodyBytes = guard.Apply
 
 // apply is POST /v1/apply?prune=&dryRun=: the body is a manifest; the
 // reply the plan, as far as it was carried out. A manifest with any

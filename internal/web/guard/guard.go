@@ -37,6 +37,10 @@ const (
 	// Admin caps the admin API (/v1/…), the executor's declarations and
 	// the console's signed-in forms (a GLUE source, a bulk edit).
 	Admin = 1 << 20
+	// Apply caps POST /v1/apply: a whole manifest, written as one unit
+	// (an import's every job in one request), under the 6 MB a Lambda
+	// request may carry.
+	Apply = 5 << 20
 )
 
 // Limit is the body cap of a request with method to path.
@@ -49,6 +53,8 @@ func Limit(method, path string) int64 {
 		return Registry
 	case strings.HasPrefix(path, "/api/"):
 		return Admin // /api/xjob/declare; unknown uris are refused unread
+	case path == "/v1/apply" && method == http.MethodPost:
+		return Apply
 	case strings.HasPrefix(path, "/v1/"):
 		return Admin
 	case strings.HasPrefix(path, "/console/") && method == http.MethodPost &&
