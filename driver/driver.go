@@ -196,8 +196,7 @@ type GroupUpdateParams struct {
 // written item by item, then removed. A crash before the mark leaves
 // nothing but the staged copy, which ChangeResume removes (rolled back); a
 // crash after it leaves a committed set, which ChangeResume writes to the
-// end (rolled forward). The admin calls ChangeResume before each apply and
-// when it starts.
+// end (rolled forward). The admin calls ChangeResume before each apply.
 type ChangeStore interface {
 	// ChangeApply checks every condition of cs (ids free, versions
 	// current, records present) and then writes all of it, or returns

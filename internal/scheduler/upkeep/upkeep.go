@@ -122,27 +122,6 @@ func New(cfg Config) (*Service, error) {
 // Config returns the effective configuration (defaults filled in).
 func (s *Service) Config() Config { return s.cfg }
 
-// ResumeChanges finishes a change set (an apply) that a crash left
-// half-written on a store that stages them (driver.ChangeStore): rolled
-// forward if it was committed, back if not, so the set is whole within a
-// maintenance period even when no one applies again. It does nothing
-// while an apply holds driver.ChangeLease: that apply resumes first itself.
-func (s *Service) ResumeChanges(ctx context.Context) error {
-	l, err := s.cfg.Store.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: driver.ChangeLease,
-		Owner: fmt.Sprintf("upkeep-%d", s.cfg.Clock.Now().UnixNano()), Now: s.cfg.Clock.Now().UnixMilli(), TTL: time.Minute})
-	if errors.Is(err, xjob.ErrLeaseHeld) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("upkeep resume changes: %w", err)
-	}
-	defer func() { _ = s.cfg.Store.LeaseRelease(context.WithoutCancel(ctx), l) }()
-	if err := s.cfg.Store.ChangeResume(ctx); err != nil {
-		return fmt.Errorf("upkeep resume changes: %w", err)
-	}
-	return nil
-}
-
 // LostResult says what CheckLost did.
 type LostResult struct {
 	// Checked is the number of long-running logs looked at.

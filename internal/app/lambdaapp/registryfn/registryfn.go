@@ -106,8 +106,7 @@ type MaintenanceResult struct {
 
 // Maintain runs xxl-job's background monitors once, for the registry
 // function's EventBridge rule (every minute): the callback sweep (xxl-job
-// every 10 s), group refresh (30 s), lost-job check (60 s) and the resume
-// of an apply a crash interrupted (upkeep.ResumeChanges) every run,
+// every 10 s), group refresh (30 s) and lost-job check (60 s) every run,
 // and log purge in the first minute of each hour (xxl-job: daily; hourly
 // keeps each run's deletes small). Each step runs even when an earlier one
 // failed; the errors are joined, so the invocation is reported failed.
@@ -124,7 +123,6 @@ func (f *Function) Maintain(ctx context.Context, ev events.EventBridgeEvent) (Ma
 	lr, err := f.upkeep.CheckLost(ctx)
 	res.LostChecked, res.LostMarked = lr.Checked, lr.Marked
 	errs = append(errs, wrap("lost-job check", err))
-	errs = append(errs, wrap("apply resume", f.upkeep.ResumeChanges(ctx)))
 	at := ev.Time
 	if at.IsZero() {
 		at = f.b.Clock.Now()
