@@ -1,7 +1,7 @@
 // Package admin is the application service behind xjob's admin API: what a
 // person (or a tool) does to jobs, executor groups and trigger logs, with
 // xxl-job's rules (validation, trigger and child-job semantics) applied in one place so that
-// the HTTP layer, the CLI's server and any future console agree.
+// the JSON API, the console and the CLI agree.
 //
 // It holds no transport types. Errors carry their meaning for the edge:
 // *xjob.ValidationError (bad input, nothing written), xjob.ErrNotFound (no
