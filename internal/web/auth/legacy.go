@@ -84,8 +84,18 @@ func (s *Service) checkWithLegacy(ctx context.Context, u *xjob.User, hash, pw st
 	if !ok || !known {
 		return ok, nil
 	}
+	// The re-hash takes a hash slot like every other argon2id run, so a
+	// burst of legacy sign-ins stays inside the memory bound; with no slot
+	// free the sign-in still succeeds and the next one re-hashes. The old
+	// password is kept as it is (hashPassword, not HashPassword): it may be
+	// shorter than xjob's rule for new passwords.
+	if !s.slots.acquire(ctx, s.cfg.HashWait) {
+		return true, nil
+	}
+	h := hashPassword(pw, s.cfg.Params)
+	s.slots.release()
 	n := *u
-	n.PasswordHash, n.UpdatedAt = hashPassword(pw, s.cfg.Params), clock.Millis(s.cfg.Clock)
+	n.PasswordHash, n.UpdatedAt = h, clock.Millis(s.cfg.Clock)
 	if out, err := s.cfg.Users.UserUpdate(ctx, driver.UserUpdateParams{User: n, ExpectVersion: u.Version}); err == nil {
 		*u = out
 	}
