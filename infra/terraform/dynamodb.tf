@@ -26,6 +26,10 @@ resource "aws_dynamodb_table" "jobs" {
     name = "groupId"
     type = "N"
   }
+  attribute {
+    name = "shard"
+    type = "N"
+  }
 
   # Sparse: only running jobs carry dueShard.
   global_secondary_index {
@@ -37,6 +41,13 @@ resource "aws_dynamodb_table" "jobs" {
   global_secondary_index {
     name            = "byGroup"
     hash_key        = "groupId"
+    range_key       = "id"
+    projection_type = "KEYS_ONLY"
+  }
+  # Every job by its scan shard: the unfiltered job list, without a scan.
+  global_secondary_index {
+    name            = "byShard"
+    hash_key        = "shard"
     range_key       = "id"
     projection_type = "KEYS_ONLY"
   }

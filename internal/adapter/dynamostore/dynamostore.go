@@ -65,6 +65,12 @@ const (
 	IndexJobsDue = "due"
 	// IndexJobsByGroup lists one group's jobs in id order (keys only).
 	IndexJobsByGroup = "byGroup"
+	// IndexJobsByShard lists every job, one scan shard per partition, in
+	// id order (keys only): the unfiltered job list merges the shards.
+	// Every job carries its fixed shard from insert, so DynamoDB fills the
+	// index from existing items when it is added to a deployed table, and
+	// job writes other than insert and delete never touch it.
+	IndexJobsByShard = "byShard"
 	// IndexLogsByTime lists log pages by their latest trigger time, in
 	// 16 partitions (the jobs' shard among 16).
 	IndexLogsByTime = "byTime"
@@ -73,7 +79,7 @@ const (
 // Key and index attribute names, with their DynamoDB types in comments.
 const (
 	AttrID          = "id"          // N: jobs, groups, logs partition key
-	AttrShard       = "shard"       // N: a job's scan shard
+	AttrShard       = "shard"       // N: a job's scan shard, jobs byShard partition key
 	AttrDueShard    = "dueShard"    // N: jobs due index partition key, present only while running
 	AttrDueKey      = "dueKey"      // S: jobs due index sort key, SortKey(nextTriggerTime, id)
 	AttrGroupID     = "groupId"     // N: jobs byGroup partition key
@@ -481,8 +487,9 @@ func toMaps(items []item) []map[string]types.AttributeValue {
 	return out
 }
 
-// scanAll reads a whole table (small tables only: groups, registry, reports,
-// or an unfiltered admin job list), following LastEvaluatedKey.
+// scanAll reads a whole table, following LastEvaluatedKey. Only for tables
+// that stay small whatever the load (groups, live executors in the
+// registry): never the jobs or log tables.
 func (db *DB) scanAll(ctx context.Context, in *dynamodb.ScanInput) ([]item, error) {
 	return followPages(in.ExclusiveStartKey, func(start map[string]types.AttributeValue) (readPage, error) {
 		in.ExclusiveStartKey = start

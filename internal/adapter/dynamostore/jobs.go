@@ -313,10 +313,13 @@ func (db *DB) JobDelete(ctx context.Context, id int64) error {
 }
 
 // JobList pages through jobs in id order; the cursor is the last id
-// served. With a group it walks the keys-only byGroup index in id order
-// and batch-reads the jobs (cost ∝ the group's jobs up to the page);
-// without one it scans the table (cost ∝ all jobs: an admin page, not a
-// hot path).
+// served. It reads keys-only indexes, never the whole table: with a group,
+// that group's partition of byGroup; without one, every scan shard's
+// partition of byShard, merged by id (each partition is in id order and
+// starts after the cursor, so the merge is the global id order and the
+// last id served is still the whole cursor). The matching jobs are then
+// batch-read and filtered. Cost ∝ the ids walked up to a full page: one
+// index query per partition, plus the jobs read.
 func (db *DB) JobList(ctx context.Context, p driver.JobListParams) (driver.JobPage, error) {
 	limit := clampLimit(p.Limit, 100, 1000)
 	after := int64(math.MinInt64)
@@ -333,57 +336,41 @@ func (db *DB) JobList(ctx context.Context, p driver.JobListParams) (driver.JobPa
 			strings.Contains(j.Description, p.Description) &&
 			strings.Contains(j.Handler, p.Handler) && strings.Contains(j.Author, p.Author)
 	}
-	var jobs []xjob.Job
+	var streams []*idStream
 	if p.GroupID != 0 {
-		var e expr
-		in := &dynamodb.QueryInput{TableName: &db.t.Jobs, IndexName: aws.String(IndexJobsByGroup),
-			KeyConditionExpression: aws.String(e.name(AttrGroupID) + " = " + e.val(n(p.GroupID)) +
-				" AND " + e.name(AttrID) + " > " + e.val(n(after))),
-			Limit: aws.Int32(int32(min(4*limit, 1000)))}
-		in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
-		for len(jobs) <= limit {
-			res, err := db.api.Query(ctx, in)
-			if err != nil {
-				return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", err)
-			}
-			keys := make([]item, len(res.Items))
-			for i, k := range res.Items {
-				keys[i] = jobKey(item(k).int(AttrID))
-			}
-			items, err := db.batchGet(ctx, db.t.Jobs, keys)
-			if err != nil {
-				return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", err)
-			}
-			page, err := decodeJobs(items)
-			if err != nil {
-				return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", err)
-			}
-			slices.SortFunc(page, func(a, b xjob.Job) int { return cmp.Compare(a.ID, b.ID) })
-			for _, j := range page {
-				if keep(j) {
-					jobs = append(jobs, j)
-				}
-			}
-			if len(res.LastEvaluatedKey) == 0 {
-				break
-			}
-			in.ExclusiveStartKey = res.LastEvaluatedKey
-		}
+		streams = []*idStream{db.idStream(IndexJobsByGroup, AttrGroupID, p.GroupID, after, min(4*limit, 1000))}
 	} else {
-		items, err := db.scanAll(ctx, &dynamodb.ScanInput{TableName: &db.t.Jobs})
+		for sh := range db.opts.Shards {
+			streams = append(streams, db.idStream(IndexJobsByShard, AttrShard, int64(sh), after, min(limit+1, 1000)))
+		}
+	}
+	var jobs []xjob.Job
+	for len(jobs) <= limit {
+		ids, err := mergeIDs(ctx, streams, limit+1)
 		if err != nil {
 			return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", err)
 		}
-		all, err := decodeJobs(items)
+		if len(ids) == 0 {
+			break
+		}
+		keys := make([]item, len(ids))
+		for i, id := range ids {
+			keys[i] = jobKey(id)
+		}
+		items, err := db.batchGet(ctx, db.t.Jobs, keys)
 		if err != nil {
 			return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", err)
 		}
-		for _, j := range all {
+		page, err := decodeJobs(items)
+		if err != nil {
+			return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", err)
+		}
+		slices.SortFunc(page, func(a, b xjob.Job) int { return cmp.Compare(a.ID, b.ID) })
+		for _, j := range page {
 			if keep(j) {
 				jobs = append(jobs, j)
 			}
 		}
-		slices.SortFunc(jobs, func(a, b xjob.Job) int { return cmp.Compare(a.ID, b.ID) })
 	}
 	var page driver.JobPage
 	if len(jobs) > limit {
@@ -392,6 +379,69 @@ func (db *DB) JobList(ctx context.Context, p driver.JobListParams) (driver.JobPa
 	}
 	page.Jobs = jobs
 	return page, nil
+}
+
+// idStream walks one partition of a keys-only jobs index (byGroup or
+// byShard) in id order, after a cursor id, a query page at a time.
+type idStream struct {
+	db   *DB
+	in   *dynamodb.QueryInput
+	buf  []int64
+	done bool
+}
+
+func (db *DB) idStream(index, partAttr string, part, after int64, pageSize int) *idStream {
+	var e expr
+	in := &dynamodb.QueryInput{TableName: &db.t.Jobs, IndexName: aws.String(index),
+		KeyConditionExpression: aws.String(e.name(partAttr) + " = " + e.val(n(part)) +
+			" AND " + e.name(AttrID) + " > " + e.val(n(after))),
+		Limit: aws.Int32(int32(pageSize))}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
+	return &idStream{db: db, in: in}
+}
+
+// head is the stream's next id without taking it; ok is false at its end.
+func (st *idStream) head(ctx context.Context) (id int64, ok bool, err error) {
+	for len(st.buf) == 0 && !st.done {
+		res, err := st.db.api.Query(ctx, st.in)
+		if err != nil {
+			return 0, false, err
+		}
+		for _, k := range res.Items {
+			st.buf = append(st.buf, item(k).int(AttrID))
+		}
+		st.done = len(res.LastEvaluatedKey) == 0
+		st.in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	if len(st.buf) == 0 {
+		return 0, false, nil
+	}
+	return st.buf[0], true, nil
+}
+
+// mergeIDs takes up to want ids from the streams, smallest first. The
+// streams are few (one group, or the scan shards), so a linear pick of
+// the smallest head does.
+func mergeIDs(ctx context.Context, streams []*idStream, want int) ([]int64, error) {
+	var ids []int64
+	for len(ids) < want {
+		best, bestID := -1, int64(0)
+		for i, st := range streams {
+			id, ok, err := st.head(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if ok && (best < 0 || id < bestID) {
+				best, bestID = i, id
+			}
+		}
+		if best < 0 {
+			break
+		}
+		ids = append(ids, bestID)
+		streams[best].buf = streams[best].buf[1:]
+	}
+	return ids, nil
 }
 
 // JobsDue queries the sparse due index: dueShard = shard AND dueKey

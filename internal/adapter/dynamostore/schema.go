@@ -43,10 +43,12 @@ func TableSpecs(t Tables) []*dynamodb.CreateTableInput {
 	N, S := types.ScalarAttributeTypeN, types.ScalarAttributeTypeS
 	return []*dynamodb.CreateTableInput{
 		table(t.Jobs,
-			[]types.AttributeDefinition{attr(AttrID, N), attr(AttrDueShard, N), attr(AttrDueKey, S), attr(AttrGroupID, N)},
+			[]types.AttributeDefinition{attr(AttrID, N), attr(AttrDueShard, N), attr(AttrDueKey, S), attr(AttrGroupID, N),
+				attr(AttrShard, N)},
 			key(AttrID, ""),
 			gsi(IndexJobsDue, AttrDueShard, AttrDueKey, types.ProjectionTypeAll),
-			gsi(IndexJobsByGroup, AttrGroupID, AttrID, types.ProjectionTypeKeysOnly)),
+			gsi(IndexJobsByGroup, AttrGroupID, AttrID, types.ProjectionTypeKeysOnly),
+			gsi(IndexJobsByShard, AttrShard, AttrID, types.ProjectionTypeKeysOnly)),
 		table(t.Groups, []types.AttributeDefinition{attr(AttrID, N)}, key(AttrID, "")),
 		logPages(table(t.Logs,
 			[]types.AttributeDefinition{attr(AttrPK, S), attr(AttrSK, S), attr(AttrTimePart, N), attr(AttrTimeKey, S)},
