@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/xjobdev/xjob"
@@ -86,6 +87,8 @@ var (
 	// jobNameCases: the keys jobs as code matches jobs by.
 	jobNameCases = []jobCase{
 		{"ListByName", jobListByName},
+		{"ListByNameRenameDelete", jobListByNameRenameDelete},
+		{"ListByNameConcurrentInserts", jobListByNameConcurrentInserts},
 		{"DeclarationRetired", jobDeclarationRetired},
 	}
 	// jobScanCases: what the scan and dispatch read and write: due jobs,
@@ -213,6 +216,123 @@ func jobListByName(t *testing.T, s driver.JobStore) {
 	requireNoErr(t, err, "get renamed")
 	if read.Declared != "" {
 		t.Fatalf("update did not clear declared: %q", read.Declared)
+	}
+}
+
+// jobListByNameRenameDelete: the lookup follows every write that gives
+// or takes a name at once (the declare path's duplicate check reads right
+// after a create): renames away and back, a second rename in a row, a
+// delete, and a new job taking a deleted job's name.
+func jobListByNameRenameDelete(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	byName := func(name string) []int64 {
+		t.Helper()
+		got, err := s.JobListByName(ctx, name)
+		requireNoErr(t, err, "list by name "+name)
+		return ids(got, jobID)
+	}
+	rename := func(id int64, name string) {
+		t.Helper()
+		j, err := s.JobGet(ctx, id)
+		requireNoErr(t, err, "get")
+		j.Name = name
+		_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: j, ExpectVersion: j.Version})
+		requireNoErr(t, err, "rename to "+name)
+	}
+	j := sampleJob(1, 0)
+	j.Name = "app.a"
+	a, err := s.JobInsert(ctx, j)
+	requireNoErr(t, err, "insert")
+	requireIDs(t, "app.a after insert", byName("app.a"), []int64{a.ID})
+
+	rename(a.ID, "app.b")
+	requireIDs(t, "app.a after rename to app.b", byName("app.a"), nil)
+	requireIDs(t, "app.b after rename", byName("app.b"), []int64{a.ID})
+	rename(a.ID, "app.c")
+	requireIDs(t, "app.b after rename to app.c", byName("app.b"), nil)
+	rename(a.ID, "app.a")
+	requireIDs(t, "app.a after renaming back", byName("app.a"), []int64{a.ID})
+	requireIDs(t, "app.c after renaming back", byName("app.c"), nil)
+
+	// An update that keeps the name keeps the job findable.
+	cur, err := s.JobGet(ctx, a.ID)
+	requireNoErr(t, err, "get")
+	cur.Description = "edited"
+	_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: cur, ExpectVersion: cur.Version})
+	requireNoErr(t, err, "edit")
+	requireIDs(t, "app.a after an edit", byName("app.a"), []int64{a.ID})
+
+	// A stale update to another name fails and changes no lookup.
+	stale := cur
+	stale.Name = "app.d"
+	_, err = s.JobUpdate(ctx, driver.JobUpdateParams{Job: stale, ExpectVersion: cur.Version})
+	requireIs(t, err, xjob.ErrConflict, "stale rename")
+	requireIDs(t, "app.d after a failed rename", byName("app.d"), nil)
+	requireIDs(t, "app.a after a failed rename", byName("app.a"), []int64{a.ID})
+
+	// Unnamed, then deleted; a new job takes the name.
+	rename(a.ID, "")
+	requireIDs(t, "app.a after clearing the name", byName("app.a"), nil)
+	rename(a.ID, "app.a")
+	requireNoErr(t, s.JobDelete(ctx, a.ID), "delete")
+	requireIDs(t, "app.a after delete", byName("app.a"), nil)
+	b, err := s.JobInsert(ctx, j)
+	requireNoErr(t, err, "insert again")
+	requireIDs(t, "app.a after a new insert", byName("app.a"), []int64{b.ID})
+}
+
+// jobListByNameConcurrentInserts: jobs of one name created at once (two
+// executors declaring one job) are visible as soon as each insert
+// returns, so of two creators at least one sees the other and the admin
+// can keep the lowest id.
+func jobListByNameConcurrentInserts(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	const n = 6
+	var wg sync.WaitGroup
+	seen := make([][]int64, n)
+	created := make([]int64, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j := sampleJob(1, 0)
+			j.Name = "app.same"
+			ins, err := s.JobInsert(ctx, j)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			created[i] = ins.ID
+			got, err := s.JobListByName(ctx, "app.same")
+			errs[i] = err
+			seen[i] = ids(got, jobID)
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		requireNoErr(t, errs[i], "insert and list")
+		if !slices.Contains(seen[i], created[i]) {
+			t.Fatalf("creator of job %d listed %v: its own job missing", created[i], seen[i])
+		}
+		if !slices.IsSorted(seen[i]) {
+			t.Fatalf("list by name %v not in id order", seen[i])
+		}
+	}
+	all, err := s.JobListByName(ctx, "app.same")
+	requireNoErr(t, err, "list")
+	want := slices.Clone(created)
+	slices.Sort(want)
+	requireIDs(t, "app.same after the inserts", ids(all, jobID), want)
+	// Of two creators, the one that listed last listed after the other's
+	// insert returned: at least one of them saw the other's job.
+	for i := range n {
+		for k := i + 1; k < n; k++ {
+			if !slices.Contains(seen[i], created[k]) && !slices.Contains(seen[k], created[i]) {
+				t.Fatalf("creators of jobs %d and %d listed %v and %v: neither saw the other",
+					created[i], created[k], seen[i], seen[k])
+			}
+		}
 	}
 }
 

@@ -166,6 +166,7 @@ type DB struct {
 	jobIDs, groupIDs *idBlock
 	idHash           func(occurrenceID string) uint64 // logIDHash
 	span             atomic.Int64                     // widest log page span recorded (noteSpan)
+	namesReady       atomic.Bool                      // the name claims backfill is done (backfillNames)
 }
 
 // New returns a store over existing tables (CreateTables makes them).
@@ -489,7 +490,7 @@ func toMaps(items []item) []map[string]types.AttributeValue {
 
 // scanAll reads a whole table, following LastEvaluatedKey. Only for tables
 // that stay small whatever the load (groups, live executors in the
-// registry): never the jobs or log tables.
+// registry), and the jobs table once per deployment (backfillNames).
 func (db *DB) scanAll(ctx context.Context, in *dynamodb.ScanInput) ([]item, error) {
 	return followPages(in.ExclusiveStartKey, func(start map[string]types.AttributeValue) (readPage, error) {
 		in.ExclusiveStartKey = start

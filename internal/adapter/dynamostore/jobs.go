@@ -133,6 +133,9 @@ func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
 	if job.TriggerStatus == xjob.StatusRunning {
 		it[AttrDueShard], it[AttrDueKey] = n(int64(job.Shard)), s(SortKey(job.TriggerNextTime, job.ID))
 	}
+	if err := db.claimName(ctx, job.Name, job.ID, 1); err != nil {
+		return xjob.Job{}, fmt.Errorf("dynamo job insert: %w", err)
+	}
 	var e expr
 	_, err = db.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &db.t.Jobs, Item: it,
 		ConditionExpression: aws.String("attribute_not_exists(" + e.name(AttrID) + ")"), ExpressionAttributeNames: e.names})
@@ -177,10 +180,15 @@ func (db *DB) JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error) {
 
 // JobUpdate replaces a job's mutable attributes if its version is
 // ExpectVersion. ID, shard, creation time and the slow counters are kept;
-// the due index attributes follow the new status.
+// the due index attributes follow the new status. The new name is
+// claimed before the write and the old one released after it (names.go).
 func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job, error) {
 	j := p.Job
+	if err := db.claimName(ctx, j.Name, j.ID, p.ExpectVersion+1); err != nil {
+		return xjob.Job{}, fmt.Errorf("dynamo job update %d: %w", j.ID, err)
+	}
 	var u update
+	u.SetExpr(attrPrevName, u.name("jobName"))
 	for k, v := range jobFields(j) {
 		u.Set(k, v)
 	}
@@ -202,7 +210,13 @@ func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job
 	if err != nil {
 		return xjob.Job{}, fmt.Errorf("dynamo job update %d: %w", j.ID, err)
 	}
-	return decodeJob(out.Attributes)
+	rec := item(out.Attributes)
+	if prev := rec.str(attrPrevName); prev != j.Name {
+		if err := db.releaseName(ctx, prev, j.ID, rec.int("version")); err != nil {
+			return xjob.Job{}, fmt.Errorf("dynamo job update %d: %w", j.ID, err)
+		}
+	}
+	return decodeJob(rec)
 }
 
 // JobAdvance records a scan's progress, conditional on the version. Its
@@ -301,15 +315,20 @@ func wrapErr(what string, id int64, err error) error {
 	return fmt.Errorf("%s %d: %w", what, id, err)
 }
 
-// JobDelete removes a job (and with it its due index entry).
+// JobDelete removes a job (and with it its index entries), then its name
+// claim.
 func (db *DB) JobDelete(ctx context.Context, id int64) error {
 	var e expr
-	_, err := db.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &db.t.Jobs, Key: jobKey(id),
-		ConditionExpression: aws.String("attribute_exists(" + e.name(AttrID) + ")"), ExpressionAttributeNames: e.names})
+	out, err := db.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &db.t.Jobs, Key: jobKey(id),
+		ConditionExpression: aws.String("attribute_exists(" + e.name(AttrID) + ")"), ExpressionAttributeNames: e.names,
+		ReturnValues: types.ReturnValueAllOld})
 	if condFailed(err) {
 		err = xjob.ErrNotFound
 	}
-	return wrapErr("dynamo job delete", id, err)
+	if err != nil {
+		return wrapErr("dynamo job delete", id, err)
+	}
+	return wrapErr("dynamo job delete", id, db.releaseName(ctx, item(out.Attributes).str("jobName"), id, noVersion))
 }
 
 // JobList pages through jobs in id order; the cursor is the last id
@@ -486,29 +505,5 @@ func (db *DB) JobsDue(ctx context.Context, p driver.JobsDueParams) ([]xjob.Job, 
 		}
 		in.ExclusiveStartKey = res.LastEvaluatedKey
 	}
-	return jobs, nil
-}
-
-// JobListByName scans the jobs table with a filter on jobName: there is no
-// index on the name, and the callers (an executor declaring its jobs when
-// it starts, once per process) are rare enough that a filtered scan costs
-// less than a global index written on every job update.
-func (db *DB) JobListByName(ctx context.Context, name string) ([]xjob.Job, error) {
-	if name == "" {
-		return nil, nil
-	}
-	var e expr
-	in := &dynamodb.ScanInput{TableName: &db.t.Jobs, ConsistentRead: aws.Bool(true),
-		FilterExpression: aws.String(e.name("jobName") + " = " + e.val(s(name)))}
-	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
-	items, err := db.scanAll(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("dynamo job list by name %q: %w", name, err)
-	}
-	jobs, err := decodeJobs(items)
-	if err != nil {
-		return nil, fmt.Errorf("dynamo job list by name %q: %w", name, err)
-	}
-	slices.SortFunc(jobs, func(a, b xjob.Job) int { return cmp.Compare(a.ID, b.ID) })
 	return jobs, nil
 }
