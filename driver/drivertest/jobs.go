@@ -279,6 +279,15 @@ func jobListByNameRenameDelete(t *testing.T, s driver.JobStore) {
 	b, err := s.JobInsert(ctx, j)
 	requireNoErr(t, err, "insert again")
 	requireIDs(t, "app.a after a new insert", byName("app.a"), []int64{b.ID})
+
+	// A deleted job's id given again (an import) with the same name.
+	requireNoErr(t, s.JobDelete(ctx, b.ID), "delete again")
+	again := j
+	again.ID = b.ID
+	_, err = s.JobInsert(ctx, again)
+	requireNoErr(t, err, "insert with the deleted id")
+	requireIDs(t, "app.a after reusing the id", byName("app.a"), []int64{b.ID})
+	requireIDs(t, "app.a looked up again", byName("app.a"), []int64{b.ID})
 }
 
 // jobListByNameConcurrentInserts: jobs of one name created at once (two

@@ -225,7 +225,7 @@ var Functions = []Function{
 			"dynamodb:GetItem",
 			"dynamodb:PutItem", // job/group/user create
 			"dynamodb:Query",
-			"dynamodb:Scan", // small tables: registry, reports, users, job list without a group
+			"dynamodb:Scan", // small tables: registry, reports, users; the jobs table once per deployment (name claims backfill)
 			"dynamodb:UpdateItem",
 			"sns:Publish",       // not exercised: alarm of a manual trigger's failure
 			"sqs:SendMessage",   // admin push of a new job's fires within the scan horizon (ring); manual trigger

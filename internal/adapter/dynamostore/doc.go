@@ -32,6 +32,7 @@
 //	table        key                          GSIs (partition, sort; projection)
 //	jobs         id N                         due (dueShard N, dueKey S; ALL) sparse
 //	                                          byGroup (groupId N, id N; KEYS_ONLY)
+//	                                          byShard (shard N, id N; KEYS_ONLY)
 //	groups       id N                         —
 //	logpages     pk S, sk S                   byTime (part N, tkey S; INCLUDE lo, jobs, groups) sparse: pages only
 //	registry     registryKey S, member S      —   appname; group#address, TTL
@@ -51,7 +52,10 @@
 // the scan's per-fire write cost. JobRecordSlow is an ADD that does not bump
 // the version (it costs a due-index write only when a dispatch was slow).
 // JobList by group walks byGroup (keys only, so advances never write it)
-// and batch-reads; without a group it scans the table (admin page only).
+// and batch-reads; without a group it merges byShard's shard partitions
+// by id. Declared jobs are found by name claims in the console table
+// (names.go). No path a user or an executor starts scans the jobs table,
+// bar the one-time name claims backfill after an upgrade.
 //
 // Ids. Jobs and groups get numeric ids from an atomic counter item:
 // UpdateItem ADD value 1, RETURN UPDATED_NEW (ids in insert order).

@@ -53,7 +53,9 @@ const (
 	TableCounters = "counters"
 	// TableConsole holds the console's records, apart from the scheduling
 	// tables: users (AttrPK "user", AttrSK username) and saved GLUE sources
-	// (AttrPK "glue#<jobId>", AttrSK SortKey(savedAt, random)).
+	// (AttrPK "glue#<jobId>", AttrSK SortKey(savedAt, random)), and the
+	// jobs' name claims (AttrPK "jobname#<name>", AttrSK the job id; see
+	// names.go).
 	TableConsole = "console"
 )
 

@@ -54,8 +54,9 @@ func (db *DB) GroupGet(ctx context.Context, id int64) (xjob.Group, error) {
 	return decodeGroup(it), nil
 }
 
-// GroupList scans the groups table (a few hundred items at most) and
-// filters by substring, in id order.
+// GroupList scans the groups table (a few hundred items at most: one per
+// executor application, created by people, not by load) and filters by
+// substring, in id order.
 func (db *DB) GroupList(ctx context.Context, p driver.GroupListParams) ([]xjob.Group, error) {
 	items, err := db.scanAll(ctx, &dynamodb.ScanInput{TableName: &db.t.Groups})
 	if err != nil {

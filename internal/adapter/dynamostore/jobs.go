@@ -315,20 +315,17 @@ func wrapErr(what string, id int64, err error) error {
 	return fmt.Errorf("%s %d: %w", what, id, err)
 }
 
-// JobDelete removes a job (and with it its index entries), then its name
-// claim.
+// JobDelete removes a job (and with it its index entries). Its name claim
+// stays until the next lookup of the name (names.go): the callback function
+// deletes completed one-time jobs and has no access to the console table.
 func (db *DB) JobDelete(ctx context.Context, id int64) error {
 	var e expr
-	out, err := db.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &db.t.Jobs, Key: jobKey(id),
-		ConditionExpression: aws.String("attribute_exists(" + e.name(AttrID) + ")"), ExpressionAttributeNames: e.names,
-		ReturnValues: types.ReturnValueAllOld})
+	_, err := db.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &db.t.Jobs, Key: jobKey(id),
+		ConditionExpression: aws.String("attribute_exists(" + e.name(AttrID) + ")"), ExpressionAttributeNames: e.names})
 	if condFailed(err) {
 		err = xjob.ErrNotFound
 	}
-	if err != nil {
-		return wrapErr("dynamo job delete", id, err)
-	}
-	return wrapErr("dynamo job delete", id, db.releaseName(ctx, item(out.Attributes).str("jobName"), id, noVersion))
+	return wrapErr("dynamo job delete", id, err)
 }
 
 // JobList pages through jobs in id order; the cursor is the last id

@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,13 +27,18 @@ import (
 // id) needs to see the other's job at once.
 //
 // Invariant: every job with a name has a claim for it; a claim without
-// its job (left by a failed write, or a rename whose clean-up lost a race)
-// is harmless, as lookups read the job. So a claim is written before the
-// job write that gives the name, and removed only after the write that
-// takes the name away, and only when no later write claimed it again: a
-// claim holds claimVer, the job version of the write that made it (never
-// lowered), and the clean-up after the write that produced version w
-// deletes the claim only while claimVer < w.
+// its job, or whose job now has another name, is harmless, as lookups read
+// the job. So a claim is written before the job write that gives the name,
+// and removed only after the write that takes the name away, and only when
+// no later write claimed it again: a claim holds claimVer, the job version
+// of the write that made it (never lowered), and the clean-up after the
+// write that produced version w deletes the claim only while claimVer < w.
+//
+// JobDelete leaves the claim: it runs in the callback function too, whose
+// role cannot write the console table. A lookup that finds a claim whose
+// job is gone deletes it, conditional on the claim's gen, a random value
+// every claim write renews, so a job inserted again under that id since
+// the lookup read (imports give ids) keeps its claim.
 //
 // Tables from before the claims have none: the first lookup after an
 // upgrade backfills them with one scan of the jobs table and records that
@@ -42,6 +47,7 @@ const (
 	consoleNamePrefix   = "jobname#"
 	consoleNameBackfill = "jobname-backfill"
 	attrClaimVer        = "claimVer"
+	attrClaimGen        = "gen"
 	// attrPrevName is set by JobUpdate to the name the job had before the
 	// update (SET evaluates against the old item), so that the update's
 	// own result says which claim to clean up.
@@ -53,17 +59,24 @@ func claimKey(name string, id int64) item {
 }
 
 // claimName makes sure a claim of name for job id exists with claimVer at
-// least ver.
+// least ver, renewing its gen. A job insert (ver 1) keeps a higher
+// claimVer left by a deleted job of the same id rather than failing.
 func (db *DB) claimName(ctx context.Context, name string, id, ver int64) error {
 	if name == "" {
 		return nil
 	}
 	var u update
-	u.Set(attrClaimVer, n(ver))
 	u.Set(AttrID, n(id))
-	cond := "attribute_not_exists(" + u.name(AttrPK) + ") OR " + u.name(attrClaimVer) + " < " + u.val(n(ver))
+	u.Set(attrClaimGen, n(int64(rand.Uint32())))
+	var cond *string
+	if ver <= 1 {
+		u.SetExpr(attrClaimVer, "if_not_exists("+u.name(attrClaimVer)+", "+u.val(n(ver))+")")
+	} else {
+		u.Set(attrClaimVer, n(ver))
+		cond = aws.String("attribute_not_exists(" + u.name(AttrPK) + ") OR " + u.name(attrClaimVer) + " < " + u.val(n(ver)))
+	}
 	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Console, Key: claimKey(name, id),
-		UpdateExpression: aws.String(u.String()), ConditionExpression: &cond,
+		UpdateExpression: aws.String(u.String()), ConditionExpression: cond,
 		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
 	if err != nil && !condFailed(err) { // failed: a later write's claim is there
 		return fmt.Errorf("claim name %q for job %d: %w", name, id, err)
@@ -131,6 +144,23 @@ func (db *DB) jobsByName(ctx context.Context, name string) ([]xjob.Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	live := map[int64]bool{}
+	for _, j := range all {
+		live[j.ID] = true
+	}
+	for _, c := range claims {
+		if live[c.int(AttrID)] {
+			continue
+		}
+		var e expr
+		cond := e.name(attrClaimGen) + " = " + e.val(n(c.int(attrClaimGen)))
+		_, err := db.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &db.t.Console,
+			Key: item{AttrPK: c[AttrPK], AttrSK: c[AttrSK]}, ConditionExpression: &cond,
+			ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values})
+		if err != nil && !condFailed(err) {
+			return nil, fmt.Errorf("drop the claim of deleted job %d: %w", c.int(AttrID), err)
+		}
+	}
 	jobs := slices.DeleteFunc(all, func(j xjob.Job) bool { return j.Name != name })
 	slices.SortFunc(jobs, func(a, b xjob.Job) int { return cmp.Compare(a.ID, b.ID) })
 	return jobs, nil
@@ -171,6 +201,3 @@ func (db *DB) backfillNames(ctx context.Context) error {
 	db.namesReady.Store(true)
 	return nil
 }
-
-// noVersion releases a claim whatever version claimed it: the job is gone.
-const noVersion = math.MaxInt64

@@ -141,8 +141,9 @@ func TestNameClaimsBackfill(t *testing.T) {
 	}
 }
 
-// Renames and deletes release the claims they take away: claims do not
-// pile up with a job's history.
+// Renames release the claims they take away, and the first lookup of a
+// deleted job's name drops its claim: claims do not pile up with a job's
+// history.
 func TestNameClaimsReleased(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -181,7 +182,10 @@ func TestNameClaimsReleased(t *testing.T) {
 	if err := db.JobDelete(ctx, j.ID); err != nil {
 		t.Fatal(err)
 	}
+	if got, err := db.JobListByName(ctx, "app.d"); err != nil || len(got) != 0 {
+		t.Fatalf("after delete, app.d = %+v %v, want none", got, err)
+	}
 	if n := claims(); n != 0 {
-		t.Fatalf("after delete: %d claims, want none", n)
+		t.Fatalf("after delete and a lookup: %d claims, want none", n)
 	}
 }

@@ -99,7 +99,8 @@ func (db *DB) RegistryList(ctx context.Context, p driver.RegistryListParams) ([]
 
 // RegistryDeleteBefore scans for stale entries and deletes each with a
 // condition that it is still stale, so a heartbeat arriving meanwhile
-// survives.
+// survives. The scan is bounded: the table holds live executors and the
+// stale ones this sweep (and TTL) removes, not a history.
 func (db *DB) RegistryDeleteBefore(ctx context.Context, before int64) (int, error) {
 	var e expr
 	in := &dynamodb.ScanInput{TableName: &db.t.Registry,
