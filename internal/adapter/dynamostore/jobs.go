@@ -133,7 +133,8 @@ func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
 	if job.TriggerStatus == xjob.StatusRunning {
 		it[AttrDueShard], it[AttrDueKey] = n(int64(job.Shard)), s(SortKey(job.TriggerNextTime, job.ID))
 	}
-	if err := db.claimName(ctx, job.Name, job.ID, 1); err != nil {
+	gen, err := db.claimName(ctx, job.Name, job.ID, 1, true)
+	if err != nil {
 		return xjob.Job{}, fmt.Errorf("dynamo job insert: %w", err)
 	}
 	var e expr
@@ -143,6 +144,9 @@ func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
 		err = fmt.Errorf("id %d already used (counter behind the table?): %w", id, xjob.ErrConflict)
 	}
 	if err != nil {
+		return xjob.Job{}, fmt.Errorf("dynamo job insert: %w", err)
+	}
+	if err := db.confirmName(ctx, job.Name, job.ID, gen); err != nil {
 		return xjob.Job{}, fmt.Errorf("dynamo job insert: %w", err)
 	}
 	return job, nil
@@ -184,7 +188,7 @@ func (db *DB) JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error) {
 // claimed before the write and the old one released after it (names.go).
 func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job, error) {
 	j := p.Job
-	if err := db.claimName(ctx, j.Name, j.ID, p.ExpectVersion+1); err != nil {
+	if _, err := db.claimName(ctx, j.Name, j.ID, p.ExpectVersion+1, false); err != nil {
 		return xjob.Job{}, fmt.Errorf("dynamo job update %d: %w", j.ID, err)
 	}
 	var u update

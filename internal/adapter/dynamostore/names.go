@@ -35,19 +35,22 @@ import (
 // write that produced version w deletes the claim only while claimVer < w.
 //
 // JobDelete leaves the claim: it runs in the callback function too, whose
-// role cannot write the console table. A lookup that finds a claim whose
-// job is gone deletes it, conditional on the claim's gen, a random value
-// every claim write renews, so a job inserted again under that id since
-// the lookup read (imports give ids) keeps its claim.
+// role cannot write the console table. A lookup that finds a confirmed
+// claim whose job is gone deletes it. An insert's claim is confirmed only
+// once its job is stored, so a lookup racing the insert (two executors
+// declaring one job) leaves it; and the delete is conditional on the
+// claim's gen, a random value each insert renews, so a job inserted again
+// under that id since the lookup read (imports give ids) keeps its claim.
 //
 // Tables from before the claims have none: the first lookup after an
 // upgrade backfills them with one scan of the jobs table and records that
-// it did (partition "jobname-backfill"); until then lookups scan.
+// it did (partition "jobname-backfill"); no later lookup scans.
 const (
 	consoleNamePrefix   = "jobname#"
 	consoleNameBackfill = "jobname-backfill"
 	attrClaimVer        = "claimVer"
 	attrClaimGen        = "gen"
+	attrClaimConfirmed  = "confirmed"
 	// attrPrevName is set by JobUpdate to the name the job had before the
 	// update (SET evaluates against the old item), so that the update's
 	// own result says which claim to clean up.
@@ -59,27 +62,51 @@ func claimKey(name string, id int64) item {
 }
 
 // claimName makes sure a claim of name for job id exists with claimVer at
-// least ver, renewing its gen. A job insert (ver 1) keeps a higher
-// claimVer left by a deleted job of the same id rather than failing.
-func (db *DB) claimName(ctx context.Context, name string, id, ver int64) error {
+// least ver, renewing its gen, and returns that gen. A job insert
+// (inserting, ver 1) keeps a higher claimVer left by a deleted job of the
+// same id rather than failing, and leaves the claim unconfirmed until its job is stored
+// (confirmName): a lookup meanwhile finds no job and must not drop it.
+// Other writes claim for a job that exists, confirmed at once.
+func (db *DB) claimName(ctx context.Context, name string, id, ver int64, inserting bool) (int64, error) {
 	if name == "" {
-		return nil
+		return 0, nil
 	}
+	gen := int64(rand.Uint32())
 	var u update
 	u.Set(AttrID, n(id))
-	u.Set(attrClaimGen, n(int64(rand.Uint32())))
+	u.Set(attrClaimGen, n(gen))
 	var cond *string
-	if ver <= 1 {
+	if inserting {
 		u.SetExpr(attrClaimVer, "if_not_exists("+u.name(attrClaimVer)+", "+u.val(n(ver))+")")
+		u.Remove(attrClaimConfirmed)
 	} else {
 		u.Set(attrClaimVer, n(ver))
+		u.Set(attrClaimConfirmed, &types.AttributeValueMemberBOOL{Value: true})
 		cond = aws.String("attribute_not_exists(" + u.name(AttrPK) + ") OR " + u.name(attrClaimVer) + " < " + u.val(n(ver)))
 	}
 	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Console, Key: claimKey(name, id),
 		UpdateExpression: aws.String(u.String()), ConditionExpression: cond,
 		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
 	if err != nil && !condFailed(err) { // failed: a later write's claim is there
-		return fmt.Errorf("claim name %q for job %d: %w", name, id, err)
+		return 0, fmt.Errorf("claim name %q for job %d: %w", name, id, err)
+	}
+	return gen, nil
+}
+
+// confirmName marks an inserted job's claim confirmed, unless another
+// insert of the id claimed it since (gen changed).
+func (db *DB) confirmName(ctx context.Context, name string, id, gen int64) error {
+	if name == "" {
+		return nil
+	}
+	var u update
+	u.Set(attrClaimConfirmed, &types.AttributeValueMemberBOOL{Value: true})
+	cond := u.name(attrClaimGen) + " = " + u.val(n(gen))
+	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Console, Key: claimKey(name, id),
+		UpdateExpression: aws.String(u.String()), ConditionExpression: &cond,
+		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
+	if err != nil && !condFailed(err) {
+		return fmt.Errorf("confirm name %q of job %d: %w", name, id, err)
 	}
 	return nil
 }
@@ -152,6 +179,9 @@ func (db *DB) jobsByName(ctx context.Context, name string) ([]xjob.Job, error) {
 		if live[c.int(AttrID)] {
 			continue
 		}
+		if b, ok := c[attrClaimConfirmed].(*types.AttributeValueMemberBOOL); !ok || !b.Value {
+			continue // its insert may not have stored the job yet
+		}
 		var e expr
 		cond := e.name(attrClaimGen) + " = " + e.val(n(c.int(attrClaimGen)))
 		_, err := db.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &db.t.Console,
@@ -190,7 +220,7 @@ func (db *DB) backfillNames(ctx context.Context) error {
 		return fmt.Errorf("name claims backfill: %w", err)
 	}
 	for _, it := range items {
-		if err := db.claimName(ctx, it.str("jobName"), it.int(AttrID), it.int("version")); err != nil {
+		if _, err := db.claimName(ctx, it.str("jobName"), it.int(AttrID), it.int("version"), false); err != nil {
 			return fmt.Errorf("name claims backfill: %w", err)
 		}
 	}

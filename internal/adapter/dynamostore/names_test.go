@@ -2,6 +2,7 @@ package dynamostore_test
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -187,5 +188,55 @@ func TestNameClaimsReleased(t *testing.T) {
 	}
 	if n := claims(); n != 0 {
 		t.Fatalf("after delete and a lookup: %d claims, want none", n)
+	}
+}
+
+// A lookup that runs between an insert's claim and its job write finds no
+// job: it must keep the claim, or the job it is about to store would be
+// found by no later lookup (two executors declaring one job at once). Only
+// confirmed claims of missing jobs are dropped.
+func TestNameClaimOfPendingInsertKept(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tables := dynamostore.TablesWithPrefix(emulator.UniqueName("t"))
+	db, _ := storeOn(t, tables)
+	raw := emulator.DynamoDB(t)
+	claim := func(id int64, confirmed bool) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{
+			dynamostore.AttrPK: &types.AttributeValueMemberS{Value: "jobname#app.p"},
+			dynamostore.AttrSK: &types.AttributeValueMemberS{Value: dynamostore.SortKey(0, id)},
+			dynamostore.AttrID: &types.AttributeValueMemberN{Value: strconv.FormatInt(id, 10)},
+			"claimVer":         &types.AttributeValueMemberN{Value: "1"},
+			"gen":              &types.AttributeValueMemberN{Value: "7"},
+			"confirmed":        &types.AttributeValueMemberBOOL{Value: confirmed},
+		}
+	}
+	for id, confirmed := range map[int64]bool{900: false, 901: true} {
+		if _, err := raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: &tables.Console, Item: claim(id, confirmed)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := db.JobListByName(ctx, "app.p"); err != nil || len(got) != 0 {
+		t.Fatalf("app.p = %+v %v, want none", got, err)
+	}
+	for id, want := range map[int64]bool{900: true, 901: false} {
+		k := claim(id, false)
+		res, err := raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: &tables.Console, ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{dynamostore.AttrPK: k[dynamostore.AttrPK], dynamostore.AttrSK: k[dynamostore.AttrSK]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(res.Item) > 0; got != want {
+			t.Fatalf("claim of missing job %d kept = %v, want %v", id, got, want)
+		}
+	}
+	// The pending insert lands: its job is found.
+	j, err := db.JobInsert(ctx, xjob.Job{ID: 900, GroupID: 1, Name: "app.p", ScheduleType: xjob.ScheduleNone,
+		RouteStrategy: xjob.RouteFirst, GlueType: xjob.GlueBean, Handler: "h", TriggerStatus: xjob.StatusStopped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.JobListByName(ctx, "app.p"); err != nil || len(got) != 1 || got[0].ID != j.ID {
+		t.Fatalf("app.p after the insert = %+v %v, want job %d", got, err, j.ID)
 	}
 }
