@@ -79,10 +79,17 @@ const (
 
 // ReportDay is one day of the run report (xxl_job_log_report).
 type ReportDay struct {
-	Day          string `json:"triggerDay"` // yyyy-mm-dd, UTC
-	RunningCount int    `json:"runningCount"`
-	SucCount     int    `json:"sucCount"`
-	FailCount    int    `json:"failCount"`
+	Day string `json:"triggerDay"` // yyyy-mm-dd, UTC
+	// GroupID is the executor group the counts belong to when they are
+	// added, so that a user limited to some groups can read their report
+	// without counting logs. Zero means no one group: counts kept before
+	// the report was per group, imported history, and every sum
+	// ReportList returns. It stays off the wire, as xxl-job has no such
+	// field.
+	GroupID      int64 `json:"-"`
+	RunningCount int   `json:"runningCount"`
+	SucCount     int   `json:"sucCount"`
+	FailCount    int   `json:"failCount"`
 }
 
 // Truncate cuts s to at most n bytes (on a rune boundary) and marks the cut,

@@ -350,9 +350,10 @@ type LogStore interface {
 	LogCount(ctx context.Context, p LogCountParams) (int, error)
 	// LogTally counts the logs of the groups in GroupIDs (every group when
 	// empty) triggered in [From, To] per UTC day, by outcome: the run
-	// report of one user's groups (ReportStore keeps the whole
-	// installation's). Days without logs are left out; cost is
-	// proportional to the logs in range.
+	// report of some groups recounted from the logs themselves (the
+	// report the console shows comes from ReportStore's counters). Days
+	// without logs are left out; cost is proportional to the logs in
+	// range.
 	LogTally(ctx context.Context, p LogTallyParams) ([]xjob.ReportDay, error)
 }
 
@@ -544,12 +545,27 @@ type LeaseRenewParams struct {
 	TTL   time.Duration
 }
 
-// ReportStore keeps the daily run report as counters.
+// ReportStore keeps the daily run report as counters per day and group:
+// per group so that the report of a user limited to some groups is a read
+// of a few counters, not a count of their logs; per day and group rather
+// than per day so that concurrent writers spread over several counters.
 type ReportStore interface {
-	// ReportAdd adds the deltas to one day's counters (creating the day).
+	// ReportAdd adds the deltas to the counters of d.Day and d.GroupID
+	// (creating them; GroupID 0 is the "no one group" counter).
 	ReportAdd(ctx context.Context, d xjob.ReportDay) error
-	// ReportList returns the days from..to inclusive (yyyy-mm-dd) that have counters.
-	ReportList(ctx context.Context, from, to string) ([]xjob.ReportDay, error)
+	// ReportList returns, for each day in p's range that has counters,
+	// their sum over the groups p selects, in day order, GroupID 0.
+	ReportList(ctx context.Context, p ReportListParams) ([]xjob.ReportDay, error)
+}
+
+// ReportListParams is the input of ReportStore.ReportList.
+type ReportListParams struct {
+	// From and To bound the days, inclusive (yyyy-mm-dd).
+	From, To string
+	// GroupIDs selects the groups summed. Empty means every counter,
+	// group 0 included: the installation's report. A non-empty set never
+	// includes group 0, whose counts belong to no one group.
+	GroupIDs []int64
 }
 
 // UserStore keeps console users, keyed by username.

@@ -42,6 +42,9 @@ func Exercise(t *testing.T, newStore func(t *testing.T) driver.Store) {
 	t.Run("ReportStore", func(t *testing.T) {
 		ExerciseReportStore(t, func(t *testing.T) driver.ReportStore { return newStore(t) })
 	})
+	t.Run("ReportGroups", func(t *testing.T) {
+		ExerciseReportGroups(t, func(t *testing.T) driver.ReportStore { return newStore(t) })
+	})
 	t.Run("UserStore", func(t *testing.T) {
 		ExerciseUserStore(t, func(t *testing.T) driver.UserStore { return newStore(t) })
 	})

@@ -102,7 +102,7 @@ func ExerciseReportStore(t *testing.T, newStore func(t *testing.T) driver.Report
 		for _, d := range adds {
 			requireNoErr(t, s.ReportAdd(ctx, d), "add")
 		}
-		got, err := s.ReportList(ctx, "2024-02-29", "2024-03-01")
+		got, err := s.ReportList(ctx, driver.ReportListParams{From: "2024-02-29", To: "2024-03-01"})
 		requireNoErr(t, err, "list")
 		slices.SortFunc(got, func(a, b xjob.ReportDay) int { return cmp.Compare(a.Day, b.Day) })
 		want := []xjob.ReportDay{
@@ -112,10 +112,62 @@ func ExerciseReportStore(t *testing.T, newStore func(t *testing.T) driver.Report
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("report:\n got  %+v\n want %+v", got, want)
 		}
-		none, err := s.ReportList(ctx, "2023-01-01", "2023-12-31")
+		none, err := s.ReportList(ctx, driver.ReportListParams{From: "2023-01-01", To: "2023-12-31"})
 		requireNoErr(t, err, "list empty range")
 		if len(none) != 0 {
 			t.Fatalf("empty range returned %+v", none)
+		}
+	})
+}
+
+// ExerciseReportGroups runs the per-group part of the ReportStore
+// contract: counters kept per day and group, summed per day over every
+// group (group 0 included) or over a set of groups (group 0 never).
+func ExerciseReportGroups(t *testing.T, newStore func(t *testing.T) driver.ReportStore) {
+	t.Helper()
+	t.Run("SumsGroups", func(t *testing.T) {
+		t.Parallel()
+		s, ctx := newStore(t), t.Context()
+		adds := []xjob.ReportDay{
+			{Day: "2024-02-29", SucCount: 1},                 // no one group
+			{Day: "2024-02-29", GroupID: 7, RunningCount: 2}, // group 7
+			{Day: "2024-02-29", GroupID: 7, RunningCount: -1, SucCount: 1},
+			{Day: "2024-02-29", GroupID: 8, FailCount: 3},
+			{Day: "2024-03-01", GroupID: 8, SucCount: 4},
+			{Day: "2024-03-01", GroupID: 12, FailCount: 5},
+			{Day: "2024-03-02", GroupID: 7, SucCount: 9}, // out of range
+		}
+		for _, d := range adds {
+			requireNoErr(t, s.ReportAdd(ctx, d), "add")
+		}
+		from, to := "2024-02-29", "2024-03-01"
+		cases := []struct {
+			name   string
+			groups []int64
+			want   []xjob.ReportDay
+		}{
+			{"every group", nil, []xjob.ReportDay{
+				{Day: "2024-02-29", RunningCount: 1, SucCount: 2, FailCount: 3},
+				{Day: "2024-03-01", SucCount: 4, FailCount: 5},
+			}},
+			{"group 7", []int64{7}, []xjob.ReportDay{{Day: "2024-02-29", RunningCount: 1, SucCount: 1}}},
+			{"groups 7 and 8", []int64{8, 7}, []xjob.ReportDay{
+				{Day: "2024-02-29", RunningCount: 1, SucCount: 1, FailCount: 3},
+				{Day: "2024-03-01", SucCount: 4},
+			}},
+			{"group 0 is no group", []int64{0}, nil},
+			{"a group without counts", []int64{99}, nil},
+			{"repeated groups count once", []int64{12, 12}, []xjob.ReportDay{{Day: "2024-03-01", FailCount: 5}}},
+		}
+		for _, c := range cases {
+			got, err := s.ReportList(ctx, driver.ReportListParams{From: from, To: to, GroupIDs: c.groups})
+			requireNoErr(t, err, "list "+c.name)
+			if len(got) == 0 {
+				got = nil
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("report %s:\n got  %+v\n want %+v", c.name, got, c.want)
+			}
 		}
 	})
 }

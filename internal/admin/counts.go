@@ -27,9 +27,9 @@ func (s *Service) CountLogs(ctx context.Context, p driver.LogCountParams) (int, 
 	return n, nil
 }
 
-// GroupReport is Report over the logs of some groups only: what a user
-// limited to those groups may see. No group gives an empty report (zeros),
-// never the installation's.
+// GroupReport is Report over some groups only: what a user limited to
+// those groups may see, read from the groups' report counters. No group
+// gives an empty report (zeros), never the installation's.
 func (s *Service) GroupReport(ctx context.Context, groups []int64, from, to string) ([]xjob.ReportDay, error) {
 	start, end, err := s.reportRange(from, to)
 	if err != nil {
@@ -38,8 +38,8 @@ func (s *Service) GroupReport(ctx context.Context, groups []int64, from, to stri
 	if len(groups) == 0 {
 		return fillDays(start, end, nil), nil
 	}
-	got, err := s.cfg.Store.LogTally(ctx, driver.LogTallyParams{GroupIDs: groups, From: start.UnixMilli(),
-		To: end.Add(24*time.Hour).UnixMilli() - 1})
+	got, err := s.cfg.Store.ReportList(ctx, driver.ReportListParams{From: start.Format(time.DateOnly),
+		To: end.Format(time.DateOnly), GroupIDs: groups})
 	if err != nil {
 		return nil, fmt.Errorf("admin group report: %w", err)
 	}

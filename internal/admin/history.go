@@ -87,7 +87,7 @@ func (s *Service) ImportHistory(ctx context.Context, p HistoryParams) (HistoryRe
 		}
 	}
 	for _, d := range p.Days {
-		have, err := s.cfg.Store.ReportList(ctx, d.Day, d.Day)
+		have, err := s.cfg.Store.ReportList(ctx, driver.ReportListParams{From: d.Day, To: d.Day})
 		if err != nil {
 			return res, fmt.Errorf("admin import history: day %s: %w", d.Day, err)
 		}

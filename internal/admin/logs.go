@@ -114,7 +114,8 @@ func (s *Service) Report(ctx context.Context, from, to string) ([]xjob.ReportDay
 	if err != nil {
 		return nil, err
 	}
-	got, err := s.cfg.Store.ReportList(ctx, start.Format(time.DateOnly), end.Format(time.DateOnly))
+	got, err := s.cfg.Store.ReportList(ctx, driver.ReportListParams{From: start.Format(time.DateOnly),
+		To: end.Format(time.DateOnly)})
 	if err != nil {
 		return nil, fmt.Errorf("admin report: %w", err)
 	}

@@ -17,7 +17,7 @@ import (
 func RunsTodayFrom(store driver.ReportStore, now func() time.Time) func(context.Context) (RunCounts, error) {
 	return func(ctx context.Context) (RunCounts, error) {
 		day := now().UTC().Format(time.DateOnly)
-		days, err := store.ReportList(ctx, day, day)
+		days, err := store.ReportList(ctx, driver.ReportListParams{From: day, To: day})
 		if err != nil {
 			return RunCounts{}, fmt.Errorf("runs today: %w", err)
 		}

@@ -181,6 +181,8 @@
 // me" (keep token, extend), then "free or expired" (SET owner, ADD token 1:
 // a free lease's token still grows, fencing stays monotonic); renew and
 // release are conditional on owner and token; release REMOVEs the owner.
-// The report is one item per day with ADD counters; ReportList scans the
-// table (one item per retained day).
+// The report is one item per day and group with ADD counters, keyed
+// "day#group" ("day" alone for group 0, the counts kept before the report
+// was per group): a group's report reads its items by key, the
+// installation's scans the table and sums each day's items.
 package dynamostore

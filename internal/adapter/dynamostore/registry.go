@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -228,39 +231,128 @@ func (db *DB) LeaseGet(ctx context.Context, name string) (xjob.Lease, error) {
 	return decodeLease(it), nil
 }
 
-// ReportAdd adds the deltas to one day's counters with ADD (creating the day).
+// ReportAdd adds the deltas to the (day, group) item's counters with ADD
+// (creating it). Group 0 keeps the day's bare key, as items written
+// before the report was per group have, so those go on counting as
+// group 0; a group's item is keyed "day#group", which also spreads one
+// day's writes over as many items as there are groups.
 func (db *DB) ReportAdd(ctx context.Context, d xjob.ReportDay) error {
 	var u update
 	u.Add("runningCount", int64(d.RunningCount))
 	u.Add("sucCount", int64(d.SucCount))
 	u.Add("failCount", int64(d.FailCount))
-	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Reports, Key: item{AttrDay: s(d.Day)},
+	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Reports, Key: item{AttrDay: s(reportKey(d.Day, d.GroupID))},
 		UpdateExpression: aws.String(u.String()), ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
 	if err != nil {
-		return fmt.Errorf("dynamo report add %s: %w", d.Day, err)
+		return fmt.Errorf("dynamo report add %s group %d: %w", d.Day, d.GroupID, err)
 	}
 	return nil
 }
 
-// ReportList scans the reports table (one small item per day kept) for
-// days in from..to, in day order.
-func (db *DB) ReportList(ctx context.Context, from, to string) ([]xjob.ReportDay, error) {
-	var e expr
-	in := &dynamodb.ScanInput{TableName: &db.t.Reports,
-		FilterExpression: aws.String(e.name(AttrDay) + " BETWEEN " + e.val(s(from)) + " AND " + e.val(s(to)))}
-	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
-	if from > to {
+// reportKey is the reports table key of a day's counters of one group.
+func reportKey(day string, group int64) string {
+	if group == 0 {
+		return day
+	}
+	return day + "#" + strconv.FormatInt(group, 10)
+}
+
+// parseReportKey splits a reportKey back into day and group.
+func parseReportKey(k string) (string, int64) {
+	day, g, ok := strings.Cut(k, "#")
+	if !ok {
+		return day, 0
+	}
+	id, err := strconv.ParseInt(g, 10, 64)
+	if err != nil {
+		return day, -1 // no group anyone can ask for
+	}
+	return day, id
+}
+
+// maxReportKeys bounds the keys one group report reads item by item;
+// past it (a long range over many groups) a scan reads fewer bytes.
+const maxReportKeys = 2000
+
+// ReportList sums the (day, group) items over p's groups per day, in day
+// order. A set of groups reads exactly its items (days × groups keys, in
+// batches of 100); every group scans the table, one item per day and
+// active group retained.
+func (db *DB) ReportList(ctx context.Context, p driver.ReportListParams) ([]xjob.ReportDay, error) {
+	if p.From > p.To {
 		return nil, nil
 	}
-	items, err := db.scanAll(ctx, in)
+	items, err := db.reportItems(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo report list: %w", err)
 	}
-	out := make([]xjob.ReportDay, 0, len(items))
+	want := make(map[int64]bool, len(p.GroupIDs))
+	for _, g := range p.GroupIDs {
+		want[g] = g != 0
+	}
+	sums := map[string]*xjob.ReportDay{}
 	for _, it := range items {
-		out = append(out, xjob.ReportDay{Day: it.str(AttrDay), RunningCount: int(it.int("runningCount")),
-			SucCount: int(it.int("sucCount")), FailCount: int(it.int("failCount"))})
+		day, group := parseReportKey(it.str(AttrDay))
+		if day < p.From || day > p.To || (len(want) > 0 && !want[group]) {
+			continue
+		}
+		d := sums[day]
+		if d == nil {
+			d = &xjob.ReportDay{Day: day}
+			sums[day] = d
+		}
+		d.RunningCount += int(it.int("runningCount"))
+		d.SucCount += int(it.int("sucCount"))
+		d.FailCount += int(it.int("failCount"))
+	}
+	out := make([]xjob.ReportDay, 0, len(sums))
+	for _, d := range sums {
+		out = append(out, *d)
 	}
 	slices.SortFunc(out, func(a, b xjob.ReportDay) int { return cmp.Compare(a.Day, b.Day) })
 	return out, nil
+}
+
+// reportItems reads the items ReportList sums: by key for a set of
+// groups over a range of real days, by scan otherwise.
+func (db *DB) reportItems(ctx context.Context, p driver.ReportListParams) ([]item, error) {
+	if keys, ok := reportKeys(p); ok {
+		return db.batchGet(ctx, db.t.Reports, keys)
+	}
+	var e expr
+	// "day#group" sorts after "day" and before the next day, and "~"
+	// after any digit, so the range holds every group's items of its days.
+	in := &dynamodb.ScanInput{TableName: &db.t.Reports,
+		FilterExpression: aws.String(e.name(AttrDay) + " BETWEEN " + e.val(s(p.From)) + " AND " + e.val(s(p.To+"#~")))}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
+	return db.scanAll(ctx, in)
+}
+
+// reportKeys lists the keys of p's groups' items over p's days, when p
+// names groups and real dates and there are at most maxReportKeys.
+func reportKeys(p driver.ReportListParams) ([]item, bool) {
+	if len(p.GroupIDs) == 0 {
+		return nil, false
+	}
+	from, err1 := time.Parse(time.DateOnly, p.From)
+	to, err2 := time.Parse(time.DateOnly, p.To)
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	days := int(to.Sub(from)/(24*time.Hour)) + 1
+	if days*len(p.GroupIDs) > maxReportKeys {
+		return nil, false
+	}
+	keys := make([]item, 0, days*len(p.GroupIDs))
+	seen := make(map[int64]bool, len(p.GroupIDs))
+	for _, g := range p.GroupIDs {
+		if g == 0 || seen[g] {
+			continue
+		}
+		seen[g] = true
+		for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
+			keys = append(keys, item{AttrDay: s(reportKey(d.Format(time.DateOnly), g))})
+		}
+	}
+	return keys, true
 }

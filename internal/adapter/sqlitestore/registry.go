@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/driver"
@@ -71,10 +72,10 @@ func (db *DB) RegistryDeleteBefore(ctx context.Context, before int64) (int, erro
 	return int(n), nil
 }
 
-// ReportAdd adds d's counters to its day, creating the day.
+// ReportAdd adds d's counters to its day and group, creating them.
 func (db *DB) ReportAdd(ctx context.Context, d xjob.ReportDay) error {
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
-		_, err := db.ws.reportAdd.ExecContext(ctx, d.Day, d.RunningCount, d.SucCount, d.FailCount)
+		_, err := db.ws.reportAdd.ExecContext(ctx, d.Day, d.GroupID, d.RunningCount, d.SucCount, d.FailCount)
 		return err
 	})
 	if err != nil {
@@ -83,9 +84,18 @@ func (db *DB) ReportAdd(ctx context.Context, d xjob.ReportDay) error {
 	return nil
 }
 
-// ReportList returns the days from..to inclusive, in day order.
-func (db *DB) ReportList(ctx context.Context, from, to string) ([]xjob.ReportDay, error) {
-	rows, err := db.rs.reportList.QueryContext(ctx, from, to)
+// ReportList sums the days' counters over p's groups, in day order, in
+// one range read of the (day, group_id) key.
+func (db *DB) ReportList(ctx context.Context, p driver.ReportListParams) ([]xjob.ReportDay, error) {
+	var rows *sql.Rows
+	var err error
+	if len(p.GroupIDs) == 0 {
+		rows, err = db.rs.reportList.QueryContext(ctx, p.From, p.To)
+	} else {
+		where, args := inGroups([]string{"day >= ?", "day <= ?", "group_id <> 0"}, []any{p.From, p.To}, "group_id", p.GroupIDs)
+		rows, err = db.r.QueryContext(ctx, `SELECT day, sum(running_count), sum(suc_count), sum(fail_count)
+			FROM report_days WHERE `+strings.Join(where, " AND ")+` GROUP BY day ORDER BY day`, args...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite report list: %w", err)
 	}

@@ -356,7 +356,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 			t.Fatalf("request %d answered %v", i, err)
 		}
 	}
-	days, err := db.ReportList(ctx, "", "~")
+	days, err := db.ReportList(ctx, driver.ReportListParams{From: "", To: "~"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,8 +91,8 @@ func (s *writeStmts) defs() []stmtDef {
 
 		{&s.registryUpsert, `INSERT INTO registry (grp, key, value, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (grp, key, value) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`},
-		{&s.reportAdd, `INSERT INTO report_days (day, running_count, suc_count, fail_count)
-			VALUES (?, ?, ?, ?) ON CONFLICT (day) DO UPDATE SET
+		{&s.reportAdd, `INSERT INTO report_days (day, group_id, running_count, suc_count, fail_count)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (day, group_id) DO UPDATE SET
 			running_count = running_count + excluded.running_count,
 			suc_count = suc_count + excluded.suc_count,
 			fail_count = fail_count + excluded.fail_count`},
@@ -138,8 +138,8 @@ func (s *readStmts) defs() []stmtDef {
 		{&s.registryByKey, `SELECT grp, key, value, updated_at FROM registry WHERE updated_at >= ? AND key = ?
 			ORDER BY grp, key, value`},
 		{&s.leaseGet, `SELECT owner, token, expires_at FROM leases WHERE name = ?`},
-		{&s.reportList, `SELECT day, running_count, suc_count, fail_count FROM report_days
-			WHERE day >= ? AND day <= ? ORDER BY day`},
+		{&s.reportList, `SELECT day, sum(running_count), sum(suc_count), sum(fail_count) FROM report_days
+			WHERE day >= ? AND day <= ? GROUP BY day ORDER BY day`},
 		{&s.queuePeek, `SELECT 1 FROM queue_messages WHERE queue = ? AND visible_at <= ? LIMIT 1`},
 		{&s.queueNextVisible, `SELECT min(visible_at) FROM queue_messages WHERE queue = ?`},
 	}

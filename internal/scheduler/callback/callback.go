@@ -324,7 +324,11 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.Log
 	if err != nil {
 		return fail(fmt.Errorf("callback log finish: %w", err))
 	}
-	days := map[string]*xjob.ReportDay{}
+	type counter struct {
+		day   string
+		group int64
+	}
+	days := map[counter]*xjob.ReportDay{}
 	var done []int
 	for k, r := range res {
 		switch {
@@ -346,10 +350,11 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.Log
 			s.cfg.Metrics.CallbackLatency(time.Duration(l.HandleTime-l.TriggerTime) * time.Millisecond)
 		}
 		if d := FinishDelta(r.Log); !zeroDelta(d) {
-			sum := days[d.Day]
+			k := counter{d.Day, d.GroupID}
+			sum := days[k]
 			if sum == nil {
-				sum = &xjob.ReportDay{Day: d.Day}
-				days[d.Day] = sum
+				sum = &xjob.ReportDay{Day: d.Day, GroupID: d.GroupID}
+				days[k] = sum
 			}
 			sum.RunningCount += d.RunningCount
 			sum.SucCount += d.SucCount

@@ -171,7 +171,7 @@ func (e *env) visible() []xjob.DispatchTask {
 func (e *env) report() xjob.ReportDay {
 	e.t.Helper()
 	day := callback.Day(clock.Millis(e.clk))
-	days, err := e.db.ReportList(e.ctx, day, day)
+	days, err := e.db.ReportList(e.ctx, driver.ReportListParams{From: day, To: day})
 	if err != nil {
 		e.t.Fatal(err)
 	}

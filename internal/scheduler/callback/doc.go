@@ -44,7 +44,7 @@
 // # Report counters
 //
 // Every log is counted in exactly one bucket of its trigger day (UTC
-// yyyy-mm-dd of TriggerTime) in the run report, and the component that
+// yyyy-mm-dd of TriggerTime) and group in the run report, and the component that
 // records a transition adjusts the counters with ReportAdd:
 //
 //   - dispatch, on recording a trigger: code 200 → running+1; otherwise fail+1.

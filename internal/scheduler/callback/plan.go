@@ -226,7 +226,7 @@ func Day(ms int64) string {
 // as LogFinish returned it). See the package doc for the counting rule; a
 // zero delta (all counts 0) means nothing to record.
 func FinishDelta(l xjob.Log) xjob.ReportDay {
-	d := xjob.ReportDay{Day: Day(l.TriggerTime)}
+	d := xjob.ReportDay{Day: Day(l.TriggerTime), GroupID: l.GroupID}
 	success := l.HandleCode == xjob.CodeSuccess
 	if l.TriggerCode != xjob.CodeNone && l.TriggerCode != xjob.CodeSuccess {
 		// Dispatch already counted the failed trigger as a failure.

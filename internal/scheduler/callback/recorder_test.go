@@ -105,7 +105,7 @@ func TestApplyMergesRecordedRequests(t *testing.T) {
 	if gb.HandleCode != 500 || gb.HandleTime != at+5 {
 		t.Errorf("log b = code %d at %d, want 500 at %d", gb.HandleCode, gb.HandleTime, at+5)
 	}
-	rep, err := e.db.ReportList(e.ctx, callback.Day(a.TriggerTime), callback.Day(a.TriggerTime))
+	rep, err := e.db.ReportList(e.ctx, driver.ReportListParams{From: callback.Day(a.TriggerTime), To: callback.Day(a.TriggerTime)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -557,7 +557,13 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 		err = fmt.Errorf("store returned %d outcomes for %d replies", len(rerrs), len(replies))
 	}
 	var failed []xjob.Log
-	days := map[string]*xjob.ReportDay{}
+	// The report counts per day and group, so a user limited to some
+	// groups reads their counters instead of counting their logs.
+	type counter struct {
+		day   string
+		group int64
+	}
+	days := map[counter]*xjob.ReportDay{}
 	for j, pl := range call {
 		if err == nil && rerrs[j] != nil && !errors.Is(rerrs[j], xjob.ErrConflict) {
 			err = rerrs[j]
@@ -577,10 +583,11 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 		}
 		d.d.Metrics.TriggerOf(string(pl.t.task.Occurrence.Type), ok, delay)
 		day := time.UnixMilli(pl.log.TriggerTime).UTC().Format(time.DateOnly)
-		delta := days[day]
+		k := counter{day, pl.log.GroupID}
+		delta := days[k]
 		if delta == nil {
-			delta = &xjob.ReportDay{Day: day}
-			days[day] = delta
+			delta = &xjob.ReportDay{Day: day, GroupID: pl.log.GroupID}
+			days[k] = delta
 		}
 		if ok {
 			delta.RunningCount++

@@ -6,12 +6,12 @@
 // DynamoDB two of the ~9 write units a trigger costs, on SQLite two of its
 // ~9 small write transactions. The counters are best effort already (a
 // failed ReportAdd is logged, not retried; the trigger logs are the
-// record), so a Batcher adds the deltas up per day in memory and writes one
-// ReportAdd per day:
+// record), so a Batcher adds the deltas up per day and group in memory
+// and writes one ReportAdd per day and group:
 //
-//	ReportAdd(delta) ──▶ pending[day] += delta        (memory, no I/O)
+//	ReportAdd(delta) ──▶ pending[day, group] += delta        (memory, no I/O)
 //	every Interval (Run) ─┐
-//	Flush(ctx) ───────────┴──▶ one ReportAdd per day ──▶ store
+//	Flush(ctx) ───────────┴──▶ one ReportAdd per (day, group) ──▶ store
 //	                              │failed
 //	                              └──▶ added back to pending, written next time
 //
@@ -24,6 +24,7 @@
 package tally
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,16 +54,22 @@ type Options struct {
 }
 
 // Batcher is a driver.ReportStore that accumulates ReportAdd deltas per
-// day in memory and writes them to the underlying store on Flush. It is
+// day and group in memory and writes them to the underlying store on Flush. It is
 // safe for concurrent use.
 type Batcher struct {
 	next driver.ReportStore
 	o    Options
 
 	mu      sync.Mutex
-	pending map[string]xjob.ReportDay
+	pending map[reportKey]xjob.ReportDay
 
-	flushMu sync.Mutex // one flush at a time, so a day's writes never overlap
+	flushMu sync.Mutex // one flush at a time, so a counter's writes never overlap
+}
+
+// reportKey names one counter of the report.
+type reportKey struct {
+	day   string
+	group int64
 }
 
 var _ driver.ReportStore = (*Batcher)(nil)
@@ -84,10 +91,10 @@ func New(next driver.ReportStore, o Options) (*Batcher, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Batcher{next: next, o: o, pending: map[string]xjob.ReportDay{}}, nil
+	return &Batcher{next: next, o: o, pending: map[reportKey]xjob.ReportDay{}}, nil
 }
 
-// ReportAdd adds d to its day's pending deltas. It does no I/O and never
+// ReportAdd adds d to its day and group's pending deltas. It does no I/O and never
 // fails for a well-formed day; the write happens at the next flush.
 func (b *Batcher) ReportAdd(_ context.Context, d xjob.ReportDay) error {
 	if d.Day == "" {
@@ -103,30 +110,31 @@ func (b *Batcher) ReportAdd(_ context.Context, d xjob.ReportDay) error {
 }
 
 func (b *Batcher) addLocked(d xjob.ReportDay) {
-	p := b.pending[d.Day]
-	p.Day = d.Day
+	k := reportKey{d.Day, d.GroupID}
+	p := b.pending[k]
+	p.Day, p.GroupID = d.Day, d.GroupID
 	p.RunningCount += d.RunningCount
 	p.SucCount += d.SucCount
 	p.FailCount += d.FailCount
 	if p.RunningCount == 0 && p.SucCount == 0 && p.FailCount == 0 {
-		delete(b.pending, d.Day) // deltas that cancel out need no write
+		delete(b.pending, k) // deltas that cancel out need no write
 		return
 	}
-	b.pending[d.Day] = p
+	b.pending[k] = p
 }
 
 // ReportList flushes what is pending, so that a reader sees its own
 // process's counts, and then reads the underlying store. A failed flush
 // does not fail the read: the counts are written later.
-func (b *Batcher) ReportList(ctx context.Context, from, to string) ([]xjob.ReportDay, error) {
+func (b *Batcher) ReportList(ctx context.Context, p driver.ReportListParams) ([]xjob.ReportDay, error) {
 	if err := b.Flush(ctx); err != nil {
 		b.o.Logger.WarnContext(ctx, "report flush before list", "err", err)
 	}
-	return b.next.ReportList(ctx, from, to)
+	return b.next.ReportList(ctx, p)
 }
 
-// Pending returns the days with unwritten deltas, in day order (for
-// tests and diagnostics).
+// Pending returns the counters with unwritten deltas, in day then group
+// order (for tests and diagnostics).
 func (b *Batcher) Pending() []xjob.ReportDay {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -141,13 +149,13 @@ func (b *Batcher) Pending() []xjob.ReportDay {
 		case x.Day > y.Day:
 			return 1
 		}
-		return 0
+		return cmp.Compare(x.GroupID, y.GroupID)
 	})
 	return out
 }
 
-// Flush writes the pending deltas, one ReportAdd per day. Days whose
-// write fails are added back and written by a later flush; the errors are
+// Flush writes the pending deltas, one ReportAdd per day and group.
+// Counters whose write fails are added back and written by a later flush; the errors are
 // returned joined.
 func (b *Batcher) Flush(ctx context.Context) error {
 	b.flushMu.Lock()
@@ -158,14 +166,14 @@ func (b *Batcher) Flush(ctx context.Context) error {
 		return nil
 	}
 	days := b.pending
-	b.pending = map[string]xjob.ReportDay{}
+	b.pending = map[reportKey]xjob.ReportDay{}
 	b.mu.Unlock()
 
 	var errs []error
 	var failed []xjob.ReportDay
 	for _, d := range days {
 		if err := b.next.ReportAdd(ctx, d); err != nil {
-			errs = append(errs, fmt.Errorf("report flush %s: %w", d.Day, err))
+			errs = append(errs, fmt.Errorf("report flush %s group %d: %w", d.Day, d.GroupID, err))
 			failed = append(failed, d)
 		}
 	}
@@ -211,6 +219,6 @@ func (s batchedStore) ReportAdd(ctx context.Context, d xjob.ReportDay) error {
 	return s.b.ReportAdd(ctx, d)
 }
 
-func (s batchedStore) ReportList(ctx context.Context, from, to string) ([]xjob.ReportDay, error) {
-	return s.b.ReportList(ctx, from, to)
+func (s batchedStore) ReportList(ctx context.Context, p driver.ReportListParams) ([]xjob.ReportDay, error) {
+	return s.b.ReportList(ctx, p)
 }

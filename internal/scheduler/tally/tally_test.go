@@ -52,7 +52,7 @@ func setup(t *testing.T) (*sqlitestore.DB, *counting, *clock.Fake, *tally.Batche
 
 func list(t *testing.T, s driver.ReportStore) map[string]xjob.ReportDay {
 	t.Helper()
-	days, err := s.ReportList(context.Background(), "2000-01-01", "2100-01-01")
+	days, err := s.ReportList(context.Background(), driver.ReportListParams{From: "2000-01-01", To: "2100-01-01"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +91,24 @@ func TestFlushWritesOneAddPerDay(t *testing.T) {
 				"2027-01-16": {Day: "2027-01-16", FailCount: 2},
 			},
 			writes: 2,
+		},
+		{
+			name: "one write per day and group",
+			deltas: []xjob.ReportDay{
+				{Day: "2027-01-15", GroupID: 3, RunningCount: 1}, {Day: "2027-01-15", GroupID: 4, FailCount: 2},
+				{Day: "2027-01-15", GroupID: 3, RunningCount: -1, SucCount: 1}, {Day: "2027-01-16", GroupID: 3, SucCount: 1},
+			},
+			want: map[string]xjob.ReportDay{
+				"2027-01-15": {Day: "2027-01-15", SucCount: 1, FailCount: 2},
+				"2027-01-16": {Day: "2027-01-16", SucCount: 1},
+			},
+			writes: 3,
+		},
+		{
+			name:   "a group's deltas that cancel out write nothing",
+			deltas: []xjob.ReportDay{{Day: "2027-01-15", GroupID: 3, RunningCount: 1}, {Day: "2027-01-15", GroupID: 4, RunningCount: -1}, {Day: "2027-01-15", GroupID: 3, RunningCount: -1}},
+			want:   map[string]xjob.ReportDay{"2027-01-15": {Day: "2027-01-15", RunningCount: -1}},
+			writes: 1,
 		},
 		{
 			name:   "deltas that cancel out write nothing",
