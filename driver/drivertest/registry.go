@@ -169,5 +169,23 @@ func ExerciseReportGroups(t *testing.T, newStore func(t *testing.T) driver.Repor
 				t.Errorf("report %s:\n got  %+v\n want %+v", c.name, got, c.want)
 			}
 		}
+		// Longer ranges over the same counters (a store may read them
+		// another way: key by key, or in one sweep).
+		long := []xjob.ReportDay{
+			{Day: "2024-02-29", RunningCount: 1, SucCount: 1, FailCount: 3},
+			{Day: "2024-03-01", SucCount: 4},
+			{Day: "2024-03-02", SucCount: 9},
+		}
+		for _, r := range []driver.ReportListParams{
+			{From: "2024-01-15", To: "2024-03-14", GroupIDs: []int64{7, 8}},
+			{From: "2000-01-01", To: "2099-12-31", GroupIDs: []int64{7, 8}},
+			{From: "2000-01-01", To: "2099-12-31", GroupIDs: []int64{7, 8, 20, 21, 22, 23, 24, 25, 26, 27}},
+		} {
+			got, err := s.ReportList(ctx, r)
+			requireNoErr(t, err, "list long range")
+			if !reflect.DeepEqual(got, long) {
+				t.Errorf("report %+v:\n got  %+v\n want %+v", r, got, long)
+			}
+		}
 	})
 }

@@ -629,3 +629,48 @@ func queryPlan(t *testing.T, db *DB, q string, args ...any) []string {
 	}
 	return plan
 }
+
+// Migration 0009 keeps a file's day counters as group 0: the
+// installation's report still sums them with the groups' counters added
+// since, and no group's report claims them.
+func TestReportGroupsMigration(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "xjob.db")
+	ctx := t.Context()
+	db := openAt(t, path, Options{})
+	// The file as 0008 left it, with a day counted.
+	for _, q := range []string{
+		`DROP TABLE report_days`,
+		`CREATE TABLE report_days (day TEXT PRIMARY KEY, running_count INTEGER NOT NULL,
+			suc_count INTEGER NOT NULL, fail_count INTEGER NOT NULL) WITHOUT ROWID`,
+		`INSERT INTO report_days VALUES ('2027-01-15', 1, 20, 3)`,
+		`DELETE FROM schema_migrations WHERE version = '0009_report_groups'`,
+	} {
+		if _, err := db.wc.ExecContext(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openAt(t, path, Options{})
+	if err := db.ReportAdd(ctx, xjob.ReportDay{Day: "2027-01-15", GroupID: 4, SucCount: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		groups []int64
+		want   []xjob.ReportDay
+	}{
+		{"every group", nil, []xjob.ReportDay{{Day: "2027-01-15", RunningCount: 1, SucCount: 22, FailCount: 3}}},
+		{"group 4", []int64{4}, []xjob.ReportDay{{Day: "2027-01-15", SucCount: 2}}},
+	} {
+		got, err := db.ReportList(ctx, driver.ReportListParams{From: "2027-01-15", To: "2027-01-15", GroupIDs: c.groups})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s after the migration: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
