@@ -22,7 +22,9 @@ const logColumns = `id, occurrence_id, job_id, group_id, trigger_type, scheduled
 const (
 	sqlLogSuccess = `handle_code = 200`
 	sqlLogRunning = `(trigger_code = 200 AND handle_code = 0)`
-	sqlLogFailed  = `(handle_code NOT IN (0, 200) OR (handle_code = 0 AND trigger_code NOT IN (0, 200)))`
+	// sqlLogFailed is also the WHERE of the partial indexes logs_failed and
+	// logs_group_failed (migration 0010): change them together.
+	sqlLogFailed = `(handle_code NOT IN (0, 200) OR (handle_code = 0 AND trigger_code NOT IN (0, 200)))`
 )
 
 func scanLog(s scanner) (xjob.Log, error) {

@@ -674,3 +674,25 @@ func TestReportGroupsMigration(t *testing.T) {
 		}
 	}
 }
+
+// The latest failures of a group, or of every group, search the partial
+// indexes of failed logs: through the time indexes they would read every
+// log back to the last failure, all of a group's logs when it never fails.
+func TestFailedLogsUseTheirIndexes(t *testing.T) {
+	t.Parallel()
+	db := setup(t, Options{})
+	for _, c := range []struct {
+		where string
+		args  []any
+		index string
+	}{
+		{"group_id = ? AND " + sqlLogFailed, []any{3, 11}, "logs_group_failed"},
+		{sqlLogFailed, []any{11}, "logs_failed"},
+	} {
+		plan := queryPlan(t, db, `SELECT id FROM logs WHERE 1 = 1 AND `+c.where+
+			` ORDER BY trigger_time DESC, id DESC LIMIT ?`, c.args...)
+		if len(plan) != 1 || !strings.Contains(plan[0]+" ", "USING INDEX "+c.index+" ") {
+			t.Errorf("plan of %s: %q, want a read of %s", c.where, plan, c.index)
+		}
+	}
+}

@@ -9,12 +9,13 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/web/adminapi"
 	"github.com/xjobdev/xjob/internal/web/auth"
 )
 
-// TestReportOfUsersGroups: GET /v1/report counts a normal user's groups'
-// logs only, not the installation's.
+// TestReportOfUsersGroups: GET /v1/report gives a normal user its groups'
+// report counters only, not the installation's.
 func TestReportOfUsersGroups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -34,15 +35,26 @@ func TestReportOfUsersGroups(t *testing.T) {
 		AddressList: []string{"http://127.0.0.1:1"}})
 	theirs, _ := svc.CreateGroup(ctx, xjob.Group{AppName: "their-app", Title: "Theirs", AddressType: xjob.AddressManual,
 		AddressList: []string{"http://127.0.0.1:1"}})
-	// Mine: one success and one failure; theirs: two failures.
+	// Mine: one success and one failure; theirs: two failures. Each log
+	// is counted as dispatch (its trigger) and the callback (its result)
+	// count it.
 	for i, l := range []struct {
 		group         int64
 		trigger, hand int
 	}{{mine.ID, 200, 200}, {mine.ID, 500, 0}, {theirs.ID, 500, 0}, {theirs.ID, 200, 500}} {
-		_, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "r/" + itoa(int64(i)), JobID: 100 + l.group, GroupID: l.group,
-			TriggerType: xjob.TriggerManual, TriggerTime: clock.Millis(clk), TriggerCode: l.trigger, HandleCode: l.hand})
-		if err != nil {
+		log := xjob.Log{OccurrenceID: "r/" + itoa(int64(i)), JobID: 100 + l.group, GroupID: l.group,
+			TriggerType: xjob.TriggerManual, TriggerTime: clock.Millis(clk), TriggerCode: l.trigger, HandleCode: l.hand}
+		if _, err := db.LogCreate(ctx, log); err != nil {
 			t.Fatal(err)
+		}
+		trigger := xjob.ReportDay{Day: callback.Day(log.TriggerTime), GroupID: log.GroupID, RunningCount: 1}
+		if l.trigger != xjob.CodeSuccess {
+			trigger.RunningCount, trigger.FailCount = 0, 1
+		}
+		for _, d := range []xjob.ReportDay{trigger, callback.FinishDelta(log)} {
+			if err := db.ReportAdd(ctx, d); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if _, err := au.CreateUser(ctx, auth.Principal{Token: true}, auth.UserInput{Username: "normal", Password: "normal-password",

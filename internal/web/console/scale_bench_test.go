@@ -132,9 +132,28 @@ func BenchmarkConsoleAtScale(b *testing.B) {
 		}
 		lw.Wait()
 	}
-	for d := range 8 { // the installation's report, as the tally keeps it
-		day := now.AddDate(0, 0, -d).Format(time.DateOnly)
-		if err := db.ReportAdd(ctx, xjob.ReportDay{Day: day, SucCount: scaleLogs / 8 * 9 / 10, FailCount: scaleLogs / 80}); err != nil {
+	// The report's counters per day and group, as dispatch and the
+	// callback would have added them for these logs.
+	type counter struct {
+		day   string
+		group int64
+	}
+	report := map[counter]*xjob.ReportDay{}
+	for i := range scaleLogs {
+		k := counter{time.UnixMilli(now.UnixMilli() - int64(i)*600).UTC().Format(time.DateOnly), jobGroup[i%scaleJobs]}
+		d := report[k]
+		if d == nil {
+			d = &xjob.ReportDay{Day: k.day, GroupID: k.group}
+			report[k] = d
+		}
+		if i%10 == 0 {
+			d.FailCount++
+		} else {
+			d.SucCount++
+		}
+	}
+	for _, d := range report {
+		if err := db.ReportAdd(ctx, *d); err != nil {
 			b.Fatal(err)
 		}
 	}
