@@ -348,13 +348,6 @@ type LogStore interface {
 	// more". It reads the same indexes as LogList; its cost is
 	// proportional to the logs counted, which Limit bounds.
 	LogCount(ctx context.Context, p LogCountParams) (int, error)
-	// LogTally counts the logs of the groups in GroupIDs (every group when
-	// empty) triggered in [From, To] per UTC day, by outcome: the run
-	// report of some groups recounted from the logs themselves (the
-	// report the console shows comes from ReportStore's counters). Days
-	// without logs are left out; cost is proportional to the logs in
-	// range.
-	LogTally(ctx context.Context, p LogTallyParams) ([]xjob.ReportDay, error)
 }
 
 // LogCountParams filters LogStore.LogCount as LogListParams filters
@@ -367,14 +360,6 @@ type LogCountParams struct {
 	To       int64
 	// Limit stops the count (0: no bound).
 	Limit int
-}
-
-// LogTallyParams is the input of LogStore.LogTally; From and To are Unix
-// ms, inclusive.
-type LogTallyParams struct {
-	GroupIDs []int64
-	From     int64
-	To       int64
 }
 
 // LogClearParams is the input of LogStore.LogClear. Zero GroupID / JobID

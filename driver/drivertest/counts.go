@@ -2,7 +2,6 @@ package drivertest
 
 import (
 	"fmt"
-	"reflect"
 	"testing"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 )
 
 // ExerciseCounts runs the contract of the console's count queries
-// (JobStore.JobCount, LogStore.LogCount and LogStore.LogTally) against
+// (JobStore.JobCount and LogStore.LogCount) against
 // stores from newStore: counts agree with what the lists page through,
 // over several groups at once, and a log count stops at its limit.
 func ExerciseCounts(t *testing.T, newStore func(t *testing.T) driver.Store) {
@@ -109,30 +108,6 @@ func ExerciseCounts(t *testing.T, newStore func(t *testing.T) driver.Store) {
 			requireNoErr(t, err, c.name)
 			if n != c.want {
 				t.Errorf("LogCount %s = %d, want %d", c.name, n, c.want)
-			}
-		}
-		d0 := time.UnixMilli(base).UTC().Format(time.DateOnly)
-		d1 := time.UnixMilli(base + day).UTC().Format(time.DateOnly)
-		for _, c := range []struct {
-			name string
-			p    driver.LogTallyParams
-			want []xjob.ReportDay
-		}{
-			{"every group", driver.LogTallyParams{From: base, To: base + 2*day}, []xjob.ReportDay{
-				{Day: d0, SucCount: 1, FailCount: 1, RunningCount: 1}, {Day: d1, SucCount: 1, FailCount: 2}}},
-			{"group 8", driver.LogTallyParams{GroupIDs: []int64{8}, From: base, To: base + 2*day}, []xjob.ReportDay{
-				{Day: d1, FailCount: 2}}},
-			{"day 0", driver.LogTallyParams{GroupIDs: []int64{7, 8}, From: base, To: base + day - 1}, []xjob.ReportDay{
-				{Day: d0, SucCount: 1, FailCount: 1, RunningCount: 1}}},
-			{"untriggered only", driver.LogTallyParams{GroupIDs: []int64{9}, From: base, To: base + 2*day}, nil},
-		} {
-			got, err := s.LogTally(ctx, c.p)
-			requireNoErr(t, err, c.name)
-			if len(got) == 0 && len(c.want) == 0 {
-				continue
-			}
-			if !reflect.DeepEqual(got, c.want) {
-				t.Errorf("LogTally %s = %+v, want %+v", c.name, got, c.want)
 			}
 		}
 	})

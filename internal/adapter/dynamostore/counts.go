@@ -3,9 +3,6 @@ package dynamostore
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -119,39 +116,4 @@ func (db *DB) LogCount(ctx context.Context, p driver.LogCountParams) (int, error
 		return 0, fmt.Errorf("dynamo log count: %w", err)
 	}
 	return total, nil
-}
-
-// LogTally walks the time index over the range and counts per UTC day.
-func (db *DB) LogTally(ctx context.Context, p driver.LogTallyParams) ([]xjob.ReportDay, error) {
-	byDay := map[string]*xjob.ReportDay{}
-	var days []string
-	err := db.eachLog(ctx, p.GroupIDs, driver.LogListParams{From: p.From, To: p.To}, func(l xjob.Log) bool {
-		day := time.UnixMilli(l.TriggerTime).UTC().Format(time.DateOnly)
-		d := byDay[day]
-		if d == nil {
-			d = &xjob.ReportDay{Day: day}
-			byDay[day] = d
-			days = append(days, day)
-		}
-		switch {
-		case l.HandleCode == xjob.CodeSuccess:
-			d.SucCount++
-		case l.Failed():
-			d.FailCount++
-		case l.Running():
-			d.RunningCount++
-		}
-		return true
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dynamo log tally: %w", err)
-	}
-	out := make([]xjob.ReportDay, 0, len(days))
-	for _, day := range days {
-		if d := byDay[day]; d.SucCount+d.FailCount+d.RunningCount > 0 {
-			out = append(out, *d)
-		}
-	}
-	slices.SortFunc(out, func(a, b xjob.ReportDay) int { return strings.Compare(a.Day, b.Day) })
-	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/driver"
@@ -76,38 +75,4 @@ func (db *DB) LogCount(ctx context.Context, p driver.LogCountParams) (int, error
 		return 0, fmt.Errorf("sqlite log count: %w", err)
 	}
 	return n, nil
-}
-
-const msPerDay = int64(24 * time.Hour / time.Millisecond)
-
-// LogTally groups the logs in range by UTC day in one pass over
-// logs_group_time (or logs_time for every group).
-func (db *DB) LogTally(ctx context.Context, p driver.LogTallyParams) ([]xjob.ReportDay, error) {
-	where, args := inGroups([]string{"trigger_time >= ?", "trigger_time <= ?"}, []any{p.From, p.To}, "group_id", p.GroupIDs)
-	rows, err := db.r.QueryContext(ctx, `SELECT trigger_time / ? AS day,
-		SUM(CASE WHEN `+sqlLogSuccess+` THEN 1 ELSE 0 END),
-		SUM(CASE WHEN `+sqlLogFailed+` THEN 1 ELSE 0 END),
-		SUM(CASE WHEN `+sqlLogRunning+` THEN 1 ELSE 0 END)
-		FROM logs WHERE `+strings.Join(where, " AND ")+` GROUP BY day ORDER BY day`, append([]any{msPerDay}, args...)...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite log tally: %w", err)
-	}
-	defer rows.Close()
-	var out []xjob.ReportDay
-	for rows.Next() {
-		var day int64
-		var d xjob.ReportDay
-		if err := rows.Scan(&day, &d.SucCount, &d.FailCount, &d.RunningCount); err != nil {
-			return nil, fmt.Errorf("sqlite log tally: %w", err)
-		}
-		if d.SucCount+d.FailCount+d.RunningCount == 0 {
-			continue
-		}
-		d.Day = time.UnixMilli(day * msPerDay).UTC().Format(time.DateOnly)
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite log tally: %w", err)
-	}
-	return out, nil
 }
