@@ -48,6 +48,45 @@ const (
 	// EnvScanAdvance is how far ahead the scan plans a due job's fires, a
 	// Go duration from the 150 s horizon to 14m (optional, default 14m).
 	EnvScanAdvance = "XJOB_SCAN_ADVANCE"
+	// EnvAllowCIDRs and EnvDenyCIDRs are the operator's executor address
+	// ranges (package egress), comma-separated CIDRs matching
+	// CIDRListPattern (optional, default none): Deny wins, Allow overrides
+	// the built-in refusals. Loopback is refused on AWS unless allowed
+	// here (the emulated stack, whose executors run on loopback, does).
+	EnvAllowCIDRs = "XJOB_ALLOW_CIDRS"
+	EnvDenyCIDRs  = "XJOB_DENY_CIDRS"
+	// EnvGluePolicy is who creates and edits GLUE jobs: admins (default),
+	// everyone (xxl-job's behaviour) or off (optional; package auth).
+	EnvGluePolicy = "XJOB_GLUE_POLICY"
+)
+
+// GluePolicies are the values EnvGluePolicy takes (auth.ParseGluePolicy;
+// listed here so that the functions that do not serve the console need
+// not link package auth to check it).
+var GluePolicies = []string{"admins", "everyone", "off"}
+
+// CIDRListPattern is what EnvAllowCIDRs and EnvDenyCIDRs must match,
+// whole: a comma-separated list (no spaces) of IPv4 or IPv6 addresses,
+// each with an optional prefix length. The functions check it, and the
+// templates carry it as the parameters' pattern, so a value that would
+// stop the functions is refused at deploy time instead.
+var CIDRListPattern = "^(" + cidr + "(," + cidr + ")*)?$"
+
+const (
+	octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+	ipv4  = octet + "([.]" + octet + "){3}(/(3[0-2]|[12]?[0-9]))?"
+	h16   = "[0-9a-fA-F]{1,4}"
+	ipv6  = "(" + "(" + h16 + ":){7}" + h16 +
+		"|(" + h16 + ":){1,7}:" +
+		"|(" + h16 + ":){1,6}:" + h16 +
+		"|(" + h16 + ":){1,5}(:" + h16 + "){1,2}" +
+		"|(" + h16 + ":){1,4}(:" + h16 + "){1,3}" +
+		"|(" + h16 + ":){1,3}(:" + h16 + "){1,4}" +
+		"|(" + h16 + ":){1,2}(:" + h16 + "){1,5}" +
+		"|" + h16 + ":(:" + h16 + "){1,6}" +
+		"|:((:" + h16 + "){1,7}|:)" +
+		")(/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))?"
+	cidr = "(" + ipv4 + "|" + ipv6 + ")"
 )
 
 // Lookup returns the function named name from Functions.
@@ -94,6 +133,11 @@ type Function struct {
 	// count, the scan (which shards it reads) and web (which shard a new
 	// job gets).
 	ChecksLayout bool
+	// CallsExecutors says the function connects to executors (dispatch,
+	// log views, kills): it is the one that runs in the deployment's VPC
+	// when one is given, with the network-interface permissions that
+	// takes (and no other function gets them).
+	CallsExecutors bool
 	// NoAsyncRetries says the templates turn Lambda's asynchronous retries
 	// off (MaximumRetryAttempts 0, events older than a minute dropped): a
 	// failed or throttled scheduled run is simply superseded by the next
@@ -143,8 +187,9 @@ var Functions = []Function{
 	// variables and actions too; the slow lane and what it cannot finish
 	// go to the lane queues.
 	{Name: "ring",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken},
+		Env:            []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
+		OptionalEnv:    []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvAllowCIDRs, EnvDenyCIDRs},
+		CallsExecutors: true,
 		// The retry delay of a bucket whose hand-off failed is a
 		// ChangeMessageVisibility on the ring queue: the consume grant.
 		// The dispatcher's: jobs, their groups and live executors, log pages, report counters.
@@ -152,9 +197,11 @@ var Functions = []Function{
 		Actions:  dispatcherActions,
 		Consumes: []string{EnvRingQueueURL}},
 	{Name: "dispatch",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL},
-		Tables:      []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports},
+		Env: []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL,
+			EnvAllowCIDRs, EnvDenyCIDRs},
+		CallsExecutors: true,
+		Tables:         []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports},
 		Actions: slices.Concat(dispatcherActions, []string{
 			"sqs:ChangeMessageVisibility", // not exercised: retry delay of a task in flight elsewhere or of a store failure
 		}),
@@ -184,8 +231,10 @@ var Functions = []Function{
 	// over HTTP, so that sign-ins and admin calls (the web function's)
 	// cannot delay them; its EventBridge rule runs the maintenance.
 	{Name: "registry",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken},
+		Env: []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
+		// The address rule: registrations of addresses the dispatch would
+		// refuse to dial are refused.
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvAllowCIDRs, EnvDenyCIDRs},
 		// Heartbeats and group refresh; the sweep and the lost-job check finish logs
 		// (not exercised: their jobs and report counters, as the callback does).
 		Tables: []string{dynamostore.TableRegistry, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableCounters, dynamostore.TableJobs, dynamostore.TableReports},
@@ -213,7 +262,9 @@ var Functions = []Function{
 		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL,
 			EnvAccessTokenParam, EnvAdminTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
-			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken},
+			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs, EnvGluePolicy},
+		// Log views, kills and idle beats call executors.
+		CallsExecutors: true,
 		// Every table (log pages not exercised: log views, kill; leases: the layout item only).
 		Tables: []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports, dynamostore.TableCounters, dynamostore.TableConsole, dynamostore.TableLeases},
 		Actions: []string{

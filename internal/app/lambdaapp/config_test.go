@@ -1,12 +1,16 @@
 package lambdaapp_test
 
 import (
+	"maps"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+	"github.com/xjobdev/xjob/internal/web/auth"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -129,5 +133,82 @@ func TestLoadConfigSecretParams(t *testing.T) {
 	if _, err := lambdaapp.LoadConfig("callback", func(k string) string { return env[k] }); err == nil ||
 		!strings.Contains(err.Error(), awsconfig.EnvSecretsRefresh) {
 		t.Errorf("refresh of 2h: %v, want it refused", err)
+	}
+}
+
+// TestLoadConfigAddressRuleAndGlue: the executor address rule and the GLUE
+// policy are deployment settings. Loopback is refused unless the operator
+// allows it, a malformed range list stops the function with the variable
+// named, and the GLUE policy takes exactly what package auth takes.
+func TestLoadConfigAddressRuleAndGlue(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{
+		awsconfig.EnvTablePrefix: "p-", awsconfig.EnvShards: "8", awsconfig.EnvRingQueueURL: "http://q/ring",
+		awsconfig.EnvDispatchFastURL: "http://q/fast", awsconfig.EnvDispatchSlowURL: "http://q/slow",
+		awsconfig.EnvAccessToken: "a", awsconfig.EnvAdminToken: "b", awsconfig.EnvAlarmTopicARN: "arn:aws:sns:x",
+	}
+	tests := []struct {
+		name, fn string
+		env      map[string]string
+		wantErr  string   // substring; "" means success
+		refused  []string // addresses the loaded rule refuses
+		allowed  []string // and allows
+		glue     string
+	}{
+		{name: "default refuses loopback", fn: "registry",
+			refused: []string{"127.0.0.1", "::1", "169.254.169.254"}, allowed: []string{"10.0.0.5", "192.168.1.2"}},
+		{name: "operator allows loopback", fn: "dispatch", env: map[string]string{awsconfig.EnvAllowCIDRs: "127.0.0.0/8,::1/128"},
+			allowed: []string{"127.0.0.1", "::1", "10.0.0.5"}, refused: []string{"169.254.169.254"}},
+		{name: "operator denies a private range", fn: "ring", env: map[string]string{awsconfig.EnvDenyCIDRs: "10.0.0.0/8,fd00::/8"},
+			refused: []string{"10.1.2.3", "fd00::1"}, allowed: []string{"172.16.0.1"}},
+		{name: "single addresses", fn: "web", env: map[string]string{awsconfig.EnvAllowCIDRs: "169.254.10.1", awsconfig.EnvDenyCIDRs: "192.168.1.2"},
+			allowed: []string{"169.254.10.1"}, refused: []string{"169.254.10.2", "192.168.1.2"}},
+		{name: "range list with spaces", fn: "registry", env: map[string]string{awsconfig.EnvAllowCIDRs: "10.0.0.0/8, 172.16.0.0/12"},
+			wantErr: awsconfig.EnvAllowCIDRs},
+		{name: "not a range", fn: "dispatch", env: map[string]string{awsconfig.EnvDenyCIDRs: "10.0.0.0/33"}, wantErr: awsconfig.EnvDenyCIDRs},
+		{name: "a host name", fn: "web", env: map[string]string{awsconfig.EnvDenyCIDRs: "metadata.internal"}, wantErr: awsconfig.EnvDenyCIDRs},
+		{name: "callback does not read the rule", fn: "callback", env: map[string]string{awsconfig.EnvAllowCIDRs: "127.0.0.0/8"},
+			refused: []string{"127.0.0.1"}},
+		{name: "GLUE admins by default", fn: "web", glue: "admins"},
+		{name: "GLUE everyone", fn: "web", env: map[string]string{awsconfig.EnvGluePolicy: "everyone"}, glue: "everyone"},
+		{name: "GLUE off", fn: "web", env: map[string]string{awsconfig.EnvGluePolicy: "off"}, glue: "off"},
+		{name: "GLUE unknown", fn: "web", env: map[string]string{awsconfig.EnvGluePolicy: "nobody"}, wantErr: awsconfig.EnvGluePolicy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := maps.Clone(base)
+			maps.Copy(env, tt.env)
+			cfg, err := lambdaapp.LoadConfig(tt.fn, func(k string) string { return env[k] })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want it to name %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("LoadConfig: %v", err)
+			}
+			for _, a := range tt.refused {
+				if cfg.Egress.CheckIP(netip.MustParseAddr(a)) == nil {
+					t.Errorf("%s allowed", a)
+				}
+			}
+			for _, a := range tt.allowed {
+				if err := cfg.Egress.CheckIP(netip.MustParseAddr(a)); err != nil {
+					t.Errorf("%s: %v", a, err)
+				}
+			}
+			if tt.glue != "" && cfg.GluePolicy != tt.glue {
+				t.Errorf("GLUE policy %q, want %q", cfg.GluePolicy, tt.glue)
+			}
+		})
+	}
+	// The functions' list of GLUE policies is package auth's.
+	for _, p := range append(slices.Clone(awsconfig.GluePolicies), "nobody", "ADMINS") {
+		_, authErr := auth.ParseGluePolicy(p)
+		if slices.Contains(awsconfig.GluePolicies, p) != (authErr == nil) {
+			t.Errorf("GLUE policy %q: awsconfig lists it %v, auth.ParseGluePolicy: %v", p, slices.Contains(awsconfig.GluePolicies, p), authErr)
+		}
 	}
 }

@@ -120,6 +120,8 @@ func setupEnv(t *testing.T) *env {
 		awsconfig.EnvRingQueueURL: ring, awsconfig.EnvDispatchFastURL: fast, awsconfig.EnvDispatchSlowURL: slow,
 		awsconfig.EnvAccessToken: accessToken, awsconfig.EnvAdminToken: adminToken,
 		awsconfig.EnvAlarmTopicARN: *topic.TopicArn,
+		// The test's executors run on loopback (refused by default).
+		awsconfig.EnvAllowCIDRs: awsstack.LoopbackCIDRs,
 	}
 	return e
 }

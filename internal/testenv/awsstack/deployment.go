@@ -398,12 +398,19 @@ func (d *Deployment) createResources(ctx context.Context) error {
 		awsconfig.EnvRingQueueURL: ring, awsconfig.EnvDispatchFastURL: fast, awsconfig.EnvDispatchSlowURL: slow,
 		awsconfig.EnvAccessToken: d.opts.AccessToken, awsconfig.EnvAdminToken: d.opts.AdminToken,
 		awsconfig.EnvAlarmTopicARN: *topic.TopicArn,
+		// This deployment's executors run on loopback, which a deployment
+		// on AWS refuses unless its operator allows it: the emulated
+		// stack's own address rule.
+		awsconfig.EnvAllowCIDRs: LoopbackCIDRs,
 	}
 	if results != "" {
 		d.vars[awsconfig.EnvResultsQueueURL] = results
 	}
 	return nil
 }
+
+// LoopbackCIDRs is the emulated deployment's XJOB_ALLOW_CIDRS.
+const LoopbackCIDRs = "127.0.0.0/8,::1/128"
 
 // app returns the App of one execution environment (key) of function fn,
 // building it as its main would: configuration from the environment,

@@ -14,7 +14,6 @@ import (
 
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
-	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
 	"github.com/xjobdev/xjob/internal/scheduler/upkeep"
@@ -35,10 +34,10 @@ func Callback(b *wiring.Base) (*callback.Service, error) {
 // Registry is the registry service (heartbeats, the addresses of
 // automatic groups).
 func Registry(b *wiring.Base) (*registry.Service, error) {
-	// Registrations of link-local and metadata addresses are refused, as
-	// the executor client refuses to dial them. (Loopback stays allowed
-	// until the deployment can say where its executors live.)
-	rule := egress.Policy{AllowLoopback: true}
+	// Registrations the executor client would refuse to dial are refused
+	// (wiring.Config.Egress: link-local, metadata and loopback addresses,
+	// the operator's ranges), so they never reach a group's address list.
+	rule := b.Config.Egress
 	reg, err := registry.New(registry.Config{Store: b.Store, Clock: b.Clock, Logger: b.Log,
 		CheckAddress: func(ctx context.Context, address string) error {
 			return rule.Check(ctx, net.DefaultResolver, address)
@@ -60,10 +59,13 @@ func Upkeep(b *wiring.Base, reg *registry.Service, cb *callback.Service) (*upkee
 }
 
 // Executors is the executor client, keeping idle keep-alive connections
-// per executor for as many calls as one invocation makes at once.
+// per executor for as many calls as one invocation makes at once. Every
+// connection it dials obeys wiring.Config.Egress, checked on the IP
+// actually dialled.
 func Executors(b *wiring.Base, idle int) (*execclient.Client, error) {
+	rule := b.Config.Egress
 	exec, err := execclient.New(execclient.Options{AccessTokens: b.AccessTokens, HTTPClient: b.Deps.ExecutorHTTP,
-		MaxIdleConnsPerHost: idle})
+		MaxIdleConnsPerHost: idle, Egress: &rule})
 	if err != nil {
 		return nil, fmt.Errorf("lambda %s: executor client: %w", b.Config.Function, err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/dispatchfn"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
@@ -66,11 +67,14 @@ func New(b *wiring.Base) (*Function, error) {
 	if len(adminTokens) == 0 {
 		return fail("auth", errors.New("no admin token"))
 	}
+	// Who may write GLUE jobs (code the executors run) is the
+	// deployment's GluePolicy parameter: admins unless it says otherwise.
 	au, err := auth.New(auth.Config{Users: b.Store, Store: b.Store, AdminToken: adminTokens[0],
-		Key: auth.DeriveKey(b.SessionKey()), Clock: b.Clock})
+		Key: auth.DeriveKey(b.SessionKey()), Glue: auth.GluePolicy(b.Config.GluePolicy), Clock: b.Clock})
 	if err != nil {
 		return fail("auth", err)
 	}
+	b.Log.Info("GLUE policy: "+b.Config.GluePolicy+" (GluePolicy parameter, "+awsconfig.EnvGluePolicy+")", "gluePolicy", b.Config.GluePolicy)
 	api, err := adminapi.New(adminapi.Config{Admin: adm, Registry: reg, Callback: cb,
 		Metrics: b.Metrics, Gauges: metric.Gauges{ExecutorsOnline: reg.OnlineCounts,
 			RunsToday: metric.RunsTodayFrom(b.Reports, b.Clock.Now), Logger: b.Log},

@@ -3,12 +3,15 @@ package wiring
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 )
 
@@ -92,6 +95,15 @@ type Config struct {
 	// ScanAdvance is XJOB_SCAN_ADVANCE (zero: DefaultScanAdvance), the
 	// scan's scan.Config.Advance.
 	ScanAdvance time.Duration
+	// Egress is the executor address rule, at registration and on every
+	// dial: loopback refused (no executor runs inside a Lambda
+	// environment, but a registration naming 127.0.0.1 would reach the
+	// function's own runtime API), the operator's XJOB_ALLOW_CIDRS and
+	// XJOB_DENY_CIDRS.
+	Egress egress.Policy
+	// GluePolicy is XJOB_GLUE_POLICY (default admins): who creates and
+	// edits GLUE jobs (auth.GluePolicy).
+	GluePolicy string
 }
 
 // SecretNames are the SSM parameters Config names (none when the tokens
@@ -190,6 +202,28 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 			problems = append(problems, fmt.Sprintf("%s=%q must be true or false", awsconfig.EnvStartDeclaredJobs, s))
 		}
 		cfg.StartDeclaredJobs = b
+	}
+	cidrs := regexp.MustCompile(awsconfig.CIDRListPattern)
+	for _, r := range []struct {
+		env string
+		to  *[]netip.Prefix
+	}{{awsconfig.EnvAllowCIDRs, &cfg.Egress.Allow}, {awsconfig.EnvDenyCIDRs, &cfg.Egress.Deny}} {
+		s := get(r.env)
+		if s == "" {
+			continue
+		}
+		ps, err := egress.ParsePrefixes(s)
+		if err != nil || !cidrs.MatchString(s) {
+			problems = append(problems, fmt.Sprintf("%s=%q must be IP addresses or CIDR ranges separated by commas (10.0.0.0/8,fd00::/8)", r.env, s))
+		}
+		*r.to = ps
+	}
+	cfg.GluePolicy = "admins"
+	if s := get(awsconfig.EnvGluePolicy); s != "" {
+		if !slices.Contains(awsconfig.GluePolicies, s) {
+			problems = append(problems, fmt.Sprintf("%s=%q must be one of %s", awsconfig.EnvGluePolicy, s, strings.Join(awsconfig.GluePolicies, ", ")))
+		}
+		cfg.GluePolicy = s
 	}
 	if lv := strings.TrimSpace(getenv(awsconfig.EnvLogLevel)); lv != "" {
 		if err := cfg.LogLevel.UnmarshalText([]byte(lv)); err != nil {
