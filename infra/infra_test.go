@@ -103,6 +103,12 @@ type function struct {
 	asyncRetries     int                 // asynchronous invocation retries, -1 when unset (Lambda: 2)
 	asyncMaxAge      int                 // maximum event age in seconds, -1 when unset
 	failureDest      string              // symbol of the asynchronous failure destination
+	// vpcCond is the condition (SAM condition name, Terraform condition
+	// expression) under which the function gets a VpcConfig from the VPC
+	// parameters; "" for none. condGrants are the grants its role holds
+	// only under a condition, by condition.
+	vpcCond    string
+	condGrants map[string]map[string]bool
 }
 
 type consumer struct {
@@ -155,10 +161,26 @@ var (
 		awsconfig.EnvAnyTriggerAddress: "param:allowanytriggeraddress",
 		awsconfig.EnvStartDeclaredJobs: "param:startdeclaredjobs",
 		awsconfig.EnvScanAdvance:       "param:scanadvance",
+		awsconfig.EnvAllowCIDRs:        "param:executorallowcidrs",
+		awsconfig.EnvDenyCIDRs:         "param:executordenycidrs",
+		awsconfig.EnvGluePolicy:        "param:gluepolicy",
 	}
-	// exposedSwitches are optional variables the deployment must let an
-	// operator set on every function that reads them, off by default.
-	exposedSwitches = []string{awsconfig.EnvAnyTriggerAddress, awsconfig.EnvStartDeclaredJobs}
+	// exposedSettings are optional variables the deployment must let an
+	// operator set on every function that reads them, with their safe
+	// defaults: switches off, no extra executor ranges, GLUE for admins.
+	exposedSettings = map[string]string{
+		awsconfig.EnvAnyTriggerAddress: "false", awsconfig.EnvStartDeclaredJobs: "false",
+		awsconfig.EnvAllowCIDRs: "", awsconfig.EnvDenyCIDRs: "", awsconfig.EnvGluePolicy: "admins",
+	}
+	// vpcGrants are what a function in a VPC needs for Lambda to manage
+	// its network interfaces (AWSLambdaVPCAccessExecutionRole without its
+	// logs actions): the Describe actions cannot be scoped to a resource,
+	// the others are scoped to the account's and region's EC2 resources.
+	vpcGrants = map[string]bool{
+		"ec2:DescribeNetworkInterfaces *": true, "ec2:DescribeSubnets *": true,
+		"ec2:CreateNetworkInterface ec2:thisaccount": true, "ec2:DeleteNetworkInterface ec2:thisaccount": true,
+		"ec2:AssignPrivateIpAddresses ec2:thisaccount": true, "ec2:UnassignPrivateIpAddresses ec2:thisaccount": true,
+	}
 	// inClear are the variables that carry a token itself (tests only):
 	// no template may set them, nor take a token as a parameter, which
 	// would put it in the functions' configuration, the stack or the
@@ -485,16 +507,17 @@ func checkFunctions(t *testing.T, s *stack) {
 				t.Errorf("%s: %s is set from %q, want %q", where, e, v, envSymbol[e])
 			}
 		}
-		for _, e := range exposedSwitches {
+		for _, e := range slices.Sorted(maps.Keys(exposedSettings)) {
 			if !slices.Contains(f.OptionalEnv, e) {
 				continue
 			}
 			if v, ok := got.env[e]; !ok {
-				t.Errorf("%s: %s is not set, so the deployment cannot turn it on", where, e)
-			} else if d := fmt.Sprint(s.resolve(v)); d != "false" {
-				t.Errorf("%s: %s defaults to %q, want false", where, e, d)
+				t.Errorf("%s: %s is not set, so the deployment cannot change it", where, e)
+			} else if d := fmt.Sprint(s.resolve(v)); d != exposedSettings[e] {
+				t.Errorf("%s: %s defaults to %q, want %q", where, e, d, exposedSettings[e])
 			}
 		}
+		checkVPC(t, where, f, got)
 		for e, v := range got.env {
 			if slices.Contains(f.Env, e) {
 				continue
@@ -538,6 +561,33 @@ func checkFunctions(t *testing.T, s *stack) {
 		if !known[name] {
 			t.Errorf("%s: function %s is not in awsconfig.Functions", s.format, name)
 		}
+	}
+}
+
+// checkVPC wants the functions that call executors, and only those, in
+// the deployment's VPC when one is given (a VpcConfig from the subnet and
+// security group parameters, under a condition), with exactly vpcGrants
+// under that same condition; the other functions get no VPC and no EC2
+// action. Unconditional EC2 grants are extra grants for checkFunctions.
+func checkVPC(t *testing.T, where string, f awsconfig.Function, got function) {
+	t.Helper()
+	if !f.CallsExecutors {
+		if got.vpcCond != "" || len(got.condGrants) > 0 {
+			t.Errorf("%s: in a VPC (%q) or granted %v under a condition; only the functions that call executors are", where, got.vpcCond, got.condGrants)
+		}
+		return
+	}
+	if got.vpcCond == "" {
+		t.Errorf("%s: calls executors but has no conditional VpcConfig from the VPC subnet and security group parameters", where)
+		return
+	}
+	for cond, g := range got.condGrants {
+		if cond != got.vpcCond {
+			t.Errorf("%s: grants %v under condition %q, not the VPC's %q", where, slices.Sorted(maps.Keys(g)), cond, got.vpcCond)
+		}
+	}
+	if missing, extra := diffSets(vpcGrants, got.condGrants[got.vpcCond]); len(missing)+len(extra) > 0 {
+		t.Errorf("%s: VPC grants differ\n   missing:%s\n   extra:%s", where, describeGrants(setOf(missing)), describeGrants(setOf(extra)))
 	}
 }
 

@@ -21,7 +21,19 @@ var paramValues = map[string][]string{
 	awsconfig.EnvRetryBackoff:   {"0", "0.5", "1", "1.5", "2", "9.99", "10", "10.0", "10.5", "11", "x"},
 	awsconfig.EnvLogLevel:       {"debug", "info", "warn", "error", "loud"},
 	awsconfig.EnvShards:         {"0", "1", "16", "1024", "4096", "4097"},
+	awsconfig.EnvAllowCIDRs:     cidrValues,
+	awsconfig.EnvDenyCIDRs:      cidrValues,
+	awsconfig.EnvGluePolicy:     {"admins", "everyone", "off", "ADMINS", "none"},
 }
+
+// cidrValues are tried on both range lists: one and several ranges, bare
+// addresses, IPv6 spellings, and what the functions refuse (spaces, bits
+// out of range, octets past 255, leading zeros, names, zones, embedded IPv4).
+var cidrValues = []string{"", "10.0.0.0/8", "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16", "127.0.0.1", "127.0.0.0/8,::1/128",
+	"0.0.0.0/0", "255.255.255.255/32", "10.0.0.0/33", "256.0.0.0/8", "10.0.0/8", "010.0.0.0/8", "10.0.0.0/08",
+	"10.0.0.0/8, 10.1.0.0/16", "10.0.0.0/8,", ",10.0.0.0/8", "metadata.internal", "::", "::/0", "fd00::/8", "fd00:ec2::254",
+	"2001:db8::/32", "2001:DB8:0:0:0:0:0:1/128", "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7::", "1::8", "1:2:3:4:5:6:7:8:9", "1:::2",
+	"fe80::1%eth0", "::ffff:10.0.0.1", "fd00::/129", "12345::/16", "x"}
 
 // TestParamsMatchConfig: a parameter value the deployment accepts is one
 // the functions accept, and the other way round, for every variable whose

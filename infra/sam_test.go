@@ -60,6 +60,7 @@ func loadSAM(file string) (*stack, error) {
 		sym["${"+name+"}"] = "param:" + normParam(name)
 		sym["arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${"+name+"}"] = "ssmparam:" + normParam(name)
 	}
+	sym["arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:*"] = "ec2:thisaccount"
 	const stackPrefix = "${AWS::StackName}-"
 	for id, r := range resources {
 		props := mapOf(mapOf(r)["Properties"])
@@ -120,6 +121,7 @@ func loadSAM(file string) (*stack, error) {
 
 	// Roles: grants per role, from inline policies and AWS::IAM::Policy resources.
 	roleGrants := map[string]map[string]bool{}
+	roleCondGrants := map[string]map[string]map[string]bool{} // role → condition → grants
 	for id, r := range resources {
 		props := mapOf(mapOf(r)["Properties"])
 		switch mapOf(r)["Type"] {
@@ -130,6 +132,21 @@ func loadSAM(file string) (*stack, error) {
 				s.problem("role %s attaches managed policies %v (not least privilege)", id, props["ManagedPolicyArns"])
 			}
 			for _, p := range listOf(props["Policies"]) {
+				// A policy under a condition: !If [cond, policy, !Ref AWS::NoValue].
+				if l := listOf(mapOf(p)["Fn::If"]); len(l) == 3 {
+					if l[2] != "${AWS::NoValue}" {
+						s.problem("role %s: conditional policy's other arm is %v, want AWS::NoValue", id, l[2])
+					}
+					cond := str(l[0])
+					if roleCondGrants["role:"+id] == nil {
+						roleCondGrants["role:"+id] = map[string]map[string]bool{}
+					}
+					if roleCondGrants["role:"+id][cond] == nil {
+						roleCondGrants["role:"+id][cond] = map[string]bool{}
+					}
+					s.addStatements(roleCondGrants["role:"+id][cond], "role "+id, mapOf(mapOf(l[1])["PolicyDocument"])["Statement"], symStr)
+					continue
+				}
 				s.addStatements(g, "role "+id, mapOf(mapOf(p)["PolicyDocument"])["Statement"], symStr)
 			}
 		}
@@ -137,6 +154,9 @@ func loadSAM(file string) (*stack, error) {
 	for id, r := range resources {
 		props := mapOf(mapOf(r)["Properties"])
 		if t := mapOf(r)["Type"]; t == "AWS::IAM::Policy" || t == "AWS::IAM::ManagedPolicy" {
+			if mapOf(r)["Condition"] != nil {
+				s.problem("policy %s has a Condition: put a conditional grant in its role's Policies (!If), so that the function waits for it", id)
+			}
 			for _, role := range listOf(props["Roles"]) {
 				if g, ok := roleGrants[symStr(role)]; ok {
 					s.addStatements(g, "policy "+id, mapOf(props["PolicyDocument"])["Statement"], symStr)
@@ -207,7 +227,19 @@ func loadSAM(file string) (*stack, error) {
 			if _, ok := merged["Policies"]; ok {
 				s.problem("function %s: SAM Policies add AWS managed policies with Resource *; use an explicit Role", name)
 			}
+			if vc := merged["VpcConfig"]; vc != nil {
+				l := listOf(mapOf(vc)["Fn::If"])
+				if len(l) != 3 || l[2] != "${AWS::NoValue}" {
+					s.problem("function %s: VpcConfig %v is not !If [condition, config, !Ref AWS::NoValue] (a VPC must stay optional)", name, vc)
+				} else if in := mapOf(l[1]); !strings.Contains(fmt.Sprint(in["SubnetIds"]), "${VpcSubnetIds}") ||
+					!strings.Contains(fmt.Sprint(in["SecurityGroupIds"]), "${VpcSecurityGroupIds}") {
+					s.problem("function %s: VpcConfig %v does not take VpcSubnetIds and VpcSecurityGroupIds", name, in)
+				} else {
+					f.vpcCond = str(l[0])
+				}
+			}
 			role := symStr(merged["Role"])
+			f.condGrants = roleCondGrants[role]
 			if g, ok := roleGrants[role]; ok {
 				f.grants = g
 				roleUsers[role] = append(roleUsers[role], name)

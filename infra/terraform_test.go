@@ -19,14 +19,18 @@ import (
 // nested blocks by type.
 type tfBlock struct {
 	attrs  map[string]any
-	blocks map[string][]*tfBlock
+	blocks map[string][]*tfBlock // a dynamic "x" block is "dynamic:x"
+	// conds are the source text of the condition of each attribute that
+	// is a conditional expression (count = local.in_vpc ? 1 : 0 →
+	// "local.in_vpc"); eval takes its "on" arm.
+	conds map[string]string
 }
 
 func (b *tfBlock) block(typ string) *tfBlock {
 	if bs := b.blocks[typ]; len(bs) > 0 {
 		return bs[0]
 	}
-	return &tfBlock{attrs: map[string]any{}, blocks: map[string][]*tfBlock{}}
+	return &tfBlock{attrs: map[string]any{}, blocks: map[string][]*tfBlock{}, conds: map[string]string{}}
 }
 
 // tfModule is the .tf files of one directory.
@@ -104,12 +108,19 @@ func put(m map[string]map[string]*tfBlock, typ, name string, b *tfBlock) {
 }
 
 func (m *tfModule) convert(body *hclsyntax.Body, src []byte) *tfBlock {
-	b := &tfBlock{attrs: map[string]any{}, blocks: map[string][]*tfBlock{}}
+	b := &tfBlock{attrs: map[string]any{}, blocks: map[string][]*tfBlock{}, conds: map[string]string{}}
 	for name, a := range body.Attributes {
 		b.attrs[name] = m.eval(a.Expr, src, 0)
+		if c, ok := a.Expr.(*hclsyntax.ConditionalExpr); ok {
+			b.conds[name] = string(c.Condition.Range().SliceBytes(src))
+		}
 	}
 	for _, nb := range body.Blocks {
-		b.blocks[nb.Type] = append(b.blocks[nb.Type], m.convert(nb.Body, src))
+		typ := nb.Type
+		if typ == "dynamic" && len(nb.Labels) == 1 {
+			typ = "dynamic:" + nb.Labels[0]
+		}
+		b.blocks[typ] = append(b.blocks[typ], m.convert(nb.Body, src))
 	}
 	return b
 }
@@ -285,6 +296,7 @@ func (m *tfModule) stack() *stack {
 			sym[ref("aws_iam_role", n, a)] = "role:" + n
 		}
 	}
+	sym["arn:${data.aws_partition.current.partition}:ec2:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:*"] = "ec2:thisaccount"
 	for n := range m.data["aws_iam_policy_document"] {
 		sym[ref("data.aws_iam_policy_document", n, "json")] = "policydoc:" + n
 	}
@@ -339,11 +351,30 @@ func (m *tfModule) stack() *stack {
 	for n, b := range res("aws_iam_role_policy_attachment") {
 		s.problem("aws_iam_role_policy_attachment.%s attaches %v to %v (managed policies are not least privilege)", n, b.attrs["policy_arn"], b.attrs["role"])
 	}
+	roleCondGrants := map[string]map[string]map[string]bool{} // role → condition → grants
 	for n, b := range res("aws_iam_role_policy") {
-		g, ok := roleGrants[symStr(b.attrs["role"])]
+		role := symStr(b.attrs["role"])
+		g, ok := roleGrants[role]
 		if !ok {
 			s.problem("aws_iam_role_policy.%s: role %v is not an aws_iam_role of the module", n, b.attrs["role"])
 			continue
+		}
+		if b.attrs["for_each"] != nil {
+			s.problem("aws_iam_role_policy.%s: for_each is not checked; use count = <condition> ? 1 : 0", n)
+		}
+		if b.attrs["count"] != nil { // a policy under a condition
+			cond, ok := b.conds["count"]
+			if !ok || b.attrs["count"] != int64(1) {
+				s.problem("aws_iam_role_policy.%s: count %v is not <condition> ? 1 : 0", n, b.attrs["count"])
+				continue
+			}
+			if roleCondGrants[role] == nil {
+				roleCondGrants[role] = map[string]map[string]bool{}
+			}
+			if roleCondGrants[role][cond] == nil {
+				roleCondGrants[role][cond] = map[string]bool{}
+			}
+			g = roleCondGrants[role][cond]
 		}
 		where := "aws_iam_role_policy." + n
 		switch p := symOf(b.attrs["policy"]).(type) {
@@ -397,7 +428,23 @@ func (m *tfModule) stack() *stack {
 			f.env[k] = symStr(v)
 		}
 		f.logGroup = symStr(b.block("logging_config").attrs["log_group"])
+		if vcs := b.blocks["dynamic:vpc_config"]; len(vcs) > 0 {
+			in := vcs[0].block("content")
+			cond, ok := vcs[0].conds["for_each"]
+			switch {
+			case !ok:
+				s.problem("aws_lambda_function.%s: dynamic vpc_config for_each is not <condition> ? [1] : [] (a VPC must stay optional)", n)
+			case symStr(in.attrs["subnet_ids"]) != "param:vpcsubnetids" || symStr(in.attrs["security_group_ids"]) != "param:vpcsecuritygroupids":
+				s.problem("aws_lambda_function.%s: vpc_config %v does not take var.vpc_subnet_ids and var.vpc_security_group_ids", n, in.attrs)
+			default:
+				f.vpcCond = cond
+			}
+		}
+		if len(b.blocks["vpc_config"]) > 0 {
+			s.problem("aws_lambda_function.%s: a vpc_config block makes the VPC mandatory; use a dynamic block under a condition", n)
+		}
 		role := symStr(b.attrs["role"])
+		f.condGrants = roleCondGrants[role]
 		if g, ok := roleGrants[role]; ok {
 			f.grants = g
 			roleUsers[role] = append(roleUsers[role], n)

@@ -285,3 +285,40 @@ resource "aws_iam_role_policy" "web" {
   role   = aws_iam_role.web.id
   policy = data.aws_iam_policy_document.web.json
 }
+
+# In a VPC, Lambda creates and removes the network interfaces of the functions that call executors with
+# their own roles (AWSLambdaVPCAccessExecutionRole's EC2 actions, without its logs:*): granted to those
+# three only, and only when vpc_subnet_ids is set.
+data "aws_iam_policy_document" "vpc_access" {
+  statement {
+    sid       = "DescribeNetwork" # no resource-level permissions: resources must be *
+    actions   = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"]
+    resources = ["*"]
+  }
+  statement {
+    sid       = "NetworkInterfaces" # this account's and region's network interfaces, subnets, security groups
+    actions   = ["ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"]
+    resources = ["arn:${data.aws_partition.current.partition}:ec2:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "ring_vpc" {
+  count  = local.in_vpc ? 1 : 0
+  name   = "vpc-access"
+  role   = aws_iam_role.ring.id
+  policy = data.aws_iam_policy_document.vpc_access.json
+}
+
+resource "aws_iam_role_policy" "dispatch_vpc" {
+  count  = local.in_vpc ? 1 : 0
+  name   = "vpc-access"
+  role   = aws_iam_role.dispatch.id
+  policy = data.aws_iam_policy_document.vpc_access.json
+}
+
+resource "aws_iam_role_policy" "web_vpc" {
+  count  = local.in_vpc ? 1 : 0
+  name   = "vpc-access"
+  role   = aws_iam_role.web.id
+  policy = data.aws_iam_policy_document.vpc_access.json
+}

@@ -1,5 +1,10 @@
 # The six functions: provided.al2023 on arm64, one bootstrap per zip from `make build-lambda`.
 
+locals {
+  # The functions that call executors (ring, dispatch, web) run in the executors' VPC when one is given.
+  in_vpc = length(var.vpc_subnet_ids) > 0
+}
+
 resource "aws_cloudwatch_log_group" "scan" {
   name              = "/aws/lambda/${var.name}-scan"
   retention_in_days = var.log_retention_days
@@ -69,9 +74,21 @@ resource "aws_lambda_function" "ring" {
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
       XJOB_ACCESS_TOKEN_PARAM      = var.access_token_parameter
       XJOB_SECRETS_REFRESH         = var.secrets_refresh
+      XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
+      XJOB_DENY_CIDRS              = var.executor_deny_cidrs
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
     }
   }
+  dynamic "vpc_config" { # the executors' VPC, when given
+    for_each = local.in_vpc ? [1] : []
+    content {
+      subnet_ids         = var.vpc_subnet_ids
+      security_group_ids = var.vpc_security_group_ids
+    }
+  }
+  # Lambda creates the network interfaces with the role: its VPC grant first.
+  depends_on = [aws_iam_role_policy.ring_vpc]
+
 }
 
 resource "aws_cloudwatch_log_group" "dispatch" {
@@ -107,9 +124,27 @@ resource "aws_lambda_function" "dispatch" {
       XJOB_ACCESS_TOKEN_PARAM        = var.access_token_parameter
       XJOB_SECRETS_REFRESH           = var.secrets_refresh
       XJOB_RESULTS_QUEUE_URL         = aws_sqs_queue.results.url
+      XJOB_ALLOW_CIDRS               = var.executor_allow_cidrs
+      XJOB_DENY_CIDRS                = var.executor_deny_cidrs
       XJOB_ALARM_TOPIC_ARN           = aws_sns_topic.alarm.arn
     }
   }
+  dynamic "vpc_config" { # the executors' VPC, when given
+    for_each = local.in_vpc ? [1] : []
+    content {
+      subnet_ids         = var.vpc_subnet_ids
+      security_group_ids = var.vpc_security_group_ids
+    }
+  }
+  # Lambda creates the network interfaces with the role: its VPC grant first.
+  depends_on = [aws_iam_role_policy.dispatch_vpc]
+  lifecycle {
+    precondition {
+      condition     = (length(var.vpc_subnet_ids) == 0) == (length(var.vpc_security_group_ids) == 0)
+      error_message = "Give both vpc_subnet_ids and vpc_security_group_ids (the functions in a VPC), or neither (no VPC)."
+    }
+  }
+
 }
 
 resource "aws_cloudwatch_log_group" "callback" {
@@ -184,6 +219,8 @@ resource "aws_lambda_function" "registry" {
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
       XJOB_ACCESS_TOKEN_PARAM      = var.access_token_parameter
       XJOB_SECRETS_REFRESH         = var.secrets_refresh
+      XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
+      XJOB_DENY_CIDRS              = var.executor_deny_cidrs
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
     }
   }
@@ -227,7 +264,20 @@ resource "aws_lambda_function" "web" {
       XJOB_SECRETS_REFRESH           = var.secrets_refresh
       XJOB_ADMIN_TOKEN_PARAM         = var.admin_token_parameter
       XJOB_SESSION_KEY_PARAM         = var.session_key_parameter
+      XJOB_ALLOW_CIDRS               = var.executor_allow_cidrs
+      XJOB_DENY_CIDRS                = var.executor_deny_cidrs
+      XJOB_GLUE_POLICY               = var.glue_policy
       XJOB_ALARM_TOPIC_ARN           = aws_sns_topic.alarm.arn
     }
   }
+  dynamic "vpc_config" { # the executors' VPC, when given
+    for_each = local.in_vpc ? [1] : []
+    content {
+      subnet_ids         = var.vpc_subnet_ids
+      security_group_ids = var.vpc_security_group_ids
+    }
+  }
+  # Lambda creates the network interfaces with the role: its VPC grant first.
+  depends_on = [aws_iam_role_policy.web_vpc]
+
 }

@@ -116,6 +116,56 @@ variable "allow_any_trigger_address" {
   default     = false
 }
 
+variable "executor_allow_cidrs" {
+  description = "Executor address ranges allowed even where refused by default (loopback, link-local), comma-separated CIDRs or addresses without spaces (XJOB_ALLOW_CIDRS). Checked at registration and on every connection; private ranges are allowed already."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^(((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])([.](25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}(/(3[0-2]|[12]?[0-9]))?|(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:|([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}|([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}|([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}|([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}|[0-9a-fA-F]{1,4}:(:[0-9a-fA-F]{1,4}){1,6}|:((:[0-9a-fA-F]{1,4}){1,7}|:))(/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))?)(,((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])([.](25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}(/(3[0-2]|[12]?[0-9]))?|(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:|([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}|([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}|([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}|([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}|[0-9a-fA-F]{1,4}:(:[0-9a-fA-F]{1,4}){1,6}|:((:[0-9a-fA-F]{1,4}){1,7}|:))(/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))?))*)?$", var.executor_allow_cidrs))
+    error_message = "executor_allow_cidrs must be IP addresses or CIDR ranges separated by commas, without spaces."
+  }
+}
+
+variable "executor_deny_cidrs" {
+  description = "Executor address ranges refused, comma-separated CIDRs or addresses without spaces (XJOB_DENY_CIDRS); they win over executor_allow_cidrs."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^(((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])([.](25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}(/(3[0-2]|[12]?[0-9]))?|(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:|([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}|([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}|([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}|([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}|[0-9a-fA-F]{1,4}:(:[0-9a-fA-F]{1,4}){1,6}|:((:[0-9a-fA-F]{1,4}){1,7}|:))(/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))?)(,((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])([.](25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}(/(3[0-2]|[12]?[0-9]))?|(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:|([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}|([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}|([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}|([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}|[0-9a-fA-F]{1,4}:(:[0-9a-fA-F]{1,4}){1,6}|:((:[0-9a-fA-F]{1,4}){1,7}|:))(/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))?))*)?$", var.executor_deny_cidrs))
+    error_message = "executor_deny_cidrs must be IP addresses or CIDR ranges separated by commas, without spaces."
+  }
+}
+
+variable "glue_policy" {
+  description = "Who creates and edits GLUE jobs, whose source code executors run (XJOB_GLUE_POLICY): admins, everyone (xxl-job's behaviour; an installation imported from xxl-job that relies on it) or off."
+  type        = string
+  default     = "admins"
+  validation {
+    condition     = contains(["admins", "everyone", "off"], var.glue_policy)
+    error_message = "glue_policy must be admins, everyone or off."
+  }
+}
+
+variable "vpc_subnet_ids" {
+  description = "Private subnets for the functions that call executors (ring, dispatch, web) when the executors are in a VPC; empty = no VPC. Give vpc_security_group_ids too, and a route to DynamoDB, SQS, SNS and SSM (VPC endpoints or a NAT gateway; docs/aws.md)."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for s in var.vpc_subnet_ids : can(regex("^subnet-([0-9a-f]{8}|[0-9a-f]{17})$", s))])
+    error_message = "vpc_subnet_ids must be subnet ids (subnet-...)."
+  }
+}
+
+variable "vpc_security_group_ids" {
+  description = "Security groups of those functions' network interfaces (outbound to the executors and the AWS endpoints); empty = no VPC."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for s in var.vpc_security_group_ids : can(regex("^sg-([0-9a-f]{8}|[0-9a-f]{17})$", s))])
+    error_message = "vpc_security_group_ids must be security group ids (sg-...)."
+  }
+}
+
 variable "start_declared_jobs" {
   description = "Create the jobs executors declare in code started rather than stopped (XJOB_START_DECLARED_JOBS, read by the registry function). Off by default."
   type        = bool
