@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
+	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
@@ -17,9 +19,10 @@ import (
 // TestLambdaRegistrationAddressRule: a deployment that does not allow
 // loopback (the default on AWS) refuses a heartbeat naming a loopback or
 // metadata address at the registry function, through API Gateway, and
-// records nothing; the same heartbeat from a deployment whose operator
-// allows loopback (XJOB_ALLOW_CIDRS, as the emulated stack sets) is
-// recorded.
+// records nothing; its dispatch function refuses to dial a manual group's
+// loopback executor. The same heartbeat and trigger in a deployment whose
+// operator allows loopback (XJOB_ALLOW_CIDRS, as the emulated stack sets)
+// go through.
 func TestLambdaRegistrationAddressRule(t *testing.T) {
 	e := setupEnv(t)
 	delete(e.vars, awsconfig.EnvAllowCIDRs)
@@ -66,6 +69,33 @@ func TestLambdaRegistrationAddressRule(t *testing.T) {
 		t.Fatalf("private address: code %d %q, want accepted", code, msg)
 	}
 
+	// At dispatch: an admin's manual group naming a loopback executor. The
+	// dispatch function refuses to dial it; the executor sees nothing.
+	rec := newExecutor(t, gw.URL) // its own registration is refused, as above
+	var g xjob.Group
+	adminCall(t, gw.URL, "POST", "/v1/groups", map[string]any{"appname": "manual-loopback", "title": "manual",
+		"addressType": 1, "addressList": []string{rec.srv.URL + "/"}}, &g)
+	var job xjob.Job
+	adminCall(t, gw.URL, "POST", "/v1/jobs", map[string]any{"jobGroup": g.ID, "jobDesc": "by hand", "author": "t",
+		"scheduleType": "NONE", "executorHandler": "ok"}, &job)
+	trigger := func() lambdaapp.ManualResult {
+		t.Helper()
+		out, err := invoke(e, "dispatch", 10*time.Second, e.app("dispatch", "dispatch").Dispatch, map[string]any{"jobId": job.ID})
+		if err != nil {
+			t.Fatalf("manual trigger: %v", err)
+		}
+		var mr lambdaapp.ManualResult
+		b, _ := json.Marshal(out)
+		must(t, json.Unmarshal(b, &mr))
+		return mr
+	}
+	if mr := trigger(); len(mr.TriggerCodes) != 1 || mr.TriggerCodes[0] == 200 {
+		t.Fatalf("trigger of a loopback executor: %+v, want it refused", mr)
+	}
+	if n := rec.total(); n != 0 {
+		t.Fatalf("the loopback executor ran %d times", n)
+	}
+
 	// Another deployment of the same tables, whose operator allows loopback.
 	e.appsMu.Lock()
 	e.vars[awsconfig.EnvAllowCIDRs] = "127.0.0.0/8"
@@ -77,4 +107,21 @@ func TestLambdaRegistrationAddressRule(t *testing.T) {
 	if n := entries("allowed"); n != 1 {
 		t.Fatalf("%d registry entries, want 1", n)
 	}
+	if mr := trigger(); len(mr.TriggerCodes) != 1 || mr.TriggerCodes[0] != 200 {
+		t.Fatalf("trigger with loopback allowed: %+v", mr)
+	}
+	if n := rec.total(); n != 1 {
+		t.Fatalf("the executor ran %d times, want 1", n)
+	}
+}
+
+// total is how many /run calls the executor received.
+func (r *recorder) total() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.runs {
+		n += c
+	}
+	return n
 }
