@@ -69,12 +69,16 @@ func New(b *wiring.Base) (*Function, error) {
 	}
 	// Who may write GLUE jobs (code the executors run) is the
 	// deployment's GluePolicy parameter: admins unless it says otherwise.
-	au, err := auth.New(auth.Config{Users: b.Store, Store: b.Store, AdminToken: adminTokens[0],
-		Key: auth.DeriveKey(b.SessionKey()), Glue: auth.GluePolicy(b.Config.GluePolicy), Clock: b.Clock})
+	glue, err := auth.ParseGluePolicy(b.Config.GluePolicy)
 	if err != nil {
 		return fail("auth", err)
 	}
-	b.Log.Info("GLUE policy: "+b.Config.GluePolicy+" (GluePolicy parameter, "+awsconfig.EnvGluePolicy+")", "gluePolicy", b.Config.GluePolicy)
+	au, err := auth.New(auth.Config{Users: b.Store, Store: b.Store, AdminToken: adminTokens[0],
+		Key: auth.DeriveKey(b.SessionKey()), Glue: glue, Clock: b.Clock})
+	if err != nil {
+		return fail("auth", err)
+	}
+	b.Log.Info("GLUE policy: "+string(glue)+" (GluePolicy parameter, "+awsconfig.EnvGluePolicy+")", "gluePolicy", glue)
 	api, err := adminapi.New(adminapi.Config{Admin: adm, Registry: reg, Callback: cb,
 		Metrics: b.Metrics, Gauges: metric.Gauges{ExecutorsOnline: reg.OnlineCounts,
 			RunsToday: metric.RunsTodayFrom(b.Reports, b.Clock.Now), Logger: b.Log},
