@@ -114,7 +114,7 @@ resource "aws_iam_role" "dispatch" {
 data "aws_iam_policy_document" "dispatch" {
   statement {
     sid       = "Tables"
-    actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
+    actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
     resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.groups.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.registry.arn, aws_dynamodb_table.reports.arn]
   }
   statement {
@@ -164,7 +164,7 @@ resource "aws_iam_role" "callback" {
 data "aws_iam_policy_document" "callback" {
   statement {
     sid       = "Tables"
-    actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
+    actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
     resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.reports.arn]
   }
   statement {

@@ -204,6 +204,7 @@ var Functions = []Function{
 		Tables:         []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports},
 		Actions: slices.Concat(dispatcherActions, []string{
 			"sqs:ChangeMessageVisibility", // not exercised: retry delay of a task in flight elsewhere or of a store failure
+			"dynamodb:DeleteItem",         // not exercised: a one-time job deleted after its run, when it applies results (callback.afterCompletion)
 		}),
 		// The results queue: executor results recorded by the callback
 		// function, applied in batches (dispatchfn.Function.HandleResults).
@@ -216,6 +217,7 @@ var Functions = []Function{
 		Actions: []string{
 			"dynamodb:BatchGetItem",   // a callback request's log pages and jobs (LogGetMany, JobGetMany)
 			"dynamodb:BatchWriteItem", // failed-list entries of failed results
+			"dynamodb:DeleteItem",     // not exercised: a one-time job deleted after its run (callback.afterCompletion)
 			"dynamodb:GetItem",        // log pages before a change
 			"dynamodb:PutItem",        // log pages: first result wins; alarm status
 			"dynamodb:UpdateItem",     // report counters
