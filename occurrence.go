@@ -1,6 +1,8 @@
 package xjob
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -99,6 +101,58 @@ type RingBucket struct {
 
 // FireAt returns the bucket's start in Unix milliseconds.
 func (b RingBucket) FireAt() int64 { return b.Second * 1000 }
+
+// RingVersion is the format of the ring messages this code writes, and the
+// newest it reads. A bucket waits in the ring queue up to its delay (15
+// minutes on SQS), so during an upgrade the new code reads what the old
+// code wrote, and during a rollback the reverse: every message says its
+// format in "v". A message without "v" was written before messages carried
+// one, and is version 1, the format of today's, so the buckets delayed in
+// the queue across the upgrade that introduced versions still fire. A
+// message of a newer version is refused with a *RingVersionError, never
+// read as if it were this one: its consumer leaves it in the queue (for
+// the newer code, or the dead-letter queue to be redriven once that runs).
+const RingVersion = 1
+
+// RingVersionError is the error of decoding a ring message of a format
+// this code does not know.
+type RingVersionError struct{ Version int }
+
+func (e *RingVersionError) Error() string {
+	return fmt.Sprintf("ring message version %d is newer than this code reads (%d)", e.Version, RingVersion)
+}
+
+// ringWire is RingBucket as sent: the bucket and its format version.
+type ringWire struct {
+	Version int `json:"v,omitempty"`
+	ringFields
+}
+
+// ringFields has RingBucket's fields without its methods, so encoding it
+// does not recurse into MarshalJSON.
+type ringFields RingBucket
+
+// MarshalJSON writes the bucket with "v": RingVersion.
+func (b RingBucket) MarshalJSON() ([]byte, error) {
+	return json.Marshal(ringWire{Version: RingVersion, ringFields: ringFields(b)})
+}
+
+// UnmarshalJSON reads a bucket of any version up to RingVersion ("v"
+// missing: version 1) and refuses a newer one with *RingVersionError.
+func (b *RingBucket) UnmarshalJSON(data []byte) error {
+	var w ringWire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	switch v := cmp.Or(w.Version, 1); {
+	case v > RingVersion:
+		return &RingVersionError{Version: v}
+	case v < 1:
+		return fmt.Errorf("ring message version %d is not a version", v)
+	}
+	*b = RingBucket(w.ringFields)
+	return nil
+}
 
 // Lane is a dispatch lane: xxl-job's fast and slow trigger pools.
 type Lane string

@@ -325,3 +325,45 @@ func TestRingMergesRecordsOfOneSecond(t *testing.T) {
 		t.Errorf("ring read jobs with %d BatchGetItem requests, want 1 (the %d records fired as one bucket, jobs read once)", n, len(records))
 	}
 }
+
+// Ring messages carry their format version. A bucket written before
+// messages had one (no "v", as the previous release wrote them while they
+// wait out their delay across an upgrade) fires like a current one; a
+// bucket of a newer format (a rollback, a staggered deploy) is neither
+// fired nor acknowledged: it is a batch item failure, so it stays in the
+// queue, and the dead-letter queue after it, for the code that reads it.
+func TestRingReadsEveryRingVersion(t *testing.T) {
+	e := setupEnv(t)
+	f := newRingFixture(t, e, 4)
+	at := time.Now().Add(time.Second).Truncate(time.Second).Add(300 * time.Millisecond)
+	item := func(j xjob.Job) string {
+		return fmt.Sprintf(`{"j":%d,"t":%d,"r":%d}`, j.ID, at.UnixMilli(), j.Revision)
+	}
+	bodies := map[string]string{
+		"unversioned": fmt.Sprintf(`{"shard":0,"second":%d,"items":[%s,%s]}`, at.Unix(), item(f.jobs[0]), item(f.jobs[1])),
+		"v1":          fmt.Sprintf(`{"v":1,"shard":1,"second":%d,"items":[%s]}`, at.Unix(), item(f.jobs[2])),
+		"v2":          fmt.Sprintf(`{"v":2,"shard":2,"second":%d,"items":[%s]}`, at.Unix(), item(f.jobs[3])),
+	}
+	var records []events.SQSMessage
+	for id, body := range bodies {
+		records = append(records, events.SQSMessage{MessageId: id, Body: body,
+			Attributes: map[string]string{"ApproximateReceiveCount": "1"}, EventSource: "aws:sqs"})
+	}
+	resp, err := invoke(e, "ring", 30*time.Second, e.app("ring", "ring").Ring, events.SQSEvent{Records: records})
+	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "v2" {
+		t.Fatalf("ring invocation: %+v, %v; want only the v2 bucket as a batch item failure", resp, err)
+	}
+	for i, j := range f.jobs {
+		want := 1
+		if i == 3 {
+			want = 0
+		}
+		if logs := e.logs(t, j.ID); len(logs) != want {
+			t.Errorf("job %d: %d trigger logs, want %d", i, len(logs), want)
+		}
+	}
+	runs := f.runsOf()
+	if len(runs) != 3 || slices.ContainsFunc(slices.Collect(maps.Values(runs)), func(n int) bool { return n != 1 }) {
+		t.Errorf("executor ran %v, want three logs once each", runs)
+	}
+}

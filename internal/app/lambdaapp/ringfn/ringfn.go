@@ -15,6 +15,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -140,26 +141,47 @@ func Build(b *wiring.Base) (any, error) {
 	return f.Handle, nil
 }
 
+// record is one SQS record of the ring queue and its bucket.
+type record struct {
+	msg    events.SQSMessage
+	bucket xjob.RingBucket
+}
+
+// decode reads the buckets of records. A record of a ring format newer
+// than this code reads (written by a newer version, read during a
+// rollback or a staggered deploy) is kept: returned as one to report as a
+// batch item failure, so it stays in the queue and, after the queue's
+// receive limit, waits in the dead-letter queue to be redriven; it is
+// never acknowledged unread. A record that is not a bucket at all can never
+// be read by any version and is dropped, with an error in the log.
+func (f *Function) decode(ctx context.Context, records []events.SQSMessage) (recs []record, kept []events.SQSMessage) {
+	for _, r := range records {
+		var b xjob.RingBucket
+		err := json.Unmarshal([]byte(r.Body), &b)
+		var verr *xjob.RingVersionError
+		switch {
+		case errors.As(err, &verr):
+			f.b.Log.ErrorContext(ctx, "ring: bucket of a newer format left in the queue; deploy the version that wrote it",
+				"messageId", r.MessageId, "version", verr.Version, "reads", xjob.RingVersion, "receives", wiring.ReceiveCount(r))
+			kept = append(kept, r)
+		case err != nil:
+			f.b.Log.ErrorContext(ctx, "ring: malformed bucket dropped", "messageId", r.MessageId, "err", err)
+		default:
+			recs = append(recs, record{msg: r, bucket: b})
+		}
+	}
+	return recs, kept
+}
+
 // Handle fires an SQS batch of ring buckets. A bucket is acknowledged only
 // once every hand-off of it returned. One that failed is a batch item
 // failure, made visible again after its receive count × ringRetryStep
 // (capped by the queue's visibility timeout); its fires already triggered
-// are dropped as repeats by their occurrence ids when it comes back.
+// are dropped as repeats by their occurrence ids when it comes back. A
+// bucket of a newer format is a batch item failure too (see decode).
 func (f *Function) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer f.b.FlushReports(ctx)
-	type record struct {
-		msg    events.SQSMessage
-		bucket xjob.RingBucket
-	}
-	var recs []record
-	for _, r := range ev.Records {
-		var b xjob.RingBucket
-		if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
-			f.b.Log.ErrorContext(ctx, "ring: malformed bucket dropped", "messageId", r.MessageId, "err", err)
-			continue
-		}
-		recs = append(recs, record{msg: r, bucket: b})
-	}
+	recs, kept := f.decode(ctx, ev.Records)
 	seconds := ring.MergeBySecond(recs, func(r record) xjob.RingBucket { return r.bucket })
 	failed := make([]bool, len(seconds))
 	var (
@@ -195,6 +217,9 @@ func (f *Function) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 		f.b.EMF.Put(map[string]float64{wiring.MetricFires: float64(fired), wiring.MetricLatenessMax: float64(maxLate.Milliseconds())})
 	}
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for _, r := range kept {
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+	}
 	for i, g := range seconds {
 		if !failed[i] {
 			continue

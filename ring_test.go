@@ -1,0 +1,73 @@
+package xjob_test
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/xjobdev/xjob"
+)
+
+// A ring message says its format; one written before messages carried a
+// version reads as version 1, and one of a newer version is refused, not
+// guessed at.
+func TestRingBucketDecode(t *testing.T) {
+	v1 := xjob.RingBucket{Shard: 2, Second: 1_700_000_000,
+		Items: []xjob.RingItem{{JobID: 7, FireTime: 1_700_000_000_250, Revision: 3}}}
+	for _, tc := range []struct {
+		name    string
+		body    string
+		want    xjob.RingBucket
+		version int // a *RingVersionError of this version; 0: none
+		bad     bool
+	}{
+		{name: "unversioned, as written before versions", body: `{"shard":2,"second":1700000000,"items":[{"j":7,"t":1700000000250,"r":3}]}`, want: v1},
+		{name: "version 1", body: `{"v":1,"shard":2,"second":1700000000,"items":[{"j":7,"t":1700000000250,"r":3}]}`, want: v1},
+		{name: "newer version", body: `{"v":2,"shard":2,"second":1700000000,"items":[{"j":7,"t":1700000000250,"r":3}]}`, version: 2},
+		{name: "much newer, unknown fields", body: `{"v":9,"buckets":[]}`, version: 9},
+		{name: "negative version", body: `{"v":-1,"shard":2}`, bad: true},
+		{name: "version not a number", body: `{"v":"2","shard":2}`, bad: true},
+		{name: "not an object", body: `[1,2]`, bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got xjob.RingBucket
+			err := json.Unmarshal([]byte(tc.body), &got)
+			var verr *xjob.RingVersionError
+			switch {
+			case tc.version != 0:
+				if !errors.As(err, &verr) || verr.Version != tc.version {
+					t.Fatalf("err = %v, want a RingVersionError of version %d", err, tc.version)
+				}
+			case tc.bad:
+				if err == nil || errors.As(err, &verr) {
+					t.Fatalf("err = %v, want a malformed-message error", err)
+				}
+			case err != nil:
+				t.Fatalf("decode: %v", err)
+			case !reflect.DeepEqual(got, tc.want):
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Every bucket is written with the current version, and reads back as it
+// was.
+func TestRingBucketEncode(t *testing.T) {
+	b := xjob.RingBucket{Shard: 1, Second: 5, Items: []xjob.RingItem{{JobID: 1, FireTime: 5000, Revision: 1}}}
+	body, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wire struct {
+		V int `json:"v"`
+	}
+	if err := json.Unmarshal(body, &wire); err != nil || wire.V != xjob.RingVersion {
+		t.Fatalf("%s: v = %d (%v), want %d", body, wire.V, err, xjob.RingVersion)
+	}
+	var back xjob.RingBucket
+	if err := json.Unmarshal(body, &back); err != nil || !reflect.DeepEqual(back, b) {
+		t.Fatalf("round trip: %+v (%v), want %+v", back, err, b)
+	}
+}
