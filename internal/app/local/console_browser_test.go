@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,36 +17,11 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/executor"
-	"github.com/xjobdev/xjob/internal/testenv/tool"
+	browsertest "github.com/xjobdev/xjob/internal/testenv/browser"
 )
 
-// browser starts headless Chromium for one test. Without chromium the
-// test fails saying how to install it; under go test -short it is skipped.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	tool.SkipIfShort(t, "Chromium")
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		tool.Missing(t, fmt.Errorf("chromium not found on PATH: make test or make chromium installs Debian's chromium: %w", err))
-	}
-	dir, err := os.MkdirTemp("", "xjob-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) }) // runs last: chromium has exited
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path), chromedp.UserDataDir(dir),
-		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-first-run", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.WindowSize(1400, 900),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelB := chromedp.NewContext(actx)
-	ctx, cancelC := context.WithTimeout(ctx, 110*time.Second)
-	t.Cleanup(func() { cancelC(); cancelB(); cancelA() })
-	return ctx
-}
+// browser starts headless Chromium for one local console test.
+func browser(t *testing.T) context.Context { return browsertest.Start(t, 110*time.Second) }
 
 // slowExecutor is a loopback executor whose slowJobHandler logs a line
 // every 100 ms for a minute (long enough to follow and kill it) and whose
@@ -139,12 +113,10 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	base := info.URL + "/console/"
 	var text string
-	visible := func(sel string) chromedp.Action { return chromedp.WaitVisible(sel, chromedp.ByQuery) }
+	visible := browsertest.Visible
 	run := func(what string, actions ...chromedp.Action) {
 		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
+		browsertest.Run(t, ctx, what, actions...)
 	}
 	login := func(user, pw string) chromedp.Tasks {
 		return chromedp.Tasks{chromedp.Navigate(base + "login"), visible("#username"),
@@ -195,17 +167,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	good := jobs.Items[0].ID
 	reloadUntil := func(what, url, js string) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; {
-			var ok bool
-			run(what, chromedp.Navigate(url), visible("main"), chromedp.Evaluate(js, &ok))
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %s never held on %s", what, js, url)
-			}
-			time.Sleep(500 * time.Millisecond) // the page is reloaded, as a person would
-		}
+		browsertest.ReloadUntil(t, ctx, what, url, js)
 	}
 	const okRow = `document.querySelector("tr.log-row .badge.ok") !== null`
 	reloadUntil("fires", fmt.Sprintf("%slogs?job=%d", base, good), okRow)
