@@ -246,6 +246,20 @@ func (d *Deployment) AdminToken() string { return d.opts.AdminToken }
 // results (trigger logs) without counting the reads as the pipeline's.
 func (d *Deployment) Store() *dynamostore.DB { return d.store }
 
+// SendRing puts raw message bodies on the ring queue, visible after delay
+// (whole seconds, at most SQS's 15 minutes): buckets as another version of
+// the code wrote them, for upgrade tests.
+func (d *Deployment) SendRing(ctx context.Context, delay time.Duration, bodies ...string) error {
+	_, sq, _ := d.clients("")
+	for _, b := range bodies {
+		if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(d.vars[awsconfig.EnvRingQueueURL]),
+			MessageBody: aws.String(b), DelaySeconds: int32(delay / time.Second)}); err != nil {
+			return fmt.Errorf("awsstack ring send: %w", err)
+		}
+	}
+	return nil
+}
+
 // Meter is the deployment's request meter.
 func (d *Deployment) Meter() *Meter { return d.meter }
 
