@@ -1,6 +1,8 @@
 package sqsqueue_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +111,61 @@ func TestDelaySeconds(t *testing.T) {
 	for _, c := range cases {
 		if got := sqsqueue.DelaySeconds(c.visibleAt, now); got != c.want {
 			t.Errorf("%s: DelaySeconds = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// Ring buckets go on the wire with their format version; a body without
+// one (written before buckets carried it) is received as version 1, and
+// a newer one is an error that leaves the message in the queue, to come
+// back after its visibility timeout (and reach the dead-letter queue).
+func TestRingVersionOnTheWire(t *testing.T) {
+	t.Parallel()
+	c := emulator.SQS(t)
+	ctx := t.Context()
+	url := newQueueURL(t, c)
+	q := sqsqueue.NewQueue[xjob.RingBucket](c, url, nil)
+	if err := q.Send(ctx, []driver.Outgoing[xjob.RingBucket]{{Msg: xjob.RingBucket{Shard: 1, Second: 7}}}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 1})
+	if err != nil || len(raw.Messages) != 1 || !strings.HasPrefix(aws.ToString(raw.Messages[0].Body), `{"v":1,`) {
+		t.Fatalf("sent bucket on the wire: %+v, %v; want a body starting with \"v\":1", raw.Messages, err)
+	}
+
+	send := func(body string) {
+		if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receive := func() ([]driver.Delivery[xjob.RingBucket], error) {
+		return q.Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Second, Wait: 2 * time.Second})
+	}
+	send(`{"shard":2,"second":8,"items":[{"j":1,"t":8000,"r":1}]}`)
+	var ds []driver.Delivery[xjob.RingBucket]
+	for deadline := time.Now().Add(10 * time.Second); len(ds) == 0 && time.Now().Before(deadline); {
+		if ds, err = receive(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(ds) != 1 || ds[0].Msg.Second != 8 || len(ds[0].Msg.Items) != 1 {
+		t.Fatalf("unversioned bucket received as %+v", ds)
+	}
+	if err := q.Ack(ctx, []string{ds[0].Token}); err != nil {
+		t.Fatal(err)
+	}
+
+	send(`{"v":2,"shard":3,"second":9}`)
+	var verr *xjob.RingVersionError
+	for i := 0; i < 2; i++ { // refused, then back after the visibility timeout
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			_, err = receive()
+			if err != nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if !errors.As(err, &verr) || verr.Version != 2 {
+			t.Fatalf("receive %d of a version 2 bucket: %v, want a RingVersionError", i+1, err)
 		}
 	}
 }
