@@ -112,9 +112,13 @@ func TestMeterThrottlesHotItem(t *testing.T) {
 		o.APIOptions = append(o.APIOptions, m.Middleware("fn"))
 		o.RetryMaxAttempts = 1 // see each throttle
 	})
+	// Eight writes at 5 WCU/s need two seconds: enough attempts that the
+	// retryer's jittered back-off always reaches the next second (its
+	// default of 3 can all land in the same one on a fast machine).
 	retrying := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(dyn.Endpoint())
 		o.APIOptions = append(o.APIOptions, m.Middleware("fn"))
+		o.RetryMaxAttempts = 10
 	})
 	// Start at the beginning of a second so the writes share it.
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
@@ -141,7 +145,9 @@ func TestMeterThrottlesHotItem(t *testing.T) {
 	if h.ItemW.WCU != 5 || h.Throttled != 3 {
 		t.Errorf("hottest = %+v", h)
 	}
-	// The SDK's retryer backs off and gets the writes through.
+	// The SDK's retryer backs off and gets the writes through, starting
+	// in a fresh second so that the budget the first loop spent is back.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	for i := range 8 {
 		if _, err := retrying.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("hot"), Item: item{
 			"pk": &ddbtypes.AttributeValueMemberS{Value: "a"}}}); err != nil {
