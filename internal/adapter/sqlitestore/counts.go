@@ -43,14 +43,10 @@ func (db *DB) JobCount(ctx context.Context, p driver.JobCountParams) (int, error
 	return n, nil
 }
 
-// LogCount counts logs through the same indexes as LogList; the inner
-// LIMIT stops the walk at p.Limit.
-func (db *DB) LogCount(ctx context.Context, p driver.LogCountParams) (int, error) {
-	where, args := inGroups([]string{"1 = 1"}, nil, "group_id", p.GroupIDs)
-	if p.JobID != 0 {
-		where, args = append(where, "job_id = ?"), append(args, p.JobID)
-	}
-	switch p.Status {
+// logFilters adds the status and trigger-time conditions that LogList and
+// LogCount share, so that a count walks the same indexes as the list.
+func logFilters(where []string, args []any, status xjob.LogStatus, from, to int64) ([]string, []any) {
+	switch status {
 	case xjob.LogSuccess:
 		where = append(where, sqlLogSuccess)
 	case xjob.LogFail:
@@ -58,12 +54,23 @@ func (db *DB) LogCount(ctx context.Context, p driver.LogCountParams) (int, error
 	case xjob.LogRunning:
 		where = append(where, sqlLogRunning)
 	}
-	if p.From != 0 {
-		where, args = append(where, "trigger_time >= ?"), append(args, p.From)
+	if from != 0 {
+		where, args = append(where, "trigger_time >= ?"), append(args, from)
 	}
-	if p.To != 0 {
-		where, args = append(where, "trigger_time <= ?"), append(args, p.To)
+	if to != 0 {
+		where, args = append(where, "trigger_time <= ?"), append(args, to)
 	}
+	return where, args
+}
+
+// LogCount counts logs through the same indexes as LogList; the inner
+// LIMIT stops the walk at p.Limit.
+func (db *DB) LogCount(ctx context.Context, p driver.LogCountParams) (int, error) {
+	where, args := inGroups([]string{"1 = 1"}, nil, "group_id", p.GroupIDs)
+	if p.JobID != 0 {
+		where, args = append(where, "job_id = ?"), append(args, p.JobID)
+	}
+	where, args = logFilters(where, args, p.Status, p.From, p.To)
 	limit := -1 // SQLite: no bound
 	if p.Limit > 0 {
 		limit = p.Limit

@@ -330,20 +330,7 @@ func (db *DB) LogList(ctx context.Context, p driver.LogListParams) (driver.LogPa
 	if p.GroupID != 0 {
 		where, args = append(where, "group_id = ?"), append(args, p.GroupID)
 	}
-	switch p.Status {
-	case xjob.LogSuccess:
-		where = append(where, sqlLogSuccess)
-	case xjob.LogFail:
-		where = append(where, sqlLogFailed)
-	case xjob.LogRunning:
-		where = append(where, sqlLogRunning)
-	}
-	if p.From != 0 {
-		where, args = append(where, "trigger_time >= ?"), append(args, p.From)
-	}
-	if p.To != 0 {
-		where, args = append(where, "trigger_time <= ?"), append(args, p.To)
-	}
+	where, args = logFilters(where, args, p.Status, p.From, p.To)
 	args = append(args, limit+1)
 	rows, err := db.r.QueryContext(ctx, `SELECT `+logColumns+` FROM logs WHERE `+
 		strings.Join(where, " AND ")+` ORDER BY trigger_time DESC, id DESC LIMIT ?`, args...)
