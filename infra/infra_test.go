@@ -30,6 +30,8 @@ import (
 //	loggroup:<fn>         a function log group's ARN (with :* so it covers its streams)
 //	loggroupname:<fn>     its name
 //	param:<name>          a parameter/variable, name lower-cased without _ (TablePrefix = table_prefix)
+//	httpapi:endpoint      the HTTP API's base address (https://…execute-api…)
+//	functionurl:<fn>      function fn's function URL
 //
 // Anything else stays as rendered ("${...}") and shows up verbatim in a
 // failure message.
@@ -45,7 +47,13 @@ type stack struct {
 	tables    map[string]table    // by table name with the prefix placeholder
 	queues    map[string]queue    // by queue key
 	functions map[string]function // by awsconfig name
-	routes    map[string]string   // "POST /api/callback" → function name
+	routes    map[string]string   // "GET /v1/jobs" → function name
+	urls      map[string]string   // function name → its function URL's AuthType
+	// public are the permissions that let anyone ("*") invoke a function,
+	// by function: "lambda:InvokeFunctionUrl NONE" (through a URL of
+	// AuthType NONE), "lambda:InvokeFunction url" (invoked via a function
+	// URL); any other is rendered as found.
+	public    map[string]map[string]bool
 	schedules map[string][]string // function name → schedule expressions of rules targeting it
 	params    map[string]param    // by normalized name
 	outputs   map[string]string   // normalized output name → rendered value
@@ -164,6 +172,7 @@ var (
 		awsconfig.EnvAllowCIDRs:        "param:executorallowcidrs",
 		awsconfig.EnvDenyCIDRs:         "param:executordenycidrs",
 		awsconfig.EnvGluePolicy:        "param:gluepolicy",
+		awsconfig.EnvWebURL:            "httpapi:endpoint",
 	}
 	// exposedSettings are optional variables the deployment must let an
 	// operator set on every function that reads them, with their safe
@@ -368,6 +377,7 @@ func check(t *testing.T, s *stack) {
 	checkTables(t, s)
 	checkFunctions(t, s)
 	checkRoutesAndSchedules(t, s)
+	checkFunctionURLs(t, s)
 	checkAlarms(t, s)
 	for name, p := range s.params {
 		if p.secret || strings.HasSuffix(name, "token") || strings.HasSuffix(name, "key") {
@@ -381,14 +391,53 @@ func check(t *testing.T, s *stack) {
 			}
 		}
 	}
-	found := false
+	found, executors := false, false
 	for name, v := range s.outputs {
-		if strings.Contains(name, "adminurl") && strings.Contains(v, "api") {
+		if strings.Contains(name, "adminurl") && strings.Contains(v, "httpapi:endpoint") {
 			found = true
+		}
+		if strings.Contains(name, "executor") && strings.Contains(name, "url") && v == "functionurl:"+awsconfig.URLFunction() {
+			executors = true
 		}
 	}
 	if !found {
 		t.Errorf("%s: no admin URL output (an output named like admin_url referencing the HTTP API); outputs: %v", s.format, s.outputs)
+	}
+	if !executors {
+		t.Errorf("%s: no output of the executors' admin address (named like executor_admin_url, the %s function's URL); outputs: %v",
+			s.format, awsconfig.URLFunction(), s.outputs)
+	}
+}
+
+// checkFunctionURLs wants a function URL with AuthType NONE on the
+// function awsconfig gives URLRoutes, and on no other; the permissions a
+// NONE URL needs since October 2025 (lambda:InvokeFunctionUrl for
+// FunctionUrlAuthType NONE and lambda:InvokeFunction invoked via the URL,
+// both for "*") on it, and no public permission on any function. The
+// access check is the function's (the xxl-job access token), and the
+// HTTP API has no route to it (checkRoutesAndSchedules).
+func checkFunctionURLs(t *testing.T, s *stack) {
+	t.Helper()
+	for _, f := range awsconfig.Functions {
+		auth, has := s.urls[f.Name]
+		var want map[string]bool
+		if len(f.URLRoutes) > 0 {
+			want = map[string]bool{"lambda:InvokeFunctionUrl NONE": true, "lambda:InvokeFunction url": true}
+			if auth != "NONE" {
+				t.Errorf("%s: function %s: function URL AuthType %q (present %v), want NONE (the executors' admin address; the function checks the access token)",
+					s.format, f.Name, auth, has)
+			}
+		} else if has {
+			t.Errorf("%s: function %s has a function URL; awsconfig gives it no URLRoutes", s.format, f.Name)
+		}
+		if missing, extra := diffSets(want, s.public[f.Name]); len(missing)+len(extra) > 0 {
+			t.Errorf("%s: function %s: public invoke permissions missing %v, extra %v", s.format, f.Name, missing, extra)
+		}
+	}
+	for fn := range s.public {
+		if _, ok := awsconfig.Lookup(fn); !ok {
+			t.Errorf("%s: public permission on unknown function %s", s.format, fn)
+		}
 	}
 }
 

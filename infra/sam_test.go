@@ -87,8 +87,12 @@ func loadSAM(file string) (*stack, error) {
 			sym["${"+id+"}"] = "role:" + id
 		case "AWS::Serverless::HttpApi":
 			sym["${"+id+"}"] = "httpapi"
+			sym["https://${"+id+"}.execute-api.${AWS::Region}.${AWS::URLSuffix}"] = "httpapi:endpoint"
 		case "AWS::Serverless::Function":
-			sym["${"+id+"}"] = "function:" + strings.ToLower(id[:1]) + strings.TrimSuffix(id[1:], "Function")
+			fn := strings.ToLower(id[:1]) + strings.TrimSuffix(id[1:], "Function")
+			sym["${"+id+"}"] = "function:" + fn
+			// FunctionUrlConfig's URL, the resource SAM generates as <id>Url.
+			sym["${"+id+"Url.FunctionUrl}"] = "functionurl:" + fn
 		}
 	}
 	// Alarms: each metric they watch, in the neutral form.
@@ -224,6 +228,12 @@ func loadSAM(file string) (*stack, error) {
 				f.env[k] = symStr(v)
 			}
 			f.logGroup = symStr(mapOf(merged["LoggingConfig"])["LogGroup"])
+			if uc := mapOf(merged["FunctionUrlConfig"]); uc != nil {
+				s.urls[name] = str(uc["AuthType"])
+				if uc["AuthType"] == "NONE" { // SAM adds the public lambda:InvokeFunctionUrl permission for NONE
+					s.addPublic(name, "lambda:InvokeFunctionUrl NONE")
+				}
+			}
 			if _, ok := merged["Policies"]; ok {
 				s.problem("function %s: SAM Policies add AWS managed policies with Resource *; use an explicit Role", name)
 			}
@@ -281,8 +291,26 @@ func loadSAM(file string) (*stack, error) {
 			s.problem("role %s is shared by functions %v (one role per function)", role, users)
 		}
 	}
+	for id, r := range resources {
+		if mapOf(r)["Type"] != "AWS::Lambda::Permission" {
+			continue
+		}
+		props := mapOf(mapOf(r)["Properties"])
+		if props["Principal"] != "*" {
+			continue
+		}
+		fn := strings.TrimPrefix(symStr(props["FunctionName"]), "function:")
+		switch {
+		case props["Action"] == "lambda:InvokeFunctionUrl" && props["FunctionUrlAuthType"] == "NONE":
+			s.addPublic(fn, "lambda:InvokeFunctionUrl NONE")
+		case props["Action"] == "lambda:InvokeFunction" && props["InvokedViaFunctionUrl"] == true:
+			s.addPublic(fn, "lambda:InvokeFunction url")
+		default:
+			s.addPublic(fn, fmt.Sprintf("%s: %v", id, props))
+		}
+	}
 	for name, o := range mapOf(doc["Outputs"]) {
-		s.outputs[normParam(name)] = str(mapOf(o)["Value"])
+		s.outputs[normParam(name)] = symStr(mapOf(o)["Value"])
 	}
 	return s, nil
 }
@@ -457,12 +485,20 @@ func str(v any) string {
 
 func newStack(format string) *stack {
 	return &stack{format: format, tables: map[string]table{}, queues: map[string]queue{},
-		functions: map[string]function{}, routes: map[string]string{}, schedules: map[string][]string{},
-		params: map[string]param{}, outputs: map[string]string{}, logGroups: map[string]any{}}
+		functions: map[string]function{}, routes: map[string]string{}, urls: map[string]string{}, public: map[string]map[string]bool{},
+		schedules: map[string][]string{},
+		params:    map[string]param{}, outputs: map[string]string{}, logGroups: map[string]any{}}
 }
 
 func (s *stack) problem(format string, args ...any) {
 	s.problems = append(s.problems, fmt.Sprintf(format, args...))
+}
+
+func (s *stack) addPublic(fn, perm string) {
+	if s.public[fn] == nil {
+		s.public[fn] = map[string]bool{}
+	}
+	s.public[fn][perm] = true
 }
 
 func (s *stack) addRoute(key, fn string) {

@@ -309,6 +309,13 @@ func (m *tfModule) stack() *stack {
 	}
 	for n := range res("aws_apigatewayv2_api") {
 		sym[ref("aws_apigatewayv2_api", n, "id")] = "httpapi"
+		sym[ref("aws_apigatewayv2_api", n, "api_endpoint")] = "httpapi:endpoint"
+		sym[ref("aws_apigatewayv2_api", n, "api_endpoint")+"/console/"] = "httpapi:endpoint/console/"
+	}
+	for n, b := range res("aws_lambda_function_url") {
+		fn := strings.TrimPrefix(symStr(b.attrs["function_name"]), "function:")
+		sym[ref("aws_lambda_function_url", n, "function_url")] = "functionurl:" + fn
+		s.urls[fn] = str(b.attrs["authorization_type"])
 	}
 
 	// Tables and queues.
@@ -478,8 +485,20 @@ func (m *tfModule) stack() *stack {
 		s.functions[fn] = f
 	}
 	permitted := map[string]bool{} // "principal function source"
-	for _, b := range res("aws_lambda_permission") {
+	for n, b := range res("aws_lambda_permission") {
 		permitted[str(b.attrs["principal"])+" "+symStr(b.attrs["function_name"])+" "+symStr(b.attrs["source_arn"])] = true
+		if b.attrs["principal"] != "*" {
+			continue
+		}
+		fn := strings.TrimPrefix(symStr(b.attrs["function_name"]), "function:")
+		switch {
+		case b.attrs["action"] == "lambda:InvokeFunctionUrl" && b.attrs["function_url_auth_type"] == "NONE":
+			s.addPublic(fn, "lambda:InvokeFunctionUrl NONE")
+		case b.attrs["action"] == "lambda:InvokeFunction" && b.attrs["invoked_via_function_url"] == true:
+			s.addPublic(fn, "lambda:InvokeFunction url")
+		default:
+			s.addPublic(fn, fmt.Sprintf("%s: %v", n, b.attrs))
+		}
 	}
 	for n, b := range res("aws_lambda_event_source_mapping") {
 		fn := strings.TrimPrefix(symStr(b.attrs["function_name"]), "function:")
@@ -554,7 +573,7 @@ func (m *tfModule) stack() *stack {
 		s.alarms = append(s.alarms, a)
 	}
 	for name, o := range m.outputs {
-		s.outputs[normParam(name)] = str(o.attrs["value"])
+		s.outputs[normParam(name)] = symStr(o.attrs["value"])
 	}
 	return s
 }

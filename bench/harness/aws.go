@@ -70,7 +70,7 @@ func SteadyAWS(ctx context.Context, env *Env, s SteadySpec, o AWSOptions) (*Resu
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
 	defer d.Close()
-	exe.SetAdmin(d.URL())
+	exe.SetAdmin(d.ExecutorURL())
 	exe.SetAccessToken(d.AccessToken())
 	env.logf("%s: emulated AWS deployment up, HTTP API at %s", s.Name, d.URL())
 

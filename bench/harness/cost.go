@@ -74,7 +74,7 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
 	}
 	defer d.Close()
-	exe.SetAdmin(d.URL())
+	exe.SetAdmin(d.ExecutorURL())
 	exe.SetAccessToken(d.AccessToken())
 	api, err := adminclient.New(d.URL(), d.AdminToken())
 	if err != nil {

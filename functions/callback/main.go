@@ -1,6 +1,6 @@
-// Command callback is xjob's callback Lambda function: behind the HTTP API route /api/callback (also
-// under /xxl-job-admin), it records executor results and runs retries, child
-// jobs and alarms.
+// Command callback is xjob's callback Lambda function, the executor API: behind its Lambda
+// function URL (the executors' admin address) it serves /api/callback, /api/registry and
+// /api/registryRemove (also under /xxl-job-admin): it records executor results and heartbeats.
 // wiring.Main reads its configuration from the environment (internal/adapter/awsconfig
 // names), builds the SDK clients and the function's services once, outside the
 // handler, and serves invocations; the function's package links only what it runs.

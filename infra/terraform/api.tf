@@ -1,16 +1,15 @@
-# One HTTP API for executors (xxl-job /api/* under both prefixes) and people (console, /v1 admin API).
-# Executors' heartbeats and results have their own routes and functions (registry, callback);
-# every other request, / included, takes the $default route to the web function.
+# The HTTP API for people and tools (console, /v1 admin API, /metrics): every request, / included,
+# takes the $default route to the web function. Executors call the callback function's URL
+# (lambda.tf), which costs no API Gateway request per result.
 
 resource "aws_apigatewayv2_api" "http" {
   name          = var.name
   protocol_type = "HTTP"
-  description   = "xjob admin address (executors and the /v1 admin API)"
+  description   = "xjob admin API and console"
 }
 
 # Route throttling: the human-facing $default route (console sign-ins, /v1) gets its own, lower
-# rate, so a flood there is refused at the edge before it costs a web invocation; executors'
-# heartbeats and results keep the stage's rate.
+# rate, so a flood there is refused at the edge before it costs a web invocation.
 resource "aws_apigatewayv2_stage" "default" {
   api_id      = aws_apigatewayv2_api.http.id
   name        = "$default"
@@ -26,56 +25,6 @@ resource "aws_apigatewayv2_stage" "default" {
   }
 }
 
-resource "aws_apigatewayv2_integration" "callback" {
-  api_id                 = aws_apigatewayv2_api.http.id
-  integration_type       = "AWS_PROXY"
-  integration_uri        = aws_lambda_function.callback.invoke_arn
-  payload_format_version = "2.0"
-}
-
-resource "aws_apigatewayv2_integration" "registry" {
-  api_id                 = aws_apigatewayv2_api.http.id
-  integration_type       = "AWS_PROXY"
-  integration_uri        = aws_lambda_function.registry.invoke_arn
-  payload_format_version = "2.0"
-}
-
-resource "aws_apigatewayv2_route" "callback" {
-  api_id    = aws_apigatewayv2_api.http.id
-  route_key = "POST /api/callback"
-  target    = "integrations/${aws_apigatewayv2_integration.callback.id}"
-}
-
-resource "aws_apigatewayv2_route" "callback_prefixed" {
-  api_id    = aws_apigatewayv2_api.http.id
-  route_key = "POST /xxl-job-admin/api/callback"
-  target    = "integrations/${aws_apigatewayv2_integration.callback.id}"
-}
-
-resource "aws_apigatewayv2_route" "registry" {
-  api_id    = aws_apigatewayv2_api.http.id
-  route_key = "POST /api/registry"
-  target    = "integrations/${aws_apigatewayv2_integration.registry.id}"
-}
-
-resource "aws_apigatewayv2_route" "registry_remove" {
-  api_id    = aws_apigatewayv2_api.http.id
-  route_key = "POST /api/registryRemove"
-  target    = "integrations/${aws_apigatewayv2_integration.registry.id}"
-}
-
-resource "aws_apigatewayv2_route" "registry_prefixed" {
-  api_id    = aws_apigatewayv2_api.http.id
-  route_key = "POST /xxl-job-admin/api/registry"
-  target    = "integrations/${aws_apigatewayv2_integration.registry.id}"
-}
-
-resource "aws_apigatewayv2_route" "registry_remove_prefixed" {
-  api_id    = aws_apigatewayv2_api.http.id
-  route_key = "POST /xxl-job-admin/api/registryRemove"
-  target    = "integrations/${aws_apigatewayv2_integration.registry.id}"
-}
-
 resource "aws_apigatewayv2_integration" "web" {
   api_id                 = aws_apigatewayv2_api.http.id
   integration_type       = "AWS_PROXY"
@@ -87,22 +36,6 @@ resource "aws_apigatewayv2_route" "web" {
   api_id    = aws_apigatewayv2_api.http.id
   route_key = "$default"
   target    = "integrations/${aws_apigatewayv2_integration.web.id}"
-}
-
-resource "aws_lambda_permission" "callback_api" {
-  statement_id  = "AllowHttpApi"
-  action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.callback.function_name
-  principal     = "apigateway.amazonaws.com"
-  source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*/*"
-}
-
-resource "aws_lambda_permission" "registry_api" {
-  statement_id  = "AllowHttpApi"
-  action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.registry.function_name
-  principal     = "apigateway.amazonaws.com"
-  source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*/*"
 }
 
 resource "aws_lambda_permission" "web_api" {

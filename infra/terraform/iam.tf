@@ -164,8 +164,13 @@ resource "aws_iam_role" "callback" {
 data "aws_iam_policy_document" "callback" {
   statement {
     sid       = "Tables"
-    actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
-    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.reports.arn]
+    actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.groups.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.registry.arn, aws_dynamodb_table.reports.arn]
+  }
+  statement {
+    sid       = "Indexes"
+    actions   = ["dynamodb:Query"]
+    resources = ["${aws_dynamodb_table.jobs.arn}/index/*", "${aws_dynamodb_table.log_pages.arn}/index/*"]
   }
   statement {
     sid       = "Send"
@@ -221,12 +226,6 @@ data "aws_iam_policy_document" "registry" {
     sid       = "Alarm"
     actions   = ["sns:Publish"]
     resources = [aws_sns_topic.alarm.arn]
-  }
-  statement {
-    # SecureString parameters under the AWS managed key aws/ssm need no KMS grant.
-    sid       = "Secrets"
-    actions   = ["ssm:GetParameters"]
-    resources = ["arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.access_token_parameter}"]
   }
   statement {
     sid       = "Logs"

@@ -152,19 +152,25 @@ resource "aws_cloudwatch_log_group" "callback" {
   retention_in_days = var.log_retention_days
 }
 
+# The executor API: the one admin address of executors (output executor_admin_url), a function
+# URL with authorization_type NONE. Lambda checks nothing; the function serves only the executor
+# routes (/api/callback, /api/registry, /api/registryRemove, also under /xxl-job-admin), each
+# behind the xxl-job access token, answers 404 to any other path and forwards job declarations
+# to the HTTP API (XJOB_WEB_URL). A function URL has no route throttling: the reserved
+# concurrency is the ceiling (Lambda answers 429 above it; executors retry).
 resource "aws_lambda_function" "callback" {
   function_name    = "${var.name}-callback"
-  description      = "xxl-job /api/callback: results, retries, child jobs, alarms."
+  description      = "The executor API (function URL): xxl-job /api/callback, /api/registry, /api/registryRemove."
   filename         = "${path.module}/../../dist/callback.zip"
   source_code_hash = filebase64sha256("${path.module}/../../dist/callback.zip")
   handler          = "bootstrap"
   runtime          = "provided.al2023"
   architectures    = ["arm64"]
   memory_size      = 256
-  timeout          = 15 # below the HTTP API's 30 s integration limit
+  timeout          = 15 # executors time their admin calls out sooner
   role             = aws_iam_role.callback.arn
 
-  reserved_concurrent_executions = var.reserved_concurrency ? 10 : -1 # results keep their own share, apart from the web function's
+  reserved_concurrent_executions = var.reserved_concurrency ? 15 : -1 # results and heartbeats keep their own share, apart from the web function's
   logging_config {
     log_format = "Text"
     log_group  = aws_cloudwatch_log_group.callback.name
@@ -181,9 +187,36 @@ resource "aws_lambda_function" "callback" {
       XJOB_ACCESS_TOKEN_PARAM      = var.access_token_parameter
       XJOB_SECRETS_REFRESH         = var.secrets_refresh
       XJOB_RESULTS_QUEUE_URL       = aws_sqs_queue.results.url
+      XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
+      XJOB_DENY_CIDRS              = var.executor_deny_cidrs
+      XJOB_WEB_URL                 = aws_apigatewayv2_api.http.api_endpoint
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
     }
   }
+}
+
+resource "aws_lambda_function_url" "callback" {
+  function_name      = aws_lambda_function.callback.function_name
+  authorization_type = "NONE"
+}
+
+# A NONE function URL needs both permissions for the public principal: lambda:InvokeFunctionUrl
+# (for that auth type) and, for URLs created since October 2025, lambda:InvokeFunction limited to
+# invocations through the URL (the condition lambda:InvokedViaFunctionUrl).
+resource "aws_lambda_permission" "callback_url" {
+  statement_id           = "AllowPublicFunctionUrl"
+  action                 = "lambda:InvokeFunctionUrl"
+  function_name          = aws_lambda_function.callback.function_name
+  principal              = "*"
+  function_url_auth_type = "NONE"
+}
+
+resource "aws_lambda_permission" "callback_url_invoke" {
+  statement_id             = "AllowInvokeViaFunctionUrl"
+  action                   = "lambda:InvokeFunction"
+  function_name            = aws_lambda_function.callback.function_name
+  principal                = "*"
+  invoked_via_function_url = true
 }
 
 resource "aws_cloudwatch_log_group" "registry" {
@@ -193,17 +226,17 @@ resource "aws_cloudwatch_log_group" "registry" {
 
 resource "aws_lambda_function" "registry" {
   function_name    = "${var.name}-registry"
-  description      = "Executor heartbeats (xxl-job /api/registry, /api/registryRemove) and the periodic maintenance (EventBridge)."
+  description      = "The periodic maintenance (EventBridge): callback sweep, group refresh, lost jobs, log purge."
   filename         = "${path.module}/../../dist/registry.zip"
   source_code_hash = filebase64sha256("${path.module}/../../dist/registry.zip")
   handler          = "bootstrap"
   runtime          = "provided.al2023"
   architectures    = ["arm64"]
   memory_size      = 256
-  timeout          = 60 # HTTP requests are cut at 30 s by the API; maintenance may use the minute
+  timeout          = 60 # maintenance may use the minute
   role             = aws_iam_role.registry.arn
 
-  reserved_concurrent_executions = var.reserved_concurrency ? 5 : -1 # heartbeats and maintenance, apart from the web function's sign-ins and admin calls
+  reserved_concurrent_executions = var.reserved_concurrency ? 2 : -1 # consecutive minutes' runs may overlap
   logging_config {
     log_format = "Text"
     log_group  = aws_cloudwatch_log_group.registry.name
@@ -217,8 +250,6 @@ resource "aws_lambda_function" "registry" {
       XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
       XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
-      XJOB_ACCESS_TOKEN_PARAM      = var.access_token_parameter
-      XJOB_SECRETS_REFRESH         = var.secrets_refresh
       XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
       XJOB_DENY_CIDRS              = var.executor_deny_cidrs
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn

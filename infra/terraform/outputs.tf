@@ -1,5 +1,10 @@
+output "executor_admin_url" {
+  description = "The executors' admin address (xxl.job.admin.addresses): the executor API's function URL."
+  value       = aws_lambda_function_url.callback.function_url
+}
+
 output "admin_url" {
-  description = "Admin address: give it to executors (xxl.job.admin.addresses) and to the xjob CLI."
+  description = "The admin API's address: give it to the xjob CLI (executors take executor_admin_url)."
   value       = aws_apigatewayv2_api.http.api_endpoint
 }
 

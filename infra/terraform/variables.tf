@@ -213,7 +213,7 @@ variable "scan_stalled_minutes" {
 }
 
 variable "api_rate_limit" {
-  description = "Requests per second (and burst) of the HTTP API's executor routes, heartbeats and results."
+  description = "Requests per second (and burst) of the HTTP API's routes without a limit of their own (executors call the function URL, whose ceiling is the callback function's reserved concurrency)."
   type        = number
   default     = 500
 }
@@ -225,7 +225,7 @@ variable "web_rate_limit" {
 }
 
 variable "reserved_concurrency" {
-  description = "Reserve concurrency for scan (2), registry (5), callback (10) and web (5). A new account whose concurrency quota is 10 cannot reserve any (AWS keeps 10 unreserved); set false there until the quota is raised."
+  description = "Reserve concurrency for scan (2), registry (2), callback (15, the executors' function URL) and web (5). A new account whose concurrency quota is 10 cannot reserve any (AWS keeps 10 unreserved); set false there until the quota is raised."
   type        = bool
   default     = true
 }

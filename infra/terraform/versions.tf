@@ -8,7 +8,7 @@ terraform {
   required_providers {
     aws = {
       source  = "hashicorp/aws"
-      version = ">= 5.40, < 7.0"
+      version = ">= 6.29, < 7.0" # aws_lambda_permission invoked_via_function_url
     }
   }
 }

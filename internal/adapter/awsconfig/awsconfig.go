@@ -1,7 +1,7 @@
 // Package awsconfig is the single source of truth for how the six Lambda
 // functions are deployed: their names, the environment variables each one
-// reads, the HTTP API routes each one serves, and the AWS actions each one
-// may call. The Lambda mains read their
+// reads, the HTTP API routes and the function URL each one serves, and the
+// AWS actions each one may call. The Lambda mains read their
 // configuration through it, and the infra test checks the SAM template and
 // the Terraform against it, so code and infrastructure cannot drift apart.
 package awsconfig
@@ -58,6 +58,12 @@ const (
 	// EnvGluePolicy is who creates and edits GLUE jobs: admins (default),
 	// everyone (xxl-job's behaviour) or off (optional; package auth).
 	EnvGluePolicy = "XJOB_GLUE_POLICY"
+	// EnvWebURL is the web function's base address (the HTTP API's):
+	// executors know one admin address, the executor API's function URL,
+	// and the xjob SDK sends its job declarations there; the callback
+	// function forwards them to this address (optional: without it they
+	// are answered 404, which the SDK logs as an admin without them).
+	EnvWebURL = "XJOB_WEB_URL"
 )
 
 // GluePolicies are the values EnvGluePolicy takes (auth.ParseGluePolicy;
@@ -124,9 +130,15 @@ type Function struct {
 	// invokes, so a backlog of scheduled events can never run a crowd.
 	ReservedConcurrency int
 	// Routes are the HTTP API route keys API Gateway sends to the function
-	// ("POST /api/callback"); "$default" takes every request no other
-	// route matches.
+	// ("GET /v1/jobs"); "$default" takes every request no other route
+	// matches.
 	Routes []string
+	// URLRoutes, when set, give the function a Lambda function URL
+	// (AuthType NONE) and list what it serves there ("POST /api/callback").
+	// A function URL takes every path and method, so the function itself
+	// answers any other request 404 and checks the access token on these;
+	// one function has it: the executors' admin address.
+	URLRoutes []string
 	// ChecksLayout says the function records the table layout and shard
 	// count at start, and refuses tables of another layout or count
 	// (wiring.CheckLayout): the functions whose work depends on the shard
@@ -209,35 +221,48 @@ var Functions = []Function{
 		// The results queue: executor results recorded by the callback
 		// function, applied in batches (dispatchfn.Function.HandleResults).
 		Consumes: []string{EnvDispatchFastURL, EnvDispatchSlowURL, EnvResultsQueueURL}},
+	// The callback function is the executor API: everything an xxl-job
+	// executor calls at its one admin address (results and heartbeats),
+	// behind a function URL, so that sign-ins and admin calls (the web
+	// function's) cannot delay them and no API Gateway request is paid
+	// per result.
 	{Name: "callback",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL},
-		// Results: log pages, their jobs (retry, children), report counters. Never users.
-		Tables: []string{dynamostore.TableJobs, dynamostore.TableLogs, dynamostore.TableReports},
+		Env: []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
+		// The address rule: registrations of addresses the dispatch would
+		// refuse to dial are refused. The web address: where job
+		// declarations are forwarded.
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL,
+			EnvAllowCIDRs, EnvDenyCIDRs, EnvWebURL},
+		// Results: log pages, their jobs (retry, children), report counters;
+		// heartbeats: the registry, and the groups when a new app name
+		// registers. Never users.
+		Tables: []string{dynamostore.TableJobs, dynamostore.TableLogs, dynamostore.TableReports, dynamostore.TableRegistry, dynamostore.TableGroups},
 		Actions: []string{
 			"dynamodb:BatchGetItem",   // a callback request's log pages and jobs (LogGetMany, JobGetMany)
 			"dynamodb:BatchWriteItem", // failed-list entries of failed results
-			"dynamodb:DeleteItem",     // not exercised: a one-time job deleted after its run (callback.afterCompletion)
+			"dynamodb:DeleteItem",     // not exercised: deregistration (registryRemove); a one-time job deleted after its run (callback.afterCompletion)
 			"dynamodb:GetItem",        // log pages before a change
 			"dynamodb:PutItem",        // log pages: first result wins; alarm status
-			"dynamodb:UpdateItem",     // report counters
+			"dynamodb:Query",          // a heartbeat's app: its live executors
+			"dynamodb:Scan",           // a new app name's first heartbeat: the app names and groups (small tables)
+			"dynamodb:UpdateItem",     // report counters; heartbeats
 			"sns:Publish",             // alarm of a failed result
 			"sqs:SendMessage",         // results recorded on the results queue; retry and child-job tasks
 			"ssm:GetParameters",       // its secrets, at init and every refresh
 		},
-		Routes: []string{"POST /api/callback", "POST /xxl-job-admin/api/callback"},
-		// Results of every executor in a burst; the ceiling keeps a flood
-		// from taking the account's whole concurrency.
-		ReservedConcurrency: 10},
-	// The registry function serves executors' heartbeats, and nothing else
-	// over HTTP, so that sign-ins and admin calls (the web function's)
-	// cannot delay them; its EventBridge rule runs the maintenance.
+		URLRoutes: []string{"POST /api/callback", "POST /api/registry", "POST /api/registryRemove",
+			"POST /xxl-job-admin/api/callback", "POST /xxl-job-admin/api/registry", "POST /xxl-job-admin/api/registryRemove"},
+		// Results and heartbeats of every executor in a burst: a function
+		// URL has no route throttling, so this ceiling is what keeps a
+		// flood from taking the account's whole concurrency (beyond it
+		// Lambda answers 429, and executors retry).
+		ReservedConcurrency: 15},
+	// The registry function runs the maintenance on its EventBridge rule;
+	// it serves no HTTP (heartbeats are the callback function's).
 	{Name: "registry",
-		Env: []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
-		// The address rule: registrations of addresses the dispatch would
-		// refuse to dial are refused.
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvAllowCIDRs, EnvDenyCIDRs},
-		// Heartbeats and group refresh; the sweep and the lost-job check finish logs
+		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAllowCIDRs, EnvDenyCIDRs},
+		// Group refresh and stale entries; the sweep and the lost-job check finish logs
 		// (not exercised: their jobs and report counters, as the callback does).
 		Tables: []string{dynamostore.TableRegistry, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableCounters, dynamostore.TableJobs, dynamostore.TableReports},
 		Actions: []string{
@@ -249,15 +274,11 @@ var Functions = []Function{
 			"dynamodb:Query",
 			"dynamodb:Scan", // small tables: registry (all appnames), groups
 			"dynamodb:UpdateItem",
-			"sns:Publish",       // not exercised: alarms from the lost-job check and the sweep
-			"sqs:SendMessage",   // not exercised: retries the sweep sends to the lanes
-			"ssm:GetParameters", // its secrets, at init and every refresh
+			"sns:Publish",     // not exercised: alarms from the lost-job check and the sweep
+			"sqs:SendMessage", // not exercised: retries the sweep sends to the lanes
 		},
-		Routes: []string{"POST /api/registry", "POST /api/registryRemove",
-			"POST /xxl-job-admin/api/registry", "POST /xxl-job-admin/api/registryRemove"},
-		// Heartbeats take a few ms each; 5 serve thousands of executors
-		// beating every 30 s, and the maintenance run.
-		ReservedConcurrency: 5, NoAsyncRetries: true},
+		// Consecutive minutes' runs may overlap.
+		ReservedConcurrency: 2, NoAsyncRetries: true},
 	// The web function serves people and tools: the console, the /v1 admin
 	// API, /metrics, /healthz and executors' job declarations.
 	{Name: "web",
@@ -311,6 +332,16 @@ func RouteFunction(method, path string) string {
 		}
 	}
 	return def
+}
+
+// URLFunction is the function with a function URL: the executor API.
+func URLFunction() string {
+	for _, f := range Functions {
+		if len(f.URLRoutes) > 0 {
+			return f.Name
+		}
+	}
+	return ""
 }
 
 // SecretParams maps each secret's parameter variable to the variable that,

@@ -141,21 +141,27 @@ func (a *App) Registry(ctx context.Context, raw json.RawMessage) (any, error) {
 	return a.registry.Handle(ctx, raw)
 }
 
-// HTTP serves one HTTP API request with the App's function: callback,
-// registry or web.
+// HTTP serves one HTTP API request with the App's function: web.
 func (a *App) HTTP(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	switch {
-	case a.callback != nil:
-		return a.callback.Handle(ctx, req)
-	case a.registry != nil:
-		defer a.base.FlushReports(ctx)
-		return a.registry.HTTP(ctx, req)
-	case a.web != nil:
-		return a.web.Handle(ctx, req)
+	if a.web == nil {
+		return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("lambdaapp: function %s is behind no HTTP API route", a.base.Config.Function)
 	}
-	return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("lambdaapp: function %s serves no HTTP", a.base.Config.Function)
+	return a.web.Handle(ctx, req)
+}
+
+// URL serves one function URL request with the App's function: callback,
+// the executor API.
+func (a *App) URL(ctx context.Context, req events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	if a.callback == nil {
+		return events.LambdaFunctionURLResponse{}, fmt.Errorf("lambdaapp: function %s has no function URL", a.base.Config.Function)
+	}
+	return a.callback.Handle(ctx, req)
 }
 
 // ServeHTTPAPI serves one API Gateway HTTP API request with an
 // http.Handler (wiring.ServeHTTPAPI).
 var ServeHTTPAPI = wiring.ServeHTTPAPI
+
+// ServeFunctionURL serves one Lambda function URL request with an
+// http.Handler (wiring.ServeFunctionURL).
+var ServeFunctionURL = wiring.ServeFunctionURL

@@ -15,20 +15,22 @@ import (
 )
 
 // Executor-declared jobs on AWS: the real SDK executor declares its job
-// through API Gateway to the registry function, which creates it in
+// at its admin address, the function URL, which forwards it to the web
+// function behind API Gateway, which creates it in
 // DynamoDB (dynalite) once, started here because the function's
 // XJOB_START_DECLARED_JOBS allows it; a second start changes nothing.
 func TestLambdaDeclaredJobs(t *testing.T) {
 	e := setupEnv(t)
 	e.vars[awsconfig.EnvStartDeclaredJobs] = "true"
 	gw := e.apiGateway()
+	fu := e.functionURL(gw.URL)
 	var g xjob.Group
 	adminCall(t, gw.URL, "POST", "/v1/groups", map[string]any{"appname": "declaring", "title": "declaring", "addressType": 0}, &g)
 
 	start := func(timeout int) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		t.Cleanup(srv.Close)
-		ex, err := executor.New(executor.Config{AdminAddresses: []string{gw.URL}, AccessToken: accessToken, AppName: "declaring",
+		ex, err := executor.New(executor.Config{AdminAddresses: []string{fu.URL}, AccessToken: accessToken, AppName: "declaring",
 			Address: srv.URL + "/", LogDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 		must(t, err)
 		must(t, ex.Register("report", func(context.Context, *executor.Job) error { return nil },

@@ -15,7 +15,7 @@ import (
 // lambda.norpc): no function links SQLite or database/sql; only web links
 // the human-facing side (console, sessions and password hashing, HTML
 // templates, the admin API and service); the scan links no dispatcher and,
-// having no secrets, no SSM client;
+// like the registry (maintenance only), having no secrets, no SSM client;
 // no main links package lambdaapp, which builds every function.
 func TestFunctionsLinkOnlyWhatTheyRun(t *testing.T) {
 	t.Parallel()
@@ -30,8 +30,9 @@ func TestFunctionsLinkOnlyWhatTheyRun(t *testing.T) {
 		"ring":     slices.Concat(everywhere, humanFacing, []string{mod + "internal/scheduler/scan"}),
 		"dispatch": slices.Concat(everywhere, humanFacing, []string{mod + "internal/scheduler/ring"}),
 		"callback": slices.Concat(everywhere, humanFacing, []string{mod + "internal/scheduler/dispatch", mod + "internal/scheduler/ring"}),
-		"registry": slices.Concat(everywhere, humanFacing, []string{mod + "internal/scheduler/dispatch", mod + "internal/scheduler/ring"}),
-		"web":      everywhere,
+		"registry": slices.Concat(everywhere, humanFacing, []string{mod + "internal/scheduler/dispatch", mod + "internal/scheduler/ring",
+			mod + "internal/web/executorapi", "github.com/aws/aws-sdk-go-v2/service/ssm"}),
+		"web": everywhere,
 	}
 	for _, fn := range awsconfig.Functions {
 		t.Run(fn.Name, func(t *testing.T) {

@@ -10,17 +10,21 @@
 //	                      to its queue
 //	dispatch  dispatchfn  SQS event (fast/slow lanes) → Dispatcher.DispatchMany + Dispose,
 //	                      or a direct invocation {"jobId","executorParam","addressList"}
-//	callback  callbackfn  API Gateway HTTP API event → POST /api/callback only (executorapi)
-//	registry  registryfn  API Gateway HTTP API event → POST /api/registry{,Remove} only (executorapi),
-//	                      or EventBridge scheduled event → maintenance
-//	web       webfn       API Gateway HTTP API event → every other route: console, /v1, /metrics,
+//	callback  callbackfn  function URL event (the executors' admin address) → POST /api/callback,
+//	                      /api/registry{,Remove} (executorapi); /api/xjob/declare forwarded to web
+//	registry  registryfn  EventBridge scheduled event (rate 1 minute) → maintenance
+//	web       webfn       API Gateway HTTP API event → every route: console, /v1, /metrics,
 //	                      /healthz, /api/xjob/declare; / redirects to /console/
 //
-// The executor-facing functions (registry, callback) and the human-facing
+// Executors reach one function at their one admin address, a Lambda
+// function URL, which costs only the invocation (an HTTP API request per
+// result would cost more than the rest of a trigger); people and tools
+// reach web through the HTTP API, for its route throttling and custom
+// domain. The executor-facing function (callback) and the human-facing
 // one (web) have their own reserved concurrency, so a flood of sign-ins
 // or admin calls cannot delay a heartbeat or a result. Package wiring
 // holds what they share: configuration, AWS clients, store, queues,
-// alarmer, the HTTP API adapter and Main.
+// alarmer, the HTTP API and function URL adapters and Main.
 //
 // SQS consumers report BatchItemFailures: a record is deleted by the event
 // source mapping only when its handler succeeded; a record to retry later is

@@ -234,7 +234,7 @@ func scheduledEvent() events.EventBridgeEvent {
 		Detail: json.RawMessage(`{}`)}
 }
 
-// apiGateway is the HTTP API in front of callback, registry and web: it turns
+// apiGateway is the HTTP API in front of web: it turns
 // each request into a payload-2.0 event and routes it as the templates do.
 func (e *env) apiGateway() *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -259,6 +259,42 @@ func (e *env) apiGateway() *httptest.Server {
 		}
 		for _, c := range resp.Cookies { // payload 2.0 returns Set-Cookie here
 			w.Header().Add("Set-Cookie", c)
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.WriteString(w, resp.Body)
+	}))
+	e.t.Cleanup(srv.Close)
+	return srv
+}
+
+// functionURL is the executor API's Lambda function URL (AuthType NONE):
+// every request, whatever its path, becomes one payload-2.0 invocation of
+// the function that has the URL, with no API Gateway request metered.
+// web, when set, is the web function's address, where the function
+// redirects job declarations (XJOB_WEB_URL, as the templates set it).
+func (e *env) functionURL(web string) *httptest.Server {
+	if web != "" {
+		e.vars[awsconfig.EnvWebURL] = web
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.meter.URLRequest()
+		body, _ := io.ReadAll(r.Body)
+		hdr := map[string]string{}
+		for k, v := range r.Header {
+			hdr[strings.ToLower(k)] = strings.Join(v, ",")
+		}
+		ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: r.URL.Path, RawQueryString: r.URL.RawQuery,
+			Headers: hdr, Body: string(body),
+			RequestContext: events.LambdaFunctionURLRequestContext{DomainName: r.Host,
+				HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path, SourceIP: "127.0.0.1"}}}
+		fn := awsconfig.URLFunction()
+		resp, err := invoke(e, fn, 30*time.Second, e.app(fn, fn).URL, ev)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		for k, v := range resp.Headers {
+			w.Header().Set(k, v)
 		}
 		w.WriteHeader(resp.StatusCode)
 		_, _ = io.WriteString(w, resp.Body)
@@ -443,10 +479,12 @@ func TestLambdaEndToEnd(t *testing.T) {
 	e := setupEnv(t)
 	ctx := context.Background()
 	gw := e.apiGateway()
-	rec := newExecutor(t, gw.URL)
+	// The executor's admin address is the function URL (registration and
+	// results, the callback function); the admin API is the HTTP API's.
+	fu := e.functionURL(gw.URL)
+	rec := newExecutor(t, fu.URL)
 
-	// Setup through the admin API (registry function); the executor's
-	// start-up registration went through it too.
+	// Setup through the admin API (web function).
 	var g xjob.Group
 	adminCall(t, gw.URL, "POST", "/v1/groups", map[string]any{"appname": appName, "title": "e2e", "addressType": 0}, &g)
 	// okJobs fire every second: enough triggers per ring bucket and per
@@ -655,5 +693,12 @@ func TestLambdaEndToEnd(t *testing.T) {
 		triggers += len(e.logs(t, j.ID))
 	}
 	t.Logf("executor runs %d, trigger logs %d", runs, triggers)
+	// Executors' requests reached the function URL only: each HTTP API
+	// request of the run is one of the test's admin calls, one web
+	// invocation.
+	if run := all.Sub(setup); run.Invokes["callback"].Invocations == 0 || run.Invokes["web"].Invocations != run.HTTPRequests {
+		t.Errorf("callback invocations %d; web invocations %d for %d HTTP API requests", run.Invokes["callback"].Invocations,
+			run.Invokes["web"].Invocations, run.HTTPRequests)
+	}
 	costTable(t, all.Sub(setup), triggers)
 }

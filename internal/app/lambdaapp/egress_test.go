@@ -18,7 +18,7 @@ import (
 
 // TestLambdaRegistrationAddressRule: a deployment that does not allow
 // loopback (the default on AWS) refuses a heartbeat naming a loopback or
-// metadata address at the registry function, through API Gateway, and
+// metadata address at the executor API's function URL, and
 // records nothing; its dispatch function refuses to dial a manual group's
 // loopback executor. The same heartbeat and trigger in a deployment whose
 // operator allows loopback (XJOB_ALLOW_CIDRS, as the emulated stack sets)
@@ -27,10 +27,11 @@ func TestLambdaRegistrationAddressRule(t *testing.T) {
 	e := setupEnv(t)
 	delete(e.vars, awsconfig.EnvAllowCIDRs)
 	gw := e.apiGateway()
+	fu := e.functionURL(gw.URL)
 	register := func(app, address string) (int, string) {
 		t.Helper()
 		b, _ := json.Marshal(protocol.RegistryParam{RegistryGroup: "EXECUTOR", RegistryKey: app, RegistryValue: address})
-		req, _ := http.NewRequest("POST", gw.URL+"/api/registry", bytes.NewReader(b))
+		req, _ := http.NewRequest("POST", fu.URL+"/api/registry", bytes.NewReader(b))
 		req.Header.Set("XXL-JOB-ACCESS-TOKEN", accessToken)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
@@ -71,7 +72,7 @@ func TestLambdaRegistrationAddressRule(t *testing.T) {
 
 	// At dispatch: an admin's manual group naming a loopback executor. The
 	// dispatch function refuses to dial it; the executor sees nothing.
-	rec := newExecutor(t, gw.URL) // its own registration is refused, as above
+	rec := newExecutor(t, fu.URL) // its own registration is refused, as above
 	var g xjob.Group
 	adminCall(t, gw.URL, "POST", "/v1/groups", map[string]any{"appname": "manual-loopback", "title": "manual",
 		"addressType": 1, "addressList": []string{rec.srv.URL + "/"}}, &g)

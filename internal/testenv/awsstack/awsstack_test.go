@@ -20,10 +20,10 @@ import (
 )
 
 // TestDeploymentEndToEnd starts the emulated deployment, registers an SDK
-// executor through the HTTP API, creates an every-second job with the
-// admin client and waits for a successful result: the scan schedule, the
-// ring mapping (the ring function dispatches the fast lane itself) and the
-// callback route took part; a direct invocation of the dispatch function
+// executor at the executor API's function URL, creates an every-second
+// job with the admin client (HTTP API) and waits for a successful result:
+// the scan schedule, the ring mapping (the ring function dispatches the
+// fast lane itself) and the function URL took part; a direct invocation of the dispatch function
 // triggers the job by hand, the lane mappings poll, and the meter saw each
 // function's requests.
 func TestDeploymentEndToEnd(t *testing.T) {
@@ -45,7 +45,7 @@ func TestDeploymentEndToEnd(t *testing.T) {
 	var exe *executor.Executor
 	srv := httptest.NewServer(nil)
 	defer srv.Close()
-	exe, err = executor.New(executor.Config{AdminAddresses: []string{d.URL()}, AccessToken: d.AccessToken(), AppName: "awsstack-test",
+	exe, err = executor.New(executor.Config{AdminAddresses: []string{d.ExecutorURL()}, AccessToken: d.AccessToken(), AppName: "awsstack-test",
 		Address: srv.URL + "/", LogDir: t.TempDir(), CallbackRetryInterval: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -113,8 +113,11 @@ func TestDeploymentEndToEnd(t *testing.T) {
 			t.Errorf("no AWS requests metered for %s: %+v", fn, u.Ops[fn])
 		}
 	}
-	if u.HTTPRequests == 0 || u.Invokes["callback"].Invocations == 0 {
-		t.Errorf("HTTP API requests %d, callback invocations %d", u.HTTPRequests, u.Invokes["callback"].Invocations)
+	// Executors' requests are function URL invocations of the callback
+	// function, none an HTTP API request (the admin client's are, web's).
+	if u.URLRequests == 0 || u.URLRequests != u.Invokes["callback"].Invocations || u.HTTPRequests != u.Invokes["web"].Invocations {
+		t.Errorf("function URL requests %d, callback invocations %d; HTTP API requests %d, web invocations %d",
+			u.URLRequests, u.Invokes["callback"].Invocations, u.HTTPRequests, u.Invokes["web"].Invocations)
 	}
 	// The callback function recorded the results on the results queue and
 	// wrote no log page; the dispatch function applied them.

@@ -77,9 +77,11 @@ func (r *runRecorder) wrap(h http.Handler) http.Handler {
 // scan horizon, 150 s, so the later ones find nothing due and take no
 // lease — the hand-over itself is the scan package's and lease package's
 // to test), the ring and dispatch
-// mappings feed SQS events, the HTTP API turns the executor's registry
-// and callback requests and the admin client's calls into HTTP API
-// events, and the dispatch function is invoked directly with {"jobId":…}.
+// mappings feed SQS events, the executor API's function URL turns the
+// executor's registry and callback requests into function URL events (the
+// callback bootstrap; metered as its invocations, no HTTP API request),
+// the HTTP API the admin client's calls into HTTP API events (web), and
+// the dispatch function is invoked directly with {"jobId":…}.
 // Every fire of every job reaches the executor exactly once.
 func TestBootstrapsEndToEnd(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
@@ -116,7 +118,7 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 	rec := &runRecorder{runs: map[int64]int{}}
 	srv := httptest.NewServer(nil)
 	defer srv.Close()
-	exe, err := executor.New(executor.Config{AdminAddresses: []string{d.URL()}, AccessToken: d.AccessToken(), AppName: "bootstraps",
+	exe, err := executor.New(executor.Config{AdminAddresses: []string{d.ExecutorURL()}, AccessToken: d.AccessToken(), AppName: "bootstraps",
 		Address: srv.URL + "/", LogDir: t.TempDir(), CallbackRetryInterval: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +127,7 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 	if err := exe.Register("ok", func(_ context.Context, j *executor.Job) error { j.Succeed("ok " + j.Param); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := exe.Start(); err != nil { // registers through the HTTP API → registry bootstrap
+	if err := exe.Start(); err != nil { // registers through the function URL → callback bootstrap
 		t.Fatal(err)
 	}
 	defer func() {
@@ -252,6 +254,15 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 		t.Errorf("executor saw %d distinct runs, want %d fires + 1 manual", runs, total)
 	}
 	rotateAccessToken(ctx, t, d)
+	// The function URL takes every path: the admin API is not there, even
+	// with the admin token.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.ExecutorURL()+"/v1/jobs", nil)
+	req.Header.Set("Authorization", "Bearer "+d.AdminToken())
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /v1/jobs at the function URL: %v %v, want 404", res, err)
+	} else {
+		res.Body.Close()
+	}
 
 	u := d.Meter().Snapshot()
 	d.Close()
@@ -260,6 +271,12 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 		if u.Invokes[fn].Invocations == 0 {
 			t.Errorf("no invocations of the %s bootstrap", fn)
 		}
+	}
+	// Each function URL request is one callback invocation and nothing
+	// else; each HTTP API request (the admin client's) one web invocation.
+	if u.URLRequests != u.Invokes["callback"].Invocations || u.HTTPRequests != u.Invokes["web"].Invocations {
+		t.Errorf("function URL requests %d for %d callback invocations; HTTP API requests %d for %d web invocations",
+			u.URLRequests, u.Invokes["callback"].Invocations, u.HTTPRequests, u.Invokes["web"].Invocations)
 	}
 	for _, err := range d.Errors() {
 		t.Errorf("invocation error: %v", err)
@@ -285,7 +302,7 @@ func await(within time.Duration, cond func() (bool, string)) error {
 }
 
 // rotateAccessToken rotates the access token as docs/aws.md says, in
-// moto's SSM Parameter Store, and checks what the registry bootstrap
+// moto's SSM Parameter Store, and checks what the callback bootstrap
 // accepts at each step (heartbeats are answered by the function's own
 // tokens, read again every second here): first "new" then the old token
 // on the parameter's two lines, both accepted; then "new" alone, the old
@@ -295,7 +312,7 @@ func rotateAccessToken(ctx context.Context, t *testing.T, d *awsstack.Deployment
 	old := d.AccessToken()
 	beat := func(token string) protocol.ReturnT {
 		body := `{"registryGroup":"EXECUTOR","registryKey":"rotation","registryValue":"http://127.0.0.1:1/"}`
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, d.URL()+"/api/registry", strings.NewReader(body))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, d.ExecutorURL()+"/api/registry", strings.NewReader(body))
 		req.Header.Set(protocol.AccessTokenHeader, token)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {

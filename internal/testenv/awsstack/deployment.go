@@ -59,6 +59,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Listen is the HTTP API's address (default 127.0.0.1:0).
 	Listen string
+	// ListenURL is the executor API's function URL's address (default
+	// 127.0.0.1:0).
+	ListenURL string
 	// RingPollers, FastPollers and SlowPollers are the concurrent batches
 	// of each event source mapping (the templates' MaximumConcurrency:
 	// default 10, 20 and 5).
@@ -118,6 +121,9 @@ func (o *Options) applyDefaults() {
 	if o.Listen == "" {
 		o.Listen = "127.0.0.1:0"
 	}
+	if o.ListenURL == "" {
+		o.ListenURL = "127.0.0.1:0"
+	}
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d
@@ -158,6 +164,8 @@ type Deployment struct {
 	store    *dynamostore.DB   // un-metered
 	srv      *http.Server
 	url      string
+	urlSrv   *http.Server // the function URL's
+	execURL  string
 
 	appsMu   sync.Mutex
 	apps     map[string]*lambdaapp.App      // execution environment → app
@@ -211,9 +219,20 @@ func Start(ctx context.Context, opts Options) (d *Deployment, err error) {
 	}
 	d.url = "http://" + ln.Addr().String()
 	d.srv = &http.Server{Handler: http.HandlerFunc(d.serveAPI), ReadHeaderTimeout: 10 * time.Second}
+	urlLn, err := net.Listen("tcp", opts.ListenURL)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("awsstack function url: %w", err)
+	}
+	d.execURL = "http://" + urlLn.Addr().String()
+	d.urlSrv = &http.Server{Handler: http.HandlerFunc(d.serveURL), ReadHeaderTimeout: 10 * time.Second}
+	// The executor API forwards job declarations to the web function, at
+	// the HTTP API's address, as the templates configure it.
+	d.vars[awsconfig.EnvWebURL] = d.url
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = stop
 	d.wg.Go(func() { _ = d.srv.Serve(ln) })
+	d.wg.Go(func() { _ = d.urlSrv.Serve(urlLn) })
 	if opts.Bootstraps != "" {
 		if err := d.startBootstraps(ctx); err != nil {
 			return nil, err
@@ -232,9 +251,14 @@ func Start(ctx context.Context, opts Options) (d *Deployment, err error) {
 	return d, nil
 }
 
-// URL is the HTTP API's base address: the admin address of executors and
-// of the admin client.
+// URL is the HTTP API's base address: the admin client's and the
+// console's (the web function).
 func (d *Deployment) URL() string { return d.url }
+
+// ExecutorURL is the executor API's function URL: the one admin address
+// of executors (results and heartbeats; job declarations are forwarded
+// to URL).
+func (d *Deployment) ExecutorURL() string { return d.execURL }
 
 // AccessToken is the xxl-job access token the functions expect.
 func (d *Deployment) AccessToken() string { return d.opts.AccessToken }
@@ -297,16 +321,18 @@ func (d *Deployment) fail(err error) {
 }
 
 // Close stops the triggers, waits for running invocations, shuts the HTTP
-// API down and ends the emulators. It is safe to call more than once.
+// API and the function URL down and ends the emulators. It is safe to call more than once.
 func (d *Deployment) Close() {
 	d.closeMu.Do(func() {
 		if d.stop != nil {
 			d.stop()
 		}
-		if d.srv != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = d.srv.Shutdown(ctx)
-			cancel()
+		for _, srv := range []*http.Server{d.srv, d.urlSrv} {
+			if srv != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_ = srv.Shutdown(ctx)
+				cancel()
+			}
 		}
 		d.wg.Wait()
 		for _, r := range d.runners {

@@ -75,6 +75,9 @@ type Usage struct {
 	Ops          map[string]map[string]OpStat `json:"ops"`
 	Invokes      map[string]InvokeStat        `json:"invokes"`
 	HTTPRequests int                          `json:"httpApiRequests"`
+	// URLRequests are requests to the function URL (the executor API):
+	// each costs its invocation only, with no API Gateway request.
+	URLRequests int `json:"functionUrlRequests,omitempty"`
 	// LogBytes is what each function wrote to its log (stdout, JSON at
 	// the deployed level): CloudWatch Logs ingests it, plus Lambda's own
 	// START/END/REPORT lines per invocation (see Cost).
@@ -83,7 +86,8 @@ type Usage struct {
 
 // Sub returns u − before: the usage of the interval between two snapshots.
 func (u Usage) Sub(before Usage) Usage {
-	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, HTTPRequests: u.HTTPRequests - before.HTTPRequests}
+	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, HTTPRequests: u.HTTPRequests - before.HTTPRequests,
+		URLRequests: u.URLRequests - before.URLRequests}
 	for fn, ops := range u.Ops {
 		for op, s := range ops {
 			d := s.plus(before.Ops[fn][op], -1)
@@ -115,7 +119,8 @@ func (u Usage) Sub(before Usage) Usage {
 
 // Add returns u + o.
 func (u Usage) Add(o Usage) Usage {
-	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, HTTPRequests: u.HTTPRequests + o.HTTPRequests}
+	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, HTTPRequests: u.HTTPRequests + o.HTTPRequests,
+		URLRequests: u.URLRequests + o.URLRequests}
 	for _, src := range []Usage{u, o} {
 		for fn, ops := range src.Ops {
 			if out.Ops[fn] == nil {
@@ -159,7 +164,7 @@ func (u Usage) Only(fn string) Usage {
 // period bears, e.g. a planning scan amortised over the fires it serves.
 func (u Usage) Scale(f float64) Usage {
 	r := func(x int) int { return int(math.Round(float64(x) * f)) }
-	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, HTTPRequests: r(u.HTTPRequests)}
+	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, HTTPRequests: r(u.HTTPRequests), URLRequests: r(u.URLRequests)}
 	for fn, ops := range u.Ops {
 		out.Ops[fn] = map[string]OpStat{}
 		for op, s := range ops {
@@ -226,7 +231,7 @@ func (m *Meter) Snapshot() Usage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: maps.Clone(m.usage.Invokes), HTTPRequests: m.usage.HTTPRequests,
-		LogBytes: maps.Clone(m.usage.LogBytes)}
+		URLRequests: m.usage.URLRequests, LogBytes: maps.Clone(m.usage.LogBytes)}
 	for fn, ops := range m.usage.Ops {
 		out.Ops[fn] = maps.Clone(ops)
 	}
@@ -272,6 +277,13 @@ func (m *Meter) LogWrite(fn string, n int) {
 func (m *Meter) HTTPRequest() {
 	m.mu.Lock()
 	m.usage.HTTPRequests++
+	m.mu.Unlock()
+}
+
+// URLRequest records one request to the function URL.
+func (m *Meter) URLRequest() {
+	m.mu.Lock()
+	m.usage.URLRequests++
 	m.mu.Unlock()
 }
 

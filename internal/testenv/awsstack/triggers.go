@@ -254,17 +254,12 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // serveAPI plays API Gateway's HTTP API ($default stage, payload format
 // 2.0): each request becomes one invocation of the function its route
-// names (awsconfig.RouteFunction: callback, registry or web).
+// names (awsconfig.RouteFunction: web).
 func (d *Deployment) serveAPI(w http.ResponseWriter, r *http.Request) {
 	d.meter.HTTPRequest()
-	body, err := io.ReadAll(io.LimitReader(r.Body, 10<<20)) // HTTP API's payload limit
-	if err != nil {
-		http.Error(w, "read body", http.StatusBadRequest)
+	body, hdr, ok := readRequest(w, r, 10<<20) // HTTP API's payload limit
+	if !ok {
 		return
-	}
-	hdr := make(map[string]string, len(r.Header))
-	for k, v := range r.Header {
-		hdr[strings.ToLower(k)] = strings.Join(v, ",")
 	}
 	ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "$default", RawPath: r.URL.Path,
 		RawQueryString: r.URL.RawQuery, Headers: hdr, Body: string(body),
@@ -280,6 +275,56 @@ func (d *Deployment) serveAPI(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"message":"Internal Server Error"}`, http.StatusInternalServerError)
 		return
 	}
+	writeResponse(w, resp)
+}
+
+// serveURL plays the executor API's Lambda function URL (AuthType NONE,
+// payload format 2.0): every request, whatever its path, becomes one
+// invocation of the function that has the URL (awsconfig.URLFunction),
+// which answers the paths it does not serve itself. It is metered as the
+// invocation alone: a function URL has no per-request price.
+func (d *Deployment) serveURL(w http.ResponseWriter, r *http.Request) {
+	d.meter.URLRequest()
+	body, hdr, ok := readRequest(w, r, 6<<20) // a synchronous invocation's payload limit
+	if !ok {
+		return
+	}
+	now := time.Now()
+	ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: r.URL.Path, RawQueryString: r.URL.RawQuery,
+		Headers: hdr, Body: string(body),
+		RequestContext: events.LambdaFunctionURLRequestContext{DomainName: r.Host, RequestID: requestID(),
+			Time: now.UTC().Format("02/Jan/2006:15:04:05 -0700"), TimeEpoch: now.UnixMilli(),
+			HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path,
+				Protocol: r.Proto, SourceIP: "127.0.0.1", UserAgent: r.UserAgent()}}}
+	fn := awsconfig.URLFunction()
+	var resp events.LambdaFunctionURLResponse
+	if err := d.call(context.WithoutCancel(r.Context()), fn, fn, ev, &resp); err != nil {
+		// A function URL answers a failed invocation with 502.
+		http.Error(w, `{"Message":null}`, http.StatusBadGateway)
+		return
+	}
+	writeResponse(w, events.APIGatewayV2HTTPResponse{StatusCode: resp.StatusCode, Headers: resp.Headers,
+		Body: resp.Body, IsBase64Encoded: resp.IsBase64Encoded, Cookies: resp.Cookies})
+}
+
+// readRequest reads r's body (at most limit bytes) and its headers as a
+// payload 2.0 event carries them: lower-case names, repeated values
+// joined with commas.
+func readRequest(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, map[string]string, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit))
+	if err != nil {
+		http.Error(w, "read body", http.StatusBadRequest)
+		return nil, nil, false
+	}
+	hdr := make(map[string]string, len(r.Header))
+	for k, v := range r.Header {
+		hdr[strings.ToLower(k)] = strings.Join(v, ",")
+	}
+	return body, hdr, true
+}
+
+// writeResponse writes a payload 2.0 response.
+func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
 	for k, v := range resp.Headers {
 		w.Header().Set(k, v)
 	}

@@ -52,7 +52,7 @@ func TestUpgradeKeepsRingFires(t *testing.T) {
 	)
 	srv := httptest.NewServer(nil)
 	defer srv.Close()
-	exe, err := executor.New(executor.Config{AdminAddresses: []string{d.URL()}, AccessToken: d.AccessToken(), AppName: app,
+	exe, err := executor.New(executor.Config{AdminAddresses: []string{d.ExecutorURL()}, AccessToken: d.AccessToken(), AppName: app,
 		Address: srv.URL + "/", LogDir: t.TempDir(), CallbackRetryInterval: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,21 @@
-// Package callbackfn is the callback Lambda function: API Gateway routes
-// executors' results (POST /api/callback, also under /xxl-job-admin) here,
-// and only those. Every other path is a 404, so a misrouted request
-// reaches nothing else; the function links the callback service and the
-// executor routes of package executorapi, nothing of the admin side.
+// Package callbackfn is the callback Lambda function, the executor API:
+// behind its Lambda function URL it serves every route an xxl-job
+// executor calls at its one admin address — results (POST /api/callback)
+// and heartbeats (POST /api/registry, /api/registryRemove), also under
+// /xxl-job-admin — and only those. A function URL with AuthType NONE
+// takes any path, so every other path is a 404 and a misrouted request
+// reaches nothing else; executorapi checks the access token of each
+// request before it reads more than the route's body cap. The xjob SDK's
+// job declarations (/api/xjob/declare) are the web function's: they are
+// forwarded to its address when the deployment gives one (Config.WebURL;
+// declare.go). The function links the callback and registry services and
+// the executor routes of package executorapi, nothing of the admin side.
 package callbackfn
 
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -20,13 +28,18 @@ import (
 
 // Function is the callback function.
 type Function struct {
-	b    *wiring.Base
-	http *executorapi.Handler
+	b       *wiring.Base
+	http    *executorapi.Handler
+	declare http.Handler // nil without a web address
 }
 
 // New builds the callback function on b.
 func New(b *wiring.Base) (*Function, error) {
 	cb, err := pipeline.Callback(b)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := pipeline.Registry(b)
 	if err != nil {
 		return nil, err
 	}
@@ -37,11 +50,15 @@ func New(b *wiring.Base) (*Function, error) {
 	if url := b.Config.ResultsQueueURL; url != "" {
 		rec = callback.NewRecorder(sqsqueue.NewQueue[callback.Recorded](b.Deps.SQS, url, b.Clock), b.Clock)
 	}
-	h, err := executorapi.New(executorapi.Config{Callback: rec, Tokens: b.AccessTokens, Logger: b.Log})
+	h, err := executorapi.New(executorapi.Config{Callback: rec, Registry: reg, Tokens: b.AccessTokens, Logger: b.Log})
 	if err != nil {
 		return nil, fmt.Errorf("lambda callback: %w", err)
 	}
-	return &Function{b: b, http: h}, nil
+	f := &Function{b: b, http: h}
+	if web := b.Config.WebURL; web != "" {
+		f.declare = newDeclarer(h, web)
+	}
+	return f, nil
 }
 
 // Build is New as a wiring.Builder: the callback main's whole wiring.
@@ -53,12 +70,19 @@ func Build(b *wiring.Base) (any, error) {
 	return f.Handle, nil
 }
 
-// Handle serves one HTTP API request.
-func (f *Function) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+// Handle serves one function URL request. An HTTP API (payload 2.0) event
+// has the same shape, so a route of an older deployment that still points
+// here is served alike.
+func (f *Function) Handle(ctx context.Context, req events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 	defer f.b.FlushReports(ctx)
-	switch wiring.RequestPath(req) {
-	case "/api/callback", "/xxl-job-admin/api/callback":
-		return wiring.ServeHTTPAPI(ctx, f.http, req)
+	switch wiring.URLPath(req) {
+	case "/api/callback", "/api/registry", "/api/registryRemove",
+		"/xxl-job-admin/api/callback", "/xxl-job-admin/api/registry", "/xxl-job-admin/api/registryRemove":
+		return wiring.ServeFunctionURL(ctx, f.http, req)
+	case "/api/xjob/declare", "/xxl-job-admin/api/xjob/declare":
+		if f.declare != nil {
+			return wiring.ServeFunctionURL(ctx, f.declare, req)
+		}
 	}
-	return wiring.NotFound(), nil
+	return wiring.URLNotFound(), nil
 }

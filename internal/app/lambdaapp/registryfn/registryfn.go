@@ -1,10 +1,9 @@
-// Package registryfn is the registry Lambda function: API Gateway routes
-// executors' heartbeats (POST /api/registry and /api/registryRemove, also
-// under /xxl-job-admin) here, and only those, so that no flood of
-// sign-ins or admin calls (the web function's) can hold up a heartbeat;
-// an EventBridge rule runs the maintenance every minute (callback sweep,
-// group refresh, lost-job check, hourly log purge). It links nothing of
-// the admin side.
+// Package registryfn is the registry Lambda function: an EventBridge
+// rule runs xxl-job's background monitors every minute (callback sweep,
+// group refresh, lost-job check, hourly log purge). Executors' heartbeats
+// are the callback function's, behind the executor API's function URL;
+// this function serves no HTTP, holds no secret and links nothing of the
+// admin side.
 package registryfn
 
 import (
@@ -20,7 +19,6 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
 	"github.com/xjobdev/xjob/internal/scheduler/upkeep"
-	"github.com/xjobdev/xjob/internal/web/executorapi"
 )
 
 // Function is the registry function.
@@ -29,7 +27,6 @@ type Function struct {
 	callback *callback.Service
 	registry *registry.Service
 	upkeep   *upkeep.Service
-	http     *executorapi.Handler
 }
 
 // New builds the registry function on b.
@@ -46,11 +43,7 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := executorapi.New(executorapi.Config{Registry: reg, Tokens: b.AccessTokens, Logger: b.Log})
-	if err != nil {
-		return nil, fmt.Errorf("lambda registry: %w", err)
-	}
-	return &Function{b: b, callback: cb, registry: reg, upkeep: up, http: h}, nil
+	return &Function{b: b, callback: cb, registry: reg, upkeep: up}, nil
 }
 
 // Build is New as a wiring.Builder: the registry main's whole wiring.
@@ -62,35 +55,19 @@ func Build(b *wiring.Base) (any, error) {
 	return f.Handle, nil
 }
 
-// Handle serves an API Gateway HTTP API event (heartbeats) or runs the
-// maintenance for an EventBridge scheduled event.
+// Handle runs the maintenance for an EventBridge scheduled event. Any
+// other payload (an HTTP event of a route left pointing here) is refused
+// with an error, never served.
 func (f *Function) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
-	defer f.b.FlushReports(ctx)
 	isHTTP, err := wiring.IsHTTPEvent(raw)
 	if err != nil {
 		return nil, fmt.Errorf("registry: %w", err)
 	}
-	if isHTTP {
-		var req events.APIGatewayV2HTTPRequest
-		if err := json.Unmarshal(raw, &req); err != nil {
-			return nil, fmt.Errorf("registry: HTTP API event: %w", err)
-		}
-		return f.HTTP(ctx, req)
-	}
 	var ev events.EventBridgeEvent
-	if err := json.Unmarshal(raw, &ev); err != nil || ev.DetailType == "" && ev.Source == "" {
-		return nil, errors.New("registry: unrecognised payload: want an HTTP API (v2) event or an EventBridge scheduled event")
+	if isHTTP || json.Unmarshal(raw, &ev) != nil || ev.DetailType == "" && ev.Source == "" {
+		return nil, errors.New("registry: unrecognised payload: want an EventBridge scheduled event (heartbeats go to the callback function)")
 	}
 	return f.Maintain(ctx, ev)
-}
-
-// HTTP serves one heartbeat; any other path is a 404.
-func (f *Function) HTTP(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	switch wiring.RequestPath(req) {
-	case "/api/registry", "/api/registryRemove", "/xxl-job-admin/api/registry", "/xxl-job-admin/api/registryRemove":
-		return wiring.ServeHTTPAPI(ctx, f.http, req)
-	}
-	return wiring.NotFound(), nil
 }
 
 // MaintenanceResult says what one maintenance run did.

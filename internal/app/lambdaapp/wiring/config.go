@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -104,6 +105,9 @@ type Config struct {
 	// GluePolicy is XJOB_GLUE_POLICY (default admins): who creates and
 	// edits GLUE jobs (auth.GluePolicy).
 	GluePolicy string
+	// WebURL is XJOB_WEB_URL (optional): the web function's base address,
+	// where the executor API's function URL forwards job declarations.
+	WebURL string
 }
 
 // SecretNames are the SSM parameters Config names (none when the tokens
@@ -217,6 +221,13 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 			problems = append(problems, fmt.Sprintf("%s=%q must be IP addresses or CIDR ranges separated by commas (10.0.0.0/8,fd00::/8)", r.env, s))
 		}
 		*r.to = ps
+	}
+	if s := get(awsconfig.EnvWebURL); s != "" {
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			problems = append(problems, fmt.Sprintf("%s=%q must be an http(s) base address (https://api.example.com)", awsconfig.EnvWebURL, s))
+		}
+		cfg.WebURL = strings.TrimRight(s, "/")
 	}
 	cfg.GluePolicy = "admins"
 	if s := get(awsconfig.EnvGluePolicy); s != "" {

@@ -21,9 +21,10 @@ func NotFound() events.APIGatewayV2HTTPResponse {
 		Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"error":"not found"}`}
 }
 
-// IsHTTPEvent reports whether raw is an API Gateway HTTP API (payload
-// 2.0) event rather than an EventBridge scheduled event or a direct
-// invocation: it has requestContext.http.
+// IsHTTPEvent reports whether raw is an HTTP event, from an API Gateway
+// HTTP API (payload 2.0) or a Lambda function URL (the same shape),
+// rather than an EventBridge scheduled event or a direct invocation: it
+// has requestContext.http.
 func IsHTTPEvent(raw json.RawMessage) (bool, error) {
 	var probe struct {
 		RequestContext struct {
@@ -90,6 +91,41 @@ func ServeHTTPAPI(ctx context.Context, h http.Handler, req events.APIGatewayV2HT
 	w := &responseWriter{header: http.Header{}}
 	h.ServeHTTP(w, r)
 	return w.response(), nil
+}
+
+// URLNotFound is NotFound for a function URL: a URL with AuthType NONE
+// takes any path and method, so the function answers the ones it does not
+// serve.
+func URLNotFound() events.LambdaFunctionURLResponse { return urlResponse(NotFound()) }
+
+// URLPath is a function URL request's path as the client sent it.
+func URLPath(req events.LambdaFunctionURLRequest) string {
+	if req.RawPath != "" {
+		return req.RawPath
+	}
+	return req.RequestContext.HTTP.Path
+}
+
+// ServeFunctionURL serves one Lambda function URL request (payload 2.0,
+// the HTTP API's shape less the route and stage) with h, as ServeHTTPAPI
+// serves an HTTP API request. An HTTP API event decodes into the same
+// type and its response has the same shape, so a function served here
+// also answers an HTTP API route that still points to it.
+func ServeFunctionURL(ctx context.Context, h http.Handler, req events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	c := req.RequestContext
+	resp, err := ServeHTTPAPI(ctx, h, events.APIGatewayV2HTTPRequest{Version: req.Version, RawPath: req.RawPath,
+		RawQueryString: req.RawQueryString, Cookies: req.Cookies, Headers: req.Headers, Body: req.Body,
+		IsBase64Encoded: req.IsBase64Encoded,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{AccountID: c.AccountID, RequestID: c.RequestID,
+			DomainName: c.DomainName, DomainPrefix: c.DomainPrefix, APIID: c.APIID,
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: c.HTTP.Method, Path: c.HTTP.Path,
+				Protocol: c.HTTP.Protocol, SourceIP: c.HTTP.SourceIP, UserAgent: c.HTTP.UserAgent}}})
+	return urlResponse(resp), err
+}
+
+func urlResponse(r events.APIGatewayV2HTTPResponse) events.LambdaFunctionURLResponse {
+	return events.LambdaFunctionURLResponse{StatusCode: r.StatusCode, Headers: r.Headers, Body: r.Body,
+		IsBase64Encoded: r.IsBase64Encoded, Cookies: r.Cookies}
 }
 
 // responseWriter collects a handler's response in memory.
