@@ -13,15 +13,17 @@
 //	                                       long-poll, batches of ≤ 10, delete
 //	                                       what succeeded, leave the
 //	                                       BatchItemFailures to come back
-//	API Gateway HTTP API       → callback  (/api/callback,
-//	                                       /xxl-job-admin/api/callback)
-//	                           → registry  (/api/registry{,Remove}, also
-//	                                       under /xxl-job-admin)
-//	                           → web       (every other path; the routes
-//	                                       are awsconfig's)
+//	Lambda function URL        → callback  (every request: the executor
+//	                                       routes /api/callback,
+//	                                       /api/registry{,Remove}, also
+//	                                       under /xxl-job-admin; 404 else)
+//	API Gateway HTTP API       → web       (every path; the routes are
+//	                                       awsconfig's)
 //
-// so that an xxl-job executor and the admin client talk to Deployment.URL
-// exactly as they talk to `xjob local`. It exists for the load harness
+// so that an xxl-job executor talks to Deployment.ExecutorURL, and the
+// admin client to Deployment.URL, exactly as they talk to `xjob local`.
+// A function URL request is metered as its invocation alone (Lambda bills
+// no request for the URL), an HTTP API request also as API Gateway's. It exists for the load harness
 // (bench --aws) and for manual experiments; it is not a test double — the
 // handlers, adapters and SDK clients are the shipped ones, only the AWS
 // services are emulated.
