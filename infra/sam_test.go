@@ -230,8 +230,12 @@ func loadSAM(file string) (*stack, error) {
 			f.logGroup = symStr(mapOf(merged["LoggingConfig"])["LogGroup"])
 			if uc := mapOf(merged["FunctionUrlConfig"]); uc != nil {
 				s.urls[name] = str(uc["AuthType"])
-				if uc["AuthType"] == "NONE" { // SAM adds the public lambda:InvokeFunctionUrl permission for NONE
+				// For NONE the SAM transform adds both public permissions
+				// (aws-sam-translator 1.110: <id>UrlPublicPermissions and
+				// <id>URLInvokeAllowPublicAccess; make lint-infra runs it).
+				if uc["AuthType"] == "NONE" {
 					s.addPublic(name, "lambda:InvokeFunctionUrl NONE")
+					s.addPublic(name, "lambda:InvokeFunction url")
 				}
 			}
 			if _, ok := merged["Policies"]; ok {
