@@ -60,12 +60,13 @@ resource "aws_iam_role" "ring" {
   assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
 }
 
-# The ring dispatches its buckets' fast lane itself: the dispatch function's table access.
+# The ring dispatches its buckets' fast lane itself: the dispatch function's table access;
+# leases: FIRE_ONCE_NOW's misfire episodes.
 data "aws_iam_policy_document" "ring" {
   statement {
     sid       = "Tables"
     actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
-    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.groups.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.registry.arn, aws_dynamodb_table.reports.arn]
+    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.groups.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.registry.arn, aws_dynamodb_table.reports.arn, aws_dynamodb_table.leases.arn]
   }
   statement {
     sid       = "Indexes"

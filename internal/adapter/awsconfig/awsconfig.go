@@ -204,8 +204,9 @@ var Functions = []Function{
 		CallsExecutors: true,
 		// The retry delay of a bucket whose hand-off failed is a
 		// ChangeMessageVisibility on the ring queue: the consume grant.
-		// The dispatcher's: jobs, their groups and live executors, log pages, report counters.
-		Tables:   []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports},
+		// The dispatcher's: jobs, their groups and live executors, log pages,
+		// report counters; and leases: FIRE_ONCE_NOW's misfire episodes.
+		Tables:   []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports, dynamostore.TableLeases},
 		Actions:  dispatcherActions,
 		Consumes: []string{EnvRingQueueURL}},
 	{Name: "dispatch",

@@ -324,7 +324,7 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 		return fail(fmt.Errorf("local: lane sink: %w", err))
 	}
 	p.ring, err = ring.New(ring.Deps{Jobs: db, Queues: ringQueues{Queues: db, ring: p.ringGate}, Sink: sink, Clock: clk, Logger: logger,
-		MisfireThreshold: scanCfg.MisfireThreshold, Metrics: metrics})
+		MisfireThreshold: scanCfg.MisfireThreshold, Metrics: metrics, Leases: db})
 	if err != nil {
 		return fail(fmt.Errorf("local: ring: %w", err))
 	}

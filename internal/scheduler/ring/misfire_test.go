@@ -88,3 +88,90 @@ func TestFireAfterStopMisfires(t *testing.T) {
 		t.Fatalf("dispatched %v, want only %+v (dispatch keeps one by occurrence id)", seen, want)
 	}
 }
+
+// Two ring processes over one store receive a FIRE_ONCE_NOW job's late
+// buckets at once, as ring Lambda environments do after a stop: their
+// MISFIRE occurrences are one (one id, so dispatch's claim lets one
+// through); a fire that falls due after that episode began and still
+// arrives late starts the next. DO_NOTHING still skips and counts.
+func TestFireOnceNowOnceAcrossRings(t *testing.T) {
+	t.Parallel()
+	db, clk, _ := setup(t)
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m := &metric.Metrics{}
+	var rings [2]*ring.Ring
+	for i := range rings {
+		r, err := ring.New(ring.Deps{Jobs: db, Queues: db, Clock: clk, Metrics: m, Logger: quiet, Leases: db})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rings[i] = r
+	}
+	nothing, once := addJob(t, db), addJob(t, db)
+	once.MisfireStrategy = xjob.MisfireFireOnceNow
+	once, err := db.JobUpdate(ctx, driver.JobUpdateParams{Job: once, ExpectVersion: once.Version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := t0.Add(48 * time.Second).UnixMilli()
+	bucket := func(i int64) xjob.RingBucket {
+		return xjob.RingBucket{Second: at/1000 + i, Items: []xjob.RingItem{
+			{JobID: nothing.ID, FireTime: at + i*1000, Revision: nothing.Revision},
+			{JobID: once.ID, FireTime: at + i*1000, Revision: once.Revision},
+		}}
+	}
+	// Ten seconds of missed fires, received 27 s after the first, spread
+	// over both rings in a mixed order and fired concurrently.
+	clk.Set(time.UnixMilli(at + 27_000))
+	errs := make(chan error, 10)
+	for _, i := range []int64{3, 0, 7, 1, 9, 2, 5, 4, 8, 6} {
+		go func() {
+			_, err := rings[i%2].Fire(ctx, bucket(i))
+			errs <- err
+		}()
+	}
+	for range 10 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if snap := m.Snapshot(); snap.Misfired.DoNothing != 10 || snap.Misfired.FireOnceNow != 10 {
+		t.Fatalf("metrics %+v, want 10 skipped and 10 folded", snap.Misfired)
+	}
+	occurrences := func() map[string]xjob.Occurrence {
+		got := map[string]xjob.Occurrence{}
+		for _, task := range tasks(t, db, xjob.LaneFast) {
+			if task.Occurrence.JobID == nothing.ID {
+				t.Fatalf("a DO_NOTHING occurrence was dispatched: %+v", task)
+			}
+			got[task.Occurrence.ID(0)] = task.Occurrence
+		}
+		return got
+	}
+	first := occurrences()
+	if len(first) != 1 {
+		t.Fatalf("dispatched %v, want one MISFIRE occurrence (one id)", first)
+	}
+	for _, o := range first {
+		if o.Type != xjob.TriggerMisfire || o.FireTime < at || o.FireTime > at+9000 {
+			t.Fatalf("occurrence %+v, want a MISFIRE of one of the missed fire times", o)
+		}
+	}
+
+	// A fire due 23 s after the first (so not yet overdue when the episode
+	// began) arrives late too, at the other ring: a new episode, one more
+	// fire; its own redelivery to the first ring is the same occurrence.
+	clk.Set(time.UnixMilli(at + 40_000))
+	late := xjob.RingBucket{Second: at/1000 + 23, Items: []xjob.RingItem{{JobID: once.ID, FireTime: at + 23_000, Revision: once.Revision}}}
+	for _, r := range rings {
+		if _, err := r.Fire(ctx, late); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := occurrences()
+	want := xjob.Occurrence{JobID: once.ID, Type: xjob.TriggerMisfire, FireTime: at + 23_000}
+	if len(second) != 1 || second[want.ID(0)] != want {
+		t.Fatalf("dispatched %v, want only %+v", second, want)
+	}
+}

@@ -33,9 +33,9 @@
 // fire time (the process was stopped, or the ring fell that far behind)
 // is a misfire, decided by the job's misfire strategy (Late): DO_NOTHING
 // drops the occurrence and counts it; FIRE_ONCE_NOW fires the job once, as
-// a MISFIRE trigger, however many of its occurrences were missed: they all
-// become the one occurrence of the first missed fire time this process
-// saw, which dispatch then triggers once.
+// a MISFIRE trigger, however many of its occurrences were missed and
+// however many processes receive them: they all become the one occurrence
+// of their misfire episode (misfire.go), which dispatch then triggers once.
 package ring
 
 import (
@@ -159,6 +159,10 @@ type Deps struct {
 	MisfireThreshold time.Duration
 	// Metrics counts misfires (optional).
 	Metrics *metric.Metrics
+	// Leases keeps FIRE_ONCE_NOW's misfire episodes (misfire.go), so that
+	// processes receiving a job's late occurrences at once fire it once;
+	// without it, once per process.
+	Leases driver.LeaseStore
 }
 
 // Ring fires ring buckets.
@@ -170,11 +174,11 @@ type Ring struct {
 	log       *slog.Logger
 	threshold time.Duration
 	metrics   *metric.Metrics
+	leases    driver.LeaseStore
 
-	// missed maps a job with FIRE_ONCE_NOW whose occurrences arrive late to
-	// the first missed fire time seen: the one occurrence they all become.
+	// missed caches the latest misfire episode of each FIRE_ONCE_NOW job.
 	mu     sync.Mutex
-	missed map[int64]int64
+	missed map[int64]episode
 }
 
 // LateAction is what the ring does with an occurrence (Late).
@@ -204,25 +208,6 @@ func Late(strategy xjob.MisfireStrategy, late, threshold time.Duration) LateActi
 	}
 }
 
-// misfireKey is the fire time standing for every missed occurrence of a
-// FIRE_ONCE_NOW job, at is one of them; onTime forgets the job.
-func (r *Ring) misfireKey(job int64, at int64, onTime bool) int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if onTime {
-		delete(r.missed, job)
-		return at
-	}
-	if first, ok := r.missed[job]; ok {
-		return first
-	}
-	if r.missed == nil {
-		r.missed = map[int64]int64{}
-	}
-	r.missed[job] = at
-	return at
-}
-
 // New builds a Ring.
 func New(d Deps) (*Ring, error) {
 	if d.Jobs == nil || d.Queues == nil || d.Clock == nil {
@@ -238,7 +223,7 @@ func New(d Deps) (*Ring, error) {
 		d.MisfireThreshold = 5 * time.Second
 	}
 	return &Ring{jobs: d.Jobs, queues: d.Queues, sink: d.Sink, clock: d.Clock, log: d.Logger,
-		threshold: d.MisfireThreshold, metrics: d.Metrics}, nil
+		threshold: d.MisfireThreshold, metrics: d.Metrics, leases: d.Leases}, nil
 }
 
 // Stats counts what Fire did with a bucket.
@@ -271,7 +256,12 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 	if err != nil {
 		return st, fmt.Errorf("ring bucket %d/%d: load jobs: %w", b.Shard, b.Second, err)
 	}
-	instants, dropped, misfired := r.planInstants(b.Items, byID, clock.Millis(r.clock))
+	received := clock.Millis(r.clock)
+	keys, err := r.misfireKeys(ctx, b.Items, byID, received)
+	if err != nil {
+		return st, fmt.Errorf("ring bucket %d/%d: %w", b.Shard, b.Second, err)
+	}
+	instants, dropped, misfired := r.planInstants(b.Items, byID, keys, received)
 	st.Dropped, st.Misfired = dropped, misfired
 	prepared, quit := r.prepareAll(ctx, instants, byID)
 	defer func() { <-prepared }()
@@ -316,9 +306,10 @@ func (r *Ring) loadJobs(ctx context.Context, items []xjob.RingItem) (map[int64]*
 // planInstants groups items by fire time, in fire-time order, and each
 // instant's still-valid occurrences (xjob.Superseded) by lane; it returns
 // the instants, how many occurrences it dropped and how many were
-// misfires (Late). received is when the bucket arrived (Unix ms): a task
-// counts as enqueued at its instant, or then if later.
-func (r *Ring) planInstants(bucket []xjob.RingItem, byID map[int64]*xjob.Job, received int64) ([]instant, int, int) {
+// misfires (Late), a FIRE_ONCE_NOW one becoming the MISFIRE occurrence of
+// its episode's key (misfireKeys). received is when the bucket arrived
+// (Unix ms): a task counts as enqueued at its instant, or then if later.
+func (r *Ring) planInstants(bucket []xjob.RingItem, byID map[int64]*xjob.Job, keys map[misfire]int64, received int64) ([]instant, int, int) {
 	items := slices.Clone(bucket)
 	slices.SortStableFunc(items, func(a, b xjob.RingItem) int { return int(a.FireTime - b.FireTime) })
 	var (
@@ -348,13 +339,9 @@ func (r *Ring) planInstants(bucket []xjob.RingItem, byID map[int64]*xjob.Job, re
 			case FireMisfire:
 				misfired++
 				r.metrics.Misfire(metric.StrategyFireOnceNow, 1)
-				occ.Type, occ.FireTime = xjob.TriggerMisfire, r.misfireKey(it.JobID, it.FireTime, false)
+				occ.Type, occ.FireTime = xjob.TriggerMisfire, keys[misfire{it.JobID, it.FireTime}]
 				if slices.ContainsFunc(lanes[job.Lane(at)], func(t xjob.DispatchTask) bool { return t.Occurrence == occ }) {
 					continue
-				}
-			default:
-				if job.MisfireStrategy == xjob.MisfireFireOnceNow {
-					r.misfireKey(it.JobID, it.FireTime, true)
 				}
 			}
 			lane := job.Lane(at)
