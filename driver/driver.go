@@ -196,7 +196,9 @@ type GroupUpdateParams struct {
 // written item by item, then removed. A crash before the mark leaves
 // nothing but the staged copy, which ChangeResume removes (rolled back); a
 // crash after it leaves a committed set, which ChangeResume writes to the
-// end (rolled forward). The admin calls ChangeResume before each apply.
+// end (rolled forward), so that readers meanwhile see part of the set. The
+// admin calls ChangeResume before each apply, and xjob on AWS also as its
+// web function starts and in its maintenance every minute.
 type ChangeStore interface {
 	// ChangeApply checks every condition of cs (ids free, versions
 	// current, records present) and then writes all of it, or returns

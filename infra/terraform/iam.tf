@@ -208,10 +208,11 @@ resource "aws_iam_role" "registry" {
 }
 
 data "aws_iam_policy_document" "registry" {
+  # Console and leases: the maintenance resumes a change set an apply left half-written.
   statement {
     sid       = "Tables"
     actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"]
-    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.groups.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.registry.arn, aws_dynamodb_table.reports.arn, aws_dynamodb_table.counters.arn]
+    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.groups.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.registry.arn, aws_dynamodb_table.reports.arn, aws_dynamodb_table.counters.arn, aws_dynamodb_table.console.arn, aws_dynamodb_table.leases.arn]
   }
   statement {
     sid       = "Indexes"

@@ -265,7 +265,10 @@ var Functions = []Function{
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAllowCIDRs, EnvDenyCIDRs},
 		// Group refresh and stale entries; the sweep and the lost-job check finish logs
 		// (not exercised: their jobs and report counters, as the callback does).
-		Tables: []string{dynamostore.TableRegistry, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableCounters, dynamostore.TableJobs, dynamostore.TableReports},
+		// Console and leases: the maintenance resumes a change set an apply
+		// left half-written (upkeep.ResumeChanges).
+		Tables: []string{dynamostore.TableRegistry, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableCounters, dynamostore.TableJobs, dynamostore.TableReports,
+			dynamostore.TableConsole, dynamostore.TableLeases},
 		Actions: []string{
 			"dynamodb:BatchGetItem",   // not exercised: logs the sweep and the lost-job check finish
 			"dynamodb:BatchWriteItem", // not exercised: log purge

@@ -93,7 +93,7 @@ func (db *DB) ChangeApply(ctx context.Context, cs driver.ChangeSet) (driver.Chan
 		return driver.ChangeResult{}, fmt.Errorf("dynamo change apply: %w", err)
 	}
 	if err := db.writeChanges(ctx, id, set); err != nil {
-		return res, fmt.Errorf("dynamo change apply: committed, not all written (resumed at the next apply): %w", err)
+		return res, fmt.Errorf("dynamo change apply: committed, not all written (resumed at the next apply, start of the web function or maintenance run): %w", err)
 	}
 	if err := db.dropChanges(ctx, id); err != nil {
 		return res, fmt.Errorf("dynamo change apply: written, staged copy not removed: %w", err)

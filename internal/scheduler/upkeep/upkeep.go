@@ -2,8 +2,9 @@
 // triggers: it marks failed the runs whose result will never arrive
 // (CheckLost, xxl-job's JobCompleteHelper, every 60 s) and deletes logs
 // past their retention (PurgeLogs, JobLogReportHelper's cleanup, once a
-// day). Both are plain methods, so that the local loop and the registry
-// function's EventBridge rule call them alike.
+// day); it also finishes a change set an apply left half-written when its
+// process died (Resume). They are plain methods, so that the local loop
+// and the registry function's EventBridge rule call them alike.
 //
 // It holds no executor state: whether an executor is alive is the
 // registry's answer (Liveness), so the lost check and routing never

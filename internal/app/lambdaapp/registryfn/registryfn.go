@@ -79,6 +79,9 @@ type MaintenanceResult struct {
 	LostMarked    int  `json:"lostMarked"`
 	Purged        int  `json:"purged"`
 	PurgeRan      bool `json:"purgeRan"`
+	// ChangesResumed: the resume of change sets ran (upkeep.ResumeChanges;
+	// false when an apply held its lease).
+	ChangesResumed bool `json:"changesResumed"`
 }
 
 // Maintain runs xxl-job's background monitors once, for the registry
@@ -97,6 +100,10 @@ func (f *Function) Maintain(ctx context.Context, ev events.EventBridgeEvent) (Ma
 	rr, err := f.registry.RefreshGroups(ctx)
 	res.StaleRemoved, res.GroupsUpdated = rr.Removed, rr.Updated
 	errs = append(errs, wrap("registry refresh", err))
+	// An apply that died in the middle is finished (or undone) within a
+	// minute, whether or not the web function starts again.
+	res.ChangesResumed, err = f.upkeep.Resume(ctx)
+	errs = append(errs, wrap("change resume", err))
 	lr, err := f.upkeep.CheckLost(ctx)
 	res.LostChecked, res.LostMarked = lr.Checked, lr.Marked
 	errs = append(errs, wrap("lost-job check", err))

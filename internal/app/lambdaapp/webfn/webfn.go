@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -26,6 +27,10 @@ import (
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/web/console"
 )
+
+// resumeTimeout bounds the start's resume of change sets (ResumeChanges),
+// well within Lambda's 10 s for a function's init.
+const resumeTimeout = 5 * time.Second
 
 // Function is the web function.
 type Function struct {
@@ -58,6 +63,17 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return fail("admin", err)
 	}
+	// An apply whose environment died in the middle may have left its
+	// change set half-written: finish (or undo) it before this environment
+	// serves a read. An error leaves it to the next start, the registry's
+	// maintenance or the next apply, and the console up.
+	resumeCtx, cancel := context.WithTimeout(context.Background(), resumeTimeout)
+	if resumed, err := adm.ResumeChanges(resumeCtx); err != nil {
+		b.Log.Error("change sets not resumed at start", "err", err)
+	} else if !resumed {
+		b.Log.Info("change sets not resumed at start: an apply or a child edit holds the lease")
+	}
+	cancel()
 	// Console sessions are signed with a key derived from the session
 	// secret, its own SSM parameter, so every environment of the function
 	// verifies them alike and no token holder can forge one. Sign-in
