@@ -41,6 +41,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
 )
 
@@ -50,8 +51,9 @@ import (
 var ErrExecutor = errors.New("executor call failed")
 
 // KillMsg is the handle message of a log killed by a person (the English
-// text of xxl-job's joblog_kill_log_byman).
-const KillMsg = "job killed manually"
+// text of xxl-job's joblog_kill_log_byman), whichever result of the kill
+// is recorded first (callback.ResultMsg).
+const KillMsg = callback.KillMsg
 
 // Defaults of Config.
 const (

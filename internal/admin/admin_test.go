@@ -41,7 +41,10 @@ type executor struct {
 	logCalls []protocol.LogParam
 	killRT   protocol.ReturnT
 	logRes   protocol.LogResult
-	srv      *httptest.Server
+	// onKill, when set, runs before /kill answers: the executor's own
+	// callback for the killed run, racing the admin's kill result.
+	onKill func()
+	srv    *httptest.Server
 }
 
 func newExecutor(t *testing.T) *executor {
@@ -57,6 +60,9 @@ func newExecutor(t *testing.T) *executor {
 			_ = json.Unmarshal(body, &p)
 			e.kills = append(e.kills, p.JobID)
 			rt = e.killRT
+			if e.onKill != nil {
+				e.onKill()
+			}
 		case "/log":
 			var p protocol.LogParam
 			_ = json.Unmarshal(body, &p)
@@ -89,6 +95,7 @@ type env struct {
 	svc   *admin.Service
 	exec  *executor
 	group xjob.Group
+	cb    *callback.Service
 }
 
 func setup(t *testing.T) *env {
@@ -121,7 +128,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, ctx: ctx, path: path, db: db, clk: clk, svc: svc, exec: newExecutor(t), group: g}
+	return &env{t: t, ctx: ctx, path: path, db: db, clk: clk, svc: svc, exec: newExecutor(t), group: g, cb: cb}
 }
 
 // spec is a valid job in the env's group; mutate it before creating.
@@ -755,6 +762,58 @@ func TestKillLog(t *testing.T) {
 	}
 	if now, _ := e.svc.GetLog(e.ctx, l2.ID); !now.Running() {
 		t.Fatalf("log finished although the executor refused: %+v", now)
+	}
+}
+
+// A kill ends a run with two results: the admin's and the executor's
+// report of the killed run, either first. The log reads 500 "job killed
+// manually" whichever wins; a report that is not the kill's is kept.
+func TestKillLogOutcomeIsTheKills(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		fromExec    string // the executor's callback, sent before /kill answers ("" none)
+		wantMsg     string
+		wantCode    int
+		wantRetried bool
+	}{
+		{"kill recorded first", "", admin.KillMsg, xjob.CodeFail, true},
+		{"executor's report first", callback.ExecutorKilledMsg, admin.KillMsg, xjob.CodeFail, true},
+		{"run failed on its own first", "disk full", "disk full", xjob.CodeFail, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			spec := e.spec(xjob.ScheduleNone, "")
+			spec.FailRetryCount = 1
+			j := e.create(spec)
+			l := e.runningLog(j, 200)
+			if tc.fromExec != "" {
+				e.exec.onKill = func() {
+					if errs := e.cb.Callback(e.ctx, []protocol.HandleCallbackParam{{LogID: l.ID, HandleCode: xjob.CodeFail,
+						HandleMsg: tc.fromExec}}); errs[0] != nil {
+						t.Errorf("executor's callback: %v", errs[0])
+					}
+				}
+			}
+			got, err := e.svc.KillLog(e.ctx, l.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, err := e.svc.GetLog(e.ctx, l.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, lg := range []xjob.Log{got, stored} {
+				if lg.HandleCode != tc.wantCode || lg.HandleMsg != tc.wantMsg {
+					t.Fatalf("killed log: %d %q, want %d %q", lg.HandleCode, lg.HandleMsg, tc.wantCode, tc.wantMsg)
+				}
+			}
+			e.clk.Advance(callback.DefaultRetryDelay)
+			if q := e.queued(); tc.wantRetried != (len(q) == 1 && q[0].Occurrence.Type == xjob.TriggerRetry) {
+				t.Fatalf("after kill queued %+v, want one retry: %v", q, tc.wantRetried)
+			}
+		})
 	}
 }
 

@@ -91,9 +91,9 @@ func (s *Service) KillLog(ctx context.Context, id int64) (xjob.Log, error) {
 	done, err := s.cfg.Finisher.Finish(ctx, l, xjob.CodeFail, KillMsg)
 	switch {
 	case errors.Is(err, xjob.ErrConflict):
-		// The executor killed the run and its own callback ("... [job
-		// running, killed]") landed first: the kill succeeded, and the
-		// log holds that first result.
+		// The executor killed the run and its own callback landed first:
+		// the kill succeeded, and the log holds that first result,
+		// recorded as KillMsg too (callback.ResultMsg).
 		return s.GetLog(ctx, id)
 	case err != nil && done.ID == 0:
 		return xjob.Log{}, mapNotFound(err, "log", id, "admin log kill")

@@ -318,7 +318,7 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.Log
 		if r.at > 0 {
 			ht = r.at
 		}
-		ps[k] = driver.LogFinishParams{ID: r.log.ID, HandleTime: ht, HandleCode: r.code, HandleMsg: HandleMsg(r.msg, summary)}
+		ps[k] = driver.LogFinishParams{ID: r.log.ID, HandleTime: ht, HandleCode: r.code, HandleMsg: HandleMsg(ResultMsg(r.code, r.msg), summary)}
 	}
 	res, err := s.cfg.Store.LogFinishMany(ctx, ps)
 	if err != nil {

@@ -206,6 +206,28 @@ func ChildSummary(children []int64) string {
 	return b.String()
 }
 
+// KillMsg is the handle message of a run a person killed (xjob log kill,
+// the console): the English text of xxl-job's joblog_kill_log_byman.
+const KillMsg = "job killed manually"
+
+// ExecutorKilledMsg is what an executor reports, code 500, for the run the
+// admin's /kill stopped (xxl-job's JobThread and the xjob SDK alike).
+const ExecutorKilledMsg = "scheduling center kill job. [job running, killed]"
+
+// ResultMsg is the message recorded for result code/msg. A kill ends a run
+// with two results, the admin's own (KillMsg, once the executor
+// acknowledged /kill) and the executor's report of the killed run, sent
+// at once; first result wins, and either may arrive first. Recording the
+// executor's report as KillMsg makes the outcome one, 500 "job killed
+// manually", whichever wins, as xxl-job-admin (which writes its kill
+// message over the executor's) always shows it.
+func ResultMsg(code int, msg string) string {
+	if code == xjob.CodeFail && msg == ExecutorKilledMsg {
+		return KillMsg
+	}
+	return msg
+}
+
 // HandleMsg builds the stored handle message: the executor's message cut to
 // MaxHandleMsg, leaving room for the child summary so that it survives a
 // huge executor message.

@@ -109,6 +109,25 @@ func TestChildTasks(t *testing.T) {
 	}
 }
 
+func TestResultMsg(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		code      int
+		msg, want string
+	}{
+		{xjob.CodeFail, ExecutorKilledMsg, KillMsg},
+		{xjob.CodeFail, KillMsg, KillMsg},
+		{xjob.CodeFail, "scheduling center kill job. [job not executed, in the job queue, killed.]",
+			"scheduling center kill job. [job not executed, in the job queue, killed.]"}, // a queued run, not the killed one
+		{xjob.CodeSuccess, ExecutorKilledMsg, ExecutorKilledMsg},
+		{xjob.CodeFail, "boom", "boom"},
+	} {
+		if got := ResultMsg(tc.code, tc.msg); got != tc.want {
+			t.Errorf("ResultMsg(%d, %q) = %q, want %q", tc.code, tc.msg, got, tc.want)
+		}
+	}
+}
+
 func TestHandleMsg(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("x", 20000)
