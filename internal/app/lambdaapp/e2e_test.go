@@ -377,11 +377,17 @@ type recorder struct {
 	exec *executor.Executor
 	mu   sync.Mutex
 	runs map[int64]int // log id → /run calls
+	// blocked receives the log id of each run of handler "block", which
+	// runs until it is killed.
+	blocked chan int64
+	// afterKill, when set, runs after the executor handled /kill and
+	// before its answer leaves (a test holds the answer back with it).
+	afterKill func()
 }
 
 func newExecutor(t *testing.T, admin string) *recorder {
 	t.Helper()
-	r := &recorder{runs: map[int64]int{}}
+	r := &recorder{runs: map[int64]int{}, blocked: make(chan int64, 16)}
 	var ready sync.WaitGroup
 	ready.Add(1)
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -396,6 +402,15 @@ func newExecutor(t *testing.T, admin string) *recorder {
 			}
 			req.Body = io.NopCloser(bytes.NewReader(body))
 		}
+		if req.URL.Path == "/kill" && r.afterKill != nil {
+			held := httptest.NewRecorder()
+			r.exec.ServeHTTP(held, req)
+			r.afterKill()
+			maps.Copy(w.Header(), held.Header())
+			w.WriteHeader(held.Code)
+			_, _ = w.Write(held.Body.Bytes())
+			return
+		}
 		r.exec.ServeHTTP(w, req)
 	}))
 	t.Cleanup(r.srv.Close)
@@ -407,6 +422,11 @@ func newExecutor(t *testing.T, admin string) *recorder {
 	}
 	must(t, e.Register("ok", func(_ context.Context, job *executor.Job) error { job.Succeed("ok " + job.Param); return nil }))
 	must(t, e.Register("boom", func(context.Context, *executor.Job) error { return fmt.Errorf("boom") }))
+	must(t, e.Register("block", func(ctx context.Context, job *executor.Job) error {
+		r.blocked <- job.LogID
+		<-ctx.Done()
+		return ctx.Err()
+	}))
 	r.exec = e
 	ready.Done()
 	must(t, e.Start())
