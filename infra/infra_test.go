@@ -173,6 +173,7 @@ var (
 		awsconfig.EnvDenyCIDRs:         "param:executordenycidrs",
 		awsconfig.EnvGluePolicy:        "param:gluepolicy",
 		awsconfig.EnvWebURL:            "httpapi:endpoint",
+		awsconfig.EnvMetricsPerJob:     "param:metricsperjob",
 	}
 	// exposedSettings are optional variables the deployment must let an
 	// operator set on every function that reads them, with their safe

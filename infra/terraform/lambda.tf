@@ -126,6 +126,7 @@ resource "aws_lambda_function" "dispatch" {
       XJOB_RESULTS_QUEUE_URL         = aws_sqs_queue.results.url
       XJOB_ALLOW_CIDRS               = var.executor_allow_cidrs
       XJOB_DENY_CIDRS                = var.executor_deny_cidrs
+      XJOB_METRICS_PER_JOB           = tostring(var.metrics_per_job)
       XJOB_ALARM_TOPIC_ARN           = aws_sns_topic.alarm.arn
     }
   }
@@ -190,6 +191,7 @@ resource "aws_lambda_function" "callback" {
       XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
       XJOB_DENY_CIDRS              = var.executor_deny_cidrs
       XJOB_WEB_URL                 = aws_apigatewayv2_api.http.api_endpoint
+      XJOB_METRICS_PER_JOB         = tostring(var.metrics_per_job)
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
     }
   }
@@ -252,6 +254,7 @@ resource "aws_lambda_function" "registry" {
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
       XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
       XJOB_DENY_CIDRS              = var.executor_deny_cidrs
+      XJOB_METRICS_PER_JOB         = tostring(var.metrics_per_job)
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
     }
   }
@@ -298,6 +301,7 @@ resource "aws_lambda_function" "web" {
       XJOB_ALLOW_CIDRS               = var.executor_allow_cidrs
       XJOB_DENY_CIDRS                = var.executor_deny_cidrs
       XJOB_GLUE_POLICY               = var.glue_policy
+      XJOB_METRICS_PER_JOB           = tostring(var.metrics_per_job)
       XJOB_ALARM_TOPIC_ARN           = aws_sns_topic.alarm.arn
     }
   }

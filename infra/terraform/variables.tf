@@ -136,6 +136,16 @@ variable "executor_deny_cidrs" {
   }
 }
 
+variable "metrics_per_job" {
+  description = "Per-job result metrics (JobResults, JobResultFailures by JobId) for this many jobs of the deployment, the first to report results, the others as JobId other; 0 for none (XJOB_METRICS_PER_JOB)."
+  type        = number
+  default     = 0
+  validation {
+    condition     = var.metrics_per_job >= 0 && var.metrics_per_job <= 1000 && floor(var.metrics_per_job) == var.metrics_per_job
+    error_message = "metrics_per_job must be a whole number from 0 to 1000."
+  }
+}
+
 variable "glue_policy" {
   description = "Who creates and edits GLUE jobs, whose source code executors run (XJOB_GLUE_POLICY): admins, everyone (xxl-job's behaviour; an installation imported from xxl-job that relies on it) or off."
   type        = string

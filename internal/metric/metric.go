@@ -120,10 +120,15 @@ type Metrics struct {
 	// jobs (the first seen), the others together as job "other": the
 	// label's cardinality stays bounded whatever the number of jobs.
 	// Set before use.
-	PerJob  int
-	jobMu   sync.Mutex
-	jobs    map[int64]*[2]atomic.Int64 // failed, ok
-	jobRest [2]atomic.Int64
+	PerJob int
+	// DrainJobs, set instead of PerJob, counts every job's results until
+	// DrainJobResults takes them: for an owner that bounds the label
+	// itself, across processes (the Lambda functions, whose environments
+	// share one bound). Set before use.
+	DrainJobs bool
+	jobMu     sync.Mutex
+	jobs      map[int64]*[2]atomic.Int64 // failed, ok
+	jobRest   [2]atomic.Int64
 
 	histOnce sync.Once
 	hist     histograms // through hists
@@ -137,7 +142,7 @@ func (m *Metrics) hists() *histograms {
 
 // JobResult records one result of job (handle code) when PerJob is set.
 func (m *Metrics) JobResult(job int64, code int) {
-	if m == nil || m.PerJob <= 0 {
+	if m == nil || m.PerJob <= 0 && !m.DrainJobs {
 		return
 	}
 	ok := 0
@@ -146,18 +151,18 @@ func (m *Metrics) JobResult(job int64, code int) {
 	}
 	m.jobMu.Lock()
 	c, tracked := m.jobs[job]
-	if !tracked && len(m.jobs) < m.PerJob {
+	if !tracked && (len(m.jobs) < m.PerJob || m.DrainJobs) {
 		if m.jobs == nil {
 			m.jobs = map[int64]*[2]atomic.Int64{}
 		}
 		c = &[2]atomic.Int64{}
 		m.jobs[job] = c
 	}
-	m.jobMu.Unlock()
 	if c == nil {
 		c = &m.jobRest
 	}
-	c[ok].Add(1)
+	c[ok].Add(1) // under the lock: DrainJobResults takes the map whole
+	m.jobMu.Unlock()
 }
 
 // jobResults returns the per-job counts: job id (or "other") → failed, ok.
@@ -172,6 +177,23 @@ func (m *Metrics) jobResults() map[string][2]int64 {
 		out[strconv.FormatInt(id, 10)] = [2]int64{c[0].Load(), c[1].Load()}
 	}
 	out["other"] = [2]int64{m.jobRest[0].Load(), m.jobRest[1].Load()}
+	return out
+}
+
+// DrainJobResults returns the results counted per job since the last call
+// (job id → failed, ok) and forgets them (DrainJobs).
+func (m *Metrics) DrainJobResults() map[int64][2]int64 {
+	if m == nil {
+		return nil
+	}
+	m.jobMu.Lock()
+	jobs := m.jobs
+	m.jobs = nil
+	m.jobMu.Unlock()
+	out := make(map[int64][2]int64, len(jobs))
+	for id, c := range jobs {
+		out[id] = [2]int64{c[0].Load(), c[1].Load()}
+	}
 	return out
 }
 

@@ -1,6 +1,7 @@
 package metric
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -76,5 +77,44 @@ func TestJobResultBounded(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("job %s: %v, want %v", k, got[k], v)
 		}
+	}
+}
+
+// DrainJobs counts every job until DrainJobResults takes the counts, which
+// start again from zero; nothing is lost to a concurrent result.
+func TestDrainJobResults(t *testing.T) {
+	t.Parallel()
+	m := Metrics{DrainJobs: true}
+	m.JobResult(1, 200)
+	m.JobResult(1, 500)
+	m.JobResult(9, 200)
+	got := m.DrainJobResults()
+	if len(got) != 2 || got[1] != [2]int64{1, 1} || got[9] != [2]int64{0, 1} {
+		t.Fatalf("first drain %v", got)
+	}
+	if again := m.DrainJobResults(); len(again) != 0 {
+		t.Fatalf("second drain %v, want nothing", again)
+	}
+	var wg sync.WaitGroup
+	total := int64(0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			for _, c := range m.DrainJobResults() {
+				total += c[0] + c[1]
+			}
+		}
+	}()
+	for i := range 1000 {
+		wg.Go(func() { m.JobResult(int64(i%7), 200) })
+	}
+	wg.Wait()
+	<-done
+	for _, c := range m.DrainJobResults() {
+		total += c[0] + c[1]
+	}
+	if total != 1000 {
+		t.Fatalf("drained %d results, want 1000", total)
 	}
 }

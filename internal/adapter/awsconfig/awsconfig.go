@@ -64,7 +64,14 @@ const (
 	// function forwards them to this address (optional: without it they
 	// are answered 404, which the SDK logs as an admin without them).
 	EnvWebURL = "XJOB_WEB_URL"
+	// EnvMetricsPerJob, from 1 to MaxMetricsPerJob, adds per-job result
+	// metrics for that many jobs of the deployment, the others as "other"
+	// (optional, default 0: none), as local mode's XJOB_METRICS_PER_JOB.
+	EnvMetricsPerJob = "XJOB_METRICS_PER_JOB"
 )
+
+// MaxMetricsPerJob bounds EnvMetricsPerJob, as local mode bounds its own.
+const MaxMetricsPerJob = 1000
 
 // GluePolicies are the values EnvGluePolicy takes (auth.ParseGluePolicy;
 // listed here so that the functions that do not serve the console need
@@ -212,9 +219,11 @@ var Functions = []Function{
 	{Name: "dispatch",
 		Env: []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL,
-			EnvAllowCIDRs, EnvDenyCIDRs},
+			EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob},
 		CallsExecutors: true,
-		Tables:         []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports},
+		// Counters: the jobs with per-job metrics (results it applies).
+		Tables: []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports,
+			dynamostore.TableCounters},
 		Actions: slices.Concat(dispatcherActions, []string{
 			"sqs:ChangeMessageVisibility", // not exercised: retry delay of a task in flight elsewhere or of a store failure
 			"dynamodb:DeleteItem",         // not exercised: a one-time job deleted after its run, when it applies results (callback.afterCompletion)
@@ -233,11 +242,12 @@ var Functions = []Function{
 		// refuse to dial are refused. The web address: where job
 		// declarations are forwarded.
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL,
-			EnvAllowCIDRs, EnvDenyCIDRs, EnvWebURL},
+			EnvAllowCIDRs, EnvDenyCIDRs, EnvWebURL, EnvMetricsPerJob},
 		// Results: log pages, their jobs (retry, children), report counters;
 		// heartbeats: the registry, and the groups when a new app name
-		// registers. Never users.
-		Tables: []string{dynamostore.TableJobs, dynamostore.TableLogs, dynamostore.TableReports, dynamostore.TableRegistry, dynamostore.TableGroups},
+		// registers; counters: the jobs with per-job metrics. Never users.
+		Tables: []string{dynamostore.TableJobs, dynamostore.TableLogs, dynamostore.TableReports, dynamostore.TableRegistry, dynamostore.TableGroups,
+			dynamostore.TableCounters},
 		Actions: []string{
 			"dynamodb:BatchGetItem",   // a callback request's log pages and jobs (LogGetMany, JobGetMany)
 			"dynamodb:BatchWriteItem", // failed-list entries of failed results
@@ -262,7 +272,7 @@ var Functions = []Function{
 	// it serves no HTTP (heartbeats are the callback function's).
 	{Name: "registry",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAllowCIDRs, EnvDenyCIDRs},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob},
 		// Group refresh and stale entries; the sweep and the lost-job check finish logs
 		// (not exercised: their jobs and report counters, as the callback does).
 		// Console and leases: the maintenance resumes a change set an apply
@@ -289,7 +299,7 @@ var Functions = []Function{
 		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL,
 			EnvAccessTokenParam, EnvAdminTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
-			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs, EnvGluePolicy},
+			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs, EnvGluePolicy, EnvMetricsPerJob},
 		// Log views, kills and idle beats call executors.
 		CallsExecutors: true,
 		// Every table (log pages not exercised: log views, kill; leases: the layout item only).

@@ -208,6 +208,21 @@ func TestLoadConfigAddressRuleAndGlue(t *testing.T) {
 			}
 		})
 	}
+	// Per-job metrics: a count within local mode's bound, read by the
+	// functions that record results.
+	for _, tc := range []struct {
+		fn, v   string
+		want    int
+		wantErr bool
+	}{{"callback", "", 0, false}, {"callback", "50", 50, false}, {"dispatch", "1000", 1000, false},
+		{"web", "1001", 0, true}, {"registry", "-1", 0, true}, {"callback", "ten", 0, true}} {
+		env := maps.Clone(base)
+		env[awsconfig.EnvMetricsPerJob] = tc.v
+		cfg, err := lambdaapp.LoadConfig(tc.fn, func(k string) string { return env[k] })
+		if tc.wantErr != (err != nil) || tc.wantErr && !strings.Contains(err.Error(), awsconfig.EnvMetricsPerJob) || cfg.MetricsPerJob != tc.want {
+			t.Errorf("%s %s=%q: %d, %v; want %d (error: %v)", tc.fn, awsconfig.EnvMetricsPerJob, tc.v, cfg.MetricsPerJob, err, tc.want, tc.wantErr)
+		}
+	}
 	// The functions' list of GLUE policies is package auth's.
 	for _, p := range append(slices.Clone(awsconfig.GluePolicies), "nobody", "ADMINS") {
 		_, authErr := auth.ParseGluePolicy(p)

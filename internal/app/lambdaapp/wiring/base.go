@@ -146,6 +146,12 @@ func NewBase(cfg Config, d Deps) (*Base, error) {
 	// Lambda names the function (<stack>-<function>) in its environment;
 	// the alarms address the metrics by it.
 	b.EMF = NewEMF(out, cmp.Or(os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), cfg.Function), d.Clock)
+	if cfg.MetricsPerJob > 0 {
+		// Every environment counts each job's results and the EMF gives
+		// its own metric to the deployment's first MetricsPerJob jobs.
+		b.Metrics.DrainJobs = true
+		b.EMF.PerJob(store, cfg.MetricsPerJob)
+	}
 	if len(cfg.SecretNames()) > 0 {
 		if d.Secrets == nil {
 			return nil, fmt.Errorf("lambda %s: secrets in SSM parameters but no secret source", cfg.Function)
@@ -213,6 +219,9 @@ func (b *Base) FlushReports(ctx context.Context) {
 	b.EMF.Counters(b.Metrics)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportFlushTimeout)
 	defer cancel()
+	if err := b.EMF.Jobs(fctx, b.Metrics); err != nil {
+		b.Log.WarnContext(ctx, "per-job metrics: jobs not placed, counted as other", "err", err)
+	}
 	if err := b.Reports.Flush(fctx); err != nil {
 		b.Log.WarnContext(ctx, "report counters not flushed; kept for the next invocation", "err", err)
 	}

@@ -108,6 +108,9 @@ type Config struct {
 	// WebURL is XJOB_WEB_URL (optional): the web function's base address,
 	// where the executor API's function URL forwards job declarations.
 	WebURL string
+	// MetricsPerJob is XJOB_METRICS_PER_JOB (default 0, none): per-job
+	// result metrics for that many jobs of the deployment (EMF.Jobs).
+	MetricsPerJob int
 }
 
 // SecretNames are the SSM parameters Config names (none when the tokens
@@ -235,6 +238,13 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 			problems = append(problems, fmt.Sprintf("%s=%q must be one of %s", awsconfig.EnvGluePolicy, s, strings.Join(awsconfig.GluePolicies, ", ")))
 		}
 		cfg.GluePolicy = s
+	}
+	if s := get(awsconfig.EnvMetricsPerJob); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 0 || v > awsconfig.MaxMetricsPerJob {
+			problems = append(problems, fmt.Sprintf("%s=%q must be a number from 0 to %d", awsconfig.EnvMetricsPerJob, s, awsconfig.MaxMetricsPerJob))
+		}
+		cfg.MetricsPerJob = v
 	}
 	if lv := strings.TrimSpace(getenv(awsconfig.EnvLogLevel)); lv != "" {
 		if err := cfg.LogLevel.UnmarshalText([]byte(lv)); err != nil {
