@@ -471,6 +471,21 @@ func (db *DB) changeChunks(ctx context.Context, id string) ([]item, error) {
 		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values})
 }
 
+// ChangePending reports whether a set is staged or committed but not yet
+// cleaned up: whether ChangeResume has anything to do. One consistent
+// read of the heads' partition, so that a periodic resume costs a read,
+// not the apply lease's writes, when there is nothing to resume.
+func (db *DB) ChangePending(ctx context.Context) (bool, error) {
+	var e expr
+	out, err := db.api.Query(ctx, &dynamodb.QueryInput{TableName: &db.t.Console, ConsistentRead: aws.Bool(true), Limit: aws.Int32(1),
+		KeyConditionExpression:   aws.String(e.name(AttrPK) + " = " + e.val(s(consoleChanges))),
+		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values})
+	if err != nil {
+		return false, fmt.Errorf("dynamo change pending: %w", err)
+	}
+	return len(out.Items) > 0, nil
+}
+
 // ChangeResume rolls back every staged set and rolls forward every
 // committed one.
 func (db *DB) ChangeResume(ctx context.Context) error {

@@ -98,8 +98,14 @@ func TestChangeApplyCrashResume(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if pending, err := next.ChangePending(ctx); err != nil || !pending {
+				t.Fatalf("pending after the crash: %v, %v; want a set to resume", pending, err)
+			}
 			if err := next.ChangeResume(ctx); err != nil {
 				t.Fatalf("resume: %v", err)
+			}
+			if pending, err := next.ChangePending(ctx); err != nil || pending {
+				t.Fatalf("pending after resume: %v, %v; want none", pending, err)
 			}
 			page, err := next.JobList(ctx, driver.JobListParams{GroupID: g.ID, Limit: 100})
 			if err != nil {

@@ -20,6 +20,14 @@ type ResumeStore interface {
 	driver.ChangeStore
 }
 
+// changePending is a store that can tell, with a read, whether a change
+// set awaits ChangeResume (dynamostore): then an idle deployment's
+// periodic resume costs that read, not the lease's writes. A set being
+// staged right then is its apply's, which resumes first anyway.
+type changePending interface {
+	ChangePending(ctx context.Context) (bool, error)
+}
+
 // resumeLeaseTTL bounds how long a resume that died holds the apply's
 // lease (driver.ChangeLease), as an apply's own hold is bounded.
 const resumeLeaseTTL = 30 * time.Second
@@ -33,8 +41,18 @@ const resumeLeaseTTL = 30 * time.Second
 //
 // It takes the apply's lease once, without waiting: if the lease is held,
 // an apply (which resumes first) or a child edit is running, and the
-// caller's next run tries again. It reports whether it resumed.
+// caller's next run tries again. It reports whether it ran: false only when
+// the lease was held.
 func ResumeChanges(ctx context.Context, st ResumeStore, clk clock.Clock, log *slog.Logger) (bool, error) {
+	if p, ok := st.(changePending); ok {
+		pending, err := p.ChangePending(ctx)
+		if err != nil {
+			return false, fmt.Errorf("resume changes: %w", err)
+		}
+		if !pending {
+			return true, nil // nothing to resume: no lease taken
+		}
+	}
 	var id [8]byte
 	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
 	l, err := st.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: driver.ChangeLease, Owner: "resume-" + hex.EncodeToString(id[:]),
