@@ -1,4 +1,5 @@
-// Package lease keeps per-shard scan leases for one owner.
+// Package lease keeps per-shard scan leases for one owner, and the misfire
+// episodes of FIRE_ONCE_NOW jobs (misfire.go).
 //
 // A scan shard is worked by at most one scanner at a time. The scanner holds
 // a lease (owner, expiry, fencing token) in the store and renews it as it

@@ -33,6 +33,9 @@ type Pusher struct {
 	// schedules holds the parsed schedules of the jobs planned, so a job's
 	// cron expression and zone are parsed once, not on every tick.
 	schedules *schedule.Cache
+	// leases, when set, keeps FIRE_ONCE_NOW's misfire episodes, which the
+	// scan's MISFIRE fires join (misfire.go).
+	leases driver.LeaseStore
 }
 
 // NewPusher builds a Pusher with the scan's tunables (PreRead,
@@ -107,6 +110,7 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 	buckets := map[bucketKey][]xjob.RingItem{}
 	var keys []bucketKey
 	lanes := map[xjob.Lane][]driver.Outgoing[xjob.DispatchTask]{}
+	var missed []laneTask
 	for i := range jobs {
 		job := &jobs[i]
 		var plan Plan
@@ -125,6 +129,9 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 			if f.Now {
 				st.NowFires++
 				lane := job.Lane(now)
+				if f.Type == xjob.TriggerMisfire {
+					missed = append(missed, laneTask{lane, len(lanes[lane])})
+				}
 				lanes[lane] = append(lanes[lane], driver.Outgoing[xjob.DispatchTask]{Msg: xjob.DispatchTask{
 					Occurrence: xjob.Occurrence{JobID: job.ID, Type: f.Type, FireTime: f.Time},
 					Revision:   job.Revision,
@@ -139,6 +146,10 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 			}
 			buckets[k] = append(buckets[k], xjob.RingItem{JobID: job.ID, FireTime: f.Time, Revision: job.Revision})
 		}
+	}
+
+	if err := p.joinEpisodes(ctx, lanes, missed, now-pol.MisfireThreshold.Milliseconds()); err != nil {
+		return err
 	}
 
 	// Effects first: everything planned is durably queued before any job moves on.

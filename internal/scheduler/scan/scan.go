@@ -172,11 +172,14 @@ func New(cfg Config, d Deps) (*Scanner, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
+	push := newPusher(cfg, d.Jobs, d.Queues, d.Logger, d.Metrics)
+	// The scan's MISFIRE fires join the ring's misfire episodes (misfire.go).
+	push.leases = d.Leases
 	return &Scanner{
 		cfg: cfg, jobs: d.Jobs, clock: d.Clock, log: d.Logger,
 		keeper: lease.NewKeeper(d.Leases, d.Clock, d.Owner, cfg.LeaseTTL), metrics: d.Metrics,
 		leases: make(map[int]xjob.Lease),
-		push:   newPusher(cfg, d.Jobs, d.Queues, d.Logger, d.Metrics),
+		push:   push,
 	}, nil
 }
 

@@ -119,7 +119,7 @@ func setup(t *testing.T) *system {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := ring.New(ring.Deps{Jobs: db, Queues: db, Clock: clk, Logger: quiet})
+	r, err := ring.New(ring.Deps{Jobs: db, Queues: db, Clock: clk, Logger: quiet, Leases: db, Metrics: met})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func (s *system) scanner(owner string, jobs driver.JobStore) *scan.Scanner {
 		jobs = s.db
 	}
 	sc, err := scan.New(scan.Config{Shards: shards, RingLead: 0, Advance: s.horizon.advance}, scan.Deps{
-		Jobs: jobs, Leases: s.db, Queues: s.db, Clock: s.clk, Owner: owner, Logger: quiet,
+		Jobs: jobs, Leases: s.db, Queues: s.db, Clock: s.clk, Owner: owner, Logger: quiet, Metrics: s.met,
 	})
 	if err != nil {
 		s.t.Fatal(err)
