@@ -26,7 +26,8 @@ type (
 
 // ScanTunables keeps the fields of c a test may override (wiring.ScanTunables).
 func ScanTunables(c scan.Config) wiring.ScanTunables {
-	return wiring.ScanTunables{PreRead: c.PreRead, Advance: c.Advance, TickBudget: c.TickBudget, LeaseTTL: c.LeaseTTL, RingLead: c.RingLead}
+	return wiring.ScanTunables{PreRead: c.PreRead, Advance: c.Advance, TickBudget: c.TickBudget, LeaseTTL: c.LeaseTTL, RingLead: c.RingLead,
+		AdvanceRate: c.AdvanceRate}
 }
 
 // LoadConfig reads function name's configuration (wiring.LoadConfig).

@@ -80,6 +80,13 @@ type Config struct {
 	MaxBucketItems int
 	// Parallel is how many shards are scanned at once (default 4).
 	Parallel int
+	// AdvanceRate, when positive, caps each shard's advances a second
+	// (pace.go): every advance rewrites the job's due index entry, and a
+	// shard's entries share one key, which a store such as DynamoDB
+	// throttles past a rate. A tick then reads no more due jobs than it
+	// can advance at that rate within TickBudget; the rest wait for the
+	// next tick. Zero: as fast as the store goes (xjob local).
+	AdvanceRate int
 }
 
 func (c *Config) applyDefaults() {
@@ -128,6 +135,8 @@ func (c Config) Validate() error {
 		return errors.New("scan: LeaseTTL must be ≥ 2s")
 	case c.RingLead < 0 || c.RingLead >= c.PreRead:
 		return errors.New("scan: RingLead must be in [0, PreRead)")
+	case c.AdvanceRate < 0:
+		return errors.New("scan: AdvanceRate must be ≥ 0")
 	}
 	return nil
 }
@@ -172,7 +181,11 @@ func New(cfg Config, d Deps) (*Scanner, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	push := newPusher(cfg, d.Jobs, d.Queues, d.Logger, d.Metrics)
+	var advancer driver.JobStore = d.Jobs
+	if cfg.AdvanceRate > 0 {
+		advancer = newPacedJobs(d.Jobs, d.Clock, cfg.Shards, cfg.AdvanceRate)
+	}
+	push := newPusher(cfg, advancer, d.Queues, d.Logger, d.Metrics)
 	// The scan's MISFIRE fires join the ring's misfire episodes (misfire.go).
 	push.leases = d.Leases
 	return &Scanner{
@@ -265,7 +278,7 @@ func (s *Scanner) Tick(ctx context.Context) (Stats, error) {
 		total Stats
 		errs  []error
 		wg    sync.WaitGroup
-		sem   = make(chan struct{}, s.cfg.Parallel)
+		sem   = make(chan struct{}, s.parallel())
 	)
 	for shard := range s.cfg.Shards {
 		wg.Add(1)
@@ -284,6 +297,17 @@ func (s *Scanner) Tick(ctx context.Context) (Stats, error) {
 	wg.Wait()
 	total.Duration = s.clock.Now().Sub(start)
 	return total, errors.Join(errs...)
+}
+
+// parallel is how many shards a tick scans at once: Parallel, or with an
+// AdvanceRate every shard, since a paced shard spends most of its budget
+// waiting for its next chunk, and a shard started after another's budget
+// would end the tick past its own.
+func (s *Scanner) parallel() int {
+	if s.cfg.AdvanceRate > 0 {
+		return max(s.cfg.Parallel, s.cfg.Shards)
+	}
+	return s.cfg.Parallel
 }
 
 // tickLeased makes sure this scanner holds shard's lease, then scans it.
@@ -350,8 +374,13 @@ func (s *Scanner) TickShard(ctx context.Context, shard int, now int64, l xjob.Le
 	deadline := s.clock.Now().Add(s.cfg.TickBudget)
 	var cursor driver.DueCursor
 	for {
+		limit := s.pageLimit(deadline)
+		if limit == 0 {
+			st.Truncated = true
+			return st, nil
+		}
 		jobs, err := s.jobs.JobsDue(ctx, driver.JobsDueParams{
-			Shard: shard, Before: now + s.cfg.PreRead.Milliseconds(), After: cursor, Limit: s.cfg.PageSize,
+			Shard: shard, Before: now + s.cfg.PreRead.Milliseconds(), After: cursor, Limit: limit,
 		})
 		if err != nil {
 			return st, fmt.Errorf("scan shard %d: %w", shard, err)
@@ -370,7 +399,7 @@ func (s *Scanner) TickShard(ctx context.Context, shard int, now int64, l xjob.Le
 		if err := s.push.processPage(ctx, jobs, now, pol, &st); err != nil {
 			return st, fmt.Errorf("scan shard %d: %w", shard, err)
 		}
-		if len(jobs) < s.cfg.PageSize {
+		if len(jobs) < limit {
 			return st, nil
 		}
 		if !s.clock.Now().Before(deadline) {
@@ -378,4 +407,20 @@ func (s *Scanner) TickShard(ctx context.Context, shard int, now int64, l xjob.Le
 			return st, nil
 		}
 	}
+}
+
+// pageLimit is how many due jobs the next page may read: PageSize, or
+// with an AdvanceRate no more than the shard can advance at that rate
+// before the tick's deadline, so a paced tick ends within its budget (and
+// its lease, which outlives the budget) and leaves the rest, the jobs due
+// latest, to the next tick. Zero when the budget is spent.
+func (s *Scanner) pageLimit(deadline time.Time) int {
+	if s.cfg.AdvanceRate == 0 {
+		return s.cfg.PageSize
+	}
+	left := deadline.Sub(s.clock.Now())
+	if left <= 0 {
+		return 0
+	}
+	return max(1, min(s.cfg.PageSize, int(left.Seconds()*float64(s.cfg.AdvanceRate))))
 }

@@ -27,6 +27,24 @@ const (
 	scanLease  = 45 * time.Second
 )
 
+// scanAdvanceRate caps each shard's advances a second (scan.Config's
+// AdvanceRate). Each advance rewrites the job's entry in the due index,
+// whose partition key is the job's shard: a delete and a put, 2 write
+// units for an entry under 1 KB. 180 a second is 360 units a second on
+// that key, at most 396 in any one-second window (the scan writes chunks
+// of 18 every 100 ms), under DynamoDB's 1,000 per key with room for the
+// key's other writes (creates, starts, stops, edits). Within the 20 s
+// budget a tick advances up to 3,600 jobs per shard: a bulk start of
+// 14,400 jobs on the default 4 shards is planned in the first minute, a
+// larger one over the next ticks. In the steady state a job is advanced
+// once per scan advance minus horizon (about 11.5 minutes), the jobs of
+// one of the 16 plan grids (43 s apart) in the same tick, at least 90 s
+// before their next fire, so a second tick can still finish a grid in
+// time: up to about 7,200 jobs a grid, 115,000 every-second jobs in all.
+// Larger entries (GLUE source, long params under the ALL projection) cost
+// more units per advance.
+const scanAdvanceRate = 180
+
 // ringLead is how long before its second the scan makes a ring bucket
 // visible. SQS delays are whole seconds, rounded up (sqsqueue.DelaySeconds),
 // so a bucket becomes visible between ringLead − 1 s and ringLead before
@@ -46,7 +64,7 @@ const ringLead = time.Second
 func Config(b *wiring.Base) scan.Config {
 	o := b.Deps.Scan
 	sc := scan.Config{Shards: b.Config.Shards, PreRead: o.PreRead, Advance: o.Advance, TickBudget: o.TickBudget,
-		LeaseTTL: o.LeaseTTL, RingLead: o.RingLead}
+		LeaseTTL: o.LeaseTTL, RingLead: o.RingLead, AdvanceRate: max(0, o.AdvanceRate)}
 	if sc.PreRead == 0 {
 		sc.PreRead = wiring.ScanHorizon
 	}
@@ -61,6 +79,9 @@ func Config(b *wiring.Base) scan.Config {
 	}
 	if sc.RingLead == 0 {
 		sc.RingLead = ringLead
+	}
+	if o.AdvanceRate == 0 {
+		sc.AdvanceRate = scanAdvanceRate
 	}
 	return sc
 }

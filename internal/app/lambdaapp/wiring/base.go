@@ -74,6 +74,9 @@ type SecretsFactory func(cfg aws.Config, names []string, refresh time.Duration, 
 // link package scan.
 type ScanTunables struct {
 	PreRead, Advance, TickBudget, LeaseTTL, RingLead time.Duration
+	// AdvanceRate is scan.Config.AdvanceRate; zero takes the scan
+	// function's default, a negative value lifts the cap.
+	AdvanceRate int
 }
 
 // Base is what every function is built on. Construction does no I/O.
