@@ -10,6 +10,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/adminclient"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+	"github.com/xjobdev/xjob/internal/scheduler/scan"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 )
 
@@ -31,6 +32,11 @@ type Workload struct {
 	// (default: a warm-up, or past the bulk start's pushed fires for
 	// once-a-minute workloads).
 	Lead time.Duration
+	// AdvanceRate is the scan's advances a second per shard
+	// (scan.Config.AdvanceRate): 0 the scan function's default, −1 none.
+	// A run at a fraction of FullJobs that projects its hottest keys to
+	// the full rate scales the rate by the same fraction.
+	AdvanceRate int
 	// CallbackBatch is the executor's callback batch limit (0: 1000, as
 	// xxl-job's callback thread drains its queue; 1: one result per request).
 	CallbackBatch int
@@ -53,6 +59,9 @@ type CostSample struct {
 	// Hottest is the window's busiest item and partition key (one-second
 	// peaks) and the requests throttled at DynamoDB's per-partition limits.
 	Hottest awsstack.Hottest
+	// PlanningHottest is the same for the scan before the window, which
+	// advances every job (the due index's burst).
+	PlanningHottest awsstack.Hottest
 	// Environments counts the execution environments each function had.
 	Environments map[string]int
 }
@@ -69,7 +78,8 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 		exe.SetCallbackBatch(w.CallbackBatch)
 	}
 	d, err := awsstack.Start(ctx, awsstack.Options{Root: env.Root, Shards: env.Shards, Logger: slog.New(slog.DiscardHandler),
-		RingPollers: 5, FastPollers: 5, SlowPollers: 5, SyncCallbacks: env.SyncCallbacks})
+		RingPollers: 5, FastPollers: 5, SlowPollers: 5, SyncCallbacks: env.SyncCallbacks,
+		Scan: scan.Config{AdvanceRate: w.AdvanceRate}})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
 	}
@@ -116,12 +126,27 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	// overcounted: the first planning reaches further than a cycle). The
 	// scan at the window's end is metered inside the window: the
 	// once-a-minute due-index reads.
-	var planning awsstack.Usage
+	var (
+		planning awsstack.Usage
+		planHot  awsstack.Hottest
+	)
 	if w.FullJobs > 0 {
+		d.Meter().ResetHot()
 		if err := d.Scan(ctx); err != nil {
 			return nil, fmt.Errorf("%s: scan at the window start: %w", w.Name, err)
 		}
 		planning = d.Meter().Snapshot().Sub(created).Only("scan")
+		// The scan's advances burst on the due index (every job of a
+		// shard comes due at once after a bulk start); a paced scan takes
+		// its time over them, and the window opens once it is done.
+		planHot = d.Meter().Hottest()
+		if now := time.Now(); now.After(from) {
+			from = now.Truncate(time.Second).Add(time.Second)
+			win = Interval{From: from.UnixMilli(), To: from.Add(window).UnixMilli()}
+			if err := sleepUntil(ctx, from); err != nil {
+				return nil, err
+			}
+		}
 	}
 	before := d.Meter().Snapshot()
 	d.Meter().ResetHot()
@@ -147,7 +172,7 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
 	}
 	s := &CostSample{Jobs: jobs, Rate: float64(jobs) * w.PerJobPerSecond, Seconds: window.Seconds(), Triggers: len(logs), Usage: usage,
-		Hottest: hot, Environments: map[string]int{}}
+		Hottest: hot, PlanningHottest: planHot, Environments: map[string]int{}}
 	for _, fn := range []string{"ring", "dispatch", "callback", "registry"} {
 		s.Environments[fn] = d.Environments(fn)
 	}

@@ -47,6 +47,8 @@ const (
 	ScanHorizon        = wiring.ScanHorizon
 	DefaultScanAdvance = wiring.DefaultScanAdvance
 	MaxScanAdvance     = wiring.MaxScanAdvance
+
+	DefaultScanAdvanceRate = wiring.DefaultScanAdvanceRate
 )
 
 // App is one function's wired services, built as its main builds them.

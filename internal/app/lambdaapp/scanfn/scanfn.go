@@ -18,32 +18,15 @@ import (
 
 // scanBudget bounds the paging of one scan invocation: the due jobs of a
 // shard are read and advanced within it (well inside the function's
-// timeout); the rest waits for the next minute, which is still ahead of
-// its fires thanks to the horizon. scanLease outlives the budget (a page
+// timeout), at most wiring.DefaultScanAdvanceRate a second, so a tick
+// reads no more than 3,600 per shard; the rest waits for the next minute,
+// which is still ahead of its fires thanks to the horizon. scanLease outlives the budget (a page
 // is only processed while the lease covers the budget) and expires before
 // the next minute, so a scan that died holding it delays nobody.
 const (
 	scanBudget = 20 * time.Second
 	scanLease  = 45 * time.Second
 )
-
-// scanAdvanceRate caps each shard's advances a second (scan.Config's
-// AdvanceRate). Each advance rewrites the job's entry in the due index,
-// whose partition key is the job's shard: a delete and a put, 2 write
-// units for an entry under 1 KB. 180 a second is 360 units a second on
-// that key, at most 396 in any one-second window (the scan writes chunks
-// of 18 every 100 ms), under DynamoDB's 1,000 per key with room for the
-// key's other writes (creates, starts, stops, edits). Within the 20 s
-// budget a tick advances up to 3,600 jobs per shard: a bulk start of
-// 14,400 jobs on the default 4 shards is planned in the first minute, a
-// larger one over the next ticks. In the steady state a job is advanced
-// once per scan advance minus horizon (about 11.5 minutes), the jobs of
-// one of the 16 plan grids (43 s apart) in the same tick, at least 90 s
-// before their next fire, so a second tick can still finish a grid in
-// time: up to about 7,200 jobs a grid, 115,000 every-second jobs in all.
-// Larger entries (GLUE source, long params under the ALL projection) cost
-// more units per advance.
-const scanAdvanceRate = 180
 
 // ringLead is how long before its second the scan makes a ring bucket
 // visible. SQS delays are whole seconds, rounded up (sqsqueue.DelaySeconds),
@@ -81,7 +64,7 @@ func Config(b *wiring.Base) scan.Config {
 		sc.RingLead = ringLead
 	}
 	if o.AdvanceRate == 0 {
-		sc.AdvanceRate = scanAdvanceRate
+		sc.AdvanceRate = wiring.DefaultScanAdvanceRate
 	}
 	return sc
 }

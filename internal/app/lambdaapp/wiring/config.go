@@ -41,6 +41,24 @@ const ScanHorizon = 150 * time.Second
 // few cents per million triggers.
 const DefaultScanAdvance = 14 * time.Minute
 
+// DefaultScanAdvanceRate caps each shard's advances a second (the scan's
+// scan.Config.AdvanceRate). Each advance rewrites the job's entry in the
+// due index, whose partition key is the job's shard: a delete and a put,
+// 2 write units for an entry under 1 KB. 180 a second is 360 units a
+// second on that key, at most 396 in any one-second window (the scan
+// writes chunks of 18 every 100 ms), under DynamoDB's 1,000 per key with
+// room for the key's other writes (creates, starts, stops, edits). Within
+// the scan's 20 s budget a tick advances up to 3,600 jobs per shard: a bulk
+// start of 14,400 jobs on the default 4 shards is planned in the first
+// minute, a larger one over the next ticks. In the steady state a job is
+// advanced once per scan advance minus horizon (about 11.5 minutes), the
+// jobs of one of the scan's 16 plan grids (43 s apart) in the same tick, at
+// least 90 s before their next fire, so a second tick can still finish a
+// grid in time: up to about 7,200 jobs a grid, 115,000 every-second jobs
+// in all. Larger entries (GLUE source, long params under the ALL
+// projection) cost more units per advance.
+const DefaultScanAdvanceRate = 180
+
 // MaxScanAdvance keeps every bucket's SQS delay under SQS's 900 s ceiling
 // (sqsqueue caps DelaySeconds there: a later bucket would come too early
 // and hold a ring invocation).
