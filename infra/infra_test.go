@@ -107,6 +107,9 @@ type function struct {
 	grants           map[string]bool     // "action resource"
 	consumes         map[string]consumer // by queue key
 	logGroup         string              // symbol of LoggingConfig's group
+	logFormat        string              // LoggingConfig's format
+	systemLogLevel   string              // literal or param symbol
+	appLogLevel      string              // literal or param symbol
 	reserved         int                 // reserved concurrency, -1 when unset
 	asyncRetries     int                 // asynchronous invocation retries, -1 when unset (Lambda: 2)
 	asyncMaxAge      int                 // maximum event age in seconds, -1 when unset
@@ -605,6 +608,18 @@ func checkFunctions(t *testing.T, s *stack) {
 		}
 		if r, ok := s.logGroups["loggroupname:"+f.Name]; !ok || r == nil {
 			t.Errorf("%s: no log group with retention for the function", where)
+		}
+		// Lambda's own lines: JSON format so that the system log level
+		// applies, at the parameter whose default the meter prices.
+		if got.logFormat != awsconfig.LogFormat || got.appLogLevel != awsconfig.ApplicationLogLevel {
+			t.Errorf("%s: log format %q, application log level %q; want %q, %q", where,
+				got.logFormat, got.appLogLevel, awsconfig.LogFormat, awsconfig.ApplicationLogLevel)
+		}
+		if p, ok := s.params[strings.TrimPrefix(got.systemLogLevel, "param:")]; !strings.HasPrefix(got.systemLogLevel, "param:") || !ok {
+			t.Errorf("%s: system log level %q, want the system log level parameter", where, got.systemLogLevel)
+		} else if fmt.Sprint(p.def) != awsconfig.SystemLogLevel || !slices.Equal(p.allowed, awsconfig.SystemLogLevels) {
+			t.Errorf("%s: system log level parameter default %v allowed %v, want %s of %v", where,
+				p.def, p.allowed, awsconfig.SystemLogLevel, awsconfig.SystemLogLevels)
 		}
 	}
 	for name := range s.functions {

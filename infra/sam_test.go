@@ -227,7 +227,9 @@ func loadSAM(file string) (*stack, error) {
 			for k, v := range mapOf(mapOf(merged["Environment"])["Variables"]) {
 				f.env[k] = symStr(v)
 			}
-			f.logGroup = symStr(mapOf(merged["LoggingConfig"])["LogGroup"])
+			lc := mapOf(merged["LoggingConfig"])
+			f.logGroup = symStr(lc["LogGroup"])
+			f.logFormat, f.systemLogLevel, f.appLogLevel = str(lc["LogFormat"]), symStr(lc["SystemLogLevel"]), symStr(lc["ApplicationLogLevel"])
 			if uc := mapOf(merged["FunctionUrlConfig"]); uc != nil {
 				s.urls[name] = str(uc["AuthType"])
 				// For NONE the SAM transform adds both public permissions

@@ -434,7 +434,9 @@ func (m *tfModule) stack() *stack {
 		for k, v := range mapOf(b.block("environment").attrs["variables"]) {
 			f.env[k] = symStr(v)
 		}
-		f.logGroup = symStr(b.block("logging_config").attrs["log_group"])
+		lc := b.block("logging_config").attrs
+		f.logGroup = symStr(lc["log_group"])
+		f.logFormat, f.systemLogLevel, f.appLogLevel = str(lc["log_format"]), symStr(lc["system_log_level"]), symStr(lc["application_log_level"])
 		if vcs := b.blocks["dynamic:vpc_config"]; len(vcs) > 0 {
 			in := vcs[0].block("content")
 			cond, ok := vcs[0].conds["for_each"]

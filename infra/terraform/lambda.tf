@@ -24,8 +24,10 @@ resource "aws_lambda_function" "scan" {
 
   reserved_concurrent_executions = var.reserved_concurrency ? 2 : -1 # consecutive minutes overlap by the lease hand-over
   logging_config {
-    log_format = "Text"
-    log_group  = aws_cloudwatch_log_group.scan.name
+    log_format            = "JSON"
+    system_log_level      = var.lambda_system_log_level
+    application_log_level = "DEBUG"
+    log_group             = aws_cloudwatch_log_group.scan.name
   }
   environment {
     variables = {
@@ -59,8 +61,10 @@ resource "aws_lambda_function" "ring" {
   timeout = 50
   role    = aws_iam_role.ring.arn
   logging_config {
-    log_format = "Text"
-    log_group  = aws_cloudwatch_log_group.ring.name
+    log_format            = "JSON"
+    system_log_level      = var.lambda_system_log_level
+    application_log_level = "DEBUG"
+    log_group             = aws_cloudwatch_log_group.ring.name
   }
   environment {
     variables = {
@@ -108,8 +112,10 @@ resource "aws_lambda_function" "dispatch" {
   timeout          = 30 # executor calls: 3 s connect + 3 s read, a few per task with failover
   role             = aws_iam_role.dispatch.arn
   logging_config {
-    log_format = "Text"
-    log_group  = aws_cloudwatch_log_group.dispatch.name
+    log_format            = "JSON"
+    system_log_level      = var.lambda_system_log_level
+    application_log_level = "DEBUG"
+    log_group             = aws_cloudwatch_log_group.dispatch.name
   }
   environment {
     variables = {
@@ -173,8 +179,10 @@ resource "aws_lambda_function" "callback" {
 
   reserved_concurrent_executions = var.reserved_concurrency ? 15 : -1 # results and heartbeats keep their own share, apart from the web function's
   logging_config {
-    log_format = "Text"
-    log_group  = aws_cloudwatch_log_group.callback.name
+    log_format            = "JSON"
+    system_log_level      = var.lambda_system_log_level
+    application_log_level = "DEBUG"
+    log_group             = aws_cloudwatch_log_group.callback.name
   }
   environment {
     variables = {
@@ -240,8 +248,10 @@ resource "aws_lambda_function" "registry" {
 
   reserved_concurrent_executions = var.reserved_concurrency ? 2 : -1 # consecutive minutes' runs may overlap
   logging_config {
-    log_format = "Text"
-    log_group  = aws_cloudwatch_log_group.registry.name
+    log_format            = "JSON"
+    system_log_level      = var.lambda_system_log_level
+    application_log_level = "DEBUG"
+    log_group             = aws_cloudwatch_log_group.registry.name
   }
   environment {
     variables = {
@@ -279,8 +289,10 @@ resource "aws_lambda_function" "web" {
 
   reserved_concurrent_executions = var.reserved_concurrency ? 5 : -1 # a ceiling on what a flood of sign-ins (argon2id) or admin calls can use
   logging_config {
-    log_format = "Text"
-    log_group  = aws_cloudwatch_log_group.web.name
+    log_format            = "JSON"
+    system_log_level      = var.lambda_system_log_level
+    application_log_level = "DEBUG"
+    log_group             = aws_cloudwatch_log_group.web.name
   }
   environment {
     variables = {

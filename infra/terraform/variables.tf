@@ -80,6 +80,16 @@ variable "log_level" {
   }
 }
 
+variable "lambda_system_log_level" {
+  description = "Level of Lambda's own log lines (JSON log format). WARN drops the START, END and REPORT lines of every invocation, which cost more log ingestion than the functions' own output; INFO brings them back."
+  type        = string
+  default     = "WARN"
+  validation {
+    condition     = contains(["DEBUG", "INFO", "WARN"], var.lambda_system_log_level)
+    error_message = "lambda_system_log_level must be DEBUG, INFO or WARN."
+  }
+}
+
 variable "scan_advance" {
   description = "How far ahead the scan plans a due job's fires (XJOB_SCAN_ADVANCE, a Go duration, 150s-14m). Longer means fewer job advances (write units) for frequent jobs."
   type        = string

@@ -44,6 +44,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/bench/harness"
+	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 )
@@ -124,8 +125,8 @@ func run() int {
 		{harness.Workload{Name: "W3", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, CallbackBatch: 1}, n3},
 		{harness.Workload{Name: "W4", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, Executors: 10, Route: xjob.RouteRound}, n4},
 	}
-	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64, DynamoDB storage and PITR for %d days, CloudWatch Logs ingestion (functions' output + %d B a invocation), retention deletes\n",
-		*shards, *window, awsstack.MemoryMB, 30, p.LambdaLogBytes)
+	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64, DynamoDB storage and PITR for %d days, CloudWatch Logs ingestion (functions' output + %d B a invocation: system log level %s), retention deletes\n",
+		*shards, *window, awsstack.MemoryMB, 30, p.LambdaLogBytes, awsconfig.SystemLogLevel)
 	want := func(name string) bool {
 		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
 	}

@@ -73,6 +73,39 @@ const (
 // MaxMetricsPerJob bounds EnvMetricsPerJob, as local mode bounds its own.
 const MaxMetricsPerJob = 1000
 
+// Lambda's own log lines. Every function logs in Lambda's JSON format,
+// which lets Lambda filter its platform lines by level: at SystemLogLevel
+// WARN it drops the START, END and REPORT lines it otherwise writes for
+// every invocation (about PlatformLogBytes), which at one callback
+// invocation per result are most of what CloudWatch Logs would ingest.
+// Failed and timed-out invocations still show in the AWS/Lambda metrics
+// (Errors, Throttles, Duration) the templates' alarms watch. The
+// functions' own lines are JSON objects with a "level" key (slog), and
+// their embedded-metric records JSON objects without one, which Lambda
+// reads as INFO; ApplicationLogLevel is DEBUG so that XJOB_LOG_LEVEL
+// alone decides what the functions write.
+const (
+	LogFormat           = "JSON"
+	SystemLogLevel      = "WARN" // the templates' default (LambdaSystemLogLevel, lambda_system_log_level)
+	ApplicationLogLevel = "DEBUG"
+	// PlatformLogBytes is what Lambda writes per invocation at system
+	// log level INFO: its START, END and REPORT lines.
+	PlatformLogBytes = 350
+)
+
+// SystemLogLevels are the values the templates accept for the system
+// log level, most verbose first.
+var SystemLogLevels = []string{"DEBUG", "INFO", "WARN"}
+
+// PlatformLogBytesAt is what Lambda writes per invocation at system log
+// level level: nothing at WARN, PlatformLogBytes otherwise.
+func PlatformLogBytesAt(level string) int {
+	if level == "WARN" {
+		return 0
+	}
+	return PlatformLogBytes
+}
+
 // GluePolicies are the values EnvGluePolicy takes (auth.ParseGluePolicy;
 // listed here so that the functions that do not serve the console need
 // not link package auth to check it).

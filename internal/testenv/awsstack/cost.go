@@ -3,6 +3,8 @@ package awsstack
 import (
 	"slices"
 	"strings"
+
+	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 )
 
 // Prices are the unit prices a cost estimate uses, in US dollars.
@@ -24,8 +26,9 @@ type Prices struct {
 	// LogsIngestGB is CloudWatch Logs ingestion per GB: each function's
 	// own output plus LambdaLogBytes per invocation.
 	LogsIngestGB float64 `json:"logsIngestGB"`
-	// LambdaLogBytes is what Lambda itself writes per invocation (the
-	// START, END and REPORT lines).
+	// LambdaLogBytes is what Lambda itself writes per invocation: its
+	// START, END and REPORT lines at the templates' system log level
+	// (awsconfig.PlatformLogBytesAt; none at WARN, the default).
 	LambdaLogBytes int `json:"lambdaLogBytes"`
 	// AlarmMonth is one standard CloudWatch alarm per month.
 	AlarmMonth float64 `json:"alarmMonth"`
@@ -38,7 +41,7 @@ type Prices struct {
 func ListPrices() Prices {
 	return Prices{WRU: 0.625e-6, RRU: 0.125e-6, SQSRequest: 0.40e-6, SNSRequest: 0.50e-6,
 		LambdaRequest: 0.20e-6, LambdaGBSecond: 0.0000133334, HTTPRequest: 1.00e-6, StorageGBMonth: 0.25,
-		PITRGBMonth: 0.20, LogsIngestGB: 0.50, LambdaLogBytes: 350, AlarmMonth: 0.10,
+		PITRGBMonth: 0.20, LogsIngestGB: 0.50, LambdaLogBytes: awsconfig.PlatformLogBytesAt(awsconfig.SystemLogLevel), AlarmMonth: 0.10,
 		MemoryGB: MemoryMB / 1024.0}
 }
 

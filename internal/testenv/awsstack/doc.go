@@ -40,7 +40,8 @@
 // write that loses is billed at the item's size; storage includes
 // point-in-time recovery, and the items a retained table gains carry their
 // eventual delete; each function's log output (plus Lambda's own lines per
-// invocation) is priced as CloudWatch Logs ingestion. Units are counted
+// invocation at the templates' system log level) is priced as CloudWatch
+// Logs ingestion. Units are counted
 // per item and per partition key per second (Meter.Hottest), and a request
 // that would push one past DynamoDB's per-partition limits (1,000 WCU/s,
 // 3,000 RCU/s) is answered with ProvisionedThroughputExceededException
