@@ -352,6 +352,19 @@ type LogStore interface {
 	LogCount(ctx context.Context, p LogCountParams) (int, error)
 }
 
+// LogExpirer is a LogStore that retires logs itself once their retention
+// has passed (DynamoDB's TTL, whose deletes cost nothing but lag up to
+// days): it never returns, changes or counts a log past LogExpiry after
+// its trigger time, whether or not the log is deleted yet. The upkeep's
+// purge (LogDeleteBefore, which pays for every delete) skips such a
+// store; LogDeleteBefore and LogClear keep their contract for explicit
+// use.
+type LogExpirer interface {
+	// LogExpiry is the logs' retention, counted from their trigger time;
+	// 0 when this store does not retire logs (the upkeep purges them).
+	LogExpiry() time.Duration
+}
+
 // LogCountParams filters LogStore.LogCount as LogListParams filters
 // LogList, over several groups at once.
 type LogCountParams struct {

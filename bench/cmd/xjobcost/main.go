@@ -277,13 +277,25 @@ func w5Second(i int) int {
 // environments the functions had, to a measured line.
 func sampleNotes(s *harness.CostSample) string {
 	lost := 0
-	for _, ops := range s.Usage.Ops {
-		for _, st := range ops {
+	var byOp []string
+	for fn, ops := range s.Usage.Ops {
+		for op, st := range ops {
 			lost += st.Lost
+			if st.Lost > 0 {
+				byOp = append(byOp, fmt.Sprintf("%s %s %d", fn, strings.TrimPrefix(op, "dynamodb:"), st.Lost))
+			}
 		}
 	}
-	out := fmt.Sprintf(", lost conditional writes %d, environments ring %d dispatch %d callback %d",
-		lost, s.Environments["ring"], s.Environments["dispatch"], s.Environments["callback"])
+	slices.Sort(byOp)
+	lostBy := ""
+	if len(byOp) > 0 {
+		lostBy = " (" + strings.Join(byOp, ", ") + ")"
+	}
+	// The ring messages acknowledged in the window: more than one per
+	// shard and second means a bucket's second came in several messages.
+	acked := s.Usage.Ops["esm:ring"]["sqs:DeleteMessageBatch"].Entries
+	out := fmt.Sprintf(", lost conditional writes %d%s, ring messages %d, environments ring %d dispatch %d callback %d",
+		lost, lostBy, acked, s.Environments["ring"], s.Environments["dispatch"], s.Environments["callback"])
 	if o := s.Outcome; o.Lost > 0 {
 		out += fmt.Sprintf(" (lost fires by second %v, receipts without a log %d, trigger failures %d, logs read %d)",
 			o.LostAt, o.Unmatched, o.TriggerFailures, s.Triggers)

@@ -16,10 +16,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/driver"
 )
 
-var _ driver.Store = (*DB)(nil)
+var (
+	_ driver.Store      = (*DB)(nil)
+	_ driver.LogExpirer = (*DB)(nil)
+)
 
 // API is the part of the DynamoDB client the store calls; *dynamodb.Client
 // implements it. It is an interface so a caller can wrap the client (request
@@ -127,10 +131,17 @@ type Options struct {
 	// a storm of failures. Never lower it on a live table: entries keep
 	// the partition they were written with.
 	LogPartitions int
-	// LogTTL sets the TTL attribute of logs to
-	// trigger time + LogTTL (default 30 days; negative: no TTL attribute).
-	// It backs up the retention job (LogDeleteBefore), which stays exact.
+	// LogTTL is the logs' retention (default 30 days): a page's and a
+	// list entry's TTL attribute is its latest trigger time + LogTTL, and
+	// DynamoDB's TTL deletes them, for free but up to days late. Readers
+	// never return a log past its retention (see doc.go, "Retention"), so
+	// the store is a driver.LogExpirer and nothing pays for a purge.
+	// Negative: no TTL attribute and no expiry; the caller purges with
+	// LogDeleteBefore.
 	LogTTL time.Duration
+	// Clock tells the reads which logs are past their retention (default
+	// the wall clock).
+	Clock clock.Clock
 	// RegistryTTL sets the registry entries' TTL attribute to heartbeat
 	// time + RegistryTTL (default 1 day; negative: none).
 	RegistryTTL time.Duration
@@ -154,6 +165,9 @@ func (o *Options) applyDefaults() error {
 	}
 	if o.RegistryTTL == 0 {
 		o.RegistryTTL = 24 * time.Hour
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
 	}
 	return nil
 }

@@ -7,10 +7,12 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/clock"
 
 	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/driver/drivertest"
@@ -20,10 +22,18 @@ import (
 
 func TestMain(m *testing.M) { emulator.Main(m) }
 
-// setup returns a store on fresh tables of the shared dynalite server.
+// testNow is the fake clock's instant of the tests whose logs it keeps
+// within their retention (2026-11-18 UTC).
+const testNow = 1_795_000_000_000
+
+// setup returns a store on fresh tables of the shared dynalite server, on
+// a fake clock at testNow unless opts names a clock.
 func setup(t *testing.T, opts dynamostore.Options) *dynamostore.DB {
 	t.Helper()
 	opts.Tables = dynamostore.TablesWithPrefix(emulator.UniqueName("t"))
+	if opts.Clock == nil {
+		opts.Clock = clock.NewFake(time.UnixMilli(testNow))
+	}
 	db, err := dynamostore.New(emulator.DynamoDB(t), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +49,9 @@ func TestStoreContract(t *testing.T) {
 	drivertest.Exercise(t, func(t *testing.T) driver.Store {
 		// Small id blocks and two partitions exercise the merge and the
 		// block refill within the suite's few logs.
-		return setup(t, dynamostore.Options{Shards: 4, LogPartitions: 3})
+		// The suite's log fixtures count from 2023-11-14 (1.7e12 ms):
+		// the clock stands there, so that none is past its retention.
+		return setup(t, dynamostore.Options{Shards: 4, LogPartitions: 3, Clock: clock.NewFake(time.UnixMilli(1_700_000_000_000))})
 	})
 }
 
@@ -57,7 +69,7 @@ func TestCreateTablesIdempotent(t *testing.T) {
 // finds its own log, never another occurrence's.
 func TestLogCreateCollisions(t *testing.T) {
 	t.Parallel()
-	opts := dynamostore.Options{Tables: dynamostore.TablesWithPrefix(emulator.UniqueName("t"))}
+	opts := dynamostore.Options{Tables: dynamostore.TablesWithPrefix(emulator.UniqueName("t")), Clock: clock.NewFake(time.UnixMilli(testNow))}
 	api := emulator.DynamoDB(t)
 	db, err := dynamostore.New(api, opts)
 	if err != nil {

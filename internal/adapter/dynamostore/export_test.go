@@ -14,3 +14,6 @@ func SetLogIDHash(db *DB, hash func(occurrenceID string) uint64) { db.idHash = h
 func LogPageItem(ctx context.Context, db *DB, id int64) (map[string]types.AttributeValue, error) {
 	return db.getItem(ctx, db.t.Logs, pageKey(pageOfLog(id)))
 }
+
+// TablesOf is db's table names.
+func TablesOf(db *DB) Tables { return db.t }

@@ -155,7 +155,9 @@ func fitPage(logs []xjob.Log) ([]byte, error) {
 	return body, err
 }
 
-func decodePage(it item) (*logPage, error) {
+// decodePage decodes a page item, without the logs past their retention
+// as of r.
+func decodePage(it item, r retention) (*logPage, error) {
 	pk := it.str(AttrPK)
 	id, err := strconv.ParseInt(strings.TrimPrefix(pk, "p"), 10, 64)
 	if err != nil || !strings.HasPrefix(pk, "p") {
@@ -167,6 +169,7 @@ func decodePage(it item) (*logPage, error) {
 			return nil, fmt.Errorf("log page %d: %w", id, err)
 		}
 	}
+	r.prune(p, it.int(AttrPurgeAt))
 	return p, nil
 }
 
@@ -257,8 +260,9 @@ func (db *DB) readPages(ctx context.Context, ids []int64, consistent bool) (map[
 		return nil, err
 	}
 	out := make(map[int64]*logPage, len(items))
+	r := db.retention()
 	for _, it := range items {
-		p, err := decodePage(it)
+		p, err := decodePage(it, r)
 		if err != nil {
 			return nil, err
 		}
@@ -297,7 +301,7 @@ func (db *DB) readPage(ctx context.Context, id int64) (*logPage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read log page %d: %w", id, err)
 	}
-	return decodePage(it)
+	return decodePage(it, db.retention())
 }
 
 // pageAttempts bounds the read-modify-write rounds of one page change;

@@ -53,14 +53,15 @@ func (db *DB) walkIndex(ctx context.Context, parts []int64, lo, hi string, desc 
 }
 
 // walkList walks the failed ("f") or parked ("r") list, oldest first, up
-// to hi.
+// to hi, from the retention's floor (older entries name expired logs).
 func (db *DB) walkList(ctx context.Context, kind, hi string) *keyWalk {
 	w := &keyWalk{ctx: ctx, db: db, keyAttr: AttrSK}
+	lo := db.retention().floorKey(minKey)
 	for part := range db.opts.LogPartitions {
 		var e expr
 		in := &dynamodb.QueryInput{TableName: &db.t.Logs, ConsistentRead: aws.Bool(true),
 			KeyConditionExpression: aws.String(e.name(AttrPK) + " = " + e.val(s(kind+strconv.Itoa(part))) + " AND " +
-				e.name(AttrSK) + " BETWEEN " + e.val(s(minKey)) + " AND " + e.val(s(hi))),
+				e.name(AttrSK) + " BETWEEN " + e.val(s(lo)) + " AND " + e.val(s(hi))),
 			Limit: aws.Int32(500)}
 		in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
 		w.streams = append(w.streams, &keyStream{in: in})
@@ -249,6 +250,7 @@ func (db *DB) LogList(ctx context.Context, p driver.LogListParams) (driver.LogPa
 	if p.From != 0 {
 		lo = SortKey(p.From, math.MinInt64)
 	}
+	lo = db.retention().floorKey(lo) // no page older holds a live log
 	if upper < math.MaxInt64-span {
 		hi = SortKey(upper+span, math.MaxInt64)
 	}
@@ -396,6 +398,7 @@ func (db *DB) LogsRunning(ctx context.Context, before int64, limit int) ([]xjob.
 	if err != nil {
 		return nil, fmt.Errorf("dynamo logs running: %w", err)
 	}
+	from = db.retention().floorKey(from) // pages older hold expired logs only
 	w := db.walkIndex(ctx, allLogParts(), from, bKey, false)
 	last, examined, exhausted := "", 0, false
 	for examined < runningExamine {
@@ -496,8 +499,9 @@ func (db *DB) LogsFailedUnalarmed(ctx context.Context, before int64, limit int) 
 // LogDeleteBefore deletes up to limit of the oldest logs triggered before
 // before: it walks the time index up from the oldest page, reads pages
 // that hold such logs and removes them page by page (a page left empty is
-// deleted). The TTL attribute is the backstop; this is the exact
-// retention.
+// deleted). Logs past their retention are not counted (they are not
+// there for any reader); the pages they share with deleted logs lose them
+// with the same writes.
 func (db *DB) LogDeleteBefore(ctx context.Context, before int64, limit int) (int, error) {
 	if before == math.MinInt64 {
 		return 0, nil
@@ -511,7 +515,7 @@ func (db *DB) LogDeleteBefore(ctx context.Context, before int64, limit int) (int
 	if before < math.MaxInt64-span {
 		hi = SortKey(before+span, math.MaxInt64)
 	}
-	w := db.walkIndex(ctx, allLogParts(), minKey, hi, false)
+	w := db.walkIndex(ctx, allLogParts(), db.retention().floorKey(minKey), hi, false)
 	var doomed []xjob.Log
 	for len(doomed) < limit {
 		refs, _, err := w.refs(readBatch, func(ref pageRef) bool { return ref.lo < before })

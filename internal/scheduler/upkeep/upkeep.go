@@ -2,9 +2,10 @@
 // triggers: it marks failed the runs whose result will never arrive
 // (CheckLost, xxl-job's JobCompleteHelper, every 60 s) and deletes logs
 // past their retention (PurgeLogs, JobLogReportHelper's cleanup, once a
-// day); it also finishes a change set an apply left half-written when its
-// process died (Resume). They are plain methods, so that the local loop
-// and the registry function's EventBridge rule call them alike.
+// day; not on a store that retires logs itself, driver.LogExpirer); it
+// also finishes a change set an apply left half-written when its process
+// died (Resume). They are plain methods, so that the local loop and the
+// registry function's EventBridge rule call them alike.
 //
 // It holds no executor state: whether an executor is alive is the
 // registry's answer (Liveness), so the lost check and routing never
@@ -195,12 +196,21 @@ func RetentionCutoff(now time.Time, days int) (cutoff int64, ok bool) {
 	return time.Date(y, m, d-days, 0, 0, 0, 0, time.UTC).UnixMilli(), true
 }
 
+// StoreExpiresLogs says whether st retires logs itself (a
+// driver.LogExpirer with a retention), so that PurgeLogs leaves it alone.
+func StoreExpiresLogs(st driver.LogStore) bool {
+	e, ok := st.(driver.LogExpirer)
+	return ok && e.LogExpiry() > 0
+}
+
 // PurgeLogs deletes logs triggered before the retention cutoff, in batches
 // of BatchSize, and returns how many it deleted. It does nothing when
-// retention is disabled.
+// retention is disabled, or when the store retires logs itself
+// (driver.LogExpirer): there the store's expiry is the retention, and
+// explicit deletes would only pay for what expiry does for free.
 func (s *Service) PurgeLogs(ctx context.Context) (int, error) {
 	cutoff, ok := RetentionCutoff(s.cfg.Clock.Now(), s.cfg.RetentionDays)
-	if !ok {
+	if !ok || StoreExpiresLogs(s.cfg.Store) {
 		return 0, nil
 	}
 	total := 0

@@ -222,6 +222,38 @@ func TestPurgeLogs(t *testing.T) {
 	}
 }
 
+// expiring is a store that retires logs itself (driver.LogExpirer).
+type expiring struct {
+	*sqlitestore.DB
+	ttl time.Duration
+}
+
+func (e expiring) LogExpiry() time.Duration { return e.ttl }
+
+// A store that retires its logs itself is not purged: its expiry is the
+// retention, and a purge would pay for deletes that expiry makes for free.
+// One that says it does not (expiry 0) is purged as any other.
+func TestPurgeLogsLeavesExpiringStores(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		ttl      time.Duration
+		wantGone int
+	}{{30 * 24 * time.Hour, 0}, {0, 1}} {
+		e := setup(t, Config{})
+		if _, err := e.db.LogCreate(e.ctx, xjob.Log{OccurrenceID: "old", JobID: 1, TriggerType: xjob.TriggerManual,
+			TriggerTime: start.Add(-40 * 24 * time.Hour).UnixMilli()}); err != nil {
+			t.Fatal(err)
+		}
+		svc, err := New(Config{Store: expiring{e.db, tt.ttl}, Clock: e.clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := svc.PurgeLogs(e.ctx); err != nil || n != tt.wantGone {
+			t.Fatalf("expiry %s: purged %d, %v; want %d", tt.ttl, n, err, tt.wantGone)
+		}
+	}
+}
+
 func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
 	e := setup(t, Config{})

@@ -65,8 +65,10 @@ type FunctionCost struct {
 	DynamoDBPerM float64 `json:"dynamodbUSDPerM"` // request units
 	StoragePerM  float64 `json:"storageUSDPerM"`  // DynamoDB storage and PITR for the retention
 	// RetentionPerM is the delete, at the end of the retention, of every
-	// item (and index entry) the interval created in the retained tables:
-	// ⌈size/1 KB⌉ per item, 1 per entry, as LogDeleteBefore pays it.
+	// item (and index entry) the interval created in the retained tables
+	// that the code deletes, as LogDeleteBefore pays it: ⌈size/1 KB⌉ per
+	// item, 1 per entry. Items with a TTL attribute are left out: DynamoDB's
+	// TTL deletes them free of charge.
 	RetentionPerM float64 `json:"retentionUSDPerM"`
 	LogsPerM      float64 `json:"logsUSDPerM"` // CloudWatch Logs ingestion
 	// LostWrites counts conditional writes that lost (billed at size).
@@ -146,7 +148,7 @@ func (u Usage) Cost(triggers int, p Prices) Cost {
 				}
 				stored += s.StoredBytes
 				fc.LostWrites += s.Lost
-				retire += float64(s.NewItems)/2 + float64(max(s.StoredBytes, 0))/1024 + float64(s.NewEntries)
+				retire += float64(s.NewItems)/2 + float64(max(s.PurgedBytes, 0))/1024 + float64(s.NewEntries)
 			case "sqs":
 				fsqs += s.Requests
 				billed += max(s.Billed, s.Requests)

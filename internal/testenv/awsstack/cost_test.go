@@ -228,3 +228,41 @@ func TestSQSBilledPer64KB(t *testing.T) {
 		})
 	}
 }
+
+// Items that carry the TTL attribute retire free (DynamoDB's TTL deletes
+// them): only those without it are priced for the delete the code makes
+// at the end of the retention, though both are stored.
+func TestRetentionPricesOnlyItemsWithoutTTL(t *testing.T) {
+	t.Parallel()
+	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	m := NewMeter()
+	m.Describe(dynamodb.New(dynamodb.Options{}), []*dynamodb.CreateTableInput{{TableName: aws.String("logs"),
+		KeySchema: []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk")}, {AttributeName: aws.String("sk")}},
+		GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{{IndexName: aws.String("byTime"),
+			KeySchema: []ddbtypes.KeySchemaElement{{AttributeName: aws.String("part")}, {AttributeName: aws.String("tkey")}}}}}}, "logs")
+	expiring := item{"pk": s("p1"), "sk": s("p"), "part": s("1"), "tkey": s("t"), ttlAttr: &ddbtypes.AttributeValueMemberN{Value: "9"}}
+	kept := item{"pk": s("p2"), "sk": s("p"), "part": s("1"), "tkey": s("u")}
+	put := func(its ...item) *dynamodb.BatchWriteItemInput {
+		reqs := make([]ddbtypes.WriteRequest, len(its))
+		for i, it := range its {
+			reqs[i] = ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{Item: it}}
+		}
+		return &dynamodb.BatchWriteItemInput{RequestItems: map[string][]ddbtypes.WriteRequest{"logs": reqs}}
+	}
+	retention := func(in *dynamodb.BatchWriteItemInput) (stored int, retire float64) {
+		units, stored, items, entries, purged := m.batchIndexed(in)
+		u := Usage{Ops: map[string]map[string]OpStat{"fn": {"dynamodb:BatchWriteItem": {Requests: 1, IndexUnits: units,
+			StoredBytes: stored, NewItems: items, NewEntries: entries, PurgedBytes: purged}}}}
+		return stored, u.Cost(1, Prices{WRU: 1}).Functions[0].RetentionPerM / 1e6
+	}
+	if stored, retire := retention(put(expiring)); stored == 0 || retire != 0 {
+		t.Errorf("an item with a TTL: stored %d bytes, retention %v units; want stored, 0 units", stored, retire)
+	}
+	stored, retire := retention(put(kept))
+	if want := 0.5 + float64(stored)/1024 + 1; !near(retire, want) {
+		t.Errorf("an item without a TTL: retention %v units, want %v (item, bytes, index entry)", retire, want)
+	}
+	if _, both := retention(put(expiring, kept)); !near(both, retire) {
+		t.Errorf("both: retention %v units, want the TTL-less item's %v", both, retire)
+	}
+}

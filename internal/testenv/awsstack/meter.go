@@ -19,6 +19,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 )
 
 // OpStat is what one function spent on one AWS operation.
@@ -42,11 +44,15 @@ type OpStat struct {
 	StoredBytes int `json:"storedBytes,omitempty"`
 	// Billed counts SQS requests as billed: one per 64 KB chunk of payload.
 	Billed int `json:"billed,omitempty"`
-	// NewItems counts items created in tables kept for the log retention:
-	// each is deleted once when it expires (see Cost).
+	// NewItems counts items created in tables kept for the log retention
+	// that carry no TTL attribute (ttlAttr): the code deletes each once
+	// at the end of the retention (see Cost). Items with one are deleted
+	// by DynamoDB's TTL, which is free.
 	NewItems int `json:"newItems,omitempty"`
-	// NewEntries counts the index entries those writes added.
-	NewEntries int `json:"newEntries,omitempty"`
+	// NewEntries counts the index entries those items added, and
+	// PurgedBytes their share of StoredBytes.
+	NewEntries  int `json:"newEntries,omitempty"`
+	PurgedBytes int `json:"purgedBytes,omitempty"`
 	// Lost counts conditional writes whose condition failed (billed at
 	// the item's size, as DynamoDB bills them).
 	Lost int `json:"lost,omitempty"`
@@ -57,7 +63,7 @@ func (s OpStat) plus(o OpStat, f float64) OpStat {
 	return OpStat{Requests: r(s.Requests, o.Requests), Errors: r(s.Errors, o.Errors), Entries: r(s.Entries, o.Entries),
 		Reported: s.Reported + o.Reported*f, Derived: s.Derived + o.Derived*f, IndexUnits: s.IndexUnits + o.IndexUnits*f,
 		StoredBytes: r(s.StoredBytes, o.StoredBytes), Billed: r(s.Billed, o.Billed), NewItems: r(s.NewItems, o.NewItems),
-		NewEntries: r(s.NewEntries, o.NewEntries), Lost: r(s.Lost, o.Lost)}
+		NewEntries: r(s.NewEntries, o.NewEntries), PurgedBytes: r(s.PurgedBytes, o.PurgedBytes), Lost: r(s.Lost, o.Lost)}
 }
 
 // InvokeStat counts a function's invocations and their handler time
@@ -340,10 +346,10 @@ func (m *Meter) Middleware(fn string) func(*middleware.Stack) error {
 						d.Derived = DeriveUnits(op, in.Parameters)
 					}
 					if iw != nil && err == nil {
-						d.IndexUnits, d.StoredBytes, d.NewItems, d.NewEntries, hits = iw.finish(ctx)
+						d.IndexUnits, d.StoredBytes, d.NewItems, d.NewEntries, d.PurgedBytes, hits = iw.finish(ctx)
 					}
 					if bw, ok := in.Parameters.(*dynamodb.BatchWriteItemInput); ok && err == nil {
-						d.IndexUnits, d.StoredBytes, d.NewItems, d.NewEntries = m.batchIndexed(bw)
+						d.IndexUnits, d.StoredBytes, d.NewItems, d.NewEntries, d.PurgedBytes = m.batchIndexed(bw)
 					}
 					if !errors.As(err, &thr) {
 						m.recordHot(in.Parameters, out.Result, d, op, hits)
@@ -555,7 +561,7 @@ func (m *Meter) Describe(client *dynamodb.Client, specs []*dynamodb.CreateTableI
 // without reading the items: a put is taken as a new item, a delete as
 // removing one entry from every index (purges delete indexed logs).
 // Unprocessed items are counted too (they are retried and billed then).
-func (m *Meter) batchIndexed(in *dynamodb.BatchWriteItemInput) (units float64, stored, items, entries int) {
+func (m *Meter) batchIndexed(in *dynamodb.BatchWriteItemInput) (units float64, stored, items, entries, purged int) {
 	for table, reqs := range in.RequestItems {
 		ts, _, ok := m.schemaOf(table)
 		if !ok {
@@ -565,6 +571,7 @@ func (m *Meter) batchIndexed(in *dynamodb.BatchWriteItemInput) (units float64, s
 			switch {
 			case r.PutRequest != nil:
 				it := r.PutRequest.Item
+				_, expires := it[ttlAttr]
 				for _, g := range ts.gsis {
 					if hasAll(it, g.keys) {
 						if g.projectAll {
@@ -574,20 +581,26 @@ func (m *Meter) batchIndexed(in *dynamodb.BatchWriteItemInput) (units float64, s
 						}
 						if ts.retained {
 							stored += indexEntryBytes
-							entries++
+							if !expires {
+								entries++
+								purged += indexEntryBytes
+							}
 						}
 					}
 				}
 				if ts.retained {
 					stored += itemSize(it) + itemOverhead
-					items++
+					if !expires {
+						items++
+						purged += itemSize(it) + itemOverhead
+					}
 				}
 			case r.DeleteRequest != nil:
 				units += float64(len(ts.gsis))
 			}
 		}
 	}
-	return units, stored, items, entries
+	return units, stored, items, entries, purged
 }
 
 func (m *Meter) schemaOf(table string) (tableSchema, *dynamodb.Client, bool) {
@@ -598,6 +611,10 @@ func (m *Meter) schemaOf(table string) (tableSchema, *dynamodb.Client, bool) {
 }
 
 type item = map[string]ddbtypes.AttributeValue
+
+// ttlAttr is the attribute the templates enable TTL on: DynamoDB deletes
+// an item that carries it, free of charge, once it has passed.
+const ttlAttr = dynamostore.AttrPurgeAt
 
 // writeTarget is the table and key of a single-item write, and the item a
 // put writes.
@@ -656,9 +673,10 @@ func (w *indexedWrite) read(ctx context.Context) item {
 }
 
 // finish returns the index write units, the new stored bytes, the items
-// and index entries created by the write that succeeded, and the index
-// partitions its index writes landed in.
-func (w *indexedWrite) finish(ctx context.Context) (units float64, stored, items, entries int, hits []indexHit) {
+// and index entries created by the write that succeeded and the bytes of
+// those the code must delete (no TTL attribute), and the index partitions
+// its index writes landed in.
+func (w *indexedWrite) finish(ctx context.Context) (units float64, stored, items, entries, purged int, hits []indexHit) {
 	var cur item
 	switch {
 	case w.isDel:
@@ -684,7 +702,12 @@ func (w *indexedWrite) finish(ctx context.Context) (units float64, stored, items
 			items = 1
 		}
 	}
-	return units, stored, items, entries, hits
+	if _, expires := cur[ttlAttr]; expires || cur == nil {
+		items, entries = 0, 0 // DynamoDB's TTL deletes it, for free
+	} else {
+		purged = stored
+	}
+	return units, stored, items, entries, purged, hits
 }
 
 // indexWrites is what one write that turns item old into cur (nil: no

@@ -124,7 +124,7 @@ func NewBase(cfg Config, d Deps) (*Base, error) {
 		cfg.Shards = 16
 	}
 	store, err := dynamostore.New(d.DynamoDB, dynamostore.Options{
-		Tables: dynamostore.TablesWithPrefix(cfg.TablePrefix), Shards: cfg.Shards,
+		Tables: dynamostore.TablesWithPrefix(cfg.TablePrefix), Shards: cfg.Shards, Clock: d.Clock,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lambda %s: dynamodb store: %w", cfg.Function, err)
