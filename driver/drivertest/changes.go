@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/xjobdev/xjob"
@@ -30,10 +31,13 @@ func ExerciseChangeStore(t *testing.T, newStore func(t *testing.T) driver.Store)
 
 		a := sampleJob(-1, 1_800_000_000_000) // in the set's first group insert
 		a.Name, a.ID, a.ChildJobIDs = "a", 900, []int64{-2}
+		// Long GLUE sources (a backend may keep them apart from the job).
+		a.GlueType, a.GlueSource = xjob.GlueShell, strings.Repeat("echo a\n", 3000)
 		b := sampleJob(old.ID, 0)
 		b.Name, b.ChildJobIDs, b.TriggerStatus = "b", []int64{keep.ID}, xjob.StatusStopped
 		upd := keep
 		upd.Description, upd.Applied, upd.ChildJobIDs = "updated", `{"spec":{}}`, []int64{-1}
+		upd.GlueType, upd.GlueSource = xjob.GlueShell, strings.Repeat("echo upd\n", 3000)
 		res, err := s.ChangeApply(ctx, driver.ChangeSet{
 			GroupInserts: []xjob.Group{sampleGroup("changes-new", "New")},
 			JobInserts:   []xjob.Job{a, b},
@@ -46,7 +50,8 @@ func ExerciseChangeStore(t *testing.T, newStore func(t *testing.T) driver.Store)
 		}
 		ga, err := s.JobGet(ctx, 900)
 		requireNoErr(t, err, "get a")
-		if ga.GroupID != res.GroupIDs[0] || !slices.Equal(ga.ChildJobIDs, []int64{res.JobIDs[1]}) || ga.Applied != a.Applied {
+		if ga.GroupID != res.GroupIDs[0] || !slices.Equal(ga.ChildJobIDs, []int64{res.JobIDs[1]}) || ga.Applied != a.Applied ||
+			ga.GlueSource != a.GlueSource {
 			t.Fatalf("a = group %d children %v applied %q, want group %d children [%d]", ga.GroupID, ga.ChildJobIDs,
 				ga.Applied, res.GroupIDs[0], res.JobIDs[1])
 		}
@@ -56,7 +61,7 @@ func ExerciseChangeStore(t *testing.T, newStore func(t *testing.T) driver.Store)
 		gu, err := s.JobGet(ctx, keep.ID)
 		requireNoErr(t, err, "get updated")
 		if gu.Description != "updated" || gu.Applied != upd.Applied || !slices.Equal(gu.ChildJobIDs, []int64{900}) ||
-			gu.Version <= keep.Version {
+			gu.Version <= keep.Version || gu.GlueSource != upd.GlueSource {
 			t.Fatalf("updated job %+v", gu)
 		}
 		_, err = s.JobGet(ctx, gone.ID)

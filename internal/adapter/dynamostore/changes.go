@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/driver"
@@ -300,7 +301,7 @@ func (db *DB) writeChanges(ctx context.Context, id string, set stagedSet) error 
 			return each(ctx, set.JobUpdates, func(u stagedUpdate) error { return db.setJob(ctx, u) })
 		},
 		func() error {
-			return each(ctx, set.JobDeletes, func(jid int64) error { return db.deleteAny(ctx, db.t.Jobs, jobKey(jid)) })
+			return each(ctx, set.JobDeletes, func(jid int64) error { return db.deleteJobItem(ctx, jid) })
 		},
 		func() error {
 			return each(ctx, set.GroupDeletes, func(gid int64) error { return db.deleteAny(ctx, db.t.Groups, groupKey(gid)) })
@@ -389,12 +390,22 @@ func (db *DB) putJob(ctx context.Context, set string, sj stagedJob) error {
 	if job.TriggerStatus == xjob.StatusRunning {
 		it[AttrDueShard], it[AttrDueKey] = n(int64(job.Shard)), s(SortKey(job.TriggerNextTime, job.ID))
 	}
+	ref, err := db.putGlue(ctx, job, it)
+	if err != nil {
+		return wrapErr("job insert", job.ID, err)
+	}
 	var e expr
 	cond := "attribute_not_exists(" + e.name(AttrID) + ") OR " + e.name(attrChangeSet) + " = " + e.val(s(set))
-	_, err := db.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &db.t.Jobs, Item: it,
-		ConditionExpression: &cond, ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values})
+	out, err := db.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &db.t.Jobs, Item: it,
+		ConditionExpression: &cond, ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+		ReturnValues: types.ReturnValueAllOld})
 	if condFailed(err) {
 		err = fmt.Errorf("id %d taken since the set was checked: %w", job.ID, xjob.ErrConflict)
+	}
+	if err != nil {
+		db.dropGlue(ctx, ref)
+	} else {
+		db.dropReplacedGlue(ctx, item(out.Attributes).int(attrGlueRef), ref) // a repeat of this set's insert
 	}
 	return wrapErr("job insert", job.ID, err)
 }
@@ -406,8 +417,14 @@ func (db *DB) putJob(ctx context.Context, set string, sj stagedJob) error {
 func (db *DB) setJob(ctx context.Context, su stagedUpdate) error {
 	j := su.Job.Job
 	j.Applied = su.Job.Applied
+	fields := jobFields(j)
+	ref, err := db.putGlue(ctx, j, fields)
+	if err != nil {
+		return wrapErr("job update", j.ID, err)
+	}
 	var u update
-	for k, v := range jobFields(j) {
+	prevGlueExpr(&u)
+	for k, v := range fields {
 		if !su.Timing && (k == "triggerLastTime" || k == "triggerNextTime") {
 			continue
 		}
@@ -424,13 +441,29 @@ func (db *DB) setJob(ctx context.Context, su stagedUpdate) error {
 		}
 	}
 	cond := "attribute_exists(" + u.name(AttrID) + ")"
-	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Jobs, Key: jobKey(j.ID),
+	out, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Jobs, Key: jobKey(j.ID),
 		UpdateExpression: aws.String(u.String()), ConditionExpression: &cond,
-		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
+		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values, ReturnValues: types.ReturnValueUpdatedNew})
 	if condFailed(err) {
 		err = xjob.ErrNotFound
 	}
+	if err != nil {
+		db.dropGlue(ctx, ref)
+	} else {
+		db.dropReplacedGlue(ctx, item(out.Attributes).int(attrPrevGlueRef), ref)
+	}
 	return wrapErr("job update", j.ID, err)
+}
+
+// deleteJobItem deletes a job, whether or not it is there, and its GLUE
+// source item.
+func (db *DB) deleteJobItem(ctx context.Context, id int64) error {
+	out, err := db.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &db.t.Jobs, Key: jobKey(id),
+		ReturnValues: types.ReturnValueAllOld})
+	if err == nil {
+		db.dropGlue(ctx, item(out.Attributes).int(attrGlueRef))
+	}
+	return err
 }
 
 func (db *DB) deleteAny(ctx context.Context, table string, key item) error {

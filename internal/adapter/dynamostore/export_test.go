@@ -3,6 +3,8 @@ package dynamostore
 import (
 	"context"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -17,3 +19,19 @@ func LogPageItem(ctx context.Context, db *DB, id int64) (map[string]types.Attrib
 
 // TablesOf is db's table names.
 func TablesOf(db *DB) Tables { return db.t }
+
+// JobItem reads the stored item of job id (a GLUE source item: id −ref).
+func JobItem(ctx context.Context, db *DB, id int64) (map[string]types.AttributeValue, error) {
+	return db.getItem(ctx, db.t.Jobs, jobKey(id))
+}
+
+// SetInlineGlue stores source inline in job id's item and removes its
+// source item reference: the job item as written before sources moved out.
+func SetInlineGlue(ctx context.Context, db *DB, id int64, source string) error {
+	var u update
+	u.Set(attrGlueSource, s(source))
+	u.Remove(attrGlueRef)
+	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Jobs, Key: jobKey(id),
+		UpdateExpression: aws.String(u.String()), ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
+	return err
+}

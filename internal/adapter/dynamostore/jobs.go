@@ -40,7 +40,7 @@ func jobFields(j xjob.Job) item {
 		"timeoutSeconds":  n(int64(j.TimeoutSeconds)),
 		"failRetryCount":  n(int64(j.FailRetryCount)),
 		"glueType":        s(string(j.GlueType)),
-		"glueSource":      s(j.GlueSource),
+		attrGlueSource:    s(j.GlueSource),
 		"glueRemark":      s(j.GlueRemark),
 		"glueUpdatedAt":   n(j.GlueUpdatedAt),
 		"childJobIds":     s(formatIDs(j.ChildJobIDs)),
@@ -84,7 +84,7 @@ func decodeJob(it item) (xjob.Job, error) {
 		TimeoutSeconds:  int(it.int("timeoutSeconds")),
 		FailRetryCount:  int(it.int("failRetryCount")),
 		GlueType:        xjob.GlueType(it.str("glueType")),
-		GlueSource:      it.str("glueSource"),
+		GlueSource:      it.str(attrGlueSource),
 		GlueRemark:      it.str("glueRemark"),
 		GlueUpdatedAt:   it.int("glueUpdatedAt"),
 		TriggerStatus:   xjob.TriggerStatus(it.int("triggerStatus")),
@@ -137,6 +137,10 @@ func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
 	if err != nil {
 		return xjob.Job{}, fmt.Errorf("dynamo job insert: %w", err)
 	}
+	ref, err := db.putGlue(ctx, job, it)
+	if err != nil {
+		return xjob.Job{}, fmt.Errorf("dynamo job insert: %w", err)
+	}
 	var e expr
 	_, err = db.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &db.t.Jobs, Item: it,
 		ConditionExpression: aws.String("attribute_not_exists(" + e.name(AttrID) + ")"), ExpressionAttributeNames: e.names})
@@ -144,6 +148,7 @@ func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
 		err = fmt.Errorf("id %d already used (counter behind the table?): %w", id, xjob.ErrConflict)
 	}
 	if err != nil {
+		db.dropGlue(ctx, ref)
 		return xjob.Job{}, fmt.Errorf("dynamo job insert: %w", err)
 	}
 	if err := db.confirmName(ctx, job.Name, job.ID, gen); err != nil {
@@ -158,7 +163,11 @@ func (db *DB) JobGet(ctx context.Context, id int64) (xjob.Job, error) {
 	if err != nil {
 		return xjob.Job{}, fmt.Errorf("dynamo job get %d: %w", id, err)
 	}
-	return decodeJob(it)
+	jobs, err := db.decodeJobsGlue(ctx, []item{it}, true)
+	if err != nil {
+		return xjob.Job{}, fmt.Errorf("dynamo job get %d: %w", id, err)
+	}
+	return jobs[0], nil
 }
 
 // JobGetMany reads the jobs among ids with BatchGetItem.
@@ -175,7 +184,7 @@ func (db *DB) JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamo job get many: %w", err)
 	}
-	jobs, err := decodeJobs(items)
+	jobs, err := db.decodeJobsGlue(ctx, items, false)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo job get many: %w", err)
 	}
@@ -191,9 +200,15 @@ func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job
 	if _, err := db.claimName(ctx, j.Name, j.ID, p.ExpectVersion+1, false); err != nil {
 		return xjob.Job{}, fmt.Errorf("dynamo job update %d: %w", j.ID, err)
 	}
+	fields := jobFields(j)
+	ref, err := db.putGlue(ctx, j, fields)
+	if err != nil {
+		return xjob.Job{}, fmt.Errorf("dynamo job update %d: %w", j.ID, err)
+	}
 	var u update
 	u.SetExpr(attrPrevName, u.name("jobName"))
-	for k, v := range jobFields(j) {
+	prevGlueExpr(&u)
+	for k, v := range fields {
 		u.Set(k, v)
 	}
 	u.Incr("version")
@@ -212,15 +227,19 @@ func (db *DB) JobUpdate(ctx context.Context, p driver.JobUpdateParams) (xjob.Job
 		err = db.missingOr(ctx, db.t.Jobs, jobKey(j.ID), xjob.ErrConflict)
 	}
 	if err != nil {
+		db.dropGlue(ctx, ref)
 		return xjob.Job{}, fmt.Errorf("dynamo job update %d: %w", j.ID, err)
 	}
 	rec := item(out.Attributes)
+	db.dropReplacedGlue(ctx, rec.int(attrPrevGlueRef), ref)
 	if prev := rec.str(attrPrevName); prev != j.Name {
 		if err := db.releaseName(ctx, prev, j.ID, rec.int("version")); err != nil {
 			return xjob.Job{}, fmt.Errorf("dynamo job update %d: %w", j.ID, err)
 		}
 	}
-	return decodeJob(rec)
+	updated, err := decodeJob(rec)
+	updated.GlueSource = j.GlueSource
+	return updated, err
 }
 
 // JobAdvance records a scan's progress, conditional on the version. Its
@@ -324,10 +343,14 @@ func wrapErr(what string, id int64, err error) error {
 // deletes completed one-time jobs and has no access to the console table.
 func (db *DB) JobDelete(ctx context.Context, id int64) error {
 	var e expr
-	_, err := db.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &db.t.Jobs, Key: jobKey(id),
-		ConditionExpression: aws.String("attribute_exists(" + e.name(AttrID) + ")"), ExpressionAttributeNames: e.names})
+	out, err := db.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &db.t.Jobs, Key: jobKey(id),
+		ConditionExpression: aws.String("attribute_exists(" + e.name(AttrID) + ")"), ExpressionAttributeNames: e.names,
+		ReturnValues: types.ReturnValueAllOld})
 	if condFailed(err) {
 		err = xjob.ErrNotFound
+	}
+	if err == nil {
+		db.dropGlue(ctx, item(out.Attributes).int(attrGlueRef))
 	}
 	return wrapErr("dynamo job delete", id, err)
 }
@@ -381,7 +404,7 @@ func (db *DB) JobList(ctx context.Context, p driver.JobListParams) (driver.JobPa
 		if err != nil {
 			return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", err)
 		}
-		page, err := decodeJobs(items)
+		page, err := db.decodeJobsGlue(ctx, items, false)
 		if err != nil {
 			return driver.JobPage{}, fmt.Errorf("dynamo job list: %w", err)
 		}
@@ -494,13 +517,15 @@ func (db *DB) JobsDue(ctx context.Context, p driver.JobsDueParams) ([]xjob.Job, 
 		if err != nil {
 			return nil, fmt.Errorf("dynamo jobs due: %w", err)
 		}
-		for _, it := range res.Items {
-			j, err := decodeJob(it)
-			if err != nil {
-				return nil, fmt.Errorf("dynamo jobs due: %w", err)
-			}
-			jobs = append(jobs, j)
+		items := make([]item, len(res.Items))
+		for i, it := range res.Items {
+			items[i] = it
 		}
+		page, err := db.decodeJobsGlue(ctx, items, false)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo jobs due: %w", err)
+		}
+		jobs = append(jobs, page...)
 		if len(res.LastEvaluatedKey) == 0 {
 			break
 		}

@@ -167,7 +167,7 @@ func (db *DB) jobsByName(ctx context.Context, name string) ([]xjob.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := decodeJobs(items)
+	all, err := db.decodeJobsGlue(ctx, items, true)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +220,9 @@ func (db *DB) backfillNames(ctx context.Context) error {
 		return fmt.Errorf("name claims backfill: %w", err)
 	}
 	for _, it := range items {
+		if it.int(AttrID) < 0 {
+			continue // a GLUE source item (glue.go)
+		}
 		if _, err := db.claimName(ctx, it.str("jobName"), it.int(AttrID), it.int("version"), false); err != nil {
 			return fmt.Errorf("name claims backfill: %w", err)
 		}
