@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -99,7 +100,7 @@ func (db *DB) decodeJobsGlue(ctx context.Context, items []item, consistent bool)
 		}
 		src, ok := byRef[ref]
 		if !ok {
-			if jobs[i], err = db.rereadJob(ctx, jobs[i].ID, ref); err != nil {
+			if jobs[i], err = db.rereadJob(ctx, jobs[i].ID); err != nil {
 				return nil, err
 			}
 			continue
@@ -109,30 +110,33 @@ func (db *DB) decodeJobsGlue(ctx context.Context, items []item, consistent bool)
 	return jobs, nil
 }
 
-// rereadJob reads a job whose source item (stale) was not found, until
-// the job and its source agree.
-func (db *DB) rereadJob(ctx context.Context, id, stale int64) (xjob.Job, error) {
+// rereadJob reads a job whose source item was not found (read before an
+// update replaced it, or not yet visible to an eventually consistent
+// read) strongly consistent, with its source, until the two agree.
+func (db *DB) rereadJob(ctx context.Context, id int64) (xjob.Job, error) {
+	var missing int64
 	for range 5 {
 		it, err := db.getItem(ctx, db.t.Jobs, jobKey(id))
 		if err != nil {
 			return xjob.Job{}, fmt.Errorf("job %d: %w", id, err)
 		}
+		j, err := decodeJob(it)
 		ref := it.int(attrGlueRef)
-		if ref <= 0 {
-			return decodeJob(it)
-		}
-		if ref == stale {
-			// The job still names it: a source item written and then
-			// lost is not a state any writer leaves.
-			return xjob.Job{}, fmt.Errorf("job %d: glue source item %d is missing", id, -ref)
-		}
-		src, err := db.getItem(ctx, db.t.Jobs, jobKey(-ref))
-		if err == nil {
-			j, err := decodeJob(it)
-			j.GlueSource = src.str(attrGlueSource)
+		if err != nil || ref <= 0 {
 			return j, err
 		}
-		stale = ref
+		src, err := db.getItem(ctx, db.t.Jobs, jobKey(-ref))
+		switch {
+		case err == nil:
+			j.GlueSource = src.str(attrGlueSource)
+			return j, nil
+		case !errors.Is(err, xjob.ErrNotFound):
+			return xjob.Job{}, fmt.Errorf("job %d glue source: %w", id, err)
+		case ref == missing:
+			// Two strongly consistent reads agree: no writer leaves this.
+			return xjob.Job{}, fmt.Errorf("job %d: glue source item %d is missing", id, -ref)
+		}
+		missing = ref
 	}
 	return xjob.Job{}, fmt.Errorf("job %d: its glue source changed under every read: %w", id, xjob.ErrConflict)
 }
