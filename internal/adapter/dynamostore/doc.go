@@ -24,13 +24,15 @@
 //   - TTL: log pages, their list entries, registry entries and the console's
 //     sign-in attempt counters and signed-out sessions carry AttrPurgeAt
 //     (Unix seconds). Infra enables TTL on it (dynalite has no TTL, and code
-//     never calls UpdateTimeToLive). TTL is only the backstop: retention
-//     (LogDeleteBefore, RegistryDeleteBefore) stays exact.
+//     never calls UpdateTimeToLive). TTL is the logs' retention (free, but
+//     up to days late: readers filter, see "Retention"); for registry
+//     entries it is the backstop of RegistryDeleteBefore, which stays exact.
 //
 // # Tables (names: TablesWithPrefix; schema: TableSpecs)
 //
 //	table        key                          GSIs (partition, sort; projection)
 //	jobs         id N                         due (dueShard N, dueKey S; ALL) sparse
+//	             (id < 0: a GLUE source item)
 //	                                          byGroup (groupId N, id N; KEYS_ONLY)
 //	                                          byShard (shard N, id N; KEYS_ONLY)
 //	groups       id N                         —
@@ -56,6 +58,15 @@
 // by id. Declared jobs are found by name claims in the console table
 // (names.go). No path a user or an executor starts scans the jobs table,
 // bar the one-time name claims backfill after an upgrade.
+//
+// GLUE sources. The due index projects the whole job item, and each
+// advance moves its entry (a delete and a put at the item's size), so a
+// source longer than 1 KB lives in an item of its own (glue.go): id =
+// −glueRef, a random number the job item holds, with no index attribute.
+// A new source is a new item, written before the job item that names it;
+// the replaced one is deleted after the job's write (a crash in between
+// leaves an unused item, never a job without its source). Reads return
+// jobs whole: the source items of a page of jobs in one batch read.
 //
 // Ids. Jobs and groups get numeric ids from an atomic counter item:
 // UpdateItem ADD value 1, RETURN UPDATED_NEW (ids in insert order).
@@ -116,7 +127,12 @@
 // would end in the dead-letter queue, whatever the params).
 // Trade-offs: writers of one page serialise on it (a bucket's dispatcher
 // and the callbacks of its fastest jobs retry each other's rounds now and
-// then), a page write costs the whole page, so a callback request with one
+// then, and so do the ring invocations of a (shard, second) that came in
+// several messages: the admin's push of a bulk start sends one per bulk
+// request for the scan horizon, each of which claims and records its own
+// share of the pages — one write per page per message, and lost rounds
+// when they race; the scan sends one message per page and second, its
+// plans aligned by the page's shard among 16), a page write costs the whole page, so a callback request with one
 // result pays for its page (an executor that batches results, as xxl-job's
 // callback thread does, pays a share), and pages read strongly consistent
 // cost one read unit per 4 KB before each change.
@@ -139,8 +155,10 @@
 //	               (eventually consistent) and emit a log once every unread
 //	               page's latest trigger time is below it (exact order by
 //	               trigger time, then id)
-//	LogDeleteBefore walk byTime oldest first up to before + span, read pages
-//	               holding older logs, delete the oldest limit logs page by page
+//	LogDeleteBefore walk byTime oldest first, from the retention's floor up
+//	               to before + span, read pages holding older logs, delete
+//	               the oldest limit logs page by page (explicit use only:
+//	               retention is TTL's)
 //	LogClear       LogList the scope, delete by id page by page
 //	LogsRunning    the parked list, then byTime past the watermark (below)
 //	LogsFailedUnalarmed the failed list oldest first; every entry re-checked
@@ -167,11 +185,27 @@
 // created (true for now − LostAfter). A running log in a page whose latest
 // trigger time is still after before is reported once before passes it.
 //
-// Retention. Pages and list entries carry AttrPurgeAt (latest trigger time
-// + LogTTL); LogDeleteBefore stays exact. Upgrading from the per-log
-// "logs" table: logs are not migrated (the old table is kept, not
-// dropped, by the templates) and queues should be drained first, since an
-// occurrence claimed in the old table would not be recognised in the new.
+// Retention. Pages and list entries carry AttrPurgeAt (latest trigger
+// time + LogTTL, rewritten with every page write), and DynamoDB's TTL
+// deletes them: free, but up to days late. The store is a
+// driver.LogExpirer, so the upkeep's purge (which would pay a write per
+// page) leaves it alone. Every page read drops the logs past their
+// retention — now at or after trigger time + LogTTL (in AttrPurgeAt's
+// whole seconds), or after the page's stored AttrPurgeAt, whichever comes
+// first — so no reader, list, count or change sees an expired log, deleted
+// or not (a change treats it as missing). Walks of the time index and of
+// the failed and parked lists start at the retention's floor (now −
+// LogTTL − 1 s), so expired items cost no reads; a page's next write drops
+// its expired logs with the write it makes anyway. A new LogTTL applies at
+// once to reads and to every page written from then on: shorter, older
+// logs disappear at once (their items go at their stored TTL; `log clear`
+// deletes them sooner); longer, a page written before keeps its stored
+// expiry, and its logs disappear then.
+//
+// Upgrading from the per-log "logs" table: logs are not migrated (the old
+// table is kept, not dropped, by the templates) and queues should be
+// drained first, since an occurrence claimed in the old table would not be
+// recognised in the new.
 //
 // Registry, leases, reports. A heartbeat is one UpdateItem conditional on
 // the stored updatedAt not being newer. RegistryList queries the appname's
