@@ -66,7 +66,11 @@
 // A new source is a new item, written before the job item that names it;
 // the replaced one is deleted after the job's write (a crash in between
 // leaves an unused item, never a job without its source). Reads return
-// jobs whole: the source items of a page of jobs in one batch read.
+// jobs whole: the source items of a page of jobs in one batch read. The
+// job item's glueType carries "+apart" meanwhile, so an older release
+// (a rollback) fails the job's runs on an unknown GLUE type rather than
+// run an empty source; an inline source wins over a reference (only such
+// a release writes both).
 //
 // Ids. Jobs and groups get numeric ids from an atomic counter item:
 // UpdateItem ADD value 1, RETURN UPDATED_NEW (ids in insert order).

@@ -23,10 +23,19 @@ import (
 // effort: a crash in between leaves an unused source item). A job item
 // that still holds a long source inline (written before sources moved out)
 // is read as it is and moves its source out on its next write.
+//
+// While its source is apart, the job item's glueType carries glueApart:
+// a release that does not know source items (a rollback) reads a GLUE
+// type no executor accepts, so the job's runs fail with that type in
+// their message instead of running an empty source.
 const inlineGlue = 1024
+
+// glueApart marks the stored glueType of a job whose source is apart.
+const glueApart = "+apart"
 
 // Job and source item attributes.
 const (
+	attrGlueType    = "glueType"    // S: the job's GLUE type (+ glueApart while its source is apart)
 	attrGlueSource  = "glueSource"  // S: the source, inline (job item) or in a source item
 	attrGlueRef     = "glueRef"     // N: the job's source item is id −glueRef; 0 or absent: inline
 	attrPrevGlueRef = "prevGlueRef" // N: glueRef before the last update (to delete the old source)
@@ -48,6 +57,7 @@ func (db *DB) putGlue(ctx context.Context, j xjob.Job, fields item) (ref int64, 
 		return 0, fmt.Errorf("job %d glue source: %w", j.ID, err)
 	}
 	fields[attrGlueSource], fields[attrGlueRef] = s(""), n(ref)
+	fields[attrGlueType] = s(string(j.GlueType) + glueApart)
 	return ref, nil
 }
 
@@ -78,7 +88,7 @@ func (db *DB) decodeJobsGlue(ctx context.Context, items []item, consistent bool)
 	}
 	var keys []item
 	for _, it := range items {
-		if ref := it.int(attrGlueRef); ref > 0 {
+		if ref := apartRef(it); ref > 0 {
 			keys = append(keys, jobKey(-ref))
 		}
 	}
@@ -94,7 +104,7 @@ func (db *DB) decodeJobsGlue(ctx context.Context, items []item, consistent bool)
 		byRef[-src.int(AttrID)] = src.str(attrGlueSource)
 	}
 	for i, it := range items {
-		ref := it.int(attrGlueRef)
+		ref := apartRef(it)
 		if ref <= 0 {
 			continue
 		}
@@ -121,7 +131,7 @@ func (db *DB) rereadJob(ctx context.Context, id int64) (xjob.Job, error) {
 			return xjob.Job{}, fmt.Errorf("job %d: %w", id, err)
 		}
 		j, err := decodeJob(it)
-		ref := it.int(attrGlueRef)
+		ref := apartRef(it)
 		if err != nil || ref <= 0 {
 			return j, err
 		}
@@ -139,6 +149,16 @@ func (db *DB) rereadJob(ctx context.Context, id int64) (xjob.Job, error) {
 		missing = ref
 	}
 	return xjob.Job{}, fmt.Errorf("job %d: its glue source changed under every read: %w", id, xjob.ErrConflict)
+}
+
+// apartRef is the reference of a job item's source item, or 0 when the
+// source is inline. An inline source wins over a reference: only a write
+// by a release that does not know source items leaves both.
+func apartRef(it item) int64 {
+	if it.str(attrGlueSource) != "" {
+		return 0
+	}
+	return it.int(attrGlueRef)
 }
 
 // prevGlueExpr records the job item's glueRef before an update in

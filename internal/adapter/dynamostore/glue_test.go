@@ -40,6 +40,11 @@ func TestGlueSourceItems(t *testing.T) {
 			if src, ok := it["glueSource"].(*types.AttributeValueMemberS); ok && src.Value != "" {
 				t.Fatalf("job %d holds its source inline and in item %d", id, -r)
 			}
+			// A release that does not know source items reads a GLUE
+			// type no executor runs, not an empty source.
+			if gt, _ := it["glueType"].(*types.AttributeValueMemberS); gt == nil || gt.Value != "GLUE_SHELL+apart" {
+				t.Fatalf("job %d's stored glueType %#v while its source is apart", id, it["glueType"])
+			}
 			return r
 		}
 		return 0
@@ -53,6 +58,9 @@ func TestGlueSourceItems(t *testing.T) {
 	}
 	wantSource := func(what string, j xjob.Job, want string) {
 		t.Helper()
+		if j.GlueType != xjob.GlueShell {
+			t.Fatalf("%s: GLUE type %q", what, j.GlueType)
+		}
 		if j.GlueSource != want {
 			t.Fatalf("%s: source of %d bytes, want %d", what, len(j.GlueSource), len(want))
 		}
