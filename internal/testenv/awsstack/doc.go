@@ -39,7 +39,8 @@
 // environment (an App) of its own, as Lambda scales out; a conditional
 // write that loses is billed at the item's size; storage includes
 // point-in-time recovery, and the items a retained table gains carry their
-// eventual delete; each function's log output (plus Lambda's own lines per
+// eventual delete unless they carry the TTL attribute (TTL deletes are
+// free); each function's log output (plus Lambda's own lines per
 // invocation at the templates' system log level) is priced as CloudWatch
 // Logs ingestion. Units are counted
 // per item and per partition key per second (Meter.Hottest), and a request
