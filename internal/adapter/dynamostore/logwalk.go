@@ -37,9 +37,13 @@ type keyStream struct {
 	done bool
 }
 
-// walkIndex walks the time index over parts, tkey within [lo, hi].
+// walkIndex walks the time index over parts, tkey within [lo, hi] (none
+// when lo > hi: a bound below the retention's floor).
 func (db *DB) walkIndex(ctx context.Context, parts []int64, lo, hi string, desc bool) *keyWalk {
 	w := &keyWalk{ctx: ctx, db: db, keyAttr: AttrTimeKey, desc: desc}
+	if lo > hi {
+		return w // DynamoDB refuses BETWEEN with its bounds reversed
+	}
 	for _, part := range parts {
 		var e expr
 		in := &dynamodb.QueryInput{TableName: &db.t.Logs, IndexName: aws.String(IndexLogsByTime),
@@ -57,6 +61,9 @@ func (db *DB) walkIndex(ctx context.Context, parts []int64, lo, hi string, desc 
 func (db *DB) walkList(ctx context.Context, kind, hi string) *keyWalk {
 	w := &keyWalk{ctx: ctx, db: db, keyAttr: AttrSK}
 	lo := db.retention().floorKey(minKey)
+	if lo > hi {
+		return w // DynamoDB refuses BETWEEN with its bounds reversed
+	}
 	for part := range db.opts.LogPartitions {
 		var e expr
 		in := &dynamodb.QueryInput{TableName: &db.t.Logs, ConsistentRead: aws.Bool(true),

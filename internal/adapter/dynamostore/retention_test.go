@@ -108,6 +108,22 @@ func TestLogRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantIDs("LogsRunning", running, runningLive.ID)
+	// Bounds older than the retention find nothing (and no query with
+	// reversed bounds, which DynamoDB refuses).
+	old := now - 40*day.Milliseconds()
+	if page, err := db.LogList(ctx, driver.LogListParams{To: old, Limit: 100}); err != nil || len(page.Logs) != 0 {
+		t.Fatalf("LogList up to 40 days back: %+v, %v", page.Logs, err)
+	}
+	if page, err := db.LogList(ctx, driver.LogListParams{JobID: 1, To: old, Limit: 100}); err != nil || len(page.Logs) != 0 {
+		t.Fatalf("LogList of job 1 up to 40 days back: %+v, %v", page.Logs, err)
+	}
+	if got, err := db.LogsFailedUnalarmed(ctx, old, 100); err != nil || len(got) != 0 {
+		t.Fatalf("LogsFailedUnalarmed 40 days back: %+v, %v", got, err)
+	}
+	if n, err := db.LogDeleteBefore(ctx, old, 100); err != nil || n != 0 {
+		t.Fatalf("LogDeleteBefore 40 days back: %d, %v", n, err)
+	}
+
 	// Changes treat an expired log as gone, and write nothing for it.
 	if _, err := db.LogFinish(ctx, driver.LogFinishParams{ID: runningOld.ID, HandleTime: now, HandleCode: xjob.CodeSuccess}); !errors.Is(err, xjob.ErrNotFound) {
 		t.Fatalf("LogFinish of an expired log: %v, want not found", err)
