@@ -109,17 +109,45 @@ func (b RingBucket) FireAt() int64 { return b.Second * 1000 }
 // format in "v". A message without "v" was written before messages carried
 // one, and is version 1, the format of today's, so the buckets delayed in
 // the queue across the upgrade that introduced versions still fire. A
-// message of a newer version is refused with a *RingVersionError, never
-// read as if it were this one: its consumer leaves it in the queue (for
-// the newer code, or the dead-letter queue to be redriven once that runs).
+// message of a newer version is refused with a *VersionError, never read
+// as if it were this one: its consumer leaves it in the queue (for the
+// newer code, or the dead-letter queue to be redriven once that runs).
 const RingVersion = 1
 
-// RingVersionError is the error of decoding a ring message of a format
-// this code does not know.
-type RingVersionError struct{ Version int }
+// DispatchVersion is the format of the dispatch lane messages
+// (DispatchTask) this code writes and the newest it reads, with the same
+// rules as RingVersion: a task waits in its lane up to its retry delay, so
+// both sides of an upgrade read it.
+const DispatchVersion = 1
 
-func (e *RingVersionError) Error() string {
-	return fmt.Sprintf("ring message version %d is newer than this code reads (%d)", e.Version, RingVersion)
+// VersionError is the error of decoding a queued message of a format this
+// code does not know: Kind names the queue's messages ("ring",
+// "dispatch", "results"), Newest the newest version this code reads.
+type VersionError struct {
+	Kind    string
+	Version int
+	Newest  int
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("%s message version %d is newer than this code reads (%d)", e.Kind, e.Version, e.Newest)
+}
+
+// RingVersionError is the VersionError of a ring message.
+type RingVersionError = VersionError
+
+// CheckVersion returns the version a queued message of kind says in "v"
+// (0, no "v": version 1, written before messages carried one) when this
+// code, which reads up to newest, can read it; a *VersionError when it is
+// newer; an error when it is no version at all.
+func CheckVersion(kind string, v, newest int) error {
+	switch v = cmp.Or(v, 1); {
+	case v > newest:
+		return &VersionError{Kind: kind, Version: v, Newest: newest}
+	case v < 1:
+		return fmt.Errorf("%s message version %d is not a version", kind, v)
+	}
+	return nil
 }
 
 // ringWire is RingBucket as sent: the bucket and its format version.
@@ -138,17 +166,14 @@ func (b RingBucket) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a bucket of any version up to RingVersion ("v"
-// missing: version 1) and refuses a newer one with *RingVersionError.
+// missing: version 1) and refuses a newer one with *VersionError.
 func (b *RingBucket) UnmarshalJSON(data []byte) error {
 	var w ringWire
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	switch v := cmp.Or(w.Version, 1); {
-	case v > RingVersion:
-		return &RingVersionError{Version: v}
-	case v < 1:
-		return fmt.Errorf("ring message version %d is not a version", v)
+	if err := CheckVersion("ring", w.Version, RingVersion); err != nil {
+		return err
 	}
 	*b = RingBucket(w.ringFields)
 	return nil
@@ -181,6 +206,34 @@ type DispatchTask struct {
 	ShardTotal int `json:"shardTotal,omitempty"`
 	// EnqueuedAt is when the task was created (Unix ms), for fire delay.
 	EnqueuedAt int64 `json:"enqueuedAt,omitempty"`
+}
+
+// dispatchWire is DispatchTask as sent: the task and its format version.
+type dispatchWire struct {
+	Version int `json:"v,omitempty"`
+	dispatchFields
+}
+
+// dispatchFields has DispatchTask's fields without its methods.
+type dispatchFields DispatchTask
+
+// MarshalJSON writes the task with "v": DispatchVersion.
+func (t DispatchTask) MarshalJSON() ([]byte, error) {
+	return json.Marshal(dispatchWire{Version: DispatchVersion, dispatchFields: dispatchFields(t)})
+}
+
+// UnmarshalJSON reads a task of any version up to DispatchVersion ("v"
+// missing: version 1) and refuses a newer one with *VersionError.
+func (t *DispatchTask) UnmarshalJSON(data []byte) error {
+	var w dispatchWire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	if err := CheckVersion("dispatch", w.Version, DispatchVersion); err != nil {
+		return err
+	}
+	*t = DispatchTask(w.dispatchFields)
+	return nil
 }
 
 // Validate checks a task built outside the core (a direct Lambda invocation).

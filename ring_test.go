@@ -71,3 +71,54 @@ func TestRingBucketEncode(t *testing.T) {
 		t.Fatalf("round trip: %+v (%v), want %+v", back, err, b)
 	}
 }
+
+// A dispatch lane message says its format as a ring message does: one
+// without "v" is version 1, a newer one is refused with a VersionError of
+// kind "dispatch", and every task is written with the current version.
+func TestDispatchTaskVersions(t *testing.T) {
+	task := xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: 1_700_000_000_000},
+		Revision: 3, EnqueuedAt: 1_699_999_999_000}
+	for _, tc := range []struct {
+		name    string
+		body    string
+		version int // a *VersionError of this version; 0: none
+		bad     bool
+	}{
+		{name: "unversioned, as written before versions", body: `{"occurrence":{"jobId":7,"triggerType":"CRON","fireTime":1700000000000},"revision":3,"enqueuedAt":1699999999000}`},
+		{name: "version 1", body: `{"v":1,"occurrence":{"jobId":7,"triggerType":"CRON","fireTime":1700000000000},"revision":3,"enqueuedAt":1699999999000}`},
+		{name: "newer version", body: `{"v":2,"occurrence":{"jobId":7}}`, version: 2},
+		{name: "version zero is one", body: `{"v":0,"occurrence":{"jobId":7,"triggerType":"CRON","fireTime":1700000000000},"revision":3,"enqueuedAt":1699999999000}`},
+		{name: "negative version", body: `{"v":-3}`, bad: true},
+		{name: "not an object", body: `"task"`, bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got xjob.DispatchTask
+			err := json.Unmarshal([]byte(tc.body), &got)
+			var verr *xjob.VersionError
+			switch {
+			case tc.version != 0:
+				if !errors.As(err, &verr) || verr.Version != tc.version || verr.Kind != "dispatch" || verr.Newest != xjob.DispatchVersion {
+					t.Fatalf("err = %v, want a dispatch VersionError of version %d", err, tc.version)
+				}
+			case tc.bad:
+				if err == nil || errors.As(err, &verr) {
+					t.Fatalf("err = %v, want a malformed-message error", err)
+				}
+			case err != nil:
+				t.Fatalf("decode: %v", err)
+			case !reflect.DeepEqual(got, task):
+				t.Fatalf("got %+v, want %+v", got, task)
+			}
+		})
+	}
+	body, err := json.Marshal(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wire struct {
+		V int `json:"v"`
+	}
+	if err := json.Unmarshal(body, &wire); err != nil || wire.V != xjob.DispatchVersion {
+		t.Fatalf("%s: v = %d (%v), want %d", body, wire.V, err, xjob.DispatchVersion)
+	}
+}

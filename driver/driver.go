@@ -643,7 +643,11 @@ type Queue[T any] interface {
 	// Send enqueues messages; each becomes visible at its VisibleAt.
 	Send(ctx context.Context, msgs []Outgoing[T]) error
 	// Receive returns up to Max visible messages, hiding them for
-	// Visibility; with Wait > 0 it waits that long for one to appear.
+	// Visibility; with Wait > 0 it waits that long for one to appear. A
+	// message this code cannot decode (a newer version's: xjob.VersionError,
+	// or corrupt) is never deleted unread and never holds back the others:
+	// a backend leaves it hidden to be tried again later and returns the
+	// rest.
 	Receive(ctx context.Context, p ReceiveParams) ([]Delivery[T], error)
 	// Ack deletes delivered messages; acking an already-acked one is not an error.
 	Ack(ctx context.Context, tokens []string) error

@@ -177,11 +177,31 @@ func (q *queue[T]) claim(ctx context.Context, p driver.ReceiveParams) ([]driver.
 	for _, c := range got {
 		d := driver.Delivery[T]{Receives: c.receives, Token: strconv.FormatInt(c.id, 10) + "." + c.receipt}
 		if err := json.Unmarshal([]byte(c.body), &d.Msg); err != nil {
-			return nil, fmt.Errorf("sqlite queue %s receive: message %d: %w", q.name, c.id, err)
+			q.setAside(ctx, c.id, c.receipt, err)
+			continue
 		}
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// SetAside is how long a message this code cannot decode stays hidden
+// before it is tried again. Such a message is a newer version's (written
+// before a downgrade: xjob.VersionError) or corrupt; it is never deleted
+// unread, and never holds back the messages received with it. After an
+// upgrade back to the version that wrote it, it is read within this time.
+const SetAside = time.Hour
+
+// setAside hides the undecodable message id (its receipt receipt) for
+// SetAside and says so in the log.
+func (q *queue[T]) setAside(ctx context.Context, id int64, receipt string, derr error) {
+	until := q.db.opts.Clock.Now().Add(SetAside).UnixMilli()
+	err := q.db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		_, err := q.db.ws.queueRetry.ExecContext(ctx, until, id, receipt)
+		return err
+	})
+	q.db.opts.Logger.ErrorContext(ctx, "queue message this version cannot read set aside; it is tried again later",
+		"queue", q.name, "message", id, "retryIn", SetAside.String(), "err", derr, "setAsideErr", err)
 }
 
 func parseToken(token string) (int64, string, error) {

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"runtime"
@@ -68,6 +69,9 @@ type Options struct {
 	// table, for messages sent by another process (default 100 ms; sends
 	// within this process wake waiters at once).
 	PollInterval time.Duration
+	// Logger hears about queue messages this code cannot read (default:
+	// discarded).
+	Logger *slog.Logger
 }
 
 func (o *Options) applyDefaults() {
@@ -76,6 +80,9 @@ func (o *Options) applyDefaults() {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 10 * time.Second

@@ -3,12 +3,16 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -695,4 +699,77 @@ func TestFailedLogsUseTheirIndexes(t *testing.T) {
 			t.Errorf("plan of %s: %q, want a read of %s", c.where, plan, c.index)
 		}
 	}
+}
+
+// A queued message this version cannot read (a newer version's, after a
+// downgrade, or corrupt) does not hold back the messages received with it
+// and is not lost: it is set aside for SetAside, said in the log, and
+// received again after that.
+func TestQueueSetsAsideWhatItCannotRead(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(epoch)
+	var logBuf strings.Builder
+	var mu sync.Mutex
+	db := setup(t, Options{Clock: clk, Logger: slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logBuf}, nil))})
+	ctx := t.Context()
+	raw := newQueue[json.RawMessage](db, "ring")
+	bodies := []string{`{"v":2,"shard":0,"second":9,"items":[]}`, `{"shard":1,"second":8,"items":[{"j":1,"t":8000,"r":1}]}`, `"not a bucket"`}
+	var out []driver.Outgoing[json.RawMessage]
+	for _, b := range bodies {
+		out = append(out, driver.Outgoing[json.RawMessage]{Msg: json.RawMessage(b)})
+	}
+	if err := raw.Send(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	receive := func() []driver.Delivery[xjob.RingBucket] {
+		t.Helper()
+		ds, err := db.Ring().Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute})
+		if err != nil {
+			t.Fatalf("receive: %v", err)
+		}
+		return ds
+	}
+	ds := receive()
+	if len(ds) != 1 || ds[0].Msg.Second != 8 || ds[0].Msg.Shard != 1 {
+		t.Fatalf("received %+v, want only the readable bucket", ds)
+	}
+	if err := db.Ring().Ack(ctx, []string{ds[0].Token}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	lines := strings.Count(logBuf.String(), "set aside")
+	mu.Unlock()
+	if lines != 2 {
+		t.Fatalf("%d set-aside log lines, want 2:\n%s", lines, logBuf.String())
+	}
+	clk.Advance(SetAside - time.Second)
+	if ds := receive(); len(ds) != 0 {
+		t.Fatalf("set-aside messages back early: %+v", ds)
+	}
+	clk.Advance(2 * time.Second)
+	receive()
+	var left int
+	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM queue_messages WHERE queue = 'ring'`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 2 {
+		t.Fatalf("%d messages left in the ring queue, want the 2 unreadable ones kept", left)
+	}
+	mu.Lock()
+	lines = strings.Count(logBuf.String(), "set aside")
+	mu.Unlock()
+	if lines != 4 {
+		t.Fatalf("%d set-aside log lines after SetAside, want 4 (both tried again)", lines)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

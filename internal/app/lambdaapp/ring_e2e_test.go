@@ -367,3 +367,42 @@ func TestRingReadsEveryRingVersion(t *testing.T) {
 		t.Errorf("executor ran %v, want three logs once each", runs)
 	}
 }
+
+// Dispatch lane messages carry their format version as ring messages do:
+// a task written before tasks had one (no "v") and a version 1 task are
+// triggered; a task of a newer format is neither triggered nor
+// acknowledged (a batch item failure, so it stays in the queue for the
+// code that reads it); a record that is no task at all is dropped.
+func TestDispatchReadsEveryTaskVersion(t *testing.T) {
+	e := setupEnv(t)
+	f := newRingFixture(t, e, 3)
+	now := time.Now().UnixMilli()
+	task := func(j xjob.Job, v string) string {
+		return fmt.Sprintf(`{%s"occurrence":{"jobId":%d,"triggerType":"CRON","fireTime":%d},"revision":%d,"enqueuedAt":%d}`,
+			v, j.ID, now, j.Revision, now)
+	}
+	bodies := map[string]string{
+		"unversioned": task(f.jobs[0], ""),
+		"v1":          task(f.jobs[1], `"v":1,`),
+		"v2":          task(f.jobs[2], `"v":2,`),
+		"malformed":   `{"occurrence":"not a task"}`,
+	}
+	var records []events.SQSMessage
+	for id, body := range bodies {
+		records = append(records, events.SQSMessage{MessageId: id, Body: body, EventSourceARN: e.arns[e.vars[awsconfig.EnvDispatchFastURL]],
+			Attributes: map[string]string{"ApproximateReceiveCount": "1"}, EventSource: "aws:sqs"})
+	}
+	resp, err := invoke(e, "dispatch", 30*time.Second, e.app("dispatch", "dispatch").DispatchSQS, events.SQSEvent{Records: records})
+	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "v2" {
+		t.Fatalf("dispatch invocation: %+v, %v; want only the v2 task as a batch item failure", resp, err)
+	}
+	for i, j := range f.jobs {
+		want := 1
+		if i == 2 {
+			want = 0
+		}
+		if logs := e.logs(t, j.ID); len(logs) != want {
+			t.Errorf("job %d: %d trigger logs, want %d", i, len(logs), want)
+		}
+	}
+}

@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg Config) error {
 		"allowCIDRs", cfg.AllowCIDRs, "denyCIDRs", cfg.DenyCIDRs)
 
 	clk := clock.Real{}
-	db, err := sqlitestore.Open(ctx, cfg.DB, sqlitestore.Options{Shards: cfg.Shards, Clock: clk})
+	db, err := sqlitestore.Open(ctx, cfg.DB, sqlitestore.Options{Shards: cfg.Shards, Clock: clk, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("local: open %s: %w", cfg.DB, err)
 	}

@@ -20,6 +20,41 @@ type Recorded struct {
 	Items []protocol.HandleCallbackParam `json:"items"`
 }
 
+// RecordedVersion is the format of the results messages (Recorded) this
+// code writes and the newest it reads, with the ring's rules
+// (xjob.RingVersion): a record waits in the results queue until a batch
+// applies it, so both sides of an upgrade or a rollback read it; one
+// without "v" is version 1, a newer one is refused with *xjob.VersionError
+// (kind "results") and left in the queue, never applied as if it were
+// this version.
+const RecordedVersion = 1
+
+type recordedWire struct {
+	Version int `json:"v,omitempty"`
+	recordedFields
+}
+
+type recordedFields Recorded
+
+// MarshalJSON writes the record with "v": RecordedVersion.
+func (r Recorded) MarshalJSON() ([]byte, error) {
+	return json.Marshal(recordedWire{Version: RecordedVersion, recordedFields: recordedFields(r)})
+}
+
+// UnmarshalJSON reads a record of any version up to RecordedVersion and
+// refuses a newer one with *xjob.VersionError.
+func (r *Recorded) UnmarshalJSON(data []byte) error {
+	var w recordedWire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	if err := xjob.CheckVersion("results", w.Version, RecordedVersion); err != nil {
+		return err
+	}
+	*r = Recorded(w.recordedFields)
+	return nil
+}
+
 // MaxRecordedBytes bounds one Recorded's JSON, so that ten of them fit
 // in one SQS batch request (256 KB).
 const MaxRecordedBytes = 24 << 10

@@ -113,3 +113,50 @@ func TestApplyMergesRecordedRequests(t *testing.T) {
 		t.Errorf("report = %+v, want 1 success, 1 failure, none running", rep)
 	}
 }
+
+// A results message says its format: one without "v" (written before
+// records carried one) reads as version 1, a newer one is refused with a
+// VersionError of kind "results", and every record is written with the
+// current version.
+func TestRecordedVersions(t *testing.T) {
+	want := callback.Recorded{At: 1_700_000_000_000, Items: []protocol.HandleCallbackParam{{LogID: 9, HandleCode: 200}}}
+	for _, tc := range []struct {
+		name    string
+		body    string
+		version int
+		bad     bool
+	}{
+		{name: "unversioned", body: `{"at":1700000000000,"items":[{"logId":9,"handleCode":200}]}`},
+		{name: "version 1", body: `{"v":1,"at":1700000000000,"items":[{"logId":9,"handleCode":200}]}`},
+		{name: "newer version", body: `{"v":3,"at":1,"items":[]}`, version: 3},
+		{name: "not a version", body: `{"v":-1}`, bad: true},
+		{name: "not an object", body: `[]`, bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got callback.Recorded
+			err := json.Unmarshal([]byte(tc.body), &got)
+			var verr *xjob.VersionError
+			switch {
+			case tc.version != 0:
+				if !errors.As(err, &verr) || verr.Kind != "results" || verr.Version != tc.version || verr.Newest != callback.RecordedVersion {
+					t.Fatalf("err = %v, want a results VersionError of version %d", err, tc.version)
+				}
+			case tc.bad:
+				if err == nil || errors.As(err, &verr) {
+					t.Fatalf("err = %v, want a malformed-message error", err)
+				}
+			case err != nil:
+				t.Fatalf("decode: %v", err)
+			case got.At != want.At || len(got.Items) != 1 || got.Items[0].LogID != 9 || got.Items[0].HandleCode != 200:
+				t.Fatalf("got %+v, want %+v", got, want)
+			}
+		})
+	}
+	body, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(body), `{"v":1,`) {
+		t.Fatalf("written as %s, want version %d first", body, callback.RecordedVersion)
+	}
+}

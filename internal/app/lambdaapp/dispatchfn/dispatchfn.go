@@ -163,15 +163,17 @@ func (f *Function) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 	}
 	tasks := make([]xjob.DispatchTask, 0, len(ev.Records))
 	records := make([]events.SQSMessage, 0, len(ev.Records))
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for _, r := range ev.Records {
 		var task xjob.DispatchTask
 		if err := json.Unmarshal([]byte(r.Body), &task); err != nil {
-			f.b.Log.ErrorContext(ctx, "dispatch: malformed task dropped", "messageId", r.MessageId, "err", err)
+			if f.keepNewer(ctx, "dispatch: task", r, err) {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+			}
 			continue
 		}
 		tasks, records = append(tasks, task), append(records, r)
 	}
-	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	if len(tasks) == 0 {
 		return resp, nil
 	}
@@ -237,6 +239,24 @@ func (f *Function) Manual(ctx context.Context, m ManualTrigger) (ManualResult, e
 	return res, nil
 }
 
+// keepNewer decides about a record that did not decode (err): one of a
+// format newer than this code reads (written by a newer version, read
+// during a rollback or a staggered deploy) is kept — reported as a batch
+// item failure, so it stays in the queue and, after the queue's receive
+// limit, waits in the dead-letter queue to be redriven — and never
+// acknowledged unread; one that is no message at all can never be read by
+// any version and is dropped. Either way the log says so.
+func (f *Function) keepNewer(ctx context.Context, what string, r events.SQSMessage, err error) bool {
+	var verr *xjob.VersionError
+	if errors.As(err, &verr) {
+		f.b.Log.ErrorContext(ctx, what+" of a newer format left in the queue; deploy the version that wrote it",
+			"messageId", r.MessageId, "version", verr.Version, "reads", verr.Newest, "receives", wiring.ReceiveCount(r))
+		return true
+	}
+	f.b.Log.ErrorContext(ctx, what+" malformed, dropped", "messageId", r.MessageId, "err", err)
+	return false
+}
+
 // parseAddressList accepts a JSON array of addresses or one
 // comma-separated string (xxl-job's form).
 func parseAddressList(raw json.RawMessage) ([]string, error) {
@@ -270,15 +290,17 @@ func (f *Function) HandleResults(ctx context.Context, ev events.SQSEvent) (event
 	defer f.b.FlushReports(ctx)
 	recs := make([]callback.Recorded, 0, len(ev.Records))
 	ids := make([]string, 0, len(ev.Records))
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for _, r := range ev.Records {
 		var rec callback.Recorded
 		if err := json.Unmarshal([]byte(r.Body), &rec); err != nil {
-			f.b.Log.ErrorContext(ctx, "results: malformed record dropped", "messageId", r.MessageId, "err", err)
+			if f.keepNewer(ctx, "results: record", r, err) {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+			}
 			continue
 		}
 		recs, ids = append(recs, rec), append(ids, r.MessageId)
 	}
-	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for i, again := range f.callback.Apply(ctx, recs) {
 		if again {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ids[i]})

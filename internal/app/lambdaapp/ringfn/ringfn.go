@@ -160,11 +160,11 @@ func (f *Function) decode(ctx context.Context, records []events.SQSMessage) (rec
 	for _, r := range records {
 		var b xjob.RingBucket
 		err := json.Unmarshal([]byte(r.Body), &b)
-		var verr *xjob.RingVersionError
+		var verr *xjob.VersionError
 		switch {
 		case errors.As(err, &verr):
 			f.b.Log.ErrorContext(ctx, "ring: bucket of a newer format left in the queue; deploy the version that wrote it",
-				"messageId", r.MessageId, "version", verr.Version, "reads", xjob.RingVersion, "receives", wiring.ReceiveCount(r))
+				"messageId", r.MessageId, "version", verr.Version, "reads", verr.Newest, "receives", wiring.ReceiveCount(r))
 			kept = append(kept, r)
 		case err != nil:
 			f.b.Log.ErrorContext(ctx, "ring: malformed bucket dropped", "messageId", r.MessageId, "err", err)
