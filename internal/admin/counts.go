@@ -9,9 +9,21 @@ import (
 	"github.com/xjobdev/xjob/driver"
 )
 
+// CountJobsParams filters CountJobs as ListJobsParams filters ListJobs,
+// over several groups at once: a list's total.
+type CountJobsParams struct {
+	// GroupIDs are the groups counted (empty: every group).
+	GroupIDs    []int64
+	Status      *xjob.TriggerStatus
+	Description string
+	Handler     string
+	Author      string
+}
+
 // CountJobs counts the jobs of the groups in p (every group when empty).
-func (s *Service) CountJobs(ctx context.Context, p driver.JobCountParams) (int, error) {
-	n, err := s.cfg.Store.JobCount(ctx, p)
+func (s *Service) CountJobs(ctx context.Context, p CountJobsParams) (int, error) {
+	n, err := s.cfg.Store.JobCount(ctx, driver.JobCountParams{GroupIDs: p.GroupIDs, Status: p.Status,
+		Description: p.Description, Handler: p.Handler, Author: p.Author})
 	if err != nil {
 		return 0, fmt.Errorf("admin job count: %w", err)
 	}

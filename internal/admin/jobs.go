@@ -83,13 +83,38 @@ func (s *Service) GetJob(ctx context.Context, id int64) (xjob.Job, error) {
 	return j, nil
 }
 
-// ListJobs pages through jobs in id order (filters as driver.JobListParams).
-func (s *Service) ListJobs(ctx context.Context, p driver.JobListParams) (driver.JobPage, error) {
-	page, err := s.cfg.Store.JobList(ctx, p)
+// ListJobsParams filters ListJobs. Zero values match everything; the text
+// filters match substrings.
+type ListJobsParams struct {
+	// GroupID limits the list to one executor group (0: every group).
+	GroupID int64
+	// Status limits it to stopped or running jobs (nil: both).
+	Status      *xjob.TriggerStatus
+	Description string
+	Handler     string
+	Author      string
+	// Cursor is the Next of the previous page ("" for the first page).
+	Cursor string
+	// Limit is the most jobs in a page; the backend applies its own
+	// default (when 0) and cap.
+	Limit int
+}
+
+// JobPage is one page of jobs in id order; Next is the cursor of the
+// following page, empty at the end.
+type JobPage struct {
+	Jobs []xjob.Job
+	Next string
+}
+
+// ListJobs pages through jobs in id order.
+func (s *Service) ListJobs(ctx context.Context, p ListJobsParams) (JobPage, error) {
+	page, err := s.cfg.Store.JobList(ctx, driver.JobListParams{GroupID: p.GroupID, Status: p.Status,
+		Description: p.Description, Handler: p.Handler, Author: p.Author, Cursor: p.Cursor, Limit: p.Limit})
 	if err != nil {
-		return driver.JobPage{}, fmt.Errorf("admin job list: %w", err)
+		return JobPage{}, fmt.Errorf("admin job list: %w", err)
 	}
-	return page, nil
+	return JobPage{Jobs: page.Jobs, Next: page.Next}, nil
 }
 
 // UpdateJobParams is the input of UpdateJob.

@@ -141,7 +141,7 @@ func ensureDemoGroup(ctx context.Context, a *admin.Service) (xjob.Group, error) 
 
 func ensureDemoJobs(ctx context.Context, a *admin.Service, groupID int64) (jobs []xjob.Job, created []int64, err error) {
 	for _, want := range demoJobs(groupID) {
-		page, err := a.ListJobs(ctx, driver.JobListParams{GroupID: groupID, Description: want.Description, Limit: 100})
+		page, err := a.ListJobs(ctx, admin.ListJobsParams{GroupID: groupID, Description: want.Description, Limit: 100})
 		if err != nil {
 			return nil, nil, fmt.Errorf("demo jobs: %w", err)
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/web/adminapi"
 	"github.com/xjobdev/xjob/internal/web/auth"
@@ -39,7 +39,7 @@ func gluePolicy(ctx context.Context, cfg Config, svc *services, log *slog.Logger
 		}
 		return p, err
 	}
-	p := driver.JobListParams{Limit: 1000}
+	p := admin.ListJobsParams{Limit: 1000}
 	for {
 		page, err := svc.admin.ListJobs(ctx, p)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/web/adminapi"
 	"github.com/xjobdev/xjob/internal/web/auth"
 )
@@ -156,7 +156,7 @@ func TestSessionPermissions(t *testing.T) {
 		t.Errorf("other group's log: %v (the refused clears must not touch it)", err)
 	}
 	// Nothing was written by the refused calls.
-	page, _ := svc.ListJobs(ctx, driverAll())
+	page, _ := svc.ListJobs(ctx, allJobs())
 	if len(page.Jobs) != 3 {
 		t.Fatalf("%d jobs after the refused creates, want 3 (two seeded, one allowed)", len(page.Jobs))
 	}
@@ -164,4 +164,4 @@ func TestSessionPermissions(t *testing.T) {
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
-func driverAll() driver.JobListParams { return driver.JobListParams{Limit: 100} }
+func allJobs() admin.ListJobsParams { return admin.ListJobsParams{Limit: 100} }

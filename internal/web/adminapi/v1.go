@@ -76,7 +76,7 @@ func (h *Handler) createJob(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) listJobs(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r, "group", "status", "desc", "handler", "author", "cursor", "limit")
-	p := driver.JobListParams{
+	p := admin.ListJobsParams{
 		GroupID:     q.int64("group", 0, 1, math.MaxInt64),
 		Description: q.str("desc"),
 		Handler:     q.str("handler"),

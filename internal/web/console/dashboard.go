@@ -10,6 +10,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/web/auth"
 )
 
@@ -72,7 +73,7 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request, p auth.Princ
 	from, to := today.AddDate(0, 0, -(d.Days-1)).Format(time.DateOnly), today.Format(time.DateOnly)
 	var days []xjob.ReportDay
 	if counted {
-		if d.Jobs, err = h.cfg.Admin.CountJobs(ctx, driver.JobCountParams{GroupIDs: ids}); err != nil {
+		if d.Jobs, err = h.cfg.Admin.CountJobs(ctx, admin.CountJobsParams{GroupIDs: ids}); err != nil {
 			h.serverError(w, r, err)
 			return
 		}

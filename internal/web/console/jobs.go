@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/scheduler/schedule"
 	"github.com/xjobdev/xjob/internal/web/auth"
@@ -75,7 +74,7 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request, p auth.Principal)
 		h.render(w, r, "jobs", d)
 		return
 	}
-	lp := driver.JobListParams{GroupID: d.Group, Description: d.Desc, Handler: d.Handler, Author: d.Author,
+	lp := admin.ListJobsParams{GroupID: d.Group, Description: d.Desc, Handler: d.Handler, Author: d.Author,
 		Cursor: d.Pager.Cursor, Limit: d.Pager.Size}
 	if st, err := strconv.Atoi(d.Status); err == nil && (st == 0 || st == 1) {
 		s := xjob.TriggerStatus(st)
@@ -86,7 +85,7 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request, p auth.Principal)
 		h.fail(w, r, err)
 		return
 	}
-	cp := driver.JobCountParams{Status: lp.Status, Description: d.Desc, Handler: d.Handler, Author: d.Author}
+	cp := admin.CountJobsParams{Status: lp.Status, Description: d.Desc, Handler: d.Handler, Author: d.Author}
 	if d.Group != 0 {
 		cp.GroupIDs = []int64{d.Group}
 	}
@@ -502,7 +501,7 @@ func (h *Handler) jobOptions(w http.ResponseWriter, r *http.Request, p auth.Prin
 		h.render(w, r, "joboptions", struct{ Jobs []xjob.Job }{})
 		return
 	}
-	lp := driver.JobListParams{GroupID: group, Description: q, Limit: 20}
+	lp := admin.ListJobsParams{GroupID: group, Description: q, Limit: 20}
 	if _, err := strconv.ParseInt(q, 10, 64); err == nil {
 		lp.Description = ""
 	}

@@ -133,7 +133,7 @@ func (h *Handler) findJob(r *http.Request, p auth.Principal, group int64, text s
 	if group == 0 && !p.Admin() {
 		return xjob.Job{}, fmt.Errorf("job %q: %w", text, xjob.ErrNotFound)
 	}
-	page, err := h.cfg.Admin.ListJobs(r.Context(), driver.JobListParams{GroupID: group, Description: text, Limit: 1})
+	page, err := h.cfg.Admin.ListJobs(r.Context(), admin.ListJobsParams{GroupID: group, Description: text, Limit: 1})
 	if err != nil {
 		return xjob.Job{}, err
 	}
