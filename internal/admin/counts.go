@@ -30,9 +30,24 @@ func (s *Service) CountJobs(ctx context.Context, p CountJobsParams) (int, error)
 	return n, nil
 }
 
+// CountLogsParams filters CountLogs as ListLogsParams filters ListLogs,
+// over several groups at once: a list's total.
+type CountLogsParams struct {
+	// GroupIDs are the groups counted (empty: every group).
+	GroupIDs []int64
+	JobID    int64
+	Status   xjob.LogStatus
+	From     int64
+	To       int64
+	// Limit stops the count (0: no bound), so that a total over many logs
+	// costs no more than "more than Limit".
+	Limit int
+}
+
 // CountLogs counts the logs in p's scope, up to p.Limit.
-func (s *Service) CountLogs(ctx context.Context, p driver.LogCountParams) (int, error) {
-	n, err := s.cfg.Store.LogCount(ctx, p)
+func (s *Service) CountLogs(ctx context.Context, p CountLogsParams) (int, error) {
+	n, err := s.cfg.Store.LogCount(ctx, driver.LogCountParams{GroupIDs: p.GroupIDs, JobID: p.JobID, Status: p.Status,
+		From: p.From, To: p.To, Limit: p.Limit})
 	if err != nil {
 		return 0, fmt.Errorf("admin log count: %w", err)
 	}

@@ -15,16 +15,43 @@ import (
 // MaxReportDays bounds one report request (a year and a day).
 const MaxReportDays = 366
 
-// ListLogs pages trigger logs, newest first (filters as driver.LogListParams).
-func (s *Service) ListLogs(ctx context.Context, p driver.LogListParams) (driver.LogPage, error) {
+// ListLogsParams filters ListLogs. Zero values match everything.
+type ListLogsParams struct {
+	// JobID limits the list to one job's logs (0: every job).
+	JobID int64
+	// GroupID limits it to one executor group's logs (0: every group).
+	GroupID int64
+	// Status is the result the logs have (xjob.LogAll: any).
+	Status xjob.LogStatus
+	// From and To bound the trigger time, inclusive, in Unix milliseconds
+	// (0: no bound); From after To is refused.
+	From int64
+	To   int64
+	// Cursor is the Next of the previous page ("" for the first page).
+	Cursor string
+	// Limit is the most logs in a page; the backend applies its own
+	// default (when 0) and cap.
+	Limit int
+}
+
+// LogPage is one page of trigger logs, newest first; Next is the cursor
+// of the following page, empty at the end.
+type LogPage struct {
+	Logs []xjob.Log
+	Next string
+}
+
+// ListLogs pages trigger logs, newest first.
+func (s *Service) ListLogs(ctx context.Context, p ListLogsParams) (LogPage, error) {
 	if p.From != 0 && p.To != 0 && p.From > p.To {
-		return driver.LogPage{}, invalid("from", "must not be after to")
+		return LogPage{}, invalid("from", "must not be after to")
 	}
-	page, err := s.cfg.Store.LogList(ctx, p)
+	page, err := s.cfg.Store.LogList(ctx, driver.LogListParams{JobID: p.JobID, GroupID: p.GroupID, Status: p.Status,
+		From: p.From, To: p.To, Cursor: p.Cursor, Limit: p.Limit})
 	if err != nil {
-		return driver.LogPage{}, fmt.Errorf("admin log list: %w", err)
+		return LogPage{}, fmt.Errorf("admin log list: %w", err)
 	}
-	return page, nil
+	return LogPage{Logs: page.Logs, Next: page.Next}, nil
 }
 
 // GetLog returns one trigger log.

@@ -379,7 +379,7 @@ var logStatuses = map[string]xjob.LogStatus{
 
 func (h *Handler) listLogs(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r, "job", "group", "status", "from", "to", "cursor", "limit")
-	p := driver.LogListParams{
+	p := admin.ListLogsParams{
 		JobID:   q.int64("job", 0, 1, math.MaxInt64),
 		GroupID: q.int64("group", 0, 1, math.MaxInt64),
 		From:    q.int64("from", 0, 0, math.MaxInt64),

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/web/auth"
 )
@@ -163,12 +162,12 @@ func pie(suc, fail, run int) []pieSlice {
 // newest n of each of the user's groups merged by time.
 func (h *Handler) recentFailures(r *http.Request, ids []int64, n int) ([]xjob.Log, error) {
 	if ids == nil {
-		page, err := h.cfg.Admin.ListLogs(r.Context(), driver.LogListParams{Status: xjob.LogFail, Limit: n})
+		page, err := h.cfg.Admin.ListLogs(r.Context(), admin.ListLogsParams{Status: xjob.LogFail, Limit: n})
 		return page.Logs, err
 	}
 	var all []xjob.Log
 	for _, g := range ids {
-		page, err := h.cfg.Admin.ListLogs(r.Context(), driver.LogListParams{GroupID: g, Status: xjob.LogFail, Limit: n})
+		page, err := h.cfg.Admin.ListLogs(r.Context(), admin.ListLogsParams{GroupID: g, Status: xjob.LogFail, Limit: n})
 		if err != nil {
 			return nil, err
 		}

@@ -70,7 +70,7 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, p auth.Principal)
 	}
 	// A job implies its group (checked above); filtering by both would
 	// let SQLite walk the group's index instead of the job's.
-	lp := driver.LogListParams{JobID: d.Job, Status: xjob.LogAll, Cursor: d.Pager.Cursor, Limit: d.Pager.Size}
+	lp := admin.ListLogsParams{JobID: d.Job, Status: xjob.LogAll, Cursor: d.Pager.Cursor, Limit: d.Pager.Size}
 	if d.Job == 0 {
 		lp.GroupID = d.Group
 	}
@@ -96,7 +96,7 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, p auth.Principal)
 		h.fail(w, r, err)
 		return
 	}
-	cp := driver.LogCountParams{JobID: lp.JobID, Status: lp.Status, From: lp.From, To: lp.To, Limit: countCap + 1}
+	cp := admin.CountLogsParams{JobID: lp.JobID, Status: lp.Status, From: lp.From, To: lp.To, Limit: countCap + 1}
 	if lp.GroupID != 0 {
 		cp.GroupIDs = []int64{lp.GroupID}
 	}
