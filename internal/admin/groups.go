@@ -47,10 +47,17 @@ func (s *Service) GetGroup(ctx context.Context, id int64) (xjob.Group, error) {
 	return g, nil
 }
 
+// ListGroupsParams filters ListGroups by substrings; empty matches every
+// group.
+type ListGroupsParams struct {
+	AppName string
+	Title   string
+}
+
 // ListGroups returns groups in id order whose app name and title contain
 // the filters.
-func (s *Service) ListGroups(ctx context.Context, p driver.GroupListParams) ([]xjob.Group, error) {
-	gs, err := s.cfg.Store.GroupList(ctx, p)
+func (s *Service) ListGroups(ctx context.Context, p ListGroupsParams) ([]xjob.Group, error) {
+	gs, err := s.cfg.Store.GroupList(ctx, driver.GroupListParams{AppName: p.AppName, Title: p.Title})
 	if err != nil {
 		return nil, fmt.Errorf("admin group list: %w", err)
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/executor"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/demo"
@@ -123,7 +122,7 @@ func (d *demoExecutor) stop(ctx context.Context) {
 }
 
 func ensureDemoGroup(ctx context.Context, a *admin.Service) (xjob.Group, error) {
-	groups, err := a.ListGroups(ctx, driver.GroupListParams{AppName: demoAppName})
+	groups, err := a.ListGroups(ctx, admin.ListGroupsParams{AppName: demoAppName})
 	if err != nil {
 		return xjob.Group{}, fmt.Errorf("demo group: %w", err)
 	}

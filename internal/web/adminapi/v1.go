@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/admin"
 )
 
@@ -298,7 +297,7 @@ func (h *Handler) listGroups(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	gs, err := h.cfg.Admin.ListGroups(r.Context(), driver.GroupListParams{AppName: q.str("appname"), Title: q.str("title")})
+	gs, err := h.cfg.Admin.ListGroups(r.Context(), admin.ListGroupsParams{AppName: q.str("appname"), Title: q.str("title")})
 	if err != nil {
 		h.fail(w, r, err)
 		return

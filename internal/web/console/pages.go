@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/web/auth"
 )
 
@@ -43,7 +43,7 @@ func (h *Handler) job(r *http.Request, p auth.Principal) (xjob.Job, error) {
 
 // groups lists the groups p may see.
 func (h *Handler) visibleGroups(r *http.Request, p auth.Principal) ([]xjob.Group, error) {
-	gs, err := h.cfg.Admin.ListGroups(r.Context(), driver.GroupListParams{})
+	gs, err := h.cfg.Admin.ListGroups(r.Context(), admin.ListGroupsParams{})
 	if err != nil {
 		return nil, err
 	}
