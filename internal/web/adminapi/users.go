@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/web/auth"
 )
 
@@ -61,7 +60,7 @@ func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) listUsers(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r, "username", "role")
-	p := driver.UserListParams{Username: q.str("username")}
+	p := auth.ListUsersParams{Username: q.str("username")}
 	if q.str("role") != "" {
 		role := xjob.Role(q.int64("role", 0, 0, 1))
 		p.Role = &role

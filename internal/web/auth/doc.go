@@ -3,6 +3,16 @@
 // with argon2id password hashes, stateless signed session cookies, CSRF
 // tokens, sign-in rate limiting and user management.
 //
+// It is a service that owns its stores, as the scheduler's services do:
+// users (driver.UserStore) and the sign-in attempts and signed-out
+// sessions (driver.AuthStore) are its alone — no other service reads a
+// password hash or a session — so it reaches them directly rather than
+// through the control plane (internal/admin), whose rules are about jobs,
+// groups and logs. Its own parameter types (ListUsersParams, UserInput)
+// keep the port's types out of the HTTP handlers that call it. It sits in
+// the web layer because what it decides is made of HTTP: cookies, the
+// request's address, CSRF headers.
+//
 // A session is a signed cookie, so that any process holding the key —
 // every Lambda environment, every restart of xjob local — can verify it;
 // the store (driver.AuthStore) only records the sessions signed out

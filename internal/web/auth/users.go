@@ -65,12 +65,20 @@ func requireAdmin(actor Principal) error {
 	return nil
 }
 
+// ListUsersParams filters ListUsers. Zero values match everything.
+type ListUsersParams struct {
+	// Username matches a substring of the username.
+	Username string
+	// Role limits the list to admins or normal users (nil: both).
+	Role *xjob.Role
+}
+
 // ListUsers returns users (admins only).
-func (s *Service) ListUsers(ctx context.Context, actor Principal, p driver.UserListParams) ([]xjob.User, error) {
+func (s *Service) ListUsers(ctx context.Context, actor Principal, p ListUsersParams) ([]xjob.User, error) {
 	if err := requireAdmin(actor); err != nil {
 		return nil, err
 	}
-	us, err := s.cfg.Users.UserList(ctx, p)
+	us, err := s.cfg.Users.UserList(ctx, driver.UserListParams{Username: p.Username, Role: p.Role})
 	if err != nil {
 		return nil, fmt.Errorf("auth user list: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/web/auth"
 )
@@ -414,7 +413,7 @@ func (h *Handler) renderUsers(w http.ResponseWriter, r *http.Request, p auth.Pri
 	}
 	if p.Admin() {
 		var err error
-		if d.Users, err = h.cfg.Auth.ListUsers(r.Context(), p, driver.UserListParams{}); err != nil {
+		if d.Users, err = h.cfg.Auth.ListUsers(r.Context(), p, auth.ListUsersParams{}); err != nil {
 			h.fail(w, r, err)
 			return
 		}
