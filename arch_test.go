@@ -63,6 +63,25 @@ var (
 	sdkAllowed = map[string][]string{"executor/lambdaexec": {"github.com/aws/aws-lambda-go"}}
 )
 
+// Direct imports some packages may not make although their layer allows
+// them. The web handlers reach the stores only through the services: they
+// build admin's and auth's parameter types, never a port's, so that a
+// change to a port's parameter struct stops at the service and never
+// ripples into an HTTP handler (web → admin → driver). auth is spared: it
+// is the service that owns the user and sign-in stores (its doc comment
+// says why). Only production imports count: a handler's test may seed the
+// store directly.
+var importRules = []struct {
+	pkgs, except []string // patterns of the packages the rule holds, and of those it spares
+	banned       []string // patterns of what they must not import
+	why          string
+}{
+	{
+		pkgs: []string{"internal/web/..."}, except: []string{"internal/web/auth"}, banned: []string{"driver/..."},
+		why: "the web handlers reach the stores through internal/admin and internal/web/auth",
+	},
+}
+
 // adminclientBudget caps the non-standard packages the admin client links,
 // itself included: it is a JSON client over net/http, and a tool that
 // imports it should not pay for the server. It links four: adminclient,
@@ -228,6 +247,34 @@ func TestDependencyRules(t *testing.T) {
 	for _, r := range sdkPackages {
 		if !slices.ContainsFunc(own, func(p pkg) bool { return rel(p.ImportPath) == r }) {
 			t.Errorf("the SDK rule names %s, which go list did not find", r)
+		}
+	}
+}
+
+func TestImportRules(t *testing.T) {
+	t.Parallel()
+	own, _ := listModule(t)
+	matchesAny := func(patterns []string, r string) bool {
+		return slices.ContainsFunc(patterns, func(p string) bool { return matches(p, r) })
+	}
+	for _, rule := range importRules {
+		for _, p := range own {
+			r := rel(p.ImportPath)
+			if !matchesAny(rule.pkgs, r) || matchesAny(rule.except, r) {
+				continue
+			}
+			for _, imp := range p.Imports {
+				if ri := rel(imp); ri != "" && matchesAny(rule.banned, ri) {
+					t.Errorf("%s imports %s: %s", r, ri, rule.why)
+				}
+			}
+		}
+		// A pattern that matches nothing is a package that moved: the
+		// rule would hold vacuously.
+		for _, pattern := range slices.Concat(rule.pkgs, rule.except, rule.banned) {
+			if !slices.ContainsFunc(own, func(o pkg) bool { return matches(pattern, rel(o.ImportPath)) }) {
+				t.Errorf("import rule %q: pattern %s matches no package", rule.why, pattern)
+			}
 		}
 	}
 }
