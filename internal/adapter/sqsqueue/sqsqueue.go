@@ -238,7 +238,12 @@ func (q *Queue[T]) Receive(ctx context.Context, p driver.ReceiveParams) ([]drive
 	for _, m := range out.Messages {
 		var d driver.Delivery[T]
 		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &d.Msg); err != nil {
-			return ds, fmt.Errorf("sqs receive: message %s: %w", aws.ToString(m.MessageId), err)
+			// A newer version's message (xjob.VersionError) or a corrupt
+			// one: not delivered, not deleted. It comes back after the
+			// visibility timeout and, past the queue's receive limit, waits
+			// in its dead-letter queue (whose alarm says so); the messages
+			// received with it go on.
+			continue
 		}
 		d.Token = aws.ToString(m.ReceiptHandle)
 		d.Receives, _ = strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
