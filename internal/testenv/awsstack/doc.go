@@ -49,5 +49,8 @@
 // inside the SDK's retry loop, so the code's retry and back-off paths run.
 // The results queue's mapping gathers a batch over a window
 // (Options.ResultsWindow), as an event source mapping with
-// MaximumBatchingWindowInSeconds does.
+// MaximumBatchingWindowInSeconds does. A mapping's pollers are billed as
+// SQS bills a long poll: one request per poll, which returns with records
+// or, empty, only at the end of its wait (fauxqs answers every waiting
+// poll when a record arrives; the continuations are not metered).
 package awsstack

@@ -167,22 +167,63 @@ func (d *Deployment) startMappings(ctx context.Context) {
 		ms = append(ms, mapping{fn: "dispatch", url: url, pollers: d.opts.ResultsPollers,
 			batch: d.opts.ResultsBatch, window: d.opts.ResultsWindow})
 	}
+	// The continuations of a long poll (see longPoll) go through a client
+	// the meter does not see.
+	_, free, _ := d.clients("")
 	for _, m := range ms {
 		m.arn = d.arns[m.url]
 		_, client, _ := d.clients("esm:" + m.fn)
 		for range m.pollers {
-			d.wg.Go(func() { d.poll(ctx, client, m) })
+			d.wg.Go(func() { d.poll(ctx, poller{billed: client, free: free}, m) })
 		}
 	}
 }
 
-// poll is one poller of mapping m, until ctx ends.
-func (d *Deployment) poll(ctx context.Context, client *sqs.Client, m mapping) {
-	wait := int32(d.opts.PollWait.Round(time.Second) / time.Second)
-	for ctx.Err() == nil {
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(m.url),
-			MaxNumberOfMessages: 10, WaitTimeSeconds: wait,
+// poller holds the SQS clients of one poller: billed is metered (one
+// request per long poll AWS would answer), free is not (see longPoll).
+type poller struct {
+	billed, free *sqs.Client
+}
+
+// longPoll is one ReceiveMessage long poll of up to n messages from
+// url, as SQS answers it: with the messages available to it as soon as
+// there are some, empty only once wait has passed. fauxqs answers every
+// waiting poll of a queue when a message becomes visible, and all but the
+// one that took it come back empty at once; SQS keeps those waiting. So
+// an empty answer before wait has passed is continued, for what remains
+// of the wait, through the unmetered client: the meter counts one request
+// per long poll, as AWS bills it. (A continuation's payload is not
+// metered; it is the response the billed request would have carried.)
+func (p poller) longPoll(ctx context.Context, url string, n int32, wait time.Duration) ([]sqstypes.Message, error) {
+	end := time.Now().Add(wait)
+	client := p.billed
+	for {
+		// Whole seconds, at least 1: a long poll that outlasts the end
+		// by under a second, rather than short polls in a loop.
+		secs := int32(max(1, min(20, (time.Until(end)+time.Second-1)/time.Second)))
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url),
+			MaxNumberOfMessages: n, WaitTimeSeconds: secs,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
+		if err != nil || len(out.Messages) > 0 || time.Until(end) <= 0 {
+			if err != nil {
+				return nil, err
+			}
+			return out.Messages, nil
+		}
+		client = p.free
+	}
+}
+
+// poll is one poller of mapping m, until ctx ends. Each batch is one long
+// poll (Options.PollWait) for its first records; a mapping with a batching
+// window then keeps long-polling, until the batch is full or the window
+// since the first records has passed, each poll waiting for what remains
+// of the window: so an idle poller costs one request per PollWait, a
+// batch one request per poll that brought records plus, when it is not
+// full, the one empty poll that ends its window.
+func (d *Deployment) poll(ctx context.Context, p poller, m mapping) {
+	for ctx.Err() == nil {
+		msgs, err := p.longPoll(ctx, m.url, 10, d.opts.PollWait)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.fail(fmt.Errorf("esm %s receive: %w", m.fn, err))
@@ -190,20 +231,15 @@ func (d *Deployment) poll(ctx context.Context, client *sqs.Client, m mapping) {
 			}
 			continue
 		}
-		if len(out.Messages) == 0 {
+		if len(msgs) == 0 {
 			continue
 		}
-		msgs := out.Messages
-		// A batching window: keep receiving until the batch is full or the
-		// window since the first records has passed.
 		for end := time.Now().Add(m.window); m.batch > len(msgs) && time.Now().Before(end) && ctx.Err() == nil; {
-			more, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(m.url),
-				MaxNumberOfMessages: int32(min(10, m.batch-len(msgs))), WaitTimeSeconds: 1,
-				MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
-			if err != nil {
+			more, err := p.longPoll(ctx, m.url, int32(min(10, m.batch-len(msgs))), time.Until(end))
+			if err != nil || len(more) == 0 {
 				break
 			}
-			msgs = append(msgs, more.Messages...)
+			msgs = append(msgs, more...)
 		}
 		ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(msgs))}
 		for _, msg := range msgs {
@@ -220,7 +256,7 @@ func (d *Deployment) poll(ctx context.Context, client *sqs.Client, m mapping) {
 		del := deletable(ev, resp)
 		for len(del) > 0 {
 			n := min(10, len(del))
-			if _, err := client.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{
+			if _, err := p.billed.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{
 				QueueUrl: aws.String(m.url), Entries: del[:n]}); err != nil {
 				d.fail(fmt.Errorf("esm %s delete: %w", m.fn, err))
 			}
