@@ -42,6 +42,10 @@ type Env struct {
 	// SyncCallbacks runs the AWS cost runs without the results queue (the
 	// callback function applies each request itself), to compare.
 	SyncCallbacks bool
+	// RingLead, when set, overrides the scan's ring lead in the AWS cost
+	// runs (how long before its second a ring bucket is visible), to
+	// compare leads.
+	RingLead time.Duration
 }
 
 func (e *Env) logf(format string, args ...any) {

@@ -68,13 +68,14 @@ func run() int {
 	w6Rate := fs.Int("w6-advance-rate", 0, "W6's scan advances a second per shard (0: the scan function's default scaled by w6-jobs/10000, so the due index's projected rate is the default's; -1: unpaced)")
 	w2Lead := fs.Duration("w2-lead", 0, "open W2's window this long after the start (default 151 s: past the bulk start's pushed fires; 61 s measures that transient)")
 	sync := fs.Bool("sync-callbacks", false, "deploy without the results queue: the callback function applies each request itself (the design before it), to compare")
+	ringLead := fs.Duration("ring-lead", 0, "override the scan's ring lead (how long before its second a ring bucket is visible at the latest), to compare leads")
 	only := fs.String("only", "", "run only these workloads (comma-separated: W1,W2,W3,W4,W5,W6,idle); the last lines then print only theirs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root, SyncCallbacks: *sync}
+	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root, SyncCallbacks: *sync, RingLead: *ringLead}
 	p := awsstack.ListPrices()
 	pair := func(s string) ([2]int, error) {
 		parts := strings.Split(s, ",")

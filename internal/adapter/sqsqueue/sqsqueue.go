@@ -6,10 +6,17 @@
 //
 //   - Send: SendMessageBatch, 10 entries per request, each with its own
 //     DelaySeconds = ceil((VisibleAt − now) / 1 s), capped at SQS's 900 s.
-//     Rounding up means a message never becomes visible early; the ring
-//     sends a bucket up to a second ahead and its consumer completes the
-//     wait to the exact millisecond in process. A bucket due more than
-//     15 minutes out is not sent yet by the scan (pre-read is seconds).
+//     Rounding up means a message never becomes visible early. A bucket
+//     due more than 15 minutes out is not sent yet by the scan.
+//   - A paced queue (Queues.PaceRing: the ring) reads VisibleAt as a
+//     deadline instead: DelaySeconds = floor((VisibleAt − now) / 1 s), so
+//     a bucket is never visible after it, and Send waits (within
+//     Pacing.MaxWait per call) for the millisecond phase of the clock at
+//     which that floor loses less than Pacing.Window, so the bucket
+//     arrives a chosen lead before its second rather than anywhere in the
+//     second before it: the ring's consumer, which completes the wait to
+//     the exact millisecond in process, is then billed for that lead and
+//     not for up to a second.
 //   - Receive: ReceiveMessage with MaxNumberOfMessages (≤ 10),
 //     VisibilityTimeout and WaitTimeSeconds (long poll, ≤ 20 s), rounded up
 //     to whole seconds. Token is the receipt handle; Receives is SQS's
@@ -104,11 +111,30 @@ func (q *Queues) Dispatch(lane xjob.Lane) driver.Queue[xjob.DispatchTask] {
 	return NewQueue[xjob.DispatchTask](q.api, "", q.clk)
 }
 
+// PaceRing makes the ring queue's sends paced by p (see Pacing).
+func (q *Queues) PaceRing(p Pacing) { q.ring.pace = &p }
+
+// Pacing is how a queue whose messages must arrive just before their
+// VisibleAt (the ring's buckets) lives with SQS's whole-second delays.
+// VisibleAt is a deadline: every message is visible by then (the delay is
+// rounded down), and Send, before each batch, waits for the millisecond
+// phase at which a message is visible at most Window before it. The
+// phase is that of the batch's first delayed message; the ring's buckets
+// all share it (their VisibleAt is a second minus the scan's lead). A
+// batch that would need more than what remains of MaxWait in this call
+// is sent at once, its messages visible up to a second before VisibleAt:
+// as early as an unpaced bucket, never late.
+type Pacing struct {
+	Window  time.Duration
+	MaxWait time.Duration
+}
+
 // Queue is one SQS queue of JSON-encoded T. It implements driver.Queue[T].
 type Queue[T any] struct {
-	api API
-	url string
-	clk clock.Clock
+	api  API
+	url  string
+	clk  clock.Clock
+	pace *Pacing // nil: VisibleAt is a lower bound (DelaySeconds)
 }
 
 // NewQueue returns the queue at url carrying T.
@@ -135,6 +161,38 @@ func DelaySeconds(visibleAt int64, now time.Time) int32 {
 		return 0
 	}
 	return int32(min((ms+999)/1000, int64(MaxDelay/time.Second)))
+}
+
+// DelayBy is the SQS delay that makes a message sent at now visible no
+// later than visibleAt (Unix ms): rounded down, 0 for the past, capped at
+// 900.
+func DelayBy(visibleAt int64, now time.Time) int32 {
+	ms := visibleAt - now.UnixMilli()
+	if ms <= 0 {
+		return 0
+	}
+	return int32(min(ms/1000, int64(MaxDelay/time.Second)))
+}
+
+// AlignWait is how long to wait from now before sending a message due
+// visible by visibleAt (with DelayBy's delay) so that it becomes visible
+// at most window before visibleAt: 0 when now is such a phase already
+// (or the message is due now), otherwise the wait to the start of the
+// next such phase, which leaves the most of it to the batches after.
+func AlignWait(visibleAt int64, now time.Time, window time.Duration) time.Duration {
+	ms := visibleAt - now.UnixMilli()
+	w := window.Milliseconds()
+	if ms <= 0 || w >= 1000 {
+		return 0
+	}
+	if ms > MaxDelay.Milliseconds() {
+		return 0 // capped: no phase helps
+	}
+	r := ms % 1000 // what the rounding down would lose
+	if r < w {
+		return 0
+	}
+	return time.Duration(r-w+1) * time.Millisecond
 }
 
 // ceilSeconds rounds d up to whole seconds within [0, limit].
@@ -164,6 +222,7 @@ func (q *Queue[T]) Send(ctx context.Context, msgs []driver.Outgoing[T]) error {
 		}
 		bodies[i] = string(b)
 	}
+	var waited time.Duration // pacing's waits in this call
 	for start := 0; start < len(msgs); start += MaxBatch {
 		pending := make([]int, 0, MaxBatch)
 		for i := start; i < min(start+MaxBatch, len(msgs)); i++ {
@@ -171,10 +230,21 @@ func (q *Queue[T]) Send(ctx context.Context, msgs []driver.Outgoing[T]) error {
 		}
 		for attempt := 1; len(pending) > 0; attempt++ {
 			now := q.clk.Now()
+			delay := DelaySeconds
+			if q.pace != nil {
+				delay = DelayBy
+				if w := q.align(msgs, pending, now); w > 0 && waited+w <= q.pace.MaxWait {
+					if err := q.clk.SleepUntil(ctx, now.Add(w)); err != nil {
+						return fmt.Errorf("sqs send: %w", err)
+					}
+					waited += w
+					now = q.clk.Now()
+				}
+			}
 			entries := make([]types.SendMessageBatchRequestEntry, len(pending))
 			for k, i := range pending {
 				entries[k] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)),
-					MessageBody: aws.String(bodies[i]), DelaySeconds: DelaySeconds(msgs[i].VisibleAt, now)}
+					MessageBody: aws.String(bodies[i]), DelaySeconds: delay(msgs[i].VisibleAt, now)}
 			}
 			out, err := q.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &q.url, Entries: entries})
 			if err != nil {
@@ -199,6 +269,17 @@ func (q *Queue[T]) Send(ctx context.Context, msgs []driver.Outgoing[T]) error {
 		}
 	}
 	return nil
+}
+
+// align is the pacing wait of a batch (pending indexes msgs): that of its
+// first message still ahead of now.
+func (q *Queue[T]) align(msgs []driver.Outgoing[T], pending []int, now time.Time) time.Duration {
+	for _, i := range pending {
+		if msgs[i].VisibleAt > now.UnixMilli() {
+			return AlignWait(msgs[i].VisibleAt, now, q.pace.Window)
+		}
+	}
+	return 0
 }
 
 func pause(ctx context.Context, d time.Duration) error {

@@ -191,3 +191,116 @@ func TestRingVersionOnTheWire(t *testing.T) {
 		t.Fatalf("%d messages left in the queue, want the version 2 bucket kept", kept)
 	}
 }
+
+func TestDelayBy(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_700_000_000_000)
+	cases := []struct {
+		name      string
+		visibleAt int64
+		want      int32
+	}{
+		{"zero", 0, 0},
+		{"past", now.UnixMilli() - 5000, 0},
+		{"within the second", now.UnixMilli() + 999, 0},
+		{"exact second", now.UnixMilli() + 3000, 3},
+		{"3.999 s rounds down", now.UnixMilli() + 3999, 3},
+		{"capped at 900", now.UnixMilli() + 3_600_000, 900},
+	}
+	for _, c := range cases {
+		if got := sqsqueue.DelayBy(c.visibleAt, now); got != c.want {
+			t.Errorf("%s: DelayBy = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestAlignWait: after the wait, a message sent with DelayBy's delay is
+// visible at most the window before its deadline, and never after it.
+func TestAlignWait(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_700_000_000_000)
+	const window = 100 * time.Millisecond
+	cases := []struct {
+		name  string
+		ahead int64 // visibleAt − now, ms
+		want  time.Duration
+	}{
+		{"due now", 0, 0},
+		{"past", -300, 0},
+		{"in phase", 5_050, 0},
+		{"in phase, edge", 5_099, 0},
+		{"just out of phase", 5_100, time.Millisecond},
+		{"out of phase", 5_700, 601 * time.Millisecond},
+		{"within the second, out of phase", 700, 601 * time.Millisecond},
+		{"whole seconds", 5_000, 0},
+		{"beyond the 900 s cap", 1_000_500, 0},
+	}
+	for _, c := range cases {
+		v := now.UnixMilli() + c.ahead
+		got := sqsqueue.AlignWait(v, now, window)
+		if got != c.want {
+			t.Errorf("%s: AlignWait = %s, want %s", c.name, got, c.want)
+		}
+		if c.ahead <= 0 || c.ahead > 900_000 {
+			continue
+		}
+		sent := now.Add(got)
+		visible := sent.UnixMilli() + int64(sqsqueue.DelayBy(v, sent))*1000
+		if visible > v || visible <= v-window.Milliseconds() {
+			t.Errorf("%s: visible at deadline%+d ms, want within (-%d, 0]", c.name, visible-v, window.Milliseconds())
+		}
+	}
+}
+
+// TestPacedSendWaitsForPhase: a paced queue holds a batch until the clock's
+// phase lets its bucket arrive within the window before its deadline, and
+// sends at once (never late, only early) when that wait would pass MaxWait.
+func TestPacedSendWaitsForPhase(t *testing.T) {
+	t.Parallel()
+	c := emulator.SQS(t)
+	ctx := t.Context()
+	start := time.UnixMilli(1_700_000_000_000)
+	delayed := func(url string) string {
+		out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)]
+	}
+	bucket := []driver.Outgoing[xjob.RingBucket]{{Msg: xjob.RingBucket{Shard: 1, Second: 1}, VisibleAt: start.UnixMilli() + 5_700}}
+
+	t.Run("waits for the phase", func(t *testing.T) {
+		clk := clock.NewFake(start)
+		url := newQueueURL(t, c)
+		qs := sqsqueue.New(c, sqsqueue.URLs{Ring: url}, clk)
+		qs.PaceRing(sqsqueue.Pacing{Window: 100 * time.Millisecond, MaxWait: time.Second})
+		done := make(chan error, 1)
+		go func() { done <- qs.Ring().Send(ctx, bucket) }()
+		if err := clk.WaitForSleepers(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if n := delayed(url); n != "0" {
+			t.Fatalf("%s messages sent before the phase, want 0", n)
+		}
+		clk.Advance(601 * time.Millisecond)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n := delayed(url); n != "1" {
+			t.Fatalf("%s delayed messages after the send, want 1", n)
+		}
+	})
+	t.Run("past MaxWait it sends at once", func(t *testing.T) {
+		clk := clock.NewFake(start)
+		url := newQueueURL(t, c)
+		qs := sqsqueue.New(c, sqsqueue.URLs{Ring: url}, clk)
+		qs.PaceRing(sqsqueue.Pacing{Window: 100 * time.Millisecond, MaxWait: 500 * time.Millisecond})
+		if err := qs.Ring().Send(ctx, bucket); err != nil { // a fake clock never moves: a wait would block
+			t.Fatal(err)
+		}
+		if n := delayed(url); n != "1" {
+			t.Fatalf("%s delayed messages, want 1", n)
+		}
+	})
+}

@@ -59,14 +59,14 @@ const (
 // AWS's guidance for SQS event sources, checked too). An invocation holds
 // its buckets while it
 //
-//	waits to their instants              ≤  2 s  (a bucket arrives ≤ 1 s early, the scan's ring lead, and spans its second)
+//	waits to their instants              ≤  3 s  (a bucket arrives ≤ 1 s + the scan's ring lead early, and spans its second)
 //	starts the fast lane's chunks        ≤ 10 s  (dispatch.DefaultSpillBudget; the rest goes to the fast queue)
 //	runs the last chunk it started       ≤ 30 s  (route probes, claim, ≤ 3 waves of /run calls of ≤ 6 s, record,
 //	                                              completions: the dispatch function's own timeout)
 //	queues what it could not finish      ≤  2 s  (one SendMessageBatch per 10 tasks)
 //	flushes the run-report counters      ≤  2 s  (wiring.Base.FlushReports)
 //
-// ≈ 46 s, so 50 s. A healthy bucket takes the wait plus milliseconds; the
+// ≈ 47 s, so 50 s. A healthy bucket takes the wait plus milliseconds; the
 // timeout only bounds the worst case (unreachable executors). Were it
 // still exceeded, Lambda would end the invocation with the bucket
 // unacknowledged: it comes back after the visibility timeout, the fires

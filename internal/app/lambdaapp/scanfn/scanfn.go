@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
 )
@@ -28,17 +29,23 @@ const (
 	scanLease  = 45 * time.Second
 )
 
-// ringLead is how long before its second the scan makes a ring bucket
-// visible. SQS delays are whole seconds, rounded up (sqsqueue.DelaySeconds),
-// so a bucket becomes visible between ringLead − 1 s and ringLead before
-// its second, depending on when the scan sent it; in a given deployment
-// that phase is stable per scan grid, and a grid whose buckets become
-// visible only milliseconds early has them prepared (reads, claims ahead)
-// just after their instant. A lead of 1.1 s would keep every bucket at
-// least 100 ms early, for a 20% longer mean wait of the ring function
-// (which is most of its cost at low rates). The runs so far do not tell
-// the two apart, so it stays at 1 s.
-const ringLead = time.Second
+// ringLead is how long before its second a ring bucket is visible at the
+// latest. The ring queue is paced (sqsqueue.Pacing): the scan waits for
+// the millisecond phase at which SQS's whole-second delay makes a bucket
+// visible between ringLead + wiring.RingWindow and ringLead before its
+// second (so the ring function waits about that long for the instant,
+// rather than anywhere up to a second), for at most ringPaceWait per page
+// of due jobs; a page that sends more than fits in the phase sends the
+// rest at once, visible up to a second earlier still — never later. The
+// lead covers the mapping's delivery and the ring's preparation (the
+// bucket's job reads and claims ahead), so that at the instant only the
+// executor calls remain.
+const ringLead = 250 * time.Millisecond
+
+// ringPaceWait bounds the scan's waits for the ring's phase per page of
+// due jobs (one ring send): one second holds the next phase whatever the
+// clock.
+const ringPaceWait = time.Second
 
 // Config is the scanner's configuration on AWS: the function's shards
 // and scan advance, the tunables above, and any overrides the Deps carry
@@ -77,6 +84,7 @@ type Function struct {
 
 // New builds the scan function on b.
 func New(b *wiring.Base) (*Function, error) {
+	b.Queues.PaceRing(sqsqueue.Pacing{Window: wiring.RingWindow, MaxWait: ringPaceWait})
 	s, err := scan.New(Config(b), scan.Deps{Jobs: b.Store, Leases: b.Store, Queues: b.Queues,
 		Clock: b.Clock, Logger: b.Log, Owner: b.Deps.Owner})
 	if err != nil {

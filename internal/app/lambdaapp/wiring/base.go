@@ -133,6 +133,10 @@ func NewBase(cfg Config, d Deps) (*Base, error) {
 		Queues: sqsqueue.New(d.SQS, sqsqueue.URLs{
 			Ring: cfg.RingQueueURL, DispatchFast: cfg.DispatchFastURL, DispatchSlow: cfg.DispatchSlowURL,
 		}, d.Clock)}
+	// Every function sends ring buckets by their deadline (never visible
+	// after fire − the scan's ring lead); only the scan waits for the
+	// phase that makes them arrive just that early (scanfn).
+	b.Queues.PaceRing(sqsqueue.Pacing{Window: RingWindow})
 	b.Alarmer = alarm.Log{Logger: d.Logger}
 	if cfg.AlarmTopicARN != "" && d.SNS != nil {
 		b.Alarmer = alarm.Multi{b.Alarmer, snsalarm.SNS{API: d.SNS, TopicARN: cfg.AlarmTopicARN, Clock: d.Clock}}

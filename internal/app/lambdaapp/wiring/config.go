@@ -27,6 +27,13 @@ import (
 // changed since they were pushed.
 const ScanHorizon = 150 * time.Second
 
+// RingWindow is how much earlier than the scan's ring lead a ring bucket
+// may become visible when the scan sends it in phase (sqsqueue.Pacing):
+// SQS delays are whole seconds, and the scan waits, once per page of due
+// jobs, for the millisecond at which a whole-second delay lands a bucket
+// between lead + RingWindow and lead before its second.
+const RingWindow = 100 * time.Millisecond
+
 // DefaultScanAdvance is how far ahead the scan plans the fires of a job it
 // reads due (scan.Config.Advance; XJOB_SCAN_ADVANCE). The job is then due
 // again only when its first unplanned fire comes within ScanHorizon, so
