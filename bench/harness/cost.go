@@ -64,6 +64,47 @@ type CostSample struct {
 	PlanningHottest awsstack.Hottest
 	// Environments counts the execution environments each function had.
 	Environments map[string]int
+	// Advances is how the window's scan advances were priced.
+	Advances SteadyAdvances
+}
+
+// SteadyAdvances prices a window's scan advances at the steady state's
+// rate: Planned advances were metered outside the window (the jobs' first
+// planning), InWindow happened inside it, and Steady is how many the
+// steady state makes in a window (jobs × window ÷ planning cycle).
+type SteadyAdvances struct {
+	Planned, InWindow int
+	Steady            float64
+}
+
+// Apply returns the window's usage with its InWindow advances replaced by
+// Steady ones, each priced at planning's requests per advance (planning
+// is the scan function's usage over the Planned advances: its updates,
+// index entries and ring sends). The scan's invocations and their time
+// are the window's as measured: they are per invocation (the due-index
+// reads, the wait for the ring's phase), not per advance.
+func (a SteadyAdvances) Apply(window, planning awsstack.Usage) awsstack.Usage {
+	if a.Planned == 0 {
+		return window
+	}
+	requests := awsstack.Usage{Ops: planning.Ops}
+	return window.Add(requests.Scale((a.Steady - float64(a.InWindow)) / float64(a.Planned)))
+}
+
+// jobVersions sums the versions of jobs ids: the scan's advances are the
+// only writes that change them while a workload runs.
+func jobVersions(ctx context.Context, d *awsstack.Deployment, ids []int64) (int, error) {
+	sum := 0
+	for i := 0; i < len(ids); i += 100 {
+		js, err := d.Store().JobGetMany(ctx, ids[i:min(i+100, len(ids))])
+		if err != nil {
+			return 0, fmt.Errorf("read job versions: %w", err)
+		}
+		for _, j := range js {
+			sum += int(j.Version)
+		}
+	}
+	return sum, nil
 }
 
 // CostRun measures workload w at jobs jobs for window on a fresh emulated
@@ -99,6 +140,14 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	}
 	env.logf("%s: %d jobs created in %s", w.Name, jobs, time.Since(t).Round(time.Millisecond))
 	created := d.Meter().Snapshot()
+	// The jobs' summed versions when they were started (v0) and at the
+	// window's start (v1): the advances the scans made in between.
+	var v0, v1 int
+	if w.FullJobs > 0 {
+		if v0, err = jobVersions(ctx, d, ids); err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Name, err)
+		}
+	}
 	lead := warmup
 	if w.Lead > 0 {
 		lead = w.Lead
@@ -118,14 +167,17 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	}
 	// The scan runs once a minute and advances a due job once per
 	// planning cycle (lambdaapp.DefaultScanAdvance − ScanHorizon, ~11.5
-	// minutes), far longer than a window. So the scans from the jobs'
-	// start to the window's start — which advance every job once, its
-	// fires planned a cycle and more ahead — are metered on their own
-	// and the window bears their share, window ÷ cycle: the steady
-	// state's one advance per job per cycle (and its ring sends, slightly
-	// overcounted: the first planning reaches further than a cycle). The
-	// scan at the window's end is metered inside the window: the
-	// once-a-minute due-index reads.
+	// minutes), far longer than a window, so the window is priced at the
+	// steady state's advances rather than at those it happens to hold.
+	// The scans from the jobs' start to the window's start (the first
+	// planning, which advances every job once) are metered on their own:
+	// their requests per advance are what an advance costs (its update,
+	// index entries and ring sends). The window's own scans are kept (the
+	// once-a-minute due-index reads, leases, invocations and their time)
+	// with their advances replaced by the steady state's,
+	// jobs × window ÷ cycle, at those requests per advance. Advances are
+	// counted from the jobs' versions, which only an advance changes
+	// during the run.
 	var (
 		planning awsstack.Usage
 		planHot  awsstack.Hottest
@@ -136,6 +188,9 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 			return nil, fmt.Errorf("%s: scan at the window start: %w", w.Name, err)
 		}
 		planning = d.Meter().Snapshot().Sub(created).Only("scan")
+		if v1, err = jobVersions(ctx, d, ids); err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Name, err)
+		}
 		// The scan's advances burst on the due index (every job of a
 		// shard comes due at once after a bulk start); a paced scan takes
 		// its time over them, and the window opens once it is done.
@@ -160,9 +215,16 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 		}
 	}
 	usage := d.Meter().Snapshot().Sub(before)
-	if w.FullJobs > 0 {
+	var advances SteadyAdvances
+	if w.FullJobs > 0 && v1 > v0 {
+		v2, err := jobVersions(ctx, d, ids)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Name, err)
+		}
 		cycle := lambdaapp.DefaultScanAdvance - lambdaapp.ScanHorizon
-		usage = usage.Add(planning.Scale(window.Seconds() / cycle.Seconds()))
+		advances = SteadyAdvances{Planned: v1 - v0, InWindow: v2 - v1,
+			Steady: float64(jobs) * window.Seconds() / cycle.Seconds()}
+		usage = advances.Apply(usage, planning)
 	}
 	if err := sleepUntil(ctx, time.Now().Add(10*time.Second)); err != nil {
 		return nil, err
@@ -172,7 +234,7 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
 	}
 	s := &CostSample{Jobs: jobs, Rate: float64(jobs) * w.PerJobPerSecond, Seconds: window.Seconds(), Triggers: len(logs), Usage: usage,
-		Hottest: hot, PlanningHottest: planHot, Environments: map[string]int{}}
+		Hottest: hot, PlanningHottest: planHot, Environments: map[string]int{}, Advances: advances}
 	for _, fn := range []string{"ring", "dispatch", "callback", "registry"} {
 		s.Environments[fn] = d.Environments(fn)
 	}

@@ -62,7 +62,7 @@ func run() int {
 	root := fs.String("root", ".", "module root")
 	w4 := fs.String("w4-jobs", "500,1000", "the two job counts of W4 (each job every second, 10 xxl-job-like executors, route ROUND)")
 	w5Window := fs.Duration("w5-window", 2*time.Minute, "measured window of W5 (100 jobs every minute at random seconds, 2 executors): whole minutes")
-	w5Lead := fs.Duration("w5-lead", 30*time.Second, "open W5's window this long after its jobs start (one bulk start request: its pushed fires arrive as the scan's would)")
+	w5Lead := fs.Duration("w5-lead", 151*time.Second, "open W5's window this long after its jobs start: past the fires the bulk start pushed (the scan horizon, 150 s), which the admin sends without waiting for the ring's phase, so the window holds the fires the scan planned, as the steady state does")
 	w6 := fs.Int("w6-jobs", 1000, "W6's job count (each every second, 20 executors): the rate the emulators hold; its hottest item and key are projected to 10,000/s")
 	w6Window := fs.Duration("w6-window", 20*time.Second, "measured window of W6")
 	w6Rate := fs.Int("w6-advance-rate", 0, "W6's scan advances a second per shard (0: the scan function's default scaled by w6-jobs/10000, so the due index's projected rate is the default's; -1: unpaced)")
@@ -297,6 +297,10 @@ func sampleNotes(s *harness.CostSample) string {
 	acked := s.Usage.Ops["esm:ring"]["sqs:DeleteMessageBatch"].Entries
 	out := fmt.Sprintf(", lost conditional writes %d%s, ring messages %d, environments ring %d dispatch %d callback %d",
 		lost, lostBy, acked, s.Environments["ring"], s.Environments["dispatch"], s.Environments["callback"])
+	if a := s.Advances; a.Planned > 0 {
+		out += fmt.Sprintf(", scan advances %d in the window priced as the steady state's %.1f (cost per advance from %d planned before it)",
+			a.InWindow, a.Steady, a.Planned)
+	}
 	if o := s.Outcome; o.Lost > 0 {
 		out += fmt.Sprintf(" (lost fires by second %v, receipts without a log %d, trigger failures %d, logs read %d)",
 			o.LostAt, o.Unmatched, o.TriggerFailures, s.Triggers)
