@@ -119,6 +119,12 @@
 //	    yes, claim expired ───▶ new claim, trigger time, version+1    ClaimTakenOver
 //	  ─▶ put page if v = read version ── lost ─▶ read again, apply again
 //
+// A store remembers, for 2 s, the pages it has just written
+// (recentPages): the next change of such a page (the ring's record of its
+// executors' replies after its claims) starts from it, without a read;
+// one that another writer changed since loses its write and is read, and
+// a change that finds nothing to do on a remembered page reads it too.
+//
 // Every other change is the same round on the logs it names: LogClaim
 // (version and untriggered), LogTriggered (untriggered: a result that came
 // first stays), LogFinish (no result yet: first result wins), LogSetAlarm

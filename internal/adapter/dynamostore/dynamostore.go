@@ -183,6 +183,7 @@ type DB struct {
 	idHash           func(occurrenceID string) uint64 // logIDHash
 	span             atomic.Int64                     // widest log page span recorded (noteSpan)
 	namesReady       atomic.Bool                      // the name claims backfill is done (backfillNames)
+	recent           recentPages                      // pages just written or read (mutatePage)
 }
 
 // New returns a store over existing tables (CreateTables makes them).

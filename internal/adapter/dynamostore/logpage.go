@@ -317,6 +317,21 @@ const pageAttempts = 60
 // whether it changed anything. Index items follow the logs: failed items
 // are written before the page and removed after it (see doc.go).
 func (db *DB) mutatePage(ctx context.Context, id int64, change func(p *logPage) (bool, error)) error {
+	if p := db.recent.take(id, db.opts.Clock.Now()); p != nil {
+		_, hi := p.timeRange()
+		purge, _ := purgeAt(hi, db.opts.LogTTL)
+		db.retention().prune(p, purge) // as a read would
+		// The page as this store last wrote it: when the change
+		// writes and no other writer came in between, that saves the
+		// read. Anything else (nothing to change, which may be a stale
+		// view's answer, or a lost write) goes on as if it had not been
+		// there, from a read.
+		if failedBefore, changed, err := p.changeWith(change); err == nil && changed {
+			if err := db.writePage(ctx, p, failedBefore); !condFailed(err) {
+				return err
+			}
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		p, err := db.readPage(ctx, id)
 		if err != nil {
@@ -351,6 +366,85 @@ func (db *DB) mutatePage(ctx context.Context, id int64, change func(p *logPage) 
 		case <-t.C:
 		}
 	}
+}
+
+// changeWith applies change to p, returning p's failed-index members as
+// they were before it.
+func (p *logPage) changeWith(change func(p *logPage) (bool, error)) (failedBefore []xjob.Log, changed bool, err error) {
+	for _, l := range p.logs {
+		if failedUnalarmed(l) {
+			failedBefore = append(failedBefore, l)
+		}
+	}
+	changed, err = change(p)
+	return failedBefore, changed, err
+}
+
+// recentTTL is how long a page this store wrote stays in recentPages: a
+// ring bucket's claims are followed by the record of its executors'
+// replies within its lead and the calls.
+const recentTTL = 2 * time.Second
+
+// recentLimit bounds the pages recentPages keeps.
+const recentLimit = 1024
+
+// recentPages remembers pages as this store last wrote them, for
+// recentTTL, so that the next change of such a page need not read it
+// first (mutatePage). A remembered page can be stale (another writer's
+// change since): the change's conditional write then loses and the page
+// is read, as with any lost round. Pages merely read are not remembered:
+// the results applier reads a batch's pages and then writes them, and
+// with two of its environments applying results of one page at once, a
+// write from that read lost its round several times as often as one
+// from a read just before it.
+type recentPages struct {
+	mu sync.Mutex
+	m  map[int64]recentPage
+}
+
+type recentPage struct {
+	p  logPage
+	at time.Time
+}
+
+// keep remembers a copy of p (a page with logs, stored at p.version) at
+// now.
+func (r *recentPages) keep(p *logPage, now time.Time) {
+	if p.version == 0 || len(p.logs) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[int64]recentPage{}
+	}
+	if len(r.m) >= recentLimit {
+		for id, e := range r.m {
+			if now.Sub(e.at) > recentTTL {
+				delete(r.m, id)
+			}
+		}
+		if len(r.m) >= recentLimit {
+			clear(r.m)
+		}
+	}
+	r.m[p.id] = recentPage{p: logPage{id: p.id, version: p.version, logs: slices.Clone(p.logs)}, at: now}
+}
+
+// take returns the remembered page id (to change: it is forgotten) or
+// nil when there is none or it is older than recentTTL at now.
+func (r *recentPages) take(id int64, now time.Time) *logPage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.m[id]
+	if !ok {
+		return nil
+	}
+	delete(r.m, id)
+	if now.Sub(e.at) > recentTTL || now.Before(e.at) {
+		return nil
+	}
+	return &e.p
 }
 
 // writePage stores p (or deletes it when it holds no log), conditional on
@@ -411,6 +505,7 @@ func (db *DB) writePage(ctx context.Context, p *logPage, failedBefore []xjob.Log
 		}
 	}
 	p.version++
+	db.recent.keep(p, db.opts.Clock.Now())
 	if len(dropFailed) > 0 {
 		db.dropIndexItems(ctx, "f", dropFailed)
 	}

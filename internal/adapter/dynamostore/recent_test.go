@@ -1,0 +1,112 @@
+package dynamostore_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
+)
+
+// countingAPI counts the page reads (GetItem) a store makes through the
+// emulator's client.
+type countingAPI struct {
+	*dynamodb.Client
+	gets atomic.Int64
+}
+
+func (c *countingAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c.gets.Add(1)
+	return c.Client.GetItem(ctx, in, opts...)
+}
+
+// TestRecentPageSavesTheRead: a log change that follows this store's own
+// write of the page (the ring's record of a reply after its claim) starts
+// from the page it wrote, without reading it again; when another store
+// changed the page in between, the outcome is still the page's.
+func TestRecentPageSavesTheRead(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	opts := dynamostore.Options{Tables: dynamostore.TablesWithPrefix(emulator.UniqueName("t"))}
+	a := &countingAPI{Client: emulator.DynamoDB(t)}
+	db, err := dynamostore.New(a, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := dynamostore.New(emulator.DynamoDB(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const sched = 1_795_000_000_000
+	create := func(db *dynamostore.DB, job int64) xjob.Log {
+		t.Helper()
+		res, err := db.LogCreateMany(ctx, []xjob.Log{{OccurrenceID: xjob.Occurrence{JobID: job, FireTime: sched}.ID(16), JobID: job, GroupID: 1,
+			TriggerType: xjob.TriggerCron, ScheduledTime: sched, TriggerTime: sched, ClaimUntil: sched + 30_000}})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("create: %v %v", err, res)
+		}
+		return res[0].Log
+	}
+	// Jobs 16 apart share a page (job id mod 16).
+	l1 := create(db, 16)
+	before := a.gets.Load()
+	if err := db.LogTriggered(ctx, driver.LogTriggeredParams{ID: l1.ID, TriggerCode: xjob.CodeSuccess, ExecutorAddress: "http://e"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.gets.Load() - before; n != 0 {
+		t.Errorf("record after the claim read the page %d times, want 0", n)
+	}
+	before = a.gets.Load()
+	if _, err := db.LogFinish(ctx, driver.LogFinishParams{ID: l1.ID, HandleTime: sched + 5, HandleCode: xjob.CodeSuccess}); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.gets.Load() - before; n != 0 {
+		t.Errorf("result after the record read the page %d times, want 0", n)
+	}
+
+	// Another store adds a log to the page: a change this store makes from
+	// its remembered page still finds it (nothing to change there is not
+	// an answer: the page is read).
+	l2 := create(other, 32)
+	if err := db.LogTriggered(ctx, driver.LogTriggeredParams{ID: l2.ID, TriggerCode: xjob.CodeSuccess}); err != nil {
+		t.Fatalf("record of a log the remembered page lacks: %v", err)
+	}
+	// …and records it once: the other store's record of the same reply
+	// loses to it.
+	if err := other.LogTriggered(ctx, driver.LogTriggeredParams{ID: l2.ID, TriggerCode: xjob.CodeSuccess}); !errors.Is(err, xjob.ErrConflict) {
+		t.Fatalf("second record: %v, want a conflict", err)
+	}
+	// A stale remembered page loses its write and the change is applied
+	// to the page as stored: the other store's result stays first.
+	if _, err := other.LogFinish(ctx, driver.LogFinishParams{ID: l2.ID, HandleTime: sched + 6, HandleCode: xjob.CodeSuccess, HandleMsg: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.LogFinish(ctx, driver.LogFinishParams{ID: l2.ID, HandleTime: sched + 7, HandleCode: xjob.CodeFail, HandleMsg: "second"}); !errors.Is(err, xjob.ErrConflict) {
+		t.Fatalf("result over a stale page: %v, want a conflict", err)
+	}
+	got, err := db.LogGet(ctx, l2.ID)
+	if err != nil || got.HandleMsg != "first" || got.TriggerCode != xjob.CodeSuccess {
+		t.Fatalf("log = %+v, %v", got, err)
+	}
+	// A page this store only read (its last write lost) is not
+	// remembered: a change reads it.
+	if _, err := db.LogGetMany(ctx, []int64{l2.ID}); err != nil {
+		t.Fatal(err)
+	}
+	before = a.gets.Load()
+	if err := db.LogSetAlarm(ctx, driver.LogSetAlarmParams{ID: l2.ID, From: xjob.AlarmDefault, To: xjob.AlarmNoNeed}); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.gets.Load() - before; n != 1 {
+		t.Errorf("change after a read read the page %d times, want 1", n)
+	}
+}
