@@ -1,5 +1,5 @@
 // Command registry is xjob's registry Lambda function: an EventBridge rule runs the periodic
-// maintenance (callback sweep, group refresh, lost-job check, log purge) every minute.
+// maintenance (callback sweep, group refresh, lost-job check, change resume) every minute.
 // wiring.Main reads its configuration from the environment (internal/adapter/awsconfig
 // names), builds the SDK clients and the function's services once, outside the
 // handler, and serves invocations; the function's package links only what it runs.

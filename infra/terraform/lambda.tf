@@ -236,7 +236,7 @@ resource "aws_cloudwatch_log_group" "registry" {
 
 resource "aws_lambda_function" "registry" {
   function_name    = "${var.name}-registry"
-  description      = "The periodic maintenance (EventBridge): callback sweep, group refresh, lost jobs, log purge."
+  description      = "The periodic maintenance (EventBridge): callback sweep, group refresh, lost jobs, change resume."
   filename         = "${path.module}/../../dist/registry.zip"
   source_code_hash = filebase64sha256("${path.module}/../../dist/registry.zip")
   handler          = "bootstrap"

@@ -314,7 +314,7 @@ var Functions = []Function{
 			dynamostore.TableConsole, dynamostore.TableLeases},
 		Actions: []string{
 			"dynamodb:BatchGetItem",   // not exercised: logs the sweep and the lost-job check finish
-			"dynamodb:BatchWriteItem", // not exercised: log purge
+			"dynamodb:BatchWriteItem", // not exercised: failed-list entries of logs the sweep and the lost-job check fail
 			"dynamodb:DeleteItem",     // not exercised: executor deregistration, stale entries
 			"dynamodb:GetItem",
 			"dynamodb:PutItem",

@@ -1,7 +1,7 @@
 // Package pipeline builds the core services several Lambda functions
 // share on a wiring.Base: the callback service (results, retries, child
 // jobs), the registry service (heartbeats, the addresses of automatic
-// groups), the upkeep service (lost results, log purge) and the executor
+// groups), the upkeep service (lost results, change resume) and the executor
 // client. Each constructor builds one service,
 // so a function builds only what it runs (the dispatcher is package
 // dispatchfn's, so that callback and registry do not link it).

@@ -1,6 +1,8 @@
 // Package registryfn is the registry Lambda function: an EventBridge
 // rule runs xxl-job's background monitors every minute (callback sweep,
-// group refresh, lost-job check, hourly log purge). Executors' heartbeats
+// group refresh, lost-job check, change resume). Trigger logs need no
+// purge here: DynamoDB's TTL retires them (dynamostore, "Retention").
+// Executors' heartbeats
 // are the callback function's, behind the executor API's function URL;
 // this function serves no HTTP, holds no secret and links nothing of the
 // admin side.
@@ -72,13 +74,11 @@ func (f *Function) Handle(ctx context.Context, raw json.RawMessage) (any, error)
 
 // MaintenanceResult says what one maintenance run did.
 type MaintenanceResult struct {
-	Swept         int  `json:"swept"`
-	StaleRemoved  int  `json:"staleRemoved"`
-	GroupsUpdated int  `json:"groupsUpdated"`
-	LostChecked   int  `json:"lostChecked"`
-	LostMarked    int  `json:"lostMarked"`
-	Purged        int  `json:"purged"`
-	PurgeRan      bool `json:"purgeRan"`
+	Swept         int `json:"swept"`
+	StaleRemoved  int `json:"staleRemoved"`
+	GroupsUpdated int `json:"groupsUpdated"`
+	LostChecked   int `json:"lostChecked"`
+	LostMarked    int `json:"lostMarked"`
 	// ChangesResumed: the resume of change sets ran (upkeep.ResumeChanges;
 	// false when an apply held its lease).
 	ChangesResumed bool `json:"changesResumed"`
@@ -86,11 +86,12 @@ type MaintenanceResult struct {
 
 // Maintain runs xxl-job's background monitors once, for the registry
 // function's EventBridge rule (every minute): the callback sweep (xxl-job
-// every 10 s), group refresh (30 s) and lost-job check (60 s) every run,
-// and log purge in the first minute of each hour (xxl-job: daily; hourly
-// keeps each run's deletes small). Each step runs even when an earlier one
-// failed; the errors are joined, so the invocation is reported failed.
-func (f *Function) Maintain(ctx context.Context, ev events.EventBridgeEvent) (MaintenanceResult, error) {
+// every 10 s), group refresh (30 s) and lost-job check (60 s) every run.
+// xxl-job's daily log purge has no step: the store is a driver.LogExpirer
+// whose items DynamoDB's TTL deletes free, where a purge would pay a write
+// per page. Each step runs even when an earlier one failed; the errors are
+// joined, so the invocation is reported failed.
+func (f *Function) Maintain(ctx context.Context, _ events.EventBridgeEvent) (MaintenanceResult, error) {
 	defer f.b.FlushReports(ctx)
 	var res MaintenanceResult
 	var errs []error
@@ -107,15 +108,6 @@ func (f *Function) Maintain(ctx context.Context, ev events.EventBridgeEvent) (Ma
 	lr, err := f.upkeep.CheckLost(ctx)
 	res.LostChecked, res.LostMarked = lr.Checked, lr.Marked
 	errs = append(errs, wrap("lost-job check", err))
-	at := ev.Time
-	if at.IsZero() {
-		at = f.b.Clock.Now()
-	}
-	if at.UTC().Minute() == 0 {
-		res.PurgeRan = true
-		res.Purged, err = f.upkeep.PurgeLogs(ctx)
-		errs = append(errs, wrap("log purge", err))
-	}
 	f.b.EMF.Put(map[string]float64{wiring.MetricLost: float64(res.LostMarked)})
 	f.b.Log.InfoContext(ctx, "maintenance", "result", res)
 	return res, errors.Join(errs...)
