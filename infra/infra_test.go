@@ -177,13 +177,16 @@ var (
 		awsconfig.EnvGluePolicy:        "param:gluepolicy",
 		awsconfig.EnvWebURL:            "httpapi:endpoint",
 		awsconfig.EnvMetricsPerJob:     "param:metricsperjob",
+		awsconfig.EnvLogRetentionDays:  "param:triggerlogretentiondays",
 	}
 	// exposedSettings are optional variables the deployment must let an
 	// operator set on every function that reads them, with their safe
-	// defaults: switches off, no extra executor ranges, GLUE for admins.
+	// defaults: switches off, no extra executor ranges, GLUE for admins,
+	// trigger logs kept 30 days.
 	exposedSettings = map[string]string{
 		awsconfig.EnvAnyTriggerAddress: "false", awsconfig.EnvStartDeclaredJobs: "false",
 		awsconfig.EnvAllowCIDRs: "", awsconfig.EnvDenyCIDRs: "", awsconfig.EnvGluePolicy: "admins",
+		awsconfig.EnvLogRetentionDays: "30",
 	}
 	// vpcGrants are what a function in a VPC needs for Lambda to manage
 	// its network interfaces (AWSLambdaVPCAccessExecutionRole without its

@@ -80,6 +80,7 @@ resource "aws_lambda_function" "ring" {
       XJOB_SECRETS_REFRESH         = var.secrets_refresh
       XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
       XJOB_DENY_CIDRS              = var.executor_deny_cidrs
+      XJOB_LOG_RETENTION_DAYS      = var.trigger_log_retention_days
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
     }
   }
@@ -132,6 +133,7 @@ resource "aws_lambda_function" "dispatch" {
       XJOB_RESULTS_QUEUE_URL         = aws_sqs_queue.results.url
       XJOB_ALLOW_CIDRS               = var.executor_allow_cidrs
       XJOB_DENY_CIDRS                = var.executor_deny_cidrs
+      XJOB_LOG_RETENTION_DAYS        = var.trigger_log_retention_days
       XJOB_METRICS_PER_JOB           = tostring(var.metrics_per_job)
       XJOB_ALARM_TOPIC_ARN           = aws_sns_topic.alarm.arn
     }
@@ -198,6 +200,7 @@ resource "aws_lambda_function" "callback" {
       XJOB_RESULTS_QUEUE_URL       = aws_sqs_queue.results.url
       XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
       XJOB_DENY_CIDRS              = var.executor_deny_cidrs
+      XJOB_LOG_RETENTION_DAYS      = var.trigger_log_retention_days
       XJOB_WEB_URL                 = aws_apigatewayv2_api.http.api_endpoint
       XJOB_METRICS_PER_JOB         = tostring(var.metrics_per_job)
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
@@ -264,6 +267,7 @@ resource "aws_lambda_function" "registry" {
       XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
       XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
       XJOB_DENY_CIDRS              = var.executor_deny_cidrs
+      XJOB_LOG_RETENTION_DAYS      = var.trigger_log_retention_days
       XJOB_METRICS_PER_JOB         = tostring(var.metrics_per_job)
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
     }
@@ -312,6 +316,7 @@ resource "aws_lambda_function" "web" {
       XJOB_SESSION_KEY_PARAM         = var.session_key_parameter
       XJOB_ALLOW_CIDRS               = var.executor_allow_cidrs
       XJOB_DENY_CIDRS                = var.executor_deny_cidrs
+      XJOB_LOG_RETENTION_DAYS        = var.trigger_log_retention_days
       XJOB_GLUE_POLICY               = var.glue_policy
       XJOB_METRICS_PER_JOB           = tostring(var.metrics_per_job)
       XJOB_ALARM_TOPIC_ARN           = aws_sns_topic.alarm.arn

@@ -146,6 +146,16 @@ variable "executor_deny_cidrs" {
   }
 }
 
+variable "trigger_log_retention_days" {
+  description = "Days trigger logs are kept from their trigger time, a whole number from 7 (xxl-job's minimum) to 3650 (XJOB_LOG_RETENTION_DAYS); DynamoDB's TTL deletes them after. Not the functions' CloudWatch Logs (log_retention_days)."
+  type        = string
+  default     = "30"
+  validation {
+    condition     = can(regex("^([7-9]|[1-9][0-9]{1,2}|[12][0-9]{3}|3[0-5][0-9]{2}|36[0-4][0-9]|3650)$", var.trigger_log_retention_days))
+    error_message = "trigger_log_retention_days must be a whole number of days from 7 to 3650."
+  }
+}
+
 variable "metrics_per_job" {
   description = "Per-job result metrics (JobResults, JobResultFailures by JobId) for this many jobs of the deployment, the first to report results, the others as JobId other; 0 for none (XJOB_METRICS_PER_JOB)."
   type        = number

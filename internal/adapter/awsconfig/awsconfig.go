@@ -68,7 +68,30 @@ const (
 	// metrics for that many jobs of the deployment, the others as "other"
 	// (optional, default 0: none), as local mode's XJOB_METRICS_PER_JOB.
 	EnvMetricsPerJob = "XJOB_METRICS_PER_JOB"
+	// EnvLogRetentionDays is how many days trigger logs are kept, counted
+	// from their trigger time, a whole number matching
+	// LogRetentionDaysPattern (optional, default 30), local mode's
+	// XJOB_LOG_RETENTION_DAYS: every function that reads or writes logs
+	// reads it (dynamostore.Options.LogTTL, the logs' TTL and what readers
+	// leave out).
+	EnvLogRetentionDays = "XJOB_LOG_RETENTION_DAYS"
 )
+
+// The range of EnvLogRetentionDays: xxl-job's minimum
+// (xxl.job.logretentiondays, as local mode's), and ten years. Local mode's
+// -1 (keep logs) has no AWS equivalent: the DynamoDB store retires logs
+// by TTL only, and nothing would purge them.
+const (
+	MinLogRetentionDays     = 7
+	MaxLogRetentionDays     = 3650
+	DefaultLogRetentionDays = 30
+)
+
+// LogRetentionDaysPattern is what EnvLogRetentionDays must match, whole:
+// a whole number from MinLogRetentionDays to MaxLogRetentionDays without
+// sign or leading zeros. The templates carry it as the parameter's
+// pattern.
+const LogRetentionDaysPattern = "^([7-9]|[1-9][0-9]{1,2}|[12][0-9]{3}|3[0-5][0-9]{2}|36[0-4][0-9]|3650)$"
 
 // MaxMetricsPerJob bounds EnvMetricsPerJob, as local mode bounds its own.
 const MaxMetricsPerJob = 1000
@@ -240,7 +263,7 @@ var Functions = []Function{
 	// go to the lane queues.
 	{Name: "ring",
 		Env:            []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
-		OptionalEnv:    []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvAllowCIDRs, EnvDenyCIDRs},
+		OptionalEnv:    []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvAllowCIDRs, EnvDenyCIDRs, EnvLogRetentionDays},
 		CallsExecutors: true,
 		// The retry delay of a bucket whose hand-off failed is a
 		// ChangeMessageVisibility on the ring queue: the consume grant.
@@ -252,7 +275,7 @@ var Functions = []Function{
 	{Name: "dispatch",
 		Env: []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL,
-			EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob},
+			EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob, EnvLogRetentionDays},
 		CallsExecutors: true,
 		// Counters: the jobs with per-job metrics (results it applies).
 		Tables: []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports,
@@ -275,7 +298,7 @@ var Functions = []Function{
 		// refuse to dial are refused. The web address: where job
 		// declarations are forwarded.
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL,
-			EnvAllowCIDRs, EnvDenyCIDRs, EnvWebURL, EnvMetricsPerJob},
+			EnvAllowCIDRs, EnvDenyCIDRs, EnvWebURL, EnvMetricsPerJob, EnvLogRetentionDays},
 		// Results: log pages, their jobs (retry, children), report counters;
 		// heartbeats: the registry, and the groups when a new app name
 		// registers; counters: the jobs with per-job metrics. Never users.
@@ -305,7 +328,7 @@ var Functions = []Function{
 	// it serves no HTTP (heartbeats are the callback function's).
 	{Name: "registry",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob, EnvLogRetentionDays},
 		// Group refresh and stale entries; the sweep and the lost-job check finish logs
 		// (not exercised: their jobs and report counters, as the callback does).
 		// Console and leases: the maintenance resumes a change set an apply
@@ -332,7 +355,7 @@ var Functions = []Function{
 		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL,
 			EnvAccessTokenParam, EnvAdminTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
-			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs, EnvGluePolicy, EnvMetricsPerJob},
+			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs, EnvGluePolicy, EnvMetricsPerJob, EnvLogRetentionDays},
 		// Log views, kills and idle beats call executors.
 		CallsExecutors: true,
 		// Every table (log pages not exercised: log views, kill; leases: the layout item only).

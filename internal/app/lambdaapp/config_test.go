@@ -223,6 +223,23 @@ func TestLoadConfigAddressRuleAndGlue(t *testing.T) {
 			t.Errorf("%s %s=%q: %d, %v; want %d (error: %v)", tc.fn, awsconfig.EnvMetricsPerJob, tc.v, cfg.MetricsPerJob, err, tc.want, tc.wantErr)
 		}
 	}
+	// Log retention: whole days from xxl-job's minimum to ten years, read
+	// by every function that reads or writes logs (the scan does neither).
+	for _, tc := range []struct {
+		fn, v   string
+		want    time.Duration
+		wantErr bool
+	}{{"web", "", 0, false}, {"registry", "7", 7 * 24 * time.Hour, false}, {"callback", "3650", 3650 * 24 * time.Hour, false},
+		{"dispatch", "90", 90 * 24 * time.Hour, false}, {"ring", "30", 30 * 24 * time.Hour, false}, {"scan", "30", 0, false},
+		{"web", "6", 0, true}, {"web", "3651", 0, true}, {"web", "-1", 0, true}, {"web", "030", 0, true}, {"web", "+30", 0, true},
+		{"web", "7.5", 0, true}, {"web", "30d", 0, true}} {
+		env := maps.Clone(base)
+		env[awsconfig.EnvLogRetentionDays] = tc.v
+		cfg, err := lambdaapp.LoadConfig(tc.fn, func(k string) string { return env[k] })
+		if tc.wantErr != (err != nil) || tc.wantErr && !strings.Contains(err.Error(), awsconfig.EnvLogRetentionDays) || cfg.LogRetention != tc.want {
+			t.Errorf("%s %s=%q: %v, %v; want %v (error: %v)", tc.fn, awsconfig.EnvLogRetentionDays, tc.v, cfg.LogRetention, err, tc.want, tc.wantErr)
+		}
+	}
 	// The functions' list of GLUE policies is package auth's.
 	for _, p := range append(slices.Clone(awsconfig.GluePolicies), "nobody", "ADMINS") {
 		_, authErr := auth.ParseGluePolicy(p)

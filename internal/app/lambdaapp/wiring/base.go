@@ -125,6 +125,7 @@ func NewBase(cfg Config, d Deps) (*Base, error) {
 	}
 	store, err := dynamostore.New(d.DynamoDB, dynamostore.Options{
 		Tables: dynamostore.TablesWithPrefix(cfg.TablePrefix), Shards: cfg.Shards, Clock: d.Clock,
+		LogTTL: cfg.LogRetention,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lambda %s: dynamodb store: %w", cfg.Function, err)

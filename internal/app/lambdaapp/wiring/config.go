@@ -136,6 +136,9 @@ type Config struct {
 	// MetricsPerJob is XJOB_METRICS_PER_JOB (default 0, none): per-job
 	// result metrics for that many jobs of the deployment (EMF.Jobs).
 	MetricsPerJob int
+	// LogRetention is XJOB_LOG_RETENTION_DAYS in days (zero: the store's
+	// default, awsconfig.DefaultLogRetentionDays): the store's LogTTL.
+	LogRetention time.Duration
 }
 
 // SecretNames are the SSM parameters Config names (none when the tokens
@@ -270,6 +273,15 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 			problems = append(problems, fmt.Sprintf("%s=%q must be a number from 0 to %d", awsconfig.EnvMetricsPerJob, s, awsconfig.MaxMetricsPerJob))
 		}
 		cfg.MetricsPerJob = v
+	}
+	if s := get(awsconfig.EnvLogRetentionDays); s != "" {
+		days, err := strconv.Atoi(s)
+		if err != nil || !regexp.MustCompile(awsconfig.LogRetentionDaysPattern).MatchString(s) ||
+			days < awsconfig.MinLogRetentionDays || days > awsconfig.MaxLogRetentionDays {
+			problems = append(problems, fmt.Sprintf("%s=%q must be a whole number of days from %d to %d", awsconfig.EnvLogRetentionDays, s,
+				awsconfig.MinLogRetentionDays, awsconfig.MaxLogRetentionDays))
+		}
+		cfg.LogRetention = time.Duration(days) * 24 * time.Hour
 	}
 	if lv := strings.TrimSpace(getenv(awsconfig.EnvLogLevel)); lv != "" {
 		if err := cfg.LogLevel.UnmarshalText([]byte(lv)); err != nil {
