@@ -536,6 +536,13 @@ type LeaseAcquireParams struct {
 	Owner string
 	Now   int64
 	TTL   time.Duration
+	// PurgeAt, when > 0, is when (Unix ms) the lease's record becomes
+	// useless: a store may delete it any time after (DynamoDB's TTL), so
+	// that a lease per job does not outlive its job. Only for leases whose
+	// absence then means the same as their expiry: a shard lease, whose
+	// token must keep growing, never sets it. A store without deletion
+	// ignores it.
+	PurgeAt int64
 }
 
 // LeaseRenewParams is the input of LeaseStore.LeaseRenew.

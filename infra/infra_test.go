@@ -141,9 +141,10 @@ type param struct {
 // Expectations the code does not spell as data.
 var (
 	// ttlTables are the tables whose items carry dynamostore.AttrPurgeAt
-	// (dynamostore doc: logs, occurrence markers, registry entries, and the
-	// console's sign-in attempt counters and signed-out sessions).
-	ttlTables = []string{dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableConsole}
+	// (dynamostore doc: logs, occurrence markers, registry entries, the
+	// console's sign-in attempt counters and signed-out sessions, and
+	// misfire episodes' leases).
+	ttlTables = []string{dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableConsole, dynamostore.TableLeases}
 	// wantSchedules are the EventBridge rules per function.
 	wantSchedules = map[string][]string{"scan": {"rate(1 minute)"}, "registry": {"rate(1 minute)"}}
 	// queueOfEnv names the queue behind each queue-URL variable.

@@ -185,6 +185,12 @@ resource "aws_dynamodb_table" "leases" {
     type = "S"
   }
 
+  # Misfire episodes go once no late fire they cover can arrive; shard leases carry no purgeAt.
+  ttl {
+    attribute_name = "purgeAt"
+    enabled        = true
+  }
+
   point_in_time_recovery {
     enabled = true
   }

@@ -21,12 +21,15 @@
 //     wrote. Index queries are eventually consistent by nature; every write
 //     that follows one is conditional on a version, so a stale read loses
 //     instead of corrupting.
-//   - TTL: log pages, their list entries, registry entries and the console's
-//     sign-in attempt counters and signed-out sessions carry AttrPurgeAt
-//     (Unix seconds). Infra enables TTL on it (dynalite has no TTL, and code
-//     never calls UpdateTimeToLive). TTL is the logs' retention (free, but
-//     up to days late: readers filter, see "Retention"); for registry
-//     entries it is the backstop of RegistryDeleteBefore, which stays exact.
+//   - TTL: log pages, their list entries, registry entries, the console's
+//     sign-in attempt counters and signed-out sessions, and leases acquired
+//     with a PurgeAt (misfire episodes) carry AttrPurgeAt (Unix seconds).
+//     Infra enables TTL on it (dynalite has no TTL, and code never calls
+//     UpdateTimeToLive). TTL is the logs' retention (free, but up to days
+//     late: readers filter, see "Retention"); for registry entries it is
+//     the backstop of RegistryDeleteBefore, which stays exact; a misfire
+//     episode's item goes once no late fire it covers can arrive, which
+//     its absence then answers as its expiry would.
 //
 // # Tables (names: TablesWithPrefix; schema: TableSpecs)
 //

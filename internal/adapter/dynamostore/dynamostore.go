@@ -95,7 +95,7 @@ const (
 	AttrMember      = "member"      // S: registry sort key, group + "#" + address
 	AttrName        = "name"        // S: leases and counters partition key
 	AttrDay         = "day"         // S: reports partition key (yyyy-mm-dd)
-	AttrPurgeAt     = "purgeAt"     // N: TTL attribute (Unix seconds) of logs and registry entries
+	AttrPurgeAt     = "purgeAt"     // N: TTL attribute (Unix seconds) of logs, registry entries, console items, misfire leases
 	AttrPK          = "pk"          // S: console and log table partition key
 	AttrSK          = "sk"          // S: console and log table sort key
 )

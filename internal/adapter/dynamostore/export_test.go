@@ -17,6 +17,18 @@ func LogPageItem(ctx context.Context, db *DB, id int64) (map[string]types.Attrib
 	return db.getItem(ctx, db.t.Logs, pageKey(pageOfLog(id)))
 }
 
+// LeaseItem reads the stored item of lease name.
+func LeaseItem(ctx context.Context, db *DB, name string) (map[string]types.AttributeValue, error) {
+	return db.getItem(ctx, db.t.Leases, item{AttrName: s(name)})
+}
+
+// ExpireLeaseItem deletes the stored item of lease name, as DynamoDB's
+// TTL does once its AttrPurgeAt has passed (dynalite has no TTL).
+func ExpireLeaseItem(ctx context.Context, db *DB, name string) error {
+	_, err := db.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &db.t.Leases, Key: item{AttrName: s(name)}})
+	return err
+}
+
 // TablesOf is db's table names.
 func TablesOf(db *DB) Tables { return db.t }
 

@@ -132,7 +132,10 @@ func (db *DB) RegistryDeleteBefore(ctx context.Context, before int64) (int, erro
 
 // LeaseAcquire takes the named lease in at most two conditional writes:
 // first as its current owner (token kept, expiry extended), then as a new
-// owner of a free or expired lease (token + 1, created at 1).
+// owner of a free or expired lease (token + 1, created at 1). A PurgeAt
+// is written as AttrPurgeAt, the leases table's TTL attribute; a lease
+// acquired without one keeps its item for good (shard leases: the token
+// must keep growing).
 func (db *DB) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (xjob.Lease, error) {
 	if p.Owner == "" {
 		return xjob.Lease{}, &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "owner", Message: "is required"}}}
@@ -142,6 +145,9 @@ func (db *DB) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (xj
 
 	var u update
 	u.Set("expiresAt", n(expires))
+	if p.PurgeAt > 0 {
+		u.Set(AttrPurgeAt, n(purgeSeconds(p.PurgeAt)))
+	}
 	cond := u.name("owner") + " = " + u.val(s(p.Owner))
 	out, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Leases, Key: key,
 		UpdateExpression: aws.String(u.String()), ConditionExpression: &cond,
@@ -156,6 +162,9 @@ func (db *DB) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (xj
 	var v update
 	v.Set("owner", s(p.Owner))
 	v.Set("expiresAt", n(expires))
+	if p.PurgeAt > 0 {
+		v.Set(AttrPurgeAt, n(purgeSeconds(p.PurgeAt)))
+	}
 	v.Add("token", 1)
 	cond = "attribute_not_exists(" + v.name("owner") + ") OR " + v.name("expiresAt") + " <= " + v.val(n(p.Now))
 	out, err = db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Leases, Key: key,

@@ -36,6 +36,13 @@ import (
 // expired as of t, or the same owner): two processes that both start an
 // episode with the same t agree on it, two with different fire times
 // cannot both start one that covers the other's.
+//
+// The lease is kept until MisfireKeep after its expiry, then the store may
+// delete it (LeaseAcquireParams.PurgeAt: DynamoDB's TTL), so that a job
+// that misfired once, deleted since, leaves nothing behind. Missing, the
+// lease answers every fire time as its expiry would (free: the fire
+// starts an episode), so deleting it changes the answer only for a fire it
+// covers, one before the expiry, arriving after MisfireKeep: see there.
 
 // Episode is a misfire episode: Key is its MISFIRE occurrence's fire time,
 // covering every fire time before Expires (Unix ms).
@@ -45,6 +52,16 @@ type Episode struct {
 
 // Covers reports whether the episode covers the fire time at.
 func (e Episode) Covers(at int64) bool { return at < e.Expires }
+
+// MisfireKeep is how long after its expiry a misfire episode's lease is
+// kept. A fire the episode covers is before the expiry, and reaches the
+// scheduler by the ring, in a bucket sent before its fire time, which no
+// queue holds longer than SQS's longest retention, 14 days, counted from
+// the first send even through a dead-letter queue's redrive; or by the
+// scan, which reads the job's next fire time, moved past the episode when
+// its MISFIRE fire is planned. A day more is slack for clock skew between
+// the processes (TTL deletes late, never early).
+const MisfireKeep = 15 * 24 * time.Hour
 
 // misfirePrefix names a job's misfire lease.
 const misfirePrefix = "misfire/j"
@@ -60,7 +77,7 @@ func MisfireEpisode(ctx context.Context, store driver.LeaseStore, job, at, overd
 	name := MisfireName(job)
 	expires := max(overdue+1, at+1)
 	l, err := store.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: name, Owner: strconv.FormatInt(at, 10), Now: at,
-		TTL: time.Duration(expires-at) * time.Millisecond})
+		TTL: time.Duration(expires-at) * time.Millisecond, PurgeAt: expires + MisfireKeep.Milliseconds()})
 	if err == nil {
 		return Episode{Key: at, Expires: l.ExpiresAt}, nil
 	}
