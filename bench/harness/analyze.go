@@ -13,6 +13,7 @@ type LogRow struct {
 	Scheduled   int64 // Unix ms: the occurrence's fire time
 	TriggerType string
 	TriggerCode int
+	TriggerMsg  string
 }
 
 // Interval is a half-open span of Unix milliseconds.
@@ -98,7 +99,11 @@ type Outcome struct {
 	DuplicateLogs   int `json:"duplicateLogs"`
 	Misfires        int `json:"misfireFires"` // fires triggered as MISFIRE (FIRE_ONCE_NOW)
 	TriggerFailures int `json:"triggerFailures"`
-	Unmatched       int `json:"unmatchedReceipts"` // receipts whose log id is unknown
+	// FailedTriggerMsgs are the trigger messages of the first failed
+	// triggers (at most 3), to tell an executor that refused or could
+	// not be reached from one the scheduler never called.
+	FailedTriggerMsgs []string `json:"failedTriggerMsgs,omitempty"`
+	Unmatched         int      `json:"unmatchedReceipts"` // receipts whose log id is unknown
 	// Lateness is receive time − scheduled fire time of the first receipt
 	// of each fired pair, in milliseconds.
 	LatenessP50 float64 `json:"latenessP50Ms"`
@@ -152,6 +157,9 @@ func Analyze(exp Expectation, logs []LogRow, receipts []Receipt) Outcome {
 		}
 		if l.TriggerCode != 200 && l.TriggerCode != 0 {
 			out.TriggerFailures++
+			if len(out.FailedTriggerMsgs) < 3 {
+				out.FailedTriggerMsgs = append(out.FailedTriggerMsgs, l.TriggerMsg)
+			}
 		}
 	}
 	for _, n := range logsPer {

@@ -167,7 +167,7 @@ func readDynamoLogs(ctx context.Context, st driver.LogStore, iv Interval) ([]Log
 		for _, l := range page.Logs {
 			if iv.contains(l.ScheduledTime) {
 				out = append(out, LogRow{ID: l.ID, JobID: l.JobID, Scheduled: l.ScheduledTime,
-					TriggerType: string(l.TriggerType), TriggerCode: l.TriggerCode})
+					TriggerType: string(l.TriggerType), TriggerCode: l.TriggerCode, TriggerMsg: l.TriggerMsg})
 			}
 		}
 		if page.Next == "" {

@@ -302,8 +302,8 @@ func sampleNotes(s *harness.CostSample) string {
 			a.InWindow, a.Steady, a.Planned)
 	}
 	if o := s.Outcome; o.Lost > 0 {
-		out += fmt.Sprintf(" (lost fires by second %v, receipts without a log %d, trigger failures %d, logs read %d)",
-			o.LostAt, o.Unmatched, o.TriggerFailures, s.Triggers)
+		out += fmt.Sprintf(" (lost fires by second %v, receipts without a log %d, trigger failures %d %q, logs read %d)",
+			o.LostAt, o.Unmatched, o.TriggerFailures, o.FailedTriggerMsgs, s.Triggers)
 	}
 	return out
 }
