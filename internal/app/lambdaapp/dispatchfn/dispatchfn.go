@@ -167,7 +167,7 @@ func (f *Function) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 	for _, r := range ev.Records {
 		var task xjob.DispatchTask
 		if err := json.Unmarshal([]byte(r.Body), &task); err != nil {
-			if f.keepNewer(ctx, "dispatch: task", r, err) {
+			if f.b.KeepUnread(ctx, "dispatch: task", r, err) {
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
 			}
 			continue
@@ -239,24 +239,6 @@ func (f *Function) Manual(ctx context.Context, m ManualTrigger) (ManualResult, e
 	return res, nil
 }
 
-// keepNewer decides about a record that did not decode (err): one of a
-// format newer than this code reads (written by a newer version, read
-// during a rollback or a staggered deploy) is kept — reported as a batch
-// item failure, so it stays in the queue and, after the queue's receive
-// limit, waits in the dead-letter queue to be redriven — and never
-// acknowledged unread; one that is no message at all can never be read by
-// any version and is dropped. Either way the log says so.
-func (f *Function) keepNewer(ctx context.Context, what string, r events.SQSMessage, err error) bool {
-	var verr *xjob.VersionError
-	if errors.As(err, &verr) {
-		f.b.Log.ErrorContext(ctx, what+" of a newer format left in the queue; deploy the version that wrote it",
-			"messageId", r.MessageId, "version", verr.Version, "reads", verr.Newest, "receives", wiring.ReceiveCount(r))
-		return true
-	}
-	f.b.Log.ErrorContext(ctx, what+" malformed, dropped", "messageId", r.MessageId, "err", err)
-	return false
-}
-
 // parseAddressList accepts a JSON array of addresses or one
 // comma-separated string (xxl-job's form).
 func parseAddressList(raw json.RawMessage) ([]string, error) {
@@ -294,7 +276,7 @@ func (f *Function) HandleResults(ctx context.Context, ev events.SQSEvent) (event
 	for _, r := range ev.Records {
 		var rec callback.Recorded
 		if err := json.Unmarshal([]byte(r.Body), &rec); err != nil {
-			if f.keepNewer(ctx, "results: record", r, err) {
+			if f.b.KeepUnread(ctx, "results: record", r, err) {
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
 			}
 			continue

@@ -15,7 +15,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -149,28 +148,21 @@ type record struct {
 	bucket xjob.RingBucket
 }
 
-// decode reads the buckets of records. A record of a ring format newer
-// than this code reads (written by a newer version, read during a
-// rollback or a staggered deploy) is kept: returned as one to report as a
-// batch item failure, so it stays in the queue and, after the queue's
-// receive limit, waits in the dead-letter queue to be redriven; it is
-// never acknowledged unread. A record that is not a bucket at all can never
-// be read by any version and is dropped, with an error in the log.
+// decode reads the buckets of records. A record that does not decode is
+// wiring.Base.KeepUnread's: one of a newer ring format is returned in
+// kept, to report as a batch item failure; one that is no bucket at all
+// is dropped.
 func (f *Function) decode(ctx context.Context, records []events.SQSMessage) (recs []record, kept []events.SQSMessage) {
 	for _, r := range records {
 		var b xjob.RingBucket
 		err := json.Unmarshal([]byte(r.Body), &b)
-		var verr *xjob.VersionError
-		switch {
-		case errors.As(err, &verr):
-			f.b.Log.ErrorContext(ctx, "ring: bucket of a newer format left in the queue; deploy the version that wrote it",
-				"messageId", r.MessageId, "version", verr.Version, "reads", verr.Newest, "receives", wiring.ReceiveCount(r))
-			kept = append(kept, r)
-		case err != nil:
-			f.b.Log.ErrorContext(ctx, "ring: malformed bucket dropped", "messageId", r.MessageId, "err", err)
-		default:
-			recs = append(recs, record{msg: r, bucket: b})
+		if err != nil {
+			if f.b.KeepUnread(ctx, "ring: bucket", r, err) {
+				kept = append(kept, r)
+			}
+			continue
 		}
+		recs = append(recs, record{msg: r, bucket: b})
 	}
 	return recs, kept
 }

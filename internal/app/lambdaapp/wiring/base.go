@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
@@ -250,6 +252,26 @@ func QueueName(urlOrARN string) string {
 func ReceiveCount(r events.SQSMessage) int {
 	n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
 	return max(n, 1)
+}
+
+// KeepUnread decides about an SQS record that did not decode (err), for
+// every function an event source mapping feeds: one of a format newer
+// than this code reads (xjob.VersionError: written by a newer version,
+// read during a rollback or a staggered deploy) is kept — the caller
+// reports it as a batch item failure, so it stays in the queue and, after
+// the queue's receive limit, waits in the dead-letter queue to be
+// redriven — and never acknowledged unread; one that is no message at
+// all can never be read by any version and is dropped. Either way the log
+// says so, naming what (e.g. "ring: bucket").
+func (b *Base) KeepUnread(ctx context.Context, what string, r events.SQSMessage, err error) bool {
+	var verr *xjob.VersionError
+	if errors.As(err, &verr) {
+		b.Log.ErrorContext(ctx, what+" of a newer format left in the queue; deploy the version that wrote it",
+			"messageId", r.MessageId, "version", verr.Version, "reads", verr.Newest, "receives", ReceiveCount(r))
+		return true
+	}
+	b.Log.ErrorContext(ctx, what+" malformed, dropped", "messageId", r.MessageId, "err", err)
+	return false
 }
 
 // defaultOwner names this execution environment: Lambda's log stream is
