@@ -47,34 +47,43 @@ type fixture struct {
 // the group edits GLUE jobs); setupGlue under another policy.
 func setup(t *testing.T) *fixture { t.Helper(); return setupGlue(t, auth.GlueEveryone) }
 
-func setupGlue(t *testing.T, glue auth.GluePolicy) *fixture {
-	t.Helper()
-	ctx := context.Background()
-	clk := clock.NewFake(start)
-	db, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "xjob.db"), sqlitestore.Options{Shards: 4, Clock: clk})
+// newStack builds what the console serves from, as xjob local wires it:
+// a SQLite store on clk, the admin service over it and the sign-in service
+// with GLUE policy glue. Closed when the test ends.
+func newStack(tb testing.TB, clk *clock.Fake, glue auth.GluePolicy) (*sqlitestore.DB, *admin.Service, *auth.Service) {
+	tb.Helper()
+	db, err := sqlitestore.Open(context.Background(), filepath.Join(tb.TempDir(), "xjob.db"), sqlitestore.Options{Shards: 4, Clock: clk})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { _ = db.Close() })
+	tb.Cleanup(func() { _ = db.Close() })
 	quiet := slog.New(slog.DiscardHandler)
 	cb, err := callback.New(callback.Config{Store: db, Queues: db, Alarmer: alarm.Log{Logger: quiet}, Clock: clk, Logger: quiet})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	ec, err := execclient.New(execclient.Options{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(ec.Close)
+	tb.Cleanup(ec.Close)
 	svc, err := admin.New(admin.Config{Store: db, Queues: db, Executors: ec, Finisher: cb, Clock: clk, Logger: quiet})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	au, err := auth.New(auth.Config{Users: db, AdminToken: adminToken, Key: auth.DeriveKey(adminToken), Params: auth.TestParams, Clock: clk,
 		Glue: glue})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return db, svc, au
+}
+
+func setupGlue(t *testing.T, glue auth.GluePolicy) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	clk := clock.NewFake(start)
+	db, svc, au := newStack(t, clk, glue)
 	logs := &strings.Builder{}
 	con, err := console.New(console.Config{Admin: svc, Auth: au, Clock: clk, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,11 +13,6 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/internal/adapter/execclient"
-	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
-	"github.com/xjobdev/xjob/internal/admin"
-	"github.com/xjobdev/xjob/internal/scheduler/alarm"
-	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/web/console"
 )
@@ -43,29 +37,8 @@ func BenchmarkConsoleAtScale(b *testing.B) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 8, 12, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(now)
-	db, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "xjob.db"), sqlitestore.Options{Shards: 4, Clock: clk})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = db.Close() })
+	db, svc, au := newStack(b, clk, "") // no GLUE policy given: auth's default
 	quiet := slog.New(slog.DiscardHandler)
-	cb, err := callback.New(callback.Config{Store: db, Queues: db, Alarmer: alarm.Log{Logger: quiet}, Clock: clk, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ec, err := execclient.New(execclient.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(ec.Close)
-	svc, err := admin.New(admin.Config{Store: db, Queues: db, Executors: ec, Finisher: cb, Clock: clk, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	au, err := auth.New(auth.Config{Users: db, AdminToken: adminToken, Key: auth.DeriveKey(adminToken), Params: auth.TestParams, Clock: clk})
-	if err != nil {
-		b.Fatal(err)
-	}
 	con, err := console.New(console.Config{Admin: svc, Auth: au, Clock: clk, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
