@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -119,13 +121,39 @@ func TestDeploymentEndToEnd(t *testing.T) {
 		t.Errorf("function URL requests %d, callback invocations %d; HTTP API requests %d, web invocations %d",
 			u.URLRequests, u.Invokes["callback"].Invocations, u.HTTPRequests, u.Invokes["web"].Invocations)
 	}
-	// The callback function recorded the results on the results queue and
-	// wrote no log page; the dispatch function applied them.
-	if u.Ops["callback"]["sqs:SendMessageBatch"].Requests == 0 || u.Ops["callback"]["dynamodb:PutItem"].Requests != 0 {
-		t.Errorf("callback function's requests %+v: want results queued, no page written", u.Ops["callback"])
+	// One result a second: the callback function wrote each result's page
+	// itself and recorded nothing on the results queue.
+	if u.Ops["callback"]["dynamodb:PutItem"].Requests == 0 || u.Ops["callback"]["sqs:SendMessageBatch"].Requests != 0 {
+		t.Errorf("callback function's requests %+v: want pages written, nothing queued", u.Ops["callback"])
 	}
-	if u.Ops["dispatch"]["dynamodb:PutItem"].Requests == 0 {
-		t.Errorf("dispatch function's requests %+v: want the results' pages written", u.Ops["dispatch"])
+	// A request of a batching executor is recorded on the results queue,
+	// and the dispatch function applies it (these log ids name no log:
+	// the apply's verdicts are logged, and the executor hears 200).
+	batch := `[{"logId":9001,"logDateTim":0,"handleCode":200},{"logId":9002,"logDateTim":0,"handleCode":200},` +
+		`{"logId":9003,"logDateTim":0,"handleCode":200},{"logId":9004,"logDateTim":0,"handleCode":200},` +
+		`{"logId":9005,"logDateTim":0,"handleCode":200}]`
+	before := u.Ops["dispatch"]["dynamodb:BatchGetItem"].Requests
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, d.ExecutorURL()+"/api/callback", strings.NewReader(batch))
+	req.Header.Set("XXL-JOB-ACCESS-TOKEN", d.AccessToken())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"code":200`) {
+		t.Errorf("batched callback: %d %s", resp.StatusCode, body)
+	}
+	applied := func() int { return d.Meter().Snapshot().Ops["dispatch"]["dynamodb:BatchGetItem"].Requests }
+	for end := time.Now().Add(10 * time.Second); applied() == before && time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	u = d.Meter().Snapshot()
+	if u.Ops["callback"]["sqs:SendMessageBatch"].Requests != 1 {
+		t.Errorf("callback function's requests %+v: want the batch recorded on the results queue", u.Ops["callback"])
+	}
+	if applied() == before {
+		t.Errorf("dispatch function's requests %+v: want the recorded batch applied", u.Ops["dispatch"])
 	}
 	// One scan invocation per minute: one tick, then it returned.
 	if s := u.Invokes["scan"]; s.Invocations != 1 {

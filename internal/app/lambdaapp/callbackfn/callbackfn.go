@@ -43,12 +43,15 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	// With a results queue, a callback request is recorded there and
-	// applied later with others (dispatchfn's HandleResults), so a log page
-	// is written once per batch of requests, not once per request.
+	// With a results queue, a busy environment's callback requests are
+	// recorded there and applied later with others (dispatchfn's
+	// HandleResults), so a log page is written once per batch of requests,
+	// not once per request; a quiet one's are written at once, which costs
+	// less than a record applied alone (callback.Sparse).
 	var rec executorapi.Callbacker = cb
 	if url := b.Config.ResultsQueueURL; url != "" {
-		rec = callback.NewRecorder(sqsqueue.NewQueue[callback.Recorded](b.Deps.SQS, url, b.Clock), b.Clock)
+		queued := callback.NewRecorder(sqsqueue.NewQueue[callback.Recorded](b.Deps.SQS, url, b.Clock), b.Clock)
+		rec = callback.NewSparse(cb, queued, callback.SparseOptions{Clock: b.Clock})
 	}
 	h, err := executorapi.New(executorapi.Config{Callback: rec, Registry: reg, Tokens: b.AccessTokens, Logger: b.Log})
 	if err != nil {

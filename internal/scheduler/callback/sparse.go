@@ -1,0 +1,141 @@
+package callback
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/protocol"
+)
+
+// Callbacker takes the items of one callback request and returns one
+// error per item: *Service writes them (Callback), *Recorder records
+// them for a later Apply.
+type Callbacker interface {
+	Callback(ctx context.Context, items []protocol.HandleCallbackParam) []error
+}
+
+var (
+	_ Callbacker = (*Service)(nil)
+	_ Callbacker = (*Recorder)(nil)
+	_ Callbacker = (*Sparse)(nil)
+)
+
+// Defaults of SparseOptions.
+const (
+	// DefaultSparseWindow is how far back Sparse counts what it took.
+	DefaultSparseWindow = 10 * time.Second
+	// DefaultSparseItems is how many results per window a process still
+	// writes itself: 3 a second. A page that takes at most a few results a
+	// second holds a few logs, so writing it costs one unit; a record costs
+	// a send, a receive and a delete on the queue and a share of an apply
+	// invocation, which only pay off once an apply merges many results
+	// into each page write.
+	DefaultSparseItems = 30
+	// DefaultSparseRequestItems is the most items a request may carry and
+	// still be written at once: a request with more is a batching
+	// executor's, whose items the apply shares page writes for.
+	DefaultSparseRequestItems = 4
+)
+
+// SparseOptions tune Sparse. Zero values take the defaults above.
+type SparseOptions struct {
+	Window       time.Duration
+	Items        int
+	RequestItems int
+	// Clock times the window (default the wall clock).
+	Clock clock.Clock
+}
+
+// Sparse chooses, per callback request, between writing the results at
+// once (Direct, a *Service) and recording them for a batched apply
+// (Queued, a *Recorder), by what this process has taken lately:
+//
+//	request of n items ─▶ n ≤ RequestItems and taken in Window + n ≤ Items?
+//	    yes ─▶ Direct ── items that failed for a retryable reason ─▶ Queued
+//	    no  ─▶ Queued
+//
+// The queue exists so that a page write is shared by many results when
+// results are many; when they are few, every record is applied alone and
+// costs more than the write it defers. Both paths end in the same
+// conditional LogFinish (first result wins), so which one a request takes
+// changes its cost and when its log shows the result, never the outcome.
+// An item Direct could not write (a store error, throttling) is recorded
+// on the queue instead of failed back to the executor, so the durable
+// path stays the fallback. The count is per process (on Lambda, per
+// execution environment), which is what the choice needs: an environment
+// that takes few results serves a deployment whose pages are small.
+type Sparse struct {
+	direct, queued Callbacker
+	o              SparseOptions
+
+	mu    sync.Mutex
+	slots []sparseSlot // one per second of the window, by second mod len
+}
+
+type sparseSlot struct {
+	sec int64
+	n   int
+}
+
+// NewSparse returns a Sparse over direct and queued.
+func NewSparse(direct, queued Callbacker, o SparseOptions) *Sparse {
+	if o.Window <= 0 {
+		o.Window = DefaultSparseWindow
+	}
+	if o.Items <= 0 {
+		o.Items = DefaultSparseItems
+	}
+	if o.RequestItems <= 0 {
+		o.RequestItems = DefaultSparseRequestItems
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	secs := max(int(o.Window/time.Second), 1)
+	return &Sparse{direct: direct, queued: queued, o: o, slots: make([]sparseSlot, secs)}
+}
+
+// Callback writes or records items (see Sparse).
+func (s *Sparse) Callback(ctx context.Context, items []protocol.HandleCallbackParam) []error {
+	if len(items) == 0 {
+		return nil
+	}
+	if !s.take(len(items)) {
+		return s.queued.Callback(ctx, items)
+	}
+	errs := s.direct.Callback(ctx, items)
+	var again []protocol.HandleCallbackParam
+	var at []int
+	for i, err := range errs {
+		if err != nil && !Final(err) {
+			again, at = append(again, items[i]), append(at, i)
+		}
+	}
+	if len(again) > 0 {
+		for k, err := range s.queued.Callback(ctx, again) {
+			errs[at[k]] = err
+		}
+	}
+	return errs
+}
+
+// take counts n items taken now and says whether they go Direct.
+func (s *Sparse) take(n int) bool {
+	now := s.o.Clock.Now().Unix()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := 0
+	for _, sl := range s.slots {
+		if sl.sec > now-int64(len(s.slots)) && sl.sec <= now {
+			seen += sl.n
+		}
+	}
+	sl := &s.slots[int(now%int64(len(s.slots)))]
+	if sl.sec != now {
+		*sl = sparseSlot{sec: now}
+	}
+	sl.n += n
+	return n <= s.o.RequestItems && seen+n <= s.o.Items
+}
