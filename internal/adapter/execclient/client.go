@@ -30,12 +30,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/protocol"
@@ -106,8 +108,12 @@ type Options struct {
 	// executors. xxl-job trusts every certificate; we verify by default
 	// and make trusting everything an explicit choice.
 	InsecureSkipVerify bool
+	// Clock tells a pooled connection's age (see FreshConnTimeout). Nil
+	// means the real clock.
+	Clock clock.Clock
 	// HTTPClient replaces the client built from the options above (tests,
-	// custom transports; Egress is then the transport's to apply).
+	// custom transports; Egress and FreshConnTimeout are then the
+	// transport's to apply).
 	// Timeouts still apply per call through the request context. The
 	// client is copied and its CheckRedirect replaced: redirects are never
 	// followed.
@@ -135,6 +141,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxIdleConnsPerHost == 0 {
 		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
 	}
 	return o, nil
 }
@@ -186,7 +195,7 @@ func newTransport(o Options) *http.Transport {
 	dialer := policy.Dialer(o.ConnectTimeout)
 	t := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
+		DialContext:           freshDial(dialer.DialContext, o.Clock, FreshConnTimeout),
 		TLSHandshakeTimeout:   o.ConnectTimeout,
 		ResponseHeaderTimeout: o.ReadTimeout,
 		MaxIdleConns:          max(DefaultMaxIdleConns, o.MaxIdleConnsPerHost),
@@ -344,13 +353,35 @@ func (c *Client) post(ctx context.Context, address, path string, body any, limit
 	return rt, u
 }
 
-// postOnce sends payload to u once, with token when it is not blank.
+// maxUnsent bounds the calls postOnce makes for one request when each
+// failed before any of it was written (see unsent).
+const maxUnsent = 4
+
+// postOnce sends payload to u, with token when it is not blank. The
+// request reaches the executor once at most: it is sent again only when
+// the call failed on a pooled connection before a byte of it was written
+// (an expired fresh connection, or one the executor had closed), which
+// the executor cannot have seen. Any other failure is the answer, as
+// xxl-job gives it: a /run the executor may have read is never repeated.
 func (c *Client) postOnce(ctx context.Context, u string, payload []byte, token string, limit int64) protocol.ReturnT {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout+c.opts.ReadTimeout)
 	defer cancel()
+	for attempt := 1; ; attempt++ {
+		r, unsent := c.call(ctx, u, payload, token, limit)
+		if !unsent || attempt == maxUnsent || ctx.Err() != nil {
+			return r
+		}
+	}
+}
+
+// call makes one HTTP call. unsent reports a transport failure on a
+// connection that had written none of this request.
+func (c *Client) call(ctx context.Context, u string, payload []byte, token string, limit int64) (r protocol.ReturnT, unsent bool) {
+	var w written
+	ctx = httptrace.WithClientTrace(ctx, w.trace())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(payload))
 	if err != nil {
-		return remotingError(err, u)
+		return remotingError(err, u), false
 	}
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept-Charset", acceptCharset)
@@ -367,7 +398,7 @@ func (c *Client) postOnce(ctx context.Context, u string, payload []byte, token s
 
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return remotingError(err, u)
+		return remotingError(err, u), w.none()
 	}
 	defer resp.Body.Close()
 
@@ -375,10 +406,45 @@ func (c *Client) postOnce(ctx context.Context, u string, payload []byte, token s
 		// Drain a little so a small error page does not cost the connection.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return protocol.Fail(fmt.Sprintf(
-			"xxl-job remoting fail, StatusCode(%d) invalid. for url : %s", resp.StatusCode, u))
+			"xxl-job remoting fail, StatusCode(%d) invalid. for url : %s", resp.StatusCode, u)), false
 	}
 
-	return readReply(resp.Body, limit, u)
+	return readReply(resp.Body, limit, u), false
+}
+
+// written follows the connection a call got from the transport, to tell
+// afterwards whether any of the request was written on it. The transport
+// may try a request on several connections (it moves on from one that
+// failed before writing); the last one is the call's.
+type written struct {
+	mu   sync.Mutex
+	conn *freshConn // nil: no connection yet, or one freshDial did not make
+	at   int64      // conn.sent() when the call got it
+}
+
+func (w *written) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		conn := info.Conn
+		if tc, ok := conn.(*tls.Conn); ok {
+			conn = tc.NetConn()
+		}
+		fc, _ := conn.(*freshConn)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.conn, w.at = fc, 0
+		if fc != nil {
+			w.at = fc.sent()
+		}
+	}}
+}
+
+// none reports whether the call had a connection and wrote nothing on it.
+// A call that got no connection (the dial failed) is not unsent: there is
+// nothing to gain from dialling again at once.
+func (w *written) none() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.conn != nil && w.conn.sent() == w.at
 }
 
 // readReply decodes the reply envelope from body and returns as soon as
