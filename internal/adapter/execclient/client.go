@@ -13,6 +13,12 @@
 // whose message names the URL, so the dispatcher records it in the trigger
 // log exactly as it records an executor's own refusal.
 //
+// Connections are kept alive and pooled per executor. A call is never
+// sent twice unless none of it was written the first time (see postOnce),
+// and a pooled connection that has not carried a request yet is dropped
+// before an executor's header timeout can close it under a request (see
+// FreshConnTimeout).
+//
 // Unlike xxl-job, which reads a reply to the end of the body, the client
 // stops at the end of the reply's JSON value. That is what lets a Lambda
 // executor with a streaming function URL answer /run at once and keep the
@@ -55,8 +61,10 @@ const (
 	DefaultMaxIdleConnsPerHost = 16
 	DefaultMaxIdleConns        = 1024
 	// DefaultIdleConnTimeout is below the 90 s after which xxl-job's
-	// executor (Netty EmbedServer) closes idle connections, so we rarely
-	// pick a pooled connection the executor is just closing.
+	// executor (Netty EmbedServer) and the SDK close idle connections, so
+	// we rarely pick a pooled connection the executor is just closing. A
+	// connection that has not carried a request yet is closed much
+	// sooner (FreshConnTimeout).
 	DefaultIdleConnTimeout = 60 * time.Second
 )
 
