@@ -47,6 +47,8 @@ func freshDial(dial dialFunc, clk clock.Clock, limit time.Duration) dialFunc {
 			return nil, err
 		}
 		fc := &freshConn{Conn: c, clk: clk, expires: expires}
+		// The timer only tidies the pool, on the process's own timers;
+		// the first write's check against clk is what decides.
 		fc.timer = time.AfterFunc(limit, fc.expire)
 		return fc, nil
 	}
