@@ -22,6 +22,8 @@ import (
 // DefaultIdleConnTimeout. Past FreshConnTimeout they are closed unused
 // instead, well inside any header timeout of a few seconds, while a
 // connection dialled in one second's burst still serves the next second's.
+// An https connection has written its TLS handshake by the time it is
+// pooled, so this applies to plain http executors (xxl-job's default).
 const FreshConnTimeout = 2 * time.Second
 
 // errStaleConn is what a fresh connection's first write returns once the
