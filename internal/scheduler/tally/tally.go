@@ -10,17 +10,32 @@
 // and writes one ReportAdd per day and group:
 //
 //	ReportAdd(delta) ──▶ pending[day, group] += delta        (memory, no I/O)
-//	every Interval (Run) ─┐
-//	Flush(ctx) ───────────┴──▶ one ReportAdd per (day, group) ──▶ store
-//	                              │failed
-//	                              └──▶ added back to pending, written next time
+//	every Interval (Run) ─────────────────┐
+//	FlushDue(ctx): oldest delta ≥ MaxAge, │
+//	  or ≥ MaxPending counters ───────────┤
+//	Flush(ctx) ───────────────────────────┴──▶ one ReportAdd per (day, group) ──▶ store
+//	                                              │failed
+//	                                              └──▶ added back to pending (keeping
+//	                                                   its age), written next time
+//
+// Local mode runs Run (a flush a second). A Lambda environment is frozen
+// between invocations, so it runs no loop: its handlers call FlushDue at
+// the end of each invocation, which writes only once the oldest pending
+// delta is MaxAge old (a minute on Lambda) or MaxPending counters wait,
+// and the environment flushes whatever is pending when Lambda shuts it
+// down (SIGTERM). A sparse schedule thus costs one write per environment
+// and minute instead of one per invocation; the report read elsewhere lags
+// an environment's counts by up to MaxAge while it is busy, and until its
+// next invocation or its shutdown while it is idle.
 //
 // What a crash loses: the deltas added since the last flush, i.e. at most
 // one Interval of counts in local mode (1 s by default) and, on Lambda,
-// where the handler flushes before it returns, only the counts of a flush
-// that failed at the end of an invocation whose environment is then
-// discarded. The report can therefore undercount a little after a crash;
-// it never counts a trigger twice.
+// the counts an environment held when it ended without the shutdown
+// flush — killed by a timeout or a crash (Lambda sends no SIGTERM then),
+// or a shutdown flush that failed: at most MaxAge of that environment's
+// counts, plus those of flushes that failed before. The report can
+// therefore undercount a little after a crash; it never counts a trigger
+// twice.
 package tally
 
 import (
@@ -43,11 +58,27 @@ import (
 // a crash loses at most a second of counts.
 const DefaultInterval = time.Second
 
+// DefaultMaxPending is FlushDue's bound on waiting counters (distinct day
+// and group pairs). Flush writes them one by one, and the shutdown flush
+// of a Lambda environment has under half a second before SIGKILL: 16
+// writes at DynamoDB's ~10 ms tail latency fit with room to spare. An
+// environment that touches more groups than that within MaxAge flushes
+// more often, as often as once per invocation, which is never worse than
+// writing through.
+const DefaultMaxPending = 16
+
 // Options tune a Batcher. Zero values take the documented defaults.
 type Options struct {
 	// Interval is Run's flush period (default DefaultInterval).
 	Interval time.Duration
-	// Clock paces Run (default the wall clock); tests pass a clock.Fake.
+	// MaxAge is how old the oldest pending delta gets before FlushDue
+	// writes (default Interval).
+	MaxAge time.Duration
+	// MaxPending is how many counters may wait before FlushDue writes
+	// whatever their age (default DefaultMaxPending).
+	MaxPending int
+	// Clock paces Run and ages the deltas (default the wall clock); tests
+	// pass a clock.Fake.
 	Clock clock.Clock
 	// Logger reports failed flushes in Run (default slog.Default()).
 	Logger *slog.Logger
@@ -62,6 +93,7 @@ type Batcher struct {
 
 	mu      sync.Mutex
 	pending map[reportKey]xjob.ReportDay
+	oldest  time.Time // when the oldest pending delta was added; zero with none pending
 
 	flushMu sync.Mutex // one flush at a time, so a counter's writes never overlap
 }
@@ -79,11 +111,17 @@ func New(next driver.ReportStore, o Options) (*Batcher, error) {
 	if next == nil {
 		return nil, errors.New("report: the underlying ReportStore is required")
 	}
-	if o.Interval < 0 {
-		return nil, fmt.Errorf("report: Interval must not be negative, got %s", o.Interval)
+	if o.Interval < 0 || o.MaxAge < 0 || o.MaxPending < 0 {
+		return nil, fmt.Errorf("report: Interval, MaxAge and MaxPending must not be negative, got %s, %s, %d", o.Interval, o.MaxAge, o.MaxPending)
 	}
 	if o.Interval == 0 {
 		o.Interval = DefaultInterval
+	}
+	if o.MaxAge == 0 {
+		o.MaxAge = o.Interval
+	}
+	if o.MaxPending == 0 {
+		o.MaxPending = DefaultMaxPending
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
@@ -103,13 +141,16 @@ func (b *Batcher) ReportAdd(_ context.Context, d xjob.ReportDay) error {
 	if d.RunningCount == 0 && d.SucCount == 0 && d.FailCount == 0 {
 		return nil
 	}
+	now := b.o.Clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.addLocked(d)
+	b.addLocked(d, now)
 	return nil
 }
 
-func (b *Batcher) addLocked(d xjob.ReportDay) {
+// addLocked adds d, a delta first pending at since, to the pending
+// counters. b.mu is held.
+func (b *Batcher) addLocked(d xjob.ReportDay, since time.Time) {
 	k := reportKey{d.Day, d.GroupID}
 	p := b.pending[k]
 	p.Day, p.GroupID = d.Day, d.GroupID
@@ -118,9 +159,42 @@ func (b *Batcher) addLocked(d xjob.ReportDay) {
 	p.FailCount += d.FailCount
 	if p.RunningCount == 0 && p.SucCount == 0 && p.FailCount == 0 {
 		delete(b.pending, k) // deltas that cancel out need no write
-		return
+	} else {
+		b.pending[k] = p
 	}
-	b.pending[k] = p
+	switch {
+	case len(b.pending) == 0:
+		b.oldest = time.Time{}
+	case b.oldest.IsZero() || since.Before(b.oldest):
+		b.oldest = since
+	}
+}
+
+// Oldest is when the oldest pending delta was added (zero when none is
+// pending).
+func (b *Batcher) Oldest() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.oldest
+}
+
+// Due reports whether FlushDue would write now: the oldest pending delta
+// is MaxAge old, or MaxPending counters wait.
+func (b *Batcher) Due() bool {
+	now := b.o.Clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.pending) > 0 && (len(b.pending) >= b.o.MaxPending || !now.Before(b.oldest.Add(b.o.MaxAge)))
+}
+
+// FlushDue flushes when Due, and reports whether it did: the end of a
+// Lambda invocation, where a write per invocation would be most of what a
+// sparse schedule's counters cost.
+func (b *Batcher) FlushDue(ctx context.Context) (bool, error) {
+	if !b.Due() {
+		return false, nil
+	}
+	return true, b.Flush(ctx)
 }
 
 // ReportList flushes what is pending, so that a reader sees its own
@@ -165,8 +239,8 @@ func (b *Batcher) Flush(ctx context.Context) error {
 		b.mu.Unlock()
 		return nil
 	}
-	days := b.pending
-	b.pending = map[reportKey]xjob.ReportDay{}
+	days, since := b.pending, b.oldest
+	b.pending, b.oldest = map[reportKey]xjob.ReportDay{}, time.Time{}
 	b.mu.Unlock()
 
 	var errs []error
@@ -180,7 +254,7 @@ func (b *Batcher) Flush(ctx context.Context) error {
 	if len(failed) > 0 {
 		b.mu.Lock()
 		for _, d := range failed {
-			b.addLocked(d)
+			b.addLocked(d, since) // as old as it was: the next FlushDue retries it
 		}
 		b.mu.Unlock()
 	}
@@ -190,7 +264,7 @@ func (b *Batcher) Flush(ctx context.Context) error {
 // Run flushes every Interval until ctx ends, then flushes once more
 // (outside ctx, so shutdown writes the last counts) and returns that
 // flush's error. It is the local-mode flush loop; Lambda handlers call
-// Flush before they return instead, since a frozen environment runs no
+// FlushDue before they return instead, since a frozen environment runs no
 // background loop.
 func (b *Batcher) Run(ctx context.Context) error {
 	for {

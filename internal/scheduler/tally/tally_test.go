@@ -177,6 +177,93 @@ func TestFlushKeepsFailedDeltas(t *testing.T) {
 	}
 }
 
+// FlushDue is the end of a Lambda invocation: it writes nothing until the
+// oldest pending delta is MaxAge old (younger deltas ride along), or
+// MaxPending counters wait; a failed flush keeps the deltas as old as they
+// were, so the next FlushDue retries them.
+func TestFlushDueWaitsForAgeOrCount(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(t0)
+	db, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), sqlitestore.Options{Shards: 1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c := &counting{ReportStore: db}
+	b, err := tally.New(c, tally.Options{Clock: clk, MaxAge: time.Minute, MaxPending: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	add := func(group int64, n int) {
+		t.Helper()
+		if err := b.ReportAdd(ctx, xjob.ReportDay{Day: "2027-01-15", GroupID: group, RunningCount: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flushDue := func(want bool) {
+		t.Helper()
+		did, err := b.FlushDue(ctx)
+		if err != nil && !c.fail.Load() {
+			t.Fatal(err)
+		}
+		if did != want {
+			t.Fatalf("FlushDue at +%s flushed %v, want %v (pending %+v)", clk.Now().Sub(t0), did, want, b.Pending())
+		}
+	}
+	flushDue(false) // nothing pending
+	add(1, 1)
+	if got := b.Oldest(); !got.Equal(t0) {
+		t.Fatalf("oldest %v, want %v", got, t0)
+	}
+	clk.Advance(30 * time.Second)
+	add(1, 1)
+	add(2, 1)
+	flushDue(false)
+	clk.Advance(29999 * time.Millisecond)
+	flushDue(false)
+	if n := c.adds.Load(); n != 0 {
+		t.Fatalf("%d writes before the oldest delta is a minute old", n)
+	}
+	clk.Advance(time.Millisecond)
+	flushDue(true)
+	if n := c.adds.Load(); n != 2 {
+		t.Fatalf("%d writes at a minute, want 2 (one per group)", n)
+	}
+	if got := list(t, db)["2027-01-15"].RunningCount; got != 3 {
+		t.Fatalf("running = %d, want 3", got)
+	}
+	if !b.Oldest().IsZero() {
+		t.Fatalf("oldest %v after the flush, want none", b.Oldest())
+	}
+
+	// The count bound: a third group's counter makes it due at once.
+	add(1, 1)
+	add(2, 1)
+	flushDue(false)
+	add(3, 1)
+	flushDue(true)
+	if n := c.adds.Load(); n != 5 {
+		t.Fatalf("%d writes, want 5", n)
+	}
+
+	// A failed flush keeps its deltas' age: the next invocation retries.
+	add(1, 1)
+	clk.Advance(time.Minute)
+	c.fail.Store(true)
+	flushDue(true)
+	clk.Advance(time.Second)
+	add(1, 1)
+	if got := b.Oldest(); !got.Equal(clk.Now().Add(-61 * time.Second)) {
+		t.Fatalf("oldest after a failed flush %v, want the failed delta's", got)
+	}
+	c.fail.Store(false)
+	flushDue(true)
+	if got := list(t, db)["2027-01-15"].RunningCount; got != 8 {
+		t.Fatalf("running = %d, want 8", got)
+	}
+}
+
 func TestRunFlushesEveryIntervalAndOnStop(t *testing.T) {
 	t.Parallel()
 	db, c, clk, b := setup(t)
@@ -279,7 +366,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		t.Fatal("nil store accepted")
 	}
 	db, _, _, _ := setup(t)
-	if _, err := tally.New(db, tally.Options{Interval: -time.Second}); err == nil {
-		t.Fatal("negative interval accepted")
+	for _, o := range []tally.Options{{Interval: -time.Second}, {MaxAge: -time.Second}, {MaxPending: -1}} {
+		if _, err := tally.New(db, o); err == nil {
+			t.Fatalf("negative option accepted: %+v", o)
+		}
 	}
 }

@@ -93,14 +93,15 @@ type Base struct {
 	// Config.AlarmTopicARN is set.
 	Alarmer driver.Alarmer
 	Metrics *metric.Metrics
-	// Reports folds an invocation's trigger and result counts into one
-	// DynamoDB write per day (FlushReports); Counted is Store counting
+	// Reports folds the environment's trigger and result counts into one
+	// DynamoDB write per day and group at most once a ReportFlushAge
+	// (FlushReports) and at shutdown (Shutdown); Counted is Store counting
 	// through it, what dispatch, callback and the admin write to.
 	Reports *tally.Batcher
 	Counted driver.Store
 	// EMF writes the pipeline's metrics into the log (embedded metric
-	// format): counters after each invocation (FlushReports), and what a
-	// function reports itself.
+	// format): counters on the report's cadence (FlushReports, Shutdown),
+	// and what a function reports itself at once (EMF.Put).
 	EMF *EMF
 	// Secrets reads the parameters Config names; nil when the tokens are
 	// given directly. LoadSecrets reads them once, before any handler.
@@ -144,7 +145,7 @@ func NewBase(cfg Config, d Deps) (*Base, error) {
 	if cfg.AlarmTopicARN != "" && d.SNS != nil {
 		b.Alarmer = alarm.Multi{b.Alarmer, snsalarm.SNS{API: d.SNS, TopicARN: cfg.AlarmTopicARN, Clock: d.Clock}}
 	}
-	b.Reports, err = tally.New(store, tally.Options{Clock: d.Clock, Logger: d.Logger})
+	b.Reports, err = tally.New(store, tally.Options{MaxAge: ReportFlushAge, Clock: d.Clock, Logger: d.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("lambda %s: report: %w", cfg.Function, err)
 	}
@@ -215,25 +216,82 @@ func (b *Base) secret(param, direct string) []string {
 	return []string{direct}
 }
 
+// ReportFlushAge is how long an execution environment keeps its run-report
+// counts and EMF counters before the end of an invocation writes them
+// (FlushReports): CloudWatch metrics have one-minute resolution, so a
+// minute's delay changes none of the minutes they land in (they are
+// bucketed by minute, EMF), and the report read by the console and
+// /metrics trails the environments by about as much. Writing at every
+// invocation was a DynamoDB write per invocation (and an EMF record per
+// invocation in the log): at sparse schedules most of what the counters
+// cost.
+const ReportFlushAge = time.Minute
+
 // reportFlushTimeout bounds the counters' write at the end of an
 // invocation, which may run past a cancelled context.
 const reportFlushTimeout = 2 * time.Second
 
-// FlushReports writes the run-report counts the invocation accumulated,
-// and the growth of the pipeline counters as metrics (EMF).
-// Handlers that can reach dispatch or callback defer it: a Lambda
-// environment is frozen between invocations, so no background loop could
-// do it. A failure is logged; the counts stay pending for the
-// environment's next invocation (they are best effort).
+// ShutdownFlushTimeout bounds the flush when Lambda shuts the environment
+// down (Shutdown): Lambda sends SIGTERM and, about 500 ms later, SIGKILL.
+const ShutdownFlushTimeout = 400 * time.Millisecond
+
+// FlushReports ends every invocation of a handler that can count triggers
+// or results (dispatch, callback, the ring, the admin and maintenance
+// paths). It collects the invocation's pipeline counters into the EMF's
+// minute buckets and writes what the environment holds — the run-report
+// deltas, one DynamoDB UpdateItem per day and group, and the EMF records —
+// only once the oldest of it is ReportFlushAge old or the report holds
+// tally.DefaultMaxPending counters; otherwise it waits in the environment
+// for a later invocation, or for Shutdown.
+//
+// A Lambda environment is frozen between invocations, so no background
+// loop could write on a timer; the end of an invocation and the SIGTERM
+// of its shutdown are the only moments it runs. What an environment that
+// dies without SIGTERM (a timeout, a crash) held is lost: at most
+// ReportFlushAge of its counts, which are best effort (the trigger logs
+// are the record). None of the templates' alarms reads these counters:
+// the one on the xjob namespace, ScanStalledAlarm, reads ScanCompleted,
+// which the scan writes at once (EMF.Put), as the ring its Fires and
+// LatenessMaxMs. An alarm added on Triggers, Results or their failures
+// sees each minute's full count up to a minute (or an idle environment's
+// lifetime) later: give it an evaluation range of a few periods.
+//
+// A failure is logged; the counts stay pending for the environment's next
+// flush.
 func (b *Base) FlushReports(ctx context.Context) {
-	b.EMF.Counters(b.Metrics)
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportFlushTimeout)
+	b.EMF.Collect(b.Metrics)
+	if !b.Reports.Due() && !b.emfDue() {
+		return
+	}
+	b.flush(ctx, reportFlushTimeout)
+}
+
+// Shutdown writes everything the environment holds (run-report deltas,
+// EMF records), whatever its age, within ShutdownFlushTimeout: what Main
+// runs when Lambda sends SIGTERM, and what the emulated deployment runs
+// when it ends an in-process environment.
+func (b *Base) Shutdown(ctx context.Context) {
+	b.EMF.Collect(b.Metrics)
+	b.flush(ctx, ShutdownFlushTimeout)
+}
+
+// emfDue reports whether the EMF's oldest collected count is
+// ReportFlushAge old.
+func (b *Base) emfDue() bool {
+	oldest := b.EMF.Oldest()
+	return !oldest.IsZero() && !b.Clock.Now().Before(oldest.Add(ReportFlushAge))
+}
+
+// flush writes the EMF records and the run-report deltas, bounded by
+// timeout past ctx's cancellation.
+func (b *Base) flush(ctx context.Context, timeout time.Duration) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	if err := b.EMF.Jobs(fctx, b.Metrics); err != nil {
+	if err := b.EMF.Flush(fctx); err != nil {
 		b.Log.WarnContext(ctx, "per-job metrics: jobs not placed, counted as other", "err", err)
 	}
 	if err := b.Reports.Flush(fctx); err != nil {
-		b.Log.WarnContext(ctx, "report counters not flushed; kept for the next invocation", "err", err)
+		b.Log.WarnContext(ctx, "report counters not flushed; kept for the next flush", "err", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/clock"
@@ -57,18 +58,41 @@ type JobSlots interface {
 // each, to the function's log (stdout on Lambda): CloudWatch Logs turns
 // them into metrics with no PutMetricData call, nothing to batch or
 // retry, and no client in the function.
+//
+// The pipeline counters and per-job results are written in two steps:
+// Collect, at the end of every invocation, adds what the invocation
+// counted to the bucket of the current minute (memory only); Flush writes
+// one record per minute bucket (and per job), stamped within its minute.
+// A Lambda environment collects after each invocation and flushes on the
+// run report's cadence (Base.FlushReports: once its oldest bucket is a
+// minute old, and at shutdown), so a sparse schedule logs a record per
+// environment and minute rather than one per invocation, and CloudWatch
+// still sums every count into the minute it happened in — the metrics
+// arrive up to a flush later, their values are the same.
 type EMF struct {
 	w     io.Writer
 	fn    string
 	clock clock.Clock
 	mu    sync.Mutex
-	last  xjob.MetricsSnapshot // counters already emitted (Counters)
+	last  xjob.MetricsSnapshot // counters already collected (Collect)
+
+	// Collected and not yet written (Flush), per minute (Unix minutes).
+	counters map[int64]*counterBucket
+	jobs     map[int64]map[int64][2]int64 // minute → job → (failed, ok)
+	oldest   time.Time                    // when the oldest pending count was collected; zero with none
 
 	// Per-job metrics (PerJob): the deployment's slots, their bound, and
 	// the answers this environment already has (they never change).
 	slots   JobSlots
 	maxJobs int
 	known   map[int64]bool
+}
+
+// counterBucket is one minute's growth of the pipeline counters, and the
+// last time a count joined it (its records' timestamp).
+type counterBucket struct {
+	values map[string]float64
+	at     time.Time
 }
 
 // PerJob turns on the per-job metrics (Jobs) for at most max jobs of the
@@ -86,12 +110,15 @@ func NewEMF(w io.Writer, fn string, clk clock.Clock) *EMF {
 // Milliseconds for names ending in Ms, Count otherwise. Zero values are
 // written too: an alarm on a count wants the zeros.
 func (e *EMF) Put(values map[string]float64) {
-	e.put(values, nil)
+	if e == nil {
+		return
+	}
+	e.putAt(values, nil, e.clock.Now())
 }
 
-// put writes one record of values with the dimensions FunctionName and,
-// in this order, the names of dims.
-func (e *EMF) put(values map[string]float64, dims [][2]string) {
+// putAt writes one record of values, stamped at, with the dimensions
+// FunctionName and, in this order, the names of dims.
+func (e *EMF) putAt(values map[string]float64, dims [][2]string, at time.Time) {
 	if e == nil || len(values) == 0 {
 		return
 	}
@@ -112,7 +139,7 @@ func (e *EMF) put(values map[string]float64, dims [][2]string) {
 		rec[name] = values[name]
 	}
 	rec["_aws"] = map[string]any{
-		"Timestamp": e.clock.Now().UnixMilli(),
+		"Timestamp": at.UnixMilli(),
 		"CloudWatchMetrics": []any{map[string]any{
 			"Namespace": MetricNamespace, "Dimensions": [][]string{names}, "Metrics": defs,
 		}},
@@ -126,17 +153,25 @@ func (e *EMF) put(values map[string]float64, dims [][2]string) {
 	_, _ = e.w.Write(append(b, '\n'))
 }
 
-// Counters writes the growth of m's pipeline counters since the last call
-// (triggers, results, misfires), when any grew.
-func (e *EMF) Counters(m *metric.Metrics) {
+// Collect adds the growth of m's pipeline counters since the last call
+// (triggers, results, misfires) and, with PerJob, the results m counted
+// per job (metric.Metrics.DrainJobs) to the current minute's buckets. It
+// writes nothing (Flush does).
+func (e *EMF) Collect(m *metric.Metrics) {
 	if e == nil || m == nil {
 		return
 	}
+	now := e.clock.Now()
+	minute := now.Unix() / 60
 	s := m.Snapshot()
+	var jobs map[int64][2]int64
+	if e.slots != nil {
+		jobs = m.DrainJobResults()
+	}
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	prev := e.last
 	e.last = s
-	e.mu.Unlock()
 	d := map[string]float64{
 		MetricTriggers:        float64(s.Triggers - prev.Triggers),
 		MetricTriggerFailures: float64(s.TriggerFailures - prev.TriggerFailures),
@@ -144,36 +179,81 @@ func (e *EMF) Counters(m *metric.Metrics) {
 		MetricResultFailures:  float64(s.Failures - prev.Failures),
 		MetricMisfires:        float64(s.Misfired.Total() - prev.Misfired.Total()),
 	}
+	grew := false
 	for _, v := range d {
-		if v != 0 {
-			e.Put(d)
-			return
+		grew = grew || v != 0
+	}
+	if grew {
+		if e.counters == nil {
+			e.counters = map[int64]*counterBucket{}
 		}
+		b := e.counters[minute]
+		if b == nil {
+			b = &counterBucket{values: map[string]float64{}}
+			e.counters[minute] = b
+		}
+		for k, v := range d {
+			b.values[k] += v // zeros too: the record names every counter, as an alarm on a count wants
+		}
+		b.at = now
+	}
+	if len(jobs) > 0 {
+		if e.jobs == nil {
+			e.jobs = map[int64]map[int64][2]int64{}
+		}
+		bucket := e.jobs[minute]
+		if bucket == nil {
+			bucket = map[int64][2]int64{}
+			e.jobs[minute] = bucket
+		}
+		for job, c := range jobs {
+			p := bucket[job]
+			bucket[job] = [2]int64{p[0] + c[0], p[1] + c[1]}
+		}
+	}
+	if (grew || len(jobs) > 0) && e.oldest.IsZero() {
+		e.oldest = now
 	}
 }
 
-// Jobs writes the results m counted per job since the last call
-// (metric.Metrics.DrainJobs): a record per job with its own metric, one
-// for the others together (JobId "other"). A job this environment has not
-// asked about yet is asked about (JobSlots, one conditional write each);
-// if that fails, its results count as "other" this time and the error is
-// returned.
-func (e *EMF) Jobs(ctx context.Context, m *metric.Metrics) error {
-	if e == nil || e.slots == nil || m == nil {
-		return nil
+// Oldest is when the oldest count waiting for Flush was collected (zero
+// when none waits).
+func (e *EMF) Oldest() time.Time {
+	if e == nil {
+		return time.Time{}
 	}
-	counts := m.DrainJobResults()
-	if len(counts) == 0 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.oldest
+}
+
+// Flush writes what Collect gathered: per minute, one record of the
+// pipeline counters and, with PerJob, a record per job with its own
+// metric and one for the others together (JobId "other"), each stamped
+// with the minute's last collection. A job this environment has not asked
+// about yet is asked about (JobSlots, one conditional write each); if
+// that fails, its results count as "other" this time and the error is
+// returned.
+func (e *EMF) Flush(ctx context.Context) error {
+	if e == nil {
 		return nil
 	}
 	e.mu.Lock()
+	counters, jobs := e.counters, e.jobs
+	e.counters, e.jobs, e.oldest = nil, nil, time.Time{}
 	var ask []int64
-	for job := range counts {
-		if _, ok := e.known[job]; !ok {
-			ask = append(ask, job)
+	for _, bucket := range jobs {
+		for job := range bucket {
+			if _, ok := e.known[job]; !ok && !slices.Contains(ask, job) {
+				ask = append(ask, job)
+			}
 		}
 	}
 	e.mu.Unlock()
+	for _, minute := range slices.Sorted(maps.Keys(counters)) {
+		b := counters[minute]
+		e.putAt(b.values, nil, b.at)
+	}
 	var err error
 	if len(ask) > 0 {
 		slices.Sort(ask)
@@ -187,20 +267,28 @@ func (e *EMF) Jobs(ctx context.Context, m *metric.Metrics) error {
 			e.mu.Unlock()
 		}
 	}
-	var other [2]int64
-	for _, job := range slices.Sorted(maps.Keys(counts)) {
-		c := counts[job]
-		e.mu.Lock()
-		own := e.known[job]
-		e.mu.Unlock()
-		if !own {
-			other[0], other[1] = other[0]+c[0], other[1]+c[1]
-			continue
+	for _, minute := range slices.Sorted(maps.Keys(jobs)) {
+		// Stamped at the minute's last second: its counters' bucket time
+		// when it has one, else the minute's end.
+		at := time.Unix(minute*60+59, 0)
+		if b := counters[minute]; b != nil {
+			at = b.at
 		}
-		e.put(jobValues(c), [][2]string{{"JobId", strconv.FormatInt(job, 10)}})
-	}
-	if other != [2]int64{} {
-		e.put(jobValues(other), [][2]string{{"JobId", JobOther}})
+		var other [2]int64
+		for _, job := range slices.Sorted(maps.Keys(jobs[minute])) {
+			c := jobs[minute][job]
+			e.mu.Lock()
+			own := e.known[job]
+			e.mu.Unlock()
+			if !own {
+				other[0], other[1] = other[0]+c[0], other[1]+c[1]
+				continue
+			}
+			e.putAt(jobValues(c), [][2]string{{"JobId", strconv.FormatInt(job, 10)}}, at)
+		}
+		if other != [2]int64{} {
+			e.putAt(jobValues(other), [][2]string{{"JobId", JobOther}}, at)
+		}
 	}
 	return err
 }

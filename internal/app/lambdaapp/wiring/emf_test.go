@@ -15,8 +15,8 @@ import (
 // TestEMF checks the records CloudWatch Logs turns into metrics: one JSON
 // line each, the _aws directive naming the namespace, the FunctionName
 // dimension and every metric with its unit, the values at the top level;
-// Counters writes the counters' growth since its last call, nothing when
-// none grew.
+// Collect gathers the counters' growth since its last call and Flush
+// writes it, nothing when none grew.
 func TestEMF(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
@@ -48,22 +48,86 @@ func TestEMF(t *testing.T) {
 
 	out.Reset()
 	var m metric.Metrics
-	e.Counters(&m)
+	flush := func() {
+		t.Helper()
+		e.Collect(&m)
+		if err := e.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush()
 	if out.Len() != 0 {
 		t.Errorf("no counter grew, but a record was written: %s", out.String())
 	}
 	m.Trigger(true, time.Millisecond)
 	m.Trigger(true, time.Millisecond)
 	m.Result(500)
-	e.Counters(&m)
+	flush()
 	var c map[string]any
 	if err := json.Unmarshal(out.Bytes(), &c); err != nil || c["Triggers"] != 2.0 || c["Results"] != 1.0 || c["ResultFailures"] != 1.0 {
 		t.Errorf("counters record %s (%v)", out.String(), err)
 	}
 	out.Reset()
 	m.Trigger(true, time.Millisecond)
-	e.Counters(&m)
+	flush()
 	if err := json.Unmarshal(out.Bytes(), &c); err != nil || c["Triggers"] != 1.0 {
 		t.Errorf("second counters record %s, want the growth since the first (%v)", out.String(), err)
+	}
+}
+
+// TestEMFCountersByMinute: counts collected over several invocations are
+// written by one Flush as one record per minute they were collected in,
+// each stamped at its minute's last collection, so that CloudWatch sums
+// them into the minutes they happened in however late the flush.
+func TestEMFCountersByMinute(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	start := time.UnixMilli(1_700_000_020_000) // 40 s into a minute
+	clk := clock.NewFake(start)
+	e := wiring.NewEMF(&out, "stack-dispatch", clk)
+	var m metric.Metrics
+	step := func(d time.Duration, triggers int) {
+		clk.Advance(d)
+		for range triggers {
+			m.Trigger(true, time.Millisecond)
+		}
+		e.Collect(&m)
+	}
+	step(0, 1)
+	if !e.Oldest().Equal(start) {
+		t.Fatalf("oldest %v, want %v", e.Oldest(), start)
+	}
+	step(10*time.Second, 2) // :50, same minute
+	step(5*time.Second, 0)  // nothing grew
+	step(15*time.Second, 4) // :10 of the next minute
+	if out.Len() != 0 {
+		t.Fatalf("Collect wrote: %s", out.String())
+	}
+	if err := e.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var recs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("record %q: %v", line, err)
+		}
+		recs = append(recs, r)
+	}
+	want := []struct {
+		at       time.Time
+		triggers float64
+	}{{start.Add(10 * time.Second), 3}, {start.Add(30 * time.Second), 4}}
+	if len(recs) != len(want) {
+		t.Fatalf("%d records, want %d:\n%s", len(recs), len(want), out.String())
+	}
+	for i, w := range want {
+		ts := int64(recs[i]["_aws"].(map[string]any)["Timestamp"].(float64))
+		if ts != w.at.UnixMilli() || recs[i]["Triggers"] != w.triggers || recs[i]["Results"] != 0.0 {
+			t.Errorf("record %d: %v, want %v triggers at %d", i, recs[i], w.triggers, w.at.UnixMilli())
+		}
+	}
+	if !e.Oldest().IsZero() {
+		t.Errorf("oldest %v after Flush, want none", e.Oldest())
 	}
 }

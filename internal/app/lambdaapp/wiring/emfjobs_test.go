@@ -52,7 +52,8 @@ func TestEMFJobsBoundAcrossEnvironments(t *testing.T) {
 	}{{0, 7, 200}, {0, 7, 500}, {1, 9, 200}, {0, 8, 200}, {1, 7, 200}, {1, 8, 500}, {0, 9, 200}} {
 		e := envs[r.env]
 		e.m.JobResult(r.job, r.code)
-		if err := e.emf.Jobs(ctx, e.m); err != nil { // one flush per invocation
+		e.emf.Collect(e.m)
+		if err := e.emf.Flush(ctx); err != nil { // one flush per invocation
 			t.Fatal(err)
 		}
 	}

@@ -30,32 +30,42 @@ type Builder func(*Base) (any, error)
 // source of the function's SSM parameters; nil for a function with none
 // (the scan), which then links no SSM client.
 //
-// It never returns: lambda.Start serves until the runtime ends the
-// process. A function that cannot start logs why in one line (JSON, with
-// the function's name and every configuration problem at once) and exits
+// It never returns: it serves until Lambda ends the environment. The
+// runtime registers an (internal) extension with the Extensions API,
+// which makes Lambda send SIGTERM before its SIGKILL when it shuts the
+// environment down; the process then writes what it held back
+// (Base.Shutdown: the run-report counts and EMF records FlushReports
+// defers) within ShutdownFlushTimeout, under Lambda's 500 ms, and exits.
+// A function that cannot start logs why in one line (JSON, with the
+// function's name and every configuration problem at once) and exits
 // with status 1, so Lambda reports an init error instead of serving a
 // broken function.
 func Main(name string, build Builder, secrets SecretsFactory) {
-	h, err := Init(context.Background(), name, build, secrets)
+	h, b, err := Init(context.Background(), name, build, secrets)
 	if err != nil {
 		slog.New(slog.NewJSONHandler(os.Stdout, nil)).Error("function cannot start", "function", name, "err", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(h)
+	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(func() {
+		b.Shutdown(context.Background())
+		// Once SIGTERM is handled it no longer ends the process: exit
+		// rather than idle until the SIGKILL.
+		os.Exit(0)
+	}))
 }
 
 // Init reads function name's configuration from the process environment,
 // loads the AWS SDK configuration (region and credentials from the Lambda
 // environment), builds the Base and the function's handler.
-func Init(ctx context.Context, name string, build Builder, secrets SecretsFactory) (any, error) {
+func Init(ctx context.Context, name string, build Builder, secrets SecretsFactory) (any, *Base, error) {
 	cfg, err := LoadConfig(name, os.Getenv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel})).With("function", name)
 	awsConf, err := awscfg.LoadDefaultConfig(ctx, awscfg.WithHTTPClient(sdkHTTPClient()))
 	if err != nil {
-		return nil, fmt.Errorf("lambda %s: aws config: %w", name, err)
+		return nil, nil, fmt.Errorf("lambda %s: aws config: %w", name, err)
 	}
 	d := Deps{
 		DynamoDB: dynamodb.NewFromConfig(awsConf),
@@ -70,18 +80,19 @@ func Init(ctx context.Context, name string, build Builder, secrets SecretsFactor
 	}
 	b, err := NewBase(cfg, d)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := b.LoadSecrets(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if fn, _ := awsconfig.Lookup(name); fn.ChecksLayout {
 		tables := dynamostore.TablesWithPrefix(cfg.TablePrefix)
 		if err := CheckLayout(ctx, d.DynamoDB.(LayoutAPI), tables.Leases, b.Config.Shards); err != nil {
-			return nil, fmt.Errorf("lambda %s: %w", name, err)
+			return nil, nil, fmt.Errorf("lambda %s: %w", name, err)
 		}
 	}
-	return build(b)
+	h, err := build(b)
+	return h, b, err
 }
 
 // SDKConnsPerHost is how many idle connections the SDK clients of one
