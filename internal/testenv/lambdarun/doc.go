@@ -21,6 +21,20 @@
 //	POST /2018-06-01/runtime/init/error                Init failed → 202; the
 //	                                                   environment is discarded
 //
+// and, at the same address, the Extensions API (version 2020-01-01) as a
+// runtime's internal extension uses it (aws-lambda-go's WithEnableSIGTERM
+// registers one so that the function gets SIGTERM before it is killed):
+//
+//	POST /2020-01-01/extension/register    during Init (before the runtime's
+//	                                        first /next; 403 after), events
+//	                                        none or SHUTDOWN (INVOKE is not
+//	                                        emulated: 400) → 200 with the
+//	                                        Lambda-Extension-Identifier
+//	GET  /2020-01-01/extension/event/next  blocks until the environment shuts
+//	                                        down; then SHUTDOWN to an extension
+//	                                        registered for it, nothing to the
+//	                                        others (403 for an unknown id)
+//
 // One invocation's life:
 //
 //	           Invoke
@@ -37,4 +51,17 @@
 // one only after replying), so concurrency is the number of live
 // environments, bounded by Function's Max, as reserved concurrency bounds
 // it on AWS.
+//
+// An environment's end:
+//
+//	timed out, init error, Close with no extension registered
+//	        ──▶ SIGKILL (nothing of the process runs after it)
+//	Close with an extension registered (shutdown)
+//	        ──▶ SHUTDOWN to the extensions registered for it, SIGTERM
+//	            ──▶ exited within ShutdownGrace (500 ms): done
+//	            ──▶ still running then: SIGKILL
+//
+// Close shuts all environments down at once and returns when every
+// process is reaped; the runtime's pending /next is never answered
+// meanwhile, as Lambda answers none during a shutdown.
 package lambdarun

@@ -14,11 +14,29 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
 // apiPrefix is the Runtime API's path prefix (its only version).
 const apiPrefix = "/2018-06-01/runtime/"
+
+// extPrefix is the Extensions API's path prefix, served at the same
+// address (AWS_LAMBDA_RUNTIME_API).
+const extPrefix = "/2020-01-01/extension/"
+
+// The Extensions API's headers.
+const (
+	headerExtensionName = "Lambda-Extension-Name"
+	headerExtensionID   = "Lambda-Extension-Identifier"
+	headerEventID       = "Lambda-Extension-Event-Identifier"
+)
+
+// ShutdownGrace is how long an environment with a registered extension
+// has between SIGTERM and SIGKILL when it is shut down: Lambda's shutdown
+// phase with internal extensions only (an extension registered by the
+// runtime process itself, as every one here is).
+const ShutdownGrace = 500 * time.Millisecond
 
 // Options describe one function.
 type Options struct {
@@ -79,12 +97,22 @@ type reply struct {
 }
 
 type environment struct {
-	f    *Function
-	cmd  *exec.Cmd
-	srv  *http.Server
-	mu   sync.Mutex
-	cur  *invocation
-	dead bool
+	f      *Function
+	cmd    *exec.Cmd
+	srv    *http.Server
+	exited chan struct{} // closed once the process is reaped
+	ending chan struct{} // closed when the shutdown starts: SHUTDOWN events go out
+	mu     sync.Mutex
+	cur    *invocation
+	dead   bool
+	inited bool                  // the runtime asked for its first invocation: Init is over
+	exts   map[string]*extension // by identifier
+}
+
+// extension is one registration with the Extensions API.
+type extension struct {
+	name     string
+	shutdown bool // registered for SHUTDOWN events
 }
 
 // Start returns the function, ready for Invoke; environments start on
@@ -193,7 +221,7 @@ func (f *Function) startEnv() error {
 	if err != nil {
 		return fmt.Errorf("lambdarun %s: listen: %w", f.opts.Name, err)
 	}
-	e := &environment{f: f}
+	e := &environment{f: f, exited: make(chan struct{}), ending: make(chan struct{}), exts: map[string]*extension{}}
 	e.srv = &http.Server{Handler: http.HandlerFunc(e.serve), ReadHeaderTimeout: 10 * time.Second}
 	e.cmd = exec.Command(f.opts.Path)
 	e.cmd.Env = append(f.lambdaEnv(ln.Addr().String()), f.opts.Env...)
@@ -233,6 +261,7 @@ func (e *environment) wait() {
 		why = err.Error()
 	}
 	_ = e.srv.Close()
+	close(e.exited)
 	e.mu.Lock()
 	e.dead = true
 	cur := e.cur
@@ -269,8 +298,38 @@ func (f *Function) killRunning(inv *invocation) {
 	}
 }
 
-// serve is one environment's Runtime API.
+// shutdown ends the environment as Lambda ends one it no longer needs:
+// with no extension registered, SIGKILL; with one, SIGTERM, the SHUTDOWN
+// event to the extensions registered for it, and SIGKILL if the process
+// is still there ShutdownGrace later. It returns once the process is
+// reaped.
+func (e *environment) shutdown() {
+	e.mu.Lock()
+	graceful := len(e.exts) > 0
+	e.mu.Unlock()
+	if !graceful {
+		_ = e.cmd.Process.Kill()
+		<-e.exited
+		return
+	}
+	close(e.ending)
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(ShutdownGrace)
+	defer t.Stop()
+	select {
+	case <-e.exited:
+	case <-t.C:
+		_ = e.cmd.Process.Kill()
+		<-e.exited
+	}
+}
+
+// serve is one environment's Runtime API and Extensions API.
 func (e *environment) serve(w http.ResponseWriter, r *http.Request) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, extPrefix); ok {
+		e.serveExtension(w, r, rest)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, apiPrefix)
 	switch {
 	case !ok:
@@ -292,14 +351,110 @@ func (e *environment) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// next hands the environment the next live invocation.
+// serveExtension is the Extensions API (version 2020-01-01), as far as a
+// runtime's internal extension uses it:
+//
+//	POST /2020-01-01/extension/register   during Init only (403 after the
+//	                                      runtime's first /next); header
+//	                                      Lambda-Extension-Name, body
+//	                                      {"events":["SHUTDOWN"]} (or none);
+//	                                      → 200, Lambda-Extension-Identifier
+//	GET  /2020-01-01/extension/event/next blocks until the environment shuts
+//	                                      down; then, to an extension
+//	                                      registered for SHUTDOWN,
+//	                                      {"eventType":"SHUTDOWN",…}; the
+//	                                      others stay blocked until the
+//	                                      process ends
+//
+// A registered extension makes the shutdown graceful (SIGTERM, then
+// SIGKILL after ShutdownGrace), which is all aws-lambda-go's
+// WithEnableSIGTERM registers one for. INVOKE events are not emulated: a
+// registration for them is refused (400) rather than silently never
+// answered.
+func (e *environment) serveExtension(w http.ResponseWriter, r *http.Request, rest string) {
+	fail := func(code int, typ, msg string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(Error{Type: typ, Message: msg})
+	}
+	switch {
+	case rest == "register" && r.Method == http.MethodPost:
+		name := r.Header.Get(headerExtensionName)
+		var body struct {
+			Events []string `json:"events"`
+		}
+		if name == "" {
+			fail(http.StatusBadRequest, "Extension.InvalidRequest", "missing "+headerExtensionName)
+			return
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+			fail(http.StatusBadRequest, "Extension.InvalidRequest", "body: "+err.Error())
+			return
+		}
+		ext := &extension{name: name}
+		for _, ev := range body.Events {
+			switch ev {
+			case "SHUTDOWN":
+				ext.shutdown = true
+			case "INVOKE":
+				fail(http.StatusBadRequest, "Extension.InvalidRequest", "INVOKE events are not emulated by lambdarun")
+				return
+			default:
+				fail(http.StatusBadRequest, "Extension.InvalidRequest", "unknown event "+ev)
+				return
+			}
+		}
+		id := newID()
+		e.mu.Lock()
+		if e.inited {
+			e.mu.Unlock()
+			fail(http.StatusForbidden, "Extension.InvalidRequest", "extensions register during Init only")
+			return
+		}
+		e.exts[id] = ext
+		e.mu.Unlock()
+		w.Header().Set(headerExtensionID, id)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"functionName": e.f.opts.Name, "functionVersion": "$LATEST", "handler": "bootstrap"})
+	case rest == "event/next" && r.Method == http.MethodGet:
+		e.mu.Lock()
+		ext := e.exts[r.Header.Get(headerExtensionID)]
+		e.mu.Unlock()
+		if ext == nil {
+			fail(http.StatusForbidden, "Extension.UnknownExtensionIdentifier", "unknown "+headerExtensionID)
+			return
+		}
+		select {
+		case <-e.ending:
+		case <-r.Context().Done():
+			return
+		}
+		if !ext.shutdown {
+			<-r.Context().Done() // no event it registered for: blocked until the process ends
+			return
+		}
+		w.Header().Set(headerEventID, newID())
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"eventType": "SHUTDOWN", "shutdownReason": "spindown",
+			"deadlineMs": time.Now().Add(ShutdownGrace).UnixMilli()})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// next hands the environment the next live invocation. Once the function
+// closes it answers nothing: the environment is shut down meanwhile, and a
+// runtime told anything else would end on its own, as none does on Lambda.
 func (e *environment) next(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	e.inited = true
+	e.mu.Unlock()
 	for {
 		var inv *invocation
 		select {
 		case inv = <-e.f.queue:
 		case <-e.f.stop:
-			http.Error(w, "shutting down", http.StatusGone)
+			<-r.Context().Done()
 			return
 		case <-r.Context().Done():
 			return
@@ -370,8 +525,11 @@ func (f *Function) Environments() int {
 	return len(f.envs)
 }
 
-// Close ends every environment (invocations still running fail) and waits
-// for the processes to exit. It is safe to call more than once.
+// Close shuts every environment down, all at once, as Lambda does
+// (environment.shutdown: SIGKILL, or SIGTERM and SIGKILL ShutdownGrace
+// later when the runtime registered an extension; invocations still
+// running fail) and waits for the processes to exit. It is safe to call
+// more than once.
 func (f *Function) Close() {
 	f.mu.Lock()
 	if f.closed {
@@ -380,10 +538,16 @@ func (f *Function) Close() {
 	}
 	f.closed = true
 	close(f.stop)
+	envs := make([]*environment, 0, len(f.envs))
 	for e := range f.envs {
-		_ = e.cmd.Process.Kill()
+		envs = append(envs, e)
 	}
 	f.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, e := range envs {
+		wg.Go(e.shutdown)
+	}
+	wg.Wait()
 	f.wg.Wait()
 }
 
