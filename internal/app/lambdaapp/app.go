@@ -116,6 +116,12 @@ func (a *App) Handler() any {
 	return a.web.Handle
 }
 
+// Shutdown is what the function's main runs when Lambda shuts its
+// environment down (SIGTERM, wiring.Main): it writes the run-report counts
+// and EMF records the environment held back (wiring.Base.Shutdown). The
+// emulated deployment runs it when it ends an in-process environment.
+func (a *App) Shutdown(ctx context.Context) { a.base.Shutdown(ctx) }
+
 // Store returns the App's DynamoDB store (tests and table bootstrap).
 func (a *App) Store() *dynamostore.DB { return a.base.Store }
 

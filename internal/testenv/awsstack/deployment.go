@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -174,11 +176,12 @@ type Deployment struct {
 	idle     map[string][]string            // function → execution environments not running an invocation
 	envs     map[string]int                 // function → execution environments created
 
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
-	closeMu sync.Once
-	errMu   sync.Mutex
-	errs    []error // invocation errors, for Errors
+	stop         context.CancelFunc
+	wg           sync.WaitGroup
+	shutdownOnce sync.Once
+	closeMu      sync.Once
+	errMu        sync.Mutex
+	errs         []error // invocation errors, for Errors
 }
 
 // Start launches the emulators, creates the tables, queues and alarm
@@ -320,10 +323,16 @@ func (d *Deployment) fail(err error) {
 	}
 }
 
-// Close stops the triggers, waits for running invocations, shuts the HTTP
-// API and the function URL down and ends the emulators. It is safe to call more than once.
-func (d *Deployment) Close() {
-	d.closeMu.Do(func() {
+// Shutdown stops the triggers, waits for running invocations, shuts the
+// HTTP API and the function URL down, and then every execution environment,
+// as Lambda retires them: the bootstraps get SIGTERM (lambdarun) and the
+// in-process environments run their shutdown flush (lambdaapp.App.Shutdown),
+// all at once. What they held back (the run report's counts) is written
+// then, and metered: on AWS too that write happens once per environment
+// lifetime. The emulators stay up, so tests read what was written (Store);
+// Close ends them. It is safe to call more than once.
+func (d *Deployment) Shutdown() {
+	d.shutdownOnce.Do(func() {
 		if d.stop != nil {
 			d.stop()
 		}
@@ -335,9 +344,25 @@ func (d *Deployment) Close() {
 			}
 		}
 		d.wg.Wait()
+		var wg sync.WaitGroup
 		for _, r := range d.runners {
-			r.Close()
+			wg.Go(r.Close)
 		}
+		d.appsMu.Lock()
+		apps := slices.Collect(maps.Values(d.apps))
+		d.appsMu.Unlock()
+		for _, a := range apps {
+			wg.Go(func() { a.Shutdown(context.Background()) })
+		}
+		wg.Wait()
+	})
+}
+
+// Close shuts the deployment down (Shutdown) and ends the emulators. It is
+// safe to call more than once.
+func (d *Deployment) Close() {
+	d.closeMu.Do(func() {
+		d.Shutdown()
 		for _, e := range []*emulator.Process{d.moto, d.fauxqs, d.dynalite} {
 			if e != nil {
 				e.Stop()

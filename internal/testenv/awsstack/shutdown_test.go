@@ -1,0 +1,170 @@
+package awsstack_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/executor"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+	"github.com/xjobdev/xjob/internal/testenv/awsstack"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/internal/testenv/tool"
+)
+
+// TestShutdownFlushesReports: an execution environment keeps its
+// run-report counts (a write per environment and minute, not per
+// invocation) and writes them when Lambda shuts it down. A run triggered
+// by hand (dispatch) and its result (the results queue's applier, also
+// dispatch) are in
+// the trigger log at once, but not yet in the day's report; once the
+// deployment shuts its environments down — SIGTERM to the real bootstraps
+// behind the Runtime API, which registered the runtime's extension for
+// it; the same flush for the in-process environments, whose writes the
+// meter counts — the report holds the run.
+func TestShutdownFlushesReports(t *testing.T) {
+	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
+	if _, err := emulator.Dir(""); err != nil {
+		if errors.Is(err, emulator.ErrNotInstalled) {
+			tool.Missing(t, err)
+		}
+		t.Fatal(err)
+	}
+	for _, bootstraps := range []bool{false, true} {
+		name := "in-process"
+		if bootstraps {
+			name = "bootstraps"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			opts := awsstack.Options{Shards: 2, RingPollers: 1, FastPollers: 1, SlowPollers: 1, PollWait: time.Second,
+				NoMaintenance: true, Logger: slog.New(slog.DiscardHandler)}
+			logs := &syncBuffer{}
+			if bootstraps {
+				opts.Bootstraps, opts.BootstrapOutput = t.TempDir(), logs
+				if err := awsstack.BuildBootstraps(ctx, "", opts.Bootstraps); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := awsstack.Start(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				d.Close()
+				if t.Failed() && bootstraps {
+					t.Logf("bootstrap logs:\n%s", tail(logs.String(), 40))
+				}
+			}()
+
+			srv := httptest.NewServer(nil)
+			defer srv.Close()
+			exe, err := executor.New(executor.Config{AdminAddresses: []string{d.ExecutorURL()}, AccessToken: d.AccessToken(),
+				AppName: "shutdown", Address: srv.URL + "/", LogDir: t.TempDir(), CallbackRetryInterval: 500 * time.Millisecond,
+				Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Config.Handler = exe
+			if err := exe.Register("ok", func(_ context.Context, j *executor.Job) error { j.Succeed("ok"); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if err := exe.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				_ = exe.Shutdown(sctx)
+			}()
+			api, err := adminclient.New(d.URL(), d.AdminToken())
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := api.GroupCreate(ctx, xjob.Group{AppName: "shutdown", Title: "t", AddressType: xjob.AddressManual,
+				AddressList: []string{srv.URL + "/"}})
+			if err != nil {
+				t.Fatalf("group: %v", err)
+			}
+			job := xjob.Job{GroupID: g.ID, Description: "by hand", Author: "t", ScheduleType: xjob.ScheduleNone, Handler: "ok"}
+			job.ApplyDefaults()
+			j, err := api.JobCreate(ctx, job)
+			if err != nil {
+				t.Fatalf("job: %v", err)
+			}
+
+			out, err := d.Invoke(ctx, "dispatch", "dispatch", fmt.Appendf(nil, `{"jobId":%d}`, j.ID))
+			if err != nil {
+				t.Fatalf("manual trigger: %v", err)
+			}
+			var mr lambdaapp.ManualResult
+			if err := json.Unmarshal(out, &mr); err != nil || len(mr.LogIDs) != 1 || mr.TriggerCodes[0] != xjob.CodeSuccess {
+				t.Fatalf("manual trigger result %s (%v)", out, err)
+			}
+			if err := await(20*time.Second, func() (bool, string) {
+				page, err := d.Store().LogList(ctx, driver.LogListParams{JobID: j.ID, Limit: 10})
+				if err != nil {
+					return false, err.Error()
+				}
+				return len(page.Logs) == 1 && page.Logs[0].HandleCode == xjob.CodeSuccess, fmt.Sprintf("logs %+v; errors %v", page.Logs, d.Errors())
+			}); err != nil {
+				t.Fatal(err)
+			}
+			report := func() xjob.ReportDay {
+				t.Helper()
+				today := time.Now().UTC()
+				days, err := d.Store().ReportList(ctx, driver.ReportListParams{
+					From: today.AddDate(0, 0, -1).Format(time.DateOnly), To: today.AddDate(0, 0, 1).Format(time.DateOnly)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var sum xjob.ReportDay
+				for _, r := range days {
+					sum.RunningCount += r.RunningCount
+					sum.SucCount += r.SucCount
+					sum.FailCount += r.FailCount
+				}
+				return sum
+			}
+			if got := report(); got != (xjob.ReportDay{}) {
+				t.Errorf("report before the shutdown %+v: the environments wrote their counts at once", got)
+			}
+			before := d.Meter().Snapshot()
+			d.Shutdown()
+			if got := report(); got.SucCount != 1 || got.RunningCount != 0 || got.FailCount != 0 {
+				t.Errorf("report after the shutdown %+v, want the run's success", got)
+			}
+			if !bootstraps {
+				// The shutdown flush is metered: the report counters of the
+				// dispatch environments (the manual trigger's and the
+				// results applier's), an UpdateItem each, and nothing else
+				// of the functions (the mappings' last polls end meanwhile).
+				writes := d.Meter().Snapshot().Sub(before)
+				n := 0
+				for fn, ops := range writes.Ops {
+					if strings.HasPrefix(fn, "esm:") {
+						continue
+					}
+					for op, s := range ops {
+						if fn != "dispatch" || op != "dynamodb:UpdateItem" {
+							t.Errorf("%s %s ×%d metered at shutdown, want only dispatch's report writes", fn, op, s.Requests)
+						}
+						n += s.Requests
+					}
+				}
+				if n < 1 || n > 2 {
+					t.Errorf("%d report writes metered at shutdown, want 1 or 2 (one per dispatch environment)", n)
+				}
+			}
+		})
+	}
+}
