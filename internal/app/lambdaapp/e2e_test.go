@@ -170,6 +170,22 @@ func (e *env) app(fn, key string) *lambdaapp.App {
 	return a
 }
 
+// retire shuts execution environments down as Lambda does (SIGTERM: the
+// App's shutdown flush); a later invocation gets a new one.
+func (e *env) retire(t *testing.T, keys ...string) {
+	t.Helper()
+	for _, key := range keys {
+		e.appsMu.Lock()
+		a := e.apps[key]
+		delete(e.apps, key)
+		e.appsMu.Unlock()
+		if a == nil {
+			t.Fatalf("retire: no environment %q", key)
+		}
+		a.Shutdown(context.Background())
+	}
+}
+
 // tableRecorder records the tables function fn's DynamoDB requests name,
 // for the least-privilege check (awsconfig.Function.Tables).
 func (e *env) tableRecorder(fn string) func(*middleware.Stack) error {
@@ -633,28 +649,6 @@ func TestLambdaEndToEnd(t *testing.T) {
 		t.Errorf("alarm on the SNS subscription: %v %+v", err, msgs)
 	}
 
-	// The HTTP function's /metrics shows the fleet's runs of today from
-	// the shared daily report, though it ran none of them itself.
-	var scraped []byte
-	runsOK := func() bool {
-		req, _ := http.NewRequest("GET", gw.URL+"/metrics", nil)
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			scraped = []byte(err.Error())
-			return false
-		}
-		defer resp.Body.Close()
-		scraped, _ = io.ReadAll(resp.Body)
-		scraped = append([]byte(resp.Status+" "), scraped...)
-		m := regexp.MustCompile(`(?m)^xjob_runs_today\{result="success"\} (\d+)`).FindSubmatch(scraped)
-		return m != nil && string(m[1]) != "0"
-	}
-	if settle(15*time.Second, runsOK); !runsOK() {
-		t.Errorf("/metrics of the HTTP function lacks today's successful runs (%.300s):\n%s", scraped,
-			regexp.MustCompile(`(?m)^xjob_runs_today.*$|^# HELP xjob_runs.*$`).FindAll(scraped, -1))
-	}
-
 	// Redeliveries happened and reached no executor twice. The ring
 	// dispatches the fast lane itself, so the fast queue sees only what the
 	// ring could not finish (usually nothing): its redelivery is injected
@@ -674,6 +668,32 @@ func TestLambdaEndToEnd(t *testing.T) {
 	}
 	runs := len(rec.runs)
 	rec.mu.Unlock()
+
+	// The HTTP function's /metrics shows the fleet's runs of today from
+	// the shared daily report, though it ran none of them itself: once
+	// Lambda retires the pipeline's environments, which hold their counts
+	// back (a write per environment and minute) and write them on the
+	// way out (SIGTERM).
+	e.retire(t, "ring", "dispatch", "callback")
+	var scraped []byte
+	runsOK := func() bool {
+		req, _ := http.NewRequest("GET", gw.URL+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			scraped = []byte(err.Error())
+			return false
+		}
+		defer resp.Body.Close()
+		scraped, _ = io.ReadAll(resp.Body)
+		scraped = append([]byte(resp.Status+" "), scraped...)
+		m := regexp.MustCompile(`(?m)^xjob_runs_today\{result="success"\} (\d+)`).FindSubmatch(scraped)
+		return m != nil && string(m[1]) != "0"
+	}
+	if settle(15*time.Second, runsOK); !runsOK() {
+		t.Errorf("/metrics of the HTTP function lacks today's successful runs (%.300s):\n%s", scraped,
+			regexp.MustCompile(`(?m)^xjob_runs_today.*$|^# HELP xjob_runs.*$`).FindAll(scraped, -1))
+	}
 
 	// Maintenance: the registry function's scheduled event.
 	res, err := invoke(e, "registry", 30*time.Second, e.app("registry", "registry").Registry, scheduledEvent())
