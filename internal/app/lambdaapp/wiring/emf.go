@@ -163,13 +163,16 @@ func (e *EMF) Collect(m *metric.Metrics) {
 	}
 	now := e.clock.Now()
 	minute := now.Unix() / 60
+	// Read under the lock: two collections at once (a shutdown during an
+	// invocation) must not take their snapshots in one order and their
+	// differences in the other.
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	s := m.Snapshot()
 	var jobs map[int64][2]int64
 	if e.slots != nil {
 		jobs = m.DrainJobResults()
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	prev := e.last
 	e.last = s
 	d := map[string]float64{
