@@ -7,8 +7,11 @@ import (
 	"sort"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
@@ -29,8 +32,12 @@ type Workload struct {
 	// duplicates, lateness) is then matched per job against those fires.
 	MinuteSecond func(i int) int
 	// Lead, when set, is how long after the jobs' start the window opens
-	// (default: a warm-up, or past the bulk start's pushed fires for
-	// once-a-minute workloads).
+	// (default: a warm-up). A workload of once-a-minute jobs with FullJobs
+	// set and no Lead is started without the admin's push of its first
+	// fires (startUnpushed) and its window opens once a scan has planned
+	// every job; with a Lead it is started by the admin's bulk start, as
+	// the others are, and a Lead past the pushed fires (151 s: the scan
+	// horizon) makes the window hold fires the scan planned.
 	Lead time.Duration
 	// AdvanceRate is the scan's advances a second per shard
 	// (scan.Config.AdvanceRate): 0 the scan function's default, −1 none.
@@ -91,25 +98,70 @@ func (a SteadyAdvances) Apply(window, planning awsstack.Usage) awsstack.Usage {
 	return window.Add(requests.Scale((a.Steady - float64(a.InWindow)) / float64(a.Planned)))
 }
 
-// jobVersions sums the versions of jobs ids: the scan's advances are the
-// only writes that change them while a workload runs.
-func jobVersions(ctx context.Context, d *awsstack.Deployment, ids []int64) (int, error) {
-	sum := 0
+// jobVersions sums the versions of jobs ids and returns each: the scan's
+// advances are the only writes that change them while a workload runs.
+func jobVersions(ctx context.Context, d *awsstack.Deployment, ids []int64) (int, map[int64]int64, error) {
+	sum, each := 0, make(map[int64]int64, len(ids))
 	for i := 0; i < len(ids); i += 100 {
 		js, err := d.Store().JobGetMany(ctx, ids[i:min(i+100, len(ids))])
 		if err != nil {
-			return 0, fmt.Errorf("read job versions: %w", err)
+			return 0, nil, fmt.Errorf("read job versions: %w", err)
 		}
 		for _, j := range js {
 			sum += int(j.Version)
+			each[j.ID] = j.Version
 		}
 	}
-	return sum, nil
+	return sum, each, nil
+}
+
+// startUnpushed starts stopped jobs as the admin's start writes them —
+// running, last fire 0, next fire the schedule's first after now,
+// revision bumped — through the deployment's un-metered store, but without
+// the admin's push of the fires within the scan's horizon. The admin
+// pushes those itself because a scan that ran before the start may have
+// planned past them; here the planning scan runs after the start and
+// plans each job from its first fire, as it plans every job in the
+// steady state. A bulk start's push would put the first 150 s of fires
+// on the ring in one message per bulk request of 1,000 jobs and second,
+// a transient the window would have to wait out. Writes that go nowhere
+// near the window are not metered, as the API's are not.
+func startUnpushed(ctx context.Context, st driver.JobStore, ids []int64) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for lo := 0; lo < len(ids); lo += 100 {
+		chunk := ids[lo:min(lo+100, len(ids))]
+		g.Go(func() error {
+			js, err := st.JobGetMany(ctx, chunk)
+			if err != nil {
+				return fmt.Errorf("start jobs: %w", err)
+			}
+			for _, j := range js {
+				now := time.Now()
+				sched, err := j.Schedule()
+				if err != nil {
+					return fmt.Errorf("start job %d: %w", j.ID, err)
+				}
+				next, ok := sched.Next(now)
+				if !ok {
+					return fmt.Errorf("start job %d: no fire time after now", j.ID)
+				}
+				j.TriggerStatus, j.TriggerLastTime, j.TriggerNextTime = xjob.StatusRunning, 0, next.UnixMilli()
+				j.Revision, j.UpdatedAt = j.Revision+1, now.UnixMilli()
+				if _, err := st.JobUpdate(ctx, driver.JobUpdateParams{Job: j, ExpectVersion: j.Version}); err != nil {
+					return fmt.Errorf("start job %d: %w", j.ID, err)
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // CostRun measures workload w at jobs jobs for window on a fresh emulated
 // deployment (shards scan shards; pollers as in the templates' defaults).
 func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Duration) (*CostSample, error) {
+	t0 := time.Now()
 	exe, err := StartFleet(w.Executors, w.Executors > 0)
 	if err != nil {
 		return nil, err
@@ -125,46 +177,51 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
 	}
 	defer d.Close()
+	env.logf("%s: stack up in %s", w.Name, time.Since(t0).Round(time.Millisecond))
 	exe.SetAdmin(d.ExecutorURL())
 	exe.SetAccessToken(d.AccessToken())
 	api, err := adminclient.New(d.URL(), d.AdminToken())
 	if err != nil {
 		return nil, err
 	}
+	// A workload of jobs that fire once a minute is started without the
+	// admin's push (see startUnpushed) unless a Lead is asked for: the
+	// planning scan then plans every job at once and the window opens
+	// when it is done, on fires the scan planned.
+	unpushed := w.FullJobs > 0 && w.PerJobPerSecond < 1 && w.Lead == 0
 	t := time.Now()
 	var ids []int64
 	if jobs > 0 {
-		if ids, err = createJobsOn(ctx, api, d.AdminToken(), exe.Addresses(), w.Route, jobs, w.Cron); err != nil {
+		if unpushed {
+			ids, err = createStoppedJobs(ctx, api, d.AdminToken(), exe.Addresses(), w.Route, jobs, w.Cron)
+			if err == nil {
+				env.logf("%s: %d jobs created stopped in %s", w.Name, jobs, time.Since(t).Round(time.Millisecond))
+				err = startUnpushed(ctx, d.Store(), ids)
+			}
+		} else {
+			ids, err = createJobsOn(ctx, api, d.AdminToken(), exe.Addresses(), w.Route, jobs, w.Cron)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", w.Name, err)
 		}
 	}
 	env.logf("%s: %d jobs created in %s", w.Name, jobs, time.Since(t).Round(time.Millisecond))
 	created := d.Meter().Snapshot()
-	// The jobs' summed versions when they were started (v0) and at the
-	// window's start (v1): the advances the scans made in between.
+	// The jobs' versions when they were started (v0) and at the window's
+	// start (v1): the advances the scans made in between.
 	var v0, v1 int
+	var startVersions map[int64]int64
 	if w.FullJobs > 0 {
-		if v0, err = jobVersions(ctx, d, ids); err != nil {
+		if v0, startVersions, err = jobVersions(ctx, d, ids); err != nil {
 			return nil, fmt.Errorf("%s: %w", w.Name, err)
 		}
 	}
 	lead := warmup
 	if w.Lead > 0 {
 		lead = w.Lead
-	} else if w.FullJobs > 0 && w.PerJobPerSecond < 1 {
-		// The admin's bulk start pushed each job's fires within the scan
-		// horizon (150 s), one push per bulk request of 1,000 jobs, so a
-		// second of those fires arrives in as many ring messages as there
-		// were requests: the start's transient, not the steady state. The
-		// window opens after it, on fires the scan planned (a scan finds
-		// every job due once its pushed fires are behind it).
-		lead = 151 * time.Second
 	}
 	from := time.Now().Add(lead).Truncate(time.Second).Add(time.Second)
 	win := Interval{From: from.UnixMilli(), To: from.Add(window).UnixMilli()}
-	if err := sleepUntil(ctx, from); err != nil {
-		return nil, err
-	}
 	// The scan runs once a minute and advances a due job once per
 	// planning cycle (lambdaapp.DefaultScanAdvance − ScanHorizon, ~11.5
 	// minutes), far longer than a window, so the window is priced at the
@@ -183,14 +240,43 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 		planHot  awsstack.Hottest
 	)
 	if w.FullJobs > 0 {
+		if !unpushed {
+			if err := sleepUntil(ctx, from); err != nil {
+				return nil, err
+			}
+		}
 		d.Meter().ResetHot()
-		if err := d.Scan(ctx); err != nil {
-			return nil, fmt.Errorf("%s: scan at the window start: %w", w.Name, err)
+		tp := time.Now()
+		// Unpushed jobs are all due: the scan plans them now, in as many
+		// invocations as its pace needs (a once-a-minute invocation of the
+		// schedule may hold some shards' leases meanwhile).
+		for try := 0; ; try++ {
+			if err := d.Scan(ctx); err != nil {
+				return nil, fmt.Errorf("%s: scan at the window start: %w", w.Name, err)
+			}
+			var vs map[int64]int64
+			if v1, vs, err = jobVersions(ctx, d, ids); err != nil {
+				return nil, fmt.Errorf("%s: %w", w.Name, err)
+			}
+			left := 0
+			for id, v := range vs {
+				if v == startVersions[id] {
+					left++
+				}
+			}
+			if !unpushed || left == 0 {
+				break
+			}
+			if try == 20 {
+				return nil, fmt.Errorf("%s: %d of %d jobs still unplanned after %d scans", w.Name, left, len(ids), try+1)
+			}
+			env.logf("%s: %d jobs left to plan", w.Name, left)
+			if err := sleepUntil(ctx, time.Now().Add(time.Second)); err != nil {
+				return nil, err
+			}
 		}
 		planning = d.Meter().Snapshot().Sub(created).Only("scan")
-		if v1, err = jobVersions(ctx, d, ids); err != nil {
-			return nil, fmt.Errorf("%s: %w", w.Name, err)
-		}
+		env.logf("%s: planning scan took %s", w.Name, time.Since(tp).Round(time.Millisecond))
 		// The scan's advances burst on the due index (every job of a
 		// shard comes due at once after a bulk start); a paced scan takes
 		// its time over them, and the window opens once it is done.
@@ -198,11 +284,12 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 		if now := time.Now(); now.After(from) {
 			from = now.Truncate(time.Second).Add(time.Second)
 			win = Interval{From: from.UnixMilli(), To: from.Add(window).UnixMilli()}
-			if err := sleepUntil(ctx, from); err != nil {
-				return nil, err
-			}
 		}
 	}
+	if err := sleepUntil(ctx, from); err != nil {
+		return nil, err
+	}
+	env.logf("%s: window opens (%s)", w.Name, window)
 	before := d.Meter().Snapshot()
 	d.Meter().ResetHot()
 	if err := sleepUntil(ctx, from.Add(window)); err != nil {
@@ -217,7 +304,7 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	usage := d.Meter().Snapshot().Sub(before)
 	var advances SteadyAdvances
 	if w.FullJobs > 0 && v1 > v0 {
-		v2, err := jobVersions(ctx, d, ids)
+		v2, _, err := jobVersions(ctx, d, ids)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", w.Name, err)
 		}
@@ -226,13 +313,18 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 			Steady: float64(jobs) * window.Seconds() / cycle.Seconds()}
 		usage = advances.Apply(usage, planning)
 	}
-	if err := sleepUntil(ctx, time.Now().Add(10*time.Second)); err != nil {
-		return nil, err
+	// The window's last fires reach the executors and their logs; a run
+	// without jobs has none to wait for.
+	if jobs > 0 {
+		if err := sleepUntil(ctx, time.Now().Add(10*time.Second)); err != nil {
+			return nil, err
+		}
 	}
 	logs, err := readDynamoLogs(ctx, d.Store(), win)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
 	}
+	env.logf("%s: window closed; outcome read %s after it", w.Name, time.Since(from.Add(window)).Round(time.Millisecond))
 	s := &CostSample{Jobs: jobs, Rate: float64(jobs) * w.PerJobPerSecond, Seconds: window.Seconds(), Triggers: len(logs), Usage: usage,
 		Hottest: hot, PlanningHottest: planHot, Environments: map[string]int{}, Advances: advances}
 	for _, fn := range []string{"ring", "dispatch", "callback", "registry"} {
