@@ -116,17 +116,21 @@ func jobVersions(ctx context.Context, d *awsstack.Deployment, ids []int64) (int,
 }
 
 // startUnpushed starts stopped jobs as the admin's start writes them —
-// running, last fire 0, next fire the schedule's first after now,
-// revision bumped — through the deployment's un-metered store, but without
-// the admin's push of the fires within the scan's horizon. The admin
-// pushes those itself because a scan that ran before the start may have
-// planned past them; here the planning scan runs after the start and
-// plans each job from its first fire, as it plans every job in the
-// steady state. A bulk start's push would put the first 150 s of fires
-// on the ring in one message per bulk request of 1,000 jobs and second,
-// a transient the window would have to wait out. Writes that go nowhere
-// near the window are not metered, as the API's are not.
-func startUnpushed(ctx context.Context, st driver.JobStore, ids []int64) error {
+// running, last fire 0, next fire the schedule's first after at (the
+// admin's: after now), revision bumped — through the deployment's
+// un-metered store, but without the admin's push of the fires within the
+// scan's horizon. The admin pushes those itself because a scan that ran
+// before the start may have planned past them; here the planning scan
+// runs after the start and plans each job from its first fire, as it
+// plans every job in the steady state. A bulk start's push would put the
+// first 150 s of fires on the ring in one message per bulk request of
+// 1,000 jobs and second, a transient the window would have to wait out.
+// at lies past the planning scan's end (planningTime), so that no fire
+// comes due before its bucket is sent: fires the scan finds already past
+// go to a dispatch lane at once, a burst the steady state does not have.
+// Writes that go nowhere near the window are not metered, as the API's
+// are not.
+func startUnpushed(ctx context.Context, st driver.JobStore, ids []int64, at time.Time) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for lo := 0; lo < len(ids); lo += 100 {
@@ -142,7 +146,11 @@ func startUnpushed(ctx context.Context, st driver.JobStore, ids []int64) error {
 				if err != nil {
 					return fmt.Errorf("start job %d: %w", j.ID, err)
 				}
-				next, ok := sched.Next(now)
+				from := now
+				if at.After(now) {
+					from = at
+				}
+				next, ok := sched.Next(from)
 				if !ok {
 					return fmt.Errorf("start job %d: no fire time after now", j.ID)
 				}
@@ -156,6 +164,22 @@ func startUnpushed(ctx context.Context, st driver.JobStore, ids []int64) error {
 		})
 	}
 	return g.Wait()
+}
+
+// planningTime bounds how long the scan takes to plan jobs just started
+// on shards shards at rate advances a second per shard (0: the scan
+// function's default, −1 unpaced), with room for its ring sends.
+func planningTime(jobs, shards, rate int) time.Duration {
+	if rate == 0 {
+		rate = lambdaapp.DefaultScanAdvanceRate
+	}
+	d := 5 * time.Second
+	if rate > 0 && shards > 0 {
+		d += time.Duration(1.2 * float64(jobs) / float64(shards*rate) * float64(time.Second))
+	}
+	// A job whose first fire lies beyond the scan horizon (150 s) would
+	// not be due for the planning scan.
+	return min(d, time.Minute)
 }
 
 // CostRun measures workload w at jobs jobs for window on a fresh emulated
@@ -191,12 +215,14 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	unpushed := w.FullJobs > 0 && w.PerJobPerSecond < 1 && w.Lead == 0
 	t := time.Now()
 	var ids []int64
+	var firstFires time.Time // unpushed: the jobs fire from then on
 	if jobs > 0 {
 		if unpushed {
 			ids, err = createStoppedJobs(ctx, api, d.AdminToken(), exe.Addresses(), w.Route, jobs, w.Cron)
 			if err == nil {
 				env.logf("%s: %d jobs created stopped in %s", w.Name, jobs, time.Since(t).Round(time.Millisecond))
-				err = startUnpushed(ctx, d.Store(), ids)
+				firstFires = time.Now().Add(planningTime(jobs, env.Shards, w.AdvanceRate))
+				err = startUnpushed(ctx, d.Store(), ids, firstFires)
 			}
 		} else {
 			ids, err = createJobsOn(ctx, api, d.AdminToken(), exe.Addresses(), w.Route, jobs, w.Cron)
@@ -220,7 +246,12 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	if w.Lead > 0 {
 		lead = w.Lead
 	}
-	from := time.Now().Add(lead).Truncate(time.Second).Add(time.Second)
+	at := time.Now()
+	if unpushed {
+		// The pipeline warms on the jobs' first fires, as W1's does.
+		at = firstFires
+	}
+	from := at.Add(lead).Truncate(time.Second).Add(time.Second)
 	win := Interval{From: from.UnixMilli(), To: from.Add(window).UnixMilli()}
 	// The scan runs once a minute and advances a due job once per
 	// planning cycle (lambdaapp.DefaultScanAdvance − ScanHorizon, ~11.5

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,8 +58,14 @@ func TestStartUnpushed(t *testing.T) {
 		old[j.ID] = j
 	}
 	snap := d.Meter().Snapshot()
+	// The first half from now (at is past), the second from a minute on
+	// (still within the scan horizon).
 	t0 := time.Now()
-	if err := startUnpushed(ctx, d.Store(), ids); err != nil {
+	later := t0.Add(time.Minute)
+	if err := startUnpushed(ctx, d.Store(), ids[:n/2], t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := startUnpushed(ctx, d.Store(), ids[n/2:], later); err != nil {
 		t.Fatal(err)
 	}
 	t1 := time.Now()
@@ -92,9 +99,13 @@ func TestStartUnpushed(t *testing.T) {
 		}
 		lo, _ := sched.Next(t0.Add(-time.Millisecond))
 		hi, _ := sched.Next(t1)
+		if slices.Index(ids, j.ID) >= n/2 {
+			lo, _ = sched.Next(later)
+			hi = lo
+		}
 		if j.TriggerStatus != xjob.StatusRunning || j.TriggerLastTime != 0 ||
 			j.TriggerNextTime < lo.UnixMilli() || j.TriggerNextTime > hi.UnixMilli() {
-			t.Errorf("job %d: status %d last %d next %d, want running, 0, the first fire after the start (%d–%d)",
+			t.Errorf("job %d: status %d last %d next %d, want running, 0, the first fire after the start or after at (%d–%d)",
 				j.ID, j.TriggerStatus, j.TriggerLastTime, j.TriggerNextTime, lo.UnixMilli(), hi.UnixMilli())
 		}
 		if j.Revision != o.Revision+1 || j.Version != o.Version+1 {
