@@ -104,7 +104,7 @@ bench: ## Load and fault harness against xjob local (~11 min; BENCH_FLAGS='--qui
 	$(GO) run ./bench/cmd/xjobbench $(BENCH_FLAGS)
 
 .PHONY: cost
-cost: emulators ## Price W1/W2/W3 per million triggers and an idle deployment per month on the emulated AWS stack (~13 min; COST_FLAGS=...)
+cost: emulators ## Price W1-W4 per million triggers, W5 and an idle deployment per month and W6's DynamoDB hot spots on the emulated AWS stack (~12 min; COST_FLAGS=...)
 	$(GO) run ./bench/cmd/xjobcost $(COST_FLAGS)
 
 .PHONY: bench-go

@@ -125,9 +125,11 @@ func jobVersions(ctx context.Context, d *awsstack.Deployment, ids []int64) (int,
 // plans every job in the steady state. A bulk start's push would put the
 // first 150 s of fires on the ring in one message per bulk request of
 // 1,000 jobs and second, a transient the window would have to wait out.
-// at lies past the planning scan's end (planningTime), so that no fire
-// comes due before its bucket is sent: fires the scan finds already past
-// go to a dispatch lane at once, a burst the steady state does not have.
+// at leaves the planning scan time to send the jobs' buckets before their
+// first fires (planningTime, counted from before the start, bounds the
+// whole scan; it sends a page's buckets before it advances the page's
+// jobs at its paced rate): fires the scan finds already past would go to
+// a dispatch lane at once, a burst the steady state does not have.
 // Writes that go nowhere near the window are not metered, as the API's
 // are not.
 func startUnpushed(ctx context.Context, st driver.JobStore, ids []int64, at time.Time) error {
@@ -215,7 +217,7 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	unpushed := w.FullJobs > 0 && w.PerJobPerSecond < 1 && w.Lead == 0
 	t := time.Now()
 	var ids []int64
-	var firstFires time.Time // unpushed: the jobs fire from then on
+	firstFires := time.Now() // unpushed: the jobs fire from then on
 	if jobs > 0 {
 		if unpushed {
 			ids, err = createStoppedJobs(ctx, api, d.AdminToken(), exe.Addresses(), w.Route, jobs, w.Cron)
