@@ -175,6 +175,7 @@ type Deployment struct {
 	runners  map[string]*lambdarun.Function // function → bootstraps (Options.Bootstraps)
 	idle     map[string][]string            // function → execution environments not running an invocation
 	envs     map[string]int                 // function → execution environments created
+	envFree  *sync.Cond                     // on appsMu: an environment was released (acquire)
 
 	stop         context.CancelFunc
 	wg           sync.WaitGroup
@@ -510,9 +511,26 @@ func (d *Deployment) app(fn, key string) (*lambdaapp.App, error) {
 // invocation, creating one when all are busy, as Lambda scales a
 // function out: each concurrent invocation has an environment (and an
 // App: clients, caches, batched counters) of its own. release returns it.
+// A function with a reserved concurrency in the templates
+// (awsconfig.Function.ReservedConcurrency) never has more environments
+// than that: an invocation past it waits for one to be released. Lambda
+// answers it with a throttle (429 at a function URL) and the caller sends
+// it again later; waiting stands for that retry without its delay, so
+// the environments, and what each one caches and batches, are as many as
+// Lambda would run.
 func (d *Deployment) acquire(fn string) (key string, release func()) {
 	d.appsMu.Lock()
 	defer d.appsMu.Unlock()
+	if d.envFree == nil {
+		d.envFree = sync.NewCond(&d.appsMu)
+	}
+	limit := 0
+	if f, ok := awsconfig.Lookup(fn); ok {
+		limit = f.ReservedConcurrency
+	}
+	for len(d.idle[fn]) == 0 && limit > 0 && d.envs[fn] >= limit {
+		d.envFree.Wait()
+	}
 	if idle := d.idle[fn]; len(idle) > 0 {
 		key = idle[len(idle)-1]
 		d.idle[fn] = idle[:len(idle)-1]
@@ -526,6 +544,7 @@ func (d *Deployment) acquire(fn string) (key string, release func()) {
 	return key, func() {
 		d.appsMu.Lock()
 		d.idle[fn] = append(d.idle[fn], key)
+		d.envFree.Broadcast()
 		d.appsMu.Unlock()
 	}
 }

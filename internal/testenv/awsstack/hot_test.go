@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 )
 
@@ -198,5 +199,53 @@ func TestAcquireOneEnvironmentPerInvocation(t *testing.T) {
 	r3()
 	if n := d.Environments("callback"); n != 2 {
 		t.Errorf("%d environments, want 2", n)
+	}
+}
+
+// TestAcquireKeepsToReservedConcurrency: a function with a reserved
+// concurrency (the callback function's, 15) never has more environments
+// than that; the invocation past it waits for one to be released and
+// runs in it, as the retry of a throttled invocation would.
+func TestAcquireKeepsToReservedConcurrency(t *testing.T) {
+	f, _ := awsconfig.Lookup("callback")
+	if f.ReservedConcurrency < 1 {
+		t.Fatalf("callback function without a reserved concurrency: %+v", f)
+	}
+	d := &Deployment{idle: map[string][]string{}, envs: map[string]int{}}
+	var releases []func()
+	for range f.ReservedConcurrency {
+		_, r := d.acquire("callback")
+		releases = append(releases, r)
+	}
+	got := make(chan string)
+	go func() {
+		k, r := d.acquire("callback")
+		defer r()
+		got <- k
+	}()
+	select {
+	case k := <-got:
+		t.Fatalf("invocation %d ran at once in %q, past the reserved concurrency", f.ReservedConcurrency+1, k)
+	case <-time.After(50 * time.Millisecond):
+	}
+	releases[3]()
+	if k := <-got; k != "callback#3" {
+		t.Errorf("the waiting invocation ran in %q, want the released callback#3", k)
+	}
+	for i, r := range releases {
+		if i != 3 {
+			r()
+		}
+	}
+	if n := d.Environments("callback"); n != f.ReservedConcurrency {
+		t.Errorf("%d environments, want %d", n, f.ReservedConcurrency)
+	}
+	// A function without one (the ring: its mapping's maximum
+	// concurrency bounds it) scales as far as its invocations go.
+	for range f.ReservedConcurrency + 1 {
+		d.acquire("ring")
+	}
+	if n := d.Environments("ring"); n != f.ReservedConcurrency+1 {
+		t.Errorf("ring: %d environments, want %d", n, f.ReservedConcurrency+1)
 	}
 }

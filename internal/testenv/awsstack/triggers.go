@@ -55,17 +55,20 @@ func (d *Deployment) call(ctx context.Context, fn, key string, payload, out any)
 // for Errors.
 func (d *Deployment) Invoke(ctx context.Context, fn, key string, payload []byte) ([]byte, error) {
 	timeout := d.timeout(fn)
+	r := d.runners[fn]
+	if r == nil && key == fn && fn != "scan" {
+		// Before the meter's clock starts: a throttled invocation (see
+		// acquire) is not billed for its wait.
+		k, release := d.acquire(fn)
+		defer release()
+		key = k
+	}
 	end := d.meter.Begin(fn)
 	var res []byte
 	var err error
-	if r := d.runners[fn]; r != nil {
+	if r != nil {
 		res, err = r.Invoke(ctx, payload, timeout)
 	} else {
-		if key == fn && fn != "scan" {
-			k, release := d.acquire(fn)
-			defer release()
-			key = k
-		}
 		var h lambda.Handler
 		if h, err = d.handler(fn, key); err == nil {
 			ictx, cancel := context.WithTimeout(ctx, timeout)
