@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -44,33 +43,15 @@ func TestDeploymentEndToEnd(t *testing.T) {
 		t.Errorf("emulators not on loopback: %s %s", ddb, sq)
 	}
 
-	var exe *executor.Executor
-	srv := httptest.NewServer(nil)
-	defer srv.Close()
-	exe, err = executor.New(executor.Config{AdminAddresses: []string{d.ExecutorURL()}, AccessToken: d.AccessToken(), AppName: "awsstack-test",
-		Address: srv.URL + "/", LogDir: t.TempDir(), CallbackRetryInterval: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = exe
-	if err := exe.Register("ok", func(_ context.Context, j *executor.Job) error { j.Succeed("ok"); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if err := exe.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		_ = exe.Shutdown(sctx)
-	}()
+	addr, stop := sdkExecutor(t, d, "awsstack-test", nil, map[string]executor.HandlerFunc{"ok": succeed})
+	defer stop()
 
 	api, err := adminclient.New(d.URL(), d.AdminToken())
 	if err != nil {
 		t.Fatal(err)
 	}
 	g, err := api.GroupCreate(ctx, xjob.Group{AppName: "awsstack-test", Title: "t", AddressType: xjob.AddressManual,
-		AddressList: []string{srv.URL + "/"}})
+		AddressList: []string{addr}})
 	if err != nil {
 		t.Fatalf("group: %v", err)
 	}
@@ -100,7 +81,7 @@ func TestDeploymentEndToEnd(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	manual := fmt.Sprintf(`{"jobId":%d,"executorParam":"by hand","addressList":[%q]}`, j.ID, srv.URL+"/")
+	manual := fmt.Sprintf(`{"jobId":%d,"executorParam":"by hand","addressList":[%q]}`, j.ID, addr)
 	if out, err := d.Invoke(ctx, "dispatch", "", []byte(manual)); err != nil || !strings.Contains(string(out), `"triggerCodes":[200]`) {
 		t.Errorf("manual trigger: %s, %v", out, err)
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -116,25 +115,10 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 	}()
 
 	rec := &runRecorder{runs: map[int64]int{}}
-	srv := httptest.NewServer(nil)
-	defer srv.Close()
-	exe, err := executor.New(executor.Config{AdminAddresses: []string{d.ExecutorURL()}, AccessToken: d.AccessToken(), AppName: "bootstraps",
-		Address: srv.URL + "/", LogDir: t.TempDir(), CallbackRetryInterval: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = rec.wrap(exe)
-	if err := exe.Register("ok", func(_ context.Context, j *executor.Job) error { j.Succeed("ok " + j.Param); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if err := exe.Start(); err != nil { // registers through the function URL → callback bootstrap
-		t.Fatal(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		_ = exe.Shutdown(sctx)
-	}()
+	// Registers through the function URL → callback bootstrap.
+	addr, stop := sdkExecutor(t, d, "bootstraps", rec.wrap, map[string]executor.HandlerFunc{
+		"ok": func(_ context.Context, j *executor.Job) error { j.Succeed("ok " + j.Param); return nil }})
+	defer stop()
 
 	api, err := adminclient.New(d.URL(), d.AdminToken())
 	if err != nil {
@@ -186,7 +170,7 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 	}
 
 	// The direct invocation of the dispatch function (a manual trigger).
-	payload := fmt.Sprintf(`{"jobId":%d,"executorParam":"by hand","addressList":[%q]}`, jobs[0].ID, srv.URL+"/")
+	payload := fmt.Sprintf(`{"jobId":%d,"executorParam":"by hand","addressList":[%q]}`, jobs[0].ID, addr)
 	out, err := d.Invoke(ctx, "dispatch", "", []byte(payload))
 	if err != nil {
 		t.Fatalf("direct dispatch invocation: %v", err)

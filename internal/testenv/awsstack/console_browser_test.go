@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -44,32 +43,17 @@ func TestConsoleInBrowserOnAWS(t *testing.T) {
 
 	// An executor the job runs on, in a group of its address.
 	const app = "aws-browser"
-	srv := httptest.NewServer(nil)
-	defer srv.Close()
-	exe, err := executor.New(executor.Config{AdminAddresses: []string{d.ExecutorURL()}, AccessToken: d.AccessToken(), AppName: app,
-		Address: srv.URL + "/", LogDir: t.TempDir(), CallbackRetryInterval: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = exe
-	_ = exe.Register("quickJobHandler", func(_ context.Context, job *executor.Job) error {
+	addr, stop := sdkExecutor(t, d, app, nil, map[string]executor.HandlerFunc{"quickJobHandler": func(_ context.Context, job *executor.Job) error {
 		job.Logf("quick run on aws, param %q", job.Param)
 		return nil
-	})
-	if err := exe.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = exe.Shutdown(sctx)
-	}()
+	}})
+	defer stop()
 	api, err := adminclient.New(d.URL(), d.AdminToken())
 	if err != nil {
 		t.Fatal(err)
 	}
 	g, err := api.GroupCreate(context.Background(), xjob.Group{AppName: app, Title: "AWS browser",
-		AddressType: xjob.AddressManual, AddressList: []string{srv.URL + "/"}})
+		AddressType: xjob.AddressManual, AddressList: []string{addr}})
 	if err != nil {
 		t.Fatalf("group: %v", err)
 	}

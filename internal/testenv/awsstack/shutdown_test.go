@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -66,32 +65,14 @@ func TestShutdownFlushesReports(t *testing.T) {
 				}
 			}()
 
-			srv := httptest.NewServer(nil)
-			defer srv.Close()
-			exe, err := executor.New(executor.Config{AdminAddresses: []string{d.ExecutorURL()}, AccessToken: d.AccessToken(),
-				AppName: "shutdown", Address: srv.URL + "/", LogDir: t.TempDir(), CallbackRetryInterval: 500 * time.Millisecond,
-				Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv.Config.Handler = exe
-			if err := exe.Register("ok", func(_ context.Context, j *executor.Job) error { j.Succeed("ok"); return nil }); err != nil {
-				t.Fatal(err)
-			}
-			if err := exe.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				defer cancel()
-				_ = exe.Shutdown(sctx)
-			}()
+			addr, stop := sdkExecutor(t, d, "shutdown", nil, map[string]executor.HandlerFunc{"ok": succeed})
+			defer stop()
 			api, err := adminclient.New(d.URL(), d.AdminToken())
 			if err != nil {
 				t.Fatal(err)
 			}
 			g, err := api.GroupCreate(ctx, xjob.Group{AppName: "shutdown", Title: "t", AddressType: xjob.AddressManual,
-				AddressList: []string{srv.URL + "/"}})
+				AddressList: []string{addr}})
 			if err != nil {
 				t.Fatalf("group: %v", err)
 			}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -50,34 +49,19 @@ func TestUpgradeKeepsRingFires(t *testing.T) {
 		mu   sync.Mutex
 		runs = map[int64]int{} // log id → executor runs
 	)
-	srv := httptest.NewServer(nil)
-	defer srv.Close()
-	exe, err := executor.New(executor.Config{AdminAddresses: []string{d.ExecutorURL()}, AccessToken: d.AccessToken(), AppName: app,
-		Address: srv.URL + "/", LogDir: t.TempDir(), CallbackRetryInterval: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = exe
-	_ = exe.Register("count", func(_ context.Context, j *executor.Job) error {
+	addr, stop := sdkExecutor(t, d, app, nil, map[string]executor.HandlerFunc{"count": func(_ context.Context, j *executor.Job) error {
 		mu.Lock()
 		runs[j.LogID]++
 		mu.Unlock()
 		return nil
-	})
-	if err := exe.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		_ = exe.Shutdown(sctx)
-	}()
+	}})
+	defer stop()
 	api, err := adminclient.New(d.URL(), d.AdminToken())
 	if err != nil {
 		t.Fatal(err)
 	}
 	g, err := api.GroupCreate(ctx, xjob.Group{AppName: app, Title: "upgrade", AddressType: xjob.AddressManual,
-		AddressList: []string{srv.URL + "/"}})
+		AddressList: []string{addr}})
 	if err != nil {
 		t.Fatalf("group: %v", err)
 	}

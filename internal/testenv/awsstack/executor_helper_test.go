@@ -1,0 +1,57 @@
+package awsstack_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/xjobdev/xjob/executor"
+	"github.com/xjobdev/xjob/internal/testenv/awsstack"
+)
+
+// sdkExecutor starts an executor of the xjob SDK for app on loopback,
+// serving handlers behind wrap (nil: none), and registers it at d's
+// executor URL (a function URL request to the callback function). It
+// returns the executor's address and stop, which the caller defers so
+// that the executor leaves before the deployment closes.
+func sdkExecutor(t *testing.T, d *awsstack.Deployment, app string, wrap func(http.Handler) http.Handler,
+	handlers map[string]executor.HandlerFunc) (addr string, stop func()) {
+	t.Helper()
+	srv := httptest.NewServer(nil)
+	exe, err := executor.New(executor.Config{AdminAddresses: []string{d.ExecutorURL()}, AccessToken: d.AccessToken(), AppName: app,
+		Address: srv.URL + "/", LogDir: t.TempDir(), CallbackRetryInterval: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	var h http.Handler = exe
+	if wrap != nil {
+		h = wrap(exe)
+	}
+	srv.Config.Handler = h
+	for name, fn := range handlers {
+		if err := exe.Register(name, fn); err != nil {
+			srv.Close()
+			t.Fatal(err)
+		}
+	}
+	if err := exe.Start(); err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	return srv.URL + "/", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = exe.Shutdown(ctx)
+		srv.Close()
+	}
+}
+
+// succeed is a handler that succeeds at once.
+func succeed(_ context.Context, j *executor.Job) error {
+	j.Succeed("ok")
+	return nil
+}
