@@ -1,7 +1,6 @@
 package scan_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/lease"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
+	"github.com/xjobdev/xjob/internal/testenv/syncbuf"
 )
 
 // t0 is a whole second, so ticks plan on it.
@@ -373,23 +372,10 @@ func TestPagingCoversEveryDueJob(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink the scanner's goroutines may share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) lines(msg string) []map[string]any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// logLines are the JSON lines of logs whose msg is msg.
+func logLines(logs *syncbuf.Buffer, msg string) []map[string]any {
 	var out []map[string]any
-	for _, l := range strings.Split(b.buf.String(), "\n") {
+	for _, l := range strings.Split(logs.String(), "\n") {
 		var v map[string]any
 		if json.Unmarshal([]byte(l), &v) == nil && v["msg"] == msg {
 			out = append(out, v)
@@ -410,7 +396,7 @@ func TestRunReportsLateFiresOncePerTick(t *testing.T) {
 	}
 	once := e.addJob(t, "10", t0.Add(-60*time.Second), xjob.MisfireFireOnceNow) // t0-60s … t0: 7 times
 	late := e.addJob(t, "1", t0.Add(-3*time.Second), xjob.MisfireDoNothing)     // 4 s late: t0-2s … t0+1s collapsed
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	var m metric.Metrics
 	s, err := scan.New(scan.Config{Shards: shards, RingLead: 0}, scan.Deps{
 		Jobs: e.db, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: "a", Metrics: &m,
@@ -433,7 +419,7 @@ func TestRunReportsLateFiresOncePerTick(t *testing.T) {
 	if want := (xjob.MisfireCounts{DoNothing: 3 * 62, FireOnceNow: 7}); snap.Misfired != want || snap.Collapsed != 4 {
 		t.Errorf("metrics misfired = %+v collapsed %d, want %+v and 4", snap.Misfired, snap.Collapsed, want)
 	}
-	warns := logs.lines("scan: behind schedule, late fire times passed over")
+	warns := logLines(&logs, "scan: behind schedule, late fire times passed over")
 	if len(warns) != 1 {
 		t.Fatalf("%d warning lines, want 1 for the tick", len(warns))
 	}
@@ -443,7 +429,7 @@ func TestRunReportsLateFiresOncePerTick(t *testing.T) {
 		t.Errorf("warning = %v", w)
 	}
 	spans := map[int64][2]int64{}
-	for _, l := range logs.lines("scan: fires passed over") {
+	for _, l := range logLines(&logs, "scan: fires passed over") {
 		spans[int64(l["job"].(float64))] = [2]int64{int64(l["from"].(float64)), int64(l["to"].(float64))}
 	}
 	now := t0.Add(time.Second).UnixMilli()

@@ -23,27 +23,10 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/lease"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/internal/testenv/syncbuf"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
 	"github.com/xjobdev/xjob/protocol"
 )
-
-// syncBuffer collects the bootstraps' logs from several processes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // runRecorder is an SDK executor that counts the /run calls per log id,
 // duplicates included.
@@ -97,7 +80,7 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("bootstraps built in %s", time.Since(buildStart).Round(time.Millisecond))
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 3, FastPollers: 3, SlowPollers: 1,
 		PollWait: time.Second, ScanPeriod: 4 * time.Second, ScanTimeout: 5500 * time.Millisecond, NoMaintenance: true,
 		SecretsRefresh: time.Second, Bootstraps: bin, BootstrapOutput: logs, Logger: slog.New(slog.DiscardHandler)})

@@ -17,6 +17,7 @@ import (
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/internal/testenv/syncbuf"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
 )
 
@@ -47,7 +48,7 @@ func TestShutdownFlushesReports(t *testing.T) {
 			ctx := context.Background()
 			opts := awsstack.Options{Shards: 2, RingPollers: 1, FastPollers: 1, SlowPollers: 1, PollWait: time.Second,
 				NoMaintenance: true, Logger: slog.New(slog.DiscardHandler)}
-			logs := &syncBuffer{}
+			logs := &syncbuf.Buffer{}
 			if bootstraps {
 				opts.Bootstraps, opts.BootstrapOutput = t.TempDir(), logs
 				if err := awsstack.BuildBootstraps(ctx, "", opts.Bootstraps); err != nil {

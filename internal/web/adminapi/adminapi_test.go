@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
+	"github.com/xjobdev/xjob/internal/testenv/syncbuf"
 	"github.com/xjobdev/xjob/internal/web/adminapi"
 	"github.com/xjobdev/xjob/protocol"
 )
@@ -45,25 +45,7 @@ type env struct {
 	srv  *httptest.Server
 	exec *httptest.Server
 	met  *metric.Metrics
-	logs *lockedBuffer // the handler's log
-}
-
-// lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs *syncbuf.Buffer // the handler's log
 }
 
 // services are what an adminapi.Handler wires, on a fresh SQLite store
@@ -112,7 +94,7 @@ func setup(t testing.TB) *env {
 	ctx := context.Background()
 	s := newServices(t)
 	db, clk, met := s.db, s.clk, s.met
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	h, err := adminapi.New(adminapi.Config{Admin: s.svc, Registry: s.reg, Callback: s.cb, Metrics: met,
 		AdminToken: adminToken, AccessToken: accessToken, Logger: slog.New(slog.NewTextHandler(logs, nil)), Clock: clk})
 	if err != nil {

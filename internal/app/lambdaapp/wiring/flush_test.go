@@ -1,9 +1,7 @@
 package wiring_test
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,29 +11,12 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/internal/testenv/syncbuf"
 )
-
-// lockedBuffer is a log the test reads while the Base writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) records() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), "\n")
-}
 
 // flushBase is a registry function's Base on its own tables in dynalite, on clk,
 // its EMF records in out.
-func flushBase(t *testing.T, clk clock.Clock, out *lockedBuffer) *wiring.Base {
+func flushBase(t *testing.T, clk clock.Clock, out *syncbuf.Buffer) *wiring.Base {
 	t.Helper()
 	env := map[string]string{awsconfig.EnvTablePrefix: emulator.UniqueName("flush"), awsconfig.EnvShards: "2",
 		awsconfig.EnvDispatchFastURL: "http://q/fast", awsconfig.EnvDispatchSlowURL: "http://q/slow",
@@ -81,7 +62,7 @@ func TestFlushReportsDefersByAge(t *testing.T) {
 	ctx := t.Context()
 	start := time.UnixMilli(1_700_000_020_000) // 40 s into a minute
 	clk := clock.NewFake(start)
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	b := flushBase(t, clk, out)
 	day := start.UTC().Format(time.DateOnly)
 
@@ -103,9 +84,9 @@ func TestFlushReportsDefersByAge(t *testing.T) {
 			clk.Advance(10 * time.Second)
 		}
 		invoke()
-		if got := stored(t, b, day); got.SucCount != 0 || out.records() != 0 {
+		if got := stored(t, b, day); got.SucCount != 0 || records(out) != 0 {
 			t.Fatalf("invocation %d (+%s): report %+v and %d EMF records written before the oldest count is %s old",
-				i, clk.Now().Sub(start), got, out.records(), wiring.ReportFlushAge)
+				i, clk.Now().Sub(start), got, records(out), wiring.ReportFlushAge)
 		}
 	}
 	clk.Advance(10 * time.Second) // +60 s: the first invocation's counts are a minute old
@@ -114,8 +95,8 @@ func TestFlushReportsDefersByAge(t *testing.T) {
 		t.Fatalf("report after a minute %+v, want 7 successes", got)
 	}
 	// +0…+10 s fell in the first minute, +20…+60 s in the next.
-	if n := out.records(); n != 2 {
-		t.Fatalf("%d EMF records after a minute, want 2 (one per minute):\n%s", n, out.b.String())
+	if n := records(out); n != 2 {
+		t.Fatalf("%d EMF records after a minute, want 2 (one per minute):\n%s", n, out.String())
 	}
 	if len(b.Reports.Pending()) != 0 || !b.EMF.Oldest().IsZero() {
 		t.Fatalf("pending after the flush: report %+v, EMF since %v", b.Reports.Pending(), b.EMF.Oldest())
@@ -124,14 +105,14 @@ func TestFlushReportsDefersByAge(t *testing.T) {
 	// Counts younger than a minute wait; shutdown writes them.
 	clk.Advance(10 * time.Second)
 	invoke()
-	if got := stored(t, b, day); got.SucCount != 7 || out.records() != 2 {
-		t.Fatalf("report %+v and %d EMF records: a fresh count was written at once", got, out.records())
+	if got := stored(t, b, day); got.SucCount != 7 || records(out) != 2 {
+		t.Fatalf("report %+v and %d EMF records: a fresh count was written at once", got, records(out))
 	}
 	b.Shutdown(ctx)
 	if got := stored(t, b, day); got.SucCount != 8 {
 		t.Fatalf("report after shutdown %+v, want 8 successes", got)
 	}
-	if n := out.records(); n != 3 {
+	if n := records(out); n != 3 {
 		t.Fatalf("%d EMF records after shutdown, want 3", n)
 	}
 }
@@ -143,7 +124,7 @@ func TestFlushReportsWritesManyCountersAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	clk := clock.NewFake(time.UnixMilli(1_700_000_020_000))
-	b := flushBase(t, clk, &lockedBuffer{})
+	b := flushBase(t, clk, &syncbuf.Buffer{})
 	day := clk.Now().UTC().Format(time.DateOnly)
 	for g := range int64(16) {
 		if err := b.Counted.ReportAdd(ctx, xjob.ReportDay{Day: day, GroupID: g + 1, FailCount: 1}); err != nil {
@@ -161,3 +142,6 @@ func TestFlushReportsWritesManyCountersAtOnce(t *testing.T) {
 		t.Fatalf("16 groups pending: report %+v after the invocation, want 16 failures", got)
 	}
 }
+
+// records counts the lines written to out: the EMF records.
+func records(out *syncbuf.Buffer) int { return strings.Count(out.String(), "\n") }
