@@ -92,6 +92,20 @@ type ReportDay struct {
 	FailCount    int   `json:"failCount"`
 }
 
+// Add adds o's counts to d's; d keeps its Day and GroupID. Report
+// counters are sums of deltas (a result moves a run from running to
+// success), so every place that batches or totals them adds this way.
+func (d *ReportDay) Add(o ReportDay) {
+	d.RunningCount += o.RunningCount
+	d.SucCount += o.SucCount
+	d.FailCount += o.FailCount
+}
+
+// Empty reports whether d counts nothing: a delta that needs no write.
+func (d ReportDay) Empty() bool {
+	return d.RunningCount == 0 && d.SucCount == 0 && d.FailCount == 0
+}
+
 // Truncate cuts s to at most n bytes (on a rune boundary) and marks the cut,
 // as xxl-job cuts handle messages.
 func Truncate(s string, n int) string {

@@ -236,3 +236,28 @@ func TestValidateAddress(t *testing.T) {
 		}
 	}
 }
+
+func TestReportDayAddAndEmpty(t *testing.T) {
+	tests := []struct {
+		name      string
+		d, delta  xjob.ReportDay
+		want      xjob.ReportDay
+		wantEmpty bool
+	}{
+		{"a trigger", xjob.ReportDay{Day: "2026-11-26", GroupID: 3}, xjob.ReportDay{Day: "other", GroupID: 9, RunningCount: 1},
+			xjob.ReportDay{Day: "2026-11-26", GroupID: 3, RunningCount: 1}, false},
+		{"its result", xjob.ReportDay{RunningCount: 1}, xjob.ReportDay{RunningCount: -1, SucCount: 1},
+			xjob.ReportDay{SucCount: 1}, false},
+		{"deltas that cancel out", xjob.ReportDay{RunningCount: 2, FailCount: 1}, xjob.ReportDay{RunningCount: -2, FailCount: -1},
+			xjob.ReportDay{}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.d
+			d.Add(tc.delta)
+			if d != tc.want || d.Empty() != tc.wantEmpty {
+				t.Errorf("%+v + %+v = %+v (empty %v), want %+v (empty %v)", tc.d, tc.delta, d, d.Empty(), tc.want, tc.wantEmpty)
+			}
+		})
+	}
+}

@@ -349,16 +349,14 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.Log
 		if l := r.Log; l.TriggerTime > 0 && l.HandleTime >= l.TriggerTime {
 			s.cfg.Metrics.CallbackLatency(time.Duration(l.HandleTime-l.TriggerTime) * time.Millisecond)
 		}
-		if d := FinishDelta(r.Log); !zeroDelta(d) {
+		if d := FinishDelta(r.Log); !d.Empty() {
 			k := counter{d.Day, d.GroupID}
 			sum := days[k]
 			if sum == nil {
 				sum = &xjob.ReportDay{Day: d.Day, GroupID: d.GroupID}
 				days[k] = sum
 			}
-			sum.RunningCount += d.RunningCount
-			sum.SucCount += d.SucCount
-			sum.FailCount += d.FailCount
+			sum.Add(d)
 		}
 	}
 	for _, d := range days {

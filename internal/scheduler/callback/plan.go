@@ -278,7 +278,3 @@ func AlarmOutcome(jobExists bool, alarmErr error) xjob.AlarmStatus {
 		return xjob.AlarmSuccess
 	}
 }
-
-func zeroDelta(d xjob.ReportDay) bool {
-	return d.RunningCount == 0 && d.SucCount == 0 && d.FailCount == 0
-}

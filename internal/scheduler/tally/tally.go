@@ -138,7 +138,7 @@ func (b *Batcher) ReportAdd(_ context.Context, d xjob.ReportDay) error {
 	if d.Day == "" {
 		return errors.New("report add: empty day")
 	}
-	if d.RunningCount == 0 && d.SucCount == 0 && d.FailCount == 0 {
+	if d.Empty() {
 		return nil
 	}
 	now := b.o.Clock.Now()
@@ -154,10 +154,8 @@ func (b *Batcher) addLocked(d xjob.ReportDay, since time.Time) {
 	k := reportKey{d.Day, d.GroupID}
 	p := b.pending[k]
 	p.Day, p.GroupID = d.Day, d.GroupID
-	p.RunningCount += d.RunningCount
-	p.SucCount += d.SucCount
-	p.FailCount += d.FailCount
-	if p.RunningCount == 0 && p.SucCount == 0 && p.FailCount == 0 {
+	p.Add(d)
+	if p.Empty() {
 		delete(b.pending, k) // deltas that cancel out need no write
 	} else {
 		b.pending[k] = p

@@ -111,9 +111,7 @@ func TestShutdownFlushesReports(t *testing.T) {
 				}
 				var sum xjob.ReportDay
 				for _, r := range days {
-					sum.RunningCount += r.RunningCount
-					sum.SucCount += r.SucCount
-					sum.FailCount += r.FailCount
+					sum.Add(r)
 				}
 				return sum
 			}

@@ -45,9 +45,7 @@ func stored(t *testing.T, b *wiring.Base, day string) xjob.ReportDay {
 	}
 	var sum xjob.ReportDay
 	for _, d := range days {
-		sum.RunningCount += d.RunningCount
-		sum.SucCount += d.SucCount
-		sum.FailCount += d.FailCount
+		sum.Add(d)
 	}
 	return sum
 }
