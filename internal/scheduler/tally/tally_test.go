@@ -34,16 +34,19 @@ func (c *counting) ReportAdd(ctx context.Context, d xjob.ReportDay) error {
 	return c.ReportStore.ReportAdd(ctx, d)
 }
 
-func setup(t *testing.T) (*sqlitestore.DB, *counting, *clock.Fake, *tally.Batcher) {
+// setup is a Batcher with options o (its Clock a fake at t0) over a
+// counting SQLite report store.
+func setup(t *testing.T, o tally.Options) (*sqlitestore.DB, *counting, *clock.Fake, *tally.Batcher) {
 	t.Helper()
 	clk := clock.NewFake(t0)
+	o.Clock = clk
 	db, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), sqlitestore.Options{Shards: 1, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	c := &counting{ReportStore: db}
-	b, err := tally.New(c, tally.Options{Clock: clk})
+	b, err := tally.New(c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +123,7 @@ func TestFlushWritesOneAddPerDay(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			db, c, _, b := setup(t)
+			db, c, _, b := setup(t, tally.Options{})
 			ctx := context.Background()
 			for _, d := range tt.deltas {
 				if err := b.ReportAdd(ctx, d); err != nil {
@@ -154,7 +157,7 @@ func TestFlushWritesOneAddPerDay(t *testing.T) {
 
 func TestFlushKeepsFailedDeltas(t *testing.T) {
 	t.Parallel()
-	db, c, _, b := setup(t)
+	db, c, _, b := setup(t, tally.Options{})
 	ctx := context.Background()
 	if err := b.ReportAdd(ctx, xjob.ReportDay{Day: "2027-01-15", RunningCount: 2}); err != nil {
 		t.Fatal(err)
@@ -183,17 +186,7 @@ func TestFlushKeepsFailedDeltas(t *testing.T) {
 // were, so the next FlushDue retries them.
 func TestFlushDueWaitsForAgeOrCount(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
-	db, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), sqlitestore.Options{Shards: 1, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	c := &counting{ReportStore: db}
-	b, err := tally.New(c, tally.Options{Clock: clk, MaxAge: time.Minute, MaxPending: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, c, clk, b := setup(t, tally.Options{MaxAge: time.Minute, MaxPending: 3})
 	ctx := context.Background()
 	add := func(group int64, n int) {
 		t.Helper()
@@ -266,7 +259,7 @@ func TestFlushDueWaitsForAgeOrCount(t *testing.T) {
 
 func TestRunFlushesEveryIntervalAndOnStop(t *testing.T) {
 	t.Parallel()
-	db, c, clk, b := setup(t)
+	db, c, clk, b := setup(t, tally.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	wait, stop := context.WithTimeout(context.Background(), 10*time.Second)
@@ -312,7 +305,7 @@ func TestRunFlushesEveryIntervalAndOnStop(t *testing.T) {
 
 func TestConcurrentAddsAreAllCounted(t *testing.T) {
 	t.Parallel()
-	db, _, _, b := setup(t)
+	db, _, _, b := setup(t, tally.Options{})
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	const workers, each = 8, 200
@@ -341,7 +334,7 @@ func TestConcurrentAddsAreAllCounted(t *testing.T) {
 
 func TestStoreBatchesOnlyReports(t *testing.T) {
 	t.Parallel()
-	db, c, _, b := setup(t)
+	db, c, _, b := setup(t, tally.Options{})
 	ctx := context.Background()
 	s := b.Store(db)
 	if err := s.ReportAdd(ctx, xjob.ReportDay{Day: "2027-01-15", FailCount: 1}); err != nil {
@@ -365,7 +358,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	if _, err := tally.New(nil, tally.Options{}); err == nil {
 		t.Fatal("nil store accepted")
 	}
-	db, _, _, _ := setup(t)
+	db, _, _, _ := setup(t, tally.Options{})
 	for _, o := range []tally.Options{{Interval: -time.Second}, {MaxAge: -time.Second}, {MaxPending: -1}} {
 		if _, err := tally.New(db, o); err == nil {
 			t.Fatalf("negative option accepted: %+v", o)
