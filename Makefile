@@ -59,9 +59,9 @@ test-short: ## Run the tests that need nothing outside Go (go test -short: no em
 # Fuzz targets: their seed corpora (f.Add, testdata/fuzz) run in `make test`;
 # this runs each target for FUZZTIME on its own (go test -fuzz takes one at a time).
 FUZZTIME ?= 20s
-FUZZ_TARGETS := .:FuzzJobJSON .:FuzzAddress .:FuzzRingBucket ./internal/scheduler/schedule:FuzzCron ./internal/strictjson:FuzzCheck \
-	./internal/web/adminapi:FuzzExecutorRoutes ./internal/web/guard:FuzzJSONText ./internal/web/auth:FuzzSessionDecode ./internal/web/auth:FuzzParseHash ./internal/egress:FuzzLegacyIPv4 ./internal/web/adminapi:FuzzCallbackBatch ./executor:FuzzTriggerParam \
-	.:FuzzDeclaration ./internal/cli:FuzzParseManifest ./internal/xxlimport:FuzzMap ./internal/scheduler/schedule:FuzzParseOnce
+FUZZ_TARGETS := .:FuzzJobJSON .:FuzzAddress .:FuzzRingBucket ./pkg/schedule:FuzzCron ./internal/strictjson:FuzzCheck \
+	./internal/web/adminapi:FuzzExecutorRoutes ./internal/web/guard:FuzzJSONText ./internal/web/auth:FuzzSessionDecode ./internal/web/auth:FuzzParseHash ./internal/egress:FuzzLegacyIPv4 ./internal/web/adminapi:FuzzCallbackBatch ./pkg/executor:FuzzTriggerParam \
+	.:FuzzDeclaration ./internal/cli:FuzzParseManifest ./internal/xxlimport:FuzzMap ./pkg/schedule:FuzzParseOnce
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 20s) each
@@ -112,11 +112,11 @@ bench-go: ## Run the Go micro-benchmarks of the core packages
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 .PHONY: quartz-golden
-quartz-golden: ## Regenerate internal/scheduler/schedule/testdata/quartz_golden_nw.json from the real Quartz (Debian libquartz2-java, JDK 17)
+quartz-golden: ## Regenerate pkg/schedule/testdata/quartz_golden_nw.json from the real Quartz (Debian libquartz2-java, JDK 17)
 	@command -v javac >/dev/null || { apt-get update && apt-get install -y openjdk-17-jdk-headless; }
 	@test -f /usr/share/java/quartz2.jar || { apt-get update && apt-get install -y libquartz2-java; }
-	@tmp=$$(mktemp -d) && javac -d $$tmp -cp /usr/share/java/quartz2.jar internal/scheduler/schedule/testdata/quartzgen/QuartzGolden.java && \
-	  java -cp /usr/share/java/quartz2.jar:$$tmp QuartzGolden internal/scheduler/schedule/testdata/quartz_golden_nw.tsv > internal/scheduler/schedule/testdata/quartz_golden_nw.json && rm -rf $$tmp
+	@tmp=$$(mktemp -d) && javac -d $$tmp -cp /usr/share/java/quartz2.jar pkg/schedule/testdata/quartzgen/QuartzGolden.java && \
+	  java -cp /usr/share/java/quartz2.jar:$$tmp QuartzGolden pkg/schedule/testdata/quartz_golden_nw.tsv > pkg/schedule/testdata/quartz_golden_nw.json && rm -rf $$tmp
 
 .PHONY: build
 build: build-cli build-lambda ## Build bin/xjob and the Lambda zips in dist/

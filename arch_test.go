@@ -26,10 +26,10 @@ var layers = []struct {
 	name string
 	pkgs []string
 }{
-	{"foundation", []string{"clock", "protocol", "internal/scheduler/schedule", "internal/strictjson", "internal/egress"}},
+	{"foundation", []string{"pkg/clock", "pkg/protocol", "pkg/schedule", "internal/strictjson", "internal/egress"}},
 	{"domain", []string{"."}},
-	{"ports", []string{"driver", "driver/drivertest"}},
-	{"sdk and client", []string{"executor/...", "adminclient", "internal/demo"}},
+	{"ports", []string{"pkg/driver", "pkg/driver/drivertest"}},
+	{"sdk and client", []string{"pkg/executor/...", "pkg/adminclient", "internal/demo"}},
 	{"core services", []string{"internal/scheduler/...", "internal/metric"}},
 	{"control plane", []string{"internal/admin"}},
 	{"adapters", []string{"internal/adapter/...", "internal/xxlimport"}},
@@ -55,12 +55,12 @@ var (
 	// The executor SDK is what users link into their own services: it
 	// must not drag in the scheduler's backends, metrics or web layer.
 	// aws-lambda-go is the Lambda adapter's reason to exist, and only its.
-	sdkPackages  = []string{"executor", "executor/lambdaexec"}
+	sdkPackages  = []string{"pkg/executor", "pkg/executor/lambdaexec"}
 	sdkForbidden = []string{
 		"github.com/aws/aws-sdk-go-v2", "github.com/aws/aws-lambda-go",
 		"database/sql", "modernc.org/sqlite", "github.com/mattn/go-sqlite3", "github.com/prometheus", module + "/internal/web", module + "/internal/adapter", module + "/internal/app",
 	}
-	sdkAllowed = map[string][]string{"executor/lambdaexec": {"github.com/aws/aws-lambda-go"}}
+	sdkAllowed = map[string][]string{"pkg/executor/lambdaexec": {"github.com/aws/aws-lambda-go"}}
 )
 
 // Direct imports some packages may not make although their layer allows
@@ -77,7 +77,7 @@ var importRules = []struct {
 	why          string
 }{
 	{
-		pkgs: []string{"internal/web/..."}, except: []string{"internal/web/auth"}, banned: []string{"driver/..."},
+		pkgs: []string{"internal/web/..."}, except: []string{"internal/web/auth"}, banned: []string{"pkg/driver/..."},
 		why: "the web handlers reach the stores through internal/admin and internal/web/auth",
 	},
 }
@@ -85,7 +85,7 @@ var importRules = []struct {
 // adminclientBudget caps the non-standard packages the admin client links,
 // itself included: it is a JSON client over net/http, and a tool that
 // imports it should not pay for the server. It links four: adminclient,
-// xjob, internal/scheduler/schedule (for Job.Schedule) and protocol.
+// xjob, pkg/schedule (for Job.Schedule) and pkg/protocol.
 const adminclientBudget = 5
 
 const module = "github.com/xjobdev/xjob"
@@ -282,7 +282,7 @@ func TestImportRules(t *testing.T) {
 func TestAdminclientDependencyBudget(t *testing.T) {
 	t.Parallel()
 	own, std := listModule(t)
-	i := slices.IndexFunc(own, func(p pkg) bool { return p.ImportPath == module+"/adminclient" })
+	i := slices.IndexFunc(own, func(p pkg) bool { return p.ImportPath == module+"/pkg/adminclient" })
 	if i < 0 {
 		t.Fatal("adminclient not found")
 	}

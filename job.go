@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/xjobdev/xjob/internal/scheduler/schedule"
+	"github.com/xjobdev/xjob/pkg/schedule"
 )
 
 // Field limits, in characters as MySQL counts a varchar's (xxl-job's

@@ -9,9 +9,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xjobdev/xjob/adminclient"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
+	"github.com/xjobdev/xjob/pkg/adminclient"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // AWSResult is what a run on the emulated AWS stack adds to a Result: the

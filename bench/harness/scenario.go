@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/pkg/adminclient"
 )
 
 // Env is what every scenario shares: the binaries, where to put temporary

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
+	"github.com/xjobdev/xjob/pkg/adminclient"
 )
 
 // TestStartUnpushed starts jobs created stopped through the admin API the

@@ -23,8 +23,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xjobdev/xjob/executor"
 	"github.com/xjobdev/xjob/internal/demo"
+	"github.com/xjobdev/xjob/pkg/executor"
 )
 
 // grace is how long running jobs may finish after SIGTERM: inside ECS's

@@ -19,9 +19,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/xjobdev/xjob/executor"
-	"github.com/xjobdev/xjob/executor/lambdaexec"
 	"github.com/xjobdev/xjob/internal/demo"
+	"github.com/xjobdev/xjob/pkg/executor"
+	"github.com/xjobdev/xjob/pkg/executor/lambdaexec"
 )
 
 func main() {

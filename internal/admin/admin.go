@@ -39,10 +39,10 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // ErrExecutor marks a failed call to an executor (/log, /kill): the executor

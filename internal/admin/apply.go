@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // MaxManifestItems bounds the groups plus jobs of one manifest.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // write builds the change set of a plan, writes it as one unit and then

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // TestConcurrentUpdateWithoutVersion: updates that name no version apply to

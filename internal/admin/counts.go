@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // CountJobsParams filters CountJobs as ListJobsParams filters ListJobs,

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // ErrNoGroup is DeclareJobs' answer when no executor group has the

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // MaxHistoryItems bounds the logs plus report days of one ImportHistory.

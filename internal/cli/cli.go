@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xjobdev/xjob/internal/app/local"
-	"github.com/xjobdev/xjob/internal/scheduler/schedule"
+	"github.com/xjobdev/xjob/pkg/schedule"
 )
 
 // Main runs the CLI with args (without the program name) and returns the

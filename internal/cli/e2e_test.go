@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/app/local"
+	"github.com/xjobdev/xjob/pkg/adminclient"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // These tests run the CLI against `xjob local` (local.Run on a temporary

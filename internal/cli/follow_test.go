@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
-	"github.com/xjobdev/xjob/executor"
+	"github.com/xjobdev/xjob/pkg/adminclient"
+	"github.com/xjobdev/xjob/pkg/executor"
 )
 
 // startExecutor serves an SDK executor for app on loopback; its handler

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/pkg/adminclient"
 )
 
 func (a *app) groupCommand() *cobra.Command {

@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/xxlimport"
+	"github.com/xjobdev/xjob/pkg/adminclient"
 )
 
 func (a *app) importCommand() *cobra.Command {

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
 	"github.com/xjobdev/xjob/internal/xxlimport"
 	"github.com/xjobdev/xjob/internal/xxlimport/xxltest"
+	"github.com/xjobdev/xjob/pkg/adminclient"
 )
 
 // xxlRows is an xxl-job installation: groups, jobs (every column set),

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/pkg/adminclient"
 )
 
 func (a *app) jobCommand() *cobra.Command {

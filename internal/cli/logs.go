@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/pkg/adminclient"
 )
 
 // tailInterval is how often `log tail` polls the executor log.

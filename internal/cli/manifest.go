@@ -25,7 +25,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
+	"github.com/xjobdev/xjob/pkg/adminclient"
 )
 
 func (a *app) applyCommand() *cobra.Command {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // TestTerminalEscapesNeutralised: names, messages and executor log text

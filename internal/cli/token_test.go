@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // TestTokenSources checks where the bearer token comes from: --token, then

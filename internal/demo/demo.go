@@ -12,7 +12,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/xjobdev/xjob/executor"
+	"github.com/xjobdev/xjob/pkg/executor"
 )
 
 // The JobHandler names, as typed in the admin's job form. They match the

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // RunsTodayFrom is a Gauges.RunsToday reading today's (UTC, by now) row of

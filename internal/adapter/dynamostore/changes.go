@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // Staged change sets (driver.ChangeStore).

@@ -12,12 +12,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/pkg/clock"
 
-	"github.com/xjobdev/xjob/driver"
-	"github.com/xjobdev/xjob/driver/drivertest"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/driver/drivertest"
 )
 
 func TestMain(m *testing.M) { emulator.Main(m) }

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // A reader holding a job item from before an update that replaced the

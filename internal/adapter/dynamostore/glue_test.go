@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // A long GLUE source lives in an item of its own, so that the job item

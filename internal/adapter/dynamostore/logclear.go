@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // LogClear pages the scope's logs newest first through LogList (the time

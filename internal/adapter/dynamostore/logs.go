@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // The log methods change logs through their pages (logpage.go): every

@@ -7,9 +7,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/scheduler/lease"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // A misfire episode's lease carries the leases table's TTL attribute,

@@ -16,7 +16,7 @@ import (
 
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/egress"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // request is what the test executor saw.

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/xjobdev/xjob/clock"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // FreshConnTimeout is how long a connection that has not yet carried a

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // deadlineListener hands http.Server connections whose first read can be

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // javaExecutor answers as xxl-job-core's EmbedServer of one generation

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // TestAccessTokenRotation: with the old and the new token listed, an

@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // SNSAPI is the part of the SNS client an SNS alarmer calls; *sns.Client

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // ChangeApply writes a change set in one write request of the group

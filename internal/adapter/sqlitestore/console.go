@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 const userColumns = `username, password_hash, role, group_ids, locale, version, created_at, updated_at`

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 const groupColumns = `id, app_name, title, address_type, address_list, version, updated_at`

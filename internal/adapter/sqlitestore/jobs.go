@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 const jobColumns = `id, name, shard, group_id, description, author, alarm_email,

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // LeaseAcquire takes the named lease in one upsert: the row is written only

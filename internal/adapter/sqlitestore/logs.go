@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 const logColumns = `id, occurrence_id, job_id, group_id, trigger_type, scheduled_time, trigger_time,

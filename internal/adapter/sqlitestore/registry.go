@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // RegistryUpsert inserts an entry or refreshes its UpdatedAt (never moving

@@ -39,8 +39,8 @@ import (
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 var (

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
-	"github.com/xjobdev/xjob/driver/drivertest"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/driver/drivertest"
 )
 
 var epoch = time.UnixMilli(1_700_000_000_000)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/executor"
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/pkg/executor"
 )
 
 // Executor-declared jobs on AWS: the real SDK executor declares its job

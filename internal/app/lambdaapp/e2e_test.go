@@ -28,15 +28,15 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
-	"github.com/xjobdev/xjob/executor"
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/executor"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 func TestMain(m *testing.M) { emulator.Main(m) }

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // TestLambdaRegistrationAddressRule: a deployment that does not allow

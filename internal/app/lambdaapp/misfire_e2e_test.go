@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // After a stop, a FIRE_ONCE_NOW job's missed buckets reach the ring late

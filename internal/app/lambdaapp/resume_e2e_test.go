@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // dyingAPI is the real DynamoDB client of a process that is killed after

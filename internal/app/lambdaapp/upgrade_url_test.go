@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/xjobdev/xjob/driver"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // TestLambdaExecutorRoutesAtBothAddresses: an executor at the function

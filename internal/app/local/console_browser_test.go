@@ -16,8 +16,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/executor"
 	browsertest "github.com/xjobdev/xjob/internal/testenv/browser"
+	"github.com/xjobdev/xjob/pkg/executor"
 )
 
 // browser starts headless Chromium for one local console test.

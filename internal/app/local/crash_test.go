@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // buildXjob builds cmd/xjob into dir (with -race when the test has it, so

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/executor"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/executor"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // declaringExecutor starts a real SDK executor of app whose handlers

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/executor"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/demo"
+	"github.com/xjobdev/xjob/pkg/executor"
 )
 
 // The demo's names. Jobs are found again by group and description, so

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/executor"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/executor"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // receipt is one POST /run an executor received.

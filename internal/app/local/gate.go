@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // gate wraps a consumer's queue so that shutdown can stop the intake

@@ -7,12 +7,12 @@ import (
 	"net/http"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/web/adminapi"
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/web/console"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // newAuth builds the sign-in service over the installation's users. The

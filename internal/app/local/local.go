@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/admin"
@@ -26,6 +24,8 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
 	"github.com/xjobdev/xjob/internal/scheduler/tally"
 	"github.com/xjobdev/xjob/internal/scheduler/upkeep"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // Visibility timeouts of the local queues. The ring holds a bucket while

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // The scenarios that TestLocalRunsJobsEndToEnd and

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xjobdev/xjob/executor"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/executor"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // The security suite: attacks run end to end against xjob local on

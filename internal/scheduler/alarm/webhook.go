@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // Webhook wire constants. They are part of the payload contract: receivers

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 var start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

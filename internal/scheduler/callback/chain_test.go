@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // runTask stores the log a dispatch of task would, marks it triggered and

@@ -14,14 +14,14 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
 	"github.com/xjobdev/xjob/internal/scheduler/route"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 const busyMsg = "There is already have a same job is running, jobId:"

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // Callbacker takes the items of one callback request and returns one

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // takes is a Callbacker that records what it was given and answers with

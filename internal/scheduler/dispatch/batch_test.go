@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // countingStore counts the reads DispatchMany is meant to share, around

@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
@@ -24,7 +22,9 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
 	"github.com/xjobdev/xjob/internal/scheduler/route"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 var t0 = time.UnixMilli(1_800_000_000_000).UTC()

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // TestDispatchXxlJob35Executor triggers a job whose executor behaves as

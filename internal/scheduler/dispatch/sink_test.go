@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
@@ -24,6 +22,8 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
 	"github.com/xjobdev/xjob/internal/scheduler/route"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // sinkFixture is a dispatcher on SQLite whose one manual group's executor

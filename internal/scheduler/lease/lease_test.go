@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/scheduler/lease"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 func TestKeeper(t *testing.T) {

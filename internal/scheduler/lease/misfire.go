@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // A FIRE_ONCE_NOW job fires once for the fires it missed while xjob was

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 func TestMergeBySecond(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/ring"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 func TestLate(t *testing.T) {

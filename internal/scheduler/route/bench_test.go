@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // BenchmarkConsistentHash routes jobs over 10 executors, with the ring

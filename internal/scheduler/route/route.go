@@ -31,8 +31,8 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // Errors of Route. Callers record them in the trigger log as a failed

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/ring"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // fireLog is a ring sink that records every task handed to a lane.

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // BenchmarkTick measures one scan tick over 1,000 due jobs (FIX_RATE 1 s:

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/scheduler/lease"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // A FIRE_ONCE_NOW job that xjob left stopped for longer than the fires the

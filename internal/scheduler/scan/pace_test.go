@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // advanceLog is a job store that records, per shard and clock second,

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/internal/scheduler/schedule"
+	"github.com/xjobdev/xjob/pkg/schedule"
 )
 
 // Fire is one occurrence a plan decided to trigger.

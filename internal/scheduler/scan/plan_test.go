@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/internal/scheduler/schedule"
+	"github.com/xjobdev/xjob/pkg/schedule"
 )
 
 // every is a schedule that fires on multiples of its period (a stand-in for

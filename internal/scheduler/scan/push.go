@@ -7,9 +7,9 @@ import (
 	"log/slog"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/metric"
-	"github.com/xjobdev/xjob/internal/scheduler/schedule"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/schedule"
 )
 
 // Pusher carries out the scan's step for a set of running jobs at one

@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/lease"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
 	"github.com/xjobdev/xjob/internal/testenv/syncbuf"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // t0 is a whole second, so ticks plan on it.

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/scheduler/tally"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 var t0 = time.UnixMilli(1_800_000_000_000).UTC()

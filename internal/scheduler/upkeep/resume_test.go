@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // Resume runs under the apply's lease and gives it back; while an apply or

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
-	"github.com/xjobdev/xjob/driver"
-	"github.com/xjobdev/xjob/executor"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
+	"github.com/xjobdev/xjob/pkg/adminclient"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/executor"
 )
 
 // TestDeploymentEndToEnd starts the emulated deployment, registers an SDK

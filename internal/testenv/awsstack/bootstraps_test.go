@@ -16,16 +16,16 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
-	"github.com/xjobdev/xjob/driver"
-	"github.com/xjobdev/xjob/executor"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 	"github.com/xjobdev/xjob/internal/scheduler/lease"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/syncbuf"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/adminclient"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/executor"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // runRecorder is an SDK executor that counts the /run calls per log id,

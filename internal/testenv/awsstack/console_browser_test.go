@@ -13,12 +13,12 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
-	"github.com/xjobdev/xjob/executor"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/browser"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
+	"github.com/xjobdev/xjob/pkg/adminclient"
+	"github.com/xjobdev/xjob/pkg/executor"
 )
 
 // TestConsoleInBrowserOnAWS drives the console in headless Chromium

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xjobdev/xjob/executor"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
+	"github.com/xjobdev/xjob/pkg/executor"
 )
 
 // sdkExecutor starts an executor of the xjob SDK for app on loopback,

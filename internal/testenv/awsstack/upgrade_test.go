@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/adminclient"
-	"github.com/xjobdev/xjob/driver"
-	"github.com/xjobdev/xjob/executor"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
+	"github.com/xjobdev/xjob/pkg/adminclient"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/executor"
 )
 
 // TestUpgradeKeepsRingFires is the upgrade of docs/aws.md on the emulated

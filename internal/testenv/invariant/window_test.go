@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // The admin pushes the fires of a job it creates, starts or edits that

@@ -9,11 +9,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/web/executorapi"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // Registrar records executor heartbeats and Callbacker executor

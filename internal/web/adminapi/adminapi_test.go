@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/admin"
@@ -27,7 +25,9 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
 	"github.com/xjobdev/xjob/internal/testenv/syncbuf"
 	"github.com/xjobdev/xjob/internal/web/adminapi"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 const (

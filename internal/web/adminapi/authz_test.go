@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/web/adminapi"
 	"github.com/xjobdev/xjob/internal/web/auth"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // TestSessionPermissions drives /v1 as a normal user with a session

@@ -8,7 +8,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/web/executorapi"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // executorAPI serves {,/xxl-job-admin}/api/{uri}: xjob's declare route

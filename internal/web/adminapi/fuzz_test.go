@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob/internal/strictjson"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // FuzzExecutorRoutes posts arbitrary bodies to every executor route of a

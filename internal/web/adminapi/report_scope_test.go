@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/web/adminapi"
 	"github.com/xjobdev/xjob/internal/web/auth"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // TestReportOfUsersGroups: GET /v1/report gives a normal user its groups'

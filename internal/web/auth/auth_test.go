@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 const adminToken = "test-admin-token-0123456789"

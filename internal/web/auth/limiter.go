@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/xjobdev/xjob/driver"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // Sign-in limits. Attempts are counted before any password is hashed, in

@@ -26,10 +26,10 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/web/guard"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 //go:embed templates/*.html

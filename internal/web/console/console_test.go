@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/admin"
@@ -22,6 +21,7 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/web/console"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 var start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

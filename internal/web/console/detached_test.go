@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/web/auth"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // TestLogClearOutlivesRequest: a "clear logs" whose request is canceled

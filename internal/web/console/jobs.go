@@ -11,8 +11,8 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/admin"
-	"github.com/xjobdev/xjob/internal/scheduler/schedule"
 	"github.com/xjobdev/xjob/internal/web/auth"
+	"github.com/xjobdev/xjob/pkg/schedule"
 )
 
 type jobsPage struct {

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/web/console"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // Scale of BenchmarkConsoleAtScale: jobs over ten groups, and logs over

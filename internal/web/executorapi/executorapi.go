@@ -28,7 +28,7 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
 	"github.com/xjobdev/xjob/internal/strictjson"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // Registrar records executor heartbeats; *registry.Service is the

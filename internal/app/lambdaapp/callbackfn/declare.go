@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob/internal/web/executorapi"
-	"github.com/xjobdev/xjob/protocol"
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // Declarations are the web function's (they create jobs: the admin

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // SSMAPI is the part of the SSM client a Store uses.

@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/secrets"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // motoSSM starts moto's server and returns an SSM client for it.

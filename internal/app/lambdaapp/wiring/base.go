@@ -20,14 +20,14 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
-	"github.com/xjobdev/xjob/driver"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/adapter/snsalarm"
 	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/tally"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // Deps are the clients a function is built on: SDK clients on AWS,

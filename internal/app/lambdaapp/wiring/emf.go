@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/metric"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // MetricNamespace is the CloudWatch namespace of xjob's pipeline metrics;

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 	"github.com/xjobdev/xjob/internal/metric"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // TestEMF checks the records CloudWatch Logs turns into metrics: one JSON

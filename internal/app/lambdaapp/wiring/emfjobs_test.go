@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // Per-job metrics on AWS keep local mode's bound across environments: two

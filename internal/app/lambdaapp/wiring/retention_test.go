@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xjobdev/xjob/clock"
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // The deployment's log retention reaches the store of every function that
