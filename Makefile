@@ -59,7 +59,7 @@ test-short: ## Run the tests that need nothing outside Go (go test -short: no em
 # Fuzz targets: their seed corpora (f.Add, testdata/fuzz) run in `make test`;
 # this runs each target for FUZZTIME on its own (go test -fuzz takes one at a time).
 FUZZTIME ?= 20s
-FUZZ_TARGETS := .:FuzzJobJSON .:FuzzAddress .:FuzzRingBucket ./pkg/schedule:FuzzCron ./internal/strictjson:FuzzCheck \
+FUZZ_TARGETS := .:FuzzJobJSON .:FuzzAddress ./internal/fire:FuzzRingBucket ./pkg/schedule:FuzzCron ./internal/strictjson:FuzzCheck \
 	./internal/web/adminapi:FuzzExecutorRoutes ./internal/web/guard:FuzzJSONText ./internal/web/auth:FuzzSessionDecode ./internal/web/auth:FuzzParseHash ./internal/egress:FuzzLegacyIPv4 ./internal/web/adminapi:FuzzCallbackBatch ./pkg/executor:FuzzTriggerParam \
 	.:FuzzDeclaration ./internal/cli:FuzzParseManifest ./internal/xxlimport:FuzzMap ./pkg/schedule:FuzzParseOnce
 

@@ -26,10 +26,10 @@ var layers = []struct {
 	name string
 	pkgs []string
 }{
-	{"foundation", []string{"pkg/clock", "pkg/protocol", "pkg/schedule", "internal/strictjson", "internal/egress"}},
-	{"domain", []string{"."}},
+	{"foundation", []string{"pkg/clock", "pkg/protocol", "pkg/schedule", "internal/strictjson", "internal/egress", "internal/text"}},
+	{"domain", []string{".", "internal/fire"}},
 	{"ports", []string{"pkg/driver", "pkg/driver/drivertest"}},
-	{"sdk and client", []string{"pkg/executor/...", "pkg/adminclient", "internal/demo"}},
+	{"sdk and client", []string{"pkg/executor/...", "internal/exechttp", "pkg/adminclient", "internal/demo"}},
 	{"core services", []string{"internal/scheduler/...", "internal/metric"}},
 	{"control plane", []string{"internal/admin"}},
 	{"adapters", []string{"internal/adapter/...", "internal/xxlimport"}},

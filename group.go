@@ -2,7 +2,6 @@ package xjob
 
 import (
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -95,11 +94,6 @@ func addressProblem(a string) string {
 	return ""
 }
 
-// AddressKey is the form in which two addresses of one executor compare
-// equal: the client appends "/" before the path, so a trailing slash
-// makes no difference.
-func AddressKey(a string) string { return strings.TrimRight(strings.TrimSpace(a), "/") }
-
 func validPort(p string) bool {
 	n, err := strconv.Atoi(p)
 	return err == nil && n >= 1 && n <= 65535
@@ -142,23 +136,4 @@ func validAppNameChars(s string) bool {
 		}
 	}
 	return true
-}
-
-// LiveAddresses returns the sorted, de-duplicated addresses of entries for
-// appName seen at or after since: an automatic group's address list, at
-// most MaxAddresses long (the registry refuses more; entries stored before
-// that rule are cut here).
-func LiveAddresses(entries []RegistryEntry, appName string, since int64) []string {
-	var out []string
-	for _, e := range entries {
-		if e.Group == RegistryGroupExecutor && e.Key == appName && e.UpdatedAt >= since {
-			out = append(out, e.Value)
-		}
-	}
-	slices.Sort(out)
-	out = slices.Compact(out)
-	if len(out) > MaxAddresses {
-		out = out[:MaxAddresses]
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/xjobdev/xjob/internal/text"
 	"github.com/xjobdev/xjob/pkg/schedule"
 )
 
@@ -75,7 +76,8 @@ type Job struct {
 	TriggerLastTime int64         `json:"triggerLastTime"`
 	TriggerNextTime int64         `json:"triggerNextTime"`
 
-	// Shard is the scan shard that owns the job: ShardOf(ID, shards).
+	// Shard is the scan shard that owns the job, a function of its ID and
+	// the installation's shard count.
 	Shard    int   `json:"shard"`
 	Version  int64 `json:"version"`
 	Revision int64 `json:"revision"`
@@ -141,7 +143,7 @@ func (j *Job) Validate() error {
 	checkLen(&p, "jobDesc", j.Description, 1, MaxDescriptionLen)
 	checkLen(&p, "author", j.Author, 1, MaxAuthorLen)
 	checkLen(&p, "alarmEmail", j.AlarmEmail, 0, MaxAlarmEmailLen)
-	for _, addr := range SplitList(j.AlarmEmail) {
+	for _, addr := range text.SplitList(j.AlarmEmail) {
 		if _, err := mail.ParseAddress(addr); err != nil {
 			p.add("alarmEmail", "%q is not an e-mail address", addr)
 		}
@@ -241,51 +243,10 @@ func (j *Job) ScheduleChanged(next *Job) bool {
 		j.MisfireStrategy != next.MisfireStrategy
 }
 
-// Slow-lane rule carried over from xxl-job: a job with more than
-// SlowLaneCount dispatches slower than SlowDispatch in the current minute
-// goes to the slow lane.
-const (
-	SlowDispatch  = 500 // ms
-	SlowLaneCount = 10
-)
-
-// Lane picks the dispatch lane for the job at now (Unix ms).
-func (j *Job) Lane(now int64) Lane {
-	if j.SlowMinute == now/60000 && j.SlowCount > SlowLaneCount {
-		return LaneSlow
-	}
-	return LaneFast
-}
-
-// ShardOf maps a job id to one of n scan shards. The id is mixed first
-// (splitmix64's finaliser) so that consecutive ids spread evenly.
-func ShardOf(jobID int64, n int) int {
-	if n <= 1 {
-		return 0
-	}
-	z := uint64(jobID) + 0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	z ^= z >> 31
-	return int(z % uint64(n))
-}
-
-// SplitList splits a comma-separated list (addresses, e-mails, child ids) as
-// xxl-job does, trimming blanks and dropping empty items.
-func SplitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 // ParseChildJobIDs parses xxl-job's comma-separated child_jobid column.
 func ParseChildJobIDs(s string) ([]int64, error) {
 	var ids []int64
-	for _, f := range SplitList(s) {
+	for _, f := range text.SplitList(s) {
 		id, err := strconv.ParseInt(f, 10, 64)
 		if err != nil || id <= 0 {
 			return nil, &ValidationError{Problems: []FieldProblem{{Field: "childJobId", Message: f + " is not a job id"}}}
@@ -302,14 +263,4 @@ func checkLen(p *problems, field, v string, minLen, maxLen int) {
 	case n > maxLen:
 		p.add(field, "is %d characters, at most %d allowed", n, maxLen)
 	}
-}
-
-// Lease is a time-bounded claim on a named resource (a scan shard). Token is
-// a fencing token: it grows every time the lease changes hands, so a holder
-// that was taken over can be told apart from the current one.
-type Lease struct {
-	Name      string `json:"name"`
-	Owner     string `json:"owner"`
-	Token     int64  `json:"token"`
-	ExpiresAt int64  `json:"expiresAt"`
 }

@@ -105,18 +105,3 @@ func (d *ReportDay) Add(o ReportDay) {
 func (d ReportDay) Empty() bool {
 	return d.RunningCount == 0 && d.SucCount == 0 && d.FailCount == 0
 }
-
-// Truncate cuts s to at most n bytes (on a rune boundary) and marks the cut,
-// as xxl-job cuts handle messages.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !runeStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
-
-func runeStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
+	"github.com/xjobdev/xjob/internal/text"
 )
 
 func validJob() xjob.Job {
@@ -94,16 +96,16 @@ func TestGroupValidate(t *testing.T) {
 
 func TestOccurrenceID(t *testing.T) {
 	t.Parallel()
-	cron := xjob.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: 1700000000000}
-	misfire := xjob.Occurrence{JobID: 7, Type: xjob.TriggerMisfire, FireTime: 1700000000000}
+	cron := fire.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: 1700000000000}
+	misfire := fire.Occurrence{JobID: 7, Type: xjob.TriggerMisfire, FireTime: 1700000000000}
 	if cron.ID(0) != misfire.ID(0) {
 		t.Errorf("a fire classified CRON by one scanner and MISFIRE by another must share an id: %s vs %s", cron.ID(0), misfire.ID(0))
 	}
 	if cron.ID(0) == cron.ID(1) {
 		t.Error("broadcast shards must have distinct ids")
 	}
-	retry := xjob.Occurrence{JobID: 7, Type: xjob.TriggerRetry, Ref: "42"}
-	parent := xjob.Occurrence{JobID: 7, Type: xjob.TriggerParent, Ref: "42"}
+	retry := fire.Occurrence{JobID: 7, Type: xjob.TriggerRetry, Ref: "42"}
+	parent := fire.Occurrence{JobID: 7, Type: xjob.TriggerParent, Ref: "42"}
 	if retry.ID(0) == parent.ID(0) {
 		t.Error("a retry and a child trigger of the same parent log must differ")
 	}
@@ -115,24 +117,24 @@ func TestOccurrenceID(t *testing.T) {
 func TestSuperseded(t *testing.T) {
 	t.Parallel()
 	job := &xjob.Job{ID: 7, Revision: 3}
-	occ := func(typ xjob.TriggerType) xjob.Occurrence {
-		return xjob.Occurrence{JobID: 7, Type: typ, FireTime: 1_700_000_000_000, Ref: "r"}
+	occ := func(typ xjob.TriggerType) fire.Occurrence {
+		return fire.Occurrence{JobID: 7, Type: typ, FireTime: 1_700_000_000_000, Ref: "r"}
 	}
 	tests := []struct {
 		name    string
 		job     *xjob.Job
-		occ     xjob.Occurrence
+		occ     fire.Occurrence
 		planned int64
 		want    string
 	}{
 		{"cron, same revision", job, occ(xjob.TriggerCron), 3, ""},
 		{"misfire, same revision", job, occ(xjob.TriggerMisfire), 3, ""},
-		{"cron, job edited since", job, occ(xjob.TriggerCron), 2, xjob.ReasonJobRevised},
-		{"misfire, job stopped since", job, occ(xjob.TriggerMisfire), 2, xjob.ReasonJobRevised},
-		{"cron, planned under a later revision", job, occ(xjob.TriggerCron), 4, xjob.ReasonJobRevised},
+		{"cron, job edited since", job, occ(xjob.TriggerCron), 2, fire.ReasonJobRevised},
+		{"misfire, job stopped since", job, occ(xjob.TriggerMisfire), 2, fire.ReasonJobRevised},
+		{"cron, planned under a later revision", job, occ(xjob.TriggerCron), 4, fire.ReasonJobRevised},
 		{"cron, no revision recorded", job, occ(xjob.TriggerCron), 0, ""},
-		{"cron, job deleted", nil, occ(xjob.TriggerCron), 3, xjob.ReasonJobDeleted},
-		{"manual, job deleted", nil, occ(xjob.TriggerManual), 0, xjob.ReasonJobDeleted},
+		{"cron, job deleted", nil, occ(xjob.TriggerCron), 3, fire.ReasonJobDeleted},
+		{"manual, job deleted", nil, occ(xjob.TriggerManual), 0, fire.ReasonJobDeleted},
 		{"manual, revision differs", job, occ(xjob.TriggerManual), 2, ""},
 		{"api, revision differs", job, occ(xjob.TriggerAPI), 2, ""},
 		{"retry, revision differs", job, occ(xjob.TriggerRetry), 2, ""},
@@ -142,7 +144,7 @@ func TestSuperseded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := xjob.Superseded(tt.job, tt.occ, tt.planned); got != tt.want {
+			if got := fire.Superseded(tt.job, tt.occ, tt.planned); got != tt.want {
 				t.Fatalf("Superseded = %q, want %q", got, tt.want)
 			}
 		})
@@ -154,7 +156,7 @@ func TestShardOfSpreads(t *testing.T) {
 	const n, jobs = 16, 16000
 	counts := make([]int, n)
 	for id := int64(1); id <= jobs; id++ {
-		s := xjob.ShardOf(id, n)
+		s := fire.ShardOf(id, n)
 		if s < 0 || s >= n {
 			t.Fatalf("ShardOf(%d) = %d out of range", id, s)
 		}
@@ -189,10 +191,10 @@ func TestLogStates(t *testing.T) {
 
 func TestTruncate(t *testing.T) {
 	t.Parallel()
-	if got := xjob.Truncate("héllo", 2); got != "h..." {
+	if got := text.Truncate("héllo", 2); got != "h..." {
 		t.Errorf("Truncate on a rune boundary = %q", got)
 	}
-	if got := xjob.Truncate("abc", 3); got != "abc" {
+	if got := text.Truncate("abc", 3); got != "abc" {
 		t.Errorf("Truncate short = %q", got)
 	}
 }

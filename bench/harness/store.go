@@ -14,6 +14,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/internal/fire"
 )
 
 // openSQL opens the xjob file directly (modernc "sqlite" driver, registered
@@ -238,7 +239,7 @@ func Seed(ctx context.Context, s SeedSpec) ([]int64, error) {
 	}
 	for i := range int64(s.Idle) {
 		id := base + i
-		if _, err := stmt.ExecContext(ctx, id, xjob.ShardOf(id, s.Shards), g.ID, next, now, now); err != nil {
+		if _, err := stmt.ExecContext(ctx, id, fire.ShardOf(id, s.Shards), g.ID, next, now, now); err != nil {
 			return nil, fmt.Errorf("seed idle: %w", err)
 		}
 	}

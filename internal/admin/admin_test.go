@@ -24,6 +24,7 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/pkg/clock"
@@ -156,13 +157,13 @@ func (e *env) jobCount() int {
 }
 
 // queued drains the fast lane.
-func (e *env) queued() []xjob.DispatchTask {
+func (e *env) queued() []fire.DispatchTask {
 	e.t.Helper()
-	ds, err := e.db.Dispatch(xjob.LaneFast).Receive(e.ctx, driver.ReceiveParams{Max: 100, Visibility: time.Hour})
+	ds, err := e.db.Dispatch(fire.LaneFast).Receive(e.ctx, driver.ReceiveParams{Max: 100, Visibility: time.Hour})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	out := make([]xjob.DispatchTask, len(ds))
+	out := make([]fire.DispatchTask, len(ds))
 	for i, d := range ds {
 		out[i] = d.Msg
 	}
@@ -174,7 +175,7 @@ func (e *env) queued() []xjob.DispatchTask {
 func (e *env) runningLog(j xjob.Job, triggerCode int) xjob.Log {
 	e.t.Helper()
 	l, err := e.db.LogCreate(e.ctx, xjob.Log{
-		OccurrenceID: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: strconv.FormatInt(time.Now().UnixNano(), 10)}.ID(0),
+		OccurrenceID: fire.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: strconv.FormatInt(time.Now().UnixNano(), 10)}.ID(0),
 		JobID:        j.ID, GroupID: j.GroupID, TriggerType: xjob.TriggerManual, TriggerTime: clock.Millis(e.clk),
 		ExecutorFailRetryCount: j.FailRetryCount,
 	})
@@ -530,7 +531,7 @@ func TestTriggerJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOcc := xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: "req1"}
+	wantOcc := fire.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: "req1"}
 	if res.JobID != j.ID || res.OccurrenceID != wantOcc.ID(0) {
 		t.Fatalf("result %+v, want occurrence %s", res, wantOcc.ID(0))
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -105,7 +106,7 @@ func (s *Service) OnlineExecutors(ctx context.Context, appNames []string) (int, 
 	seen := map[[2]string]bool{}
 	for _, e := range entries {
 		if e.Group == xjob.RegistryGroupExecutor && want[e.Key] && e.UpdatedAt >= since {
-			seen[[2]string{e.Key, xjob.AddressKey(e.Value)}] = true
+			seen[[2]string{e.Key, egress.AddressKey(e.Value)}] = true
 		}
 	}
 	return len(seen), nil

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/egress"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/schedule"
 )
@@ -567,8 +569,8 @@ func (s *Service) TriggerJob(ctx context.Context, p TriggerParams) (TriggerResul
 	if len(p.AddressList) > xjob.MaxAddresses {
 		return TriggerResult{}, invalid("addressList", "at most %d addresses", xjob.MaxAddresses)
 	}
-	task := xjob.DispatchTask{
-		Occurrence:  xjob.Occurrence{JobID: p.JobID, Type: xjob.TriggerManual, Ref: s.cfg.NewRequestID()},
+	task := fire.DispatchTask{
+		Occurrence:  fire.Occurrence{JobID: p.JobID, Type: xjob.TriggerManual, Ref: s.cfg.NewRequestID()},
 		Param:       p.Param,
 		AddressList: p.AddressList,
 		EnqueuedAt:  s.now(),
@@ -585,7 +587,7 @@ func (s *Service) TriggerJob(ctx context.Context, p TriggerParams) (TriggerResul
 			return TriggerResult{}, err
 		}
 	}
-	err = s.cfg.Queues.Dispatch(xjob.LaneFast).Send(ctx, []driver.Outgoing[xjob.DispatchTask]{{Msg: task}})
+	err = s.cfg.Queues.Dispatch(fire.LaneFast).Send(ctx, []driver.Outgoing[fire.DispatchTask]{{Msg: task}})
 	if err != nil {
 		return TriggerResult{}, fmt.Errorf("admin job trigger %d: %w", p.JobID, err)
 	}
@@ -602,18 +604,18 @@ func (s *Service) checkOverride(ctx context.Context, j xjob.Job, addrs []string)
 	}
 	known := map[string]bool{}
 	for _, a := range g.AddressList {
-		known[xjob.AddressKey(a)] = true
+		known[egress.AddressKey(a)] = true
 	}
 	live, err := s.liveExecutors(ctx, g.AppName)
 	if err != nil {
 		return err
 	}
 	for _, e := range live {
-		known[xjob.AddressKey(e.Address)] = true
+		known[egress.AddressKey(e.Address)] = true
 	}
 	var problems []xjob.FieldProblem
 	for _, a := range addrs {
-		if !known[xjob.AddressKey(a)] {
+		if !known[egress.AddressKey(a)] {
 			problems = append(problems, xjob.FieldProblem{Field: "addressList", Message: fmt.Sprintf(
 				"%s is not an address of group %s (neither in its list nor a live registered executor); "+
 					"overrides to other hosts need the server's allow-any-trigger-address setting", a, g.AppName)})

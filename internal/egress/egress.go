@@ -217,3 +217,8 @@ func ParsePrefixes(s string) ([]netip.Prefix, error) {
 func (p Policy) Dialer(timeout time.Duration) *net.Dialer {
 	return &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: p.Control}
 }
+
+// AddressKey is the form in which two addresses of one executor compare
+// equal: the client appends "/" before the path, so a trailing slash
+// makes no difference.
+func AddressKey(a string) string { return strings.TrimRight(strings.TrimSpace(a), "/") }

@@ -52,6 +52,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/text"
 )
 
 // GroupRow is one row of xxl_job_group.
@@ -179,7 +180,7 @@ func Map(rows Rows, opt Options) (Result, error) {
 		g := xjob.GroupSpec{ID: r.ID, AppName: strings.TrimSpace(r.AppName), Title: r.Title,
 			AddressType: xjob.AddressType(r.AddressType)}
 		if g.AddressType == xjob.AddressManual {
-			g.AddressList = xjob.SplitList(r.AddressList)
+			g.AddressList = text.SplitList(r.AddressList)
 		}
 		check := xjob.Group{AppName: g.AppName, Title: g.Title, AddressType: g.AddressType, AddressList: g.AddressList}
 		if err := check.Validate(); err != nil {
@@ -350,7 +351,7 @@ func mapJob(r JobRow, app map[int64]string, opt Options, note func(string, ...an
 		note("job %d: not imported: schedule type FIX_DELAY is not supported (xxl-job never shipped it)", r.ID)
 		return xjob.JobSpec{}, false
 	}
-	for _, c := range xjob.SplitList(r.ChildJobID) {
+	for _, c := range text.SplitList(r.ChildJobID) {
 		if _, err := strconv.ParseInt(c, 10, 64); err != nil {
 			note("job %d: child job %q dropped: not an id", r.ID, c)
 			continue
@@ -451,7 +452,7 @@ func Read(ctx context.Context, db *sql.DB) (Rows, error) {
 			if err := s.Scan(&u.Username, &u.Password, &u.Role, &perm); err != nil {
 				return err
 			}
-			for _, p := range xjob.SplitList(perm) {
+			for _, p := range text.SplitList(perm) {
 				if id, err := strconv.ParseInt(p, 10, 64); err == nil {
 					u.Permission = append(u.Permission, id)
 				}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/text"
 )
 
 // maxReplyBytes bounds how much of a reply is read, so that a misbehaving
@@ -218,7 +219,7 @@ func decodeError(status int, data []byte) *APIError {
 		e.Message, e.Problems = eb.Error, eb.Problems
 		return e
 	}
-	e.Message = xjob.Truncate(strings.Join(strings.Fields(string(data)), " "), 200)
+	e.Message = text.Truncate(strings.Join(strings.Fields(string(data)), " "), 200)
 	return e
 }
 

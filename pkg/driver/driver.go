@@ -3,9 +3,19 @@
 // the ring and dispatch queues, the executor client and the alarmer — in the
 // domain's words, with no SQL or AWS types in any signature.
 //
-// Every backend (sqlitestore for local mode; dynamostore and sqsqueue on
-// AWS) implements these interfaces and passes the contract suites in
-// package drivertest, which is what keeps the backends interchangeable.
+// Who implements it: xjob's own backends (sqlitestore for local mode,
+// pgstore and mysqlstore for a cluster, dynamostore and sqsqueue on AWS),
+// and anyone who wants xjob on another database. A backend passes the
+// contract suites in package drivertest, which is what keeps the backends
+// interchangeable; run them from the backend's tests (see the example in
+// drivertest).
+//
+// What may change: the ports grow with the scheduler. A release may add a
+// method to an interface, a field to a params struct or a new port, and the
+// queue messages (Queues carries internal types) may change with any
+// release. A field's meaning or an error contract does not change
+// silently: the contract suites change with it, so a backend outside this
+// module that runs them against each xjob release learns of it there.
 //
 // Conventions: ctx first; one params struct per method where there is more
 // than one argument; missing records are xjob.ErrNotFound, lost conditional
@@ -18,6 +28,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
@@ -37,8 +48,8 @@ type Store interface {
 
 // Queues are a backend's durable queues: the ring and the two dispatch lanes.
 type Queues interface {
-	Ring() Queue[xjob.RingBucket]
-	Dispatch(lane xjob.Lane) Queue[xjob.DispatchTask]
+	Ring() Queue[fire.RingBucket]
+	Dispatch(lane fire.Lane) Queue[fire.DispatchTask]
 }
 
 // JobStore keeps jobs. Jobs are read by scan through the due index on
@@ -519,18 +530,28 @@ type LeaseStore interface {
 	// LeaseAcquire takes the named lease for Owner if it is free, expired,
 	// or already Owner's; the token grows whenever the owner changes or
 	// the lease was free. xjob.ErrLeaseHeld otherwise.
-	LeaseAcquire(ctx context.Context, p LeaseAcquireParams) (xjob.Lease, error)
+	LeaseAcquire(ctx context.Context, p LeaseAcquireParams) (Lease, error)
 	// LeaseRenew extends a lease still held with the same owner and token;
 	// xjob.ErrLeaseLost if it was taken over or released.
-	LeaseRenew(ctx context.Context, p LeaseRenewParams) (xjob.Lease, error)
+	LeaseRenew(ctx context.Context, p LeaseRenewParams) (Lease, error)
 	// LeaseRelease gives the lease up (keeping its token, so tokens stay
 	// monotonic); releasing a lease one no longer holds is xjob.ErrLeaseLost.
-	LeaseRelease(ctx context.Context, l xjob.Lease) error
+	LeaseRelease(ctx context.Context, l Lease) error
 	// LeaseGet returns the lease's current state or xjob.ErrNotFound.
-	LeaseGet(ctx context.Context, name string) (xjob.Lease, error)
+	LeaseGet(ctx context.Context, name string) (Lease, error)
 }
 
 // LeaseAcquireParams is the input of LeaseStore.LeaseAcquire.
+// Lease is a time-bounded claim on a named resource (a scan shard). Token is
+// a fencing token: it grows every time the lease changes hands, so a holder
+// that was taken over can be told apart from the current one.
+type Lease struct {
+	Name      string `json:"name"`
+	Owner     string `json:"owner"`
+	Token     int64  `json:"token"`
+	ExpiresAt int64  `json:"expiresAt"`
+}
+
 type LeaseAcquireParams struct {
 	Name  string
 	Owner string
@@ -547,7 +568,7 @@ type LeaseAcquireParams struct {
 
 // LeaseRenewParams is the input of LeaseStore.LeaseRenew.
 type LeaseRenewParams struct {
-	Lease xjob.Lease
+	Lease Lease
 	Now   int64
 	TTL   time.Duration
 }
@@ -651,7 +672,7 @@ type Queue[T any] interface {
 	Send(ctx context.Context, msgs []Outgoing[T]) error
 	// Receive returns up to Max visible messages, hiding them for
 	// Visibility; with Wait > 0 it waits that long for one to appear. A
-	// message this code cannot decode (a newer version's: xjob.VersionError,
+	// message this code cannot decode (a newer version's: fire.VersionError,
 	// or corrupt) is never deleted unread and never holds back the others:
 	// a backend leaves it hidden to be tried again later and returns the
 	// rest.

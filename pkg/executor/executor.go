@@ -11,11 +11,11 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/exechttp"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
@@ -396,10 +396,10 @@ func decode(body []byte, v any) error {
 
 // ServeHTTP serves the executor protocol: HTTP 200 with a ReturnT JSON
 // body and xxl-job's Content-Type, 413 for a body over 5 MiB, 403 for a
-// request a browser sent on another site's behalf (see CrossSite).
+// request a browser sent on another site's behalf (see exechttp.CrossSite).
 func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if CrossSite(r) {
+	if exechttp.CrossSite(r) {
 		http.Error(w, "cross-site request refused", http.StatusForbidden)
 		return
 	}
@@ -410,60 +410,17 @@ func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
-		WriteReturnT(w, protocol.Fail("request error: read body: "+err.Error()))
+		exechttp.WriteReturnT(w, protocol.Fail("request error: read body: "+err.Error()))
 		return
 	}
-	WriteReturnT(w, e.Serve(r.Context(), Request{
+	exechttp.WriteReturnT(w, e.Serve(r.Context(), Request{
 		Method: r.Method, URI: r.RequestURI, Token: r.Header.Get(protocol.AccessTokenHeader), Body: body,
 	}))
-}
-
-// CrossSite reports a request that a browser sent: admins (xxl-job's Java
-// client, xjob's) never send Origin or Sec-Fetch-* headers, and always send
-// JSON. A web page can make a browser POST text/plain, a form or multipart
-// to any address without a preflight, so those content types are refused
-// too: they are how a page the operator visits reaches an executor on the
-// internal network.
-func CrossSite(r *http.Request) bool { return CrossSiteHeaders(r.Header.Get) }
-
-// CrossSiteHeaders is CrossSite over a header lookup (get returns "" for
-// a missing header), for requests that are not an *http.Request (a Lambda
-// function URL event).
-func CrossSiteHeaders(get func(name string) string) bool {
-	if get("Origin") != "" || get("Sec-Fetch-Site") != "" || get("Sec-Fetch-Mode") != "" {
-		return true
-	}
-	ct := strings.ToLower(strings.TrimSpace(get("Content-Type")))
-	for _, simple := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data"} {
-		if strings.HasPrefix(ct, simple) {
-			return true
-		}
-	}
-	return false
 }
 
 // weakToken reports a token shorter than 16 characters or xxl-job's
 // published default (the key of its executor RCEs).
 func weakToken(tok string) bool { return len(tok) < 16 || tok == "default_token" }
-
-// ContentType is what xxl-job's executor sends with every reply.
-const ContentType = "text/html;charset=UTF-8"
-
-// EncodeReturnT is the reply body for rt: {"code":200} for a plain success.
-func EncodeReturnT(rt protocol.ReturnT) []byte {
-	b, err := json.Marshal(rt)
-	if err != nil { // only a malformed Content could cause this
-		b, _ = json.Marshal(protocol.Fail("encode reply: " + err.Error()))
-	}
-	return b
-}
-
-// WriteReturnT writes rt as an xxl-job executor reply.
-func WriteReturnT(w http.ResponseWriter, rt protocol.ReturnT) {
-	w.Header().Set("Content-Type", ContentType)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(EncodeReturnT(rt))
-}
 
 // resolve finds the handler for a trigger, or the failure reply.
 func (e *Executor) resolve(tp *protocol.TriggerParam) (*handlerEntry, *protocol.ReturnT) {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -182,7 +183,7 @@ func (db *DB) resolveChanges(ctx context.Context, cs driver.ChangeSet) (stagedSe
 		if j.ChildJobIDs, err = driver.ResolveRefs(j.ChildJobIDs, res.JobIDs); err != nil {
 			return set, res, err
 		}
-		j.Shard = xjob.ShardOf(j.ID, db.opts.Shards)
+		j.Shard = fire.ShardOf(j.ID, db.opts.Shards)
 		j.Version, j.Revision, j.SlowMinute, j.SlowCount = 1, 1, 0, 0
 		set.JobInserts = append(set.JobInserts, stagedJob{Job: j, Applied: j.Applied})
 	}

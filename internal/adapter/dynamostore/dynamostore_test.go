@@ -15,6 +15,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/clock"
 
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/driver/drivertest"
@@ -200,27 +201,27 @@ func TestLogsRunningWatermark(t *testing.T) {
 func TestLogPageWideSpan(t *testing.T) {
 	t.Parallel()
 	db, ctx := setup(t, dynamostore.Options{}), t.Context()
-	const fire = 1_795_000_000_000
-	late := int64(fire + 10*60_000)
+	const fireAt = 1_795_000_000_000
+	late := int64(fireAt + 10*60_000)
 	// Two jobs of one shard among 16 share a page of the same fire second.
 	other := int64(2)
-	for xjob.ShardOf(other, 16) != xjob.ShardOf(1, 16) {
+	for fire.ShardOf(other, 16) != fire.ShardOf(1, 16) {
 		other++
 	}
 	a, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: "j1/t1795000000000/s0", JobID: 1, GroupID: 2,
-		TriggerType: xjob.TriggerCron, ScheduledTime: fire, TriggerTime: fire})
+		TriggerType: xjob.TriggerCron, ScheduledTime: fireAt, TriggerTime: fireAt})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: fmt.Sprintf("j%d/t1795000000000/s0", other), JobID: other, GroupID: 2,
-		TriggerType: xjob.TriggerCron, ScheduledTime: fire, TriggerTime: late})
+		TriggerType: xjob.TriggerCron, ScheduledTime: fireAt, TriggerTime: late})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.ID>>22 != b.ID>>22 || a.ID&15 != b.ID&15 {
 		t.Fatalf("logs %d and %d are not in one page", a.ID, b.ID)
 	}
-	page, err := db.LogList(ctx, driver.LogListParams{To: fire + 1000})
+	page, err := db.LogList(ctx, driver.LogListParams{To: fireAt + 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestLogPageWideSpan(t *testing.T) {
 	if len(page.Logs) != 1 || page.Logs[0].ID != b.ID {
 		t.Fatalf("list of job %d: %+v, want log %d", other, page.Logs, b.ID)
 	}
-	n, err := db.LogDeleteBefore(ctx, fire+1000, 100)
+	n, err := db.LogDeleteBefore(ctx, fireAt+1000, 100)
 	if err != nil || n != 1 {
 		t.Fatalf("delete before fire+1s: %d, %v; want 1", n, err)
 	}

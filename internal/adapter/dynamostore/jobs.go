@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -125,7 +126,7 @@ func (db *DB) JobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
 	if err != nil {
 		return xjob.Job{}, fmt.Errorf("dynamo job insert: %w", err)
 	}
-	job.ID, job.Shard = id, xjob.ShardOf(id, db.opts.Shards)
+	job.ID, job.Shard = id, fire.ShardOf(id, db.opts.Shards)
 	job.Version, job.Revision, job.SlowMinute, job.SlowCount = 1, 1, 0, 0
 	it := jobFields(job)
 	it[AttrID], it[AttrShard], it["version"], it["createdAt"] = n(job.ID), n(int64(job.Shard)), n(1), n(job.CreatedAt)

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 )
 
 // Log ids name the page a log lives in (see doc.go, "Log pages"):
@@ -13,7 +13,7 @@ import (
 //	id = second << 22 | k << 4 | part
 //
 // second (31 bits) is the occurrence's fire second since logIDEpoch, part
-// (4 bits) is the job's shard among 16 (xjob.ShardOf(job, 16)) and k (18
+// (4 bits) is the job's shard among 16 (fire.ShardOf(job, 16)) and k (18
 // bits) tells the logs of one page apart. The page is (second, part): with
 // 16 scan shards, or any divisor of 16 (ShardOf(job, n) is the same hash
 // mod n), one ring bucket — one scan shard's fires of one second — fills
@@ -53,7 +53,7 @@ func logIDHash(occurrenceID string) uint64 {
 // one page below 2^22 jobs), so the logs of one page rarely need the next
 // free k.
 func logPlace(hash func(string) uint64, occurrenceID string, jobID int64) (page, k int64) {
-	part := int64(xjob.ShardOf(jobID, logParts))
+	part := int64(fire.ShardOf(jobID, logParts))
 	h := hash(occurrenceID)
 	sec := int64(h>>logKBits)&(logHashedSecond-1) | logHashedSecond
 	k = int64(h) & logKMask

@@ -5,20 +5,21 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 )
 
 func TestLogIDLayout(t *testing.T) {
 	t.Parallel()
-	const fire = 1_795_000_000_123 // 2026-11, in ms
+	const fireAt = 1_795_000_000_123 // 2026-11, in ms
 	tests := []struct {
 		name, occ string
 		job       int64
 		second    int64 // the page's second, -1: from the hash
 	}{
-		{"scheduled", xjob.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: fire}.ID(0), 7, fire/1000 - logIDEpoch},
-		{"misfire names the same fire", xjob.Occurrence{JobID: 7, Type: xjob.TriggerMisfire, FireTime: fire}.ID(0), 7, fire/1000 - logIDEpoch},
-		{"broadcast shard", xjob.Occurrence{JobID: 23, Type: xjob.TriggerCron, FireTime: fire}.ID(5), 23, fire/1000 - logIDEpoch},
-		{"manual", xjob.Occurrence{JobID: 7, Type: xjob.TriggerManual, Ref: "abc"}.ID(0), 7, -1},
+		{"scheduled", fire.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: fireAt}.ID(0), 7, fireAt/1000 - logIDEpoch},
+		{"misfire names the same fire", fire.Occurrence{JobID: 7, Type: xjob.TriggerMisfire, FireTime: fireAt}.ID(0), 7, fireAt/1000 - logIDEpoch},
+		{"broadcast shard", fire.Occurrence{JobID: 23, Type: xjob.TriggerCron, FireTime: fireAt}.ID(5), 23, fireAt/1000 - logIDEpoch},
+		{"manual", fire.Occurrence{JobID: 7, Type: xjob.TriggerManual, Ref: "abc"}.ID(0), 7, -1},
 		{"before the epoch", "j7/t5/s0", 7, -1},
 		{"not a number", "j7/tx/s0", 7, -1},
 		{"free form", "occ-1", 1, -1},
@@ -30,8 +31,8 @@ func TestLogIDLayout(t *testing.T) {
 			if p2, k2 := logPlace(logIDHash, tt.occ, tt.job); p2 != page || k2 != k {
 				t.Fatalf("placed at %d/%d then %d/%d", page, k, p2, k2)
 			}
-			if got := page & (logParts - 1); got != int64(xjob.ShardOf(tt.job, logParts)) {
-				t.Fatalf("page part %d, want the job's shard among 16, %d", got, xjob.ShardOf(tt.job, logParts))
+			if got := page & (logParts - 1); got != int64(fire.ShardOf(tt.job, logParts)) {
+				t.Fatalf("page part %d, want the job's shard among 16, %d", got, fire.ShardOf(tt.job, logParts))
 			}
 			if tt.second >= 0 && page>>logPartBits != tt.second {
 				t.Fatalf("page second %d, want %d", page>>logPartBits, tt.second)
@@ -54,12 +55,12 @@ func TestLogIDLayout(t *testing.T) {
 	// pages of one shard's bucket are that shard's alone.
 	seen := map[int64]int64{}
 	for job := int64(0); job < 4096; job++ {
-		page, k := logPlace(logIDHash, xjob.Occurrence{JobID: job, Type: xjob.TriggerCron, FireTime: fire}.ID(0), job)
+		page, k := logPlace(logIDHash, fire.Occurrence{JobID: job, Type: xjob.TriggerCron, FireTime: fireAt}.ID(0), job)
 		if other, ok := seen[logIDOf(page, k)]; ok {
 			t.Fatalf("jobs %d and %d prefer one id", other, job)
 		}
-		if int(page&(logParts-1))%4 != xjob.ShardOf(job, 4) {
-			t.Fatalf("job %d of shard %d (of 4) lands in part %d", job, xjob.ShardOf(job, 4), page&(logParts-1))
+		if int(page&(logParts-1))%4 != fire.ShardOf(job, 4) {
+			t.Fatalf("job %d of shard %d (of 4) lands in part %d", job, fire.ShardOf(job, 4), page&(logParts-1))
 		}
 		seen[logIDOf(page, k)] = job
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/text"
 )
 
 // A log page holds every log of one (fire second, job's shard among 16): one item
@@ -131,11 +132,11 @@ func fitPage(logs []xjob.Log) ([]byte, error) {
 	body, err := encodeLogs(logs)
 	cut := func(limit int, params bool) {
 		for i := range logs {
-			logs[i].TriggerMsg = xjob.Truncate(logs[i].TriggerMsg, limit)
-			logs[i].HandleMsg = xjob.Truncate(logs[i].HandleMsg, limit)
+			logs[i].TriggerMsg = text.Truncate(logs[i].TriggerMsg, limit)
+			logs[i].HandleMsg = text.Truncate(logs[i].HandleMsg, limit)
 			if params {
-				logs[i].ExecutorParam = xjob.Truncate(logs[i].ExecutorParam, limit)
-				logs[i].ExecutorShardingParam = xjob.Truncate(logs[i].ExecutorShardingParam, limit)
+				logs[i].ExecutorParam = text.Truncate(logs[i].ExecutorParam, limit)
+				logs[i].ExecutorShardingParam = text.Truncate(logs[i].ExecutorShardingParam, limit)
 			}
 		}
 	}

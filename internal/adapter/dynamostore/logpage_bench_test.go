@@ -5,23 +5,24 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 )
 
 // realisticPage is a W1-like page: n finished cron logs of different jobs
 // with dispatch's English trigger message.
 func realisticPage(n int) []xjob.Log {
-	const fire = 1_795_000_000_000
+	const fireAt = 1_795_000_000_000
 	logs := make([]xjob.Log, n)
 	for i := range logs {
 		job := int64(16*i + 3)
-		logs[i] = xjob.Log{ID: int64(i + 1), OccurrenceID: xjob.Occurrence{JobID: job, Type: xjob.TriggerCron, FireTime: fire}.ID(0),
-			JobID: job, GroupID: 1, TriggerType: xjob.TriggerCron, ScheduledTime: fire, TriggerTime: fire + int64(i%40),
+		logs[i] = xjob.Log{ID: int64(i + 1), OccurrenceID: fire.Occurrence{JobID: job, Type: xjob.TriggerCron, FireTime: fireAt}.ID(0),
+			JobID: job, GroupID: 1, TriggerType: xjob.TriggerCron, ScheduledTime: fireAt, TriggerTime: fireAt + int64(i%40),
 			TriggerCode: 200, ExecutorAddress: "http://10.0.3.17:9999/", ExecutorHandler: fmt.Sprintf("demoJobHandler%d", i%7),
 			TriggerMsg: "Trigger type: CRON<br>Executor registry type: automatic<br>Executor address list: http://10.0.3.17:9999/<br>" +
 				"Route strategy: FIRST<br>Block strategy: SERIAL_EXECUTION<br>Timeout: 0<br>Fail retry count: 0<br><br>" +
 				"<span style=\"color:#00c0ef;\" > >>>>>>>>>>>Trigger<<<<<<<<<<< </span><br>Trigger result: success<br>" +
 				"address: http://10.0.3.17:9999/<br>code: 200<br>msg: ",
-			HandleTime: fire + 80 + int64(i%13), HandleCode: 200, ClaimUntil: fire + 30_000, Version: 3}
+			HandleTime: fireAt + 80 + int64(i%13), HandleCode: 200, ClaimUntil: fireAt + 30_000, Version: 3}
 	}
 	return logs
 }

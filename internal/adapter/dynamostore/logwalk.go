@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -263,7 +264,7 @@ func (db *DB) LogList(ctx context.Context, p driver.LogListParams) (driver.LogPa
 	}
 	parts := allLogParts()
 	if p.JobID != 0 {
-		parts = []int64{int64(xjob.ShardOf(p.JobID, logParts))}
+		parts = []int64{int64(fire.ShardOf(p.JobID, logParts))}
 	}
 	keep := func(l xjob.Log) bool {
 		return (p.JobID == 0 || l.JobID == p.JobID) && (p.GroupID == 0 || l.GroupID == p.GroupID) &&

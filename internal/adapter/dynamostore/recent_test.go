@@ -10,6 +10,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -49,7 +50,7 @@ func TestRecentPageSavesTheRead(t *testing.T) {
 	const sched = 1_795_000_000_000
 	create := func(db *dynamostore.DB, job int64) xjob.Log {
 		t.Helper()
-		res, err := db.LogCreateMany(ctx, []xjob.Log{{OccurrenceID: xjob.Occurrence{JobID: job, FireTime: sched}.ID(16), JobID: job, GroupID: 1,
+		res, err := db.LogCreateMany(ctx, []xjob.Log{{OccurrenceID: fire.Occurrence{JobID: job, FireTime: sched}.ID(16), JobID: job, GroupID: 1,
 			TriggerType: xjob.TriggerCron, ScheduledTime: sched, TriggerTime: sched, ClaimUntil: sched + 30_000}})
 		if err != nil || res[0].Err != nil {
 			t.Fatalf("create: %v %v", err, res)

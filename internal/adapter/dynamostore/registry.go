@@ -136,9 +136,9 @@ func (db *DB) RegistryDeleteBefore(ctx context.Context, before int64) (int, erro
 // is written as AttrPurgeAt, the leases table's TTL attribute; a lease
 // acquired without one keeps its item for good (shard leases: the token
 // must keep growing).
-func (db *DB) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (xjob.Lease, error) {
+func (db *DB) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (driver.Lease, error) {
 	if p.Owner == "" {
-		return xjob.Lease{}, &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "owner", Message: "is required"}}}
+		return driver.Lease{}, &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "owner", Message: "is required"}}}
 	}
 	key := item{AttrName: s(p.Name)}
 	expires := p.Now + p.TTL.Milliseconds()
@@ -156,7 +156,7 @@ func (db *DB) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (xj
 		return decodeLease(out.Attributes), nil
 	}
 	if !condFailed(err) {
-		return xjob.Lease{}, fmt.Errorf("dynamo lease acquire %s: %w", p.Name, err)
+		return driver.Lease{}, fmt.Errorf("dynamo lease acquire %s: %w", p.Name, err)
 	}
 
 	var v update
@@ -174,25 +174,25 @@ func (db *DB) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (xj
 		err = xjob.ErrLeaseHeld
 	}
 	if err != nil {
-		return xjob.Lease{}, fmt.Errorf("dynamo lease acquire %s: %w", p.Name, err)
+		return driver.Lease{}, fmt.Errorf("dynamo lease acquire %s: %w", p.Name, err)
 	}
 	return decodeLease(out.Attributes), nil
 }
 
-func decodeLease(it item) xjob.Lease {
-	return xjob.Lease{Name: it.str(AttrName), Owner: it.str("owner"), Token: it.int("token"), ExpiresAt: it.int("expiresAt")}
+func decodeLease(it item) driver.Lease {
+	return driver.Lease{Name: it.str(AttrName), Owner: it.str("owner"), Token: it.int("token"), ExpiresAt: it.int("expiresAt")}
 }
 
 // leaseHeldBy is the condition that l's owner still holds it with l's token.
-func leaseHeldBy(e *expr, l xjob.Lease) string {
+func leaseHeldBy(e *expr, l driver.Lease) string {
 	return e.name("owner") + " = " + e.val(s(l.Owner)) + " AND " + e.name("token") + " = " + e.val(n(l.Token))
 }
 
 // LeaseRenew extends a lease still held with the same owner and token.
-func (db *DB) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) (xjob.Lease, error) {
+func (db *DB) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) (driver.Lease, error) {
 	l := p.Lease
 	if l.Owner == "" {
-		return xjob.Lease{}, fmt.Errorf("dynamo lease renew %s: %w", l.Name, xjob.ErrLeaseLost)
+		return driver.Lease{}, fmt.Errorf("dynamo lease renew %s: %w", l.Name, xjob.ErrLeaseLost)
 	}
 	var u update
 	u.Set("expiresAt", n(p.Now+p.TTL.Milliseconds()))
@@ -204,14 +204,14 @@ func (db *DB) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) (xjob.L
 		err = xjob.ErrLeaseLost
 	}
 	if err != nil {
-		return xjob.Lease{}, fmt.Errorf("dynamo lease renew %s: %w", l.Name, err)
+		return driver.Lease{}, fmt.Errorf("dynamo lease renew %s: %w", l.Name, err)
 	}
 	return decodeLease(out.Attributes), nil
 }
 
 // LeaseRelease frees the lease (the owner attribute is removed), keeping
 // its token.
-func (db *DB) LeaseRelease(ctx context.Context, l xjob.Lease) error {
+func (db *DB) LeaseRelease(ctx context.Context, l driver.Lease) error {
 	if l.Owner == "" {
 		return fmt.Errorf("dynamo lease release %s: %w", l.Name, xjob.ErrLeaseLost)
 	}
@@ -232,10 +232,10 @@ func (db *DB) LeaseRelease(ctx context.Context, l xjob.Lease) error {
 }
 
 // LeaseGet returns the lease's current state (Owner empty when released).
-func (db *DB) LeaseGet(ctx context.Context, name string) (xjob.Lease, error) {
+func (db *DB) LeaseGet(ctx context.Context, name string) (driver.Lease, error) {
 	it, err := db.getItem(ctx, db.t.Leases, item{AttrName: s(name)})
 	if err != nil {
-		return xjob.Lease{}, fmt.Errorf("dynamo lease get %s: %w", name, err)
+		return driver.Lease{}, fmt.Errorf("dynamo lease get %s: %w", name, err)
 	}
 	return decodeLease(it), nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -127,11 +128,11 @@ func BenchmarkQueueSendReceiveAck(b *testing.B) {
 	for _, batch := range []int{1, 10} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			db := setup(b, Options{})
-			q := db.Dispatch(xjob.LaneFast)
+			q := db.Dispatch(fire.LaneFast)
 			ctx := context.Background()
-			msgs := make([]driver.Outgoing[xjob.DispatchTask], batch)
+			msgs := make([]driver.Outgoing[fire.DispatchTask], batch)
 			for i := range msgs {
-				msgs[i].Msg = xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: int64(i + 1), Type: xjob.TriggerCron, FireTime: 1}}
+				msgs[i].Msg = fire.DispatchTask{Occurrence: fire.Occurrence{JobID: int64(i + 1), Type: xjob.TriggerCron, FireTime: 1}}
 			}
 			tokens := make([]string, 0, batch)
 			for b.Loop() {
@@ -187,7 +188,7 @@ func BenchmarkSteadySecond(b *testing.B) {
 				defer func() { <-slots }()
 				logs := make([]xjob.Log, 0, chunk)
 				for j := start; j < min(start+chunk, jobs); j++ {
-					o := xjob.Occurrence{JobID: int64(j + 1), Type: xjob.TriggerCron, FireTime: at}
+					o := fire.Occurrence{JobID: int64(j + 1), Type: xjob.TriggerCron, FireTime: at}
 					logs = append(logs, xjob.Log{OccurrenceID: o.ID(0), JobID: o.JobID, GroupID: 1, TriggerType: o.Type,
 						ScheduledTime: at, TriggerTime: at, ExecutorAddress: "http://127.0.0.1:9999", ExecutorHandler: "demoHandler",
 						ClaimUntil: at + 30_000})

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -103,7 +104,7 @@ func (db *DB) jobInsert(ctx context.Context, job xjob.Job) (xjob.Job, error) {
 	if err != nil {
 		return xjob.Job{}, err
 	}
-	job.Shard = xjob.ShardOf(job.ID, db.opts.Shards)
+	job.Shard = fire.ShardOf(job.ID, db.opts.Shards)
 	if _, err = db.ws.jobSetShard.ExecContext(ctx, job.Shard, job.ID); err != nil {
 		return xjob.Job{}, err
 	}

@@ -13,11 +13,11 @@ import (
 // LeaseAcquire takes the named lease in one upsert: the row is written only
 // if it is free (released), expired, or already the caller's, and the token
 // grows unless the owner stays the same.
-func (db *DB) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (xjob.Lease, error) {
+func (db *DB) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (driver.Lease, error) {
 	if p.Owner == "" {
-		return xjob.Lease{}, &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "owner", Message: "is required"}}}
+		return driver.Lease{}, &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "owner", Message: "is required"}}}
 	}
-	l := xjob.Lease{Name: p.Name, Owner: p.Owner}
+	l := driver.Lease{Name: p.Name, Owner: p.Owner}
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
 		return db.ws.leaseAcquire.QueryRowContext(ctx, p.Name, p.Owner, p.Now+p.TTL.Milliseconds(), p.Now).
 			Scan(&l.Token, &l.ExpiresAt)
@@ -26,16 +26,16 @@ func (db *DB) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (xj
 		err = xjob.ErrLeaseHeld
 	}
 	if err != nil {
-		return xjob.Lease{}, fmt.Errorf("sqlite lease acquire %s: %w", p.Name, err)
+		return driver.Lease{}, fmt.Errorf("sqlite lease acquire %s: %w", p.Name, err)
 	}
 	return l, nil
 }
 
 // LeaseRenew extends a lease still held with the same owner and token.
-func (db *DB) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) (xjob.Lease, error) {
+func (db *DB) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) (driver.Lease, error) {
 	l := p.Lease
 	if l.Owner == "" {
-		return xjob.Lease{}, fmt.Errorf("sqlite lease renew %s: %w", l.Name, xjob.ErrLeaseLost)
+		return driver.Lease{}, fmt.Errorf("sqlite lease renew %s: %w", l.Name, xjob.ErrLeaseLost)
 	}
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
 		return db.ws.leaseRenew.QueryRowContext(ctx, p.Now+p.TTL.Milliseconds(), l.Name, l.Owner, l.Token).
@@ -45,13 +45,13 @@ func (db *DB) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) (xjob.L
 		err = xjob.ErrLeaseLost
 	}
 	if err != nil {
-		return xjob.Lease{}, fmt.Errorf("sqlite lease renew %s: %w", l.Name, err)
+		return driver.Lease{}, fmt.Errorf("sqlite lease renew %s: %w", l.Name, err)
 	}
 	return l, nil
 }
 
 // LeaseRelease frees the lease, keeping its token.
-func (db *DB) LeaseRelease(ctx context.Context, l xjob.Lease) error {
+func (db *DB) LeaseRelease(ctx context.Context, l driver.Lease) error {
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
 		n, err := rowsAffected(db.ws.leaseRelease.ExecContext(ctx, l.Name, l.Owner, l.Token))
 		if err == nil && n == 0 {
@@ -66,11 +66,11 @@ func (db *DB) LeaseRelease(ctx context.Context, l xjob.Lease) error {
 }
 
 // LeaseGet returns the lease's current state (Owner empty when released).
-func (db *DB) LeaseGet(ctx context.Context, name string) (xjob.Lease, error) {
-	l := xjob.Lease{Name: name}
+func (db *DB) LeaseGet(ctx context.Context, name string) (driver.Lease, error) {
+	l := driver.Lease{Name: name}
 	err := db.rs.leaseGet.QueryRowContext(ctx, name).Scan(&l.Owner, &l.Token, &l.ExpiresAt)
 	if err != nil {
-		return xjob.Lease{}, fmt.Errorf("sqlite lease get %s: %w", name, notFound(err))
+		return driver.Lease{}, fmt.Errorf("sqlite lease get %s: %w", name, notFound(err))
 	}
 	return l, nil
 }

@@ -11,22 +11,23 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // Ring returns the ring queue.
-func (db *DB) Ring() driver.Queue[xjob.RingBucket] { return db.ring }
+func (db *DB) Ring() driver.Queue[fire.RingBucket] { return db.ring }
 
 // Dispatch returns one dispatch lane's queue.
-func (db *DB) Dispatch(lane xjob.Lane) driver.Queue[xjob.DispatchTask] {
+func (db *DB) Dispatch(lane fire.Lane) driver.Queue[fire.DispatchTask] {
 	switch lane {
-	case xjob.LaneFast:
+	case fire.LaneFast:
 		return db.fast
-	case xjob.LaneSlow:
+	case fire.LaneSlow:
 		return db.slow
 	}
-	q, _ := db.other.LoadOrStore(lane, newQueue[xjob.DispatchTask](db, "dispatch-"+string(lane)))
-	return q.(*queue[xjob.DispatchTask])
+	q, _ := db.other.LoadOrStore(lane, newQueue[fire.DispatchTask](db, "dispatch-"+string(lane)))
+	return q.(*queue[fire.DispatchTask])
 }
 
 // defaultVisibility hides a received message when the caller names no
@@ -187,7 +188,7 @@ func (q *queue[T]) claim(ctx context.Context, p driver.ReceiveParams) ([]driver.
 
 // SetAside is how long a message this code cannot decode stays hidden
 // before it is tried again. Such a message is a newer version's (written
-// before a downgrade: xjob.VersionError) or corrupt; it is never deleted
+// before a downgrade: fire.VersionError) or corrupt; it is never deleted
 // unread, and never holds back the messages received with it. After an
 // upgrade back to the version that wrote it, it is read within this time.
 const SetAside = time.Hour
@@ -330,7 +331,7 @@ func (db *DB) QueueDepths(ctx context.Context) (map[string]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite queue depths: %w", err)
 	}
-	out := map[string]int64{"ring": 0, string(xjob.LaneFast): 0, string(xjob.LaneSlow): 0}
+	out := map[string]int64{"ring": 0, string(fire.LaneFast): 0, string(fire.LaneSlow): 0}
 	for _, d := range all {
 		out[strings.TrimPrefix(d.queue, "dispatch-")] = d.n
 	}

@@ -39,6 +39,7 @@ import (
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -117,10 +118,10 @@ type DB struct {
 	commits          atomic.Int64 // write transactions run, for benchmarks
 	committed        atomic.Int64 // requests they carried
 
-	ring  *queue[xjob.RingBucket]
-	fast  *queue[xjob.DispatchTask]
-	slow  *queue[xjob.DispatchTask]
-	other sync.Map // lane name → *queue[xjob.DispatchTask] for unknown lanes
+	ring  *queue[fire.RingBucket]
+	fast  *queue[fire.DispatchTask]
+	slow  *queue[fire.DispatchTask]
+	other sync.Map // lane name → *queue[fire.DispatchTask] for unknown lanes
 
 	mu      sync.Mutex
 	signals map[string]chan struct{} // queue name → closed on Send, then replaced
@@ -181,9 +182,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	go db.runWriter()
 	go db.runCheckpointer()
-	db.ring = newQueue[xjob.RingBucket](db, "ring")
-	db.fast = newQueue[xjob.DispatchTask](db, "dispatch-"+string(xjob.LaneFast))
-	db.slow = newQueue[xjob.DispatchTask](db, "dispatch-"+string(xjob.LaneSlow))
+	db.ring = newQueue[fire.RingBucket](db, "ring")
+	db.fast = newQueue[fire.DispatchTask](db, "dispatch-"+string(fire.LaneFast))
+	db.slow = newQueue[fire.DispatchTask](db, "dispatch-"+string(fire.LaneSlow))
 	return db, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/driver/drivertest"
@@ -53,7 +54,7 @@ func TestStoreContract(t *testing.T) {
 
 func TestQueueContract(t *testing.T) {
 	t.Parallel()
-	harness := func(t *testing.T, pick func(*DB) driver.Queue[xjob.RingBucket]) drivertest.QueueHarness {
+	harness := func(t *testing.T, pick func(*DB) driver.Queue[fire.RingBucket]) drivertest.QueueHarness {
 		clk := clock.NewFake(epoch)
 		db := setup(t, Options{Clock: clk})
 		return drivertest.QueueHarness{Queue: pick(db), Now: clk.Now, Advance: clk.Advance,
@@ -62,7 +63,7 @@ func TestQueueContract(t *testing.T) {
 	t.Run("Ring", func(t *testing.T) {
 		t.Parallel()
 		drivertest.ExerciseQueue(t, func(t *testing.T) drivertest.QueueHarness {
-			return harness(t, func(db *DB) driver.Queue[xjob.RingBucket] { return db.Ring() })
+			return harness(t, func(db *DB) driver.Queue[fire.RingBucket] { return db.Ring() })
 		})
 	})
 	// The dispatch lanes share the ring's implementation; run the suite on
@@ -70,7 +71,7 @@ func TestQueueContract(t *testing.T) {
 	t.Run("NamedQueue", func(t *testing.T) {
 		t.Parallel()
 		drivertest.ExerciseQueue(t, func(t *testing.T) drivertest.QueueHarness {
-			return harness(t, func(db *DB) driver.Queue[xjob.RingBucket] { return newQueue[xjob.RingBucket](db, "dispatch-fast") })
+			return harness(t, func(db *DB) driver.Queue[fire.RingBucket] { return newQueue[fire.RingBucket](db, "dispatch-fast") })
 		})
 	})
 }
@@ -79,15 +80,15 @@ func TestDispatchLanesAreSeparate(t *testing.T) {
 	t.Parallel()
 	db := setup(t, Options{Clock: clock.NewFake(epoch)})
 	ctx := t.Context()
-	task := xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: 3, Type: xjob.TriggerCron, FireTime: 42}, Revision: 2}
-	if err := db.Dispatch(xjob.LaneSlow).Send(ctx, []driver.Outgoing[xjob.DispatchTask]{{Msg: task}}); err != nil {
+	task := fire.DispatchTask{Occurrence: fire.Occurrence{JobID: 3, Type: xjob.TriggerCron, FireTime: 42}, Revision: 2}
+	if err := db.Dispatch(fire.LaneSlow).Send(ctx, []driver.Outgoing[fire.DispatchTask]{{Msg: task}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := db.Dispatch(xjob.LaneFast).Receive(ctx, driver.ReceiveParams{Max: 10})
+	got, err := db.Dispatch(fire.LaneFast).Receive(ctx, driver.ReceiveParams{Max: 10})
 	if err != nil || len(got) != 0 {
 		t.Fatalf("fast lane: %v %v", got, err)
 	}
-	got, err = db.Dispatch(xjob.LaneSlow).Receive(ctx, driver.ReceiveParams{Max: 10})
+	got, err = db.Dispatch(fire.LaneSlow).Receive(ctx, driver.ReceiveParams{Max: 10})
 	if err != nil || len(got) != 1 || got[0].Msg.Occurrence != task.Occurrence || got[0].Msg.Revision != 2 {
 		t.Fatalf("slow lane: %+v %v", got, err)
 	}
@@ -216,9 +217,9 @@ func TestQueueTwoHandles(t *testing.T) {
 	clk := clock.NewFake(epoch)
 	a, b := openAt(t, path, Options{Clock: clk}), openAt(t, path, Options{Clock: clk})
 	ctx := t.Context()
-	var outs []driver.Outgoing[xjob.RingBucket]
+	var outs []driver.Outgoing[fire.RingBucket]
 	for i := range 50 {
-		outs = append(outs, driver.Outgoing[xjob.RingBucket]{Msg: xjob.RingBucket{Second: int64(i)}})
+		outs = append(outs, driver.Outgoing[fire.RingBucket]{Msg: fire.RingBucket{Second: int64(i)}})
 	}
 	if err := a.Ring().Send(ctx, outs); err != nil {
 		t.Fatal(err)
@@ -270,7 +271,7 @@ func TestQueueTwoHandles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var again *driver.Delivery[xjob.RingBucket]
+	var again *driver.Delivery[fire.RingBucket]
 	for i := range d2 {
 		if d2[i].Msg.Second == d1[0].Msg.Second {
 			again = &d2[i]
@@ -430,7 +431,7 @@ func TestReleaseClaims(t *testing.T) {
 	defer db.Close()
 	q := db.Ring()
 	later := clk.Now().Add(time.Minute).UnixMilli()
-	if err := q.Send(ctx, []driver.Outgoing[xjob.RingBucket]{{Msg: xjob.RingBucket{Second: 1}}, {Msg: xjob.RingBucket{Second: 2}, VisibleAt: later}}); err != nil {
+	if err := q.Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: fire.RingBucket{Second: 1}}, {Msg: fire.RingBucket{Second: 2}, VisibleAt: later}}); err != nil {
 		t.Fatal(err)
 	}
 	held, err := q.Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Hour})
@@ -579,7 +580,7 @@ func TestOccurrenceIndexByTime(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "xjob.db")
 	ctx := t.Context()
 	db := openAt(t, path, Options{})
-	log := xjob.Log{OccurrenceID: xjob.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: 1_800_000_000_000}.ID(0),
+	log := xjob.Log{OccurrenceID: fire.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: 1_800_000_000_000}.ID(0),
 		JobID: 7, GroupID: 1, TriggerType: xjob.TriggerCron, ScheduledTime: 1_800_000_000_000, TriggerTime: 1_800_000_000_000,
 		ExecutorHandler: "h", ClaimUntil: 1_800_000_030_000}
 	// The file as 0006 left it, with a log.
@@ -721,7 +722,7 @@ func TestQueueSetsAsideWhatItCannotRead(t *testing.T) {
 	if err := raw.Send(ctx, out); err != nil {
 		t.Fatal(err)
 	}
-	receive := func() []driver.Delivery[xjob.RingBucket] {
+	receive := func() []driver.Delivery[fire.RingBucket] {
 		t.Helper()
 		ds, err := db.Ring().Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute})
 		if err != nil {

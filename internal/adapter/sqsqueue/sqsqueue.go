@@ -44,7 +44,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -78,8 +78,8 @@ type URLs struct {
 
 // Queues are the ring and dispatch lanes on SQS.
 type Queues struct {
-	ring       *Queue[xjob.RingBucket]
-	fast, slow *Queue[xjob.DispatchTask]
+	ring       *Queue[fire.RingBucket]
+	fast, slow *Queue[fire.DispatchTask]
 	clk        clock.Clock
 	api        API
 }
@@ -91,24 +91,24 @@ func New(api API, urls URLs, clk clock.Clock) *Queues {
 		clk = clock.Real{}
 	}
 	return &Queues{api: api, clk: clk,
-		ring: NewQueue[xjob.RingBucket](api, urls.Ring, clk),
-		fast: NewQueue[xjob.DispatchTask](api, urls.DispatchFast, clk),
-		slow: NewQueue[xjob.DispatchTask](api, urls.DispatchSlow, clk)}
+		ring: NewQueue[fire.RingBucket](api, urls.Ring, clk),
+		fast: NewQueue[fire.DispatchTask](api, urls.DispatchFast, clk),
+		slow: NewQueue[fire.DispatchTask](api, urls.DispatchSlow, clk)}
 }
 
 // Ring returns the ring queue.
-func (q *Queues) Ring() driver.Queue[xjob.RingBucket] { return q.ring }
+func (q *Queues) Ring() driver.Queue[fire.RingBucket] { return q.ring }
 
 // Dispatch returns one lane's queue; an unknown lane gets a queue whose
 // every call fails (there is no queue URL for it).
-func (q *Queues) Dispatch(lane xjob.Lane) driver.Queue[xjob.DispatchTask] {
+func (q *Queues) Dispatch(lane fire.Lane) driver.Queue[fire.DispatchTask] {
 	switch lane {
-	case xjob.LaneFast:
+	case fire.LaneFast:
 		return q.fast
-	case xjob.LaneSlow:
+	case fire.LaneSlow:
 		return q.slow
 	}
-	return NewQueue[xjob.DispatchTask](q.api, "", q.clk)
+	return NewQueue[fire.DispatchTask](q.api, "", q.clk)
 }
 
 // PaceRing makes the ring queue's sends paced by p (see Pacing).
@@ -319,7 +319,7 @@ func (q *Queue[T]) Receive(ctx context.Context, p driver.ReceiveParams) ([]drive
 	for _, m := range out.Messages {
 		var d driver.Delivery[T]
 		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &d.Msg); err != nil {
-			// A newer version's message (xjob.VersionError) or a corrupt
+			// A newer version's message (fire.VersionError) or a corrupt
 			// one: not delivered, not deleted. It comes back after the
 			// visibility timeout and, past the queue's receive limit, waits
 			// in its dead-letter queue (whose alarm says so); the messages

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -37,7 +38,7 @@ func TestQueueContract(t *testing.T) {
 	t.Parallel()
 	drivertest.ExerciseQueue(t, func(t *testing.T) drivertest.QueueHarness {
 		c := emulator.SQS(t)
-		q := sqsqueue.NewQueue[xjob.RingBucket](c, newQueueURL(t, c), clock.Real{})
+		q := sqsqueue.NewQueue[fire.RingBucket](c, newQueueURL(t, c), clock.Real{})
 		return drivertest.QueueHarness{Queue: q, Now: time.Now, Advance: time.Sleep}
 	})
 }
@@ -47,19 +48,19 @@ func TestDispatchLanesAreSeparate(t *testing.T) {
 	c := emulator.SQS(t)
 	qs := sqsqueue.New(c, sqsqueue.URLs{Ring: newQueueURL(t, c), DispatchFast: newQueueURL(t, c), DispatchSlow: newQueueURL(t, c)}, nil)
 	ctx := t.Context()
-	task := xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: 3, Type: xjob.TriggerCron, FireTime: 42}, Revision: 2}
-	if err := qs.Dispatch(xjob.LaneSlow).Send(ctx, []driver.Outgoing[xjob.DispatchTask]{{Msg: task}}); err != nil {
+	task := fire.DispatchTask{Occurrence: fire.Occurrence{JobID: 3, Type: xjob.TriggerCron, FireTime: 42}, Revision: 2}
+	if err := qs.Dispatch(fire.LaneSlow).Send(ctx, []driver.Outgoing[fire.DispatchTask]{{Msg: task}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := qs.Dispatch(xjob.LaneFast).Receive(ctx, driver.ReceiveParams{Max: 10})
+	got, err := qs.Dispatch(fire.LaneFast).Receive(ctx, driver.ReceiveParams{Max: 10})
 	if err != nil || len(got) != 0 {
 		t.Fatalf("fast lane: %v %v", got, err)
 	}
-	got, err = qs.Dispatch(xjob.LaneSlow).Receive(ctx, driver.ReceiveParams{Max: 10, Wait: 5 * time.Second})
+	got, err = qs.Dispatch(fire.LaneSlow).Receive(ctx, driver.ReceiveParams{Max: 10, Wait: 5 * time.Second})
 	if err != nil || len(got) != 1 || got[0].Msg.Occurrence != task.Occurrence || got[0].Msg.Revision != 2 {
 		t.Fatalf("slow lane: %+v %v", got, err)
 	}
-	if err := qs.Dispatch("other").Send(ctx, []driver.Outgoing[xjob.DispatchTask]{{Msg: task}}); err == nil {
+	if err := qs.Dispatch("other").Send(ctx, []driver.Outgoing[fire.DispatchTask]{{Msg: task}}); err == nil {
 		t.Fatal("send on a lane without a queue URL succeeded")
 	}
 }
@@ -68,11 +69,11 @@ func TestDispatchLanesAreSeparate(t *testing.T) {
 func TestSendBatchesOfTen(t *testing.T) {
 	t.Parallel()
 	c := emulator.SQS(t)
-	q := sqsqueue.NewQueue[xjob.RingBucket](c, newQueueURL(t, c), nil)
+	q := sqsqueue.NewQueue[fire.RingBucket](c, newQueueURL(t, c), nil)
 	ctx := t.Context()
-	var out []driver.Outgoing[xjob.RingBucket]
+	var out []driver.Outgoing[fire.RingBucket]
 	for i := range 23 {
-		out = append(out, driver.Outgoing[xjob.RingBucket]{Msg: xjob.RingBucket{Shard: 1, Second: int64(i)}})
+		out = append(out, driver.Outgoing[fire.RingBucket]{Msg: fire.RingBucket{Shard: 1, Second: int64(i)}})
 	}
 	if err := q.Send(ctx, out); err != nil {
 		t.Fatal(err)
@@ -126,8 +127,8 @@ func TestRingVersionOnTheWire(t *testing.T) {
 	c := emulator.SQS(t)
 	ctx := t.Context()
 	url := newQueueURL(t, c)
-	q := sqsqueue.NewQueue[xjob.RingBucket](c, url, nil)
-	if err := q.Send(ctx, []driver.Outgoing[xjob.RingBucket]{{Msg: xjob.RingBucket{Shard: 1, Second: 7}}}); err != nil {
+	q := sqsqueue.NewQueue[fire.RingBucket](c, url, nil)
+	if err := q.Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: fire.RingBucket{Shard: 1, Second: 7}}}); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 1})
@@ -143,11 +144,11 @@ func TestRingVersionOnTheWire(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	receive := func() ([]driver.Delivery[xjob.RingBucket], error) {
+	receive := func() ([]driver.Delivery[fire.RingBucket], error) {
 		return q.Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Second, Wait: 2 * time.Second})
 	}
 	send(`{"shard":2,"second":8,"items":[{"j":1,"t":8000,"r":1}]}`)
-	var ds []driver.Delivery[xjob.RingBucket]
+	var ds []driver.Delivery[fire.RingBucket]
 	for deadline := time.Now().Add(10 * time.Second); len(ds) == 0 && time.Now().Before(deadline); {
 		if ds, err = receive(); err != nil {
 			t.Fatal(err)
@@ -164,7 +165,7 @@ func TestRingVersionOnTheWire(t *testing.T) {
 	// not hold back a bucket received with it.
 	send(`{"v":2,"shard":3,"second":9}`)
 	send(`{"v":1,"shard":4,"second":10,"items":[]}`)
-	var got []driver.Delivery[xjob.RingBucket]
+	var got []driver.Delivery[fire.RingBucket]
 	for deadline := time.Now().Add(10 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
 		if got, err = receive(); err != nil {
 			t.Fatal(err)
@@ -268,7 +269,7 @@ func TestPacedSendWaitsForPhase(t *testing.T) {
 		}
 		return out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)]
 	}
-	bucket := []driver.Outgoing[xjob.RingBucket]{{Msg: xjob.RingBucket{Shard: 1, Second: 1}, VisibleAt: start.UnixMilli() + 5_700}}
+	bucket := []driver.Outgoing[fire.RingBucket]{{Msg: fire.RingBucket{Shard: 1, Second: 1}, VisibleAt: start.UnixMilli() + 5_700}}
 
 	t.Run("waits for the phase", func(t *testing.T) {
 		clk := clock.NewFake(start)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
@@ -43,7 +44,7 @@ func TestKillOutcomeOnAWS(t *testing.T) {
 			}
 			// A run in progress: its log triggered on the executor, which runs it.
 			now := time.Now().UnixMilli()
-			l, err := e.store.LogCreate(ctx, xjob.Log{OccurrenceID: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerManual,
+			l, err := e.store.LogCreate(ctx, xjob.Log{OccurrenceID: fire.Occurrence{JobID: j.ID, Type: xjob.TriggerManual,
 				Ref: "kill"}.ID(0), JobID: j.ID, GroupID: g.ID, TriggerType: xjob.TriggerManual, TriggerTime: now,
 				ExecutorHandler: "block"})
 			if err != nil {

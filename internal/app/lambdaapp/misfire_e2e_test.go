@@ -13,6 +13,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -35,7 +36,7 @@ func TestRingFiresOnceNowOnceAcrossEnvironments(t *testing.T) {
 	done := make(chan error, buckets)
 	for i := range buckets {
 		at := first.Add(time.Duration(i) * time.Second)
-		body, _ := json.Marshal(xjob.RingBucket{Second: at.Unix(), Items: []xjob.RingItem{
+		body, _ := json.Marshal(fire.RingBucket{Second: at.Unix(), Items: []fire.RingItem{
 			{JobID: once.ID, FireTime: at.UnixMilli(), Revision: once.Revision},
 			{JobID: nothing.ID, FireTime: at.UnixMilli(), Revision: nothing.Revision},
 		}})
@@ -96,9 +97,9 @@ func TestScanAndRingFireOnceNowOnceAfterLongStop(t *testing.T) {
 		t.Helper()
 		for i := range int64(8) {
 			at := first.Add(time.Duration(i) * time.Second)
-			bk := xjob.RingBucket{Second: at.Unix()}
+			bk := fire.RingBucket{Second: at.Unix()}
 			for _, j := range jobs {
-				bk.Items = append(bk.Items, xjob.RingItem{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision})
+				bk.Items = append(bk.Items, fire.RingItem{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision})
 			}
 			body, _ := json.Marshal(bk)
 			m := events.SQSMessage{MessageId: fmt.Sprint("late-", jobs[0].ID, "-", i), Body: string(body),

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 )
 
@@ -57,9 +58,9 @@ func newRingFixture(t *testing.T, e *env, jobs int) *ringFixture {
 // bucket is the ring message the scan would send for the jobs' fires at
 // at (same millisecond for all).
 func (f *ringFixture) bucket(at time.Time) events.SQSMessage {
-	b := xjob.RingBucket{Second: at.Unix()}
+	b := fire.RingBucket{Second: at.Unix()}
 	for _, j := range f.jobs {
-		b.Items = append(b.Items, xjob.RingItem{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision})
+		b.Items = append(b.Items, fire.RingItem{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision})
 	}
 	body, _ := json.Marshal(b)
 	return events.SQSMessage{MessageId: "bucket-" + fmt.Sprint(at.UnixMilli()), Body: string(body),
@@ -167,7 +168,7 @@ func TestRingSpillsWhatItCannotFinish(t *testing.T) {
 	ctx := context.Background()
 	at := time.Now().Add(time.Second).Truncate(time.Second).Add(300 * time.Millisecond)
 	held := f.jobs[1]
-	occ := xjob.Occurrence{JobID: held.ID, Type: xjob.TriggerCron, FireTime: at.UnixMilli()}
+	occ := fire.Occurrence{JobID: held.ID, Type: xjob.TriggerCron, FireTime: at.UnixMilli()}
 	// Another dispatcher claimed the occurrence and has not triggered it:
 	// its claim outlives the ring's dispatch.
 	heldLog, err := e.store.LogCreate(ctx, xjob.Log{OccurrenceID: occ.ID(0), JobID: held.ID, GroupID: held.GroupID,
@@ -197,12 +198,12 @@ func TestRingSpillsWhatItCannotFinish(t *testing.T) {
 	var polls sync.WaitGroup
 	var (
 		mu   sync.Mutex
-		seen []xjob.DispatchTask
+		seen []fire.DispatchTask
 	)
 	fastESM := &esm{e: e, fn: "dispatch", url: e.vars[awsconfig.EnvDispatchFastURL], redeliverOnce: true,
 		handle: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 			for _, r := range ev.Records {
-				var task xjob.DispatchTask
+				var task fire.DispatchTask
 				if json.Unmarshal([]byte(r.Body), &task) == nil {
 					mu.Lock()
 					seen = append(seen, task)
@@ -254,7 +255,7 @@ func TestRingRetriesFailedBucket(t *testing.T) {
 	e := setupEnv(t)
 	ctx := context.Background()
 	ringURL := e.vars[awsconfig.EnvRingQueueURL]
-	body, _ := json.Marshal(xjob.RingBucket{Second: time.Now().Unix(), Items: []xjob.RingItem{{JobID: 1, FireTime: time.Now().UnixMilli(), Revision: 1}}})
+	body, _ := json.Marshal(fire.RingBucket{Second: time.Now().Unix(), Items: []fire.RingItem{{JobID: 1, FireTime: time.Now().UnixMilli(), Revision: 1}}})
 	if _, err := e.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(ringURL), MessageBody: aws.String(string(body))}); err != nil {
 		t.Fatal(err)
 	}
@@ -304,8 +305,8 @@ func TestRingMergesRecordsOfOneSecond(t *testing.T) {
 	at := time.Now().Add(time.Second).Truncate(time.Second).Add(300 * time.Millisecond)
 	var records []events.SQSMessage
 	for i, j := range f.jobs {
-		body, _ := json.Marshal(xjob.RingBucket{Shard: i % 2, Second: at.Unix(),
-			Items: []xjob.RingItem{{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision}}})
+		body, _ := json.Marshal(fire.RingBucket{Shard: i % 2, Second: at.Unix(),
+			Items: []fire.RingItem{{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision}}})
 		records = append(records, events.SQSMessage{MessageId: fmt.Sprint("push-", i), Body: string(body),
 			Attributes: map[string]string{"ApproximateReceiveCount": "1"}, EventSource: "aws:sqs"})
 	}

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -184,12 +184,12 @@ func (g *gate[T]) Retry(ctx context.Context, token string, delay time.Duration) 
 // a gate, the dispatch lanes as they are (the ring only sends to them).
 type ringQueues struct {
 	driver.Queues
-	ring *gate[xjob.RingBucket]
+	ring *gate[fire.RingBucket]
 }
 
-func (r ringQueues) Ring() driver.Queue[xjob.RingBucket] { return r.ring }
+func (r ringQueues) Ring() driver.Queue[fire.RingBucket] { return r.ring }
 
 var (
-	_ driver.Queue[xjob.RingBucket] = (*gate[xjob.RingBucket])(nil)
+	_ driver.Queue[fire.RingBucket] = (*gate[fire.RingBucket])(nil)
 	_ driver.Queues                 = ringQueues{}
 )

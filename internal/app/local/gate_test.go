@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -28,7 +28,7 @@ func TestGateAckDoesNotInterruptLongPoll(t *testing.T) {
 	defer db.Close()
 	g := newGate(db.Ring())
 	send := func(sec int64) {
-		if err := g.Send(ctx, []driver.Outgoing[xjob.RingBucket]{{Msg: xjob.RingBucket{Second: sec}}}); err != nil {
+		if err := g.Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: fire.RingBucket{Second: sec}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -38,7 +38,7 @@ func TestGateAckDoesNotInterruptLongPoll(t *testing.T) {
 		t.Fatalf("first receive = %v, %v", first, err)
 	}
 
-	got := make(chan []driver.Delivery[xjob.RingBucket], 1)
+	got := make(chan []driver.Delivery[fire.RingBucket], 1)
 	go func() {
 		ds, err := g.Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute, Wait: time.Hour})
 		if err != nil {

@@ -10,10 +10,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
@@ -226,8 +226,8 @@ type parts struct {
 	scanner    *scan.Scanner
 	ring       *ring.Ring
 	dispatcher *dispatch.Dispatcher
-	ringGate   *gate[xjob.RingBucket]
-	fast, slow *gate[xjob.DispatchTask]
+	ringGate   *gate[fire.RingBucket]
+	fast, slow *gate[fire.DispatchTask]
 	reports    *tally.Batcher
 }
 
@@ -311,15 +311,15 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 		exec:       exec,
 		dispatcher: disp,
 		ringGate:   newGate(db.Ring()),
-		fast:       newGate(db.Dispatch(xjob.LaneFast)),
-		slow:       newGate(db.Dispatch(xjob.LaneSlow)),
+		fast:       newGate(db.Dispatch(fire.LaneFast)),
+		slow:       newGate(db.Dispatch(fire.LaneSlow)),
 		reports:    reports,
 	}
 	// The ring dispatches straight on the lanes' worker pools; the lane
 	// queues take what must wait (retries) and what comes from elsewhere
 	// (child jobs, manual triggers).
 	sink, err := dispatch.NewLaneSink(disp, dispatch.LaneSinkOptions{Base: laneCtx, Queues: db, Logger: logger,
-		Calls: map[xjob.Lane]int{xjob.LaneFast: cfg.FastWorkers, xjob.LaneSlow: cfg.SlowWorkers}})
+		Calls: map[fire.Lane]int{fire.LaneFast: cfg.FastWorkers, fire.LaneSlow: cfg.SlowWorkers}})
 	if err != nil {
 		return fail(fmt.Errorf("local: lane sink: %w", err))
 	}

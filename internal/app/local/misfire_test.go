@@ -14,6 +14,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/protocol"
@@ -101,7 +102,7 @@ func TestRestartAfterLongStopMisfiresOnce(t *testing.T) {
 					}
 				}
 			}
-			for _, lane := range []xjob.Lane{xjob.LaneFast, xjob.LaneSlow} {
+			for _, lane := range []fire.Lane{fire.LaneFast, fire.LaneSlow} {
 				ds, err := db.Dispatch(lane).Receive(ctx, driver.ReceiveParams{Max: 100, Visibility: time.Hour})
 				if err != nil {
 					t.Fatal(err)

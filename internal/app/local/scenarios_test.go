@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
@@ -487,7 +488,7 @@ func TestLocalScenarios(t *testing.T) {
 				case seen[l.ScheduledTime]:
 					t.Errorf("executor %d: fire %d ran twice", i, l.ScheduledTime)
 				case l.ExecutorAddress != ex.address() ||
-					l.ExecutorShardingParam != xjob.ShardingParam(p.BroadcastIndex, p.BroadcastTotal) || p.BroadcastTotal != total:
+					l.ExecutorShardingParam != fire.ShardingParam(p.BroadcastIndex, p.BroadcastTotal) || p.BroadcastTotal != total:
 					t.Errorf("executor %d: run %d/%d of log %+v", i, p.BroadcastIndex, p.BroadcastTotal, l)
 				}
 				seen[l.ScheduledTime] = true

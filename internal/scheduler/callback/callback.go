@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -619,17 +620,17 @@ func (s *Service) handleFailure(ctx context.Context, l xjob.Log, jr *jobRef) err
 	return nil
 }
 
-func (s *Service) send(ctx context.Context, tasks ...xjob.DispatchTask) error {
+func (s *Service) send(ctx context.Context, tasks ...fire.DispatchTask) error {
 	return s.sendAt(ctx, 0, tasks...)
 }
 
 // sendAt queues tasks on the fast lane, visible at visibleAt (0: now).
-func (s *Service) sendAt(ctx context.Context, visibleAt int64, tasks ...xjob.DispatchTask) error {
-	msgs := make([]driver.Outgoing[xjob.DispatchTask], len(tasks))
+func (s *Service) sendAt(ctx context.Context, visibleAt int64, tasks ...fire.DispatchTask) error {
+	msgs := make([]driver.Outgoing[fire.DispatchTask], len(tasks))
 	for i, t := range tasks {
-		msgs[i] = driver.Outgoing[xjob.DispatchTask]{Msg: t, VisibleAt: visibleAt}
+		msgs[i] = driver.Outgoing[fire.DispatchTask]{Msg: t, VisibleAt: visibleAt}
 	}
-	return s.cfg.Queues.Dispatch(xjob.LaneFast).Send(ctx, msgs)
+	return s.cfg.Queues.Dispatch(fire.LaneFast).Send(ctx, msgs)
 }
 
 // awaitTrigger waits, up to TriggerWait, for dispatch to record the trigger

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -96,7 +97,7 @@ func (e *env) job(retries int, children ...int64) xjob.Job {
 func (e *env) triggered(j xjob.Job, triggerCode, retries int, sharding string) xjob.Log {
 	e.t.Helper()
 	l, err := e.db.LogCreate(e.ctx, xjob.Log{
-		OccurrenceID: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: strconv.FormatInt(time.Now().UnixNano(), 10)}.ID(0),
+		OccurrenceID: fire.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: strconv.FormatInt(time.Now().UnixNano(), 10)}.ID(0),
 		JobID:        j.ID, GroupID: j.GroupID, TriggerType: xjob.TriggerManual,
 		TriggerTime: clock.Millis(e.clk), ExecutorHandler: j.Handler, ExecutorParam: "p=1",
 		ExecutorShardingParam: sharding, ExecutorFailRetryCount: retries,
@@ -138,17 +139,17 @@ func (e *env) callback(id int64, code int, msg string) error {
 
 // tasks drains the fast dispatch lane, retries included: it first moves
 // the clock past the retry delay.
-func (e *env) tasks() []xjob.DispatchTask {
+func (e *env) tasks() []fire.DispatchTask {
 	e.t.Helper()
 	e.clk.Advance(callback.DefaultRetryDelay)
 	return e.visible()
 }
 
 // visible drains what the fast dispatch lane holds visible now.
-func (e *env) visible() []xjob.DispatchTask {
+func (e *env) visible() []fire.DispatchTask {
 	e.t.Helper()
-	q := e.db.Dispatch(xjob.LaneFast)
-	var out []xjob.DispatchTask
+	q := e.db.Dispatch(fire.LaneFast)
+	var out []fire.DispatchTask
 	for {
 		ds, err := q.Receive(e.ctx, driver.ReceiveParams{Max: 10, Visibility: time.Hour})
 		if err != nil {
@@ -232,7 +233,7 @@ func TestCallbackRetriesCountDownThenAlarm(t *testing.T) {
 			t.Fatalf("round %d: %d tasks, want 1 retry", round, len(ts))
 		}
 		task := ts[0]
-		want := xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerRetry, Ref: strconv.FormatInt(l.ID, 10)}
+		want := fire.Occurrence{JobID: j.ID, Type: xjob.TriggerRetry, Ref: strconv.FormatInt(l.ID, 10)}
 		if task.Occurrence != want || *task.FailRetryCount != wantLeft || *task.Param != "p=1" || task.ShardTotal != 0 {
 			t.Fatalf("round %d: task %+v (left %d)", round, task, *task.FailRetryCount)
 		}
@@ -347,7 +348,7 @@ func TestChildrenOnSuccessOnly(t *testing.T) {
 	}
 	ref := strconv.FormatInt(ok.ID, 10)
 	for i, c := range []xjob.Job{c1, c2} {
-		want := xjob.Occurrence{JobID: c.ID, Type: xjob.TriggerParent, Ref: ref}
+		want := fire.Occurrence{JobID: c.ID, Type: xjob.TriggerParent, Ref: ref}
 		if ts[i].Occurrence != want || ts[i].Param != nil || ts[i].FailRetryCount != nil {
 			t.Errorf("child task %d = %+v, want occurrence %+v with the child's own param", i, ts[i], want)
 		}
@@ -389,7 +390,7 @@ func TestShardedRetryKeepsShard(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	j := e.job(1)
-	l := e.triggered(j, 200, 1, xjob.ShardingParam(2, 3))
+	l := e.triggered(j, 200, 1, fire.ShardingParam(2, 3))
 	if err := e.callback(l.ID, 500, "shard failed"); err != nil {
 		t.Fatal(err)
 	}
@@ -541,7 +542,7 @@ func TestCompleteTwiceAlarmsOnce(t *testing.T) {
 	}
 	// A repeated retry enqueue names the same occurrence, which dispatch
 	// creates once.
-	want := xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerRetry, Ref: strconv.FormatInt(l.ID, 10)}
+	want := fire.Occurrence{JobID: j.ID, Type: xjob.TriggerRetry, Ref: strconv.FormatInt(l.ID, 10)}
 	for _, task := range e.tasks() {
 		if task.Occurrence != want {
 			t.Fatalf("retry occurrence %+v", task.Occurrence)

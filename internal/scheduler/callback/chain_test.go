@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // runTask stores the log a dispatch of task would, marks it triggered and
 // reports success; it returns the child tasks that success enqueued.
-func (e *env) runTask(task xjob.DispatchTask) []xjob.DispatchTask {
+func (e *env) runTask(task fire.DispatchTask) []fire.DispatchTask {
 	e.t.Helper()
 	j, err := e.db.JobGet(e.ctx, task.Occurrence.JobID)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
+	"github.com/xjobdev/xjob/internal/text"
 )
 
 // MaxHandleMsg is the longest handle message kept, in bytes, as xxl-job cuts
@@ -34,9 +36,9 @@ func ParseShardingParam(s string) (index, total int, ok bool) {
 // has no retries left. The occurrence ref is the failed log's id, so
 // planning it twice yields the same occurrence (deduplicated by dispatch);
 // the retry keeps the log's param and broadcast shard, and counts down.
-func RetryTask(l xjob.Log, now int64) (xjob.DispatchTask, bool) {
+func RetryTask(l xjob.Log, now int64) (fire.DispatchTask, bool) {
 	if l.ExecutorFailRetryCount <= 0 {
-		return xjob.DispatchTask{}, false
+		return fire.DispatchTask{}, false
 	}
 	return retryTask(l, l.ExecutorFailRetryCount-1, now), true
 }
@@ -88,7 +90,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 type RetryPlan struct {
 	// Task is the retry to send, visible at VisibleAt (Unix ms); no task
 	// when the log has no retries left.
-	Task      xjob.DispatchTask
+	Task      fire.DispatchTask
 	VisibleAt int64
 	HasTask   bool
 	// Deferred means the log is a retry the executor refused because the
@@ -154,10 +156,10 @@ func busyRetry(l xjob.Log) (int64, bool) {
 	return 0, false
 }
 
-func retryTask(l xjob.Log, left int, now int64) xjob.DispatchTask {
+func retryTask(l xjob.Log, left int, now int64) fire.DispatchTask {
 	param := l.ExecutorParam
-	t := xjob.DispatchTask{
-		Occurrence: xjob.Occurrence{
+	t := fire.DispatchTask{
+		Occurrence: fire.Occurrence{
 			JobID: l.JobID,
 			Type:  xjob.TriggerRetry,
 			Ref:   strconv.FormatInt(l.ID, 10),
@@ -176,15 +178,15 @@ func retryTask(l xjob.Log, left int, now int64) xjob.DispatchTask {
 // Children run with their own param and retry count, as in xxl-job; the
 // occurrence ref is the parent log id, so a repeated completion of the same
 // parent log never triggers a child twice.
-func ChildTasks(parent xjob.Log, children []int64, now int64) []xjob.DispatchTask {
+func ChildTasks(parent xjob.Log, children []int64, now int64) []fire.DispatchTask {
 	if len(children) == 0 {
 		return nil
 	}
 	ref := strconv.FormatInt(parent.ID, 10)
-	out := make([]xjob.DispatchTask, 0, len(children))
+	out := make([]fire.DispatchTask, 0, len(children))
 	for _, c := range children {
-		out = append(out, xjob.DispatchTask{
-			Occurrence: xjob.Occurrence{JobID: c, Type: xjob.TriggerParent, Ref: ref},
+		out = append(out, fire.DispatchTask{
+			Occurrence: fire.Occurrence{JobID: c, Type: xjob.TriggerParent, Ref: ref},
 			EnqueuedAt: now,
 		})
 	}
@@ -236,7 +238,7 @@ func HandleMsg(msg, summary string) string {
 	if room < 0 {
 		room = 0
 	}
-	return xjob.Truncate(msg, room) + summary
+	return text.Truncate(msg, room) + summary
 }
 
 // Day returns the report day (UTC yyyy-mm-dd) of an instant in Unix ms.

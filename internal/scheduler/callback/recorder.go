@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
+	"github.com/xjobdev/xjob/internal/text"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/protocol"
@@ -22,9 +24,9 @@ type Recorded struct {
 
 // RecordedVersion is the format of the results messages (Recorded) this
 // code writes and the newest it reads, with the ring's rules
-// (xjob.RingVersion): a record waits in the results queue until a batch
+// (fire.RingVersion): a record waits in the results queue until a batch
 // applies it, so both sides of an upgrade or a rollback read it; one
-// without "v" is version 1, a newer one is refused with *xjob.VersionError
+// without "v" is version 1, a newer one is refused with *fire.VersionError
 // (kind "results") and left in the queue, never applied as if it were
 // this version.
 const RecordedVersion = 1
@@ -42,13 +44,13 @@ func (r Recorded) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a record of any version up to RecordedVersion and
-// refuses a newer one with *xjob.VersionError.
+// refuses a newer one with *fire.VersionError.
 func (r *Recorded) UnmarshalJSON(data []byte) error {
 	var w recordedWire
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	if err := xjob.CheckVersion("results", w.Version, RecordedVersion); err != nil {
+	if err := fire.CheckVersion("results", w.Version, RecordedVersion); err != nil {
 		return err
 	}
 	*r = Recorded(w.recordedFields)
@@ -108,7 +110,7 @@ func (r *Recorder) Callback(ctx context.Context, items []protocol.HandleCallback
 		}
 		// The kept message is cut here as Service cuts it (HandleMsg), so
 		// that one item always fits a message.
-		it.HandleMsg = xjob.Truncate(it.HandleMsg, MaxHandleMsg)
+		it.HandleMsg = text.Truncate(it.HandleMsg, MaxHandleMsg)
 		b, err := json.Marshal(it)
 		if err != nil {
 			errs[i] = fmt.Errorf("callback record: %w", err)

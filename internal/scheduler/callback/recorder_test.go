@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -135,7 +136,7 @@ func TestRecordedVersions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got callback.Recorded
 			err := json.Unmarshal([]byte(tc.body), &got)
-			var verr *xjob.VersionError
+			var verr *fire.VersionError
 			switch {
 			case tc.version != 0:
 				if !errors.As(err, &verr) || verr.Kind != "results" || verr.Version != tc.version || verr.Newest != callback.RecordedVersion {

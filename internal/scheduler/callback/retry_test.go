@@ -15,6 +15,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
@@ -150,7 +151,7 @@ func TestRetryAgainstExecutorBusyUntilCallbackReturns(t *testing.T) {
 		x.setRunning(j.ID, false)
 	}
 
-	if _, err := d.Dispatch(e.ctx, xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: "m1"}}); err != nil {
+	if _, err := d.Dispatch(e.ctx, fire.DispatchTask{Occurrence: fire.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: "m1"}}); err != nil {
 		t.Fatal(err)
 	}
 	first := x.lastRun(t)
@@ -171,7 +172,7 @@ func TestRetryAgainstExecutorBusyUntilCallbackReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.setRunning(j.ID, false)
-	if _, err := d.Dispatch(e.ctx, xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: "m2"}}); err != nil {
+	if _, err := d.Dispatch(e.ctx, fire.DispatchTask{Occurrence: fire.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: "m2"}}); err != nil {
 		t.Fatal(err)
 	}
 	manual := x.lastRun(t)
@@ -225,7 +226,7 @@ func TestAlarmWaitsForTriggerRecord(t *testing.T) {
 	j := e.job(0)
 	create := func(ref string) xjob.Log {
 		l, err := e.db.LogCreate(e.ctx, xjob.Log{
-			OccurrenceID: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: ref}.ID(0),
+			OccurrenceID: fire.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: ref}.ID(0),
 			JobID:        j.ID, GroupID: j.GroupID, TriggerType: xjob.TriggerManual, TriggerTime: clock.Millis(e.clk),
 		})
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -105,7 +106,7 @@ func newExecutors(t *testing.T) executors {
 // mixedBatch stores the jobs of a batch with every kind of task in e and
 // returns the tasks by name, in batch order; it also returns the number
 // of distinct groups the batch's live tasks read.
-func mixedBatch(t *testing.T, e env, ex executors) (names []string, tasks []xjob.DispatchTask, groups int) {
+func mixedBatch(t *testing.T, e env, ex executors) (names []string, tasks []fire.DispatchTask, groups int) {
 	t.Helper()
 	ctx := context.Background()
 	manual := e.group(t, ex.ok.srv.URL)
@@ -119,7 +120,7 @@ func mixedBatch(t *testing.T, e env, ex executors) (names []string, tasks []xjob
 		Value: ex.ok2.srv.URL, UpdatedAt: t0.UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
-	add := func(name string, task xjob.DispatchTask) {
+	add := func(name string, task fire.DispatchTask) {
 		names, tasks = append(names, name), append(tasks, task)
 	}
 
@@ -129,7 +130,7 @@ func mixedBatch(t *testing.T, e env, ex executors) (names []string, tasks []xjob
 	later.Occurrence.FireTime += 1000
 	add("same job, next fire", later)
 	add("same group, other job", cronTask(e.job(t, manual, nil)))
-	add("deleted job", xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: 999_999, Type: xjob.TriggerCron, FireTime: 1}})
+	add("deleted job", fire.DispatchTask{Occurrence: fire.Occurrence{JobID: 999_999, Type: xjob.TriggerCron, FireTime: 1}})
 	edited := cronTask(e.job(t, manual, nil))
 	edited.Revision++
 	add("edited since planned", edited)
@@ -140,7 +141,7 @@ func mixedBatch(t *testing.T, e env, ex executors) (names []string, tasks []xjob
 	add("duplicate", dup)
 	add("broadcast", cronTask(e.job(t, broadcast, func(j *xjob.Job) { j.RouteStrategy = xjob.RouteShardingBroadcast })))
 	param := "manual-param"
-	add("manual override", xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: e.job(t, manual, func(j *xjob.Job) {
+	add("manual override", fire.DispatchTask{Occurrence: fire.Occurrence{JobID: e.job(t, manual, func(j *xjob.Job) {
 		j.TriggerStatus = xjob.StatusStopped
 	}).ID, Type: xjob.TriggerManual, Ref: "req-1"}, Param: &param, AddressList: []string{ex.override.srv.URL}})
 	add("executor failure", cronTask(e.job(t, failing, nil)))
@@ -153,7 +154,7 @@ func mixedBatch(t *testing.T, e env, ex executors) (names []string, tasks []xjob
 		t.Fatal(err)
 	}
 	add("in flight elsewhere", inflight)
-	add("malformed", xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: 1, Type: "WHENEVER"}})
+	add("malformed", fire.DispatchTask{Occurrence: fire.Occurrence{JobID: 1, Type: "WHENEVER"}})
 	return names, tasks, 4
 }
 
@@ -319,8 +320,8 @@ func TestDispatchManyStoreFailureFailsEveryLiveTask(t *testing.T) {
 	e := setup(t)
 	ex := newExecutor(t, 200)
 	g := e.group(t, ex.srv.URL)
-	tasks := []xjob.DispatchTask{cronTask(e.job(t, g, nil)), cronTask(e.job(t, g, nil)),
-		{Occurrence: xjob.Occurrence{JobID: 1, Type: "WHENEVER"}}}
+	tasks := []fire.DispatchTask{cronTask(e.job(t, g, nil)), cronTask(e.job(t, g, nil)),
+		{Occurrence: fire.Occurrence{JobID: 1, Type: "WHENEVER"}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, errs := e.d.DispatchMany(ctx, tasks)
@@ -346,7 +347,7 @@ func TestDispatchManyOccurrenceTwiceInOneBatch(t *testing.T) {
 	e := setup(t)
 	ex := newExecutor(t, 200)
 	task := cronTask(e.job(t, e.group(t, ex.srv.URL), nil))
-	outs, errs := e.d.DispatchMany(context.Background(), []xjob.DispatchTask{task, task})
+	outs, errs := e.d.DispatchMany(context.Background(), []fire.DispatchTask{task, task})
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatalf("errors %v", errs)
 	}

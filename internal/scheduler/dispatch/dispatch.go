@@ -40,8 +40,11 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/egress"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/route"
+	"github.com/xjobdev/xjob/internal/text"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/protocol"
@@ -148,8 +151,8 @@ type Outcome struct {
 // other errors for store failures (retry later). Executor failures are not
 // errors: they are recorded in the log and completed (retry/alarm).
 // It is DispatchMany of one task.
-func (d *Dispatcher) Dispatch(ctx context.Context, task xjob.DispatchTask) (Outcome, error) {
-	outs, errs := d.DispatchMany(ctx, []xjob.DispatchTask{task})
+func (d *Dispatcher) Dispatch(ctx context.Context, task fire.DispatchTask) (Outcome, error) {
+	outs, errs := d.DispatchMany(ctx, []fire.DispatchTask{task})
 	return outs[0], errs[0]
 }
 
@@ -158,7 +161,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, task xjob.DispatchTask) (Outc
 // concurrently, at most
 // Config.BatchConcurrency at a time. The i-th outcome and error are
 // tasks[i]'s and mean exactly what Dispatch's do.
-func (d *Dispatcher) DispatchMany(ctx context.Context, tasks []xjob.DispatchTask) ([]Outcome, []error) {
+func (d *Dispatcher) DispatchMany(ctx context.Context, tasks []fire.DispatchTask) ([]Outcome, []error) {
 	return d.Load(ctx, tasks).Run(ctx, span(0, len(tasks)), nil)
 }
 
@@ -185,7 +188,7 @@ type batchTask struct {
 // once (only for groups some task needs them for). Read failures are not
 // returned here but by the Run of each task they concern; Load has no
 // other effect, so a caller may leave some tasks of a batch untriggered.
-func (d *Dispatcher) Load(ctx context.Context, tasks []xjob.DispatchTask) *Batch {
+func (d *Dispatcher) Load(ctx context.Context, tasks []fire.DispatchTask) *Batch {
 	return d.LoadKnown(ctx, tasks, nil)
 }
 
@@ -194,7 +197,7 @@ func (d *Dispatcher) Load(ctx context.Context, tasks []xjob.DispatchTask) *Batch
 // passes them here so that a trigger reads its job once, not twice (on
 // DynamoDB, half a read unit a trigger). known maps job ids to those
 // jobs; it is only read. Jobs not in it are read as Load reads them.
-func (d *Dispatcher) LoadKnown(ctx context.Context, tasks []xjob.DispatchTask, known map[int64]*xjob.Job) *Batch {
+func (d *Dispatcher) LoadKnown(ctx context.Context, tasks []fire.DispatchTask, known map[int64]*xjob.Job) *Batch {
 	b := &Batch{d: d, tasks: make([]batchTask, len(tasks))}
 	byID, err := d.readJobs(ctx, b, tasks, known)
 	groups := d.newTriggers(b, tasks, byID, err)
@@ -206,7 +209,7 @@ func (d *Dispatcher) LoadKnown(ctx context.Context, tasks []xjob.DispatchTask, k
 // readJobs validates tasks (deciding b's invalid ones) and returns the
 // jobs of the rest by id: those in known as given, the others read in one
 // JobGetMany, whose error it returns beside what it read.
-func (d *Dispatcher) readJobs(ctx context.Context, b *Batch, tasks []xjob.DispatchTask, known map[int64]*xjob.Job) (map[int64]*xjob.Job, error) {
+func (d *Dispatcher) readJobs(ctx context.Context, b *Batch, tasks []fire.DispatchTask, known map[int64]*xjob.Job) (map[int64]*xjob.Job, error) {
 	ids := make([]int64, 0, len(tasks))
 	byID := make(map[int64]*xjob.Job, len(tasks))
 	for i := range tasks {
@@ -245,10 +248,10 @@ type groupRead struct {
 }
 
 // newTriggers decides the tasks of b whose job is unreadable, deleted or
-// superseded (xjob.Superseded), readErr being the job read's failure;
+// superseded (fire.Superseded), readErr being the job read's failure;
 // gives every other one its trigger; and returns the groups those need,
 // each once, in first-seen order.
-func (d *Dispatcher) newTriggers(b *Batch, tasks []xjob.DispatchTask, byID map[int64]*xjob.Job, readErr error) []*groupRead {
+func (d *Dispatcher) newTriggers(b *Batch, tasks []fire.DispatchTask, byID map[int64]*xjob.Job, readErr error) []*groupRead {
 	groups := map[int64]*groupRead{}
 	var order []*groupRead
 	for i, task := range tasks {
@@ -262,7 +265,7 @@ func (d *Dispatcher) newTriggers(b *Batch, tasks []xjob.DispatchTask, byID map[i
 			*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: %w", occ.JobID, readErr)}
 			continue
 		}
-		if reason := xjob.Superseded(job, occ, task.Revision); reason != "" {
+		if reason := fire.Superseded(job, occ, task.Revision); reason != "" {
 			*bt = batchTask{done: true, out: Outcome{Dropped: true, Reason: reason}}
 			continue
 		}
@@ -339,11 +342,11 @@ func foreignAddress(overrides []string, lists ...[]string) string {
 	known := map[string]bool{}
 	for _, l := range lists {
 		for _, a := range l {
-			known[xjob.AddressKey(a)] = true
+			known[egress.AddressKey(a)] = true
 		}
 	}
 	for _, a := range overrides {
-		if !known[xjob.AddressKey(a)] {
+		if !known[egress.AddressKey(a)] {
 			return a
 		}
 	}
@@ -595,7 +598,7 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 			delta.FailCount++
 			failed = append(failed, pl.log)
 		}
-		if pl.took > xjob.SlowDispatch*time.Millisecond {
+		if pl.took > fire.SlowDispatch*time.Millisecond {
 			if err := d.d.Store.JobRecordSlow(ctx, pl.t.job.ID, now/60000); err != nil {
 				d.d.Logger.WarnContext(ctx, "dispatch record slow", "job", pl.t.job.ID, "err", err)
 			}
@@ -660,7 +663,7 @@ func (d *Dispatcher) newLog(pl *pendingLog, now int64) xjob.Log {
 	}
 	sharding := ""
 	if t.broadcast {
-		sharding = xjob.ShardingParam(pl.index, pl.total)
+		sharding = fire.ShardingParam(pl.index, pl.total)
 	}
 	return xjob.Log{
 		OccurrenceID:           occ.ID(pl.index),
@@ -739,7 +742,7 @@ func each(n, limit int, fn func(int)) {
 // trigger is what one task knows before it routes.
 type trigger struct {
 	job       xjob.Job
-	task      xjob.DispatchTask
+	task      fire.DispatchTask
 	group     xjob.Group
 	addrs     []string
 	param     string
@@ -748,7 +751,7 @@ type trigger struct {
 	fail      string // set when no executor can be called
 }
 
-func (d *Dispatcher) newTrigger(job xjob.Job, task xjob.DispatchTask) *trigger {
+func (d *Dispatcher) newTrigger(job xjob.Job, task fire.DispatchTask) *trigger {
 	t := &trigger{job: job, task: task, param: job.Param, retry: job.FailRetryCount,
 		broadcast: job.RouteStrategy == xjob.RouteShardingBroadcast}
 	if task.Param != nil {
@@ -805,7 +808,7 @@ func (d *Dispatcher) triggerMsg(t *trigger, address, trail string, ret protocol.
 		b.WriteString("<br><br>")
 	}
 	fmt.Fprintf(&b, "Trigger result: %s<br>address: %s<br>code: %d<br>msg: %s", codeTitle(ret.Code), address, ret.Code, ret.Msg)
-	return xjob.Truncate(b.String(), 15000)
+	return text.Truncate(b.String(), 15000)
 }
 
 func codeTitle(code int) string {

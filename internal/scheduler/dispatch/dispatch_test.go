@@ -17,6 +17,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
@@ -155,17 +156,17 @@ func (e env) job(t *testing.T, g xjob.Group, edit func(*xjob.Job)) xjob.Job {
 	return j
 }
 
-func cronTask(j xjob.Job) xjob.DispatchTask {
-	return xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerCron, FireTime: t0.UnixMilli()}, Revision: j.Revision}
+func cronTask(j xjob.Job) fire.DispatchTask {
+	return fire.DispatchTask{Occurrence: fire.Occurrence{JobID: j.ID, Type: xjob.TriggerCron, FireTime: t0.UnixMilli()}, Revision: j.Revision}
 }
 
-func (e env) pending(t *testing.T) []xjob.DispatchTask {
+func (e env) pending(t *testing.T) []fire.DispatchTask {
 	t.Helper()
-	ds, err := e.db.Dispatch(xjob.LaneFast).Receive(context.Background(), driver.ReceiveParams{Max: 10, Visibility: time.Minute})
+	ds, err := e.db.Dispatch(fire.LaneFast).Receive(context.Background(), driver.ReceiveParams{Max: 10, Visibility: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []xjob.DispatchTask
+	var out []fire.DispatchTask
 	for _, d := range ds {
 		out = append(out, d.Msg)
 	}
@@ -215,7 +216,7 @@ func TestDispatchShardingBroadcast(t *testing.T) {
 		if len(got) != 1 || got[0].BroadcastIndex != i || got[0].BroadcastTotal != 3 {
 			t.Errorf("executor %d got %+v, want shard %d/3", i, got, i)
 		}
-		if out.Logs[i].ExecutorShardingParam != xjob.ShardingParam(i, 3) {
+		if out.Logs[i].ExecutorShardingParam != fire.ShardingParam(i, 3) {
 			t.Errorf("log %d sharding = %q", i, out.Logs[i].ExecutorShardingParam)
 		}
 	}
@@ -226,7 +227,7 @@ func TestDispatchShardingBroadcast(t *testing.T) {
 	}
 	// A retried shard re-runs only itself.
 	one := 0
-	retry := xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerRetry, Ref: "77"},
+	retry := fire.DispatchTask{Occurrence: fire.Occurrence{JobID: j.ID, Type: xjob.TriggerRetry, Ref: "77"},
 		ShardIndex: 1, ShardTotal: 3, FailRetryCount: &one}
 	if out, err = e.d.Dispatch(context.Background(), retry); err != nil || len(out.Logs) != 1 {
 		t.Fatalf("retry = %+v, %v", out, err)
@@ -279,7 +280,7 @@ func TestDispatchManualOverrides(t *testing.T) {
 	a, b := newExecutor(t, 200), newExecutor(t, 200)
 	j := e.job(t, e.group(t, a.srv.URL, b.srv.URL+"/"), func(j *xjob.Job) { j.TriggerStatus = xjob.StatusStopped })
 	param := "manual-param"
-	task := xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: "req-1"},
+	task := fire.DispatchTask{Occurrence: fire.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: "req-1"},
 		Param: &param, AddressList: []string{b.srv.URL}}
 	out, err := e.d.Dispatch(context.Background(), task)
 	if err != nil || len(out.Logs) != 1 {
@@ -301,7 +302,7 @@ func TestDispatchOverrideOutsideGroup(t *testing.T) {
 		e := setupConfig(t, nil, dispatch.Config{AnyTriggerAddress: anyAddr})
 		a, other := newExecutor(t, 200), newExecutor(t, 200)
 		j := e.job(t, e.group(t, a.srv.URL), nil)
-		task := xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: "req-1"},
+		task := fire.DispatchTask{Occurrence: fire.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: "req-1"},
 			AddressList: []string{other.srv.URL}}
 		out, err := e.d.Dispatch(context.Background(), task)
 		if err != nil || len(out.Logs) != 1 {
@@ -337,8 +338,8 @@ func TestDispatchDropsStaleScheduledTasks(t *testing.T) {
 	edited := e.job(t, g, nil)
 	task := cronTask(edited)
 	task.Revision = edited.Revision + 1
-	for name, tk := range map[string]xjob.DispatchTask{"stopped": stoppedTask, "edited": task,
-		"deleted": {Occurrence: xjob.Occurrence{JobID: 999, Type: xjob.TriggerCron, FireTime: 1}}} {
+	for name, tk := range map[string]fire.DispatchTask{"stopped": stoppedTask, "edited": task,
+		"deleted": {Occurrence: fire.Occurrence{JobID: 999, Type: xjob.TriggerCron, FireTime: 1}}} {
 		out, err := e.d.Dispatch(ctx, tk)
 		if err != nil || !out.Dropped {
 			t.Errorf("%s: %+v, %v; want dropped", name, out, err)
@@ -389,7 +390,7 @@ func TestDispatchFailover(t *testing.T) {
 func TestDispatchRejectsMalformedTask(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	_, err := e.d.Dispatch(context.Background(), xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: 1, Type: "WHENEVER"}})
+	_, err := e.d.Dispatch(context.Background(), fire.DispatchTask{Occurrence: fire.Occurrence{JobID: 1, Type: "WHENEVER"}})
 	var verr *xjob.ValidationError
 	if !errors.As(err, &verr) {
 		t.Fatalf("err = %v, want a ValidationError", err)

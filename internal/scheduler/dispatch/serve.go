@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -48,7 +49,7 @@ type ServeOptions struct {
 // Serve consumes one dispatch lane until ctx ends: the local-mode worker
 // pool. On AWS the SQS event source feeds DispatchMany instead. Each
 // receive is one batch (DispatchMany: one claim, one record, one ack).
-func (d *Dispatcher) Serve(ctx context.Context, q driver.Queue[xjob.DispatchTask], o ServeOptions) error {
+func (d *Dispatcher) Serve(ctx context.Context, q driver.Queue[fire.DispatchTask], o ServeOptions) error {
 	if o.Workers == 0 {
 		o.Workers = 32
 	}
@@ -101,8 +102,8 @@ func (d *Dispatcher) Serve(ctx context.Context, q driver.Queue[xjob.DispatchTask
 // serveBatch caps the tasks Serve receives, and dispatches, at once.
 const serveBatch = 100
 
-func (d *Dispatcher) handle(ctx context.Context, q driver.Queue[xjob.DispatchTask], ds []driver.Delivery[xjob.DispatchTask]) {
-	tasks := make([]xjob.DispatchTask, len(ds))
+func (d *Dispatcher) handle(ctx context.Context, q driver.Queue[fire.DispatchTask], ds []driver.Delivery[fire.DispatchTask]) {
+	tasks := make([]fire.DispatchTask, len(ds))
 	for i, del := range ds {
 		tasks[i] = del.Msg
 	}

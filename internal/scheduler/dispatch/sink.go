@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -52,7 +53,7 @@ type LaneSinkOptions struct {
 	// Calls bounds the executor calls in flight per lane (the lane's
 	// worker pool: --fast-workers / --slow-workers locally). A lane
 	// missing from the map is not served: Deliver refuses its tasks.
-	Calls map[xjob.Lane]int
+	Calls map[fire.Lane]int
 	// SpillAfter, SpillBudget, Chunk and Chunks: see the Default*
 	// constants.
 	SpillAfter  time.Duration
@@ -109,7 +110,7 @@ type LaneSink struct {
 	base   context.Context
 	queues driver.Queues
 	log    *slog.Logger
-	lanes  map[xjob.Lane]*sinkLane
+	lanes  map[fire.Lane]*sinkLane
 	spill  time.Duration
 	budget time.Duration
 	chunk  int
@@ -143,7 +144,7 @@ func NewLaneSink(d *Dispatcher, o LaneSinkOptions) (*LaneSink, error) {
 		o.Logger = d.d.Logger
 	}
 	s := &LaneSink{disp: d, base: o.Base, queues: o.Queues, log: o.Logger, spill: o.SpillAfter, budget: o.SpillBudget,
-		chunk: o.Chunk, ahead: o.ClaimAhead, lanes: map[xjob.Lane]*sinkLane{}}
+		chunk: o.Chunk, ahead: o.ClaimAhead, lanes: map[fire.Lane]*sinkLane{}}
 	for lane, calls := range o.Calls {
 		s.lanes[lane] = &sinkLane{chunks: make(chan struct{}, o.Chunks), calls: make(chan struct{}, max(calls, 1))}
 	}
@@ -157,7 +158,7 @@ func NewLaneSink(d *Dispatcher, o LaneSinkOptions) (*LaneSink, error) {
 // go to the durable lane queue, visible after their retry delay; an error
 // means that send failed (or ctx ended before every task was started), and
 // the ring delivers the bucket again.
-func (s *LaneSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
+func (s *LaneSink) Deliver(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask) error {
 	return s.deliver(ctx, lane, tasks, nil, nil)
 }
 
@@ -169,7 +170,7 @@ func (s *LaneSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dis
 // claimed chunks are never spilled (they are this process's to run). A job
 // stopped between the two is caught by the ring's own check at receipt,
 // not at the instant.
-func (s *LaneSink) Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
+func (s *LaneSink) Prepare(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
 	if _, ok := s.lanes[lane]; !ok {
 		return func(ctx context.Context) error { return s.deliver(ctx, lane, tasks, nil, nil) }
 	}
@@ -212,7 +213,7 @@ func (s *LaneSink) baseOf(ctx context.Context) context.Context {
 // deliver dispatches tasks on lane, with their reads done already when
 // batch is not nil, and the whole hand-off claimed already when claimed is
 // not nil.
-func (s *LaneSink) deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, batch *Batch, claimed []claimedChunk) error {
+func (s *LaneSink) deliver(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask, batch *Batch, claimed []claimedChunk) error {
 	l, ok := s.lanes[lane]
 	if !ok {
 		return fmt.Errorf("lane sink: lane %q is not served in process", lane)
@@ -221,13 +222,13 @@ func (s *LaneSink) deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dis
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
-		back []driver.Outgoing[xjob.DispatchTask]
+		back []driver.Outgoing[fire.DispatchTask]
 	)
 	clk := s.disp.d.Clock
-	requeue := func(t xjob.DispatchTask, after time.Duration) {
+	requeue := func(t fire.DispatchTask, after time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
-		back = append(back, driver.Outgoing[xjob.DispatchTask]{Msg: t, VisibleAt: clk.Now().Add(after).UnixMilli()})
+		back = append(back, driver.Outgoing[fire.DispatchTask]{Msg: t, VisibleAt: clk.Now().Add(after).UnixMilli()})
 	}
 	if batch == nil {
 		batch = s.disp.Load(base, tasks)
@@ -290,7 +291,7 @@ func (s *LaneSink) deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dis
 
 // settleAll settles tasks[idx[k]] with outs[k] and errs[k]: the results of
 // one chunk's Run.
-func (s *LaneSink) settleAll(tasks []xjob.DispatchTask, idx []int, outs []Outcome, errs []error, requeue func(xjob.DispatchTask, time.Duration)) {
+func (s *LaneSink) settleAll(tasks []fire.DispatchTask, idx []int, outs []Outcome, errs []error, requeue func(fire.DispatchTask, time.Duration)) {
 	for k, i := range idx {
 		s.settle(tasks[i], outs[k], errs[k], requeue)
 	}
@@ -298,7 +299,7 @@ func (s *LaneSink) settleAll(tasks []xjob.DispatchTask, idx []int, outs []Outcom
 
 // settle hands a dispatched task to requeue when Dispose says to try
 // again later; malformed tasks and tasks that no longer apply end here.
-func (s *LaneSink) settle(t xjob.DispatchTask, out Outcome, err error, requeue func(xjob.DispatchTask, time.Duration)) {
+func (s *LaneSink) settle(t fire.DispatchTask, out Outcome, err error, requeue func(fire.DispatchTask, time.Duration)) {
 	if err == nil {
 		if out.Dropped {
 			s.log.Debug("dispatch dropped", "job", t.Occurrence.JobID, "reason", out.Reason)

@@ -17,6 +17,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
@@ -35,7 +36,7 @@ type sinkFixture struct {
 	db    *sqlitestore.DB
 	disp  *dispatch.Dispatcher
 	quiet *slog.Logger
-	task  func() xjob.DispatchTask
+	task  func() fire.DispatchTask
 }
 
 func newSinkFixture(t *testing.T, exec http.HandlerFunc) *sinkFixture {
@@ -73,7 +74,7 @@ func newSinkFixture(t *testing.T, exec http.HandlerFunc) *sinkFixture {
 		t.Fatal(err)
 	}
 	f := &sinkFixture{ctx: ctx, t0: t0, clk: clk, db: db, disp: disp, quiet: quiet}
-	f.task = func() xjob.DispatchTask {
+	f.task = func() fire.DispatchTask {
 		j := xjob.Job{GroupID: g.ID, Description: "d", Author: "a", ScheduleType: xjob.ScheduleFixRate, ScheduleConf: "60",
 			Handler: "demo", TriggerStatus: xjob.StatusRunning, TriggerNextTime: t0.Add(time.Hour).UnixMilli()}
 		j.ApplyDefaults()
@@ -81,7 +82,7 @@ func newSinkFixture(t *testing.T, exec http.HandlerFunc) *sinkFixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerCron, FireTime: t0.UnixMilli()}, Revision: j.Revision}
+		return fire.DispatchTask{Occurrence: fire.Occurrence{JobID: j.ID, Type: xjob.TriggerCron, FireTime: t0.UnixMilli()}, Revision: j.Revision}
 	}
 	return f
 }
@@ -95,7 +96,7 @@ func countRuns(runs *atomic.Int64) http.HandlerFunc {
 }
 
 // queued receives what the sink left on lane's durable queue (visible now).
-func (f *sinkFixture) queued(t *testing.T, lane xjob.Lane) []driver.Delivery[xjob.DispatchTask] {
+func (f *sinkFixture) queued(t *testing.T, lane fire.Lane) []driver.Delivery[fire.DispatchTask] {
 	t.Helper()
 	ds, err := f.db.Dispatch(lane).Receive(f.ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute})
 	if err != nil {
@@ -115,8 +116,8 @@ func TestLaneSinkDeliversABatch(t *testing.T) {
 		_, _ = io.WriteString(w, `{"code":200}`)
 	})
 	ctx, t0, clk, db, disp, quiet, task := f.ctx, f.t0, f.clk, f.db, f.disp, f.quiet, f.task
-	tasks := []xjob.DispatchTask{task(), task(), task(), task(),
-		{Occurrence: xjob.Occurrence{JobID: 999_999, Type: xjob.TriggerCron, FireTime: t0.UnixMilli()}}}
+	tasks := []fire.DispatchTask{task(), task(), task(), task(),
+		{Occurrence: fire.Occurrence{JobID: 999_999, Type: xjob.TriggerCron, FireTime: t0.UnixMilli()}}}
 	inflight := tasks[3]
 	if _, err := db.LogCreate(ctx, xjob.Log{OccurrenceID: inflight.Occurrence.ID(0), JobID: inflight.Occurrence.JobID,
 		TriggerType: xjob.TriggerCron, ScheduledTime: t0.UnixMilli(), TriggerTime: t0.UnixMilli(),
@@ -125,21 +126,21 @@ func TestLaneSinkDeliversABatch(t *testing.T) {
 	}
 
 	sink, err := dispatch.NewLaneSink(disp, dispatch.LaneSinkOptions{Base: ctx, Queues: db, Logger: quiet,
-		Calls: map[xjob.Lane]int{xjob.LaneFast: 2, xjob.LaneSlow: 2}})
+		Calls: map[fire.Lane]int{fire.LaneFast: 2, fire.LaneSlow: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sink.Deliver(ctx, xjob.LaneFast, tasks); err != nil {
+	if err := sink.Deliver(ctx, fire.LaneFast, tasks); err != nil {
 		t.Fatal(err)
 	}
 	if n := runs.Load(); n != 3 {
 		t.Errorf("executor ran %d tasks, want 3", n)
 	}
-	if ds := f.queued(t, xjob.LaneFast); len(ds) != 0 {
+	if ds := f.queued(t, fire.LaneFast); len(ds) != 0 {
 		t.Fatalf("queued %d tasks visible at once, want none before the claim TTL", len(ds))
 	}
 	clk.Advance(31 * time.Second)
-	if ds := f.queued(t, xjob.LaneFast); len(ds) != 1 || ds[0].Msg.Occurrence != inflight.Occurrence {
+	if ds := f.queued(t, fire.LaneFast); len(ds) != 1 || ds[0].Msg.Occurrence != inflight.Occurrence {
 		t.Fatalf("queued %+v, want only the task in flight elsewhere", ds)
 	}
 }
@@ -177,13 +178,13 @@ func TestLaneSinkSpillsWhenSaturated(t *testing.T) {
 	saturated := make(chan struct{})
 	log := slog.New(noticeHandler{msg: "dispatch lane saturated; queueing", ch: saturated, once: &sync.Once{}})
 	sink, err := dispatch.NewLaneSink(f.disp, dispatch.LaneSinkOptions{Base: f.ctx, Queues: f.db, Logger: log,
-		Calls: map[xjob.Lane]int{xjob.LaneFast: 4}, Chunk: 1, Chunks: 1, SpillAfter: 20 * time.Millisecond})
+		Calls: map[fire.Lane]int{fire.LaneFast: 4}, Chunk: 1, Chunks: 1, SpillAfter: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks := []xjob.DispatchTask{f.task(), f.task(), f.task()}
+	tasks := []fire.DispatchTask{f.task(), f.task(), f.task()}
 	done := make(chan error, 1)
-	go func() { done <- sink.Deliver(f.ctx, xjob.LaneFast, tasks) }()
+	go func() { done <- sink.Deliver(f.ctx, fire.LaneFast, tasks) }()
 	<-saturated // the first chunk holds the only slot
 	close(release)
 	if err := <-done; err != nil {
@@ -192,12 +193,12 @@ func TestLaneSinkSpillsWhenSaturated(t *testing.T) {
 	if n := runs.Load(); n != 1 {
 		t.Errorf("executor ran %d tasks, want the first chunk's 1", n)
 	}
-	ds := f.queued(t, xjob.LaneFast)
-	var got []xjob.Occurrence
+	ds := f.queued(t, fire.LaneFast)
+	var got []fire.Occurrence
 	for _, d := range ds {
 		got = append(got, d.Msg.Occurrence)
 	}
-	if want := []xjob.Occurrence{tasks[1].Occurrence, tasks[2].Occurrence}; !slices.Equal(got, want) {
+	if want := []fire.Occurrence{tasks[1].Occurrence, tasks[2].Occurrence}; !slices.Equal(got, want) {
 		t.Errorf("queued %v, want the two tasks not started %v", got, want)
 	}
 }
@@ -218,21 +219,21 @@ func TestLaneSinkFinishesStartedChunkAfterCancel(t *testing.T) {
 		_, _ = io.WriteString(w, `{"code":200}`)
 	})
 	sink, err := dispatch.NewLaneSink(f.disp, dispatch.LaneSinkOptions{Queues: f.db, Logger: f.quiet,
-		Calls: map[xjob.Lane]int{xjob.LaneFast: 4}, Chunk: 1, Chunks: 1, SpillAfter: time.Minute, SpillBudget: time.Minute})
+		Calls: map[fire.Lane]int{fire.LaneFast: 4}, Chunk: 1, Chunks: 1, SpillAfter: time.Minute, SpillBudget: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks := []xjob.DispatchTask{f.task(), f.task()}
+	tasks := []fire.DispatchTask{f.task(), f.task()}
 	ctx, cancel := context.WithCancel(f.ctx)
 	done := make(chan error, 1)
-	go func() { done <- sink.Deliver(ctx, xjob.LaneFast, tasks) }()
+	go func() { done <- sink.Deliver(ctx, fire.LaneFast, tasks) }()
 	<-called // the first chunk is at the executor; the second waits for the slot
 	cancel()
 	close(release)
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Deliver = %v, want the cancellation reported (a task was never started)", err)
 	}
-	logs := func(task xjob.DispatchTask) []xjob.Log {
+	logs := func(task fire.DispatchTask) []xjob.Log {
 		page, err := f.db.LogList(f.ctx, driver.LogListParams{JobID: task.Occurrence.JobID, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
@@ -245,7 +246,7 @@ func TestLaneSinkFinishesStartedChunkAfterCancel(t *testing.T) {
 	if ls := logs(tasks[1]); len(ls) != 0 {
 		t.Errorf("task never started has logs %+v, want none", ls)
 	}
-	if ds := f.queued(t, xjob.LaneFast); len(ds) != 0 {
+	if ds := f.queued(t, fire.LaneFast); len(ds) != 0 {
 		t.Errorf("queued %d tasks, want none: the bucket comes back instead", len(ds))
 	}
 }
@@ -255,11 +256,11 @@ func TestLaneSinkRefusesUnservedLane(t *testing.T) {
 	t.Parallel()
 	f := newSinkFixture(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, `{"code":200}`) })
 	sink, err := dispatch.NewLaneSink(f.disp, dispatch.LaneSinkOptions{Queues: f.db, Logger: f.quiet,
-		Calls: map[xjob.Lane]int{xjob.LaneFast: 1}})
+		Calls: map[fire.Lane]int{fire.LaneFast: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sink.Deliver(f.ctx, xjob.LaneSlow, []xjob.DispatchTask{f.task()}); err == nil {
+	if err := sink.Deliver(f.ctx, fire.LaneSlow, []fire.DispatchTask{f.task()}); err == nil {
 		t.Fatal("Deliver on an unserved lane succeeded")
 	}
 	if _, err := dispatch.NewLaneSink(f.disp, dispatch.LaneSinkOptions{Queues: f.db}); err == nil {
@@ -277,19 +278,19 @@ func TestLaneSinkClaimsPreparedHandOffAhead(t *testing.T) {
 	f := newSinkFixture(t, countRuns(runs))
 	at := f.t0.Add(time.Second)
 	sink, err := dispatch.NewLaneSink(f.disp, dispatch.LaneSinkOptions{Base: f.ctx, Queues: f.db, Logger: f.quiet,
-		Calls: map[xjob.Lane]int{xjob.LaneFast: 2}, Chunk: 2, ClaimAhead: 3})
+		Calls: map[fire.Lane]int{fire.LaneFast: 2}, Chunk: 2, ClaimAhead: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	handOff := func(n int) []xjob.DispatchTask {
-		tasks := make([]xjob.DispatchTask, n)
+	handOff := func(n int) []fire.DispatchTask {
+		tasks := make([]fire.DispatchTask, n)
 		for i := range tasks {
 			tasks[i] = f.task()
 			tasks[i].Occurrence.FireTime = at.UnixMilli()
 		}
 		return tasks
 	}
-	logs := func(tasks []xjob.DispatchTask) []xjob.Log {
+	logs := func(tasks []fire.DispatchTask) []xjob.Log {
 		var out []xjob.Log
 		for _, task := range tasks {
 			page, err := f.db.LogList(f.ctx, driver.LogListParams{JobID: task.Occurrence.JobID, Limit: 10})
@@ -301,8 +302,8 @@ func TestLaneSinkClaimsPreparedHandOffAhead(t *testing.T) {
 		return out
 	}
 	small, large := handOff(3), handOff(4)
-	runSmall := sink.Prepare(f.ctx, xjob.LaneFast, small, nil)
-	runLarge := sink.Prepare(f.ctx, xjob.LaneFast, large, nil)
+	runSmall := sink.Prepare(f.ctx, fire.LaneFast, small, nil)
+	runLarge := sink.Prepare(f.ctx, fire.LaneFast, large, nil)
 	if n := runs.Load(); n != 0 {
 		t.Fatalf("executor called %d times while preparing, want 0", n)
 	}
@@ -333,7 +334,7 @@ func TestLaneSinkClaimsPreparedHandOffAhead(t *testing.T) {
 			t.Errorf("log %d: code %d, trigger time %d; want 200 at the instant %d", l.ID, l.TriggerCode, l.TriggerTime, at.UnixMilli())
 		}
 	}
-	if ds := f.queued(t, xjob.LaneFast); len(ds) != 0 {
+	if ds := f.queued(t, fire.LaneFast); len(ds) != 0 {
 		t.Errorf("queued %d tasks, want none", len(ds))
 	}
 }
@@ -348,32 +349,32 @@ func TestLaneSinkAbandonedClaimIsTakenOver(t *testing.T) {
 	f := newSinkFixture(t, countRuns(runs))
 	at := f.t0.Add(time.Second)
 	opts := dispatch.LaneSinkOptions{Base: f.ctx, Queues: f.db, Logger: f.quiet,
-		Calls: map[xjob.Lane]int{xjob.LaneFast: 2}, ClaimAhead: 10}
+		Calls: map[fire.Lane]int{fire.LaneFast: 2}, ClaimAhead: 10}
 	dead, err := dispatch.NewLaneSink(f.disp, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	task := f.task()
 	task.Occurrence.FireTime = at.UnixMilli()
-	_ = dead.Prepare(f.ctx, xjob.LaneFast, []xjob.DispatchTask{task}, nil) // never run
+	_ = dead.Prepare(f.ctx, fire.LaneFast, []fire.DispatchTask{task}, nil) // never run
 
 	next, err := dispatch.NewLaneSink(f.disp, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.clk.Set(at.Add(time.Second))
-	if err := next.Deliver(f.ctx, xjob.LaneFast, []xjob.DispatchTask{task}); err != nil {
+	if err := next.Deliver(f.ctx, fire.LaneFast, []fire.DispatchTask{task}); err != nil {
 		t.Fatal(err)
 	}
 	if n := runs.Load(); n != 0 {
 		t.Fatalf("executor ran %d times while the claim was held, want 0", n)
 	}
 	f.clk.Set(at.Add(31 * time.Second))
-	ds := f.queued(t, xjob.LaneFast)
+	ds := f.queued(t, fire.LaneFast)
 	if len(ds) != 1 || ds[0].Msg.Occurrence != task.Occurrence {
 		t.Fatalf("queued %+v, want the held task back once its claim expired", ds)
 	}
-	if err := next.Deliver(f.ctx, xjob.LaneFast, []xjob.DispatchTask{ds[0].Msg}); err != nil {
+	if err := next.Deliver(f.ctx, fire.LaneFast, []fire.DispatchTask{ds[0].Msg}); err != nil {
 		t.Fatal(err)
 	}
 	if n := runs.Load(); n != 1 {

@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -53,12 +52,12 @@ func NewKeeper(store driver.LeaseStore, clk clock.Clock, owner string, ttl time.
 func (k *Keeper) Owner() string { return k.owner }
 
 // Acquire takes the named lease; xjob.ErrLeaseHeld if another owner holds it.
-func (k *Keeper) Acquire(ctx context.Context, name string) (xjob.Lease, error) {
+func (k *Keeper) Acquire(ctx context.Context, name string) (driver.Lease, error) {
 	l, err := k.store.LeaseAcquire(ctx, driver.LeaseAcquireParams{
 		Name: name, Owner: k.owner, Now: clock.Millis(k.clock), TTL: k.ttl,
 	})
 	if err != nil {
-		return xjob.Lease{}, fmt.Errorf("lease acquire %s: %w", name, err)
+		return driver.Lease{}, fmt.Errorf("lease acquire %s: %w", name, err)
 	}
 	return l, nil
 }
@@ -66,26 +65,26 @@ func (k *Keeper) Acquire(ctx context.Context, name string) (xjob.Lease, error) {
 // Ensure keeps l alive cheaply: it renews only once less than half the TTL
 // remains, so a scanner ticking every second writes the lease about once
 // per TTL/2 instead of once a second. xjob.ErrLeaseLost if it was taken over.
-func (k *Keeper) Ensure(ctx context.Context, l xjob.Lease) (xjob.Lease, error) {
+func (k *Keeper) Ensure(ctx context.Context, l driver.Lease) (driver.Lease, error) {
 	now := clock.Millis(k.clock)
 	if l.ExpiresAt-now > k.ttl.Milliseconds()/2 {
 		return l, nil
 	}
 	nl, err := k.store.LeaseRenew(ctx, driver.LeaseRenewParams{Lease: l, Now: now, TTL: k.ttl})
 	if err != nil {
-		return xjob.Lease{}, fmt.Errorf("lease renew %s: %w", l.Name, err)
+		return driver.Lease{}, fmt.Errorf("lease renew %s: %w", l.Name, err)
 	}
 	return nl, nil
 }
 
 // Valid reports whether l is still unexpired with margin to spare, so that
 // work started now finishes before another owner may take over.
-func (k *Keeper) Valid(l xjob.Lease, margin time.Duration) bool {
+func (k *Keeper) Valid(l driver.Lease, margin time.Duration) bool {
 	return clock.Millis(k.clock)+margin.Milliseconds() < l.ExpiresAt
 }
 
 // Release gives l up so the next scanner need not wait for it to expire.
-func (k *Keeper) Release(ctx context.Context, l xjob.Lease) error {
+func (k *Keeper) Release(ctx context.Context, l driver.Lease) error {
 	if err := k.store.LeaseRelease(ctx, l); err != nil {
 		return fmt.Errorf("lease release %s: %w", l.Name, err)
 	}

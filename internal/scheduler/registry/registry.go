@@ -180,7 +180,7 @@ func (s *Service) LiveAddresses(ctx context.Context, appName string) ([]string, 
 	if err != nil {
 		return nil, fmt.Errorf("registry list %s: %w", appName, err)
 	}
-	return xjob.LiveAddresses(entries, appName, since), nil
+	return LiveAddresses(entries, appName, since), nil
 }
 
 // LiveSet returns the address of every executor, of any app, that beat
@@ -218,7 +218,7 @@ func (s *Service) OnlineCounts(ctx context.Context) (map[string]int, error) {
 		}
 	}
 	for _, app := range appNames(entries) {
-		out[app] = len(xjob.LiveAddresses(entries, app, since))
+		out[app] = len(LiveAddresses(entries, app, since))
 	}
 	return out, nil
 }
@@ -281,7 +281,7 @@ func (s *Service) RefreshGroups(ctx context.Context) (RefreshResult, error) {
 		if g.AddressType != xjob.AddressAuto {
 			continue
 		}
-		live := xjob.LiveAddresses(entries, g.AppName, since)
+		live := LiveAddresses(entries, g.AppName, since)
 		if slices.Equal(live, g.AddressList) {
 			continue
 		}
@@ -295,4 +295,23 @@ func (s *Service) RefreshGroups(ctx context.Context) (RefreshResult, error) {
 		res.Updated++
 	}
 	return res, errors.Join(errs...)
+}
+
+// LiveAddresses returns the sorted, de-duplicated addresses of entries for
+// appName seen at or after since: an automatic group's address list, at
+// most xjob.MaxAddresses long (the registry refuses more; entries stored before
+// that rule are cut here).
+func LiveAddresses(entries []xjob.RegistryEntry, appName string, since int64) []string {
+	var out []string
+	for _, e := range entries {
+		if e.Group == xjob.RegistryGroupExecutor && e.Key == appName && e.UpdatedAt >= since {
+			out = append(out, e.Value)
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > xjob.MaxAddresses {
+		out = out[:xjob.MaxAddresses]
+	}
+	return out
 }

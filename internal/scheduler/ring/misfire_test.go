@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/ring"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -57,7 +58,7 @@ func TestFireAfterStopMisfires(t *testing.T) {
 	clk.Set(time.UnixMilli(at + 27_000)) // started again 27 s after the fire time
 	var total ring.Stats
 	for i := range int64(3) { // three seconds of missed fires
-		b := xjob.RingBucket{Second: at/1000 + i, Items: []xjob.RingItem{
+		b := fire.RingBucket{Second: at/1000 + i, Items: []fire.RingItem{
 			{JobID: nothing.ID, FireTime: at + i*1000, Revision: nothing.Revision},
 			{JobID: once.ID, FireTime: at + i*1000, Revision: once.Revision},
 		}}
@@ -75,15 +76,15 @@ func TestFireAfterStopMisfires(t *testing.T) {
 	if snap.Misfired.DoNothing != 3 || snap.Misfired.FireOnceNow != 3 {
 		t.Fatalf("metrics %+v", snap.Misfired)
 	}
-	got := tasks(t, db, xjob.LaneFast)
-	seen := map[xjob.Occurrence]bool{}
+	got := tasks(t, db, fire.LaneFast)
+	seen := map[fire.Occurrence]bool{}
 	for _, task := range got {
 		if task.Occurrence.JobID == nothing.ID {
 			t.Fatalf("a DO_NOTHING occurrence was dispatched: %+v", task)
 		}
 		seen[task.Occurrence] = true
 	}
-	want := xjob.Occurrence{JobID: once.ID, Type: xjob.TriggerMisfire, FireTime: at}
+	want := fire.Occurrence{JobID: once.ID, Type: xjob.TriggerMisfire, FireTime: at}
 	if len(seen) != 1 || !seen[want] {
 		t.Fatalf("dispatched %v, want only %+v (dispatch keeps one by occurrence id)", seen, want)
 	}
@@ -115,8 +116,8 @@ func TestFireOnceNowOnceAcrossRings(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := t0.Add(48 * time.Second).UnixMilli()
-	bucket := func(i int64) xjob.RingBucket {
-		return xjob.RingBucket{Second: at/1000 + i, Items: []xjob.RingItem{
+	bucket := func(i int64) fire.RingBucket {
+		return fire.RingBucket{Second: at/1000 + i, Items: []fire.RingItem{
 			{JobID: nothing.ID, FireTime: at + i*1000, Revision: nothing.Revision},
 			{JobID: once.ID, FireTime: at + i*1000, Revision: once.Revision},
 		}}
@@ -139,9 +140,9 @@ func TestFireOnceNowOnceAcrossRings(t *testing.T) {
 	if snap := m.Snapshot(); snap.Misfired.DoNothing != 10 || snap.Misfired.FireOnceNow != 10 {
 		t.Fatalf("metrics %+v, want 10 skipped and 10 folded", snap.Misfired)
 	}
-	occurrences := func() map[string]xjob.Occurrence {
-		got := map[string]xjob.Occurrence{}
-		for _, task := range tasks(t, db, xjob.LaneFast) {
+	occurrences := func() map[string]fire.Occurrence {
+		got := map[string]fire.Occurrence{}
+		for _, task := range tasks(t, db, fire.LaneFast) {
 			if task.Occurrence.JobID == nothing.ID {
 				t.Fatalf("a DO_NOTHING occurrence was dispatched: %+v", task)
 			}
@@ -163,14 +164,14 @@ func TestFireOnceNowOnceAcrossRings(t *testing.T) {
 	// began) arrives late too, at the other ring: a new episode, one more
 	// fire; its own redelivery to the first ring is the same occurrence.
 	clk.Set(time.UnixMilli(at + 40_000))
-	late := xjob.RingBucket{Second: at/1000 + 23, Items: []xjob.RingItem{{JobID: once.ID, FireTime: at + 23_000, Revision: once.Revision}}}
+	late := fire.RingBucket{Second: at/1000 + 23, Items: []fire.RingItem{{JobID: once.ID, FireTime: at + 23_000, Revision: once.Revision}}}
 	for _, r := range rings {
 		if _, err := r.Fire(ctx, late); err != nil {
 			t.Fatal(err)
 		}
 	}
 	second := occurrences()
-	want := xjob.Occurrence{JobID: once.ID, Type: xjob.TriggerMisfire, FireTime: at + 23_000}
+	want := fire.Occurrence{JobID: once.ID, Type: xjob.TriggerMisfire, FireTime: at + 23_000}
 	if len(second) != 1 || second[want.ID(0)] != want {
 		t.Fatalf("dispatched %v, want only %+v", second, want)
 	}

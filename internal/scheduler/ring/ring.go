@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -60,7 +61,7 @@ import (
 // is delivered again (dispatch drops the repeats by occurrence id).
 // Deliver is called concurrently, for different instants and lanes.
 type Sink interface {
-	Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error
+	Deliver(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask) error
 }
 
 // QueueSink delivers tasks by sending them to their durable dispatch lane
@@ -70,10 +71,10 @@ type QueueSink struct {
 }
 
 // Deliver sends tasks to lane's queue, visible at once.
-func (s QueueSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
-	out := make([]driver.Outgoing[xjob.DispatchTask], len(tasks))
+func (s QueueSink) Deliver(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask) error {
+	out := make([]driver.Outgoing[fire.DispatchTask], len(tasks))
 	for i, t := range tasks {
-		out[i] = driver.Outgoing[xjob.DispatchTask]{Msg: t}
+		out[i] = driver.Outgoing[fire.DispatchTask]{Msg: t}
 	}
 	if err := s.Queues.Dispatch(lane).Send(ctx, out); err != nil {
 		return fmt.Errorf("dispatch send %s: %w", lane, err)
@@ -88,10 +89,10 @@ var _ Sink = QueueSink{}
 // sends the slow lane to its queue (QueueSink), where the dispatch
 // function consumes it with its own concurrency. A lane without a Sink is
 // an error, so the bucket comes back rather than losing its fires.
-type Split map[xjob.Lane]Sink
+type Split map[fire.Lane]Sink
 
 // Deliver passes tasks to lane's Sink.
-func (s Split) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
+func (s Split) Deliver(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask) error {
 	sink, err := s.of(lane)
 	if err != nil {
 		return err
@@ -100,7 +101,7 @@ func (s Split) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.Dispatc
 }
 
 // Prepare prepares tasks with lane's Sink when it is a Preparer.
-func (s Split) Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
+func (s Split) Prepare(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
 	sink, err := s.of(lane)
 	if err != nil {
 		return func(context.Context) error { return err }
@@ -109,7 +110,7 @@ func (s Split) Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.Dispatc
 }
 
 // of is lane's Sink, or an error when it has none.
-func (s Split) of(lane xjob.Lane) (Sink, error) {
+func (s Split) of(lane fire.Lane) (Sink, error) {
 	if sink := s[lane]; sink != nil {
 		return sink, nil
 	}
@@ -132,12 +133,12 @@ var (
 // would, with the same error contract.
 type Preparer interface {
 	Sink
-	Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error
+	Prepare(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error
 }
 
 // prepare returns sink's prepared hand-off of tasks, or, for a Sink that
 // cannot prepare, one that delivers them when called.
-func prepare(ctx context.Context, sink Sink, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
+func prepare(ctx context.Context, sink Sink, lane fire.Lane, tasks []fire.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
 	if p, ok := sink.(Preparer); ok {
 		return p.Prepare(ctx, lane, tasks, jobs)
 	}
@@ -247,7 +248,7 @@ type Stats struct {
 // (Preparer), one after the other in instant order (the first instant's
 // first, and a sink's claims of one page do not race each other), and
 // delivered at the instant, once prepared.
-func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
+func (r *Ring) Fire(ctx context.Context, b fire.RingBucket) (Stats, error) {
 	var st Stats
 	if len(b.Items) == 0 {
 		return st, nil
@@ -273,8 +274,8 @@ func (r *Ring) Fire(ctx context.Context, b xjob.RingBucket) (Stats, error) {
 // handOff is one lane's share of one instant: the tasks the sink gets,
 // and the run that delivers them, set (and ready closed) once prepared.
 type handOff struct {
-	lane  xjob.Lane
-	tasks []xjob.DispatchTask
+	lane  fire.Lane
+	tasks []fire.DispatchTask
 	ready chan struct{} // closed once run is set
 	run   func(context.Context) error
 }
@@ -286,7 +287,7 @@ type instant struct {
 }
 
 // loadJobs reads the jobs of items, each once, keyed by id.
-func (r *Ring) loadJobs(ctx context.Context, items []xjob.RingItem) (map[int64]*xjob.Job, error) {
+func (r *Ring) loadJobs(ctx context.Context, items []fire.RingItem) (map[int64]*xjob.Job, error) {
 	ids := make([]int64, 0, len(items))
 	for _, it := range items {
 		ids = append(ids, it.JobID)
@@ -304,14 +305,14 @@ func (r *Ring) loadJobs(ctx context.Context, items []xjob.RingItem) (map[int64]*
 }
 
 // planInstants groups items by fire time, in fire-time order, and each
-// instant's still-valid occurrences (xjob.Superseded) by lane; it returns
+// instant's still-valid occurrences (fire.Superseded) by lane; it returns
 // the instants, how many occurrences it dropped and how many were
 // misfires (Late), a FIRE_ONCE_NOW one becoming the MISFIRE occurrence of
 // its episode's key (misfireKeys). received is when the bucket arrived
 // (Unix ms): a task counts as enqueued at its instant, or then if later.
-func (r *Ring) planInstants(bucket []xjob.RingItem, byID map[int64]*xjob.Job, keys map[misfire]int64, received int64) ([]instant, int, int) {
+func (r *Ring) planInstants(bucket []fire.RingItem, byID map[int64]*xjob.Job, keys map[misfire]int64, received int64) ([]instant, int, int) {
 	items := slices.Clone(bucket)
-	slices.SortStableFunc(items, func(a, b xjob.RingItem) int { return int(a.FireTime - b.FireTime) })
+	slices.SortStableFunc(items, func(a, b fire.RingItem) int { return int(a.FireTime - b.FireTime) })
 	var (
 		instants []instant
 		dropped  int
@@ -323,11 +324,11 @@ func (r *Ring) planInstants(bucket []xjob.RingItem, byID map[int64]*xjob.Job, ke
 		for end < len(items) && items[end].FireTime == at {
 			end++
 		}
-		lanes := map[xjob.Lane][]xjob.DispatchTask{}
+		lanes := map[fire.Lane][]fire.DispatchTask{}
 		for _, it := range items[start:end] {
 			job := byID[it.JobID]
-			occ := xjob.Occurrence{JobID: it.JobID, Type: xjob.TriggerCron, FireTime: it.FireTime}
-			if xjob.Superseded(job, occ, it.Revision) != "" {
+			occ := fire.Occurrence{JobID: it.JobID, Type: xjob.TriggerCron, FireTime: it.FireTime}
+			if fire.Superseded(job, occ, it.Revision) != "" {
 				dropped++
 				continue
 			}
@@ -340,19 +341,19 @@ func (r *Ring) planInstants(bucket []xjob.RingItem, byID map[int64]*xjob.Job, ke
 				misfired++
 				r.metrics.Misfire(metric.StrategyFireOnceNow, 1)
 				occ.Type, occ.FireTime = xjob.TriggerMisfire, keys[misfire{it.JobID, it.FireTime}]
-				if slices.ContainsFunc(lanes[job.Lane(at)], func(t xjob.DispatchTask) bool { return t.Occurrence == occ }) {
+				if slices.ContainsFunc(lanes[fire.LaneOf(job, at)], func(t fire.DispatchTask) bool { return t.Occurrence == occ }) {
 					continue
 				}
 			}
-			lane := job.Lane(at)
-			lanes[lane] = append(lanes[lane], xjob.DispatchTask{
+			lane := fire.LaneOf(job, at)
+			lanes[lane] = append(lanes[lane], fire.DispatchTask{
 				Occurrence: occ,
 				Revision:   it.Revision,
 				EnqueuedAt: max(at, received),
 			})
 		}
 		in := instant{at: at}
-		for _, lane := range []xjob.Lane{xjob.LaneFast, xjob.LaneSlow} {
+		for _, lane := range []fire.Lane{fire.LaneFast, fire.LaneSlow} {
 			if tasks := lanes[lane]; len(tasks) > 0 {
 				in.hands = append(in.hands, &handOff{lane: lane, tasks: tasks, ready: make(chan struct{})})
 			}
@@ -391,7 +392,7 @@ func (r *Ring) prepareAll(ctx context.Context, instants []instant, byID map[int6
 // occurrences they handed off, the largest delay between an instant and
 // its hand-offs' start, and their errors joined. A sleep cut short (ctx
 // ended) closes quit and starts no later instant.
-func (r *Ring) deliverAll(ctx context.Context, b xjob.RingBucket, instants []instant, quit chan struct{}) (int, time.Duration, error) {
+func (r *Ring) deliverAll(ctx context.Context, b fire.RingBucket, instants []instant, quit chan struct{}) (int, time.Duration, error) {
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex // guards fired and errs
@@ -446,14 +447,14 @@ type ServeOptions struct {
 
 // merged is the buckets of one second received together, fired as one.
 type merged struct {
-	bucket xjob.RingBucket
+	bucket fire.RingBucket
 	tokens []string
 }
 
 // Merged is the buckets of one second received together, fired as one,
 // with the records (deliveries, SQS messages) they came in.
 type Merged[R any] struct {
-	Bucket  xjob.RingBucket
+	Bucket  fire.RingBucket
 	Records []R
 }
 
@@ -466,7 +467,7 @@ type Merged[R any] struct {
 // occurrences share one hand-off (one dispatch batch, chunked), and its
 // records are acknowledged (or retried) together once it has fired. Serve
 // and the AWS ring function both merge this way.
-func MergeBySecond[R any](recs []R, bucket func(R) xjob.RingBucket) []Merged[R] {
+func MergeBySecond[R any](recs []R, bucket func(R) fire.RingBucket) []Merged[R] {
 	var out []Merged[R]
 	at := map[int64]int{}
 	for _, r := range recs {
@@ -475,7 +476,7 @@ func MergeBySecond[R any](recs []R, bucket func(R) xjob.RingBucket) []Merged[R] 
 		if !ok {
 			i = len(out)
 			at[b.Second] = i
-			out = append(out, Merged[R]{Bucket: xjob.RingBucket{Shard: b.Shard, Second: b.Second}})
+			out = append(out, Merged[R]{Bucket: fire.RingBucket{Shard: b.Shard, Second: b.Second}})
 		}
 		m := &out[i]
 		m.Bucket.Items = append(m.Bucket.Items, b.Items...)
@@ -485,9 +486,9 @@ func MergeBySecond[R any](recs []R, bucket func(R) xjob.RingBucket) []Merged[R] 
 }
 
 // mergeBySecond is MergeBySecond of queue deliveries, keeping their tokens.
-func mergeBySecond(ds []driver.Delivery[xjob.RingBucket]) []merged {
+func mergeBySecond(ds []driver.Delivery[fire.RingBucket]) []merged {
 	var out []merged
-	for _, m := range MergeBySecond(ds, func(d driver.Delivery[xjob.RingBucket]) xjob.RingBucket { return d.Msg }) {
+	for _, m := range MergeBySecond(ds, func(d driver.Delivery[fire.RingBucket]) fire.RingBucket { return d.Msg }) {
 		g := merged{bucket: m.Bucket}
 		for _, d := range m.Records {
 			g.tokens = append(g.tokens, d.Token)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/ring"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -45,13 +46,13 @@ func addJob(t *testing.T, db *sqlitestore.DB) xjob.Job {
 	return j
 }
 
-func tasks(t *testing.T, db *sqlitestore.DB, lane xjob.Lane) []xjob.DispatchTask {
+func tasks(t *testing.T, db *sqlitestore.DB, lane fire.Lane) []fire.DispatchTask {
 	t.Helper()
 	ds, err := db.Dispatch(lane).Receive(context.Background(), driver.ReceiveParams{Max: 10, Visibility: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []xjob.DispatchTask
+	var out []fire.DispatchTask
 	for _, d := range ds {
 		out = append(out, d.Msg)
 	}
@@ -84,7 +85,7 @@ func TestFireDropsStaleOccurrences(t *testing.T) {
 	}
 
 	at := t0.Add(time.Second).UnixMilli()
-	b := xjob.RingBucket{Second: at / 1000, Items: []xjob.RingItem{
+	b := fire.RingBucket{Second: at / 1000, Items: []fire.RingItem{
 		{JobID: keep.ID, FireTime: at, Revision: keep.Revision},
 		{JobID: stopped.ID, FireTime: at, Revision: stopped.Revision - 1},
 		{JobID: edited.ID, FireTime: at, Revision: edited.Revision - 1},
@@ -98,8 +99,8 @@ func TestFireDropsStaleOccurrences(t *testing.T) {
 	if st.Fired != 1 || st.Dropped != 3 {
 		t.Fatalf("stats = %+v, want 1 fired and 3 dropped", st)
 	}
-	got := tasks(t, db, xjob.LaneFast)
-	want := xjob.Occurrence{JobID: keep.ID, Type: xjob.TriggerCron, FireTime: at}
+	got := tasks(t, db, fire.LaneFast)
+	want := fire.Occurrence{JobID: keep.ID, Type: xjob.TriggerCron, FireTime: at}
 	if len(got) != 1 || got[0].Occurrence != want || got[0].Revision != keep.Revision {
 		t.Fatalf("tasks = %+v, want one for %+v", got, want)
 	}
@@ -107,8 +108,8 @@ func TestFireDropsStaleOccurrences(t *testing.T) {
 
 // delivery is one Sink.Deliver call a test sink saw.
 type delivery struct {
-	lane  xjob.Lane
-	tasks []xjob.DispatchTask
+	lane  fire.Lane
+	tasks []fire.DispatchTask
 	// reply, when the test set replies, is what Deliver waits for and returns.
 	reply chan error
 }
@@ -123,7 +124,7 @@ type chanSink struct {
 
 func newChanSink(wait bool) *chanSink { return &chanSink{calls: make(chan delivery, 64), wait: wait} }
 
-func (s *chanSink) Deliver(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask) error {
+func (s *chanSink) Deliver(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask) error {
 	d := delivery{lane: lane, tasks: tasks}
 	if s.wait {
 		d.reply = make(chan error, 1)
@@ -177,7 +178,7 @@ func TestFireWaitsForEachMillisecond(t *testing.T) {
 	ctx := context.Background()
 	j := addJob(t, db)
 	base := t0.Add(2 * time.Second)
-	b := xjob.RingBucket{Second: base.Unix(), Items: []xjob.RingItem{
+	b := fire.RingBucket{Second: base.Unix(), Items: []fire.RingItem{
 		{JobID: j.ID, FireTime: base.Add(750 * time.Millisecond).UnixMilli(), Revision: j.Revision},
 		{JobID: j.ID, FireTime: base.Add(250 * time.Millisecond).UnixMilli(), Revision: j.Revision},
 	}}
@@ -223,7 +224,7 @@ func TestFireOverlapsSlowHandOffs(t *testing.T) {
 	ctx := context.Background()
 	j := addJob(t, db)
 	base := t0.Add(2 * time.Second)
-	b := xjob.RingBucket{Second: base.Unix(), Items: []xjob.RingItem{
+	b := fire.RingBucket{Second: base.Unix(), Items: []fire.RingItem{
 		{JobID: j.ID, FireTime: base.Add(100 * time.Millisecond).UnixMilli(), Revision: j.Revision},
 		{JobID: j.ID, FireTime: base.Add(600 * time.Millisecond).UnixMilli(), Revision: j.Revision},
 	}}
@@ -278,7 +279,7 @@ func TestFireReportsFailedHandOff(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		st, err := r.Fire(ctx, xjob.RingBucket{Second: at / 1000, Items: []xjob.RingItem{
+		st, err := r.Fire(ctx, fire.RingBucket{Second: at / 1000, Items: []fire.RingItem{
 			{JobID: fast.ID, FireTime: at, Revision: fast.Revision},
 			{JobID: slow.ID, FireTime: at, Revision: slow.Revision},
 		}})
@@ -286,7 +287,7 @@ func TestFireReportsFailedHandOff(t *testing.T) {
 	}()
 	for range 2 {
 		d := sink.next(t)
-		if d.lane == xjob.LaneSlow {
+		if d.lane == fire.LaneSlow {
 			d.reply <- errors.New("lane unavailable")
 		} else {
 			d.reply <- nil
@@ -306,13 +307,13 @@ func TestFireSendsSlowJobsToSlowLane(t *testing.T) {
 	markSlow(t, db, j)
 	clk.Set(t0.Add(time.Second))
 	at := t0.Add(time.Second).UnixMilli()
-	if _, err := r.Fire(ctx, xjob.RingBucket{Second: at / 1000, Items: []xjob.RingItem{{JobID: j.ID, FireTime: at, Revision: j.Revision}}}); err != nil {
+	if _, err := r.Fire(ctx, fire.RingBucket{Second: at / 1000, Items: []fire.RingItem{{JobID: j.ID, FireTime: at, Revision: j.Revision}}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(tasks(t, db, xjob.LaneSlow)); n != 1 {
+	if n := len(tasks(t, db, fire.LaneSlow)); n != 1 {
 		t.Fatalf("slow lane got %d tasks, want 1", n)
 	}
-	if n := len(tasks(t, db, xjob.LaneFast)); n != 0 {
+	if n := len(tasks(t, db, fire.LaneFast)); n != 0 {
 		t.Fatalf("fast lane got %d tasks, want 0", n)
 	}
 }
@@ -326,7 +327,7 @@ func TestSplitRoutesEachLane(t *testing.T) {
 	ctx := context.Background()
 	fastSink := newChanSink(false)
 	r, err := ring.New(ring.Deps{Jobs: db, Queues: db, Clock: clk, Logger: slog.New(slog.DiscardHandler),
-		Sink: ring.Split{xjob.LaneFast: fastSink, xjob.LaneSlow: ring.QueueSink{Queues: db}}})
+		Sink: ring.Split{fire.LaneFast: fastSink, fire.LaneSlow: ring.QueueSink{Queues: db}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +335,7 @@ func TestSplitRoutesEachLane(t *testing.T) {
 	markSlow(t, db, slow)
 	at := t0.Add(time.Second).UnixMilli()
 	clk.Set(time.UnixMilli(at))
-	bucket := xjob.RingBucket{Second: at / 1000, Items: []xjob.RingItem{
+	bucket := fire.RingBucket{Second: at / 1000, Items: []fire.RingItem{
 		{JobID: fast.ID, FireTime: at, Revision: fast.Revision},
 		{JobID: slow.ID, FireTime: at, Revision: slow.Revision},
 	}}
@@ -342,19 +343,19 @@ func TestSplitRoutesEachLane(t *testing.T) {
 	if err != nil || st.Fired != 2 {
 		t.Fatalf("Fire = %+v, %v; want 2 fired", st, err)
 	}
-	if d := fastSink.next(t); d.lane != xjob.LaneFast || len(d.tasks) != 1 || d.tasks[0].Occurrence.JobID != fast.ID {
+	if d := fastSink.next(t); d.lane != fire.LaneFast || len(d.tasks) != 1 || d.tasks[0].Occurrence.JobID != fast.ID {
 		t.Fatalf("fast sink got %+v, want the fast job", d)
 	}
 	fastSink.none(t)
-	if got := tasks(t, db, xjob.LaneSlow); len(got) != 1 || got[0].Occurrence.JobID != slow.ID {
+	if got := tasks(t, db, fire.LaneSlow); len(got) != 1 || got[0].Occurrence.JobID != slow.ID {
 		t.Fatalf("slow queue got %+v, want the slow job", got)
 	}
-	if got := tasks(t, db, xjob.LaneFast); len(got) != 0 {
+	if got := tasks(t, db, fire.LaneFast); len(got) != 0 {
 		t.Fatalf("fast queue got %+v, want nothing (the fast lane went to its sink)", got)
 	}
 
 	onlyFast, err := ring.New(ring.Deps{Jobs: db, Queues: db, Clock: clk, Logger: slog.New(slog.DiscardHandler),
-		Sink: ring.Split{xjob.LaneFast: fastSink}})
+		Sink: ring.Split{fire.LaneFast: fastSink}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +372,7 @@ type prepSink struct {
 	prepared chan time.Time
 }
 
-func (s *prepSink) Prepare(_ context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, _ map[int64]*xjob.Job) func(context.Context) error {
+func (s *prepSink) Prepare(_ context.Context, lane fire.Lane, tasks []fire.DispatchTask, _ map[int64]*xjob.Job) func(context.Context) error {
 	s.prepared <- s.clk.Now()
 	return func(ctx context.Context) error { return s.Deliver(ctx, lane, tasks) }
 }
@@ -388,7 +389,7 @@ func TestFirePreparesBeforeTheInstant(t *testing.T) {
 	j := addJob(t, db)
 	received := clk.Now()
 	at := t0.Add(2 * time.Second)
-	b := xjob.RingBucket{Second: at.Unix(), Items: []xjob.RingItem{{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision}}}
+	b := fire.RingBucket{Second: at.Unix(), Items: []fire.RingItem{{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision}}}
 	done := fireAsync(t, r, b)
 	select {
 	case p := <-sink.prepared:
@@ -423,7 +424,7 @@ type gatedPrepSink struct {
 	jobs   chan map[int64]*xjob.Job
 }
 
-func (s *gatedPrepSink) Prepare(ctx context.Context, lane xjob.Lane, tasks []xjob.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
+func (s *gatedPrepSink) Prepare(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
 	if tasks[0].Occurrence.FireTime == s.gateAt {
 		<-s.gate
 	}
@@ -444,7 +445,7 @@ func TestFirePreparesInOrderInTheBackground(t *testing.T) {
 	j := addJob(t, db)
 	first, second := t0.Add(1*time.Second), t0.Add(1500*time.Millisecond)
 	sink.gateAt = second.UnixMilli()
-	b := xjob.RingBucket{Second: first.Unix(), Items: []xjob.RingItem{
+	b := fire.RingBucket{Second: first.Unix(), Items: []fire.RingItem{
 		{JobID: j.ID, FireTime: second.UnixMilli(), Revision: j.Revision},
 		{JobID: j.ID, FireTime: first.UnixMilli(), Revision: j.Revision},
 	}}
@@ -476,7 +477,7 @@ func TestFirePreparesInOrderInTheBackground(t *testing.T) {
 
 // fireAsync runs r.Fire(b) in the background; the channel gets its stats
 // (a Fire error fails the test).
-func fireAsync(t *testing.T, r *ring.Ring, b xjob.RingBucket) <-chan ring.Stats {
+func fireAsync(t *testing.T, r *ring.Ring, b fire.RingBucket) <-chan ring.Stats {
 	t.Helper()
 	done := make(chan ring.Stats, 1)
 	go func() {
@@ -493,7 +494,7 @@ func fireAsync(t *testing.T, r *ring.Ring, b xjob.RingBucket) <-chan ring.Stats 
 // the slow lane.
 func markSlow(t *testing.T, db *sqlitestore.DB, j xjob.Job) {
 	t.Helper()
-	for range xjob.SlowLaneCount + 1 {
+	for range fire.SlowLaneCount + 1 {
 		if err := db.JobRecordSlow(context.Background(), j.ID, t0.UnixMilli()/60000); err != nil {
 			t.Fatal(err)
 		}

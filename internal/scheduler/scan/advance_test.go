@@ -11,6 +11,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/ring"
@@ -24,7 +25,7 @@ type fireLog struct {
 	fires map[int64][]int64 // job → fire times (Unix ms), in hand-off order
 }
 
-func (f *fireLog) Deliver(_ context.Context, _ xjob.Lane, tasks []xjob.DispatchTask) error {
+func (f *fireLog) Deliver(_ context.Context, _ fire.Lane, tasks []fire.DispatchTask) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, t := range tasks {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/lease"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -26,14 +26,14 @@ const episodeWorkers = 16
 
 // laneTask locates one dispatch task planned for a lane: lanes[lane][i].
 type laneTask struct {
-	lane xjob.Lane
+	lane fire.Lane
 	i    int
 }
 
 // joinEpisodes sets the fire time of each MISFIRE task in missed to the
 // key of the misfire episode covering it (fire times before overdue are
 // missed). Without a lease store the tasks keep their own fire times.
-func (p *Pusher) joinEpisodes(ctx context.Context, lanes map[xjob.Lane][]driver.Outgoing[xjob.DispatchTask], missed []laneTask, overdue int64) error {
+func (p *Pusher) joinEpisodes(ctx context.Context, lanes map[fire.Lane][]driver.Outgoing[fire.DispatchTask], missed []laneTask, overdue int64) error {
 	if p.leases == nil || len(missed) == 0 {
 		return nil
 	}

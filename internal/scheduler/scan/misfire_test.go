@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/lease"
 )
 
@@ -30,14 +31,14 @@ func TestScanMisfireJoinsEpisode(t *testing.T) {
 	if _, err := e.scanner(t, "a", nil).Tick(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := map[int64]xjob.Occurrence{}
+	got := map[int64]fire.Occurrence{}
 	for _, task := range e.drainDispatch(t) {
 		if _, dup := got[task.Occurrence.JobID]; dup {
 			t.Fatalf("job %d sent twice", task.Occurrence.JobID)
 		}
 		got[task.Occurrence.JobID] = task.Occurrence
 	}
-	want := map[int64]xjob.Occurrence{
+	want := map[int64]fire.Occurrence{
 		ringFirst.ID: {JobID: ringFirst.ID, Type: xjob.TriggerMisfire, FireTime: ep.Key},
 		scanFirst.ID: {JobID: scanFirst.ID, Type: xjob.TriggerMisfire, FireTime: scanFirst.TriggerNextTime},
 	}

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -76,7 +76,7 @@ func (p *pacedJobs) JobAdvanceMany(ctx context.Context, ps []driver.JobAdvancePa
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	pc := p.pacers[xjob.ShardOf(ps[0].ID, p.shards)]
+	pc := p.pacers[fire.ShardOf(ps[0].ID, p.shards)]
 	chunk := max(1, p.rate/paceChunks)
 	errs := make([]error, 0, len(ps))
 	for len(ps) > 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -29,7 +30,7 @@ func (a *advanceLog) JobAdvanceMany(ctx context.Context, ps []driver.JobAdvanceP
 	sec := a.e.clk.Now().Unix()
 	a.mu.Lock()
 	for _, p := range ps {
-		a.counts[[2]int64{int64(xjob.ShardOf(p.ID, shards)), sec}]++
+		a.counts[[2]int64{int64(fire.ShardOf(p.ID, shards)), sec}]++
 		a.jobs[p.ID]++
 	}
 	a.mu.Unlock()
@@ -126,7 +127,7 @@ func TestAdvancesPacedPerShard(t *testing.T) {
 	// within the budget.
 	perShard := map[int]int{}
 	for _, j := range rec.jobsAdvanced() {
-		perShard[xjob.ShardOf(j, shards)]++
+		perShard[fire.ShardOf(j, shards)]++
 	}
 	least := time.Duration(max(perShard[0], perShard[1])-rate) * time.Second / rate
 	if st.Duration < least || st.Duration > 20*time.Second {

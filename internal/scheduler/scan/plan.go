@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/schedule"
 )
 
@@ -153,7 +154,7 @@ func planEnd(jobID, now int64, p Policy) int64 {
 }
 
 // planGroups is how many grids the jobs are spread over: the jobs of one
-// shard among planGroups (xjob.ShardOf) share one. It is 16 because
+// shard among planGroups (fire.ShardOf) share one. It is 16 because
 // DynamoDB keeps a second's trigger logs in 16 pages by the same shard
 // among 16 (package dynamostore): jobs of one page are planned by the
 // same tick, so a
@@ -166,7 +167,7 @@ const planGroups = 16
 // planPhase is the offset of a job's grid within span (ms): its group's
 // share of the span, so the groups' grids are evenly spaced.
 func planPhase(jobID, span int64) int64 {
-	return int64(xjob.ShardOf(jobID, planGroups)) * span / planGroups
+	return int64(fire.ShardOf(jobID, planGroups)) * span / planGroups
 }
 
 // nextTime is sched's next time after t (Unix ms); 0 and false when none.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/schedule"
 )
 
@@ -220,7 +221,7 @@ func TestPlanEndGrid(t *testing.T) {
 		// Jobs of one group (one DynamoDB log page) share their window.
 		ends := map[int]int64{}
 		for id := int64(1); id <= 256; id++ {
-			g := xjob.ShardOf(id, planGroups)
+			g := fire.ShardOf(id, planGroups)
 			if e, ok := ends[g]; ok && e != planEnd(id, now, pol) {
 				t.Errorf("%v: job %d plans to another end than its group %d", pol, id, g)
 			}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/schedule"
@@ -107,9 +108,9 @@ type bucketKey struct {
 
 func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, pol Policy, st *Stats) error {
 	plans := make([]planned, 0, len(jobs))
-	buckets := map[bucketKey][]xjob.RingItem{}
+	buckets := map[bucketKey][]fire.RingItem{}
 	var keys []bucketKey
-	lanes := map[xjob.Lane][]driver.Outgoing[xjob.DispatchTask]{}
+	lanes := map[fire.Lane][]driver.Outgoing[fire.DispatchTask]{}
 	var missed []laneTask
 	for i := range jobs {
 		job := &jobs[i]
@@ -128,12 +129,12 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 		for _, f := range plan.Fires {
 			if f.Now {
 				st.NowFires++
-				lane := job.Lane(now)
+				lane := fire.LaneOf(job, now)
 				if f.Type == xjob.TriggerMisfire {
 					missed = append(missed, laneTask{lane, len(lanes[lane])})
 				}
-				lanes[lane] = append(lanes[lane], driver.Outgoing[xjob.DispatchTask]{Msg: xjob.DispatchTask{
-					Occurrence: xjob.Occurrence{JobID: job.ID, Type: f.Type, FireTime: f.Time},
+				lanes[lane] = append(lanes[lane], driver.Outgoing[fire.DispatchTask]{Msg: fire.DispatchTask{
+					Occurrence: fire.Occurrence{JobID: job.ID, Type: f.Type, FireTime: f.Time},
 					Revision:   job.Revision,
 					EnqueuedAt: now,
 				}})
@@ -144,7 +145,7 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 			if _, ok := buckets[k]; !ok {
 				keys = append(keys, k)
 			}
-			buckets[k] = append(buckets[k], xjob.RingItem{JobID: job.ID, FireTime: f.Time, Revision: job.Revision})
+			buckets[k] = append(buckets[k], fire.RingItem{JobID: job.ID, FireTime: f.Time, Revision: job.Revision})
 		}
 	}
 
@@ -153,14 +154,14 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 	}
 
 	// Effects first: everything planned is durably queued before any job moves on.
-	var msgs []driver.Outgoing[xjob.RingBucket]
+	var msgs []driver.Outgoing[fire.RingBucket]
 	lead := p.cfg.RingLead.Milliseconds()
 	for _, k := range keys {
 		items := buckets[k]
 		for len(items) > 0 {
 			n := min(len(items), p.cfg.MaxBucketItems)
-			b := xjob.RingBucket{Shard: k.shard, Second: k.second, Items: items[:n]}
-			msgs = append(msgs, driver.Outgoing[xjob.RingBucket]{Msg: b, VisibleAt: b.FireAt() - lead})
+			b := fire.RingBucket{Shard: k.shard, Second: k.second, Items: items[:n]}
+			msgs = append(msgs, driver.Outgoing[fire.RingBucket]{Msg: b, VisibleAt: b.FireAt() - lead})
 			items = items[n:]
 		}
 	}

@@ -166,7 +166,7 @@ type Scanner struct {
 	push *Pusher
 
 	mu     sync.Mutex
-	leases map[int]xjob.Lease
+	leases map[int]driver.Lease
 }
 
 // New builds a Scanner.
@@ -191,7 +191,7 @@ func New(cfg Config, d Deps) (*Scanner, error) {
 	return &Scanner{
 		cfg: cfg, jobs: d.Jobs, clock: d.Clock, log: d.Logger,
 		keeper: lease.NewKeeper(d.Leases, d.Clock, d.Owner, cfg.LeaseTTL), metrics: d.Metrics,
-		leases: make(map[int]xjob.Lease),
+		leases: make(map[int]driver.Lease),
 		push:   push,
 	}, nil
 }
@@ -357,7 +357,7 @@ func (s *Scanner) tickLeased(ctx context.Context, shard int, now int64) (Stats, 
 func (s *Scanner) ReleaseAll(ctx context.Context) {
 	s.mu.Lock()
 	leases := s.leases
-	s.leases = make(map[int]xjob.Lease)
+	s.leases = make(map[int]driver.Lease)
 	s.mu.Unlock()
 	for _, l := range leases {
 		if err := s.keeper.Release(ctx, l); err != nil && !errors.Is(err, xjob.ErrLeaseLost) {
@@ -368,7 +368,7 @@ func (s *Scanner) ReleaseAll(ctx context.Context) {
 
 // TickShard runs one tick on one shard at planning time now (Unix ms, the
 // tick's second) under lease l: page through due jobs, push, advance.
-func (s *Scanner) TickShard(ctx context.Context, shard int, now int64, l xjob.Lease) (Stats, error) {
+func (s *Scanner) TickShard(ctx context.Context, shard int, now int64, l driver.Lease) (Stats, error) {
 	var st Stats
 	pol := s.push.policy()
 	deadline := s.clock.Now().Add(s.cfg.TickBudget)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/lease"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
@@ -74,10 +75,10 @@ func (e env) addJob(t *testing.T, rate string, next time.Time, misfire xjob.Misf
 }
 
 // drainRing returns every ring occurrence visible by `until`, acked.
-func (e env) drainRing(t *testing.T) []xjob.RingItem {
+func (e env) drainRing(t *testing.T) []fire.RingItem {
 	t.Helper()
 	ctx := context.Background()
-	var items []xjob.RingItem
+	var items []fire.RingItem
 	for {
 		ds, err := e.db.Ring().Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute})
 		if err != nil {
@@ -102,11 +103,11 @@ func (e env) drainRing(t *testing.T) []xjob.RingItem {
 	return items
 }
 
-func (e env) drainDispatch(t *testing.T) []xjob.DispatchTask {
+func (e env) drainDispatch(t *testing.T) []fire.DispatchTask {
 	t.Helper()
 	ctx := context.Background()
-	var tasks []xjob.DispatchTask
-	for _, lane := range []xjob.Lane{xjob.LaneFast, xjob.LaneSlow} {
+	var tasks []fire.DispatchTask
+	for _, lane := range []fire.Lane{fire.LaneFast, fire.LaneSlow} {
 		q := e.db.Dispatch(lane)
 		for {
 			ds, err := q.Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute})
@@ -180,7 +181,7 @@ func TestTickLateAndMisfired(t *testing.T) {
 		t.Fatalf("stats = %+v, want 2 misfires and 2 fires now", st)
 	}
 	tasks := e.drainDispatch(t)
-	byJob := map[int64]xjob.DispatchTask{}
+	byJob := map[int64]fire.DispatchTask{}
 	for _, tk := range tasks {
 		byJob[tk.Occurrence.JobID] = tk
 	}
@@ -321,8 +322,8 @@ func TestCrashBeforeAdvanceRepushesSameOccurrences(t *testing.T) {
 		t.Fatalf("ring holds %d items, want 3 pushed twice", len(items))
 	}
 	for i := 0; i < len(items); i += 2 {
-		a := xjob.Occurrence{JobID: items[i].JobID, Type: xjob.TriggerCron, FireTime: items[i].FireTime}
-		b := xjob.Occurrence{JobID: items[i+1].JobID, Type: xjob.TriggerCron, FireTime: items[i+1].FireTime}
+		a := fire.Occurrence{JobID: items[i].JobID, Type: xjob.TriggerCron, FireTime: items[i].FireTime}
+		b := fire.Occurrence{JobID: items[i+1].JobID, Type: xjob.TriggerCron, FireTime: items[i+1].FireTime}
 		if a.ID(0) != b.ID(0) {
 			t.Errorf("re-plan pushed %s where the crashed tick pushed %s: dispatch could not deduplicate", b.ID(0), a.ID(0))
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
 	"github.com/xjobdev/xjob/pkg/clock"
@@ -86,7 +87,7 @@ func (e *env) beat(app, addr string) {
 func (e *env) running(jobID int64, addr string, retries int) xjob.Log {
 	e.t.Helper()
 	l, err := e.db.LogCreate(e.ctx, xjob.Log{
-		OccurrenceID: xjob.Occurrence{JobID: jobID, Type: xjob.TriggerManual, Ref: strconv.FormatInt(time.Now().UnixNano(), 10)}.ID(0),
+		OccurrenceID: fire.Occurrence{JobID: jobID, Type: xjob.TriggerManual, Ref: strconv.FormatInt(time.Now().UnixNano(), 10)}.ID(0),
 		JobID:        jobID, TriggerType: xjob.TriggerManual, TriggerTime: clock.Millis(e.clk), ExecutorFailRetryCount: retries,
 	})
 	if err != nil {
@@ -153,7 +154,7 @@ func TestCheckLost(t *testing.T) {
 		t.Fatalf("alarm status %d, alarms %v", l.AlarmStatus, e.alarm.logs)
 	}
 	e.clk.Advance(callback.DefaultRetryDelay) // retries wait the retry delay
-	ds, err := e.db.Dispatch(xjob.LaneFast).Receive(e.ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute})
+	ds, err := e.db.Dispatch(fire.LaneFast).Receive(e.ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute})
 	if err != nil || len(ds) != 1 || ds[0].Msg.Occurrence.Type != xjob.TriggerRetry ||
 		ds[0].Msg.Occurrence.Ref != strconv.FormatInt(onGone.ID, 10) {
 		t.Fatalf("dispatch queue %+v, %v; want one retry of the lost log", ds, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
@@ -184,7 +185,7 @@ func (s *system) fireRing(copies int) {
 func (s *system) dispatchAll(copies int) {
 	s.t.Helper()
 	ctx := context.Background()
-	for _, lane := range []xjob.Lane{xjob.LaneFast, xjob.LaneSlow} {
+	for _, lane := range []fire.Lane{fire.LaneFast, fire.LaneSlow} {
 		q := s.db.Dispatch(lane)
 		for {
 			ds, err := q.Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Hour})
@@ -346,7 +347,7 @@ func TestNoDuplicateExecutionWithTwoScannersRacing(t *testing.T) {
 			jobs = append(jobs, s.addJob("1", t0.Add(time.Second)))
 		}
 		a, b := s.scanner("a", nil), s.scanner("b", nil)
-		stale := xjob.Lease{Name: lease.Name(0), Owner: "x", Token: 1, ExpiresAt: t0.Add(time.Hour).UnixMilli()}
+		stale := driver.Lease{Name: lease.Name(0), Owner: "x", Token: 1, ExpiresAt: t0.Add(time.Hour).UnixMilli()}
 		conflicts := 0
 		for range 15 {
 			now := s.clk.Now().Truncate(time.Second).UnixMilli()
@@ -388,14 +389,14 @@ func TestDispatchTakesOverAbandonedOccurrence(t *testing.T) {
 	s := setup(t)
 	ctx := context.Background()
 	job := s.addJob("60", t0.Add(time.Hour))
-	occ := xjob.Occurrence{JobID: job.ID, Type: xjob.TriggerCron, FireTime: t0.UnixMilli()}
+	occ := fire.Occurrence{JobID: job.ID, Type: xjob.TriggerCron, FireTime: t0.UnixMilli()}
 	// The dead dispatcher's log: created, claimed for 30 s, never triggered.
 	if _, err := s.db.LogCreate(ctx, xjob.Log{OccurrenceID: occ.ID(0), JobID: job.ID, GroupID: job.GroupID,
 		TriggerType: occ.Type, ScheduledTime: occ.FireTime, TriggerTime: t0.UnixMilli(),
 		ClaimUntil: t0.Add(30 * time.Second).UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
-	task := xjob.DispatchTask{Occurrence: occ, Revision: job.Revision}
+	task := fire.DispatchTask{Occurrence: occ, Revision: job.Revision}
 	if _, err := s.disp.Dispatch(ctx, task); !errors.Is(err, dispatch.ErrInFlight) {
 		t.Fatalf("redelivery within the claim: err = %v, want ErrInFlight", err)
 	}

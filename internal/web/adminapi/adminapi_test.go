@@ -19,6 +19,7 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
@@ -216,7 +217,7 @@ func (e *env) state() string {
 
 func (e *env) queued() int {
 	e.t.Helper()
-	ds, err := e.db.Dispatch(xjob.LaneFast).Receive(e.ctx, driver.ReceiveParams{Max: 100, Visibility: time.Hour})
+	ds, err := e.db.Dispatch(fire.LaneFast).Receive(e.ctx, driver.ReceiveParams{Max: 100, Visibility: time.Hour})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func (e *env) queued() int {
 func (e *env) runningLog(j xjob.Job) xjob.Log {
 	e.t.Helper()
 	l, err := e.db.LogCreate(e.ctx, xjob.Log{
-		OccurrenceID: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: strconv.FormatInt(time.Now().UnixNano(), 10)}.ID(0),
+		OccurrenceID: fire.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: strconv.FormatInt(time.Now().UnixNano(), 10)}.ID(0),
 		JobID:        j.ID, GroupID: j.GroupID, TriggerType: xjob.TriggerManual, TriggerTime: clock.Millis(e.clk),
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/protocol"
@@ -112,7 +113,7 @@ func TestExecutorLogAndKill35(t *testing.T) {
 	e.must(201, "POST", "/v1/groups", `{"appname":"app-35","title":"Three five","addressType":1,"addressList":["`+exec.URL+`/"]}`, &g)
 	j := e.job(g.ID, "")
 	l, err := e.db.LogCreate(e.ctx, xjob.Log{
-		OccurrenceID: xjob.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: strconv.FormatInt(time.Now().UnixNano(), 10)}.ID(0),
+		OccurrenceID: fire.Occurrence{JobID: j.ID, Type: xjob.TriggerManual, Ref: strconv.FormatInt(time.Now().UnixNano(), 10)}.ID(0),
 		JobID:        j.ID, GroupID: g.ID, TriggerType: xjob.TriggerManual, TriggerTime: clock.Millis(e.clk),
 	})
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/text"
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/web/guard"
 	"github.com/xjobdev/xjob/pkg/clock"
@@ -333,7 +334,7 @@ var funcs = template.FuncMap{
 	},
 	"running": func(l xjob.Log) bool { return l.Running() },
 	"failed":  func(l xjob.Log) bool { return l.Failed() },
-	"trunc":   func(s string, n int) string { return xjob.Truncate(s, n) },
+	"trunc":   func(s string, n int) string { return text.Truncate(s, n) },
 	// navItems are the menu entries p may use: a normal user neither
 	// manages executors nor users, and finds its password page instead.
 	"navItems": func(p auth.Principal) [][2]string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/text"
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/pkg/schedule"
 )
@@ -424,7 +425,7 @@ func (h *Handler) trigger(w http.ResponseWriter, r *http.Request, p auth.Princip
 	b := h.base(r, p, "")
 	param := r.FormValue("executorParam")
 	tp := admin.TriggerParams{JobID: j.ID, Param: &param}
-	for _, a := range xjob.SplitList(r.FormValue("addressList")) {
+	for _, a := range text.SplitList(r.FormValue("addressList")) {
 		var ve *xjob.ValidationError
 		if err := xjob.ValidateAddress(a); errors.As(err, &ve) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/text"
 	"github.com/xjobdev/xjob/internal/web/auth"
 )
 
@@ -355,7 +356,7 @@ func (h *Handler) groupSave(w http.ResponseWriter, r *http.Request, p auth.Princ
 	}
 	g := xjob.Group{ID: formInt(r, "id"), AppName: strings.TrimSpace(r.FormValue("appname")),
 		Title: strings.TrimSpace(r.FormValue("title")), AddressType: xjob.AddressType(formInt(r, "addressType")),
-		AddressList: xjob.SplitList(r.FormValue("addressList")), Version: formInt(r, "version")}
+		AddressList: text.SplitList(r.FormValue("addressList")), Version: formInt(r, "version")}
 	var err error
 	if g.ID == 0 {
 		_, err = h.cfg.Admin.CreateGroup(r.Context(), g)

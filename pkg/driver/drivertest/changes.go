@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -55,8 +56,8 @@ func ExerciseChangeStore(t *testing.T, newStore func(t *testing.T) driver.Store)
 			t.Fatalf("a = group %d children %v applied %q, want group %d children [%d]", ga.GroupID, ga.ChildJobIDs,
 				ga.Applied, res.GroupIDs[0], res.JobIDs[1])
 		}
-		if sh, ok := s.(interface{ Shards() int }); ok && ga.Shard != xjob.ShardOf(900, sh.Shards()) {
-			t.Fatalf("a's shard %d, want %d", ga.Shard, xjob.ShardOf(900, sh.Shards()))
+		if sh, ok := s.(interface{ Shards() int }); ok && ga.Shard != fire.ShardOf(900, sh.Shards()) {
+			t.Fatalf("a's shard %d, want %d", ga.Shard, fire.ShardOf(900, sh.Shards()))
 		}
 		gu, err := s.JobGet(ctx, keep.ID)
 		requireNoErr(t, err, "get updated")

@@ -98,7 +98,7 @@ func ExerciseLeaseStore(t *testing.T, newStore func(t *testing.T) driver.LeaseSt
 				requireNoErr(t, err, "seed")
 			}
 			now := t0 + int64(round)*2*ms
-			got := make([]xjob.Lease, 8)
+			got := make([]driver.Lease, 8)
 			errs := race(8, func(i int) error {
 				var err error
 				got[i], err = s.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: name, Owner: fmt.Sprint("owner-", i), Now: now, TTL: ttl})

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -16,7 +16,7 @@ import (
 // pass through Advance, never at exact instants, so the same suite runs on
 // a fake clock (SQLite) and on a server's real clock (SQS).
 type QueueHarness struct {
-	Queue driver.Queue[xjob.RingBucket]
+	Queue driver.Queue[fire.RingBucket]
 	// Now returns the queue's current time; VisibleAt is computed from it.
 	Now func() time.Time
 	// Advance lets d of the queue's time pass: it moves a fake clock, or
@@ -35,25 +35,25 @@ const (
 	wallLimit   = 60 * time.Second       // safety net for goroutines blocked in Receive
 )
 
-func bucket(i int) xjob.RingBucket {
-	return xjob.RingBucket{Shard: i % 4, Second: 1_700_000_000 + int64(i),
-		Items: []xjob.RingItem{{JobID: int64(i), FireTime: 1_700_000_000_000 + int64(i)*1000, Revision: 3}}}
+func bucket(i int) fire.RingBucket {
+	return fire.RingBucket{Shard: i % 4, Second: 1_700_000_000 + int64(i),
+		Items: []fire.RingItem{{JobID: int64(i), FireTime: 1_700_000_000_000 + int64(i)*1000, Revision: 3}}}
 }
 
-func out(now time.Time, delay time.Duration, msgs ...xjob.RingBucket) []driver.Outgoing[xjob.RingBucket] {
-	var o []driver.Outgoing[xjob.RingBucket]
+func out(now time.Time, delay time.Duration, msgs ...fire.RingBucket) []driver.Outgoing[fire.RingBucket] {
+	var o []driver.Outgoing[fire.RingBucket]
 	for _, m := range msgs {
-		o = append(o, driver.Outgoing[xjob.RingBucket]{Msg: m, VisibleAt: now.Add(delay).UnixMilli()})
+		o = append(o, driver.Outgoing[fire.RingBucket]{Msg: m, VisibleAt: now.Add(delay).UnixMilli()})
 	}
 	return o
 }
 
 // receiveUntil polls (Wait 0) until done says so, letting time pass
 // between polls, and returns every delivery seen.
-func receiveUntil(t *testing.T, h QueueHarness, p driver.ReceiveParams, done func([]driver.Delivery[xjob.RingBucket]) bool) []driver.Delivery[xjob.RingBucket] {
+func receiveUntil(t *testing.T, h QueueHarness, p driver.ReceiveParams, done func([]driver.Delivery[fire.RingBucket]) bool) []driver.Delivery[fire.RingBucket] {
 	t.Helper()
 	start := h.Now()
-	var got []driver.Delivery[xjob.RingBucket]
+	var got []driver.Delivery[fire.RingBucket]
 	for {
 		ds, err := h.Queue.Receive(t.Context(), p)
 		requireNoErr(t, err, "receive")
@@ -71,8 +71,8 @@ func receiveUntil(t *testing.T, h QueueHarness, p driver.ReceiveParams, done fun
 	}
 }
 
-func atLeast(n int) func([]driver.Delivery[xjob.RingBucket]) bool {
-	return func(ds []driver.Delivery[xjob.RingBucket]) bool { return len(ds) >= n }
+func atLeast(n int) func([]driver.Delivery[fire.RingBucket]) bool {
+	return func(ds []driver.Delivery[fire.RingBucket]) bool { return len(ds) >= n }
 }
 
 // receiveNone checks that a receive right now returns nothing.
@@ -87,10 +87,10 @@ func receiveNone(t *testing.T, h QueueHarness, what string) {
 
 // receiveWaiting runs a long-polling Receive in a goroutine and lets time
 // pass until it returns; it returns the deliveries and the queue time spent.
-func receiveWaiting(t *testing.T, h QueueHarness, p driver.ReceiveParams, meanwhile func()) ([]driver.Delivery[xjob.RingBucket], time.Duration) {
+func receiveWaiting(t *testing.T, h QueueHarness, p driver.ReceiveParams, meanwhile func()) ([]driver.Delivery[fire.RingBucket], time.Duration) {
 	t.Helper()
 	type result struct {
-		ds  []driver.Delivery[xjob.RingBucket]
+		ds  []driver.Delivery[fire.RingBucket]
 		err error
 	}
 	done := make(chan result, 1)
@@ -134,12 +134,12 @@ func receiveWaiting(t *testing.T, h QueueHarness, p driver.ReceiveParams, meanwh
 	}
 }
 
-func msgs(ds []driver.Delivery[xjob.RingBucket]) []xjob.RingBucket {
-	out := make([]xjob.RingBucket, len(ds))
+func msgs(ds []driver.Delivery[fire.RingBucket]) []fire.RingBucket {
+	out := make([]fire.RingBucket, len(ds))
 	for i, d := range ds {
 		out[i] = d.Msg
 	}
-	slices.SortFunc(out, func(a, b xjob.RingBucket) int { return int(a.Second - b.Second) })
+	slices.SortFunc(out, func(a, b fire.RingBucket) int { return int(a.Second - b.Second) })
 	return out
 }
 
@@ -151,7 +151,7 @@ func ExerciseQueue(t *testing.T, newQueue func(t *testing.T) QueueHarness) {
 	t.Run("SendReceiveAck", func(t *testing.T) {
 		t.Parallel()
 		h, ctx := newQueue(t), t.Context()
-		sent := []xjob.RingBucket{bucket(1), bucket(2), bucket(3)}
+		sent := []fire.RingBucket{bucket(1), bucket(2), bucket(3)}
 		requireNoErr(t, h.Queue.Send(ctx, out(h.Now(), 0, sent...)), "send")
 		requireNoErr(t, h.Queue.Send(ctx, nil), "send nothing")
 		got := receiveUntil(t, h, driver.ReceiveParams{Max: 10, Visibility: vis}, atLeast(3))
@@ -237,7 +237,7 @@ func ExerciseQueue(t *testing.T, newQueue func(t *testing.T) QueueHarness) {
 	t.Run("MaxRespected", func(t *testing.T) {
 		t.Parallel()
 		h, ctx := newQueue(t), t.Context()
-		var sent []xjob.RingBucket
+		var sent []fire.RingBucket
 		for i := range 7 {
 			sent = append(sent, bucket(i))
 		}

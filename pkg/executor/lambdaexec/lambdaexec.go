@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/xjobdev/xjob/internal/exechttp"
 	"github.com/xjobdev/xjob/pkg/executor"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
@@ -76,8 +77,8 @@ func StreamingHandler(e *executor.Executor) StreamingHandlerFunc {
 		}()
 		return &events.LambdaFunctionURLStreamingResponse{
 			StatusCode: http.StatusOK,
-			Headers:    map[string]string{"Content-Type": executor.ContentType},
-			Body:       newRunStream(executor.EncodeReturnT(protocol.OK()), done),
+			Headers:    map[string]string{"Content-Type": exechttp.ContentType},
+			Body:       newRunStream(exechttp.EncodeReturnT(protocol.OK()), done),
 		}, nil
 	}
 }
@@ -97,7 +98,7 @@ func serve(ctx context.Context, e *executor.Executor, r executor.Request) (rt pr
 // parse turns a function URL event into an executor request, or into the
 // reply for a body that cannot be one.
 func parse(req events.LambdaFunctionURLRequest) (executor.Request, *events.LambdaFunctionURLResponse) {
-	if executor.CrossSiteHeaders(func(name string) string { return header(req.Headers, name) }) {
+	if exechttp.CrossSiteHeaders(func(name string) string { return header(req.Headers, name) }) {
 		return executor.Request{}, &events.LambdaFunctionURLResponse{StatusCode: http.StatusForbidden,
 			Headers: map[string]string{"Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff"},
 			Body:    "cross-site request refused"}
@@ -131,8 +132,8 @@ func parse(req events.LambdaFunctionURLRequest) (executor.Request, *events.Lambd
 func reply(rt protocol.ReturnT) events.LambdaFunctionURLResponse {
 	return events.LambdaFunctionURLResponse{
 		StatusCode: http.StatusOK,
-		Headers:    map[string]string{"Content-Type": executor.ContentType},
-		Body:       string(executor.EncodeReturnT(rt)),
+		Headers:    map[string]string{"Content-Type": exechttp.ContentType},
+		Body:       string(exechttp.EncodeReturnT(rt)),
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
+	"github.com/xjobdev/xjob/internal/exechttp"
 	"github.com/xjobdev/xjob/pkg/executor"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
@@ -57,7 +58,7 @@ func TestStreamingRunRepliesBeforeJobFinishes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 200 || resp.Headers["Content-Type"] != executor.ContentType {
+	if resp.StatusCode != 200 || resp.Headers["Content-Type"] != exechttp.ContentType {
 		t.Fatalf("response %d %v", resp.StatusCode, resp.Headers)
 	}
 	got, dec := firstValue(t, resp.Body)

@@ -18,6 +18,7 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
@@ -46,7 +47,7 @@ func NewDispatcher(b *wiring.Base, exec *execclient.Client, reg *registry.Servic
 type Function struct {
 	b          *wiring.Base
 	dispatcher *dispatch.Dispatcher
-	lanes      map[string]xjob.Lane // SQS queue name → dispatch lane
+	lanes      map[string]fire.Lane // SQS queue name → dispatch lane
 	callback   *callback.Service
 	results    string // the results queue's name ("": none)
 }
@@ -71,11 +72,11 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Function{b: b, dispatcher: d, lanes: map[string]xjob.Lane{}, callback: cb}
+	f := &Function{b: b, dispatcher: d, lanes: map[string]fire.Lane{}, callback: cb}
 	if url := b.Config.ResultsQueueURL; url != "" {
 		f.results = wiring.QueueName(url)
 	}
-	for url, lane := range map[string]xjob.Lane{b.Config.DispatchFastURL: xjob.LaneFast, b.Config.DispatchSlowURL: xjob.LaneSlow} {
+	for url, lane := range map[string]fire.Lane{b.Config.DispatchFastURL: fire.LaneFast, b.Config.DispatchSlowURL: fire.LaneSlow} {
 		if url != "" {
 			f.lanes[wiring.QueueName(url)] = lane
 		}
@@ -161,11 +162,11 @@ func (f *Function) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 	if len(ev.Records) > 0 && f.results != "" && wiring.QueueName(ev.Records[0].EventSourceARN) == f.results {
 		return f.HandleResults(ctx, ev)
 	}
-	tasks := make([]xjob.DispatchTask, 0, len(ev.Records))
+	tasks := make([]fire.DispatchTask, 0, len(ev.Records))
 	records := make([]events.SQSMessage, 0, len(ev.Records))
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for _, r := range ev.Records {
-		var task xjob.DispatchTask
+		var task fire.DispatchTask
 		if err := json.Unmarshal([]byte(r.Body), &task); err != nil {
 			if f.b.KeepUnread(ctx, "dispatch: task", r, err) {
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
@@ -217,8 +218,8 @@ func (f *Function) Manual(ctx context.Context, m ManualTrigger) (ManualResult, e
 	if ref == "" {
 		ref = wiring.RandomHex(16)
 	}
-	task := xjob.DispatchTask{
-		Occurrence:  xjob.Occurrence{JobID: m.JobID, Type: xjob.TriggerManual, Ref: ref},
+	task := fire.DispatchTask{
+		Occurrence:  fire.Occurrence{JobID: m.JobID, Type: xjob.TriggerManual, Ref: ref},
 		Param:       m.ExecutorParam,
 		AddressList: addrs,
 		EnqueuedAt:  f.b.Clock.Now().UnixMilli(),

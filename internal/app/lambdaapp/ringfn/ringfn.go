@@ -21,10 +21,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/dispatchfn"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
 	"github.com/xjobdev/xjob/internal/scheduler/ring"
 )
@@ -119,14 +119,14 @@ func New(b *wiring.Base) (*Function, error) {
 	// (LaneSink's nil Base), so a started chunk is always recorded;
 	// RingTimeout leaves room for it.
 	fastSink, err := dispatch.NewLaneSink(d, dispatch.LaneSinkOptions{Queues: b.Queues, Logger: b.Log,
-		Calls: map[xjob.Lane]int{xjob.LaneFast: ringFastCalls}, Chunk: ringChunk, Chunks: ringChunks, ClaimAhead: ringClaimAhead})
+		Calls: map[fire.Lane]int{fire.LaneFast: ringFastCalls}, Chunk: ringChunk, Chunks: ringChunks, ClaimAhead: ringClaimAhead})
 	if err != nil {
 		return nil, fmt.Errorf("lambda ring: sink: %w", err)
 	}
 	// Leases: a FIRE_ONCE_NOW job's late buckets reach several
 	// environments at once, and fire it once between them.
 	r, err := ring.New(ring.Deps{Jobs: b.Store, Queues: b.Queues, Clock: b.Clock, Logger: b.Log, Metrics: b.Metrics, Leases: b.Store,
-		Sink: ring.Split{xjob.LaneFast: fastSink, xjob.LaneSlow: ring.QueueSink{Queues: b.Queues}}})
+		Sink: ring.Split{fire.LaneFast: fastSink, fire.LaneSlow: ring.QueueSink{Queues: b.Queues}}})
 	if err != nil {
 		return nil, fmt.Errorf("lambda ring: %w", err)
 	}
@@ -145,7 +145,7 @@ func Build(b *wiring.Base) (any, error) {
 // record is one SQS record of the ring queue and its bucket.
 type record struct {
 	msg    events.SQSMessage
-	bucket xjob.RingBucket
+	bucket fire.RingBucket
 }
 
 // decode reads the buckets of records. A record that does not decode is
@@ -154,7 +154,7 @@ type record struct {
 // is dropped.
 func (f *Function) decode(ctx context.Context, records []events.SQSMessage) (recs []record, kept []events.SQSMessage) {
 	for _, r := range records {
-		var b xjob.RingBucket
+		var b fire.RingBucket
 		err := json.Unmarshal([]byte(r.Body), &b)
 		if err != nil {
 			if f.b.KeepUnread(ctx, "ring: bucket", r, err) {
@@ -176,7 +176,7 @@ func (f *Function) decode(ctx context.Context, records []events.SQSMessage) (rec
 func (f *Function) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer f.b.FlushReports(ctx)
 	recs, kept := f.decode(ctx, ev.Records)
-	seconds := ring.MergeBySecond(recs, func(r record) xjob.RingBucket { return r.bucket })
+	seconds := ring.MergeBySecond(recs, func(r record) fire.RingBucket { return r.bucket })
 	failed := make([]bool, len(seconds))
 	var (
 		wg      sync.WaitGroup

@@ -19,10 +19,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/adapter/snsalarm"
 	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/tally"
@@ -314,7 +314,7 @@ func ReceiveCount(r events.SQSMessage) int {
 
 // KeepUnread decides about an SQS record that did not decode (err), for
 // every function an event source mapping feeds: one of a format newer
-// than this code reads (xjob.VersionError: written by a newer version,
+// than this code reads (fire.VersionError: written by a newer version,
 // read during a rollback or a staggered deploy) is kept — the caller
 // reports it as a batch item failure, so it stays in the queue and, after
 // the queue's receive limit, waits in the dead-letter queue to be
@@ -322,7 +322,7 @@ func ReceiveCount(r events.SQSMessage) int {
 // all can never be read by any version and is dropped. Either way the log
 // says so, naming what (e.g. "ring: bucket").
 func (b *Base) KeepUnread(ctx context.Context, what string, r events.SQSMessage, err error) bool {
-	var verr *xjob.VersionError
+	var verr *fire.VersionError
 	if errors.As(err, &verr) {
 		b.Log.ErrorContext(ctx, what+" of a newer format left in the queue; deploy the version that wrote it",
 			"messageId", r.MessageId, "version", verr.Version, "reads", verr.Newest, "receives", ReceiveCount(r))

@@ -1,11 +1,24 @@
-package xjob
+// Package fire is the pipeline's vocabulary for one fire of a job as it
+// travels from the scan to an executor: its deterministic occurrence id,
+// the ring bucket that holds it until its second, the dispatch task that
+// asks for it to be triggered, the lane it goes through, and the rules the
+// services share about it (which shard owns a job, when a planned fire is
+// superseded, when a job moves to the slow lane).
+//
+// These are wire formats between xjob's own services, versioned because a
+// message may wait in a queue across an upgrade; they are not API, so they
+// live under internal/ and may change with any release.
+package fire
 
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/xjobdev/xjob"
 )
 
 // Occurrence names one fire of one job. Its ID is deterministic: the same
@@ -13,8 +26,8 @@ import (
 // the same ID, and the trigger log is created conditionally on it, so the
 // executor sees it once.
 type Occurrence struct {
-	JobID int64       `json:"jobId"`
-	Type  TriggerType `json:"triggerType"`
+	JobID int64            `json:"jobId"`
+	Type  xjob.TriggerType `json:"triggerType"`
 	// FireTime is the scheduled fire time for CRON and MISFIRE occurrences.
 	FireTime int64 `json:"fireTime,omitempty"`
 	// Ref distinguishes occurrences that have no schedule time: the parent
@@ -41,7 +54,7 @@ func (o Occurrence) ID(shard int) string {
 // Scheduled reports whether the occurrence comes from the job's schedule
 // (CRON or MISFIRE) rather than from a person, a retry or a parent job.
 func (o Occurrence) Scheduled() bool {
-	return o.Type == TriggerCron || o.Type == TriggerMisfire
+	return o.Type == xjob.TriggerCron || o.Type == xjob.TriggerMisfire
 }
 
 // Reasons Superseded gives for an occurrence that no longer fires.
@@ -73,7 +86,7 @@ const (
 // the fires the scan sends straight to a lane, and for a hand-off that
 // waited in a lane queue after the ring checked it). One function keeps
 // the two checks from drifting apart.
-func Superseded(job *Job, o Occurrence, planned int64) string {
+func Superseded(job *xjob.Job, o Occurrence, planned int64) string {
 	switch {
 	case job == nil:
 		return ReasonJobDeleted
@@ -132,9 +145,6 @@ type VersionError struct {
 func (e *VersionError) Error() string {
 	return fmt.Sprintf("%s message version %d is newer than this code reads (%d)", e.Kind, e.Version, e.Newest)
 }
-
-// RingVersionError is the VersionError of a ring message.
-type RingVersionError = VersionError
 
 // CheckVersion returns the version a queued message of kind says in "v"
 // (0, no "v": version 1, written before messages carried one) when this
@@ -238,35 +248,73 @@ func (t *DispatchTask) UnmarshalJSON(data []byte) error {
 
 // Validate checks a task built outside the core (a direct Lambda invocation).
 func (t *DispatchTask) Validate() error {
-	var p problems
+	var p []xjob.FieldProblem
+	add := func(field, format string, args ...any) {
+		p = append(p, xjob.FieldProblem{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
 	if t.Occurrence.JobID <= 0 {
-		p.add("jobId", "is required")
+		add("jobId", "is required")
 	}
 	switch {
 	case !t.Occurrence.Type.Valid():
-		p.add("triggerType", "unknown trigger type %q", t.Occurrence.Type)
+		add("triggerType", "unknown trigger type %q", t.Occurrence.Type)
 	case t.Occurrence.Scheduled() && t.Occurrence.FireTime <= 0:
-		p.add("fireTime", "is required for a scheduled trigger")
+		add("fireTime", "is required for a scheduled trigger")
 	case !t.Occurrence.Scheduled() && t.Occurrence.Ref == "":
-		p.add("ref", "is required for a %s trigger", t.Occurrence.Type)
+		add("ref", "is required for a %s trigger", t.Occurrence.Type)
 	case len(t.Occurrence.Ref) > 128:
-		p.add("ref", "at most 128 bytes")
+		add("ref", "at most 128 bytes")
 	}
-	if t.Param != nil && utf8.RuneCountInString(*t.Param) > MaxParamLen {
-		p.add("executorParam", "is %d characters, at most %d allowed", utf8.RuneCountInString(*t.Param), MaxParamLen)
+	if t.Param != nil && utf8.RuneCountInString(*t.Param) > xjob.MaxParamLen {
+		add("executorParam", "is %d characters, at most %d allowed", utf8.RuneCountInString(*t.Param), xjob.MaxParamLen)
 	}
 	for _, a := range t.AddressList {
-		if why := addressProblem(a); why != "" {
-			p.add("addressList", "%s", why)
+		var ve *xjob.ValidationError
+		if err := xjob.ValidateAddress(a); errors.As(err, &ve) {
+			for _, prob := range ve.Problems {
+				add("addressList", "%s", prob.Message)
+			}
 		}
 	}
 	if t.ShardTotal < 0 || t.ShardIndex < 0 || (t.ShardTotal > 0 && t.ShardIndex >= t.ShardTotal) {
-		p.add("shardIndex", "must be in [0, shardTotal)")
+		add("shardIndex", "must be in [0, shardTotal)")
 	}
-	return p.err()
+	if len(p) > 0 {
+		return &xjob.ValidationError{Problems: p}
+	}
+	return nil
 }
 
 // ShardingParam formats a broadcast shard as xxl-job stores it ("i/n").
 func ShardingParam(index, total int) string {
 	return fmt.Sprintf("%d/%d", index, total)
+}
+
+// Slow-lane rule carried over from xxl-job: a job with more than
+// SlowLaneCount dispatches slower than SlowDispatch in the current minute
+// goes to the slow lane.
+const (
+	SlowDispatch  = 500 // ms
+	SlowLaneCount = 10
+)
+
+// LaneOf picks the dispatch lane for job at now (Unix ms).
+func LaneOf(job *xjob.Job, now int64) Lane {
+	if job.SlowMinute == now/60000 && job.SlowCount > SlowLaneCount {
+		return LaneSlow
+	}
+	return LaneFast
+}
+
+// ShardOf maps a job id to one of n scan shards. The id is mixed first
+// (splitmix64's finaliser) so that consecutive ids spread evenly.
+func ShardOf(jobID int64, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	z := uint64(jobID) + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return int(z % uint64(n))
 }

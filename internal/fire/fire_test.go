@@ -1,4 +1,4 @@
-package xjob_test
+package fire_test
 
 import (
 	"encoding/json"
@@ -7,18 +7,19 @@ import (
 	"testing"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 )
 
 // A ring message says its format; one written before messages carried a
 // version reads as version 1, and one of a newer version is refused, not
 // guessed at.
 func TestRingBucketDecode(t *testing.T) {
-	v1 := xjob.RingBucket{Shard: 2, Second: 1_700_000_000,
-		Items: []xjob.RingItem{{JobID: 7, FireTime: 1_700_000_000_250, Revision: 3}}}
+	v1 := fire.RingBucket{Shard: 2, Second: 1_700_000_000,
+		Items: []fire.RingItem{{JobID: 7, FireTime: 1_700_000_000_250, Revision: 3}}}
 	for _, tc := range []struct {
 		name    string
 		body    string
-		want    xjob.RingBucket
+		want    fire.RingBucket
 		version int // a *RingVersionError of this version; 0: none
 		bad     bool
 	}{
@@ -31,9 +32,9 @@ func TestRingBucketDecode(t *testing.T) {
 		{name: "not an object", body: `[1,2]`, bad: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got xjob.RingBucket
+			var got fire.RingBucket
 			err := json.Unmarshal([]byte(tc.body), &got)
-			var verr *xjob.RingVersionError
+			var verr *fire.VersionError
 			switch {
 			case tc.version != 0:
 				if !errors.As(err, &verr) || verr.Version != tc.version {
@@ -55,7 +56,7 @@ func TestRingBucketDecode(t *testing.T) {
 // Every bucket is written with the current version, and reads back as it
 // was.
 func TestRingBucketEncode(t *testing.T) {
-	b := xjob.RingBucket{Shard: 1, Second: 5, Items: []xjob.RingItem{{JobID: 1, FireTime: 5000, Revision: 1}}}
+	b := fire.RingBucket{Shard: 1, Second: 5, Items: []fire.RingItem{{JobID: 1, FireTime: 5000, Revision: 1}}}
 	body, err := json.Marshal(b)
 	if err != nil {
 		t.Fatal(err)
@@ -63,10 +64,10 @@ func TestRingBucketEncode(t *testing.T) {
 	var wire struct {
 		V int `json:"v"`
 	}
-	if err := json.Unmarshal(body, &wire); err != nil || wire.V != xjob.RingVersion {
-		t.Fatalf("%s: v = %d (%v), want %d", body, wire.V, err, xjob.RingVersion)
+	if err := json.Unmarshal(body, &wire); err != nil || wire.V != fire.RingVersion {
+		t.Fatalf("%s: v = %d (%v), want %d", body, wire.V, err, fire.RingVersion)
 	}
-	var back xjob.RingBucket
+	var back fire.RingBucket
 	if err := json.Unmarshal(body, &back); err != nil || !reflect.DeepEqual(back, b) {
 		t.Fatalf("round trip: %+v (%v), want %+v", back, err, b)
 	}
@@ -76,7 +77,7 @@ func TestRingBucketEncode(t *testing.T) {
 // without "v" is version 1, a newer one is refused with a VersionError of
 // kind "dispatch", and every task is written with the current version.
 func TestDispatchTaskVersions(t *testing.T) {
-	task := xjob.DispatchTask{Occurrence: xjob.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: 1_700_000_000_000},
+	task := fire.DispatchTask{Occurrence: fire.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: 1_700_000_000_000},
 		Revision: 3, EnqueuedAt: 1_699_999_999_000}
 	for _, tc := range []struct {
 		name    string
@@ -92,12 +93,12 @@ func TestDispatchTaskVersions(t *testing.T) {
 		{name: "not an object", body: `"task"`, bad: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got xjob.DispatchTask
+			var got fire.DispatchTask
 			err := json.Unmarshal([]byte(tc.body), &got)
-			var verr *xjob.VersionError
+			var verr *fire.VersionError
 			switch {
 			case tc.version != 0:
-				if !errors.As(err, &verr) || verr.Version != tc.version || verr.Kind != "dispatch" || verr.Newest != xjob.DispatchVersion {
+				if !errors.As(err, &verr) || verr.Version != tc.version || verr.Kind != "dispatch" || verr.Newest != fire.DispatchVersion {
 					t.Fatalf("err = %v, want a dispatch VersionError of version %d", err, tc.version)
 				}
 			case tc.bad:
@@ -118,7 +119,7 @@ func TestDispatchTaskVersions(t *testing.T) {
 	var wire struct {
 		V int `json:"v"`
 	}
-	if err := json.Unmarshal(body, &wire); err != nil || wire.V != xjob.DispatchVersion {
-		t.Fatalf("%s: v = %d (%v), want %d", body, wire.V, err, xjob.DispatchVersion)
+	if err := json.Unmarshal(body, &wire); err != nil || wire.V != fire.DispatchVersion {
+		t.Fatalf("%s: v = %d (%v), want %d", body, wire.V, err, fire.DispatchVersion)
 	}
 }
