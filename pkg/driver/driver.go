@@ -542,6 +542,29 @@ type LeaseStore interface {
 }
 
 // LeaseAcquireParams is the input of LeaseStore.LeaseAcquire.
+// NodeStore keeps the nodes of a cluster (`xjob server` over a shared
+// database): each node beats with an expiry, and every node reads the
+// live set to work out its share of the scan shards. Only cluster
+// backends implement it; local mode and AWS have no nodes.
+type NodeStore interface {
+	// NodeBeat records that node id (serving at addr) is alive at now
+	// (Unix ms) until now+ttl, creating or replacing its record.
+	NodeBeat(ctx context.Context, id, addr string, now int64, ttl time.Duration) error
+	// NodeLeave removes node id at once (a clean shutdown); leaving a
+	// node that is not there is not an error.
+	NodeLeave(ctx context.Context, id string) error
+	// NodesLive returns the nodes whose beat has not expired at now,
+	// ordered by id.
+	NodesLive(ctx context.Context, now int64) ([]Node, error)
+}
+
+// Node is one member of a cluster as NodeStore records it.
+type Node struct {
+	ID        string
+	Addr      string
+	ExpiresAt int64 // Unix ms
+}
+
 // Lease is a time-bounded claim on a named resource (a scan shard). Token is
 // a fencing token: it grows every time the lease changes hands, so a holder
 // that was taken over can be told apart from the current one.

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -152,6 +153,12 @@ type Deps struct {
 	Owner string
 	// Metrics, if set, records each tick's duration and due jobs.
 	Metrics *metric.Metrics
+	// Owns, if set, says which shards this scanner should hold: in a
+	// cluster each node scans its share (package cluster), so it neither
+	// probes nor leases the others, and it gives up a lease it holds once
+	// the shard is another node's. Nil: every shard, whoever leases it
+	// first (xjob local, the Lambda scan).
+	Owns func(shard int) bool
 }
 
 // Scanner runs scan ticks over the shards it can lease.
@@ -162,6 +169,7 @@ type Scanner struct {
 	log     *slog.Logger
 	keeper  *lease.Keeper
 	metrics *metric.Metrics
+	owns    func(shard int) bool
 	// push plans, pushes and advances each page of due jobs.
 	push *Pusher
 
@@ -193,6 +201,7 @@ func New(cfg Config, d Deps) (*Scanner, error) {
 		keeper: lease.NewKeeper(d.Leases, d.Clock, d.Owner, cfg.LeaseTTL), metrics: d.Metrics,
 		leases: make(map[int]driver.Lease),
 		push:   push,
+		owns:   d.Owns,
 	}, nil
 }
 
@@ -320,6 +329,12 @@ func (s *Scanner) tickLeased(ctx context.Context, shard int, now int64) (Stats, 
 	s.mu.Lock()
 	l, held := s.leases[shard]
 	s.mu.Unlock()
+	if s.owns != nil && !s.owns(shard) {
+		if held {
+			s.release(ctx, shard, l) // hand it over: its new owner need not wait for expiry
+		}
+		return Stats{}, nil
+	}
 	if !held {
 		due, err := s.jobs.JobsDue(ctx, driver.JobsDueParams{Shard: shard, Before: now + s.cfg.PreRead.Milliseconds(), Limit: 1})
 		if err != nil {
@@ -351,6 +366,28 @@ func (s *Scanner) tickLeased(ctx context.Context, shard int, now int64) (Stats, 
 	st, err := s.TickShard(ctx, shard, now, l)
 	st.Shards = 1
 	return st, err
+}
+
+// release gives up shard's lease l between two of its ticks.
+func (s *Scanner) release(ctx context.Context, shard int, l driver.Lease) {
+	s.mu.Lock()
+	delete(s.leases, shard)
+	s.mu.Unlock()
+	if err := s.keeper.Release(ctx, l); err != nil && !errors.Is(err, xjob.ErrLeaseLost) {
+		s.log.WarnContext(ctx, "scan release lease", "lease", l.Name, "err", err)
+	}
+}
+
+// Held returns the shards whose leases this scanner holds, in order.
+func (s *Scanner) Held() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]int, 0, len(s.leases))
+	for shard := range s.leases {
+		out = append(out, shard)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ReleaseAll gives up every lease this scanner holds.

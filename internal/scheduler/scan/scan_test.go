@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -477,4 +478,66 @@ func TestPushOnlyWithinPushWithin(t *testing.T) {
 		items[1].FireTime != t0.Add(2*time.Second).UnixMilli() {
 		t.Fatalf("ring = %+v, want the fires at t+1 s and t+2 s", items)
 	}
+}
+
+// In a cluster each scanner holds only the shards it owns, and hands one
+// over at its next tick once it is another's: the new owner takes it at
+// once, without waiting for the lease to expire.
+func TestScannerHoldsOnlyOwnedShards(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	for seen := map[int]bool{}; len(seen) < shards; {
+		seen[e.addJob(t, "1", t0.Add(time.Second), xjob.MisfireDoNothing).Shard] = true
+	}
+	var mu sync.Mutex
+	even := true // a owns the even shards, b the odd ones; then they swap
+	ownsA := func(s int) bool { mu.Lock(); defer mu.Unlock(); return (s%2 == 0) == even }
+	ownsB := func(s int) bool { return !ownsA(s) }
+	newScanner := func(owner string, owns func(int) bool) *scan.Scanner {
+		s, err := scan.New(scan.Config{Shards: shards, RingLead: 0}, scan.Deps{
+			Jobs: e.db, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: owner, Owns: owns,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := newScanner("a", ownsA), newScanner("b", ownsB)
+	want := func(s *scan.Scanner, parity int) {
+		t.Helper()
+		held := s.Held()
+		if len(held) != shards/2 {
+			t.Fatalf("holds %v, want the %d shards of parity %d", held, shards/2, parity)
+		}
+		for _, sh := range held {
+			if sh%2 != parity {
+				t.Fatalf("holds %v, want only shards of parity %d", held, parity)
+			}
+		}
+	}
+	for _, s := range []*scan.Scanner{a, b} {
+		if _, err := s.Tick(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want(a, 0)
+	want(b, 1)
+	mu.Lock()
+	even = false
+	mu.Unlock()
+	// a releases first, b takes the released ones on its tick and
+	// releases its own, which a takes on its next. The clock moves on only
+	// for the jobs to come due again (a shard with nothing due is not
+	// leased), far less than the lease's TTL: nothing waited for an expiry.
+	for range 2 {
+		e.clk.Advance(3 * time.Second)
+		for _, s := range []*scan.Scanner{a, b} {
+			if _, err := s.Tick(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want(a, 1)
+	want(b, 0)
 }
