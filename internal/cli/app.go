@@ -7,8 +7,8 @@ package cli
 // candidate, is lighter but its struct grammar makes "which flags did the
 // person set" — what `job update` merges on — less direct than pflag's
 // Changed.) `cron next` (cli.go) is one of them and needs no server;
-// `local` parses its own flags and variables (with pflag, in package
-// local) and is only listed here for help.
+// `local` and `server` parse their own flags and variables (with pflag, in
+// package local) and are only listed here for help.
 
 import (
 	"context"
@@ -184,18 +184,19 @@ Exit codes: 0 success, 1 the command failed (server error shown), 2 bad usage.`,
 
 	root.AddCommand(a.jobCommand(), a.groupCommand(), a.executorCommand(), a.logCommand(),
 		a.reportCommand(), a.metricsCommand(), a.applyCommand(), a.exportCommand(), a.importCommand(), versionCommand(),
-		a.cronCommand(), delegated("local"))
+		a.cronCommand(), delegated("local", "Run every scheduling-center service in one process on a SQLite file"),
+		delegated("server", "Run one node of a cluster over a shared PostgreSQL or MySQL database"))
 	return root
 }
 
-// delegated lists `local`, which Main hands to package local (its flags
-// and variables are parsed there), so that it shows in help; reached
-// through cobra only when global flags come first, it hands the arguments
-// back to Main.
-func delegated(name string) *cobra.Command {
+// delegated lists `local` and `server`, which Main hands to package local
+// (their flags and variables are parsed there), so that they show in help;
+// reached through cobra only when global flags come first, it hands the
+// arguments back to Main.
+func delegated(name, short string) *cobra.Command {
 	return &cobra.Command{
 		Use:                name + " [args]",
-		Short:              "Run every scheduling-center service in one process on a SQLite file",
+		Short:              short,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return exitCode(Main(append([]string{name}, args...), cmd.OutOrStdout(), cmd.ErrOrStderr()))

@@ -21,6 +21,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) >= 1 && args[0] == "local" {
 		return local.Main(args[1:], stdout, stderr)
 	}
+	if len(args) >= 1 && args[0] == "server" {
+		return local.ServerMain(args[1:], stdout, stderr)
+	}
 	// Every other command (job, group, executor, log, report, metrics,
 	// cron, help) is a cobra command: see app.go.
 	return runServerCommands(args, stdout, stderr)

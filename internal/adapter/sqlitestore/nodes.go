@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -56,4 +57,36 @@ func (db *DB) NodesLive(ctx context.Context, now int64) ([]driver.Node, error) {
 		return nil, fmt.Errorf("sqlite live nodes: %w", err)
 	}
 	return out, nil
+}
+
+// ErrClusterMismatch is a ClusterSecretCheck whose digest differs from
+// the one the cluster's first node stored.
+var ErrClusterMismatch = errors.New("differs from the cluster's")
+
+// ClusterSecretCheck stores digest under name on first use; a later call
+// with another digest fails with ErrClusterMismatch.
+func (db *DB) ClusterSecretCheck(ctx context.Context, name, digest string) error {
+	var stored string
+	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		if _, err := c.ExecContext(ctx, `INSERT INTO cluster_secrets (name, digest) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
+			name, digest); err != nil {
+			return err
+		}
+		return c.QueryRowContext(ctx, `SELECT digest FROM cluster_secrets WHERE name = ?`, name).Scan(&stored)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite cluster secret %s: %w", name, err)
+	}
+	if stored != digest {
+		return fmt.Errorf("sqlite cluster secret %s: %w", name, ErrClusterMismatch)
+	}
+	return nil
+}
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.r.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlite ping: %w", err)
+	}
+	return nil
 }

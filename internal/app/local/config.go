@@ -95,6 +95,26 @@ type Config struct {
 	// (keep it on loopback: it is not authenticated).
 	PprofListen string
 
+	// Server is `xjob server`: DB is a PostgreSQL or MySQL URL shared by
+	// the nodes of a cluster (see server.go); the fields below are its own.
+	Server bool
+	// NodeID names this node in the cluster (default: the host name).
+	// It is the owner of the node's shard leases, so it must be unique;
+	// a restarted node with the same id takes its leases back at once.
+	NodeID string
+	// PublicURL is where executors and browsers reach the cluster (the
+	// load balancer's address); default http:// and the listen address.
+	PublicURL string
+	// LeaseTTL bounds failover: a killed node's shards pass to the others
+	// this long after its last beat.
+	LeaseTTL time.Duration
+	// SessionKey signs console sessions; every node must have the same.
+	// Empty: derived from the admin token, as in local mode.
+	SessionKey string
+	// AdminTokenFile, AccessTokenFile and SessionKeyFile name files
+	// holding those secrets (a mounted Kubernetes Secret); read at start.
+	AdminTokenFile, AccessTokenFile, SessionKeyFile string
+
 	// Stdout receives the start-up banner (how to reach the API, the
 	// generated token, demo hints). Nil: nothing is printed.
 	Stdout io.Writer
@@ -144,6 +164,21 @@ const (
 	minTokenLen             = 16 // as on AWS
 )
 
+// Defaults of `xjob server` that differ from local mode's.
+const (
+	DefaultServerListen = ":8080"
+	DefaultLeaseTTL     = 5 * time.Second
+)
+
+// ServerDefaults returns `xjob server`'s configuration when no flag or
+// variable is set: local mode's, listening on every interface, with no
+// database until one is named.
+func ServerDefaults() Config {
+	c := Defaults()
+	c.Server, c.DB, c.Listen, c.LeaseTTL, c.DemoListen = true, "", DefaultServerListen, DefaultLeaseTTL, ""
+	return c
+}
+
 // Defaults returns the configuration used when no flag or variable is set.
 func Defaults() Config {
 	return Config{
@@ -158,6 +193,7 @@ func Defaults() Config {
 // option is one setting with its flag and its environment twin.
 type option struct {
 	flag, env, usage string
+	mode             int // modeLocal, modeServer or both (0)
 	isBool           bool
 	kind             string // the value's type in --help: string, int, duration (bools have none)
 	set              func(c *Config, v string) error
@@ -209,11 +245,22 @@ func boolOpt(flag, env, usage string, p func(*Config) *bool) option {
 		get: func(c *Config) string { return strconv.FormatBool(*p(c)) }}
 }
 
-// options lists every setting once: its flag, its variable, how to parse it.
+// Which command an option belongs to; 0 is both.
+const (
+	modeLocal = 1 + iota
+	modeServer
+)
+
+func only(mode int, o option) option { o.mode = mode; return o }
+
+// options lists every setting once: its flag, its variable, how to parse
+// it, and which of `xjob local` and `xjob server` take it.
 func options() []option {
 	return []option{
-		strOpt("db", "XJOB_DB", "SQLite file (created with its directory)",
-			func(c *Config) *string { return &c.DB }),
+		only(modeLocal, strOpt("db", "XJOB_DB", "SQLite file (created with its directory)",
+			func(c *Config) *string { return &c.DB })),
+		only(modeServer, strOpt("db", "XJOB_DB", "database URL shared by every node: postgres://user:pass@host:5432/db or mysql://user:pass@host:3306/db (required)",
+			func(c *Config) *string { return &c.DB })),
 		strOpt("listen", "XJOB_LISTEN", "HTTP listen address (executor API + admin API)",
 			func(c *Config) *string { return &c.Listen }),
 		strOpt("admin-token", "XJOB_ADMIN_TOKEN", "admin API bearer token (prefer the variable: flags show in ps); default: generated and kept next to the DB",
@@ -273,10 +320,24 @@ func options() []option {
 				return nil
 			},
 			get: func(c *Config) string { return strings.ToLower(c.LogLevel.String()) }},
-		boolOpt("demo", "XJOB_DEMO", "create a demo group and two demo jobs, served by an in-process executor",
-			func(c *Config) *bool { return &c.Demo }),
-		strOpt("demo-listen", "XJOB_DEMO_LISTEN", "listen address of the demo executor",
-			func(c *Config) *string { return &c.DemoListen }),
+		only(modeLocal, boolOpt("demo", "XJOB_DEMO", "create a demo group and two demo jobs, served by an in-process executor",
+			func(c *Config) *bool { return &c.Demo })),
+		only(modeLocal, strOpt("demo-listen", "XJOB_DEMO_LISTEN", "listen address of the demo executor",
+			func(c *Config) *string { return &c.DemoListen })),
+		only(modeServer, strOpt("admin-token-file", "XJOB_ADMIN_TOKEN_FILE", "file holding the admin token (e.g. a mounted Secret)",
+			func(c *Config) *string { return &c.AdminTokenFile })),
+		only(modeServer, strOpt("access-token-file", "XJOB_ACCESS_TOKEN_FILE", "file holding the executors' access token",
+			func(c *Config) *string { return &c.AccessTokenFile })),
+		only(modeServer, strOpt("session-key", "XJOB_SESSION_KEY", "key signing console sessions, the same on every node (default: derived from the admin token)",
+			func(c *Config) *string { return &c.SessionKey })),
+		only(modeServer, strOpt("session-key-file", "XJOB_SESSION_KEY_FILE", "file holding the session key",
+			func(c *Config) *string { return &c.SessionKeyFile })),
+		only(modeServer, strOpt("node-id", "XJOB_NODE_ID", "this node's id in the cluster, unique (default: the host name)",
+			func(c *Config) *string { return &c.NodeID })),
+		only(modeServer, strOpt("public-url", "XJOB_PUBLIC_URL", "address executors and browsers use to reach the cluster (a load balancer's); default http:// and --listen",
+			func(c *Config) *string { return &c.PublicURL })),
+		only(modeServer, durOpt("lease-ttl", "XJOB_LEASE_TTL", "how long a dead node's shards wait before others take them",
+			func(c *Config) *time.Duration { return &c.LeaseTTL })),
 		strOpt("pprof-listen", "XJOB_PPROF_LISTEN", "serve net/http/pprof here (loopback only; empty: off)",
 			func(c *Config) *string { return &c.PprofListen }),
 	}
@@ -296,8 +357,15 @@ func (t textValue) Type() string       { return t.kind }
 // printUsage prints the flags in the CLI's style: --name TYPE, what it
 // does, its variable and default.
 func printUsage(w io.Writer, opts []option, def Config) {
-	fmt.Fprint(w, "Hosts every scheduling-center service in one process on one SQLite file.\n\n"+
-		"Usage:\n  xjob local [flags]\n\nFlags (each also read from its environment variable; a flag wins):\n")
+	if def.Server {
+		fmt.Fprint(w, "Runs one node of an xjob cluster: every scheduling-center service, over a PostgreSQL or MySQL\n"+
+			"database shared by every node; the nodes share the scan shards.\n\n"+
+			"Usage:\n  xjob server [flags]\n  xjob server drain   (hand this node's shards over; for a preStop hook)\n\n"+
+			"Flags (each also read from its environment variable; a flag wins):\n")
+	} else {
+		fmt.Fprint(w, "Hosts every scheduling-center service in one process on one SQLite file.\n\n"+
+			"Usage:\n  xjob local [flags]\n\nFlags (each also read from its environment variable; a flag wins):\n")
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 	for _, o := range opts {
 		name := "--" + o.flag
@@ -310,7 +378,7 @@ func printUsage(w io.Writer, opts []option, def Config) {
 		}
 		fmt.Fprintf(tw, "  %s\t%s (%s)\n", name, o.usage, extra)
 	}
-	fmt.Fprintf(tw, "  -h, --help\thelp for local\n")
+	fmt.Fprintf(tw, "  -h, --help\thelp\n")
 	_ = tw.Flush()
 }
 
@@ -324,9 +392,28 @@ var ErrHelp = pflag.ErrHelp
 // pflag, as every other xjob command's are (--name value, --name=value; a
 // bool as a bare --name).
 func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer) (Config, error) {
-	cfg := Defaults()
-	opts := options()
-	fs := pflag.NewFlagSet("xjob local", pflag.ContinueOnError)
+	return parse(Defaults(), args, getenv, usageOut)
+}
+
+// ParseServer is Parse for `xjob server`: the options both commands share,
+// the server's own, and the secrets read from their files.
+func ParseServer(args []string, getenv func(string) (string, bool), usageOut io.Writer) (Config, error) {
+	return parse(ServerDefaults(), args, getenv, usageOut)
+}
+
+func parse(def Config, args []string, getenv func(string) (string, bool), usageOut io.Writer) (Config, error) {
+	cfg := def
+	mode := modeLocal
+	if def.Server {
+		mode = modeServer
+	}
+	var opts []option
+	for _, o := range options() {
+		if o.mode == 0 || o.mode == mode {
+			opts = append(opts, o)
+		}
+	}
+	fs := pflag.NewFlagSet("xjob", pflag.ContinueOnError)
 	fs.SetOutput(usageOut)
 	fs.SortFlags = false
 	vals := make([]string, len(opts))
@@ -341,7 +428,7 @@ func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer
 			f.NoOptDefVal = "true"
 		}
 	}
-	fs.Usage = func() { printUsage(usageOut, opts, Defaults()) }
+	fs.Usage = func() { printUsage(usageOut, opts, def) }
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -368,6 +455,11 @@ func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}
+	if cfg.Server {
+		if err := cfg.readSecretFiles(); err != nil {
+			return Config{}, err
+		}
+	}
 	return cfg, cfg.Validate()
 }
 
@@ -381,6 +473,11 @@ func (c *Config) Validate() error {
 	switch {
 	case strings.TrimSpace(c.DB) == "":
 		bad("db", "XJOB_DB", "is required")
+	case c.Server:
+		if err := checkClusterURL(c.DB); err != nil {
+			bad("db", "XJOB_DB", "%v", err)
+		}
+		c.validateServer(bad)
 	case c.DB == ":memory:" || strings.HasPrefix(c.DB, "file:"):
 		bad("db", "XJOB_DB", "must be a file path (local mode keeps its queues in the file)")
 	}
@@ -472,7 +569,22 @@ func WeakToken(tok string) bool { return len(tok) < minTokenLen || tok == "defau
 func (c *Config) egressPolicy() egress.Policy {
 	allow, _ := egress.ParsePrefixes(c.AllowCIDRs) // checked by Validate
 	deny, _ := egress.ParsePrefixes(c.DenyCIDRs)
-	return egress.Policy{AllowLoopback: true, Allow: allow, Deny: deny}
+	// A cluster node's executors run on other machines, and its own
+	// loopback holds what an admin must not reach (the database, often);
+	// --allow-cidrs 127.0.0.0/8 opens it where executors share the host.
+	return egress.Policy{AllowLoopback: !c.Server, Allow: allow, Deny: deny}
+}
+
+// ringVisibility is how long a received ring bucket stays hidden from
+// other consumers. In a cluster it is the lease TTL, so that the buckets a
+// killed node held are fired by another node as soon as its shards pass
+// on; a bucket redelivered while its first receiver still fires it is
+// harmless (dispatch deduplicates).
+func (c *Config) ringVisibility() time.Duration {
+	if c.Server && c.LeaseTTL > 0 {
+		return c.LeaseTTL
+	}
+	return ringVisibility
 }
 
 func checkHostPort(addr string) error {

@@ -45,7 +45,7 @@ func newFront(t *testing.T) front {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	svc, parts, err := wire(ctx, cfg, db, clk, slog.New(slog.DiscardHandler), "test", "http://127.0.0.1:1")
+	svc, parts, err := wire(ctx, node{cfg: cfg, db: db, clk: clk, logger: slog.New(slog.DiscardHandler), owner: "test", baseURL: "http://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
 	}

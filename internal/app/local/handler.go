@@ -16,9 +16,14 @@ import (
 )
 
 // newAuth builds the sign-in service over the installation's users. The
-// session key derives from the admin token (see auth.DeriveKey).
-func newAuth(svc *services, adminToken string, glue auth.GluePolicy) (*auth.Service, error) {
-	a, err := auth.New(auth.Config{Users: svc.db, Store: svc.db, AdminToken: adminToken, Key: auth.DeriveKey(adminToken),
+// session key derives from sessionKey, or else from the admin token (see
+// auth.DeriveKey): every node of a cluster signs alike.
+func newAuth(svc *services, adminToken, sessionKey string, glue auth.GluePolicy) (*auth.Service, error) {
+	secret := adminToken
+	if sessionKey != "" {
+		secret = sessionKey
+	}
+	a, err := auth.New(auth.Config{Users: svc.db, Store: svc.db, AdminToken: adminToken, Key: auth.DeriveKey(secret),
 		Glue: glue, Clock: clock.Real{}})
 	if err != nil {
 		return nil, fmt.Errorf("local: auth: %w", err)

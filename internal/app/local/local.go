@@ -17,6 +17,7 @@ import (
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
+	"github.com/xjobdev/xjob/internal/scheduler/cluster"
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
 	"github.com/xjobdev/xjob/internal/scheduler/ring"
@@ -43,7 +44,7 @@ const (
 
 // services is everything Run wires, kept together for the demo and tests.
 type services struct {
-	db       *sqlitestore.DB
+	db       backend
 	admin    *admin.Service
 	registry *registry.Service
 	upkeep   *upkeep.Service
@@ -51,6 +52,18 @@ type services struct {
 	metrics  *metric.Metrics
 	reports  *tally.Batcher // the run report, read through it so pending counts are flushed first
 	logger   *slog.Logger
+	// chore says whether this process runs a periodic chore now: always
+	// in local mode; in a cluster, the node holding its lease (chore.go).
+	chore func(ctx context.Context, name string, every time.Duration) bool
+}
+
+// backend is what the services need of a database: the stores, the
+// durable queues, and the queues' depths for /metrics. SQLite in local
+// mode; PostgreSQL or MySQL in a cluster.
+type backend interface {
+	driver.Store
+	driver.Queues
+	QueueDepths(ctx context.Context) (map[string]int64, error)
 }
 
 // Run hosts every scheduling-center service on cfg.DB until ctx ends, then
@@ -107,33 +120,85 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("local: --listen (XJOB_LISTEN) %s: %w", cfg.Listen, err)
 	}
 	baseURL := "http://" + ln.Addr().String()
+	return host(ctx, node{cfg: cfg, db: db, clk: clk, logger: logger, owner: st.owner, ln: ln, baseURL: baseURL,
+		adminToken: st.adminToken,
+		started: func(ctx context.Context, svc *services, adminPassword string) *demoExecutor {
+			info := Info{URL: baseURL, AdminToken: st.adminToken, TokenFile: st.tokenFile, Owner: st.owner,
+				AccessToken: cfg.AccessToken, AccessTokenFile: st.accessTokenFile, AdminPassword: adminPassword}
+			return announce(ctx, cfg, svc, st, &info, logger)
+		}})
+}
 
+// node is what host runs: one process's services over one backend.
+type node struct {
+	cfg        Config
+	db         backend
+	clk        clock.Clock
+	logger     *slog.Logger
+	owner      string // of the scan leases
+	ln         net.Listener
+	baseURL    string // the admin address given to executors
+	adminToken string
+	// member divides the shards in a cluster (xjob server); nil in local
+	// mode, where one process scans every shard it can lease.
+	member *cluster.Member
+	// wrap, if set, wraps the HTTP handler (the server's /readyz and drain).
+	wrap func(http.Handler, *services) http.Handler
+	// started runs once everything serves; it may start a demo executor.
+	started func(ctx context.Context, svc *services, adminPassword string) *demoExecutor
+	// stopping, if set, is closed by the server's drain to stop the scan
+	// before ctx ends.
+	stopping <-chan struct{}
+}
+
+// host wires every service on n.db, serves HTTP on n.ln and runs the
+// pipeline until ctx ends, then shuts down in pipeline order.
+func host(ctx context.Context, n node) error {
 	pipe := newStages(ctx)
 	defer pipe.stopAll()
-	svc, parts, err := wire(pipe.lanes.ctx, cfg, db, clk, logger, st.owner, baseURL)
+	svc, parts, err := wire(pipe.lanes.ctx, n)
 	if err != nil {
-		_ = ln.Close()
+		_ = n.ln.Close()
 		return err
 	}
 	defer parts.exec.Close()
-	srv, httpErr, adminPassword, err := serveHTTP(ctx, cfg, svc, st.adminToken, ln, logger)
+	srv, httpErr, adminPassword, err := serveHTTP(ctx, n, svc)
 	if err != nil {
 		return err
 	}
-	pipe.start(cfg, svc, parts, logger)
-
-	info := Info{URL: baseURL, AdminToken: st.adminToken, TokenFile: st.tokenFile, Owner: st.owner,
-		AccessToken: cfg.AccessToken, AccessTokenFile: st.accessTokenFile, AdminPassword: adminPassword}
-	demo := announce(ctx, cfg, svc, st, &info, logger)
+	pipe.start(n.cfg, svc, parts, n.logger)
+	if n.member != nil {
+		pipe.maint.run(n.member.Run)
+	}
+	var demo *demoExecutor
+	if n.started != nil {
+		demo = n.started(ctx, svc, adminPassword)
+	}
 
 	var runErr error
-	select {
-	case <-ctx.Done():
-	case err := <-httpErr:
-		runErr = fmt.Errorf("local: http: %w", err)
+	stopping := n.stopping
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-stopping:
+			pipe.stopScan(svc, n.member, n.logger)
+			stopping = nil
+		case err := <-httpErr:
+			runErr = fmt.Errorf("%s: http: %w", n.name(), err)
+			done = true
+		}
 	}
-	pipe.shutdown(cfg, parts, demo, srv, logger)
+	pipe.shutdown(n, parts, svc, demo, srv)
 	return runErr
+}
+
+// name is the command, for messages.
+func (n node) name() string {
+	if n.cfg.Server {
+		return "server"
+	}
+	return "local"
 }
 
 // takeBackClaims releases the queue messages a previous run held. Only
@@ -155,14 +220,15 @@ func takeBackClaims(ctx context.Context, db *sqlitestore.DB, logger *slog.Logger
 // password it returns, on a new file) and the one HTTP handler, and
 // serves it on ln. httpErr yields a failure of the server and is closed
 // when it stops. On error ln is closed.
-func serveHTTP(ctx context.Context, cfg Config, svc *services, adminToken string, ln net.Listener, logger *slog.Logger) (
+func serveHTTP(ctx context.Context, n node, svc *services) (
 	srv *http.Server, httpErr chan error, adminPassword string, err error) {
+	cfg, adminToken, ln, logger := n.cfg, n.adminToken, n.ln, n.logger
 	glue, err := gluePolicy(ctx, cfg, svc, logger)
 	if err != nil {
 		_ = ln.Close()
 		return nil, nil, "", err
 	}
-	au, err := newAuth(svc, adminToken, glue)
+	au, err := newAuth(svc, adminToken, cfg.SessionKey, glue)
 	if err != nil {
 		_ = ln.Close()
 		return nil, nil, "", err
@@ -176,6 +242,9 @@ func serveHTTP(ctx context.Context, cfg Config, svc *services, adminToken string
 	if err != nil {
 		_ = ln.Close()
 		return nil, nil, "", err
+	}
+	if n.wrap != nil {
+		handler = n.wrap(handler, svc)
 	}
 	srv = &http.Server{
 		Handler:           handler,
@@ -233,7 +302,8 @@ type parts struct {
 
 // wire builds every service on db. laneCtx is the context dispatches run
 // on, those the ring hands over directly included.
-func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clock, logger *slog.Logger, owner, baseURL string) (*services, *parts, error) {
+func wire(laneCtx context.Context, n node) (*services, *parts, error) {
+	cfg, db, clk, logger, owner, baseURL := n.cfg, n.db, n.clk, n.logger, n.owner, n.baseURL
 	metrics := &metric.Metrics{PerJob: cfg.MetricsPerJob}
 	// One keep-alive connection per concurrent dispatch: both lanes'
 	// workers may call the same executor at once (a burst of one app's
@@ -262,7 +332,7 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	// second instead of one per trigger.
 	reports, err := tally.New(db, tally.Options{Clock: clk, Logger: logger})
 	if err != nil {
-		return fail(fmt.Errorf("local: report: %w", err))
+		return fail(fmt.Errorf("%s: report: %w", n.name(), err))
 	}
 	counted := reports.Store(db)
 	cb, err := callback.New(callback.Config{Store: counted, Queues: db, Alarmer: alarmer, Clock: clk, Logger: logger, Metrics: metrics,
@@ -328,12 +398,21 @@ func wire(laneCtx context.Context, cfg Config, db *sqlitestore.DB, clk clock.Clo
 	if err != nil {
 		return fail(fmt.Errorf("local: ring: %w", err))
 	}
+	var owns func(int) bool
+	if n.member != nil {
+		owns = n.member.Owns
+		scanCfg.LeaseTTL = cfg.LeaseTTL
+	}
 	p.scanner, err = scan.New(scanCfg, scan.Deps{
-		Jobs: db, Leases: db, Queues: db, Clock: clk, Logger: logger, Owner: owner, Metrics: metrics,
+		Jobs: db, Leases: db, Queues: db, Clock: clk, Logger: logger, Owner: owner, Metrics: metrics, Owns: owns,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("local: scan: %w", err))
 	}
-	svc := &services{db: db, admin: adm, registry: reg, upkeep: keep, callback: cb, metrics: metrics, reports: reports, logger: logger}
+	svc := &services{db: db, admin: adm, registry: reg, upkeep: keep, callback: cb, metrics: metrics, reports: reports, logger: logger,
+		chore: func(context.Context, string, time.Duration) bool { return true }}
+	if n.member != nil {
+		svc.chore = choreLease(db, clk, owner, logger)
+	}
 	return svc, p, nil
 }

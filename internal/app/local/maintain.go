@@ -71,8 +71,10 @@ func maintain(ctx context.Context, svc *services, log *slog.Logger) {
 			return
 		case <-timer.C:
 		}
-		if err := next.run(ctx); err != nil && ctx.Err() == nil {
-			log.Error(next.name, "err", err)
+		if svc.chore(ctx, next.name, next.every) {
+			if err := next.run(ctx); err != nil && ctx.Err() == nil {
+				log.Error(next.name, "err", err)
+			}
 		}
 		next.next = time.Now().Add(next.every)
 	}

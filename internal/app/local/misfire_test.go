@@ -76,7 +76,7 @@ func TestRestartAfterLongStopMisfiresOnce(t *testing.T) {
 	// run is one life of xjob local: wired on the file, its loops driven
 	// once a (fake) second for d, then stopped.
 	run := func(d time.Duration) {
-		_, p, err := wire(ctx, cfg, db, clk, slog.New(slog.DiscardHandler), "test", "http://127.0.0.1:1")
+		_, p, err := wire(ctx, node{cfg: cfg, db: db, clk: clk, logger: slog.New(slog.DiscardHandler), owner: "test", baseURL: "http://127.0.0.1:1"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xjobdev/xjob/internal/scheduler/cluster"
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
 	"github.com/xjobdev/xjob/internal/scheduler/ring"
 )
@@ -69,25 +70,45 @@ func (s *stages) start(cfg Config, svc *services, p *parts, logger *slog.Logger)
 		_ = p.dispatcher.Serve(ctx, p.slow, dispatch.ServeOptions{Workers: cfg.SlowWorkers, Visibility: dispatchVisibility})
 	})
 	s.ring.run(func(ctx context.Context) {
-		_ = p.ring.Serve(ctx, ring.ServeOptions{Workers: cfg.RingWorkers, Visibility: ringVisibility})
+		_ = p.ring.Serve(ctx, ring.ServeOptions{Workers: cfg.RingWorkers, Visibility: cfg.ringVisibility()})
 	})
 	s.scan.run(func(ctx context.Context) { _ = p.scanner.Run(ctx, time.Time{}) })
 	s.maint.run(func(ctx context.Context) { maintain(ctx, svc, logger) })
 }
 
+// stopScan stops the scan, which releases its shard leases on its way
+// out, and takes the node out of its cluster, so the other nodes take its
+// shards at their next beat instead of after the lease TTL. The rest of
+// the pipeline keeps running: in-flight fires and callbacks finish.
+func (s *stages) stopScan(svc *services, member *cluster.Member, logger *slog.Logger) {
+	s.scan.stop()
+	s.scan.wg.Wait()
+	if member == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), httpShutdownGrace)
+	defer cancel()
+	if err := member.Leave(ctx); err != nil {
+		logger.Warn("leaving the cluster", "err", err)
+	} else {
+		logger.Info("left the cluster: shards handed over")
+	}
+}
+
 // shutdown stops the pipeline in order, within one grace period: the
-// scan first (it releases its leases on its way out), then the ring once
+// scan first (it releases its leases on its way out, and a cluster node
+// leaves the cluster), then the ring once
 // its hand-offs are done, then the lanes once drained, the demo executor
 // (its last callbacks still reach the listener), the HTTP server, and
 // last the counters, after everything that counts.
-func (s *stages) shutdown(cfg Config, p *parts, demo *demoExecutor, srv *http.Server, logger *slog.Logger) {
+func (s *stages) shutdown(n node, p *parts, svc *services, demo *demoExecutor, srv *http.Server) {
+	cfg, logger := n.cfg, n.logger
 	start := time.Now()
-	logger.Info("xjob local stopping", "grace", cfg.Grace.String())
+	logger.Info("xjob "+n.name()+" stopping", "grace", cfg.Grace.String())
 	graceCtx, cancelGrace := context.WithTimeout(context.Background(), cfg.Grace)
 	defer cancelGrace()
+	s.stopScan(svc, n.member, logger)
 	s.maint.stop()
-	s.scan.stop()
-	s.scan.wg.Wait()
 	p.ringGate.drain()
 	ringDrained := p.ringGate.waitIdle(graceCtx) == nil
 	if !ringDrained {
@@ -113,6 +134,6 @@ func (s *stages) shutdown(cfg Config, p *parts, demo *demoExecutor, srv *http.Se
 	s.maint.wg.Wait()
 	s.report.stop()
 	s.report.wg.Wait()
-	logger.Info("xjob local stopped", "took", time.Since(start).Round(time.Millisecond).String(),
+	logger.Info("xjob "+n.name()+" stopped", "took", time.Since(start).Round(time.Millisecond).String(),
 		"ringDrained", ringDrained, "lanesDrained", lanesDrained)
 }

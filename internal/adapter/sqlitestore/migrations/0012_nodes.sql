@@ -6,3 +6,10 @@ CREATE TABLE nodes (
     addr       TEXT NOT NULL,
     expires_at INTEGER NOT NULL
 );
+
+-- What every node of a cluster must agree on (a digest of its secrets),
+-- stored by the first node.
+CREATE TABLE cluster_secrets (
+    name   TEXT PRIMARY KEY,
+    digest TEXT NOT NULL
+);

@@ -1,0 +1,240 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xjobdev/xjob"
+)
+
+const (
+	clusterAdminToken  = "cluster-admin-token-0123456789"
+	clusterAccessToken = "cluster-access-token-0123456789"
+)
+
+// clusterNode is one running RunServer.
+type clusterNode struct {
+	id   string
+	info Info
+	stop func() error
+}
+
+// startNode runs one cluster node on dbURL and waits until it serves.
+func startNode(t *testing.T, dbURL, id string, mutate func(*Config)) *clusterNode {
+	t.Helper()
+	cfg := ServerDefaults()
+	cfg.DB, cfg.NodeID, cfg.Listen = dbURL, id, "127.0.0.1:0"
+	cfg.AdminToken, cfg.AccessToken = clusterAdminToken, clusterAccessToken
+	cfg.Shards, cfg.LeaseTTL, cfg.Grace = 8, 3*time.Second, 5*time.Second
+	cfg.AllowCIDRs = "127.0.0.0/8"
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	if testing.Verbose() && os.Getenv("XJOB_TEST_LOG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", id)
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	ready := make(chan Info, 1)
+	cfg.Ready = func(i Info) { ready <- i }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- RunServer(ctx, cfg) }()
+	n := &clusterNode{id: id}
+	select {
+	case n.info = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("node %s: %v", id, err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatalf("node %s did not become ready", id)
+	}
+	stopped := false
+	var result error
+	n.stop = func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			select {
+			case result = <-done:
+			case <-time.After(cfg.Grace + 15*time.Second):
+				t.Errorf("node %s did not stop", id)
+			}
+		}
+		return result
+	}
+	t.Cleanup(func() { _ = n.stop() })
+	return n
+}
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// exerciseCluster runs three nodes on one database end to end: they share
+// the shards, any node serves the API and the executors, a node that
+// stops hands its shards over, and every fire of every job is triggered
+// exactly once throughout.
+func exerciseCluster(t *testing.T, newDB func(t *testing.T) string) {
+	dbURL := newDB(t)
+	nodes := []*clusterNode{startNode(t, dbURL, "node-a", nil), startNode(t, dbURL, "node-b", nil), startNode(t, dbURL, "node-c", nil)}
+	for _, n := range nodes {
+		if code, body := get(t, n.info.URL+"/readyz", ""); code != http.StatusOK {
+			t.Fatalf("%s /readyz: %d %s", n.id, code, body)
+		}
+	}
+	// The executor registers through node-b only; jobs are created on
+	// node-a; every node must see both.
+	rec := newRecorder(t)
+	rec.start(t, nodes[1].info.URL, clusterAccessToken, "xjob-cluster")
+	var g xjob.Group
+	if code := api(t, nodes[0].info.URL, clusterAdminToken, "POST", "/v1/groups",
+		map[string]any{"appname": "xjob-cluster", "title": "cluster", "addressType": 0}, &g); code != http.StatusCreated {
+		t.Fatalf("create group: %d", code)
+	}
+	const jobs = 12
+	var ids []int64
+	for i := range jobs {
+		var j xjob.Job
+		if code := api(t, nodes[i%3].info.URL, clusterAdminToken, "POST", "/v1/jobs", map[string]any{
+			"jobGroup": g.ID, "jobDesc": fmt.Sprintf("every second %d", i), "author": "test", "scheduleType": "FIX_RATE",
+			"scheduleConf": "1", "executorHandler": "rec", "triggerStatus": 1,
+		}, &j); code != http.StatusCreated {
+			t.Fatalf("create job: %d", code)
+		}
+		ids = append(ids, j.ID)
+	}
+	eventually(t, 30*time.Second, "every job fired on every node's watch", func() bool {
+		seen := map[int64]bool{}
+		for _, r := range rec.receipts() {
+			seen[r.JobID] = true
+		}
+		return len(seen) == jobs
+	})
+	// node-c stops (SIGTERM): it leaves, the others take its shards, and
+	// the fires go on.
+	if err := nodes[2].stop(); err != nil {
+		t.Fatalf("node-c stop: %v", err)
+	}
+	before := len(rec.receipts())
+	eventually(t, 20*time.Second, "fires after node-c left", func() bool { return len(rec.receipts()) >= before+3*jobs })
+	time.Sleep(2 * time.Second)
+
+	// Every fire time of every job, from its first to its last recorded,
+	// was triggered once: no gap (lost) and no repeat (duplicate).
+	byLog := map[int64]int{}
+	for _, r := range rec.receipts() {
+		byLog[r.LogID]++
+	}
+	for id, n := range byLog {
+		if n > 1 {
+			t.Errorf("log %d reached the executor %d times", id, n)
+		}
+	}
+	for _, id := range ids {
+		var page logPage
+		api(t, nodes[0].info.URL, clusterAdminToken, "GET", fmt.Sprintf("/v1/logs?job=%d&limit=1000", id), nil, &page)
+		var times []int64
+		for _, l := range page.Items {
+			times = append(times, l.ScheduledTime)
+		}
+		slices.Sort(times)
+		if len(times) < 5 {
+			t.Fatalf("job %d fired %d times", id, len(times))
+		}
+		for i := 1; i < len(times); i++ {
+			switch d := times[i] - times[i-1]; {
+			case d == 0:
+				t.Errorf("job %d: fire time %d logged twice", id, times[i])
+			case d != 1000:
+				t.Errorf("job %d: %d ms between fires %d and %d: fires lost", id, d, times[i-1], times[i])
+			}
+		}
+	}
+}
+
+func TestClusterOnSQLite(t *testing.T) {
+	t.Parallel()
+	exerciseCluster(t, func(t *testing.T) string { return "sqlite://" + t.TempDir() + "/cluster.db" })
+}
+
+// A node whose secrets differ from the cluster's refuses to start, and
+// says why without printing a secret.
+func TestServerRefusesOtherSecrets(t *testing.T) {
+	t.Parallel()
+	dbURL := "sqlite://" + t.TempDir() + "/cluster.db"
+	startNode(t, dbURL, "node-a", nil)
+	cfg := ServerDefaults()
+	cfg.DB, cfg.NodeID, cfg.Listen, cfg.Shards = dbURL, "node-b", "127.0.0.1:0", 8
+	cfg.AdminToken, cfg.AccessToken = clusterAdminToken, "another-access-token-0123456789"
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	err := RunServer(t.Context(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "differ from the cluster's") {
+		t.Fatalf("RunServer with another access token: %v, want a refusal", err)
+	}
+	if strings.Contains(err.Error(), "another-access-token") || strings.Contains(err.Error(), clusterAccessToken) {
+		t.Fatalf("the refusal shows a token: %v", err)
+	}
+}
+
+// /readyz says whether a node is in the cluster; drain (admin token)
+// hands its shards over and makes it not ready, before it stops.
+func TestServerReadyAndDrain(t *testing.T) {
+	t.Parallel()
+	dbURL := "sqlite://" + t.TempDir() + "/cluster.db"
+	a := startNode(t, dbURL, "node-a", nil)
+	if code, _ := get(t, a.info.URL+"/readyz", ""); code != http.StatusOK {
+		t.Fatalf("/readyz of a running node: %d", code)
+	}
+	if code, _ := get(t, a.info.URL+"/healthz", ""); code != http.StatusOK {
+		t.Fatalf("/healthz: %d", code)
+	}
+	drain := func(token string) int {
+		req, _ := http.NewRequest(http.MethodPost, a.info.URL+drainPath, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := drain("wrong-token-0123456789"); code != http.StatusUnauthorized {
+		t.Fatalf("drain with a wrong token: %d, want 401", code)
+	}
+	if code, _ := get(t, a.info.URL+"/readyz", ""); code != http.StatusOK {
+		t.Fatal("a refused drain made the node not ready")
+	}
+	if code := drain(clusterAdminToken); code != http.StatusOK {
+		t.Fatalf("drain: %d", code)
+	}
+	if code, body := get(t, a.info.URL+"/readyz", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "draining") {
+		t.Fatalf("/readyz after drain: %d %s, want 503 draining", code, body)
+	}
+	// The drained node still serves the API (callbacks of its last runs).
+	if code, _ := get(t, a.info.URL+"/v1/jobs", clusterAdminToken); code != http.StatusOK {
+		t.Fatalf("/v1/jobs after drain: %d", code)
+	}
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
