@@ -39,15 +39,20 @@ mariadb: ## Install Debian's mariadb-server when missing (the xxl-job import tes
 	@command -v mariadbd >/dev/null 2>&1 || test -x /usr/sbin/mariadbd || \
 		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y mariadb-server)
 
+.PHONY: postgres
+postgres: ## Install Debian's postgresql when no initdb is on PATH nor under /usr/lib/postgresql/*/bin (the pgstore tests start their own server)
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql)
+
 .PHONY: prometheus
 prometheus: ## Install Debian's prometheus package (for promtool) when missing
 	@command -v promtool >/dev/null 2>&1 || \
 		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus)
 
-# Tests that need the emulators, Chromium, MariaDB or promtool fail when it is missing
+# Tests that need the emulators, Chromium, MariaDB, PostgreSQL or promtool fail when it is missing
 # (one line names the make target that installs it); -short skips them.
 .PHONY: test
-test: emulators moto chromium mariadb prometheus ## Run every test with the race detector (what CI runs)
+test: emulators moto chromium mariadb postgres prometheus ## Run every test with the race detector (what CI runs)
 	$(GO) vet $(PKGS)
 	promtool check rules deploy/prometheus/alerts.yml
 	$(GO) test -race -count=1 -parallel 8 -timeout 20m $(PKGS)

@@ -1,6 +1,7 @@
 // Package tool is the one gate in front of every test that needs a program
 // from outside Go: the AWS emulators (dynalite, fauxqs on Node), Chromium
-// for the console's browser tests, MariaDB for the xxl-job import tests, promtool for the alert rules.
+// for the console's browser tests, MariaDB for the xxl-job import tests,
+// PostgreSQL for the PostgreSQL store, promtool for the alert rules.
 //
 // A plain `go test ./...` runs those tests and fails, with one line saying
 // how to install what is missing, rather than skipping them: a run that
