@@ -64,6 +64,9 @@ type Server struct {
 	cred *syscall.Credential
 	seq  atomic.Int64
 
+	schemaOnce sync.Once // creates schemaDB
+	schemaErr  error
+
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan error // receives the server process's exit
@@ -364,6 +367,57 @@ func (s *Server) NewDatabase(t testing.TB) string {
 		}
 	})
 	return s.DSN(name)
+}
+
+// schemaDB is the database that holds the schemas NewSchema creates.
+const schemaDB = "xjob_schemas"
+
+// NewSchema creates an empty schema owned by Role in a database the
+// server's tests share, dropped (with what it holds) when the test ends,
+// and returns a DSN whose search_path is that schema: to a store that
+// names its tables unqualified it is an empty database of its own, and
+// one costs a few milliseconds where a database costs a copy of the
+// template. Database-wide objects (advisory locks, extensions) are
+// shared; a test of those takes NewDatabase.
+func (s *Server) NewSchema(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.schemaOnce.Do(func() {
+		s.schemaErr = s.admin(ctx, `CREATE DATABASE `+schemaDB+` OWNER `+Role+` TEMPLATE template0`)
+	})
+	if s.schemaErr != nil {
+		t.Fatal(s.schemaErr)
+	}
+	name := fmt.Sprintf("s%d_%s", s.seq.Add(1), randomHex(3))
+	c, err := pgx.Connect(ctx, s.DSN(schemaDB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	if _, err := c.Exec(ctx, `CREATE SCHEMA `+name); err != nil {
+		t.Fatalf("create test schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s.mu.Lock()
+		running := s.cmd != nil
+		s.mu.Unlock()
+		if !running {
+			return
+		}
+		c, err := pgx.Connect(ctx, s.DSN(schemaDB))
+		if err != nil {
+			t.Errorf("drop test schema: %v", err)
+			return
+		}
+		defer c.Close(context.WithoutCancel(ctx))
+		if _, err := c.Exec(ctx, `DROP SCHEMA `+name+` CASCADE`); err != nil {
+			t.Errorf("drop test schema: %v", err)
+		}
+	})
+	return s.DSN(schemaDB) + "&search_path=" + name
 }
 
 func freePort() (int, error) {

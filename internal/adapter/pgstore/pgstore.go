@@ -1,0 +1,322 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
+	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
+)
+
+var (
+	_ driver.Store  = (*DB)(nil)
+	_ driver.Queues = (*DB)(nil)
+)
+
+// Options configure a DB. The zero value is usable.
+type Options struct {
+	// Shards is the number of scan shards jobs are spread over (default
+	// 16). It is the cluster's: the first Open of a database records it,
+	// and an Open with another count is refused (ErrShardsMismatch), as a
+	// job's shard is fixed when it is inserted.
+	Shards int
+	// Clock is what queues read time from and wait on (default
+	// clock.Real{}), so tests drive delayed visibility and long polls with
+	// clock.Fake.
+	Clock clock.Clock
+	// Logger hears about queue messages this code cannot read (default:
+	// discarded).
+	Logger *slog.Logger
+	// Node is this node's id, recorded on the queue messages it receives
+	// so that ReleaseNodeClaims can hand back what a dead node held.
+	Node string
+	// MaxConns caps the connection pool (default 16). Every node of a
+	// cluster opens its own pool: the server's max_connections must hold
+	// the sum.
+	MaxConns int
+	// ConnectTimeout bounds each connection attempt, Open's first one
+	// included, when the DSN names no connect_timeout (default 5 s): an
+	// unreachable server is one clear error, not a hang.
+	ConnectTimeout time.Duration
+	// PollInterval is how often a long-polling Receive re-reads the queue
+	// table, for messages sent by other nodes (default 100 ms; sends
+	// through this DB wake its waiters at once).
+	PollInterval time.Duration
+}
+
+func (o *Options) applyDefaults() {
+	if o.Shards <= 0 {
+		o.Shards = 16
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 16
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 5 * time.Second
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = 100 * time.Millisecond
+	}
+}
+
+// DB is an open PostgreSQL database. It implements driver.Store and
+// driver.Queues and is safe for concurrent use; every node of a cluster
+// opens its own on the same database.
+type DB struct {
+	opts   Options
+	pool   *pgxpool.Pool
+	secret redactor // the DSN's password, kept out of every error
+	target string   // user@host:port/database, for messages
+
+	jobs jobCache // JobGetMany's jobs by version
+
+	ring  *queue[fire.RingBucket]
+	fast  *queue[fire.DispatchTask]
+	slow  *queue[fire.DispatchTask]
+	other sync.Map // lane name → *queue[fire.DispatchTask] for unknown lanes
+
+	mu      sync.Mutex
+	signals map[string]chan struct{} // queue name → closed on Send, then replaced
+}
+
+// Open connects to the PostgreSQL database dsn names (a URL or key=value
+// DSN, as libpq takes), applies the pending migrations under an advisory
+// lock and checks the cluster's shard count. Its errors never contain
+// the DSN's password.
+func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	opts.applyDefaults()
+	secret := newRedactor(dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore open: %w", secret.clean(err))
+	}
+	secret.add(cfg.ConnConfig.Password)
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "xjob"
+	}
+	cfg.MaxConns = int32(opts.MaxConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore open: %w", secret.clean(err))
+	}
+	db := &DB{opts: opts, pool: pool, secret: secret, signals: map[string]chan struct{}{},
+		target: fmt.Sprintf("%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)}
+	if err := db.start(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	db.ring = newQueue[fire.RingBucket](db, "ring")
+	db.fast = newQueue[fire.DispatchTask](db, "dispatch-"+string(fire.LaneFast))
+	db.slow = newQueue[fire.DispatchTask](db, "dispatch-"+string(fire.LaneSlow))
+	return db, nil
+}
+
+// start reaches the server (one clear error when it cannot), migrates
+// and checks the shard count.
+func (db *DB) start(ctx context.Context) error {
+	c, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore open: cannot reach PostgreSQL as %s: %w", db.target, db.secret.clean(err))
+	}
+	c.Release()
+	return db.migrate(ctx)
+}
+
+// Close closes the connection pool, waiting for connections in use to be
+// returned.
+func (db *DB) Close() error {
+	db.pool.Close()
+	return nil
+}
+
+// Shards returns the number of scan shards the DB was opened with (the
+// cluster's: Open refuses another).
+func (db *DB) Shards() int { return db.opts.Shards }
+
+// Node returns the node id the DB was opened with.
+func (db *DB) Node() string { return db.opts.Node }
+
+// ErrShardsMismatch: the database belongs to a cluster with another scan
+// shard count than the one this node was started with.
+var ErrShardsMismatch = errors.New("pgstore: scan shard count differs from the cluster's")
+
+// ShardsMismatchError is the error of an Open whose Shards differ from
+// the count the database recorded at its first Open. It matches
+// ErrShardsMismatch.
+type ShardsMismatchError struct {
+	Database, Node int
+}
+
+func (e *ShardsMismatchError) Error() string {
+	return fmt.Sprintf("pgstore: the database's cluster uses %d scan shards, this node is configured with %d: every node must use the same count",
+		e.Database, e.Node)
+}
+
+// Is makes errors.Is(err, ErrShardsMismatch) hold.
+func (e *ShardsMismatchError) Is(target error) bool { return target == ErrShardsMismatch }
+
+// checkShards records the shard count on the first Open of a database
+// and refuses any other count afterwards. It runs in the migration's
+// transaction, under its lock, so that of nodes opening a new database at
+// once the first one's count is the cluster's.
+func (db *DB) checkShards(ctx context.Context, tx pgx.Tx) error {
+	stored, err := metaPut(ctx, tx, "shards", strconv.Itoa(db.opts.Shards))
+	if err != nil {
+		return fmt.Errorf("shard count: %w", err)
+	}
+	n, err := strconv.Atoi(stored)
+	if err != nil {
+		return fmt.Errorf("pgstore open: stored shard count %q: %w", stored, err)
+	}
+	if n != db.opts.Shards {
+		return &ShardsMismatchError{Database: n, Node: db.opts.Shards}
+	}
+	return nil
+}
+
+// metaPut stores value under key in cluster_meta unless the key has one,
+// and returns the key's value. The insert and the read are two statements:
+// in one, a value another transaction committed while the insert waited
+// for it would be outside the read's snapshot.
+func metaPut(ctx context.Context, q querier, key, value string) (string, error) {
+	if _, err := q.Exec(ctx, `INSERT INTO cluster_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, value); err != nil {
+		return "", err
+	}
+	var stored string
+	err := q.QueryRow(ctx, `SELECT value FROM cluster_meta WHERE key = $1`, key).Scan(&stored)
+	return stored, err
+}
+
+// wrap adds context to err, with the DSN's password taken out of any
+// connection error.
+func (db *DB) wrap(what string, err error) error {
+	return fmt.Errorf("pgstore %s: %w", what, db.secret.clean(err))
+}
+
+// missingOr tells a lost conditional write apart from a missing record:
+// ErrNotFound when table has no row id, else lost.
+func (db *DB) missingOr(ctx context.Context, q querier, table string, id int64, lost error) error {
+	var one int
+	err := q.QueryRow(ctx, `SELECT 1 FROM `+table+` WHERE id = $1`, id).Scan(&one)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return xjob.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return lost
+}
+
+// querier is a pool, a connection or a transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// inTx runs fn in a READ COMMITTED transaction, committed when fn
+// returns nil. A deadlock the server broke (40P01) rolls it back and runs
+// fn again, up to a few times: the writes were undone with it.
+func (db *DB) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := pgx.BeginFunc(ctx, db.pool, fn)
+		if err == nil || !retryable(err) || attempt == maxAttempts {
+			return err
+		}
+	}
+}
+
+// maxAttempts bounds the runs of a statement or transaction the server
+// aborted for a deadlock.
+const maxAttempts = 4
+
+// retryable reports an error after which the server has rolled the whole
+// statement or transaction back, so that running it again is safe:
+// deadlock_detected and serialization_failure.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+// retry runs a single-statement fn again after a deadlock (see inTx).
+func retry(fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || !retryable(err) || attempt == maxAttempts {
+			return err
+		}
+	}
+}
+
+// notFound maps pgx.ErrNoRows to xjob.ErrNotFound.
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return xjob.ErrNotFound
+	}
+	return err
+}
+
+// clampLimit turns a caller's limit into one the store serves.
+func clampLimit(n, def, maxN int) int {
+	if n <= 0 {
+		return def
+	}
+	return min(n, maxN)
+}
+
+// args collects the arguments of a statement built from filters and
+// names their placeholders.
+type args []any
+
+// add appends v and returns its placeholder.
+func (a *args) add(v any) string {
+	*a = append(*a, v)
+	return "$" + strconv.Itoa(len(*a))
+}
+
+// badCursor is the error for a page cursor this store did not issue.
+func badCursor(c string) error {
+	return &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "cursor", Message: fmt.Sprintf("%q is not a valid page cursor", c)}}}
+}
+
+// signal returns the channel closed at the next Send to queue name.
+func (db *DB) signal(name string) <-chan struct{} {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ch, ok := db.signals[name]
+	if !ok {
+		ch = make(chan struct{})
+		db.signals[name] = ch
+	}
+	return ch
+}
+
+// wake tells this DB's waiters on queue name that a message was sent.
+func (db *DB) wake(name string) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if ch, ok := db.signals[name]; ok {
+		close(ch)
+		delete(db.signals, name)
+	}
+}
