@@ -136,7 +136,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 func (db *DB) start(ctx context.Context) error {
 	c, err := db.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("pgstore open: cannot reach PostgreSQL as %s: %w", db.target, db.secret.clean(err))
+		return fmt.Errorf("pgstore open: cannot connect to PostgreSQL as %s: %w", db.target, db.secret.clean(err))
 	}
 	c.Release()
 	return db.migrate(ctx)
