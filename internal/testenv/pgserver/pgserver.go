@@ -133,6 +133,10 @@ func (e *missingError) Error() string {
 	return e.what + " not found on PATH nor under /usr/lib/postgresql/*/bin: make postgres (or make test) installs Debian's postgresql"
 }
 
+// debianBins is where Debian's postgresql packages put their binaries,
+// one directory per major version.
+var debianBins = "/usr/lib/postgresql/*/bin"
+
 // findBin returns the directory holding both initdb and postgres: the
 // one on PATH, else the newest /usr/lib/postgresql/<version>/bin.
 func findBin() (string, error) {
@@ -142,7 +146,7 @@ func findBin() (string, error) {
 			return dir, nil
 		}
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs, _ := filepath.Glob(debianBins)
 	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
 	for _, d := range dirs {
 		_, e1 := os.Stat(filepath.Join(d, "initdb"))

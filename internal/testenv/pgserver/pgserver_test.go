@@ -3,6 +3,7 @@ package pgserver
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +89,18 @@ func TestStopStart(t *testing.T) {
 	var v int
 	if err := connect(t, dsn).QueryRow(ctx, `SELECT v FROM kept`).Scan(&v); err != nil || v != 7 {
 		t.Fatalf("after restart: %d, %v", v, err)
+	}
+}
+
+// Without the binaries the failure names the make target that installs
+// them. (Not parallel: it changes PATH.)
+func TestMissingBinariesNameTheMakeTarget(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	saved := debianBins
+	debianBins = filepath.Join(t.TempDir(), "*", "bin")
+	defer func() { debianBins = saved }()
+	_, err := findBin()
+	if err == nil || !strings.Contains(err.Error(), "make postgres") {
+		t.Fatalf("findBin without postgres: %v, want an error naming make postgres", err)
 	}
 }
