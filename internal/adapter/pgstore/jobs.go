@@ -119,8 +119,10 @@ func lockForExplicitIDs(ctx context.Context, tx pgx.Tx, table string) error {
 // that later ids are above it (SQLite's AUTOINCREMENT does the same). The
 // caller holds lockForExplicitIDs.
 func bumpSequence(ctx context.Context, tx pgx.Tx, table string, id int64) error {
+	// A sequence never drawn from (is_called false) hands out last_value
+	// next; one drawn from, last_value + 1.
 	_, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), $2)
-		FROM `+table+`_id_seq WHERE last_value < $2`, table, id)
+		FROM `+table+`_id_seq WHERE (CASE WHEN is_called THEN last_value ELSE last_value - 1 END) < $2`, table, id)
 	return err
 }
 

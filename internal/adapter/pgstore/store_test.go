@@ -575,3 +575,46 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("after restart: %+v, %v", days, err)
 	}
 }
+
+// Ids allocated after explicit ones are above them, whether the explicit
+// id came first on a fresh table or after allocated ones, for jobs and
+// for groups, alone or in a change set.
+func TestAllocatedIDsPassExplicitOnes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		explicit []int64 // 0: an allocated id
+	}{
+		{"explicit 1 on a fresh table", []int64{1, 0, 0}},
+		{"explicit after allocated", []int64{0, 0, 7, 0}},
+		{"explicit below the sequence", []int64{0, 0, 0, 0, 2, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := setup(t, Options{})
+			ctx := t.Context()
+			var maxJob, maxGroup int64
+			for _, id := range tc.explicit {
+				if id == 2 { // already taken by an allocated id
+					if _, err := db.JobInsert(ctx, xjob.Job{ID: id, GroupID: 1}); !errors.Is(err, xjob.ErrConflict) {
+						t.Fatalf("explicit job id %d taken: %v, want ErrConflict", id, err)
+					}
+					continue
+				}
+				j, err := db.JobInsert(ctx, xjob.Job{ID: id, GroupID: 1})
+				if err != nil {
+					t.Fatalf("job %d: %v", id, err)
+				}
+				res, err := db.ChangeApply(ctx, driver.ChangeSet{GroupInserts: []xjob.Group{{ID: id, AppName: "app-x", AddressList: []string{}}}})
+				if err != nil {
+					t.Fatalf("group %d: %v", id, err)
+				}
+				g := res.GroupIDs[0]
+				if id == 0 && (j.ID <= maxJob || g <= maxGroup) {
+					t.Fatalf("allocated job %d / group %d not above %d / %d", j.ID, g, maxJob, maxGroup)
+				}
+				maxJob, maxGroup = max(maxJob, j.ID), max(maxGroup, g)
+			}
+		})
+	}
+}
