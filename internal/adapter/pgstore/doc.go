@@ -91,8 +91,10 @@
 //	               visible_at = now ──────────────────────────▶ ready
 //
 // A long-polling Receive sleeps on the injected clock until the earliest
-// visible_at, a Send through the same DB, or PollInterval (for sends from
-// other nodes), whichever is first. A message this version cannot decode
+// visible_at, a Send through the same DB, a notification of a send on
+// another node (each DB keeps one connection LISTENing; Send, Retry and
+// the releases pg_notify in their statement: notify.go), or PollInterval,
+// the backstop for a lost notification, whichever is first. A message this version cannot decode
 // is set aside for SetAside, never deleted unread.
 //
 // # Migrations

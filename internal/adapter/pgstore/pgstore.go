@@ -94,6 +94,10 @@ type DB struct {
 
 	mu      sync.Mutex
 	signals map[string]chan struct{} // queue name → closed on Send, then replaced
+
+	stopListen context.CancelFunc // ends listen (Close)
+	listenDone chan struct{}      // closed when listen has returned
+	closeOnce  sync.Once
 }
 
 // Open connects to the PostgreSQL database dsn names (a URL or key=value
@@ -128,6 +132,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	db.ring = newQueue[fire.RingBucket](db, "ring")
 	db.fast = newQueue[fire.DispatchTask](db, "dispatch-"+string(fire.LaneFast))
 	db.slow = newQueue[fire.DispatchTask](db, "dispatch-"+string(fire.LaneSlow))
+	lctx, stop := context.WithCancel(context.Background())
+	db.stopListen, db.listenDone = stop, make(chan struct{})
+	go db.listen(lctx, cfg.ConnConfig.Copy())
 	return db, nil
 }
 
@@ -142,10 +149,14 @@ func (db *DB) start(ctx context.Context) error {
 	return db.migrate(ctx)
 }
 
-// Close closes the connection pool, waiting for connections in use to be
-// returned.
+// Close stops listening for other nodes' sends and closes the connection
+// pool, waiting for connections in use to be returned.
 func (db *DB) Close() error {
-	db.pool.Close()
+	db.closeOnce.Do(func() {
+		db.stopListen()
+		<-db.listenDone
+		db.pool.Close()
+	})
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -51,7 +52,8 @@ type queue[T any] struct {
 
 func newQueue[T any](db *DB, name string) *queue[T] { return &queue[T]{db: db, name: name} }
 
-// Send enqueues msgs in one INSERT and wakes this DB's waiters.
+// Send enqueues msgs in one INSERT and wakes the waiters of every node
+// (notify.go).
 func (q *queue[T]) Send(ctx context.Context, msgs []driver.Outgoing[T]) error {
 	if len(msgs) == 0 {
 		return nil
@@ -65,8 +67,9 @@ func (q *queue[T]) Send(ctx context.Context, msgs []driver.Outgoing[T]) error {
 		}
 		bodies[i], at[i] = string(body), max(m.VisibleAt, now)
 	}
-	_, err := q.db.pool.Exec(ctx, `INSERT INTO queue_messages (queue, body, visible_at)
-		SELECT $1, b, v FROM unnest($2::text[], $3::bigint[]) AS m(b, v)`, q.name, bodies, at)
+	_, err := q.db.pool.Exec(ctx, `WITH sent AS (INSERT INTO queue_messages (queue, body, visible_at)
+			SELECT $1, b, v FROM unnest($2::text[], $3::bigint[]) AS m(b, v))
+		SELECT pg_notify('`+notifyChannel+`', $1)`, q.name, bodies, at)
 	if err != nil {
 		return q.db.wrap("queue "+q.name+" send", err)
 	}
@@ -247,8 +250,11 @@ func (q *queue[T]) Retry(ctx context.Context, token string, delay time.Duration)
 		return fmt.Errorf("pgstore queue %s retry: %w", q.name, err)
 	}
 	at := q.db.opts.Clock.Now().Add(max(delay, 0)).UnixMilli()
-	tag, err := q.db.pool.Exec(ctx, `UPDATE queue_messages SET visible_at = $1 WHERE id = $2 AND receipt = $3`, at, id, receipt)
-	if err == nil && tag.RowsAffected() == 0 {
+	var n int
+	err = q.db.pool.QueryRow(ctx, `WITH retried AS (
+			UPDATE queue_messages SET visible_at = $1 WHERE id = $2 AND receipt = $3 RETURNING 1)
+		SELECT count(*) FROM (SELECT pg_notify('`+notifyChannel+`', $4) FROM retried) AS n`, at, id, receipt, q.name).Scan(&n)
+	if err == nil && n == 0 {
 		err = xjob.ErrNotFound
 	}
 	if err != nil {
@@ -294,9 +300,16 @@ func (db *DB) ReleaseClaims(ctx context.Context) (int, error) {
 		return 0, db.wrap("queue release claims", err)
 	}
 	if n > 0 {
-		db.wakeAll()
+		db.notifyAll(ctx)
 	}
 	return int(n), nil
+}
+
+// notifyAll wakes the waiters of the ring and both lanes on every node.
+func (db *DB) notifyAll(ctx context.Context) {
+	// Best effort: a lost notification costs a poll interval.
+	_, _ = db.pool.Exec(ctx, `SELECT pg_notify('`+notifyChannel+`', q) FROM unnest($1::text[]) AS q`,
+		[]string{db.ring.name, db.fast.name, db.slow.name})
 }
 
 // ReleaseNodeClaims makes the messages node received and has not acked
@@ -306,6 +319,9 @@ func (db *DB) ReleaseClaims(ctx context.Context) (int, error) {
 // timeouts. Log claims are not touched: they name no node and expire
 // within their TTL. It returns how many messages it released.
 func (db *DB) ReleaseNodeClaims(ctx context.Context, node string) (int, error) {
+	if node == "" {
+		return 0, errors.New("pgstore release node claims: empty node id (every unnamed node's claims are not one node's)")
+	}
 	now := db.opts.Clock.Now().UnixMilli()
 	tag, err := db.pool.Exec(ctx, `UPDATE queue_messages SET visible_at = $1, receipt = ''
 		WHERE claimed_by = $2 AND receipt <> '' AND visible_at > $1`, now, node)
@@ -313,7 +329,7 @@ func (db *DB) ReleaseNodeClaims(ctx context.Context, node string) (int, error) {
 		return 0, db.wrap("queue release claims of node "+node, err)
 	}
 	if tag.RowsAffected() > 0 {
-		db.wakeAll()
+		db.notifyAll(ctx)
 	}
 	return int(tag.RowsAffected()), nil
 }

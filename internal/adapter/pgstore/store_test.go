@@ -265,26 +265,49 @@ func TestReceiveWaitHonoursContext(t *testing.T) {
 	}
 }
 
-// A send through another node's DB reaches a long-polling receiver
-// within the poll interval.
+// A send or retry through another node's DB wakes a long-polling
+// receiver at once: its poll interval here is an hour, so only the
+// notification (notify.go) can.
 func TestReceiveWaitSeesOtherNodesSend(t *testing.T) {
 	t.Parallel()
 	dsn := newDatabase(t)
-	a := openAt(t, dsn, Options{PollInterval: 20 * time.Millisecond})
-	b := openAt(t, dsn, Options{})
-	done := make(chan []driver.Delivery[fire.RingBucket], 1)
-	go func() {
-		ds, err := a.Ring().Receive(t.Context(), driver.ReceiveParams{Max: 1, Wait: 30 * time.Second})
-		if err != nil {
-			t.Error(err)
+	a := openAt(t, dsn, Options{PollInterval: time.Hour})
+	b := openAt(t, dsn, Options{PollInterval: time.Hour})
+	ctx := t.Context()
+	wait := func(meanwhile func()) []driver.Delivery[fire.RingBucket] {
+		t.Helper()
+		done := make(chan []driver.Delivery[fire.RingBucket], 1)
+		go func() {
+			ds, err := a.Ring().Receive(ctx, driver.ReceiveParams{Max: 1, Wait: time.Minute, Visibility: time.Hour})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- ds
+		}()
+		meanwhile()
+		select {
+		case ds := <-done:
+			return ds
+		case <-time.After(30 * time.Second):
+			t.Fatal("the long poll on a did not wake")
+			return nil
 		}
-		done <- ds
-	}()
-	if err := b.Ring().Send(t.Context(), []driver.Outgoing[fire.RingBucket]{{Msg: fire.RingBucket{Second: 9}}}); err != nil {
-		t.Fatal(err)
 	}
-	if ds := <-done; len(ds) != 1 || ds[0].Msg.Second != 9 {
-		t.Fatalf("long poll on a: %+v", ds)
+	ds := wait(func() {
+		if err := b.Ring().Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: fire.RingBucket{Second: 9}}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(ds) != 1 || ds[0].Msg.Second != 9 {
+		t.Fatalf("long poll on a after b's send: %+v", ds)
+	}
+	again := wait(func() {
+		if err := b.Ring().Retry(ctx, ds[0].Token, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(again) != 1 || again[0].Msg.Second != 9 || again[0].Receives != 2 {
+		t.Fatalf("long poll on a after b's retry: %+v", again)
 	}
 }
 

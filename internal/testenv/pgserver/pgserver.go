@@ -267,7 +267,7 @@ func (s *Server) StartServer() error {
 	deadline := time.Now().Add(readyWithin)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		c, err := pgx.Connect(ctx, s.adminDSN())
+		c, err := pgx.Connect(ctx, s.AdminDSN())
 		if err == nil {
 			_ = c.Close(ctx)
 			cancel()
@@ -318,14 +318,16 @@ func (s *Server) Close() {
 	_ = os.RemoveAll(s.Dir)
 }
 
-// adminDSN reaches the server as the superuser over the unix socket.
-func (s *Server) adminDSN() string {
+// AdminDSN reaches the server as the superuser over the unix socket
+// (trust): for a test that must act on the server itself, such as ending
+// other sessions with pg_terminate_backend.
+func (s *Server) AdminDSN() string {
 	return fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres sslmode=disable", s.Dir, s.Port)
 }
 
 // admin runs statements as the superuser.
 func (s *Server) admin(ctx context.Context, stmts ...string) error {
-	c, err := pgx.Connect(ctx, s.adminDSN())
+	c, err := pgx.Connect(ctx, s.AdminDSN())
 	if err != nil {
 		return fmt.Errorf("pgserver: connect as postgres: %w", err)
 	}
