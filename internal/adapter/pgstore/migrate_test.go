@@ -152,3 +152,12 @@ func TestShardsMismatchRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestServerMajor(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]int{"15.18 (Debian 15.18-0+deb12u1)": 15, "12.1": 12, "16beta1": 16, "9.6.24": 9, "": 0} {
+		if got := serverMajor(v); got != want {
+			t.Errorf("serverMajor(%q) = %d, want %d", v, got, want)
+		}
+	}
+}

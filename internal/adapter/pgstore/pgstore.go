@@ -145,8 +145,27 @@ func (db *DB) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pgstore open: cannot connect to PostgreSQL as %s: %w", db.target, db.secret.clean(err))
 	}
+	version := c.Conn().PgConn().ParameterStatus("server_version")
 	c.Release()
+	if major := serverMajor(version); major > 0 && major < minServerMajor { // 0: unknown; the migration will tell
+		return fmt.Errorf("pgstore open: %s runs PostgreSQL %s; xjob needs %d or later", db.target, version, minServerMajor)
+	}
 	return db.migrate(ctx)
+}
+
+// minServerMajor is the oldest PostgreSQL the schema runs on (generated
+// columns, see doc.go).
+const minServerMajor = 12
+
+// serverMajor is the major version of a server_version such as "15.18
+// (Debian 15.18-0+deb12u1)" or "16beta1"; 0 when it cannot tell.
+func serverMajor(v string) int {
+	end := 0
+	for end < len(v) && v[end] >= '0' && v[end] <= '9' {
+		end++
+	}
+	n, _ := strconv.Atoi(v[:end])
+	return n
 }
 
 // Close stops listening for other nodes' sends and closes the connection
