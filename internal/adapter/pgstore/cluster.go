@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xjobdev/xjob/pkg/driver"
+
 	"github.com/jackc/pgx/v5"
 )
 
@@ -61,8 +63,22 @@ func (db *DB) NodeLeave(ctx context.Context, id string) error {
 
 // NodesLive returns the nodes whose beat has not expired at now (Unix
 // ms), in id order: every node reading it at one instant sees one list,
-// from which each derives its share of the shards.
-func (db *DB) NodesLive(ctx context.Context, now int64) ([]Node, error) {
+// from which each derives its share of the shards (driver.NodeStore).
+func (db *DB) NodesLive(ctx context.Context, now int64) ([]driver.Node, error) {
+	nodes, err := db.NodesDetail(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.Node, len(nodes))
+	for i, n := range nodes {
+		out[i] = driver.Node{ID: n.ID, Addr: n.Addr, ExpiresAt: n.ExpiresAt}
+	}
+	return out, nil
+}
+
+// NodesDetail is NodesLive with when each node started and last beat,
+// for operators.
+func (db *DB) NodesDetail(ctx context.Context, now int64) ([]Node, error) {
 	rows, err := db.pool.Query(ctx, `SELECT id, addr, started_at, beat_at, expires_at FROM nodes
 		WHERE expires_at > $1 ORDER BY id COLLATE "C"`, now)
 	nodes, err := scanAll(rows, err, func(r pgx.Row) (Node, error) {

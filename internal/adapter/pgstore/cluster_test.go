@@ -32,7 +32,7 @@ func TestNodes(t *testing.T) {
 	}
 	live := func(at int64) []Node {
 		t.Helper()
-		ns, err := db.NodesLive(ctx, at)
+		ns, err := db.NodesDetail(ctx, at)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -168,6 +168,14 @@ func serverMajor(v string) int {
 	return n
 }
 
+// Ping checks that the database answers (a node's readiness).
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.pool.Ping(ctx); err != nil {
+		return db.wrap("ping", err)
+	}
+	return nil
+}
+
 // Close stops listening for other nodes' sends and closes the connection
 // pool, waiting for connections in use to be returned.
 func (db *DB) Close() error {

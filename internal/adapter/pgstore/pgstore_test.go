@@ -56,6 +56,13 @@ func TestStoreContract(t *testing.T) {
 	})
 }
 
+func TestNodeStoreContract(t *testing.T) {
+	t.Parallel()
+	drivertest.ExerciseNodeStore(t, func(t *testing.T) driver.NodeStore {
+		return setup(t, Options{Clock: clock.NewFake(epoch), MaxConns: 4})
+	})
+}
+
 func TestQueueContract(t *testing.T) {
 	t.Parallel()
 	harness := func(t *testing.T, pick func(*DB) driver.Queue[fire.RingBucket]) drivertest.QueueHarness {

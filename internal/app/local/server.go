@@ -38,9 +38,23 @@ type clusterStore interface {
 	Close() error
 }
 
-// storeOpener opens a cluster database by its URL with the cluster's
-// shard count (fixed on first use; a different count is refused).
-type storeOpener func(ctx context.Context, dbURL string, shards int, clk clock.Clock, logger *slog.Logger) (clusterStore, error)
+// openParams says which cluster database to open, and as whom.
+type openParams struct {
+	URL    string
+	Shards int    // fixed on first use; a different count is refused
+	Node   string // stamped on queue claims, where a store can release a dead node's
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// storeOpener opens a cluster database.
+type storeOpener func(ctx context.Context, p openParams) (clusterStore, error)
+
+// nodeClaims is a cluster store that can release the queue messages a
+// node held, for the nodes that see it die (see RunServer).
+type nodeClaims interface {
+	ReleaseNodeClaims(ctx context.Context, node string) (int, error)
+}
 
 // clusterStores maps a URL scheme to its store (stores.go).
 var clusterStores = map[string]storeOpener{}
@@ -173,7 +187,7 @@ func RunServer(ctx context.Context, cfg Config) error {
 	logger = logger.With("node", cfg.NodeID)
 	clk := clock.Real{}
 	u, _ := url.Parse(cfg.DB) // checked by Validate
-	db, err := clusterStores[u.Scheme](ctx, cfg.DB, cfg.Shards, clk, logger)
+	db, err := clusterStores[u.Scheme](ctx, openParams{URL: cfg.DB, Shards: cfg.Shards, Node: cfg.NodeID, Clock: clk, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("database %s: %w", redactURL(cfg.DB), err)
 	}
@@ -197,8 +211,22 @@ func RunServer(ctx context.Context, cfg Config) error {
 	if baseURL == "" {
 		baseURL = "http://" + ln.Addr().String()
 	}
+	var gone func(context.Context, []string)
+	if nc, ok := db.(nodeClaims); ok {
+		// What a dead node had received and not finished comes back now,
+		// not after the queues' visibility timeouts.
+		gone = func(ctx context.Context, ids []string) {
+			for _, id := range ids {
+				if n, err := nc.ReleaseNodeClaims(ctx, id); err != nil {
+					logger.Warn("releasing a departed node's queue messages", "departed", id, "err", err)
+				} else if n > 0 {
+					logger.Info("released a departed node's queue messages", "departed", id, "messages", n)
+				}
+			}
+		}
+	}
 	member, err := cluster.New(cluster.Config{Nodes: db, Clock: clk, Logger: logger, ID: cfg.NodeID, Addr: baseURL,
-		Shards: cfg.Shards, TTL: cfg.LeaseTTL})
+		Shards: cfg.Shards, TTL: cfg.LeaseTTL, Gone: gone})
 	if err != nil {
 		_ = ln.Close()
 		return err

@@ -2,11 +2,9 @@ package local
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
-	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // Tests run cluster nodes over one SQLite file too (sqlite://PATH): the
@@ -15,7 +13,7 @@ import (
 // local mode already; `xjob server` itself accepts only PostgreSQL and
 // MySQL.
 func init() {
-	clusterStores["sqlite"] = func(ctx context.Context, dbURL string, shards int, clk clock.Clock, logger *slog.Logger) (clusterStore, error) {
-		return sqlitestore.Open(ctx, strings.TrimPrefix(dbURL, "sqlite://"), sqlitestore.Options{Shards: shards, Clock: clk, Logger: logger})
+	clusterStores["sqlite"] = func(ctx context.Context, p openParams) (clusterStore, error) {
+		return sqlitestore.Open(ctx, strings.TrimPrefix(p.URL, "sqlite://"), sqlitestore.Options{Shards: p.Shards, Clock: p.Clock, Logger: p.Logger})
 	}
 }

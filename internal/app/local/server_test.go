@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/testenv/pgserver"
 )
 
 const (
@@ -237,4 +238,38 @@ func TestServerReadyAndDrain(t *testing.T) {
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestClusterOnPostgres(t *testing.T) {
+	t.Parallel()
+	srv := pgserver.Start(t)
+	exerciseCluster(t, func(t *testing.T) string { return srv.NewDatabase(t) })
+}
+
+// A node started on a cluster's database with another shard count is
+// refused with one line naming both, and the password of the URL
+// appears in no error.
+func TestServerRefusesOtherShardCount(t *testing.T) {
+	t.Parallel()
+	srv := pgserver.Start(t)
+	dbURL := srv.NewDatabase(t)
+	startNode(t, dbURL, "node-a", nil)
+	cfg := ServerDefaults()
+	cfg.DB, cfg.NodeID, cfg.Listen, cfg.Shards = dbURL, "node-b", "127.0.0.1:0", 16
+	cfg.AdminToken, cfg.AccessToken = clusterAdminToken, clusterAccessToken
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	err := RunServer(t.Context(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "16") || !strings.Contains(err.Error(), "8") {
+		t.Fatalf("RunServer with 16 shards on an 8-shard cluster: %v, want a refusal naming both", err)
+	}
+	if strings.Contains(err.Error(), srv.Password) {
+		t.Fatalf("the error shows the database password: %v", err)
+	}
+	// An unreachable database: one clear error, no password.
+	cfg.DB = strings.Replace(dbURL, fmt.Sprint(srv.Port), "1", 1)
+	err = RunServer(t.Context(), cfg)
+	if err == nil || strings.Contains(err.Error(), srv.Password) {
+		t.Fatalf("RunServer on an unreachable database: %v", err)
+	}
+	t.Logf("unreachable: %v", err)
 }

@@ -28,6 +28,11 @@ type Config struct {
 	// shard lease TTL, so that a dead node's shards are reassigned when
 	// its leases expire. Beats go every TTL/5, at most once a second.
 	TTL time.Duration
+	// Gone, if set, is called after a beat with the nodes that were live
+	// at the previous beat and are not now (left or died), for cleanup
+	// such as releasing their queue claims. Every node calls it: it must
+	// be idempotent.
+	Gone func(ctx context.Context, ids []string)
 }
 
 // Member keeps one node in the cluster and says which shards it owns.
@@ -105,6 +110,12 @@ func (m *Member) Beat(ctx context.Context) error {
 		slices.Sort(ids)
 	}
 	owner := Assign(m.cfg.Shards, ids)
+	var gone []string
+	defer func() {
+		if len(gone) > 0 && m.cfg.Gone != nil {
+			m.cfg.Gone(ctx, gone)
+		}
+	}()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.left {
@@ -112,6 +123,11 @@ func (m *Member) Beat(ctx context.Context) error {
 	}
 	m.lastBeat = now
 	if !slices.Equal(ids, m.live) {
+		for _, id := range m.live {
+			if !slices.Contains(ids, id) {
+				gone = append(gone, id)
+			}
+		}
 		n := 0
 		for s := range owner {
 			m.owned[s] = owner[s] == m.cfg.ID
