@@ -208,6 +208,7 @@ var versionRE = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)`)
 func probe(ctx context.Context, cfg *mysql.Config) (server, isolationVar string, err error) {
 	// The dial timeout does not cover the handshake: a server that takes
 	// the connection and never answers must not hang Open.
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, 2*cfg.Timeout)
 	defer cancel()
 	conn, err := mysql.NewConnector(cfg)
@@ -219,6 +220,9 @@ func probe(ctx context.Context, cfg *mysql.Config) (server, isolationVar string,
 	p.SetMaxOpenConns(1)
 	c, err := p.Conn(ctx)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil {
+			err = fmt.Errorf("no answer within %v: %w", 2*cfg.Timeout, err)
+		}
 		return "", "", fmt.Errorf("mysqlstore: cannot connect to %s as %q: %w", cfg.Addr, cfg.User, err)
 	}
 	defer c.Close()

@@ -28,7 +28,7 @@ func ParseURL(u string) (dsn string, err error) {
 	switch strings.ToLower(scheme) {
 	case "mysql", "mariadb":
 	default:
-		return "", fmt.Errorf("mysqlstore: database URL: scheme %q: want mysql:// or mariadb://", scheme)
+		return "", errors.New("mysqlstore: database URL: unsupported scheme: want mysql:// or mariadb://")
 	}
 	p, err := url.Parse(u)
 	if err != nil {
