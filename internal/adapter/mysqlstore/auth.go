@@ -28,7 +28,11 @@ func (db *DB) AttemptAdd(ctx context.Context, p driver.AttemptAddParams) (int, e
 			p.Key, p.Now, expires, p.Now, p.Now, p.Now); err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, "SELECT count FROM auth_attempts WHERE `key` = ?", p.Key).Scan(&n)
+		err := tx.QueryRowContext(ctx, "SELECT count FROM auth_attempts WHERE `key` = ? FOR UPDATE", p.Key).Scan(&n)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = errRace // the upsert met a concurrent insert that rolled back
+		}
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("mysql attempt add: %w", err)

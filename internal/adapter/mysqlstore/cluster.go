@@ -2,6 +2,7 @@ package mysqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -52,7 +53,13 @@ func (db *DB) metaSetOnce(ctx context.Context, name, value string) (string, erro
 			ON DUPLICATE KEY UPDATE name = name`, name, value); err != nil {
 			return err
 		}
-		return db.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = ?`, name).Scan(&got)
+		// A locking read: it waits for a first writer's insert that is
+		// not committed yet instead of missing it (see insertLogs).
+		err := db.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = ? LOCK IN SHARE MODE`, name).Scan(&got)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = errRace
+		}
+		return err
 	})
 	return got, err
 }

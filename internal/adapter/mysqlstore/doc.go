@@ -55,18 +55,16 @@
 // and in the same transaction hides them until now + visibility under a
 // fresh random receipt; the delivery token is "<id>.<receipt>".
 //
-//	        Send (visible_at = max(VisibleAt, now))
-//	             │
-//	             ▼
-//	┌──────▶  ready ──── Receive ────▶ claimed (visible_at = now + visibility,
-//	│      (visible_at ≤ now)          receipt = fresh, receives + 1)
-//	│                                    │        │           │
-//	│   visibility expires ──────────────┘        │           │
-//	│   Retry(token, delay): visible_at = now+delay           │
-//	│   ReleaseClaims / ReleaseNodeClaims ────────┘           │
-//	└──────────────────────────────────────┘                  │
-//	                                               Ack(token) ▼
-//	                                                       deleted
+//	Send ──▶ ready (visible_at ≤ now)
+//	           │
+//	           │ Receive: FOR UPDATE SKIP LOCKED, then
+//	           │ visible_at = now + visibility, receipt = fresh, receives + 1
+//	           ▼
+//	         claimed ──── Ack(token) ───────────────────────────▶ deleted
+//	           │
+//	           ├── visibility expires (visible_at passes) ──▶ ready
+//	           ├── Retry(token, delay): visible_at = now + delay ──▶ ready
+//	           └── ReleaseClaims / ReleaseNodeClaims: receipt = '' ──▶ ready
 //
 // A token acks or retries only the delivery it came with: a redelivery
 // draws a new receipt, so a stale token matches no row (Ack ignores it,
@@ -80,7 +78,10 @@
 // The write path of a ring bucket costs a few statements whatever its
 // size: LogCreateMany is one multi-row INSERT … ON DUPLICATE KEY UPDATE
 // (the rows it created carry its random created_by) and one SELECT of the
-// occurrences; LogTriggeredMany, LogFinishMany and JobAdvanceMany each
+// occurrences — plus, when the INSERT passed over rows of a concurrent
+// insert not committed yet (MariaDB does so when that insert is a
+// deadlock's victim or is about to commit), a locking re-read of those,
+// and the INSERT again if they are gone; LogTriggeredMany, LogFinishMany and JobAdvanceMany each
 // lock their rows in id order (SELECT … FOR UPDATE), decide every item in
 // order in Go, and write the winners with one UPDATE … CASE.
 //

@@ -98,9 +98,11 @@ func (db *DB) insertLogs(ctx context.Context, logs []xjob.Log) (map[occKey]inser
 	slices.SortFunc(logs, func(a, b xjob.Log) int { return cmpKey(keyOf(a), keyOf(b)) })
 	const cols = 20
 	var out map[occKey]insertedLog
+	// One nonce for every attempt: rows an attempt inserted before a
+	// later statement of it failed stay committed, and are this call's.
+	nonce := randInt63() | 1 // never 0
 	err := db.retry(ctx, "log insert", func() error {
 		out = make(map[occKey]insertedLog, len(logs))
-		nonce := randInt63() | 1 // never 0
 		var q strings.Builder
 		q.WriteString(`INSERT INTO logs (occurrence_id, occurrence_time, created_by, job_id, group_id, trigger_type,
 			scheduled_time, trigger_time, trigger_code, trigger_msg, executor_address, executor_handler,
@@ -129,7 +131,7 @@ func (db *DB) insertLogs(ctx context.Context, logs []xjob.Log) (map[occKey]inser
 		if err != nil {
 			return err
 		}
-		found, err := scanAll(rows, func(s scanner) (insertedLog, error) {
+		scan := func(s scanner) (insertedLog, error) {
 			var l xjob.Log
 			var by int64
 			err := s.Scan(&l.ID, &l.OccurrenceID, &l.JobID, &l.GroupID, &l.TriggerType, &l.ScheduledTime, &l.TriggerTime,
@@ -137,24 +139,52 @@ func (db *DB) insertLogs(ctx context.Context, logs []xjob.Log) (map[occKey]inser
 				&l.ExecutorShardingParam, &l.ExecutorFailRetryCount, &l.HandleTime, &l.HandleCode, &l.HandleMsg,
 				&l.AlarmStatus, &l.ClaimUntil, &l.Version, &by)
 			return insertedLog{log: l, created: by == nonce}, err
-		})
+		}
+		found, err := scanAll(rows, scan)
 		if err != nil {
 			return err
 		}
 		for _, f := range found {
 			out[keyOf(f.log)] = f
 		}
+		var missing []any
 		for _, l := range logs {
-			if _, ok := out[keyOf(l)]; !ok {
-				// Inserted or found, then deleted before the read: a
-				// retention purge racing a claim of an old occurrence.
-				return fmt.Errorf("occurrence %s vanished while claimed", l.OccurrenceID)
+			if k := keyOf(l); !has(out, k) {
+				missing = append(missing, k.time, k.id)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		// The insert met rows another call's insert had not committed
+		// yet and left them alone without waiting, so the plain read
+		// above did not see them. A locking read waits for that insert
+		// and reads its rows once committed.
+		rows, err = db.db.QueryContext(ctx, `SELECT `+logColumns+`, created_by FROM logs
+			WHERE (occurrence_time, occurrence_id) IN (`+strings.TrimSuffix(strings.Repeat("(?,?),", len(missing)/2), ",")+`)
+			LOCK IN SHARE MODE`, missing...)
+		if err != nil {
+			return err
+		}
+		if found, err = scanAll(rows, scan); err != nil {
+			return err
+		}
+		for _, f := range found {
+			out[keyOf(f.log)] = f
+		}
+		for _, l := range logs {
+			if !has(out, keyOf(l)) {
+				// That insert rolled back (or a purge deleted the row
+				// meanwhile): insert again.
+				return errRace
 			}
 		}
 		return nil
 	})
 	return out, err
 }
+
+func has(m map[occKey]insertedLog, k occKey) bool { _, ok := m[k]; return ok }
 
 // LogCreateMany claims a batch of occurrences in two statements (see
 // insertLogs), plus one conditional UPDATE per log it takes over: each

@@ -297,8 +297,12 @@ func isCode(err error, code uint16) bool {
 // retryable reports a transaction the server rolled back to break a
 // deadlock or a lock wait: running it again is the remedy.
 func retryable(err error) bool {
-	return isCode(err, errDeadlock) || isCode(err, errLockWaitTimeout)
+	return isCode(err, errDeadlock) || isCode(err, errLockWaitTimeout) || errors.Is(err, errRace)
 }
+
+// errRace is a statement's outcome that another node's concurrent write
+// made useless, which running it again resolves (see insertLogs).
+var errRace = errors.New("lost a race with a concurrent write")
 
 // maxAttempts bounds the runs of one statement or transaction that keeps
 // deadlocking.
