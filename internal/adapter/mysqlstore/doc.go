@@ -76,14 +76,15 @@
 // # Batches
 //
 // The write path of a ring bucket costs a few statements whatever its
-// size: LogCreateMany is one multi-row INSERT … ON DUPLICATE KEY UPDATE
+// size. LogCreateMany is one multi-row INSERT … ON DUPLICATE KEY UPDATE
 // (the rows it created carry its random created_by) and one SELECT of the
-// occurrences — plus, when the INSERT passed over rows of a concurrent
-// insert not committed yet (MariaDB does so when that insert is a
-// deadlock's victim or is about to commit), a locking re-read of those,
-// and the INSERT again if they are gone; LogTriggeredMany, LogFinishMany and JobAdvanceMany each
-// lock their rows in id order (SELECT … FOR UPDATE), decide every item in
-// order in Go, and write the winners with one UPDATE … CASE.
+// occurrences. Under contention MariaDB was seen to let such an INSERT
+// pass over rows a concurrent insert held uncommitted; the keys the
+// SELECT misses are read again with a locking read, which waits for that
+// insert, and the INSERT runs again if they are gone. LogTriggeredMany,
+// LogFinishMany and JobAdvanceMany each lock their rows in id order
+// (SELECT … FOR UPDATE), decide every item in order in Go, and write the
+// winners with one UPDATE … CASE.
 //
 // # Migrations
 //
