@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // Cluster identity and membership: what every node of one database must
@@ -84,13 +86,11 @@ func (db *DB) ClusterSecretCheck(ctx context.Context, name, digest string) error
 	return nil
 }
 
-// Node is a live xjob server node.
-type Node struct {
-	ID, Addr string
-	// ExpiresAt is when (Unix ms) the node counts as gone unless it beats
-	// again.
-	ExpiresAt int64
-}
+// Node is a live xjob server node (driver.Node): ID, Addr and when
+// (Unix ms) it counts as gone unless it beats again.
+type Node = driver.Node
+
+var _ driver.NodeStore = (*DB)(nil)
 
 // nodeForgetAfter is how long an expired node's row stays, for anyone
 // reading membership history; then NodeBeat deletes it on the way.

@@ -95,8 +95,8 @@ func TestNodes(t *testing.T) {
 		at   int64
 		want []Node
 	}{
-		{now + 1000, []Node{{"node-a", "10.0.0.9:8080", now + 15000}, {"node-c", "10.0.0.3:8080", now + 10000}}},
-		{now + 10000, []Node{{"node-a", "10.0.0.9:8080", now + 15000}}}, // expiry is exclusive
+		{now + 1000, []Node{{ID: "node-a", Addr: "10.0.0.9:8080", ExpiresAt: now + 15000}, {ID: "node-c", Addr: "10.0.0.3:8080", ExpiresAt: now + 10000}}},
+		{now + 10000, []Node{{ID: "node-a", Addr: "10.0.0.9:8080", ExpiresAt: now + 15000}}}, // expiry is exclusive
 		{now + 15000, nil},
 	} {
 		got, err := db.NodesLive(ctx, c.at)

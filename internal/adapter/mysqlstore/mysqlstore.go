@@ -267,6 +267,14 @@ func cmpVersion(a, b [3]int) int {
 	return 0
 }
 
+// Ping checks that the database answers (a node's readiness).
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("mysqlstore ping: %w", err)
+	}
+	return nil
+}
+
 // Close closes the prepared statements and the connection pool.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {

@@ -38,6 +38,13 @@ func openAt(t testing.TB, dsn string, opts Options) *DB {
 	return db
 }
 
+func TestNodeStoreContract(t *testing.T) {
+	t.Parallel()
+	drivertest.ExerciseNodeStore(t, func(t *testing.T) driver.NodeStore {
+		return setup(t, Options{Clock: clock.NewFake(epoch)})
+	})
+}
+
 func TestStoreContract(t *testing.T) {
 	t.Parallel()
 	drivertest.Exercise(t, func(t *testing.T) driver.Store {

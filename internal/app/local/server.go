@@ -67,7 +67,7 @@ func checkClusterURL(raw string) error {
 		return errors.New("is not a database URL (postgres://user:pass@host:5432/db or mysql://user:pass@host:3306/db)")
 	}
 	if _, ok := clusterStores[u.Scheme]; !ok {
-		return fmt.Errorf("scheme %q is not postgres, postgresql or mysql", u.Scheme)
+		return errors.New("scheme is not postgres, postgresql, mysql or mariadb")
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/testenv/mariadb"
 	"github.com/xjobdev/xjob/internal/testenv/pgserver"
 )
 
@@ -272,4 +273,14 @@ func TestServerRefusesOtherShardCount(t *testing.T) {
 		t.Fatalf("RunServer on an unreachable database: %v", err)
 	}
 	t.Logf("unreachable: %v", err)
+}
+
+func TestClusterOnMariaDB(t *testing.T) {
+	t.Parallel()
+	srv := mariadb.Start(t)
+	exerciseCluster(t, func(t *testing.T) string {
+		name := srv.CreateDatabase(t)
+		srv.CreateUser(t, "xjob", "xjob-password-0123", name)
+		return "mysql://xjob:xjob-password-0123@" + srv.Addr + "/" + name
+	})
 }

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 
+	"github.com/xjobdev/xjob/internal/adapter/mysqlstore"
 	"github.com/xjobdev/xjob/internal/adapter/pgstore"
 )
 
@@ -15,4 +16,13 @@ func init() {
 	}
 	clusterStores["postgres"] = pg
 	clusterStores["postgresql"] = pg
+	my := func(ctx context.Context, p openParams) (clusterStore, error) {
+		dsn, err := mysqlstore.ParseURL(p.URL)
+		if err != nil {
+			return nil, err
+		}
+		return mysqlstore.Open(ctx, dsn, mysqlstore.Options{Shards: p.Shards, Clock: p.Clock, Logger: p.Logger, Node: p.Node})
+	}
+	clusterStores["mysql"] = my
+	clusterStores["mariadb"] = my
 }
