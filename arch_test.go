@@ -35,7 +35,7 @@ var layers = []struct {
 	{"adapters", []string{"internal/adapter/...", "internal/xxlimport"}},
 	{"web", []string{"internal/web/..."}},
 	{"wiring", []string{"internal/app/..."}},
-	{"entry points", []string{"cmd/...", "functions/...", "internal/cli", "examples/...", "internal/tools/...", "infra"}},
+	{"entry points", []string{"cmd/...", "functions/...", "internal/cli", "examples/...", "internal/tools/...", "infra", "deploy"}},
 	{"test env and bench", []string{"internal/testenv/...", "internal/xxlimport/xxltest", "bench/..."}},
 }
 
