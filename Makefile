@@ -44,15 +44,20 @@ postgres: ## Install Debian's postgresql when no initdb is on PATH nor under /us
 	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql)
 
+.PHONY: haproxy
+haproxy: ## Install Debian's haproxy when missing (deploy's tests check and run deploy/compose/haproxy.cfg)
+	@command -v haproxy >/dev/null 2>&1 || test -x /usr/sbin/haproxy || \
+		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy)
+
 .PHONY: prometheus
 prometheus: ## Install Debian's prometheus package (for promtool) when missing
 	@command -v promtool >/dev/null 2>&1 || \
 		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus)
 
-# Tests that need the emulators, Chromium, MariaDB, PostgreSQL or promtool fail when it is missing
-# (one line names the make target that installs it); -short skips them.
+# Tests that need the emulators, Chromium, MariaDB, PostgreSQL, promtool or haproxy fail when it is
+# missing (one line names the make target that installs it); -short skips them.
 .PHONY: test
-test: emulators moto chromium mariadb postgres prometheus ## Run every test with the race detector (what CI runs)
+test: emulators moto chromium mariadb postgres prometheus haproxy ## Run every test with the race detector (what CI runs)
 	$(GO) vet $(PKGS)
 	promtool check rules deploy/prometheus/alerts.yml
 	$(GO) test -race -count=1 -parallel 8 -timeout 20m $(PKGS)
@@ -66,7 +71,8 @@ test-short: ## Run the tests that need nothing outside Go (go test -short: no em
 FUZZTIME ?= 20s
 FUZZ_TARGETS := .:FuzzJobJSON .:FuzzAddress ./internal/fire:FuzzRingBucket ./pkg/schedule:FuzzCron ./internal/strictjson:FuzzCheck \
 	./internal/web/adminapi:FuzzExecutorRoutes ./internal/web/guard:FuzzJSONText ./internal/web/auth:FuzzSessionDecode ./internal/web/auth:FuzzParseHash ./internal/egress:FuzzLegacyIPv4 ./internal/web/adminapi:FuzzCallbackBatch ./pkg/executor:FuzzTriggerParam \
-	.:FuzzDeclaration ./internal/cli:FuzzParseManifest ./internal/xxlimport:FuzzMap ./pkg/schedule:FuzzParseOnce
+	.:FuzzDeclaration ./internal/cli:FuzzParseManifest ./internal/xxlimport:FuzzMap ./pkg/schedule:FuzzParseOnce \
+	./deploy:FuzzDockerfile
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 20s) each
@@ -103,6 +109,32 @@ lint-infra: ## cfn-lint, the SAM transform, terraform fmt -check / validate and 
 	else skipped="$$skipped tflint"; fi; \
 	if [ -n "$$skipped" ]; then echo "lint-infra: SKIPPED (not installed or not usable here):$$skipped"; fi; \
 	exit $$status
+
+.PHONY: lint-deploy
+lint-deploy: ## kubectl kustomize deploy/kubernetes, docker compose config and haproxy -c, each only where installed
+	@status=0; skipped=""; \
+	if command -v kubectl >/dev/null 2>&1; then \
+		echo "kubectl kustomize deploy/kubernetes"; kubectl kustomize deploy/kubernetes >/dev/null || status=1; \
+	else skipped="$$skipped kubectl"; fi; \
+	if docker compose version >/dev/null 2>&1; then \
+		for f in compose.yaml compose.mariadb.yaml; do \
+			echo "docker compose -f deploy/compose/$$f config"; \
+			docker compose --env-file deploy/compose/.env.example -f deploy/compose/$$f config -q || status=1; \
+		done; \
+	else skipped="$$skipped docker-compose"; fi; \
+	if command -v haproxy >/dev/null 2>&1; then \
+		echo "haproxy -c -f deploy/compose/haproxy.cfg"; haproxy -q -c -f deploy/compose/haproxy.cfg || status=1; \
+	else skipped="$$skipped haproxy"; fi; \
+	if [ -n "$$skipped" ]; then echo "lint-deploy: SKIPPED (not installed):$$skipped"; fi; \
+	exit $$status
+
+# The image of `xjob server` (Dockerfile at the root). Needs a Docker engine,
+# which the test machines do not have: go test ./deploy checks the
+# Dockerfile and runs its build command without one (docs/cluster.md says
+# what that leaves unchecked).
+.PHONY: docker
+docker: ## Build the xjob image (docker build -t xjob .; needs a Docker engine)
+	docker build --build-arg VERSION=$$(git describe --tags --always --dirty 2>/dev/null || echo dev) -t xjob .
 
 .PHONY: bench
 bench: ## Load and fault harness against xjob local (~11 min; BENCH_FLAGS='--quick --baseline-rev REV' etc., see bench/README.md)
