@@ -17,7 +17,7 @@ var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 func TestDocLinksResolve(t *testing.T) {
 	t.Parallel()
 	var files []string
-	for _, glob := range []string{"*.md", "docs/*.md", "docs/*/*.md", "functions/*.md", "bench/*.md", "bench/results/*.md", "infra/*.md"} {
+	for _, glob := range []string{"*.md", "docs/*.md", "docs/*/*.md", "functions/*.md", "bench/*.md", "bench/results/*.md", "infra/*.md", "deploy/*/*.md"} {
 		m, err := filepath.Glob(glob)
 		if err != nil {
 			t.Fatal(err)
