@@ -33,6 +33,8 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/xjob /xjob
 USER 65532:65532
+# No HEALTHCHECK: the image has no shell or HTTP client to run one. Compose's
+# HAProxy and Kubernetes' probes check GET /readyz and /healthz instead.
 # The one listener of `xjob server` (XJOB_LISTEN, default :8080): executor
 # API, /v1, console, /metrics, /healthz and /readyz.
 EXPOSE 8080
