@@ -268,6 +268,17 @@ func isBusy(err error) bool {
 	return errors.As(err, &se) && se.Code()&0xff == sqliteBusy
 }
 
+// formerly maps a migration renumbered after it shipped to the name a
+// file may have recorded it under. Two migrations once shared the number
+// 0008; a file that ran 0008_job_applied already has its column, and
+// running it again under its new name would fail on it. schema_migrations
+// records names, not numbers, so migrate records the new name beside the
+// old one and runs nothing; the old row stays, so that an older xjob still
+// opens the file. A renumbered migration keeps its entry for good.
+var formerly = map[string]string{
+	"0011_job_applied": "0008_job_applied",
+}
+
 // migrate applies the embedded migrations not yet recorded in
 // schema_migrations, in name order, in one IMMEDIATE transaction, so that
 // processes opening a new file at the same time apply them once.
@@ -307,6 +318,13 @@ func (db *DB) migrate(ctx context.Context) error {
 		for _, name := range names {
 			version := strings.TrimSuffix(strings.TrimPrefix(name, "migrations/"), ".sql")
 			if applied[version] {
+				continue
+			}
+			if old, ok := formerly[version]; ok && applied[old] {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+					version, time.Now().UnixMilli()); err != nil {
+					return fmt.Errorf("sqlite migrate %s (formerly %s): %w", version, old, err)
+				}
 				continue
 			}
 			body, err := migrationFS.ReadFile(name)
