@@ -4,7 +4,15 @@
 //
 // The suites test only what the port doc comments promise. Each suite takes
 // a factory that must return a fresh, empty store (or queue) isolated from
-// every other call, so subtests can run in parallel.
+// every other call, so subtests can run in parallel. A backend runs them
+// from its own tests, one test per suite family:
+//
+//	func TestStoreContract(t *testing.T) {
+//		drivertest.Exercise(t, func(t *testing.T) driver.Store { return openEmpty(t) })
+//	}
+//
+// example_test.go in this package runs every suite so over the SQLite
+// backend, queue included.
 //
 // Conditional writes on a record that does not exist may fail with either
 // xjob.ErrNotFound or xjob.ErrConflict: a backend whose conditional write
