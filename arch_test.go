@@ -42,7 +42,7 @@ var layers = []struct {
 // Dependency rules beyond the layers, on each package's whole dependency
 // closure (what it links), not only its direct imports. That no Lambda
 // function links SQLite is checked where the functions' build tags are
-// known: TestFunctionsHaveNoSQLite in internal/app/lambdaapp.
+// known: TestFunctionsLinkOnlyWhatTheyRun in internal/app/lambdaapp.
 var (
 	// The core reaches storage and the cloud only through the ports, so
 	// local mode and AWS run the same code.
@@ -84,8 +84,8 @@ var importRules = []struct {
 
 // adminclientBudget caps the non-standard packages the admin client links,
 // itself included: it is a JSON client over net/http, and a tool that
-// imports it should not pay for the server. It links four: adminclient,
-// xjob, pkg/schedule (for Job.Schedule) and pkg/protocol.
+// imports it should not pay for the server. It links five: adminclient,
+// xjob, pkg/schedule (for Job.Schedule), pkg/protocol and internal/text.
 const adminclientBudget = 5
 
 const module = "github.com/xjobdev/xjob"
