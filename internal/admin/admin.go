@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
 	"github.com/xjobdev/xjob/pkg/clock"
@@ -89,7 +90,7 @@ type Config struct {
 	// admin pushes the fires within the scan's horizon of a job it creates,
 	// starts or edits, exactly as the scan would. Zero values take the
 	// scan's defaults; Scan.Shards must be the store's.
-	Scan scan.Config
+	Scan scan.Tunables
 	// PreRead, if set, is the scan's pre-read window when Scan.PreRead is
 	// zero (default DefaultPreRead).
 	PreRead time.Duration
@@ -139,12 +140,8 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) applyDefaults() {
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Clock = fallback.Clock(c.Clock)
+	c.Logger = fallback.Logger(c.Logger)
 	if c.PreRead == 0 {
 		c.PreRead = DefaultPreRead
 	}
@@ -185,7 +182,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	cfg.applyDefaults()
-	push, err := scan.NewPusher(cfg.Scan, cfg.Store, cfg.Queues, cfg.Logger)
+	push, err := scan.NewPusher(scan.Config{Tunables: cfg.Scan, Jobs: cfg.Store, Queues: cfg.Queues, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("admin config: %w", err)
 	}

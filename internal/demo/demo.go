@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/pkg/executor"
 )
 
@@ -36,9 +37,7 @@ const (
 // Register adds every example handler to e. logger receives the lifecycle
 // handler's init and destroy notes (nil: slog.Default()).
 func Register(e *executor.Executor, logger *slog.Logger) error {
-	if logger == nil {
-		logger = slog.Default()
-	}
+	logger = fallback.Logger(logger)
 	if err := e.Register(DemoHandler, Demo); err != nil {
 		return fmt.Errorf("demo handlers: %w", err)
 	}

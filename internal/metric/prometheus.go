@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/xjobdev/xjob/internal/fallback"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -123,9 +125,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 
 func (c collector) gauges(ch chan<- prometheus.Metric) {
 	log := c.g.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log = fallback.Logger(log)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if c.g.LaneDepth != nil {

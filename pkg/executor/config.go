@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/pkg/clock"
 )
 
@@ -156,12 +157,8 @@ func (c Config) withDefaults() (Config, error) {
 		c.HTTPClient = &copied
 	}
 	c.HTTPClient.CheckRedirect = noRedirects
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Clock = fallback.Clock(c.Clock)
+	c.Logger = fallback.Logger(c.Logger)
 	addrs := make([]string, 0, len(c.AdminAddresses))
 	for _, a := range c.AdminAddresses {
 		a = strings.TrimSpace(a)

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -166,9 +167,7 @@ func (o *Options) applyDefaults() error {
 	if o.RegistryTTL == 0 {
 		o.RegistryTTL = 24 * time.Hour
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
+	o.Clock = fallback.Clock(o.Clock)
 	return nil
 }
 

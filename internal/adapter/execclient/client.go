@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob/internal/egress"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/protocol"
@@ -150,9 +151,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxIdleConnsPerHost == 0 {
 		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
+	o.Clock = fallback.Clock(o.Clock)
 	return o, nil
 }
 

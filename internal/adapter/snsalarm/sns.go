@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -52,9 +53,7 @@ func (s SNS) Alarm(ctx context.Context, a driver.Alarm) error {
 		return errors.New("sns alarm: API and TopicARN are required")
 	}
 	clk := s.Clock
-	if clk == nil {
-		clk = clock.Real{}
-	}
+	clk = fallback.Clock(clk)
 	body, err := json.Marshal(alarm.NewPayload(a, clk.Now().UnixMilli()))
 	if err != nil {
 		return fmt.Errorf("sns alarm encode: %w", err)

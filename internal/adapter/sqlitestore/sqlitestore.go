@@ -39,6 +39,7 @@ import (
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -79,9 +80,7 @@ func (o *Options) applyDefaults() {
 	if o.Shards <= 0 {
 		o.Shards = 16
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
+	o.Clock = fallback.Clock(o.Clock)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

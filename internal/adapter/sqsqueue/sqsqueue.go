@@ -44,6 +44,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -87,9 +88,7 @@ type Queues struct {
 // New returns the queues at urls. clk is what VisibleAt is measured
 // against (nil: the real clock).
 func New(api API, urls URLs, clk clock.Clock) *Queues {
-	if clk == nil {
-		clk = clock.Real{}
-	}
+	clk = fallback.Clock(clk)
 	return &Queues{api: api, clk: clk,
 		ring: NewQueue[fire.RingBucket](api, urls.Ring, clk),
 		fast: NewQueue[fire.DispatchTask](api, urls.DispatchFast, clk),
@@ -139,9 +138,7 @@ type Queue[T any] struct {
 
 // NewQueue returns the queue at url carrying T.
 func NewQueue[T any](api API, url string, clk clock.Clock) *Queue[T] {
-	if clk == nil {
-		clk = clock.Real{}
-	}
+	clk = fallback.Clock(clk)
 	return &Queue[T]{api: api, url: url, clk: clk}
 }
 

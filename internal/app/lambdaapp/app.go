@@ -25,7 +25,7 @@ type (
 )
 
 // ScanTunables keeps the fields of c a test may override (wiring.ScanTunables).
-func ScanTunables(c scan.Config) wiring.ScanTunables {
+func ScanTunables(c scan.Tunables) wiring.ScanTunables {
 	return wiring.ScanTunables{PreRead: c.PreRead, Advance: c.Advance, TickBudget: c.TickBudget, LeaseTTL: c.LeaseTTL, RingLead: c.RingLead,
 		AdvanceRate: c.AdvanceRate}
 }

@@ -361,7 +361,7 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 	// PushWithin 2 s: the scan ticks every second, so the admin need only
 	// push the fires of a new or edited job that are due before that tick
 	// can plan them.
-	scanCfg := scan.Config{Shards: cfg.Shards, PreRead: admin.DefaultPreRead, Advance: 2 * admin.DefaultPreRead,
+	scanCfg := scan.Tunables{Shards: cfg.Shards, PreRead: admin.DefaultPreRead, Advance: 2 * admin.DefaultPreRead,
 		PushWithin: 2 * time.Second}
 	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger,
 		Scan: scanCfg, AnyTriggerAddress: cfg.AnyTriggerAddress,
@@ -370,9 +370,10 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 		return fail(fmt.Errorf("local: admin: %w", err))
 	}
 	router := route.New(route.Options{Clock: clk, Prober: exec})
-	disp, err := dispatch.New(dispatch.Config{AdminAddress: baseURL, AnyTriggerAddress: cfg.AnyTriggerAddress}, dispatch.Deps{
+	disp, err := dispatch.New(dispatch.Config{
 		Store: counted, Executors: exec, Router: router, Addresses: reg, Completer: cb,
 		Clock: clk, Logger: logger, Metrics: metrics,
+		AdminAddress: baseURL, AnyTriggerAddress: cfg.AnyTriggerAddress,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("local: dispatch: %w", err))
@@ -393,7 +394,7 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 	if err != nil {
 		return fail(fmt.Errorf("local: lane sink: %w", err))
 	}
-	p.ring, err = ring.New(ring.Deps{Jobs: db, Queues: ringQueues{Queues: db, ring: p.ringGate}, Sink: sink, Clock: clk, Logger: logger,
+	p.ring, err = ring.New(ring.Config{Jobs: db, Queues: ringQueues{Queues: db, ring: p.ringGate}, Sink: sink, Clock: clk, Logger: logger,
 		MisfireThreshold: scanCfg.MisfireThreshold, Metrics: metrics, Leases: db})
 	if err != nil {
 		return fail(fmt.Errorf("local: ring: %w", err))
@@ -403,8 +404,8 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 		owns = n.member.Owns
 		scanCfg.LeaseTTL = cfg.LeaseTTL
 	}
-	p.scanner, err = scan.New(scanCfg, scan.Deps{
-		Jobs: db, Leases: db, Queues: db, Clock: clk, Logger: logger, Owner: owner, Metrics: metrics, Owns: owns,
+	p.scanner, err = scan.New(scan.Config{
+		Tunables: scanCfg, Jobs: db, Leases: db, Queues: db, Clock: clk, Logger: logger, Owner: owner, Metrics: metrics, Owns: owns,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("local: scan: %w", err))

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -29,9 +30,7 @@ var _ driver.Alarmer = Log{}
 // Alarm logs a at error level. It never fails.
 func (a Log) Alarm(ctx context.Context, al driver.Alarm) error {
 	lg := a.Logger
-	if lg == nil {
-		lg = slog.Default()
-	}
+	lg = fallback.Logger(lg)
 	lg.LogAttrs(ctx, slog.LevelError, "job failed",
 		slog.Int64("jobId", al.Job.ID),
 		slog.Int64("jobGroup", al.Job.GroupID),

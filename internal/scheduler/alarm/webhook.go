@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -186,9 +187,7 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 		cfg.Client = &copied
 	}
 	cfg.Client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	cfg.Clock = fallback.Clock(cfg.Clock)
 	return &Webhook{cfg: cfg, target: u.Scheme + "://" + u.Host + u.Path}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/pkg/clock"
@@ -107,12 +108,8 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) applyDefaults() {
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Clock = fallback.Clock(c.Clock)
+	c.Logger = fallback.Logger(c.Logger)
 	if c.SweepGrace == 0 {
 		c.SweepGrace = DefaultSweepGrace
 	}

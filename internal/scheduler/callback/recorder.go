@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/text"
 	"github.com/xjobdev/xjob/pkg/clock"
@@ -81,9 +82,7 @@ type Recorder struct {
 
 // NewRecorder returns a Recorder sending to q (clk nil: the wall clock).
 func NewRecorder(q driver.Queue[Recorded], clk clock.Clock) *Recorder {
-	if clk == nil {
-		clk = clock.Real{}
-	}
+	clk = fallback.Clock(clk)
 	return &Recorder{q: q, clk: clk}
 }
 

@@ -116,8 +116,10 @@ func TestRetryAgainstExecutorBusyUntilCallbackReturns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dispatch.New(dispatch.Config{}, dispatch.Deps{Store: e.db, Executors: ec, Router: route.New(route.Options{Clock: e.clk, Prober: ec}),
-		Addresses: reg, Completer: e.svc, Clock: e.clk, Logger: quiet})
+	d, err := dispatch.New(dispatch.Config{
+		Store: e.db, Executors: ec, Router: route.New(route.Options{Clock: e.clk, Prober: ec}),
+		Addresses: reg, Completer: e.svc, Clock: e.clk, Logger: quiet,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

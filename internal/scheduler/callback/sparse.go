@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
@@ -90,9 +91,7 @@ func NewSparse(direct, queued Callbacker, o SparseOptions) *Sparse {
 	if o.RequestItems <= 0 {
 		o.RequestItems = DefaultSparseRequestItems
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
+	o.Clock = fallback.Clock(o.Clock)
 	secs := max(int(o.Window/time.Second), 1)
 	return &Sparse{direct: direct, queued: queued, o: o, slots: make([]sparseSlot, secs)}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -16,6 +17,7 @@ import (
 // Config describes one node.
 type Config struct {
 	Nodes driver.NodeStore
+	// Clock defaults to the wall clock.
 	Clock clock.Clock
 	// Logger receives membership changes; nil: slog.Default().
 	Logger *slog.Logger
@@ -52,8 +54,8 @@ type Member struct {
 // no shard until its first Beat.
 func New(cfg Config) (*Member, error) {
 	switch {
-	case cfg.Nodes == nil || cfg.Clock == nil:
-		return nil, errors.New("cluster: Nodes and Clock are required")
+	case cfg.Nodes == nil:
+		return nil, errors.New("cluster: Nodes is required")
 	case cfg.ID == "":
 		return nil, errors.New("cluster: ID is required")
 	case cfg.Shards < 1:
@@ -61,10 +63,8 @@ func New(cfg Config) (*Member, error) {
 	case cfg.TTL < 2*time.Second:
 		return nil, errors.New("cluster: TTL must be ≥ 2s")
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	cfg.Clock = fallback.Clock(cfg.Clock)
+	log := fallback.Logger(cfg.Logger)
 	every := min(time.Second, cfg.TTL/5)
 	return &Member{cfg: cfg, log: log, every: every, owned: make([]bool, cfg.Shards)}, nil
 }
@@ -141,7 +141,7 @@ func (m *Member) Beat(ctx context.Context) error {
 	return nil
 }
 
-// Owns reports whether this node should scan shard (scan.Deps.Owns).
+// Owns reports whether this node should scan shard (scan.Config.Owns).
 func (m *Member) Owns(shard int) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()

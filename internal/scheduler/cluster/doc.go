@@ -6,7 +6,7 @@
 // with an expiry of one lease TTL, and reads the live set back. Every node
 // computes the same assignment from the same live set (Assign: a pure
 // function of the shard count and the sorted node ids), and its scanner
-// holds only its own shards (scan.Deps.Owns). The shard leases, not this
+// holds only its own shards (scan.Config.Owns). The shard leases, not this
 // package, keep scanning exclusive: while two nodes disagree about the
 // live set for a moment, both may want a shard, and only the lease holder
 // scans it; the other keeps trying.

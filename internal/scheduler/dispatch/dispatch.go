@@ -41,6 +41,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/egress"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/route"
@@ -77,8 +78,20 @@ type Completer interface {
 	Complete(ctx context.Context, l xjob.Log) error
 }
 
-// Config holds dispatch tunables.
+// Config wires a Dispatcher: its ports (Store, Executors, Router,
+// Addresses and Completer are required; Clock defaults to the wall clock,
+// Logger to slog.Default()) and its tunables.
 type Config struct {
+	Store     driver.Store
+	Executors driver.ExecutorClient
+	Router    Router
+	Addresses AddressSource
+	Completer Completer
+	Clock     clock.Clock
+	Logger    *slog.Logger
+	// Metrics, if set, counts triggers, duplicates, drops and fire delay.
+	Metrics *metric.Metrics
+
 	// ClaimTTL is how long a created log is reserved for the dispatcher
 	// that created it before another may take it over (default 30 s).
 	ClaimTTL time.Duration
@@ -98,40 +111,24 @@ type Config struct {
 	BatchConcurrency int
 }
 
-// Deps are the ports a Dispatcher uses.
-type Deps struct {
-	Store     driver.Store
-	Executors driver.ExecutorClient
-	Router    Router
-	Addresses AddressSource
-	Completer Completer
-	Clock     clock.Clock
-	Logger    *slog.Logger
-	// Metrics, if set, counts triggers, duplicates, drops and fire delay.
-	Metrics *metric.Metrics
-}
-
 // Dispatcher triggers occurrences.
 type Dispatcher struct {
 	cfg Config
-	d   Deps
 }
 
 // New builds a Dispatcher.
-func New(cfg Config, d Deps) (*Dispatcher, error) {
+func New(cfg Config) (*Dispatcher, error) {
+	if cfg.Store == nil || cfg.Executors == nil || cfg.Router == nil || cfg.Addresses == nil || cfg.Completer == nil {
+		return nil, errors.New("dispatch: Store, Executors, Router, Addresses and Completer are required")
+	}
+	cfg.Clock, cfg.Logger = fallback.Clock(cfg.Clock), fallback.Logger(cfg.Logger)
 	if cfg.ClaimTTL == 0 {
 		cfg.ClaimTTL = 30 * time.Second
 	}
 	if cfg.BatchConcurrency <= 0 {
 		cfg.BatchConcurrency = 32
 	}
-	if d.Store == nil || d.Executors == nil || d.Router == nil || d.Addresses == nil || d.Completer == nil || d.Clock == nil {
-		return nil, errors.New("dispatch: Store, Executors, Router, Addresses, Completer and Clock are required")
-	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
-	return &Dispatcher{cfg: cfg, d: d}, nil
+	return &Dispatcher{cfg: cfg}, nil
 }
 
 // Outcome says what happened to one task.
@@ -286,14 +283,14 @@ func (d *Dispatcher) newTriggers(b *Batch, tasks []fire.DispatchTask, byID map[i
 func (d *Dispatcher) readGroups(ctx context.Context, groups []*groupRead) {
 	each(len(groups), d.cfg.BatchConcurrency, func(i int) {
 		g := groups[i]
-		g.group, g.err = d.d.Store.GroupGet(ctx, g.id)
+		g.group, g.err = d.cfg.Store.GroupGet(ctx, g.id)
 		if errors.Is(g.err, xjob.ErrNotFound) {
 			g.missing, g.err = true, nil
 		}
 		if g.err != nil || g.missing || !g.needAddrs {
 			return
 		}
-		g.addrs, g.addrsErr = d.d.Addresses.Addresses(ctx, g.group)
+		g.addrs, g.addrsErr = d.cfg.Addresses.Addresses(ctx, g.group)
 	})
 }
 
@@ -359,7 +356,7 @@ func foreignAddress(overrides []string, lists ...[]string) string {
 // read unit (an eventually consistent BatchGetItem on DynamoDB; the ring
 // checked the job's revision, and a batch has always read this way).
 func (d *Dispatcher) loadJobs(ctx context.Context, ids []int64) ([]xjob.Job, error) {
-	return d.d.Store.JobGetMany(ctx, ids)
+	return d.cfg.Store.JobGetMany(ctx, ids)
 }
 
 // Run triggers the tasks idx of b (indexes into the tasks given to Load)
@@ -402,14 +399,14 @@ type Claimed struct {
 // when its executor is called), and its claim runs ClaimTTL from there.
 func (b *Batch) Claim(ctx context.Context, idx []int) *Claimed {
 	d := b.d
-	c := &Claimed{d: d, outs: make([]Outcome, len(idx)), errs: make([]error, len(idx)), now: clock.Millis(d.d.Clock)}
+	c := &Claimed{d: d, outs: make([]Outcome, len(idx)), errs: make([]error, len(idx)), now: clock.Millis(d.cfg.Clock)}
 	for k, i := range idx {
 		bt := &b.tasks[i]
 		if bt.done {
 			if bt.out.Dropped {
 				// Counted here, not in Load: a task Load decided but its
 				// caller never runs (the local sink's spill) is not dropped.
-				d.d.Metrics.Drop()
+				d.cfg.Metrics.Drop()
 			}
 			c.outs[k], c.errs[k] = bt.out, bt.err
 			continue
@@ -483,7 +480,7 @@ func (d *Dispatcher) claimLogs(ctx context.Context, pending []*pendingLog, now i
 		pl.log = d.newLog(pl, now)
 		logs[j] = pl.log
 	}
-	claims, err := d.d.Store.LogCreateMany(ctx, logs)
+	claims, err := d.cfg.Store.LogCreateMany(ctx, logs)
 	if err == nil && len(claims) != len(logs) {
 		err = fmt.Errorf("store returned %d claims for %d logs", len(claims), len(logs))
 	}
@@ -511,7 +508,7 @@ func (d *Dispatcher) claimLogs(ctx context.Context, pending []*pendingLog, now i
 			mine[c.Log.ID] = true
 		case driver.ClaimTriggered:
 			pl.duplicate = true
-			d.d.Metrics.Duplicate()
+			d.cfg.Metrics.Duplicate()
 			continue
 		case driver.ClaimHeld:
 			pl.err = fmt.Errorf("dispatch %s: %w", pl.log.OccurrenceID, ErrInFlight)
@@ -552,7 +549,7 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 		replies[j] = driver.LogTriggeredParams{ID: pl.log.ID, ExecutorAddress: pl.address, TriggerCode: code, TriggerMsg: msg}
 		pl.log.TriggerCode, pl.log.TriggerMsg, pl.log.ExecutorAddress = code, msg, pl.address
 	}
-	rerrs, err := d.d.Store.LogTriggeredMany(ctx, replies)
+	rerrs, err := d.cfg.Store.LogTriggeredMany(ctx, replies)
 	if err == nil && len(rerrs) != len(replies) {
 		// A broken store must not take the dispatcher down with an index
 		// panic: treat the whole record as failed (the claims expire and
@@ -584,7 +581,7 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 			// ahead records the instant there.
 			delay = time.Duration(pl.called-occ.FireTime) * time.Millisecond
 		}
-		d.d.Metrics.TriggerOf(string(pl.t.task.Occurrence.Type), ok, delay)
+		d.cfg.Metrics.TriggerOf(string(pl.t.task.Occurrence.Type), ok, delay)
 		day := time.UnixMilli(pl.log.TriggerTime).UTC().Format(time.DateOnly)
 		k := counter{day, pl.log.GroupID}
 		delta := days[k]
@@ -599,20 +596,20 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 			failed = append(failed, pl.log)
 		}
 		if pl.took > fire.SlowDispatch*time.Millisecond {
-			if err := d.d.Store.JobRecordSlow(ctx, pl.t.job.ID, now/60000); err != nil {
-				d.d.Logger.WarnContext(ctx, "dispatch record slow", "job", pl.t.job.ID, "err", err)
+			if err := d.cfg.Store.JobRecordSlow(ctx, pl.t.job.ID, now/60000); err != nil {
+				d.cfg.Logger.WarnContext(ctx, "dispatch record slow", "job", pl.t.job.ID, "err", err)
 			}
 		}
 	}
 	for _, delta := range days {
-		if err := d.d.Store.ReportAdd(ctx, *delta); err != nil {
-			d.d.Logger.WarnContext(ctx, "dispatch report", "err", err)
+		if err := d.cfg.Store.ReportAdd(ctx, *delta); err != nil {
+			d.cfg.Logger.WarnContext(ctx, "dispatch report", "err", err)
 		}
 	}
 	each(len(failed), d.cfg.BatchConcurrency, func(j int) {
-		if err := d.d.Completer.Complete(ctx, failed[j]); err != nil {
+		if err := d.cfg.Completer.Complete(ctx, failed[j]); err != nil {
 			// The fail monitor's sweep will pick it up again.
-			d.d.Logger.WarnContext(ctx, "dispatch complete failed trigger", "log", failed[j].ID, "err", err)
+			d.cfg.Logger.WarnContext(ctx, "dispatch complete failed trigger", "log", failed[j].ID, "err", err)
 		}
 	})
 }
@@ -646,7 +643,7 @@ func (d *Dispatcher) route(ctx context.Context, pending []*pendingLog) {
 func (d *Dispatcher) routeOne(ctx context.Context, pl *pendingLog) {
 	// Route probes name the group: xxl-job 3.5 executors require XXL-JOB-APPNAME.
 	ctx = protocol.WithAppName(ctx, pl.t.group.AppName)
-	res, err := d.d.Router.Route(ctx, pl.t.job.RouteStrategy, pl.t.job.ID, pl.t.addrs)
+	res, err := d.cfg.Router.Route(ctx, pl.t.job.RouteStrategy, pl.t.job.ID, pl.t.addrs)
 	pl.address, pl.trail = res.Address, res.Trail
 	if err != nil {
 		pl.address, pl.fail = "", err.Error()
@@ -687,7 +684,7 @@ func (d *Dispatcher) call(ctx context.Context, pl *pendingLog) {
 	// Every executor call (/run, the take-over probe) names the group:
 	// xxl-job 3.5 executors require XXL-JOB-APPNAME.
 	ctx = protocol.WithAppName(ctx, pl.t.group.AppName)
-	pl.called = clock.Millis(d.d.Clock)
+	pl.called = clock.Millis(d.cfg.Clock)
 	if pl.takenOver && pl.prev.ExecutorAddress != "" {
 		if rt, ok := d.probe(ctx, pl.prev); ok {
 			pl.ret, pl.address, pl.fail = rt, pl.prev.ExecutorAddress, ""
@@ -699,8 +696,8 @@ func (d *Dispatcher) call(ctx context.Context, pl *pendingLog) {
 		return
 	}
 	t := pl.t
-	started := d.d.Clock.Now()
-	pl.ret = d.d.Executors.Run(ctx, pl.address, protocol.TriggerParam{
+	started := d.cfg.Clock.Now()
+	pl.ret = d.cfg.Executors.Run(ctx, pl.address, protocol.TriggerParam{
 		JobID:                 t.job.ID,
 		ExecutorHandler:       t.job.Handler,
 		ExecutorParams:        t.param,
@@ -714,7 +711,7 @@ func (d *Dispatcher) call(ctx context.Context, pl *pendingLog) {
 		BroadcastIndex:        pl.index,
 		BroadcastTotal:        pl.total,
 	})
-	pl.took = d.d.Clock.Now().Sub(started)
+	pl.took = d.cfg.Clock.Now().Sub(started)
 	if pl.ret.Code != xjob.CodeSuccess && strings.HasPrefix(pl.ret.Msg, msgRepeatTrigger) {
 		// A taken-over log the executor still holds in its queue.
 		pl.ret = protocol.ReturnT{Code: xjob.CodeSuccess, Msg: "recovered: " + pl.ret.Msg}
@@ -775,7 +772,7 @@ const msgRepeatTrigger = "repeate trigger job"
 // unreachable, no file) means "no": the trigger is sent again, and an
 // executor that still has it queued refuses the repeat (msgRepeatTrigger).
 func (d *Dispatcher) probe(ctx context.Context, prev xjob.Log) (protocol.ReturnT, bool) {
-	res, rt := d.d.Executors.Log(ctx, prev.ExecutorAddress, protocol.LogParam{
+	res, rt := d.cfg.Executors.Log(ctx, prev.ExecutorAddress, protocol.LogParam{
 		LogDateTim: prev.TriggerTime, LogID: prev.ID, FromLineNum: 1,
 	})
 	if rt.Code != xjob.CodeSuccess || (res.IsEnd && res.ToLineNum == 0) {

@@ -95,6 +95,7 @@ func setupWith(t *testing.T, wrap func(driver.Store) driver.Store) env {
 	return setupConfig(t, wrap, dispatch.Config{})
 }
 
+// setupConfig is setupWith with cfg's tunables; it sets cfg's ports.
 func setupConfig(t *testing.T, wrap func(driver.Store) driver.Store, cfg dispatch.Config) env {
 	t.Helper()
 	ctx := context.Background()
@@ -120,8 +121,9 @@ func setupConfig(t *testing.T, wrap func(driver.Store) driver.Store, cfg dispatc
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dispatch.New(cfg, dispatch.Deps{Store: store, Executors: client,
-		Router: route.New(route.Options{Clock: clk, Prober: client}), Addresses: reg, Completer: cb, Clock: clk, Logger: quiet})
+	cfg.Store, cfg.Executors, cfg.Router = store, client, route.New(route.Options{Clock: clk, Prober: client})
+	cfg.Addresses, cfg.Completer, cfg.Clock, cfg.Logger = reg, cb, clk, quiet
+	d, err := dispatch.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

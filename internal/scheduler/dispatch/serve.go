@@ -77,8 +77,8 @@ func (d *Dispatcher) Serve(ctx context.Context, q driver.Queue[fire.DispatchTask
 			if ctx.Err() != nil {
 				return nil
 			}
-			d.d.Logger.ErrorContext(ctx, "dispatch receive", "err", err)
-			_ = d.d.Clock.SleepUntil(ctx, d.d.Clock.Now().Add(time.Second))
+			d.cfg.Logger.ErrorContext(ctx, "dispatch receive", "err", err)
+			_ = d.cfg.Clock.SleepUntil(ctx, d.cfg.Clock.Now().Add(time.Second))
 			continue
 		}
 		if len(ds) == 0 {
@@ -115,19 +115,19 @@ func (d *Dispatcher) handle(ctx context.Context, q driver.Queue[fire.DispatchTas
 	var acks []string
 	for i, del := range ds {
 		if err := errs[i]; err != nil {
-			d.d.Logger.WarnContext(ctx, "dispatch", "job", del.Msg.Occurrence.JobID, "err", err, "receives", del.Receives)
+			d.cfg.Logger.WarnContext(ctx, "dispatch", "job", del.Msg.Occurrence.JobID, "err", err, "receives", del.Receives)
 		} else if outs[i].Dropped {
-			d.d.Logger.DebugContext(ctx, "dispatch dropped", "job", del.Msg.Occurrence.JobID, "reason", outs[i].Reason)
+			d.cfg.Logger.DebugContext(ctx, "dispatch dropped", "job", del.Msg.Occurrence.JobID, "reason", outs[i].Reason)
 		}
 		if disp := d.Dispose(errs[i], del.Receives); disp.Ack {
 			acks = append(acks, del.Token)
 		} else if err := q.Retry(bg, del.Token, disp.RetryAfter); err != nil {
-			d.d.Logger.ErrorContext(ctx, "dispatch retry", "err", err)
+			d.cfg.Logger.ErrorContext(ctx, "dispatch retry", "err", err)
 		}
 	}
 	if len(acks) > 0 {
 		if err := q.Ack(bg, acks); err != nil {
-			d.d.Logger.ErrorContext(ctx, "dispatch ack", "err", err)
+			d.cfg.Logger.ErrorContext(ctx, "dispatch ack", "err", err)
 		}
 	}
 }

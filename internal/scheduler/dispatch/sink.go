@@ -141,7 +141,7 @@ func NewLaneSink(d *Dispatcher, o LaneSinkOptions) (*LaneSink, error) {
 		o.Chunks = DefaultSinkChunks
 	}
 	if o.Logger == nil {
-		o.Logger = d.d.Logger
+		o.Logger = d.cfg.Logger
 	}
 	s := &LaneSink{disp: d, base: o.Base, queues: o.Queues, log: o.Logger, spill: o.SpillAfter, budget: o.SpillBudget,
 		chunk: o.Chunk, ahead: o.ClaimAhead, lanes: map[fire.Lane]*sinkLane{}}
@@ -224,7 +224,7 @@ func (s *LaneSink) deliver(ctx context.Context, lane fire.Lane, tasks []fire.Dis
 		mu   sync.Mutex
 		back []driver.Outgoing[fire.DispatchTask]
 	)
-	clk := s.disp.d.Clock
+	clk := s.disp.cfg.Clock
 	requeue := func(t fire.DispatchTask, after time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()

@@ -64,8 +64,10 @@ func newSinkFixture(t *testing.T, exec http.HandlerFunc) *sinkFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	disp, err := dispatch.New(dispatch.Config{}, dispatch.Deps{Store: db, Executors: client,
-		Router: route.New(route.Options{Clock: clk, Prober: client}), Addresses: reg, Completer: cb, Clock: clk, Logger: quiet})
+	disp, err := dispatch.New(dispatch.Config{
+		Store: db, Executors: client,
+		Router: route.New(route.Options{Clock: clk, Prober: client}), Addresses: reg, Completer: cb, Clock: clk, Logger: quiet,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

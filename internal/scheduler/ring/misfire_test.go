@@ -44,7 +44,7 @@ func TestFireAfterStopMisfires(t *testing.T) {
 	db, clk, _ := setup(t)
 	ctx := context.Background()
 	m := &metric.Metrics{}
-	r, err := ring.New(ring.Deps{Jobs: db, Queues: db, Clock: clk, Metrics: m,
+	r, err := ring.New(ring.Config{Jobs: db, Queues: db, Clock: clk, Metrics: m,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestFireOnceNowOnceAcrossRings(t *testing.T) {
 	m := &metric.Metrics{}
 	var rings [2]*ring.Ring
 	for i := range rings {
-		r, err := ring.New(ring.Deps{Jobs: db, Queues: db, Clock: clk, Metrics: m, Logger: quiet, Leases: db})
+		r, err := ring.New(ring.Config{Jobs: db, Queues: db, Clock: clk, Metrics: m, Logger: quiet, Leases: db})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/pkg/clock"
@@ -145,8 +146,9 @@ func prepare(ctx context.Context, sink Sink, lane fire.Lane, tasks []fire.Dispat
 	return func(ctx context.Context) error { return sink.Deliver(ctx, lane, tasks) }
 }
 
-// Deps are the ports the ring uses.
-type Deps struct {
+// Config wires a Ring: Jobs and Queues are required; Clock defaults to
+// the wall clock and Logger to slog.Default().
+type Config struct {
 	Jobs driver.JobStore
 	// Queues holds the ring queue Serve polls, and the lane queues of the
 	// default Sink.
@@ -210,13 +212,11 @@ func Late(strategy xjob.MisfireStrategy, late, threshold time.Duration) LateActi
 }
 
 // New builds a Ring.
-func New(d Deps) (*Ring, error) {
-	if d.Jobs == nil || d.Queues == nil || d.Clock == nil {
-		return nil, errors.New("ring: Jobs, Queues and Clock are required")
+func New(d Config) (*Ring, error) {
+	if d.Jobs == nil || d.Queues == nil {
+		return nil, errors.New("ring: Jobs and Queues are required")
 	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
+	d.Clock, d.Logger = fallback.Clock(d.Clock), fallback.Logger(d.Logger)
 	if d.Sink == nil {
 		d.Sink = QueueSink{Queues: d.Queues}
 	}

@@ -27,7 +27,7 @@ func setup(t *testing.T) (*sqlitestore.DB, *clock.Fake, *ring.Ring) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	r, err := ring.New(ring.Deps{Jobs: db, Queues: db, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	r, err := ring.New(ring.Config{Jobs: db, Queues: db, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func (s *chanSink) none(t *testing.T) {
 func setupSink(t *testing.T, s ring.Sink) (*sqlitestore.DB, *clock.Fake, *ring.Ring) {
 	t.Helper()
 	db, clk, _ := setup(t)
-	r, err := ring.New(ring.Deps{Jobs: db, Queues: db, Sink: s, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	r, err := ring.New(ring.Config{Jobs: db, Queues: db, Sink: s, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestSplitRoutesEachLane(t *testing.T) {
 	db, clk, _ := setup(t)
 	ctx := context.Background()
 	fastSink := newChanSink(false)
-	r, err := ring.New(ring.Deps{Jobs: db, Queues: db, Clock: clk, Logger: slog.New(slog.DiscardHandler),
+	r, err := ring.New(ring.Config{Jobs: db, Queues: db, Clock: clk, Logger: slog.New(slog.DiscardHandler),
 		Sink: ring.Split{fire.LaneFast: fastSink, fire.LaneSlow: ring.QueueSink{Queues: db}}})
 	if err != nil {
 		t.Fatal(err)
@@ -354,7 +354,7 @@ func TestSplitRoutesEachLane(t *testing.T) {
 		t.Fatalf("fast queue got %+v, want nothing (the fast lane went to its sink)", got)
 	}
 
-	onlyFast, err := ring.New(ring.Deps{Jobs: db, Queues: db, Clock: clk, Logger: slog.New(slog.DiscardHandler),
+	onlyFast, err := ring.New(ring.Config{Jobs: db, Queues: db, Clock: clk, Logger: slog.New(slog.DiscardHandler),
 		Sink: ring.Split{fire.LaneFast: fastSink}})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
@@ -156,9 +157,7 @@ func New(opts Options) *Router {
 		resetEvery: opts.ResetEvery,
 		rand:       opts.Rand,
 	}
-	if r.clock == nil {
-		r.clock = clock.Real{}
-	}
+	r.clock = fallback.Clock(r.clock)
 	if r.rand == nil {
 		r.rand = globalRand{}
 	}

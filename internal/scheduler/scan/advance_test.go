@@ -44,8 +44,8 @@ func (f *fireLog) Deliver(_ context.Context, _ fire.Lane, tasks []fire.DispatchT
 func TestFarAdvanceKeepsEditsAndStops(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
-	cfg := scan.Config{Shards: shards, RingLead: 0, PreRead: 150 * time.Second, Advance: 14 * time.Minute}
-	sc, err := scan.New(cfg, scan.Deps{Jobs: e.db, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: "scan"})
+	cfg := scan.Tunables{Shards: shards, RingLead: 0, PreRead: 150 * time.Second, Advance: 14 * time.Minute}
+	sc, err := scan.New(scan.Config{Tunables: cfg, Jobs: e.db, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: "scan"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestFarAdvanceKeepsEditsAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := &fireLog{fires: map[int64][]int64{}}
-	rg, err := ring.New(ring.Deps{Jobs: e.db, Queues: e.db, Sink: sink, Clock: e.clk, Logger: quiet})
+	rg, err := ring.New(ring.Config{Jobs: e.db, Queues: e.db, Sink: sink, Clock: e.clk, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,8 +62,11 @@ func benchTick(b *testing.B, stored int, shape func(j *xjob.Job, i int)) {
 			b.Fatal(err)
 		}
 	}
-	s, err := scan.New(scan.Config{Shards: 1}, scan.Deps{Jobs: db, Leases: db, Queues: db, Clock: clk,
-		Owner: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := scan.New(scan.Config{
+		Jobs: db, Leases: db, Queues: db, Clock: clk,
+		Owner: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Tunables: scan.Tunables{Shards: 1},
+	})
 	if err != nil {
 		b.Fatal(err)
 	}

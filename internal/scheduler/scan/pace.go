@@ -10,7 +10,7 @@ import (
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
-// Pacing the advances (Config.AdvanceRate). Every advance rewrites the
+// Pacing the advances (Tunables.AdvanceRate). Every advance rewrites the
 // job's entry in the due index, whose entries of one scan shard share one
 // key: on DynamoDB the index partition dueShard, where a sort-key change
 // is a delete and a put (2 write units for an entry under 1 KB). Jobs

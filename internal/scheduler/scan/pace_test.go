@@ -99,7 +99,7 @@ func tickOnFakeClock(t *testing.T, e env, s *scan.Scanner) scan.Stats {
 	}
 }
 
-// The scan paces each shard's advances (Config.AdvanceRate): a tick that
+// The scan paces each shard's advances (Tunables.AdvanceRate): a tick that
 // finds 300 jobs due at once advances every one of them, but no shard
 // starts more than the rate plus one chunk in any second of the clock.
 func TestAdvancesPacedPerShard(t *testing.T) {
@@ -110,8 +110,8 @@ func TestAdvancesPacedPerShard(t *testing.T) {
 		e.addJob(t, "1", t0.Add(time.Second), xjob.MisfireDoNothing)
 	}
 	rec := newAdvanceLog(e)
-	s, err := scan.New(scan.Config{Shards: shards, RingLead: 0, AdvanceRate: rate, TickBudget: 20 * time.Second,
-		LeaseTTL: 45 * time.Second}, scan.Deps{Jobs: rec, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: "a"})
+	s, err := scan.New(scan.Config{Jobs: rec, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: "a",
+		Tunables: scan.Tunables{Shards: shards, RingLead: 0, AdvanceRate: rate, TickBudget: 20 * time.Second, LeaseTTL: 45 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,9 +154,9 @@ func TestPacedTickLeavesRestToNextTick(t *testing.T) {
 		}
 	}
 	rec := newAdvanceLog(e)
-	s, err := scan.New(scan.Config{Shards: shards, RingLead: 0, PreRead: 120 * time.Second, AdvanceRate: rate,
-		TickBudget: 10 * time.Second, LeaseTTL: 45 * time.Second},
-		scan.Deps{Jobs: rec, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: "a"})
+	s, err := scan.New(scan.Config{Jobs: rec, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: "a",
+		Tunables: scan.Tunables{Shards: shards, RingLead: 0, PreRead: 120 * time.Second, AdvanceRate: rate,
+			TickBudget: 10 * time.Second, LeaseTTL: 45 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ const MaxLate = 1000
 type Policy struct {
 	PreRead time.Duration
 	// Advance, when longer than PreRead, is how far ahead the fires of a
-	// due job are planned (see Config.Advance); zero means PreRead.
+	// due job are planned (see Tunables.Advance); zero means PreRead.
 	Advance          time.Duration
 	MisfireThreshold time.Duration
 }

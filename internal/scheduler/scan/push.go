@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -26,7 +27,7 @@ import (
 // bucket's claim keeps one. A pushed occurrence carries the job's schedule
 // revision, so the ring drops it if a person edits the job again.
 type Pusher struct {
-	cfg     Config
+	cfg     Tunables
 	jobs    driver.JobStore
 	queues  driver.Queues
 	log     *slog.Logger
@@ -39,30 +40,29 @@ type Pusher struct {
 	leases driver.LeaseStore
 }
 
-// NewPusher builds a Pusher with the scan's tunables (PreRead,
-// MisfireThreshold, RingLead, MaxBucketItems; zero values take the scan's
-// defaults).
-func NewPusher(cfg Config, jobs driver.JobStore, queues driver.Queues, logger *slog.Logger) (*Pusher, error) {
+// NewPusher builds a Pusher from the scan's Config: Jobs and Queues are
+// required, Logger defaults to slog.Default(), and of the tunables it
+// uses PreRead, Advance, PushWithin, MisfireThreshold, RingLead and
+// MaxBucketItems (zero values take the scan's defaults). Leases, Owner
+// and the scanner's other fields are not used.
+func NewPusher(cfg Config) (*Pusher, error) {
+	if cfg.Jobs == nil || cfg.Queues == nil {
+		return nil, errors.New("scan pusher: Jobs and Queues are required")
+	}
 	cfg.applyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if jobs == nil || queues == nil {
-		return nil, errors.New("scan pusher: Jobs and Queues are required")
-	}
-	if logger == nil {
-		logger = slog.Default()
-	}
-	return newPusher(cfg, jobs, queues, logger, nil), nil
+	return newPusher(cfg.Tunables, cfg.Jobs, cfg.Queues, fallback.Logger(cfg.Logger), nil), nil
 }
 
-func newPusher(cfg Config, jobs driver.JobStore, queues driver.Queues, logger *slog.Logger, m *metric.Metrics) *Pusher {
+func newPusher(cfg Tunables, jobs driver.JobStore, queues driver.Queues, logger *slog.Logger, m *metric.Metrics) *Pusher {
 	return &Pusher{cfg: cfg, jobs: jobs, queues: queues, log: logger, metrics: m,
 		schedules: schedule.NewCache(schedule.DefaultCacheLimit)}
 }
 
 // Horizon is how soon (ms) a job's next fire must be for the admin to push
-// it (Config.PushWithin): a job whose next fire lies beyond it is read by
+// it (Tunables.PushWithin): a job whose next fire lies beyond it is read by
 // the scan's next tick in time, in full buckets.
 func (p *Pusher) Horizon() int64 { return p.cfg.PushWithin.Milliseconds() }
 

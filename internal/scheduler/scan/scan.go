@@ -32,14 +32,17 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/lease"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
-// Config holds the scan's tunables. Zero values take the documented defaults.
-type Config struct {
+// Tunables are the scan's numbers, shared with the admin's Pusher, which
+// plans a job's fires the way the scan would. Zero values take the
+// documented defaults.
+type Tunables struct {
 	// Shards is the number of scan shards; it must equal the store's.
 	Shards int
 	// PreRead is how far ahead jobs are read (xxl-job: 5 s).
@@ -90,7 +93,7 @@ type Config struct {
 	AdvanceRate int
 }
 
-func (c *Config) applyDefaults() {
+func (c *Tunables) applyDefaults() {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
@@ -117,8 +120,8 @@ func (c *Config) applyDefaults() {
 	}
 }
 
-// Validate reports a configuration that cannot work.
-func (c Config) Validate() error {
+// Validate reports tunables that cannot work.
+func (c Tunables) Validate() error {
 	switch {
 	case c.Shards < 1:
 		return errors.New("scan: Shards must be ≥ 1")
@@ -142,8 +145,11 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Deps are the ports a Scanner uses.
-type Deps struct {
+// Config wires a Scanner: its ports (Jobs, Leases, Queues and Owner are
+// required; Clock defaults to the wall clock, Logger to slog.Default())
+// and its tunables.
+type Config struct {
+	Tunables
 	Jobs   driver.JobStore
 	Leases driver.LeaseStore
 	Queues driver.Queues
@@ -178,30 +184,28 @@ type Scanner struct {
 }
 
 // New builds a Scanner.
-func New(cfg Config, d Deps) (*Scanner, error) {
+func New(cfg Config) (*Scanner, error) {
+	if cfg.Jobs == nil || cfg.Leases == nil || cfg.Queues == nil || cfg.Owner == "" {
+		return nil, errors.New("scan: Jobs, Leases, Queues and Owner are required")
+	}
+	cfg.Clock, cfg.Logger = fallback.Clock(cfg.Clock), fallback.Logger(cfg.Logger)
 	cfg.applyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if d.Jobs == nil || d.Leases == nil || d.Queues == nil || d.Clock == nil || d.Owner == "" {
-		return nil, errors.New("scan: Jobs, Leases, Queues, Clock and Owner are required")
-	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
-	var advancer driver.JobStore = d.Jobs
+	var advancer driver.JobStore = cfg.Jobs
 	if cfg.AdvanceRate > 0 {
-		advancer = newPacedJobs(d.Jobs, d.Clock, cfg.Shards, cfg.AdvanceRate)
+		advancer = newPacedJobs(cfg.Jobs, cfg.Clock, cfg.Shards, cfg.AdvanceRate)
 	}
-	push := newPusher(cfg, advancer, d.Queues, d.Logger, d.Metrics)
+	push := newPusher(cfg.Tunables, advancer, cfg.Queues, cfg.Logger, cfg.Metrics)
 	// The scan's MISFIRE fires join the ring's misfire episodes (misfire.go).
-	push.leases = d.Leases
+	push.leases = cfg.Leases
 	return &Scanner{
-		cfg: cfg, jobs: d.Jobs, clock: d.Clock, log: d.Logger,
-		keeper: lease.NewKeeper(d.Leases, d.Clock, d.Owner, cfg.LeaseTTL), metrics: d.Metrics,
+		cfg: cfg, jobs: cfg.Jobs, clock: cfg.Clock, log: cfg.Logger,
+		keeper: lease.NewKeeper(cfg.Leases, cfg.Clock, cfg.Owner, cfg.LeaseTTL), metrics: cfg.Metrics,
 		leases: make(map[int]driver.Lease),
 		push:   push,
-		owns:   d.Owns,
+		owns:   cfg.Owns,
 	}, nil
 }
 

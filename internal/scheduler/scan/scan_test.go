@@ -49,8 +49,9 @@ func (e env) scanner(t *testing.T, owner string, jobs driver.JobStore) *scan.Sca
 	if jobs == nil {
 		jobs = e.db
 	}
-	s, err := scan.New(scan.Config{Shards: shards, RingLead: 0}, scan.Deps{
-		Jobs: jobs, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: owner,
+	s, err := scan.New(scan.Config{
+		Tunables: scan.Tunables{Shards: shards, RingLead: 0},
+		Jobs:     jobs, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: owner,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -358,8 +359,9 @@ func TestPagingCoversEveryDueJob(t *testing.T) {
 	for range n {
 		e.addJob(t, "3600", t0.Add(2*time.Second), xjob.MisfireDoNothing)
 	}
-	s, err := scan.New(scan.Config{Shards: shards, PageSize: 10, RingLead: 0}, scan.Deps{
-		Jobs: e.db, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: "a",
+	s, err := scan.New(scan.Config{
+		Tunables: scan.Tunables{Shards: shards, PageSize: 10, RingLead: 0},
+		Jobs:     e.db, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: "a",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -400,9 +402,10 @@ func TestRunReportsLateFiresOncePerTick(t *testing.T) {
 	late := e.addJob(t, "1", t0.Add(-3*time.Second), xjob.MisfireDoNothing)     // 4 s late: t0-2s … t0+1s collapsed
 	var logs syncbuf.Buffer
 	var m metric.Metrics
-	s, err := scan.New(scan.Config{Shards: shards, RingLead: 0}, scan.Deps{
+	s, err := scan.New(scan.Config{
 		Jobs: e.db, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: "a", Metrics: &m,
-		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:   slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Tunables: scan.Tunables{Shards: shards, RingLead: 0},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -453,8 +456,8 @@ func TestPushOnlyWithinPushWithin(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	p, err := scan.NewPusher(scan.Config{Shards: shards, RingLead: 0, Advance: 10 * time.Second, PushWithin: 2 * time.Second},
-		e.db, e.db, nil)
+	p, err := scan.NewPusher(scan.Config{Jobs: e.db, Queues: e.db,
+		Tunables: scan.Tunables{Shards: shards, RingLead: 0, Advance: 10 * time.Second, PushWithin: 2 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,8 +498,9 @@ func TestScannerHoldsOnlyOwnedShards(t *testing.T) {
 	ownsA := func(s int) bool { mu.Lock(); defer mu.Unlock(); return (s%2 == 0) == even }
 	ownsB := func(s int) bool { return !ownsA(s) }
 	newScanner := func(owner string, owns func(int) bool) *scan.Scanner {
-		s, err := scan.New(scan.Config{Shards: shards, RingLead: 0}, scan.Deps{
-			Jobs: e.db, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: owner, Owns: owns,
+		s, err := scan.New(scan.Config{
+			Tunables: scan.Tunables{Shards: shards, RingLead: 0},
+			Jobs:     e.db, Leases: e.db, Queues: e.db, Clock: e.clk, Owner: owner, Owns: owns,
 		})
 		if err != nil {
 			t.Fatal(err)

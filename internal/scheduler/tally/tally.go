@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -123,12 +124,8 @@ func New(next driver.ReportStore, o Options) (*Batcher, error) {
 	if o.MaxPending == 0 {
 		o.MaxPending = DefaultMaxPending
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Clock = fallback.Clock(o.Clock)
+	o.Logger = fallback.Logger(o.Logger)
 	return &Batcher{next: next, o: o, pending: map[reportKey]xjob.ReportDay{}}, nil
 }
 

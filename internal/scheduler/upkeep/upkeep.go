@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -89,12 +90,8 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) applyDefaults() {
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Clock = fallback.Clock(c.Clock)
+	c.Logger = fallback.Logger(c.Logger)
 	if c.LostAfter == 0 {
 		c.LostAfter = DefaultLostAfter
 	}

@@ -87,7 +87,7 @@ type Options struct {
 	// NoMaintenance leaves out the registry function's scheduled runs.
 	NoMaintenance bool
 	// Scan overrides scan tunables (Shards always comes from Shards).
-	Scan scan.Config
+	Scan scan.Tunables
 	// StartTimeout bounds each emulator's start (default 30 s).
 	StartTimeout time.Duration
 	// ScanTimeout is the scan function's timeout (default ScanTimeout, as

@@ -113,14 +113,14 @@ func setup(t *testing.T) *system {
 		t.Fatal(err)
 	}
 	met := &metric.Metrics{}
-	d, err := dispatch.New(dispatch.Config{}, dispatch.Deps{
+	d, err := dispatch.New(dispatch.Config{
 		Store: db, Executors: client, Router: route.New(route.Options{Clock: clk, Prober: client}),
 		Addresses: reg, Completer: cb, Clock: clk, Logger: quiet, Metrics: met,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := ring.New(ring.Deps{Jobs: db, Queues: db, Clock: clk, Logger: quiet, Leases: db, Metrics: met})
+	r, err := ring.New(ring.Config{Jobs: db, Queues: db, Clock: clk, Logger: quiet, Leases: db, Metrics: met})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +132,9 @@ func (s *system) scanner(owner string, jobs driver.JobStore) *scan.Scanner {
 	if jobs == nil {
 		jobs = s.db
 	}
-	sc, err := scan.New(scan.Config{Shards: shards, RingLead: 0, Advance: s.horizon.advance}, scan.Deps{
-		Jobs: jobs, Leases: s.db, Queues: s.db, Clock: s.clk, Owner: owner, Logger: quiet, Metrics: s.met,
+	sc, err := scan.New(scan.Config{
+		Tunables: scan.Tunables{Shards: shards, RingLead: 0, Advance: s.horizon.advance},
+		Jobs:     jobs, Leases: s.db, Queues: s.db, Clock: s.clk, Owner: owner, Logger: quiet, Metrics: s.met,
 	})
 	if err != nil {
 		s.t.Fatal(err)

@@ -65,7 +65,7 @@ func (s *system) admin(store driver.Store) *admin.Service {
 	}
 	s.t.Cleanup(ec.Close)
 	a, err := admin.New(admin.Config{Store: store, Queues: s.db, Executors: ec, Finisher: cb, Clock: s.clk, Logger: quiet,
-		Scan: scan.Config{Shards: shards, PreRead: s.horizon.preRead, Advance: s.horizon.advance, PushWithin: s.horizon.push}})
+		Scan: scan.Tunables{Shards: shards, PreRead: s.horizon.preRead, Advance: s.horizon.advance, PushWithin: s.horizon.push}})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -176,8 +176,9 @@ func windowCase(t *testing.T, h horizon, act func(s *system) xjob.Job, wantFires
 		t.Fatal(err)
 	}
 	s.jobs = []xjob.Job{pre}
-	sc, err := scan.New(scan.Config{Shards: shards, PreRead: h.preRead, Advance: h.advance, RingLead: 0}, scan.Deps{
-		Jobs: s.db, Leases: s.db, Queues: s.db, Clock: s.clk, Owner: "a", Logger: quiet,
+	sc, err := scan.New(scan.Config{
+		Tunables: scan.Tunables{Shards: shards, PreRead: h.preRead, Advance: h.advance, RingLead: 0},
+		Jobs:     s.db, Leases: s.db, Queues: s.db, Clock: s.clk, Owner: "a", Logger: quiet,
 	})
 	if err != nil {
 		t.Fatal(err)

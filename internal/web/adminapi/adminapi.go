@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/web/executorapi"
@@ -100,12 +101,8 @@ func New(cfg Config) (*Handler, error) {
 	if len(missing) > 0 {
 		return nil, errors.New("adminapi config: missing " + strings.Join(missing, ", "))
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	cfg.Logger = fallback.Logger(cfg.Logger)
+	cfg.Clock = fallback.Clock(cfg.Clock)
 	exec, err := executorapi.New(executorapi.Config{Registry: cfg.Registry, Callback: cfg.Callback,
 		AccessToken: cfg.AccessToken, Tokens: cfg.AccessTokens, Logger: cfg.Logger})
 	if err != nil {

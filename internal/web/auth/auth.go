@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -137,9 +138,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("auth config: %w", err)
 	}
 	cfg.Glue = glue
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	cfg.Clock = fallback.Clock(cfg.Clock)
 	store := cfg.Store
 	if store == nil {
 		store = newMemStore()

@@ -27,6 +27,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/text"
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/web/guard"
@@ -64,12 +65,8 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Admin == nil || cfg.Auth == nil {
 		return nil, errors.New("console config: Admin and Auth are required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Clock = fallback.Clock(cfg.Clock)
+	cfg.Logger = fallback.Logger(cfg.Logger)
 	tmpl, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err

@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
 	"github.com/xjobdev/xjob/internal/strictjson"
@@ -102,9 +103,7 @@ func New(cfg Config) (*Handler, error) {
 		}
 		tokens = func() []string { return []string{tok} }
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = fallback.Logger(cfg.Logger)
 	return &Handler{cfg: cfg, tokens: tokens}, nil
 }
 

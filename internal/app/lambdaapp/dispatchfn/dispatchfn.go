@@ -32,10 +32,11 @@ const Concurrency = 32
 // NewDispatcher builds the dispatcher of the dispatch function (lane queues,
 // manual triggers) and of the ring function (its buckets' fast lane).
 func NewDispatcher(b *wiring.Base, exec *execclient.Client, reg *registry.Service, cb *callback.Service) (*dispatch.Dispatcher, error) {
-	d, err := dispatch.New(dispatch.Config{AdminAddress: "xjob-lambda", AnyTriggerAddress: b.Config.AnyTriggerAddress,
-		BatchConcurrency: Concurrency, ClaimTTL: b.Deps.ClaimTTL}, dispatch.Deps{
+	d, err := dispatch.New(dispatch.Config{
 		Store: b.Counted, Executors: exec, Router: route.New(route.Options{Clock: b.Clock, Prober: exec}),
 		Addresses: reg, Completer: cb, Clock: b.Clock, Logger: b.Log, Metrics: b.Metrics,
+		AdminAddress: "xjob-lambda", AnyTriggerAddress: b.Config.AnyTriggerAddress,
+		BatchConcurrency: Concurrency, ClaimTTL: b.Deps.ClaimTTL,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lambda %s: dispatch: %w", b.Config.Function, err)

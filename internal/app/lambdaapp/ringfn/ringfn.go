@@ -125,7 +125,7 @@ func New(b *wiring.Base) (*Function, error) {
 	}
 	// Leases: a FIRE_ONCE_NOW job's late buckets reach several
 	// environments at once, and fire it once between them.
-	r, err := ring.New(ring.Deps{Jobs: b.Store, Queues: b.Queues, Clock: b.Clock, Logger: b.Log, Metrics: b.Metrics, Leases: b.Store,
+	r, err := ring.New(ring.Config{Jobs: b.Store, Queues: b.Queues, Clock: b.Clock, Logger: b.Log, Metrics: b.Metrics, Leases: b.Store,
 		Sink: ring.Split{fire.LaneFast: fastSink, fire.LaneSlow: ring.QueueSink{Queues: b.Queues}}})
 	if err != nil {
 		return nil, fmt.Errorf("lambda ring: %w", err)

@@ -47,13 +47,13 @@ const ringLead = 250 * time.Millisecond
 // clock.
 const ringPaceWait = time.Second
 
-// Config is the scanner's configuration on AWS: the function's shards
-// and scan advance, the tunables above, and any overrides the Deps carry
+// Tunables are the scanner's tunables on AWS: the function's shards and
+// scan advance, the values above, and any overrides the Deps carry
 // (tests). The web function's admin pushes the fires of jobs it creates
-// or edits within the horizon with the same configuration.
-func Config(b *wiring.Base) scan.Config {
+// or edits within the horizon with the same tunables.
+func Tunables(b *wiring.Base) scan.Tunables {
 	o := b.Deps.Scan
-	sc := scan.Config{Shards: b.Config.Shards, PreRead: o.PreRead, Advance: o.Advance, TickBudget: o.TickBudget,
+	sc := scan.Tunables{Shards: b.Config.Shards, PreRead: o.PreRead, Advance: o.Advance, TickBudget: o.TickBudget,
 		LeaseTTL: o.LeaseTTL, RingLead: o.RingLead, AdvanceRate: max(0, o.AdvanceRate)}
 	if sc.PreRead == 0 {
 		sc.PreRead = wiring.ScanHorizon
@@ -85,7 +85,7 @@ type Function struct {
 // New builds the scan function on b.
 func New(b *wiring.Base) (*Function, error) {
 	b.Queues.PaceRing(sqsqueue.Pacing{Window: wiring.RingWindow, MaxWait: ringPaceWait})
-	s, err := scan.New(Config(b), scan.Deps{Jobs: b.Store, Leases: b.Store, Queues: b.Queues,
+	s, err := scan.New(scan.Config{Tunables: Tunables(b), Jobs: b.Store, Leases: b.Store, Queues: b.Queues,
 		Clock: b.Clock, Logger: b.Log, Owner: b.Deps.Owner})
 	if err != nil {
 		return nil, fmt.Errorf("lambda scan: %w", err)

@@ -58,7 +58,7 @@ func New(b *wiring.Base) (*Function, error) {
 		return nil, err
 	}
 	adm, err := admin.New(admin.Config{Store: b.Counted, Queues: b.Queues, Executors: exec, Finisher: cb,
-		Clock: b.Clock, Logger: b.Log, Scan: scanfn.Config(b), AnyTriggerAddress: b.Config.AnyTriggerAddress,
+		Clock: b.Clock, Logger: b.Log, Scan: scanfn.Tunables(b), AnyTriggerAddress: b.Config.AnyTriggerAddress,
 		StartDeclaredJobs: b.Config.StartDeclaredJobs})
 	if err != nil {
 		return fail("admin", err)

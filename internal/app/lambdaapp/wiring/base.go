@@ -22,6 +22,7 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/adapter/snsalarm"
 	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
+	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/alarm"
@@ -71,12 +72,12 @@ type SecretSource interface {
 // Lambda environment's AWS configuration (secrets.FromSSM).
 type SecretsFactory func(cfg aws.Config, names []string, refresh time.Duration, log *slog.Logger) SecretSource
 
-// ScanTunables are the scan.Config fields tests may override; they are
-// here rather than a scan.Config so that only the scan and web functions
+// ScanTunables are the scan.Tunables fields tests may override; they are
+// here rather than a scan.Tunables so that only the scan and web functions
 // link package scan.
 type ScanTunables struct {
 	PreRead, Advance, TickBudget, LeaseTTL, RingLead time.Duration
-	// AdvanceRate is scan.Config.AdvanceRate; zero takes the scan
+	// AdvanceRate is scan.Tunables.AdvanceRate; zero takes the scan
 	// function's default, a negative value lifts the cap.
 	AdvanceRate int
 }
@@ -114,12 +115,8 @@ func NewBase(cfg Config, d Deps) (*Base, error) {
 	if d.DynamoDB == nil || d.SQS == nil {
 		return nil, fmt.Errorf("lambda %s: DynamoDB and SQS clients are required", cfg.Function)
 	}
-	if d.Clock == nil {
-		d.Clock = clock.Real{}
-	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
+	d.Clock = fallback.Clock(d.Clock)
+	d.Logger = fallback.Logger(d.Logger)
 	if d.Owner == "" {
 		d.Owner = defaultOwner()
 	}

@@ -35,7 +35,7 @@ const ScanHorizon = 150 * time.Second
 const RingWindow = 100 * time.Millisecond
 
 // DefaultScanAdvance is how far ahead the scan plans the fires of a job it
-// reads due (scan.Config.Advance; XJOB_SCAN_ADVANCE). The job is then due
+// reads due (scan.Tunables.Advance; XJOB_SCAN_ADVANCE). The job is then due
 // again only when its first unplanned fire comes within ScanHorizon, so
 // it is read and advanced (one write unit plus two on the due index) about
 // once per DefaultScanAdvance − ScanHorizon ≈ 11.5 minutes instead of every
@@ -49,7 +49,7 @@ const RingWindow = 100 * time.Millisecond
 const DefaultScanAdvance = 14 * time.Minute
 
 // DefaultScanAdvanceRate caps each shard's advances a second (the scan's
-// scan.Config.AdvanceRate). Each advance rewrites the job's entry in the
+// scan.Tunables.AdvanceRate). Each advance rewrites the job's entry in the
 // due index, whose partition key is the job's shard: a delete and a put,
 // 2 write units for an entry under 1 KB. 180 a second is 360 units a
 // second on that key, at most 396 in any one-second window (the scan
@@ -119,7 +119,7 @@ type Config struct {
 	RetryDelay   time.Duration
 	RetryBackoff float64
 	// ScanAdvance is XJOB_SCAN_ADVANCE (zero: DefaultScanAdvance), the
-	// scan's scan.Config.Advance.
+	// scan's scan.Tunables.Advance.
 	ScanAdvance time.Duration
 	// Egress is the executor address rule, at registration and on every
 	// dial: loopback refused (no executor runs inside a Lambda
