@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -334,8 +335,100 @@ func TestParseEveryFlag(t *testing.T) {
 		}
 	}
 	for _, o := range options() {
-		if !seen[o.flag] {
+		if !seen[o.flag] && o.mode != modeServer {
 			t.Errorf("--%s is not tested", o.flag)
+		}
+	}
+}
+
+// `xjob server` takes the options it shares with local mode and its own;
+// each of its own is parsed into its field, secrets from their files.
+func TestParseServerEveryFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, v string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	adminFile, accessFile, keyFile := write("admin", "admin-token-from-file-0123"), write("access", "access-token-from-file-0123"),
+		write("key", "session-key-from-file-0123")
+	base := []string{"--db", "postgres://u:p@db:5432/xjob", "--admin-token", "admin-token-0123456789", "--access-token", "access-token-0123456789"}
+	tests := []struct {
+		args []string
+		want func(c *Config)
+	}{
+		{nil, func(*Config) {}},
+		{[]string{"--node-id", "xjob-0"}, func(c *Config) { c.NodeID = "xjob-0" }},
+		{[]string{"--public-url", "https://xjob.example.com"}, func(c *Config) { c.PublicURL = "https://xjob.example.com" }},
+		{[]string{"--lease-ttl", "8s"}, func(c *Config) { c.LeaseTTL = 8 * time.Second }},
+		{[]string{"--session-key", "session-key-0123456789"}, func(c *Config) { c.SessionKey = "session-key-0123456789" }},
+		{[]string{"--session-key-file", keyFile}, func(c *Config) { c.SessionKeyFile, c.SessionKey = keyFile, "session-key-from-file-0123" }},
+	}
+	seen := map[string]bool{"db": true, "admin-token": true, "access-token": true}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			// A flag given twice takes its last value: tt.args win over base.
+			got, err := ParseServer(append(append(slices.Clone(base), "--node-id", "n1"), tt.args...), nil, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ServerDefaults()
+			want.DB, want.AdminToken, want.AccessToken, want.NodeID = "postgres://u:p@db:5432/xjob", "admin-token-0123456789", "access-token-0123456789", "n1"
+			tt.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got  %+v\nwant %+v", got, want)
+			}
+		})
+		for _, a := range tt.args {
+			if name, ok := strings.CutPrefix(a, "--"); ok {
+				seen[name] = true
+			}
+		}
+	}
+	// The token files, without the tokens given directly.
+	got, err := ParseServer([]string{"--db", "mysql://u:p@db/xjob", "--node-id", "n1", "--admin-token-file", adminFile,
+		"--access-token-file", accessFile}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.AdminToken != "admin-token-from-file-0123" || got.AccessToken != "access-token-from-file-0123" {
+		t.Fatalf("tokens from files: %q %q", got.AdminToken, got.AccessToken)
+	}
+	seen["admin-token-file"], seen["access-token-file"] = true, true
+	for _, o := range options() {
+		if o.mode == modeServer && !seen[o.flag] {
+			t.Errorf("--%s is not tested", o.flag)
+		}
+	}
+}
+
+// Bad server settings are refused naming the flag, and never echo the
+// database URL's password.
+func TestParseServerRefuses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "--db (XJOB_DB): is required"},
+		{[]string{"--db", "sqlserver://u:hunter2-secret@db/x"}, "scheme is not postgres"},
+		{[]string{"--db", "postgres://u:p@db/x"}, "--admin-token (XJOB_ADMIN_TOKEN): is required"},
+		{[]string{"--db", "postgres://u:p@db/x", "--admin-token", "admin-token-0123456789"}, "--access-token (XJOB_ACCESS_TOKEN): is required"},
+		{[]string{"--db", "postgres://u:p@db/x", "--admin-token", "admin-token-0123456789", "--access-token", "access-token-0123456789",
+			"--lease-ttl", "1s"}, "--lease-ttl (XJOB_LEASE_TTL): must be between 2s and 1m"},
+		{[]string{"--db", "postgres://u:p@db/x", "--admin-token", "admin-token-0123456789", "--admin-token-file", "/nonexistent"},
+			"--admin-token-file (XJOB_ADMIN_TOKEN_FILE): the secret is also given directly"},
+		{[]string{"--db", "postgres://u:p@db/x", "--demo"}, "unknown flag: --demo"},
+	} {
+		_, err := ParseServer(append(tc.args, "--node-id", "n1"), nil, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2-secret") {
+			t.Errorf("%v: the error shows the password: %v", tc.args, err)
 		}
 	}
 }
