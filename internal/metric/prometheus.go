@@ -25,6 +25,9 @@ type Gauges struct {
 	// counters, the same figures whichever process (or Lambda instance)
 	// serves the scrape. See RunsTodayFrom.
 	RunsToday func(ctx context.Context) (RunCounts, error)
+	// Cluster, set on an `xjob server` node, returns the live nodes this
+	// node sees and the scan shards it holds leases on.
+	Cluster func() (nodes, shardsHeld int)
 	// Logger reports a gauge that failed (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -45,7 +48,14 @@ var (
 	descCollapsed = prometheus.NewDesc("xjob_collapsed_fires_total",
 		"Scheduled fire times late within the misfire threshold, folded into the one late fire before them.", nil, nil)
 	descScanJobs = prometheus.NewDesc("xjob_scan_due_jobs_total", "Due jobs read by scan ticks.", nil, nil)
-	descLane     = prometheus.NewDesc("xjob_queue_depth",
+	// A cluster node's view: summed over the nodes, shards held should
+	// equal the shard count; a sum below it for long means shards nobody
+	// scans (deploy/prometheus/alerts.yml).
+	descClusterNodes = prometheus.NewDesc("xjob_cluster_nodes",
+		"Live nodes of the cluster as this node saw them at its last beat (xjob server only).", nil, nil)
+	descShardsHeld = prometheus.NewDesc("xjob_cluster_shards_held",
+		"Scan shards this node holds the lease of (xjob server only).", nil, nil)
+	descLane = prometheus.NewDesc("xjob_queue_depth",
 		"Messages waiting on a queue: the dispatch lanes (fast, slow) and the ring.", []string{"queue"}, nil)
 	descExecutors = prometheus.NewDesc("xjob_executors_online",
 		"Executor addresses with a live heartbeat, by app name (0 for an automatic group with none).", []string{"app"}, nil)
@@ -80,7 +90,8 @@ func (c collector) metrics() *Metrics {
 // Describe sends every descriptor.
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTriggers, descResults, descDuplicates, descDropped,
-		descMisfired, descCollapsed, descScanJobs, descLane, descExecutors, descRunsToday, descLost, descJobResults} {
+		descMisfired, descCollapsed, descScanJobs, descLane, descExecutors, descRunsToday, descLost, descJobResults,
+		descClusterNodes, descShardsHeld} {
 		ch <- d
 	}
 	h := c.metrics().hists()
@@ -145,6 +156,11 @@ func (c collector) gauges(ch chan<- prometheus.Metric) {
 		for app, n := range online {
 			ch <- prometheus.MustNewConstMetric(descExecutors, prometheus.GaugeValue, float64(n), app)
 		}
+	}
+	if c.g.Cluster != nil {
+		nodes, held := c.g.Cluster()
+		ch <- prometheus.MustNewConstMetric(descClusterNodes, prometheus.GaugeValue, float64(nodes))
+		ch <- prometheus.MustNewConstMetric(descShardsHeld, prometheus.GaugeValue, float64(held))
 	}
 	if c.g.RunsToday != nil {
 		runs, err := c.g.RunsToday(ctx)

@@ -79,7 +79,7 @@ func newHandler(cfg Config, svc *services, adminToken string, au *auth.Service) 
 		Callback: svc.callback,
 		Metrics:  svc.metrics,
 		Gauges: metric.Gauges{LaneDepth: svc.db.QueueDepths, ExecutorsOnline: svc.registry.OnlineCounts,
-			RunsToday: metric.RunsTodayFrom(svc.reports, clock.Real{}.Now), Logger: svc.logger},
+			RunsToday: metric.RunsTodayFrom(svc.reports, clock.Real{}.Now), Cluster: svc.cluster, Logger: svc.logger},
 		AdminToken:  adminToken,
 		Auth:        au,
 		AccessToken: cfg.AccessToken,

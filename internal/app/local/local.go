@@ -55,6 +55,9 @@ type services struct {
 	// chore says whether this process runs a periodic chore now: always
 	// in local mode; in a cluster, the node holding its lease (chore.go).
 	chore func(ctx context.Context, name string, every time.Duration) bool
+	// cluster, on a server node, reports the live nodes and the shards
+	// it holds, for /metrics.
+	cluster func() (nodes, shardsHeld int)
 }
 
 // backend is what the services need of a database: the stores, the
@@ -162,6 +165,9 @@ func host(ctx context.Context, n node) error {
 		return err
 	}
 	defer parts.exec.Close()
+	if n.member != nil {
+		svc.cluster = func() (int, int) { return len(n.member.Live()), len(parts.scanner.Held()) }
+	}
 	srv, httpErr, adminPassword, err := serveHTTP(ctx, n, svc)
 	if err != nil {
 		return err

@@ -132,6 +132,23 @@ func exerciseCluster(t *testing.T, newDB func(t *testing.T) string) {
 		}
 		return len(seen) == jobs
 	})
+	// Each node reports its view on /metrics: three live nodes, and the
+	// shards they hold add up to all of them, each held once.
+	eventually(t, 15*time.Second, "every shard held once across the nodes", func() bool {
+		held := 0
+		for _, n := range nodes {
+			_, body := get(t, n.info.URL+"/metrics", clusterAdminToken)
+			if !strings.Contains(body, "\nxjob_cluster_nodes 3\n") {
+				return false
+			}
+			var h int
+			if i := strings.Index(body, "\nxjob_cluster_shards_held "); i >= 0 {
+				fmt.Sscanf(body[i+len("\nxjob_cluster_shards_held "):], "%d", &h)
+			}
+			held += h
+		}
+		return held == 8
+	})
 	// node-c stops (SIGTERM): it leaves, the others take its shards, and
 	// the fires go on.
 	if err := nodes[2].stop(); err != nil {

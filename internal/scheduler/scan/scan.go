@@ -339,7 +339,12 @@ func (s *Scanner) tickLeased(ctx context.Context, shard int, now int64) (Stats, 
 		}
 		return Stats{}, nil
 	}
-	if !held {
+	// In a cluster (owns set) a node holds every shard it owns, due jobs
+	// or not: the probe saves writes that Lambda bills, while a node's
+	// lease renewals cost its database next to nothing, and a shard
+	// always held is what tells a node's share, and a shard nobody scans,
+	// from /metrics.
+	if !held && s.owns == nil {
 		due, err := s.jobs.JobsDue(ctx, driver.JobsDueParams{Shard: shard, Before: now + s.cfg.PreRead.Milliseconds(), Limit: 1})
 		if err != nil {
 			return Stats{}, fmt.Errorf("scan shard %d: %w", shard, err)

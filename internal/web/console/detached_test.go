@@ -42,8 +42,14 @@ func TestLogClearOutlivesRequest(t *testing.T) {
 	before := count()
 	s := f.signIn("boss", "boss-password")
 	reqCtx, cancel := context.WithCancel(ctx)
+	watched := make(chan struct{})
 	go func() { // close the tab once the first batch is gone
-		for count() == before {
+		defer close(watched)
+		for reqCtx.Err() == nil {
+			c, err := f.db.LogCount(ctx, driver.LogCountParams{GroupIDs: []int64{f.mine.ID}})
+			if err != nil || c != before {
+				break
+			}
 			time.Sleep(2 * time.Millisecond)
 		}
 		cancel()
@@ -55,6 +61,7 @@ func TestLogClearOutlivesRequest(t *testing.T) {
 	rec := httptest.NewRecorder()
 	f.h.ServeHTTP(rec, req)
 	cancel()
+	<-watched // the watcher reads the store: it must end before the store closes
 	if rec.Code != 303 || count() != 0 {
 		t.Fatalf("clear with the tab closed: %d, %d of %d logs left\n%s", rec.Code, count(), before, rec.Body)
 	}
