@@ -225,7 +225,7 @@ func checkComposeLB(t *testing.T, p *types.Project) {
 	}
 	var published bool
 	for _, port := range lb.Ports {
-		published = published || port.Target == serverPort && port.Published == fmt.Sprint(serverPort)
+		published = published || int(port.Target) == serverPort && port.Published == fmt.Sprint(serverPort)
 	}
 	if !published {
 		t.Errorf("%s does not publish port %d: %+v", lbService, serverPort, lb.Ports)

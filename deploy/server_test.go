@@ -2,30 +2,37 @@ package deploy
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xjobdev/xjob/internal/app/local"
 )
 
-// What the deployment files rely on in `xjob server`, written down once so
-// that every file is checked against the same words. These are kept in step
-// with the server by hand: a test of the server's own handler checks that
-// the probe paths are served.
-const (
+// What the deployment files rely on in `xjob server`, taken from the
+// server's own configuration where it has it, so that a renamed variable
+// or a changed default fails these tests. The probes are served by the
+// server's handler (TestServerReadyAndDrain in internal/app/local).
+var (
 	// serverPort is the port of XJOB_LISTEN's default (":8080"): the one
 	// listener (executor API, /v1, console, /metrics and the probes).
-	serverPort = 8080
+	serverPort = portOf(local.ServerDefaults().Listen)
+	// defaultGrace and defaultLeaseTTL are XJOB_SHUTDOWN_GRACE's and
+	// XJOB_LEASE_TTL's defaults.
+	defaultGrace    = local.ServerDefaults().Grace
+	defaultLeaseTTL = local.ServerDefaults().LeaseTTL
+)
+
+const (
 	// livenessPath answers 200 while the process serves HTTP.
 	livenessPath = "/healthz"
 	// readinessPath answers 200 when the database is reachable and the
 	// node has joined the cluster, 503 otherwise (also while draining).
 	readinessPath = "/readyz"
-	// defaultGrace is XJOB_SHUTDOWN_GRACE's default.
-	defaultGrace = 10 * time.Second
-	// defaultLeaseTTL is XJOB_LEASE_TTL's default.
-	defaultLeaseTTL = 5 * time.Second
 )
 
 // drainCommand is the preStop hook's command: it asks the node on
@@ -33,21 +40,19 @@ const (
 var drainCommand = []string{"/xjob", "server", "drain"}
 
 // serverVars are the variables `xjob server` reads; a deployment file that
-// sets any other XJOB_ variable sets nothing. The tokens and the session
-// key each have a _FILE form.
-var serverVars = map[string]bool{
-	"XJOB_DB": true, "XJOB_LISTEN": true, "XJOB_PUBLIC_URL": true, "XJOB_NODE_ID": true,
-	"XJOB_SHARDS": true, "XJOB_LEASE_TTL": true, "XJOB_SHUTDOWN_GRACE": true,
-	"XJOB_ADMIN_TOKEN": true, "XJOB_ADMIN_TOKEN_FILE": true,
-	"XJOB_ACCESS_TOKEN": true, "XJOB_ACCESS_TOKEN_FILE": true,
-	"XJOB_SESSION_KEY": true, "XJOB_SESSION_KEY_FILE": true,
-	// Shared with `xjob local` (docs/configuration.md).
-	"XJOB_ALLOW_WEAK_ACCESS_TOKEN": true, "XJOB_GLUE_POLICY": true, "XJOB_ALLOW_CIDRS": true,
-	"XJOB_DENY_CIDRS": true, "XJOB_ALLOW_ANY_TRIGGER_ADDRESS": true, "XJOB_START_DECLARED_JOBS": true,
-	"XJOB_ALARM_WEBHOOK": true, "XJOB_ALARM_WEBHOOK_SECRET": true, "XJOB_FAST_WORKERS": true,
-	"XJOB_SLOW_WORKERS": true, "XJOB_RING_WORKERS": true, "XJOB_LOG_RETENTION_DAYS": true,
-	"XJOB_METRICS_PER_JOB": true, "XJOB_RETRY_DELAY": true, "XJOB_RETRY_BACKOFF": true,
-	"XJOB_LOG_LEVEL": true, "XJOB_PPROF_LISTEN": true,
+// sets any other XJOB_ variable sets nothing.
+var serverVars = func() map[string]bool {
+	m := map[string]bool{}
+	for _, v := range local.ServerVariables() {
+		m[v] = true
+	}
+	return m
+}()
+
+func portOf(listen string) int {
+	_, p, _ := net.SplitHostPort(listen)
+	n, _ := strconv.Atoi(p)
+	return n
 }
 
 // dbSchemes are the database URL schemes `xjob server --db` takes.

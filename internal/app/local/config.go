@@ -610,3 +610,15 @@ func isLoopback(addr string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// ServerVariables lists the environment variables `xjob server` reads,
+// for the deployment files' checks (deploy/).
+func ServerVariables() []string {
+	var out []string
+	for _, o := range options() {
+		if o.mode != modeLocal {
+			out = append(out, o.env)
+		}
+	}
+	return out
+}
