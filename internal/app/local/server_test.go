@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -104,6 +105,33 @@ func exerciseCluster(t *testing.T, newDB func(t *testing.T) string) {
 			t.Fatalf("%s /readyz: %d %s", n.id, code, body)
 		}
 	}
+	// A console session made on node-a works on node-c.
+	if nodes[0].info.AdminPassword == "" {
+		t.Fatal("the first node did not create the console's admin user")
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.PostForm(nodes[0].info.URL+"/console/login",
+		url.Values{"username": {"admin"}, "password": {nodes[0].info.AdminPassword}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cookies := resp.Cookies()
+	if resp.StatusCode != http.StatusSeeOther || len(cookies) == 0 {
+		t.Fatalf("console sign-in on node-a: %d, %d cookies", resp.StatusCode, len(cookies))
+	}
+	req, _ := http.NewRequest(http.MethodGet, nodes[2].info.URL+"/console/jobs", nil)
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	if resp, err = noFollow.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("node-a's console session on node-c: %d, want 200", resp.StatusCode)
+	}
+
 	// The executor registers through node-b only; jobs are created on
 	// node-a; every node must see both.
 	rec := newRecorder(t)
