@@ -1,6 +1,11 @@
 // Package local is `xjob local`: every service of the scheduling center in
 // one process on one SQLite file (package sqlitestore), for development,
-// demos and small installations.
+// demos and small installations. It is also `xjob server` (server.go): the
+// same host, one node of a cluster over a PostgreSQL or MySQL database the
+// nodes share (pgstore, mysqlstore), each scanning the shards package
+// cluster assigns it. Both run host (local.go) over a backend; what differs
+// is around it: local mode's files next to the database and its demo, the
+// server's membership, readiness, drain and chores under leases.
 //
 // One process hosts, each on its own goroutine:
 //
@@ -31,6 +36,17 @@
 // its scan-shard leases back at once instead of waiting out their TTL. Two
 // processes on one file must not share it: the one that cannot take the lock
 // scans under a random owner and competes for leases like any other scanner.
+//
+// A cluster node's life:
+//
+//	start: open the database (migrate under its lock; refuse another
+//	       shard count, an older binary, other secrets) ──▶ join (first beat)
+//	       ──▶ serve HTTP ──▶ scan its shards, beat every second
+//	drain (POST /v1/node/drain) or SIGTERM: stop the scan (releasing its
+//	       leases) ──▶ leave the node table ──▶ /readyz 503; the others take
+//	       the shards at their next beat; SIGTERM then shuts down as below
+//	killed: its beat expires after the lease TTL; the others take its shards
+//	       as its leases expire, and release the queue messages it held
 //
 // Shutdown (ctx cancelled, e.g. SIGINT/SIGTERM) runs in pipeline order so
 // that nothing is lost: the scan stops and releases its leases; the ring
