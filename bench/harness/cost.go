@@ -335,6 +335,9 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 		}
 	}
 	usage := d.Meter().Snapshot().Sub(before)
+	// The window's length prices its custom metrics' share of a month
+	// (the scan at its end is the window's, not more time).
+	usage.Seconds = window.Seconds()
 	var advances SteadyAdvances
 	if w.FullJobs > 0 && v1 > v0 {
 		v2, _, err := jobVersions(ctx, d, ids)
@@ -394,8 +397,9 @@ type Component struct {
 }
 
 // componentDollars splits a sample's cost into (function, service)
-// dollars: DynamoDB request units, DynamoDB storage, SQS/SNS, Lambda
-// requests, Lambda duration, HTTP API.
+// dollars: DynamoDB request units, DynamoDB storage, CloudWatch Logs
+// ingestion and storage, custom metrics, SQS/SNS, Lambda requests,
+// duration (billed per invocation) and cold starts' Init, HTTP API.
 func componentDollars(u awsstack.Usage, p awsstack.Prices) map[Component]float64 {
 	out := map[Component]float64{}
 	c := u.Cost(1_000_000, p) // $/M at 1 M triggers = the window's dollars
@@ -404,6 +408,9 @@ func componentDollars(u awsstack.Usage, p awsstack.Prices) map[Component]float64
 		out[Component{f.Function, "storage"}] += f.StoragePerM
 		out[Component{f.Function, "retention"}] += f.RetentionPerM
 		out[Component{f.Function, "logs"}] += f.LogsPerM
+		out[Component{f.Function, "logs-storage"}] += f.LogsStoragePerM
+		out[Component{f.Function, "metrics"}] += f.MetricsPerM
+		out[Component{f.Function, "lambda-init"}] += f.LambdaInitPerM
 		out[Component{f.Function, "sqs+sns"}] += f.SQSPerM
 		out[Component{f.Function, "lambda-req"}] += f.LambdaRequestsPerM
 		out[Component{f.Function, "lambda-gbs"}] += f.LambdaDurationPerM

@@ -68,6 +68,7 @@ func run() int {
 	w6Rate := fs.Int("w6-advance-rate", 0, "W6's scan advances a second per shard (0: the scan function's default scaled by w6-jobs/10000, so the due index's projected rate is the default's; -1: unpaced)")
 	w2Lead := fs.Duration("w2-lead", 0, "W2's jobs are started without the admin's push of their first fires, a scan plans them at once, and each window opens 7 s after their first fires; a lead starts them with the admin's bulk start instead and opens the window this long after it (151 s: past the pushed fires, the scan horizon, 150 s; 61 s measures that transient)")
 	sync := fs.Bool("sync-callbacks", false, "deploy without the results queue: the callback function applies each request itself (the design before it), to compare")
+	noInit := fs.Bool("no-init", false, "do not measure the functions' init durations with the real bootstraps (cold starts are then not priced)")
 	ringLead := fs.Duration("ring-lead", 0, "override the scan's ring lead (how long before its second a ring bucket is visible at the latest), to compare leads")
 	only := fs.String("only", "", "run only these workloads (comma-separated: W1,W2,W3,W4,W5,W6,idle); the last lines then print only theirs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -77,6 +78,19 @@ func run() int {
 	defer stop()
 	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root, SyncCallbacks: *sync, RingLead: *ringLead}
 	p := awsstack.ListPrices()
+	if !*noInit {
+		init, err := measureInit(ctx, *root)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "xjobcost: init durations:", err)
+			return 1
+		}
+		p.Init = init
+		fmt.Printf("init: a cold start's Init, measured with the real bootstraps (one each, shared machine):")
+		for _, f := range awsconfig.Functions {
+			fmt.Printf("  %s %d ms", f.Name, awsstack.BilledDuration(init[f.Name]).Milliseconds())
+		}
+		fmt.Println()
+	}
 	pair := func(s string) ([2]int, error) {
 		parts := strings.Split(s, ",")
 		if len(parts) != 2 {
@@ -126,8 +140,9 @@ func run() int {
 		{harness.Workload{Name: "W3", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, CallbackBatch: 1}, n3},
 		{harness.Workload{Name: "W4", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, Executors: 10, Route: xjob.RouteRound}, n4},
 	}
-	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64, DynamoDB storage and PITR for %d days, CloudWatch Logs ingestion (functions' output + %d B a invocation: system log level %s), retention deletes\n",
-		*shards, *window, awsstack.MemoryMB, 30, p.LambdaLogBytes, awsconfig.SystemLogLevel)
+	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64 (each invocation rounded up to 1 ms, cold starts' Init), DynamoDB storage and PITR for %d days, CloudWatch Logs ingestion (functions' output + %d B a invocation: system log level %s) and storage for %.0f month, custom metrics $%.2f each a month, retention deletes\n",
+		*shards, *window, awsstack.MemoryMB, 30, p.LambdaLogBytes, awsconfig.SystemLogLevel, p.LogsRetentionMonths, p.CustomMetricMonth)
+	fmt.Println("free tiers (never subtracted): Lambda 1 M requests and 400,000 GB-s a month; SQS 1 M requests; DynamoDB 25 GB storage; CloudWatch 10 custom metrics, 10 alarm metrics, 5 GB of logs ingested and stored")
 	want := func(name string) bool {
 		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
 	}
@@ -183,6 +198,7 @@ func run() int {
 		printMonth("by service: ", bySvc)
 		printUnits(s)
 		printInvokes(s)
+		printMetrics(s)
 		w5Month = m
 	}
 	var idleMonth float64
@@ -197,10 +213,13 @@ func run() int {
 		fmt.Printf("idle (no jobs): $%.2f per month over %s\n", m, *idleWindow)
 		printMonth("by function:", by)
 		printMonth("by service: ", bySvc)
+		printInvokes(s)
+		printMetrics(s)
 		idleMonth = m
 	}
-	if n := alarmCount(*root); n > 0 {
-		fmt.Printf("alarms: %d CloudWatch alarms in infra/sam/template.yaml: $%.2f per month, not in the figures above\n", n, float64(n)*p.AlarmMonth)
+	if n, metrics := alarmCount(*root); n > 0 {
+		fmt.Printf("alarms: %d CloudWatch alarms reading %d metrics in infra/sam/template.yaml: $%.2f per month ($%.2f a metric), not in the figures above\n",
+			n, metrics, float64(metrics)*p.AlarmMonth, p.AlarmMonth)
 	}
 	var limits string
 	if want("W6") {
@@ -320,13 +339,60 @@ func printMonth(label string, by map[string]float64) {
 	fmt.Println()
 }
 
-// alarmCount counts the CloudWatch alarms the SAM template declares.
-func alarmCount(root string) int {
+// alarmCount counts the CloudWatch alarms the SAM template declares and
+// the metrics they read: CloudWatch bills an alarm per metric, so one
+// over metric math (a table's read + write throttles) costs two.
+func alarmCount(root string) (alarms, metrics int) {
 	b, err := os.ReadFile(filepath.Join(root, "infra", "sam", "template.yaml"))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	return strings.Count(string(b), "Type: AWS::CloudWatch::Alarm")
+	parts := strings.Split(string(b), "Type: AWS::CloudWatch::Alarm")
+	for _, part := range parts[1:] {
+		// The alarm's body runs to the next resource (a two-space indent).
+		n := 0
+		for _, l := range strings.Split(part, "\n")[1:] {
+			if strings.HasPrefix(l, "  ") && !strings.HasPrefix(l, "   ") {
+				break
+			}
+			n += strings.Count(l, "MetricName:")
+		}
+		alarms++
+		metrics += max(1, n)
+	}
+	return alarms, metrics
+}
+
+// measureInit builds the functions' bootstraps for this host and
+// measures each one's cold-start Init (awsstack.MeasureInit).
+func measureInit(ctx context.Context, root string) (map[string]time.Duration, error) {
+	dir, err := os.MkdirTemp("", "xjobcost-bootstraps-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := awsstack.BuildBootstraps(ctx, root, dir); err != nil {
+		return nil, err
+	}
+	return awsstack.MeasureInit(ctx, awsstack.Options{Root: root, Shards: 4, Bootstraps: dir})
+}
+
+// printMetrics prints the custom metrics each function wrote in the
+// sample: each is billed for the month (CloudWatch bills a metric for
+// every hour it receives a value).
+func printMetrics(s *harness.CostSample) {
+	fmt.Printf("  custom metrics:")
+	for _, fn := range slices.Sorted(maps.Keys(s.Usage.Metrics)) {
+		var names []string
+		for _, k := range s.Usage.MetricSeries(fn) {
+			name, _, _ := strings.Cut(strings.TrimPrefix(k, "xjob/"), " ")
+			names = append(names, name)
+		}
+		if len(names) > 0 {
+			fmt.Printf("  %s %d (%s)", fn, len(names), strings.Join(names, ", "))
+		}
+	}
+	fmt.Println()
 }
 
 // printInvokes prints each function's invocations per minute and mean
@@ -339,8 +405,8 @@ func printInvokes(s *harness.CostSample) {
 		if in.Invocations == 0 {
 			continue
 		}
-		fmt.Printf("  %s %.1f/min %.0f ms", fn, float64(in.Invocations)*60/s.Seconds,
-			float64(in.Duration.Milliseconds())/float64(in.Invocations))
+		fmt.Printf("  %s %.1f/min %.0f ms, %d cold starts", fn, float64(in.Invocations)*60/s.Seconds,
+			float64(in.Billed.Milliseconds())/float64(in.Invocations), in.ColdStarts)
 	}
 	fmt.Println()
 }

@@ -3,6 +3,7 @@ package awsstack
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 )
@@ -30,8 +31,27 @@ type Prices struct {
 	// START, END and REPORT lines at the templates' system log level
 	// (awsconfig.PlatformLogBytesAt; none at WARN, the default).
 	LambdaLogBytes int `json:"lambdaLogBytes"`
-	// AlarmMonth is one standard CloudWatch alarm per month.
+	// AlarmMonth is one standard CloudWatch alarm per month, per metric
+	// it reads (an alarm over metric math pays for every metric in it).
 	AlarmMonth float64 `json:"alarmMonth"`
+	// CustomMetricMonth is one CloudWatch custom metric per month (the
+	// first 10,000 tier), billed pro rata for every hour the metric
+	// receives a value: a metric written at least once an hour costs the
+	// whole month. The functions' embedded-metric-format records define
+	// them (Usage.Metrics).
+	CustomMetricMonth float64 `json:"customMetricMonth"`
+	// LogsStorageGBMonth is CloudWatch Logs storage per GB-month; what is
+	// ingested is kept LogsRetentionMonths (the templates'
+	// LogRetentionDays, 30 days). Priced on the ingested bytes, an upper
+	// bound: CloudWatch bills the compressed size.
+	LogsStorageGBMonth  float64 `json:"logsStorageGBMonth"`
+	LogsRetentionMonths float64 `json:"logsRetentionMonths"`
+	// Init is each function's init duration on a cold start (process
+	// start to its first request for an invocation), which Lambda bills
+	// at the function's memory for provided runtimes; measured from the
+	// real bootstraps (MeasureInit). A function without one is not
+	// billed for its cold starts.
+	Init map[string]time.Duration `json:"initNs,omitempty"`
 	// MemoryGB is the configured memory assumed for every function.
 	MemoryGB float64 `json:"memoryGB"`
 }
@@ -42,8 +62,11 @@ func ListPrices() Prices {
 	return Prices{WRU: 0.625e-6, RRU: 0.125e-6, SQSRequest: 0.40e-6, SNSRequest: 0.50e-6,
 		LambdaRequest: 0.20e-6, LambdaGBSecond: 0.0000133334, HTTPRequest: 1.00e-6, StorageGBMonth: 0.25,
 		PITRGBMonth: 0.20, LogsIngestGB: 0.50, LambdaLogBytes: awsconfig.PlatformLogBytesAt(awsconfig.SystemLogLevel), AlarmMonth: 0.10,
-		MemoryGB: MemoryMB / 1024.0}
+		CustomMetricMonth: 0.30, LogsStorageGBMonth: 0.03, LogsRetentionMonths: 1, MemoryGB: MemoryMB / 1024.0}
 }
+
+// MonthSeconds is the month the monthly prices are per: 30 days.
+const MonthSeconds = 30 * 24 * 3600
 
 // FunctionCost is one function's share of a metered interval, per trigger
 // (counts) and per million triggers (dollars).
@@ -53,6 +76,9 @@ type FunctionCost struct {
 	// pollers, which are not invocations).
 	Invocations int     `json:"invocations"`
 	MsPerInvoke float64 `json:"msPerInvoke"`
+	ColdStarts  int     `json:"coldStarts,omitempty"`
+	// MetricSeries counts the custom metrics the function wrote.
+	MetricSeries int `json:"metricSeries,omitempty"`
 	// Per trigger.
 	DynamoDBPerTrigger float64 `json:"dynamodbRequestsPerTrigger"`
 	SQSPerTrigger      float64 `json:"sqsRequestsPerTrigger"`
@@ -71,6 +97,14 @@ type FunctionCost struct {
 	// TTL deletes them free of charge.
 	RetentionPerM float64 `json:"retentionUSDPerM"`
 	LogsPerM      float64 `json:"logsUSDPerM"` // CloudWatch Logs ingestion
+	// LogsStoragePerM is the storage of what was ingested, for the log
+	// groups' retention.
+	LogsStoragePerM float64 `json:"logsStorageUSDPerM"`
+	// MetricsPerM is the custom metrics' share of the interval: each
+	// written metric's monthly price × the interval's share of a month.
+	MetricsPerM float64 `json:"metricsUSDPerM"`
+	// LambdaInitPerM is the cold starts' billed Init.
+	LambdaInitPerM float64 `json:"lambdaInitUSDPerM"`
 	// LostWrites counts conditional writes that lost (billed at size).
 	LostWrites         int     `json:"lostWrites"`
 	SQSPerM            float64 `json:"sqsUSDPerM"` // SNS included
@@ -121,6 +155,9 @@ func (u Usage) Cost(triggers int, p Prices) Cost {
 	for fn := range u.LogBytes {
 		fns[fn] = true
 	}
+	for fn := range u.Metrics {
+		fns[fn] = true
+	}
 	names := make([]string, 0, len(fns))
 	for fn := range fns {
 		names = append(names, fn)
@@ -167,11 +204,24 @@ func (u Usage) Cost(triggers int, p Prices) Cost {
 		fc.DynamoDBPerM = (wru*p.WRU + rru*p.RRU) * perM
 		fc.StoragePerM = float64(stored) / 1e9 * (p.StorageGBMonth + p.PITRGBMonth) * perM
 		fc.RetentionPerM = retire * p.WRU * perM
-		fc.LogsPerM = float64(u.LogBytes[fn]+inv.Invocations*p.LambdaLogBytes) / 1e9 * p.LogsIngestGB * perM
+		logGB := float64(u.LogBytes[fn]+inv.Invocations*p.LambdaLogBytes) / 1e9
+		fc.LogsPerM = logGB * p.LogsIngestGB * perM
+		fc.LogsStoragePerM = logGB * p.LogsStorageGBMonth * p.LogsRetentionMonths * perM
+		fc.MetricSeries = len(u.MetricSeries(fn))
+		fc.MetricsPerM = float64(fc.MetricSeries) * p.CustomMetricMonth * u.Seconds / MonthSeconds * perM
 		fc.SQSPerM = (float64(billed)*p.SQSRequest + float64(fsns)*p.SNSRequest) * perM
 		fc.LambdaRequestsPerM = float64(inv.Invocations) * p.LambdaRequest * perM
-		fc.LambdaDurationPerM = inv.Duration.Seconds() * p.MemoryGB * p.LambdaGBSecond * perM
-		fc.TotalPerM = fc.DynamoDBPerM + fc.StoragePerM + fc.RetentionPerM + fc.LogsPerM + fc.SQSPerM + fc.LambdaRequestsPerM + fc.LambdaDurationPerM
+		// Lambda bills each invocation rounded up to the millisecond (a
+		// Usage from before Billed was counted falls back to the sum).
+		dur := inv.Billed
+		if dur == 0 {
+			dur = inv.Duration
+		}
+		fc.LambdaDurationPerM = dur.Seconds() * p.MemoryGB * p.LambdaGBSecond * perM
+		fc.ColdStarts = inv.ColdStarts
+		fc.LambdaInitPerM = float64(inv.ColdStarts) * BilledDuration(p.Init[fn]).Seconds() * p.MemoryGB * p.LambdaGBSecond * perM
+		fc.TotalPerM = fc.DynamoDBPerM + fc.StoragePerM + fc.RetentionPerM + fc.LogsPerM + fc.LogsStoragePerM + fc.MetricsPerM +
+			fc.SQSPerM + fc.LambdaRequestsPerM + fc.LambdaDurationPerM + fc.LambdaInitPerM
 		c.TotalPerM += fc.TotalPerM
 		ddbN, sqsN, snsN, invN = ddbN+fddb, sqsN+fsqs, snsN+fsns, invN+inv.Invocations
 		c.Functions = append(c.Functions, fc)

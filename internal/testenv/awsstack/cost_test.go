@@ -60,6 +60,92 @@ func TestUsageCost(t *testing.T) {
 	}
 }
 
+// TestUsageCostBillsWhatLambdaAndCloudWatchBill: Lambda time as billed
+// (each invocation rounded up to the millisecond), cold starts' Init at
+// the function's measured init duration, custom metrics per metric and
+// month for the interval's share of a month, and log storage for the
+// retention on top of ingestion.
+func TestUsageCostBillsWhatLambdaAndCloudWatchBill(t *testing.T) {
+	t.Parallel()
+	const window = 60.0 // seconds
+	u := Usage{
+		Invokes:  map[string]InvokeStat{"ring": {Invocations: 3, Duration: 1500 * time.Microsecond, Billed: 3 * time.Millisecond, ColdStarts: 2}},
+		LogBytes: map[string]int{"ring": 1e9},
+		Metrics: map[string]map[string]int{"ring": {"xjob/Triggers FunctionName=ring": 2, "xjob/LatenessMaxMs FunctionName=ring": 1, "xjob/Gone FunctionName=ring": 0},
+			"scan": {"xjob/ScanCompleted FunctionName=scan": 1}},
+		Seconds: window,
+	}
+	p := Prices{LambdaGBSecond: 1, MemoryGB: 1, CustomMetricMonth: 0.30, LogsIngestGB: 0.5, LogsStorageGBMonth: 0.03, LogsRetentionMonths: 1,
+		Init: map[string]time.Duration{"ring": 120*time.Millisecond + 400*time.Microsecond}}
+	c := u.Cost(1_000_000, p) // $/M at 1 M triggers: the interval's dollars
+	var ring, scan FunctionCost
+	for _, f := range c.Functions {
+		switch f.Function {
+		case "ring":
+			ring = f
+		case "scan":
+			scan = f
+		}
+	}
+	tests := []struct {
+		name      string
+		got, want float64
+	}{
+		{"duration: 3 invocations rounded up to 1 ms each", ring.LambdaDurationPerM, 0.003},
+		{"init: 2 cold starts of 121 ms", ring.LambdaInitPerM, 2 * 0.121},
+		{"ring's 2 written metrics for a minute", ring.MetricsPerM, 2 * 0.30 * window / MonthSeconds},
+		{"scan's 1 metric", scan.MetricsPerM, 0.30 * window / MonthSeconds},
+		{"logs ingestion", ring.LogsPerM, 0.5},
+		{"logs storage for a month", ring.LogsStoragePerM, 0.03},
+	}
+	for _, tt := range tests {
+		if !near(tt.got, tt.want) {
+			t.Errorf("%s: $%v, want $%v", tt.name, tt.got, tt.want)
+		}
+	}
+	if ring.MetricSeries != 2 || ring.ColdStarts != 2 {
+		t.Errorf("ring row: %d metrics, %d cold starts; want 2 and 2", ring.MetricSeries, ring.ColdStarts)
+	}
+}
+
+func TestBilledDuration(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want time.Duration }{
+		{0, 0}, {time.Nanosecond, time.Millisecond}, {time.Millisecond, time.Millisecond},
+		{time.Millisecond + 1, 2 * time.Millisecond}, {326*time.Millisecond + 200*time.Microsecond, 327 * time.Millisecond},
+	} {
+		if got := BilledDuration(tt.in); got != tt.want {
+			t.Errorf("BilledDuration(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestEMFMetrics: one custom metric per namespace, name and dimension
+// values of an embedded-metric-format record; other log lines are none.
+func TestEMFMetrics(t *testing.T) {
+	t.Parallel()
+	lines := `{"level":"INFO","msg":"not a metric"}
+{"FunctionName":"xjob-ring","Triggers":3,"LatenessMaxMs":4,"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"xjob","Dimensions":[["FunctionName"]],"Metrics":[{"Name":"LatenessMaxMs","Unit":"Milliseconds"},{"Name":"Triggers","Unit":"Count"}]}]}}
+{"FunctionName":"xjob-dispatch","JobId":"7","JobResults":1,"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"xjob","Dimensions":[["FunctionName","JobId"]],"Metrics":[{"Name":"JobResults","Unit":"Count"}]}]}}
+`
+	got := EMFMetrics([]byte(lines))
+	want := []string{"xjob/LatenessMaxMs FunctionName=xjob-ring", "xjob/Triggers FunctionName=xjob-ring", "xjob/JobResults FunctionName=xjob-dispatch,JobId=7"}
+	if len(got) != len(want) {
+		t.Fatalf("metrics %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("metric %d %q, want %q", i, got[i], want[i])
+		}
+	}
+	m := NewMeter()
+	m.MetricRecords("ring", []byte(lines))
+	m.MetricRecords("ring", []byte(lines))
+	if s := m.Snapshot().MetricSeries(""); len(s) != 3 {
+		t.Errorf("series after the same records twice: %q, want 3", s)
+	}
+}
+
 func TestUsageSub(t *testing.T) {
 	t.Parallel()
 	before := Usage{Ops: map[string]map[string]OpStat{"ring": {"sqs:SendMessageBatch": {Requests: 3, Entries: 20}}},

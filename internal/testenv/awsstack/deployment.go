@@ -499,7 +499,7 @@ func (d *Deployment) app(fn, key string) (*lambdaapp.App, error) {
 	counted := slog.NewJSONHandler(logCounter{d.meter, fn}, &slog.HandlerOptions{Level: cfg.LogLevel})
 	logger := slog.New(teeHandler{counted, d.opts.Logger.Handler()}).With("function", fn)
 	a, err := lambdaapp.New(cfg, lambdaapp.Deps{DynamoDB: ddb, SQS: sq, SNS: sn,
-		Logger: logger, MetricsOut: logCounter{d.meter, fn}, Owner: key, Scan: lambdaapp.ScanTunables(d.opts.Scan)})
+		Logger: logger, MetricsOut: emfCounter{logCounter{d.meter, fn}}, Owner: key, Scan: lambdaapp.ScanTunables(d.opts.Scan)})
 	if err != nil {
 		return nil, fmt.Errorf("awsstack %s: %w", fn, err)
 	}
@@ -540,6 +540,7 @@ func (d *Deployment) acquire(fn string) (key string, release func()) {
 			key = fmt.Sprintf("%s#%d", fn, n)
 		}
 		d.envs[fn]++
+		d.meter.ColdStart(fn) // a new environment: Lambda bills its Init
 	}
 	return key, func() {
 		d.appsMu.Lock()
@@ -583,6 +584,16 @@ type logCounter struct {
 func (c logCounter) Write(p []byte) (int, error) {
 	c.m.LogWrite(c.fn, len(p))
 	return len(p), nil
+}
+
+// emfCounter counts the bytes of a function's embedded-metric-format
+// records, as logCounter does, and the custom metrics they define
+// (Meter.MetricRecords).
+type emfCounter struct{ logCounter }
+
+func (c emfCounter) Write(p []byte) (int, error) {
+	c.m.MetricRecords(c.fn, p)
+	return c.logCounter.Write(p)
 }
 
 // teeHandler sends every record to two handlers.

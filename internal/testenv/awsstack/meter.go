@@ -1,8 +1,11 @@
 package awsstack
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"reflect"
@@ -66,11 +69,21 @@ func (s OpStat) plus(o OpStat, f float64) OpStat {
 		NewEntries: r(s.NewEntries, o.NewEntries), PurgedBytes: r(s.PurgedBytes, o.PurgedBytes), Lost: r(s.Lost, o.Lost)}
 }
 
-// InvokeStat counts a function's invocations and their handler time
-// (Lambda bills the time, rounded up per invocation to the millisecond).
+// InvokeStat counts a function's invocations and their handler time.
+// Lambda bills each invocation's time rounded up to the millisecond
+// (Billed), and a cold start's Init too (ColdStarts, priced at the
+// function's measured init duration, Prices.Init).
 type InvokeStat struct {
 	Invocations int           `json:"invocations"`
 	Duration    time.Duration `json:"durationNs"`
+	Billed      time.Duration `json:"billedNs,omitempty"`
+	ColdStarts  int           `json:"coldStarts,omitempty"`
+}
+
+func (s InvokeStat) plus(o InvokeStat, f float64) InvokeStat {
+	return InvokeStat{Invocations: s.Invocations + int(math.Round(float64(o.Invocations)*f)),
+		Duration: s.Duration + time.Duration(float64(o.Duration)*f), Billed: s.Billed + time.Duration(float64(o.Billed)*f),
+		ColdStarts: s.ColdStarts + int(math.Round(float64(o.ColdStarts)*f))}
 }
 
 // Usage is a snapshot of a Meter: what every function called and how
@@ -88,6 +101,54 @@ type Usage struct {
 	// the deployed level): CloudWatch Logs ingests it, plus Lambda's own
 	// START/END/REPORT lines per invocation (see Cost).
 	LogBytes map[string]int `json:"logBytes,omitempty"`
+	// Metrics counts, per function, the embedded-metric-format values it
+	// wrote per CloudWatch metric (namespace, name and dimensions: one
+	// custom metric, billed for every hour it receives a value). A
+	// metric with a positive count was written in the interval.
+	Metrics map[string]map[string]int `json:"metrics,omitempty"`
+	// Seconds is the interval's length (Sub of two snapshots).
+	Seconds float64   `json:"seconds,omitempty"`
+	at      time.Time // when a Snapshot was taken
+}
+
+// MetricSeries returns the custom metrics function fn (every function
+// when fn is "") wrote in u, sorted.
+func (u Usage) MetricSeries(fn string) []string {
+	var out []string
+	for f, ms := range u.Metrics {
+		if fn != "" && f != fn {
+			continue
+		}
+		for k, n := range ms {
+			if n > 0 {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func addMetrics(dst map[string]map[string]int, src map[string]map[string]int, f float64) map[string]map[string]int {
+	for fn, ms := range src {
+		for k, n := range ms {
+			v := int(math.Round(float64(n) * f))
+			if v == 0 && f > 0 && n > 0 {
+				v = 1 // a scaled share of a written metric is still written
+			}
+			if dst == nil {
+				dst = map[string]map[string]int{}
+			}
+			if dst[fn] == nil {
+				dst[fn] = map[string]int{}
+			}
+			dst[fn][k] += v
+			if dst[fn][k] == 0 {
+				delete(dst[fn], k)
+			}
+		}
+	}
+	return dst
 }
 
 // Sub returns u − before: the usage of the interval between two snapshots.
@@ -107,10 +168,13 @@ func (u Usage) Sub(before Usage) Usage {
 		}
 	}
 	for fn, s := range u.Invokes {
-		b := before.Invokes[fn]
-		if d := (InvokeStat{Invocations: s.Invocations - b.Invocations, Duration: s.Duration - b.Duration}); d != (InvokeStat{}) {
+		if d := s.plus(before.Invokes[fn], -1); d != (InvokeStat{}) {
 			out.Invokes[fn] = d
 		}
+	}
+	out.Metrics = addMetrics(addMetrics(nil, u.Metrics, 1), before.Metrics, -1)
+	if !u.at.IsZero() && !before.at.IsZero() {
+		out.Seconds = u.at.Sub(before.at).Seconds()
 	}
 	for fn, n := range u.LogBytes {
 		if d := n - before.LogBytes[fn]; d != 0 {
@@ -137,9 +201,10 @@ func (u Usage) Add(o Usage) Usage {
 			}
 		}
 		for fn, s := range src.Invokes {
-			a := out.Invokes[fn]
-			out.Invokes[fn] = InvokeStat{Invocations: a.Invocations + s.Invocations, Duration: a.Duration + s.Duration}
+			out.Invokes[fn] = out.Invokes[fn].plus(s, 1)
 		}
+		out.Metrics = addMetrics(out.Metrics, src.Metrics, 1)
+		out.Seconds += src.Seconds
 		for fn, n := range src.LogBytes {
 			if out.LogBytes == nil {
 				out.LogBytes = map[string]int{}
@@ -162,6 +227,10 @@ func (u Usage) Only(fn string) Usage {
 	if n, ok := u.LogBytes[fn]; ok {
 		out.LogBytes = map[string]int{fn: n}
 	}
+	if ms, ok := u.Metrics[fn]; ok {
+		out.Metrics = map[string]map[string]int{fn: ms}
+	}
+	out.Seconds = u.Seconds
 	return out
 }
 
@@ -178,8 +247,10 @@ func (u Usage) Scale(f float64) Usage {
 		}
 	}
 	for fn, s := range u.Invokes {
-		out.Invokes[fn] = InvokeStat{Invocations: r(s.Invocations), Duration: time.Duration(float64(s.Duration) * f)}
+		out.Invokes[fn] = InvokeStat{}.plus(s, f)
 	}
+	out.Metrics = addMetrics(nil, u.Metrics, f)
+	out.Seconds = u.Seconds * f
 	for fn, n := range u.LogBytes {
 		if out.LogBytes == nil {
 			out.LogBytes = map[string]int{}
@@ -237,7 +308,8 @@ func (m *Meter) Snapshot() Usage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := Usage{Ops: map[string]map[string]OpStat{}, Invokes: maps.Clone(m.usage.Invokes), HTTPRequests: m.usage.HTTPRequests,
-		URLRequests: m.usage.URLRequests, LogBytes: maps.Clone(m.usage.LogBytes)}
+		URLRequests: m.usage.URLRequests, LogBytes: maps.Clone(m.usage.LogBytes), Metrics: addMetrics(nil, m.usage.Metrics, 1),
+		at: time.Now()}
 	for fn, ops := range m.usage.Ops {
 		out.Ops[fn] = maps.Clone(ops)
 	}
@@ -245,6 +317,7 @@ func (m *Meter) Snapshot() Usage {
 	for _, r := range m.running {
 		s := out.Invokes[r.fn]
 		s.Duration += now.Sub(r.start)
+		s.Billed += now.Sub(r.start) // its end adds the rest, rounded up
 		out.Invokes[r.fn] = s
 	}
 	return out
@@ -267,9 +340,84 @@ func (m *Meter) Begin(fn string) (end func()) {
 		defer m.mu.Unlock()
 		delete(m.running, id)
 		s := m.usage.Invokes[fn]
-		s.Duration += time.Since(start)
+		d := time.Since(start)
+		s.Duration += d
+		s.Billed += BilledDuration(d)
 		m.usage.Invokes[fn] = s
 	}
+}
+
+// BilledDuration is what Lambda bills for an invocation that ran d: d
+// rounded up to the millisecond.
+func BilledDuration(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
+}
+
+// ColdStart records that function fn started an execution environment:
+// Lambda bills its Init (Prices.Init).
+func (m *Meter) ColdStart(fn string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.usage.Invokes[fn]
+	s.ColdStarts++
+	m.usage.Invokes[fn] = s
+}
+
+// MetricRecords records the custom metrics that the embedded-metric-format
+// records in p (JSON lines, as a function writes them to its log) define:
+// one per namespace, metric name and set of dimension values. Lines that
+// are not such records are ignored.
+func (m *Meter) MetricRecords(fn string, p []byte) {
+	for _, key := range EMFMetrics(p) {
+		m.mu.Lock()
+		if m.usage.Metrics == nil {
+			m.usage.Metrics = map[string]map[string]int{}
+		}
+		if m.usage.Metrics[fn] == nil {
+			m.usage.Metrics[fn] = map[string]int{}
+		}
+		m.usage.Metrics[fn][key]++
+		m.mu.Unlock()
+	}
+}
+
+// EMFMetrics returns the custom metrics the embedded-metric-format
+// records in p define, one key per metric value: "namespace/name" and
+// the dimensions as "name=value", comma-separated in the directive's
+// order.
+func EMFMetrics(p []byte) []string {
+	var out []string
+	for _, line := range bytes.Split(p, []byte("\n")) {
+		if !bytes.Contains(line, []byte(`"_aws"`)) {
+			continue
+		}
+		var rec map[string]any
+		if json.Unmarshal(line, &rec) != nil {
+			continue
+		}
+		dir, _ := rec["_aws"].(map[string]any)
+		cws, _ := dir["CloudWatchMetrics"].([]any)
+		for _, cw := range cws {
+			c, _ := cw.(map[string]any)
+			ns, _ := c["Namespace"].(string)
+			dimSets, _ := c["Dimensions"].([]any)
+			metrics, _ := c["Metrics"].([]any)
+			for _, ds := range dimSets {
+				names, _ := ds.([]any)
+				var dims []string
+				for _, n := range names {
+					name, _ := n.(string)
+					dims = append(dims, fmt.Sprintf("%s=%v", name, rec[name]))
+				}
+				for _, md := range metrics {
+					def, _ := md.(map[string]any)
+					name, _ := def["Name"].(string)
+					out = append(out, ns+"/"+name+" "+strings.Join(dims, ","))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // LogWrite records n bytes function fn wrote to its log.

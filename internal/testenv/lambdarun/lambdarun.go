@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +79,7 @@ type Function struct {
 	pending  int // invocations queued and not yet taken
 	closed   bool
 	lastExit string // why the last environment ended, for timeout errors
+	inits    []time.Duration
 	wg       sync.WaitGroup
 }
 
@@ -106,6 +108,7 @@ type environment struct {
 	cur    *invocation
 	dead   bool
 	inited bool                  // the runtime asked for its first invocation: Init is over
+	start  time.Time             // when the process started: Init's start
 	exts   map[string]*extension // by identifier
 }
 
@@ -226,6 +229,7 @@ func (f *Function) startEnv() error {
 	e.cmd = exec.Command(f.opts.Path)
 	e.cmd.Env = append(f.lambdaEnv(ln.Addr().String()), f.opts.Env...)
 	e.cmd.Stdout, e.cmd.Stderr = f.opts.Output, f.opts.Output
+	e.start = time.Now()
 	if err := e.cmd.Start(); err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("lambdarun %s: start %s: %w", f.opts.Name, f.opts.Path, err)
@@ -447,8 +451,17 @@ func (e *environment) serveExtension(w http.ResponseWriter, r *http.Request, res
 // runtime told anything else would end on its own, as none does on Lambda.
 func (e *environment) next(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
+	first := !e.inited
 	e.inited = true
 	e.mu.Unlock()
+	if first {
+		// Lambda bills Init (process start to the first /next) on a
+		// cold start: what InitDurations reports.
+		d := time.Since(e.start)
+		e.f.mu.Lock()
+		e.f.inits = append(e.f.inits, d)
+		e.f.mu.Unlock()
+	}
 	for {
 		var inv *invocation
 		select {
@@ -523,6 +536,16 @@ func (f *Function) Environments() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.envs)
+}
+
+// InitDurations returns how long each environment's Init took so far,
+// from the process's start to its first request for an invocation, in
+// the order they finished: a cold start's init duration, which Lambda
+// bills for provided runtimes.
+func (f *Function) InitDurations() []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.inits)
 }
 
 // Close shuts every environment down, all at once, as Lambda does

@@ -239,6 +239,11 @@ func TestInvoke(t *testing.T) {
 	if err != nil || again.Pid != resp.Pid || again.RequestID == resp.RequestID {
 		t.Errorf("second invocation %+v %v, want the same pid %d and a new request id", again, err, resp.Pid)
 	}
+	// One environment, one cold start: one Init, no longer than the
+	// whole first invocation took.
+	if inits := f.InitDurations(); len(inits) != 1 || inits[0] <= 0 || inits[0] > time.Since(before) {
+		t.Errorf("init durations %v, want one, within the test's time", inits)
+	}
 
 	_, err = invoke(t, f, request{Fail: true}, 5*time.Second)
 	var fe *lambdarun.Error

@@ -108,7 +108,13 @@ func NewEMF(w io.Writer, fn string, clk clock.Clock) *EMF {
 
 // Put writes one record of values (metric name → value); units are
 // Milliseconds for names ending in Ms, Count otherwise. Zero values are
-// written too: an alarm on a count wants the zeros.
+// left out, and a record with none is not written: CloudWatch bills each
+// custom metric for every hour it receives a value ($0.30 a metric and
+// month), so an idle deployment that wrote its zeros paid for metrics
+// that say nothing. An alarm on a count treats the missing data as zero
+// (TreatMissingData notBreaching, or FILL(m, 0) in metric math); the one
+// alarm that needs a value every minute (ScanStalledAlarm) reads
+// ScanCompleted, which is never zero.
 func (e *EMF) Put(values map[string]float64) {
 	if e == nil {
 		return
@@ -119,7 +125,11 @@ func (e *EMF) Put(values map[string]float64) {
 // putAt writes one record of values, stamped at, with the dimensions
 // FunctionName and, in this order, the names of dims.
 func (e *EMF) putAt(values map[string]float64, dims [][2]string, at time.Time) {
-	if e == nil || len(values) == 0 {
+	if e == nil {
+		return
+	}
+	values = nonZero(values)
+	if len(values) == 0 {
 		return
 	}
 	type metricDef struct{ Name, Unit string }
@@ -196,7 +206,7 @@ func (e *EMF) Collect(m *metric.Metrics) {
 			e.counters[minute] = b
 		}
 		for k, v := range d {
-			b.values[k] += v // zeros too: the record names every counter, as an alarm on a count wants
+			b.values[k] += v // zeros are dropped when written (putAt)
 		}
 		b.at = now
 	}
@@ -294,6 +304,19 @@ func (e *EMF) Flush(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// nonZero returns values without its zero entries (values itself when it
+// has none).
+func nonZero(values map[string]float64) map[string]float64 {
+	for _, v := range values {
+		if v == 0 {
+			out := maps.Clone(values)
+			maps.DeleteFunc(out, func(_ string, v float64) bool { return v == 0 })
+			return out
+		}
+	}
+	return values
 }
 
 // jobValues are the per-job metrics of counts (failed, ok).

@@ -70,8 +70,58 @@ func TestEMF(t *testing.T) {
 	out.Reset()
 	m.Trigger(true, time.Millisecond)
 	flush()
+	c = nil
 	if err := json.Unmarshal(out.Bytes(), &c); err != nil || c["Triggers"] != 1.0 {
 		t.Errorf("second counters record %s, want the growth since the first (%v)", out.String(), err)
+	}
+	if _, ok := c["Results"]; ok {
+		t.Errorf("second counters record %s names Results, which did not grow", out.String())
+	}
+}
+
+// TestEMFLeavesZerosOut: a metric whose value is zero is not written (each
+// custom metric is billed for every hour it receives a value), and a
+// record whose values are all zero is not written at all, so an idle
+// scan writes ScanCompleted alone.
+func TestEMFLeavesZerosOut(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		values map[string]float64
+		want   []string // metric names written, sorted; none: no record
+	}{
+		{"idle scan", map[string]float64{wiring.MetricScanCompleted: 1, wiring.MetricScanJobs: 0, wiring.MetricFires: 0, wiring.MetricMisfires: 0},
+			[]string{wiring.MetricScanCompleted}},
+		{"all zero", map[string]float64{wiring.MetricLost: 0}, nil},
+		{"none zero", map[string]float64{wiring.MetricFires: 2, wiring.MetricLatenessMax: 5}, []string{wiring.MetricFires, wiring.MetricLatenessMax}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			wiring.NewEMF(&out, "stack-scan", clock.NewFake(time.UnixMilli(1_700_000_000_000))).Put(tt.values)
+			if tt.want == nil {
+				if out.Len() != 0 {
+					t.Fatalf("wrote %s, want nothing", out.String())
+				}
+				return
+			}
+			var rec struct {
+				AWS struct {
+					CloudWatchMetrics []struct{ Metrics []struct{ Name string } }
+				} `json:"_aws"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &rec); err != nil || len(rec.AWS.CloudWatchMetrics) != 1 {
+				t.Fatalf("record %q: %v", out.String(), err)
+			}
+			var got []string
+			for _, m := range rec.AWS.CloudWatchMetrics[0].Metrics {
+				got = append(got, m.Name)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("metrics %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -123,7 +173,7 @@ func TestEMFCountersByMinute(t *testing.T) {
 	}
 	for i, w := range want {
 		ts := int64(recs[i]["_aws"].(map[string]any)["Timestamp"].(float64))
-		if ts != w.at.UnixMilli() || recs[i]["Triggers"] != w.triggers || recs[i]["Results"] != 0.0 {
+		if _, zero := recs[i]["Results"]; ts != w.at.UnixMilli() || recs[i]["Triggers"] != w.triggers || zero {
 			t.Errorf("record %d: %v, want %v triggers at %d", i, recs[i], w.triggers, w.at.UnixMilli())
 		}
 	}
