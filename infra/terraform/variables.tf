@@ -255,7 +255,7 @@ variable "web_rate_limit" {
 }
 
 variable "reserved_concurrency" {
-  description = "Reserve concurrency for scan (2), registry (2), callback (15, the executors' function URL) and web (5). A new account whose concurrency quota is 10 cannot reserve any (AWS keeps 10 unreserved); set false there until the quota is raised."
+  description = "Reserve concurrency for scan (2), registry (2), callback (15, the executors' function URL) and web (5), 24 in all. Lambda refuses a reservation that leaves fewer than 100 of the account's concurrency unreserved, so true needs a quota of at least 124 (make deploy-tf checks it first); new accounts start lower. Off by default."
   type        = bool
-  default     = true
+  default     = false
 }

@@ -383,6 +383,24 @@ var Functions = []Function{
 		ReservedConcurrency: 5},
 }
 
+// MinUnreservedConcurrency is what Lambda keeps of an account's
+// concurrent executions unreserved: it refuses a reservation that would
+// leave fewer.
+const MinUnreservedConcurrency = 100
+
+// ReservedTotal is what the templates reserve with ReservedConcurrency
+// on: the sum of the functions' ReservedConcurrency. An account needs
+// ReservedTotal + MinUnreservedConcurrency available for it (the
+// deploy's quota check, infra/check-concurrency.sh); off, the default,
+// a new account's quota takes the stack.
+func ReservedTotal() int {
+	n := 0
+	for _, f := range Functions {
+		n += f.ReservedConcurrency
+	}
+	return n
+}
+
 // RouteFunction is the function the HTTP API sends a request for path to:
 // the one with a route for it (method and exact path; API Gateway picks
 // the most specific route, and ours have no variables), else the one with
