@@ -692,7 +692,8 @@ func checkConsumer(t *testing.T, s *stack, where, qk string, c consumer, timeout
 
 // checkAlarms wants, on the alarm topic: errors and throttles of every
 // function, the oldest message of the ring and lane queues, read and
-// write throttling of every table, the HTTP API's 5xx, and the scan's
+// write throttling of every table, the HTTP API's 5xx, the invocations of
+// the function behind the public executor URL, and the scan's
 // ScanCompleted metric (missing data breaching: a scan that stopped
 // writing it is the failure).
 func checkAlarms(t *testing.T, s *stack) {
@@ -722,6 +723,8 @@ func checkAlarms(t *testing.T, s *stack) {
 		}
 	}
 	want = append(want, metricKey("AWS/ApiGateway", "5xx", map[string]string{"ApiId": "httpapi", "Stage": "$default"}))
+	// The public executor URL's requests: a flood bills an invocation each.
+	want = append(want, metricKey("AWS/Lambda", "Invocations", map[string]string{"FunctionName": "function:" + awsconfig.URLFunction()}))
 	scan := metricKey(wiring.MetricNamespace, wiring.MetricScanCompleted, map[string]string{"FunctionName": "function:scan"})
 	want = append(want, scan)
 	for _, m := range want {

@@ -122,6 +122,24 @@ resource "aws_cloudwatch_metric_alarm" "callback_throttles" {
   alarm_actions       = [aws_sns_topic.alarm.arn]
 }
 
+# The executors' function URL is public (AuthType NONE, as executors need): every request,
+# refused or not, is a billed invocation. This alarm says when they run far above the fleet's
+# own rate; reserved_concurrency caps them as well.
+resource "aws_cloudwatch_metric_alarm" "callback_invocations" {
+  alarm_name          = "${var.name}-callback-invocations"
+  alarm_description   = "xjob ${var.name}-callback: executor API requests above executor_request_alarm in 5 minutes (a flood at the public function URL?)"
+  namespace           = "AWS/Lambda"
+  metric_name         = "Invocations"
+  dimensions          = { FunctionName = aws_lambda_function.callback.function_name }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  threshold           = var.executor_request_alarm
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [aws_sns_topic.alarm.arn]
+}
+
 resource "aws_cloudwatch_metric_alarm" "registry_errors" {
   alarm_name          = "${var.name}-registry-errors"
   alarm_description   = "xjob ${var.name}-registry: invocations failed"

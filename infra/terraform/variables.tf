@@ -259,3 +259,13 @@ variable "reserved_concurrency" {
   type        = bool
   default     = false
 }
+
+variable "executor_request_alarm" {
+  description = "Requests to the executors' function URL (callback invocations) in 5 minutes above which the executor-request alarm fires - a flood of requests at the public URL bills an invocation each (default 300000, 1,000 a second; set it a few times your fleet's beats and results)."
+  type        = number
+  default     = 300000
+  validation {
+    condition     = var.executor_request_alarm >= 1 && var.executor_request_alarm <= 1000000000
+    error_message = "executor_request_alarm must be at least 1."
+  }
+}
