@@ -102,6 +102,12 @@ type Options struct {
 	Bootstraps string
 	// BootstrapOutput receives the bootstraps' logs (default: discarded).
 	BootstrapOutput io.Writer
+	// ReservedConcurrency deploys as the templates do with
+	// ReservedConcurrency=true: a function with a reserved concurrency
+	// (awsconfig.Function.ReservedConcurrency) never has more execution
+	// environments than that. Off, the templates' default, functions
+	// scale out with their concurrent invocations.
+	ReservedConcurrency bool
 	// SecretsRefresh is the bootstraps' XJOB_SECRETS_REFRESH (default:
 	// the functions' own, 5 minutes).
 	SecretsRefresh time.Duration
@@ -511,9 +517,9 @@ func (d *Deployment) app(fn, key string) (*lambdaapp.App, error) {
 // invocation, creating one when all are busy, as Lambda scales a
 // function out: each concurrent invocation has an environment (and an
 // App: clients, caches, batched counters) of its own. release returns it.
-// A function with a reserved concurrency in the templates
-// (awsconfig.Function.ReservedConcurrency) never has more environments
-// than that: an invocation past it waits for one to be released. Lambda
+// With Options.ReservedConcurrency, a function with a reserved
+// concurrency in the templates (awsconfig.Function.ReservedConcurrency)
+// never has more environments than that: an invocation past it waits for one to be released. Lambda
 // answers it with a throttle (429 at a function URL) and the caller sends
 // it again later; waiting stands for that retry without its delay, so
 // the environments, and what each one caches and batches, are as many as
@@ -525,7 +531,7 @@ func (d *Deployment) acquire(fn string) (key string, release func()) {
 		d.envFree = sync.NewCond(&d.appsMu)
 	}
 	limit := 0
-	if f, ok := awsconfig.Lookup(fn); ok {
+	if f, ok := awsconfig.Lookup(fn); ok && d.opts.ReservedConcurrency {
 		limit = f.ReservedConcurrency
 	}
 	for len(d.idle[fn]) == 0 && limit > 0 && d.envs[fn] >= limit {

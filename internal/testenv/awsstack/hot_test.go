@@ -184,7 +184,7 @@ func TestMeterThrottlesHotItem(t *testing.T) {
 // function each get an environment of their own; a finished one's is
 // reused.
 func TestAcquireOneEnvironmentPerInvocation(t *testing.T) {
-	d := &Deployment{idle: map[string][]string{}, envs: map[string]int{}}
+	d := &Deployment{meter: NewMeter(), idle: map[string][]string{}, envs: map[string]int{}}
 	k1, r1 := d.acquire("callback")
 	k2, r2 := d.acquire("callback")
 	if k1 == k2 || k1 != "callback" {
@@ -211,7 +211,7 @@ func TestAcquireKeepsToReservedConcurrency(t *testing.T) {
 	if f.ReservedConcurrency < 1 {
 		t.Fatalf("callback function without a reserved concurrency: %+v", f)
 	}
-	d := &Deployment{idle: map[string][]string{}, envs: map[string]int{}}
+	d := &Deployment{opts: Options{ReservedConcurrency: true}, meter: NewMeter(), idle: map[string][]string{}, envs: map[string]int{}}
 	var releases []func()
 	for range f.ReservedConcurrency {
 		_, r := d.acquire("callback")
@@ -247,5 +247,18 @@ func TestAcquireKeepsToReservedConcurrency(t *testing.T) {
 	}
 	if n := d.Environments("ring"); n != f.ReservedConcurrency+1 {
 		t.Errorf("ring: %d environments, want %d", n, f.ReservedConcurrency+1)
+	}
+	// Each environment created is a cold start the meter bills.
+	if c := d.meter.Snapshot().Invokes["callback"].ColdStarts; c != f.ReservedConcurrency {
+		t.Errorf("callback: %d cold starts, want one per environment (%d)", c, f.ReservedConcurrency)
+	}
+	// Deployed as the templates' default, without reservations, the
+	// callback function scales as the ring does.
+	free := &Deployment{meter: NewMeter(), idle: map[string][]string{}, envs: map[string]int{}}
+	for range f.ReservedConcurrency + 1 {
+		free.acquire("callback")
+	}
+	if n := free.Environments("callback"); n != f.ReservedConcurrency+1 {
+		t.Errorf("callback without reservations: %d environments, want %d", n, f.ReservedConcurrency+1)
 	}
 }
