@@ -244,8 +244,13 @@ func wantGrants(t *testing.T, f awsconfig.Function) map[string]bool {
 			if len(f.Tables) == 0 {
 				t.Errorf("awsconfig %s: action %s but no Tables", f.Name, raw)
 			}
+			for _, tb := range f.ActionTables(a) {
+				if !slices.Contains(f.Tables, tb) {
+					t.Errorf("awsconfig %s: TableActions gives %s table %s, which is not in Tables", f.Name, a, tb)
+				}
+			}
 			for _, s := range specs {
-				if !slices.Contains(f.Tables, *s.TableName) {
+				if !slices.Contains(f.ActionTables(a), *s.TableName) {
 					continue
 				}
 				g[a+" table:"+*s.TableName] = true

@@ -42,6 +42,9 @@ type Env struct {
 	// SyncCallbacks runs the AWS cost runs without the results queue (the
 	// callback function applies each request itself), to compare.
 	SyncCallbacks bool
+	// ReservedConcurrency deploys the AWS cost runs as the templates'
+	// ReservedConcurrency=true does (default off, as the templates).
+	ReservedConcurrency bool
 	// RingLead, when set, overrides the scan's ring lead in the AWS cost
 	// runs (how long before its second a ring bucket is visible), to
 	// compare leads.

@@ -165,8 +165,24 @@ resource "aws_iam_role" "callback" {
 data "aws_iam_policy_document" "callback" {
   statement {
     sid       = "Tables"
-    actions   = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"]
+    actions   = ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
     resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.groups.arn, aws_dynamodb_table.log_pages.arn, aws_dynamodb_table.registry.arn, aws_dynamodb_table.reports.arn, aws_dynamodb_table.counters.arn]
+  }
+  # The internet-facing function deletes, scans and batch-writes only where its code does.
+  statement {
+    sid       = "FailedLists"
+    actions   = ["dynamodb:BatchWriteItem"]
+    resources = [aws_dynamodb_table.log_pages.arn]
+  }
+  statement {
+    sid       = "Deletes" # a one-time job after its run; a deregistration
+    actions   = ["dynamodb:DeleteItem"]
+    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.registry.arn]
+  }
+  statement {
+    sid       = "Scans" # a new app name's first heartbeat: app names and groups
+    actions   = ["dynamodb:Scan"]
+    resources = [aws_dynamodb_table.groups.arn, aws_dynamodb_table.registry.arn]
   }
   statement {
     sid       = "Indexes"

@@ -68,6 +68,7 @@ func run() int {
 	w6Rate := fs.Int("w6-advance-rate", 0, "W6's scan advances a second per shard (0: the scan function's default scaled by w6-jobs/10000, so the due index's projected rate is the default's; -1: unpaced)")
 	w2Lead := fs.Duration("w2-lead", 0, "W2's jobs are started without the admin's push of their first fires, a scan plans them at once, and each window opens 7 s after their first fires; a lead starts them with the admin's bulk start instead and opens the window this long after it (151 s: past the pushed fires, the scan horizon, 150 s; 61 s measures that transient)")
 	sync := fs.Bool("sync-callbacks", false, "deploy without the results queue: the callback function applies each request itself (the design before it), to compare")
+	reserved := fs.Bool("reserved", false, "deploy as ReservedConcurrency=true does (callback, web, scan and registry capped at their reservations), to compare; the templates' default is off")
 	noInit := fs.Bool("no-init", false, "do not measure the functions' init durations with the real bootstraps (cold starts are then not priced)")
 	ringLead := fs.Duration("ring-lead", 0, "override the scan's ring lead (how long before its second a ring bucket is visible at the latest), to compare leads")
 	only := fs.String("only", "", "run only these workloads (comma-separated: W1,W2,W3,W4,W5,W6,idle); the last lines then print only theirs")
@@ -76,7 +77,7 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root, SyncCallbacks: *sync, RingLead: *ringLead}
+	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root, SyncCallbacks: *sync, RingLead: *ringLead, ReservedConcurrency: *reserved}
 	p := awsstack.ListPrices()
 	if !*noInit {
 		init, err := measureInit(ctx, *root)

@@ -185,6 +185,12 @@ type Function struct {
 	// function's code reads or writes: its grants name those tables only,
 	// so the internet-facing callback cannot touch console users.
 	Tables []string
+	// TableActions narrows DynamoDB actions that the function calls on
+	// some of its Tables only: action → those tables. An action not
+	// listed here is granted on every table of Tables. The internet-facing
+	// callback function deletes, scans and batch-writes only where its
+	// code does.
+	TableActions map[string][]string
 	// Consumes lists the queues (by env var of their URL) the function is
 	// fed from by an SQS event source mapping.
 	Consumes []string
@@ -304,6 +310,11 @@ var Functions = []Function{
 		// registers; counters: the jobs with per-job metrics. Never users.
 		Tables: []string{dynamostore.TableJobs, dynamostore.TableLogs, dynamostore.TableReports, dynamostore.TableRegistry, dynamostore.TableGroups,
 			dynamostore.TableCounters},
+		TableActions: map[string][]string{
+			"dynamodb:BatchWriteItem": {dynamostore.TableLogs},                           // failed-list entries
+			"dynamodb:DeleteItem":     {dynamostore.TableJobs, dynamostore.TableRegistry}, // a one-time job (and its GLUE item); a deregistration
+			"dynamodb:Scan":           {dynamostore.TableRegistry, dynamostore.TableGroups}, // app names, groups
+		},
 		Actions: []string{
 			"dynamodb:BatchGetItem",   // a callback request's log pages and jobs (LogGetMany, JobGetMany)
 			"dynamodb:BatchWriteItem", // failed-list entries of failed results
@@ -399,6 +410,15 @@ func ReservedTotal() int {
 		n += f.ReservedConcurrency
 	}
 	return n
+}
+
+// ActionTables returns the tables of f.Tables that f may call DynamoDB
+// action on: TableActions' when it lists the action, else all of them.
+func (f Function) ActionTables(action string) []string {
+	if ts, ok := f.TableActions[action]; ok {
+		return ts
+	}
+	return f.Tables
 }
 
 // RouteFunction is the function the HTTP API sends a request for path to:
