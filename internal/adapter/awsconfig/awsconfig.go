@@ -311,8 +311,8 @@ var Functions = []Function{
 		Tables: []string{dynamostore.TableJobs, dynamostore.TableLogs, dynamostore.TableReports, dynamostore.TableRegistry, dynamostore.TableGroups,
 			dynamostore.TableCounters},
 		TableActions: map[string][]string{
-			"dynamodb:BatchWriteItem": {dynamostore.TableLogs},                           // failed-list entries
-			"dynamodb:DeleteItem":     {dynamostore.TableJobs, dynamostore.TableRegistry}, // a one-time job (and its GLUE item); a deregistration
+			"dynamodb:BatchWriteItem": {dynamostore.TableLogs},                              // failed-list entries
+			"dynamodb:DeleteItem":     {dynamostore.TableJobs, dynamostore.TableRegistry},   // a one-time job (and its GLUE item); a deregistration
 			"dynamodb:Scan":           {dynamostore.TableRegistry, dynamostore.TableGroups}, // app names, groups
 		},
 		Actions: []string{
