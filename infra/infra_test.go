@@ -14,7 +14,6 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
-	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 )
 
 // The checks below run on a neutral model (stack) that each loader builds
@@ -699,8 +698,8 @@ func checkConsumer(t *testing.T, s *stack, where, qk string, c consumer, timeout
 // function, the oldest message of the ring and lane queues, read and
 // write throttling of every table, the HTTP API's 5xx, the invocations of
 // the function behind the public executor URL, and the scan's
-// ScanCompleted metric (missing data breaching: a scan that stopped
-// writing it is the failure).
+// invocations (missing data breaching: a scan that stopped running is
+// the failure).
 func checkAlarms(t *testing.T, s *stack) {
 	t.Helper()
 	watched := map[string]alarm{}
@@ -730,7 +729,9 @@ func checkAlarms(t *testing.T, s *stack) {
 	want = append(want, metricKey("AWS/ApiGateway", "5xx", map[string]string{"ApiId": "httpapi", "Stage": "$default"}))
 	// The public executor URL's requests: a flood bills an invocation each.
 	want = append(want, metricKey("AWS/Lambda", "Invocations", map[string]string{"FunctionName": "function:" + awsconfig.URLFunction()}))
-	scan := metricKey(wiring.MetricNamespace, wiring.MetricScanCompleted, map[string]string{"FunctionName": "function:scan"})
+	// A completed scan tick is an invocation without an error: the
+	// stalled-scan alarm reads AWS/Lambda's Invocations (and Errors).
+	scan := metricKey("AWS/Lambda", "Invocations", map[string]string{"FunctionName": "function:scan"})
 	want = append(want, scan)
 	for _, m := range want {
 		if _, ok := watched[m]; !ok {
@@ -738,7 +739,7 @@ func checkAlarms(t *testing.T, s *stack) {
 		}
 	}
 	if a, ok := watched[scan]; ok && a.missing != "breaching" {
-		t.Errorf("%s: alarm %s treats missing data as %q, want breaching (no ScanCompleted at all is a stalled scan)", s.format, a.name, a.missing)
+		t.Errorf("%s: alarm %s treats missing data as %q, want breaching (no scan invocation at all is a stalled scan)", s.format, a.name, a.missing)
 	}
 }
 

@@ -540,17 +540,39 @@ resource "aws_cloudwatch_metric_alarm" "api_5xx" {
   alarm_actions       = [aws_sns_topic.alarm.arn]
 }
 
+# A completed tick is a scan invocation without an error (a failed tick returns one; a timeout
+# counts as one): AWS/Lambda's own metrics say it, with no custom metric to pay for.
 resource "aws_cloudwatch_metric_alarm" "scan_stalled" {
   alarm_name          = "${var.name}-scan-stalled"
   alarm_description   = "xjob scan has not completed for ${var.scan_stalled_minutes} minutes: no fires are being planned"
-  namespace           = "xjob"
-  metric_name         = "ScanCompleted"
-  dimensions          = { FunctionName = aws_lambda_function.scan.function_name }
-  statistic           = "Sum"
-  period              = 60
   evaluation_periods  = var.scan_stalled_minutes
   threshold           = 1
   comparison_operator = "LessThanThreshold"
-  treat_missing_data  = "breaching" # no record at all is the failure this alarm is for
+  treat_missing_data  = "breaching" # no invocation at all is the failure this alarm is for
   alarm_actions       = [aws_sns_topic.alarm.arn]
+  metric_query {
+    id = "invocations"
+    metric {
+      namespace   = "AWS/Lambda"
+      metric_name = "Invocations"
+      dimensions  = { FunctionName = aws_lambda_function.scan.function_name }
+      period      = 60
+      stat        = "Sum"
+    }
+  }
+  metric_query {
+    id = "errors"
+    metric {
+      namespace   = "AWS/Lambda"
+      metric_name = "Errors"
+      dimensions  = { FunctionName = aws_lambda_function.scan.function_name }
+      period      = 60
+      stat        = "Sum"
+    }
+  }
+  metric_query {
+    id          = "completed"
+    expression  = "invocations - FILL(errors, 0)"
+    return_data = true
+  }
 }

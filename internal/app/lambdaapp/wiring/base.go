@@ -246,10 +246,10 @@ const ShutdownFlushTimeout = 400 * time.Millisecond
 // of its shutdown are the only moments it runs. What an environment that
 // dies without SIGTERM (a timeout, a crash) held is lost: at most
 // ReportFlushAge of its counts, which are best effort (the trigger logs
-// are the record). None of the templates' alarms reads these counters:
-// the one on the xjob namespace, ScanStalledAlarm, reads ScanCompleted,
-// which the scan writes at once (EMF.Put), as the ring its Fires and
-// LatenessMaxMs. An alarm added on Triggers, Results or their failures
+// are the record). None of the templates' alarms reads these counters
+// or any xjob metric (ScanStalledAlarm reads AWS/Lambda's Invocations
+// and Errors of the scan); the scan's metrics and the ring's
+// LatenessMaxMs are written at once (EMF.Put). An alarm added on Triggers, Results or their failures
 // sees each minute's full count up to a minute (or an idle environment's
 // lifetime) later: give it an evaluation range of a few periods.
 //

@@ -17,15 +17,16 @@ import (
 
 // MetricNamespace is the CloudWatch namespace of xjob's pipeline metrics;
 // every metric has one dimension, FunctionName (the Lambda function's
-// name, as AWS/Lambda's own metrics), so the templates' alarms address
-// them per stack.
+// name, as AWS/Lambda's own metrics), so alarms address them per stack.
+// Each one is a custom metric CloudWatch bills monthly ($0.30): what
+// AWS/Lambda's own metrics say (a scan tick completed: an invocation
+// without an error) is not written again.
 const MetricNamespace = "xjob"
 
 // Pipeline metric names (CloudWatch, through the embedded metric format).
 const (
-	MetricScanCompleted   = "ScanCompleted"   // 1 per scan invocation that finished its tick: the "scan stalled" alarm's signal
 	MetricScanJobs        = "ScanJobs"        // due jobs read
-	MetricFires           = "Fires"           // occurrences planned (scan) or handed to a lane (ring)
+	MetricFires           = "Fires"           // occurrences planned (scan)
 	MetricMisfires        = "Misfires"        // scheduled times found past the misfire threshold
 	MetricLatenessMax     = "LatenessMaxMs"   // largest delay between an occurrence's time and its hand-off, per ring invocation
 	MetricTriggers        = "Triggers"        // executor /run calls answered 200
@@ -112,9 +113,9 @@ func NewEMF(w io.Writer, fn string, clk clock.Clock) *EMF {
 // custom metric for every hour it receives a value ($0.30 a metric and
 // month), so an idle deployment that wrote its zeros paid for metrics
 // that say nothing. An alarm on a count treats the missing data as zero
-// (TreatMissingData notBreaching, or FILL(m, 0) in metric math); the one
+// (TreatMissingData notBreaching, or FILL(m, 0) in metric math); the
 // alarm that needs a value every minute (ScanStalledAlarm) reads
-// ScanCompleted, which is never zero.
+// AWS/Lambda's metrics, not these.
 func (e *EMF) Put(values map[string]float64) {
 	if e == nil {
 		return

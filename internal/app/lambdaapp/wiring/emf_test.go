@@ -82,7 +82,8 @@ func TestEMF(t *testing.T) {
 // TestEMFLeavesZerosOut: a metric whose value is zero is not written (each
 // custom metric is billed for every hour it receives a value), and a
 // record whose values are all zero is not written at all, so an idle
-// scan writes ScanCompleted alone.
+// scan that found jobs but planned no fire writes ScanJobs alone, and an
+// idle one nothing.
 func TestEMFLeavesZerosOut(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -90,8 +91,9 @@ func TestEMFLeavesZerosOut(t *testing.T) {
 		values map[string]float64
 		want   []string // metric names written, sorted; none: no record
 	}{
-		{"idle scan", map[string]float64{wiring.MetricScanCompleted: 1, wiring.MetricScanJobs: 0, wiring.MetricFires: 0, wiring.MetricMisfires: 0},
-			[]string{wiring.MetricScanCompleted}},
+		{"scan without fires", map[string]float64{wiring.MetricScanJobs: 3, wiring.MetricFires: 0, wiring.MetricMisfires: 0},
+			[]string{wiring.MetricScanJobs}},
+		{"idle scan", map[string]float64{wiring.MetricScanJobs: 0, wiring.MetricFires: 0, wiring.MetricMisfires: 0}, nil},
 		{"all zero", map[string]float64{wiring.MetricLost: 0}, nil},
 		{"none zero", map[string]float64{wiring.MetricFires: 2, wiring.MetricLatenessMax: 5}, []string{wiring.MetricFires, wiring.MetricLatenessMax}},
 	}
