@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 )
 
 // TestDeploysOnDefaultAccount: both stacks reserve no concurrency unless
@@ -81,6 +84,115 @@ func TestSAMDeletionPolicies(t *testing.T) {
 	for typ := range want {
 		if seen[typ] == 0 {
 			t.Errorf("no %s in the template", typ)
+		}
+	}
+}
+
+// TestProvisionedOption: with TableBillingMode PROVISIONED, every part of
+// the steady tables — the table and each of its indexes — has a scalable
+// target for reads and one for writes between the capacity bounds, each
+// with a target-tracking policy at the target utilisation, and its
+// starting capacity; in both stacks.
+func TestProvisionedOption(t *testing.T) {
+	t.Parallel()
+	type part struct{ table, index string }
+	var parts []part
+	specs := dynamostore.TableSpecs(dynamostore.TablesWithPrefix(""))
+	for _, s := range specs {
+		short := strings.TrimPrefix(*s.TableName, "-")
+		if !slices.Contains(awsconfig.SteadyTables, short) {
+			continue
+		}
+		parts = append(parts, part{short, ""})
+		for _, g := range s.GlobalSecondaryIndexes {
+			parts = append(parts, part{short, *g.IndexName})
+		}
+	}
+	samLogical := map[string]string{dynamostore.TableJobs: "JobsTable", dynamostore.TableLogs: "LogsTable"}
+	tfName := map[string]string{dynamostore.TableJobs: "jobs", dynamostore.TableLogs: "log_pages"}
+
+	// SAM: the targets and policies, under the ProvisionedTables condition.
+	b, err := os.ReadFile("sam/template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		t.Fatal(err)
+	}
+	v, err := yamlValue(&root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources := mapOf(mapOf(v)["Resources"])
+	targets := map[string]string{} // "resource id dimension" → logical id
+	policies := map[string]map[string]any{}
+	for id, r := range resources {
+		rm := mapOf(r)
+		props := mapOf(rm["Properties"])
+		switch rm["Type"] {
+		case "AWS::ApplicationAutoScaling::ScalableTarget":
+			if rm["Condition"] != "ProvisionedTables" || props["MinCapacity"] != "${TableCapacityMin}" || props["MaxCapacity"] != "${TableCapacityMax}" {
+				t.Errorf("sam: %s: condition %v, capacity %v..%v; want ProvisionedTables, TableCapacityMin..TableCapacityMax", id, rm["Condition"], props["MinCapacity"], props["MaxCapacity"])
+			}
+			targets[str(props["ResourceId"])+" "+str(props["ScalableDimension"])] = id
+		case "AWS::ApplicationAutoScaling::ScalingPolicy":
+			policies[str(props["ScalingTargetId"])] = props
+		}
+	}
+	for _, p := range parts {
+		for _, dim := range []string{"Read", "Write"} {
+			id, kind := "table/${"+samLogical[p.table]+"}", "table"
+			if p.index != "" {
+				id, kind = id+"/index/"+p.index, "index"
+			}
+			key := id + " dynamodb:" + kind + ":" + dim + "CapacityUnits"
+			target, ok := targets[key]
+			if !ok {
+				t.Errorf("sam: no scalable target %s", key)
+				continue
+			}
+			delete(targets, key)
+			pol := policies["${"+target+"}"]
+			cfg := mapOf(pol["TargetTrackingScalingPolicyConfiguration"])
+			if pol["PolicyType"] != "TargetTrackingScaling" || cfg["TargetValue"] != "${TableTargetUtilization}" ||
+				mapOf(cfg["PredefinedMetricSpecification"])["PredefinedMetricType"] != "DynamoDB"+dim+"CapacityUtilization" {
+				t.Errorf("sam: scalable target %s: policy %v, want target tracking of DynamoDB%sCapacityUtilization at TableTargetUtilization", target, pol, dim)
+			}
+		}
+	}
+	for key, id := range targets {
+		t.Errorf("sam: scalable target %s (%s) on no steady table part", id, key)
+	}
+
+	// Terraform: the parts the for_each expands over, and the resources
+	// that expand over them.
+	tf, err := loadTerraformModule("terraform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	if l, ok := tf.locals["scaled_parts"]; ok {
+		for _, id := range mapOf(tf.eval(l.e, l.src, 0)) {
+			got[str(id)] = true
+		}
+	}
+	for _, p := range parts {
+		id := "table/${aws_dynamodb_table." + tfName[p.table] + ".name}"
+		if p.index != "" {
+			id += "/index/" + p.index
+		}
+		if !got[id] {
+			t.Errorf("terraform: local.scaled_parts lacks %s", id)
+		}
+		delete(got, id)
+	}
+	for id := range got {
+		t.Errorf("terraform: local.scaled_parts has %s, no steady table part", id)
+	}
+	for _, typ := range []string{"aws_appautoscaling_target", "aws_appautoscaling_policy"} {
+		if r := tf.resources[typ]["table"]; r == nil || r.raw["for_each"] != "local.scaled" {
+			t.Errorf("terraform: %s.table does not expand over local.scaled", typ)
 		}
 	}
 }

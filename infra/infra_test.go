@@ -67,8 +67,11 @@ type table struct {
 	gsis        map[string]gsi
 	ttl         string // TTL attribute, "" when off
 	pitr        bool
-	billingMode string
-	retain      bool // survives stack deletion and replacement (SAM Retain, Terraform prevent_destroy)
+	billingMode string // by default
+	// provisionable says the stack's TableBillingMode can put the table on
+	// provisioned capacity (awsconfig.SteadyTables).
+	provisionable bool
+	retain        bool // survives stack deletion and replacement (SAM Retain, Terraform prevent_destroy)
 }
 
 type gsi struct{ hash, rng, projection string }
@@ -484,6 +487,9 @@ func checkTables(t *testing.T, s *stack) {
 		}
 		if !maps.Equal(wantG, got.gsis) {
 			t.Errorf("%s: global secondary indexes\n   got  %v\n   want %v (dynamostore.TableSpecs)", where, got.gsis, wantG)
+		}
+		if steady := slices.Contains(awsconfig.SteadyTables, short); got.provisionable != steady {
+			t.Errorf("%s: TableBillingMode option %v, want it exactly on awsconfig.SteadyTables (%v)", where, got.provisionable, steady)
 		}
 		if got.billingMode != "PAY_PER_REQUEST" {
 			t.Errorf("%s: billing mode %q, want PAY_PER_REQUEST (on-demand)", where, got.billingMode)

@@ -327,6 +327,10 @@ func samTableName(props map[string]any) string {
 
 func samTable(props map[string]any) table {
 	t := table{attrs: map[string]string{}, gsis: map[string]gsi{}, billingMode: str(props["BillingMode"])}
+	// The TableBillingMode option: !If [ProvisionedTables, PROVISIONED, PAY_PER_REQUEST].
+	if l := listOf(mapOf(props["BillingMode"])["Fn::If"]); len(l) == 3 && l[1] == "PROVISIONED" {
+		t.billingMode, t.provisionable = str(l[2]), true
+	}
 	for _, a := range listOf(props["AttributeDefinitions"]) {
 		t.attrs[str(mapOf(a)["AttributeName"])] = str(mapOf(a)["AttributeType"])
 	}

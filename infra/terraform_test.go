@@ -24,6 +24,8 @@ type tfBlock struct {
 	// is a conditional expression (count = local.in_vpc ? 1 : 0 →
 	// "local.in_vpc"); eval takes its "on" arm.
 	conds map[string]string
+	// raw is each attribute's source text.
+	raw map[string]string
 }
 
 func (b *tfBlock) block(typ string) *tfBlock {
@@ -52,6 +54,15 @@ type tfExpr struct {
 // literals, lists, objects, templates, locals; references to resources and
 // variables stay as "${type.name.attr}" strings and are mapped to symbols.
 func loadTerraform(dir string) (*stack, error) {
+	m, err := loadTerraformModule(dir)
+	if err != nil {
+		return nil, err
+	}
+	return m.stack(), nil
+}
+
+// loadTerraformModule parses dir/*.tf into blocks (see loadTerraform).
+func loadTerraformModule(dir string) (*tfModule, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.tf"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("terraform: no .tf files in %s (%v)", dir, err)
@@ -97,7 +108,7 @@ func loadTerraform(dir string) (*stack, error) {
 			}
 		}
 	}
-	return m.stack(), nil
+	return m, nil
 }
 
 func put(m map[string]map[string]*tfBlock, typ, name string, b *tfBlock) {
@@ -108,9 +119,10 @@ func put(m map[string]map[string]*tfBlock, typ, name string, b *tfBlock) {
 }
 
 func (m *tfModule) convert(body *hclsyntax.Body, src []byte) *tfBlock {
-	b := &tfBlock{attrs: map[string]any{}, blocks: map[string][]*tfBlock{}, conds: map[string]string{}}
+	b := &tfBlock{attrs: map[string]any{}, blocks: map[string][]*tfBlock{}, conds: map[string]string{}, raw: map[string]string{}}
 	for name, a := range body.Attributes {
 		b.attrs[name] = m.eval(a.Expr, src, 0)
+		b.raw[name] = string(a.Expr.Range().SliceBytes(src))
 		if c, ok := a.Expr.(*hclsyntax.ConditionalExpr); ok {
 			b.conds[name] = string(c.Condition.Range().SliceBytes(src))
 		}
@@ -322,6 +334,14 @@ func (m *tfModule) stack() *stack {
 	for _, b := range res("aws_dynamodb_table") {
 		t := table{attrs: map[string]string{}, gsis: map[string]gsi{}, billingMode: str(b.attrs["billing_mode"]),
 			hash: str(b.attrs["hash_key"]), rng: str(b.attrs["range_key"])}
+		// The TableBillingMode option: billing_mode = var.table_billing_mode,
+		// read as its default, provisionable when it may be PROVISIONED.
+		if v, ok := strings.CutPrefix(t.billingMode, "${var."); ok {
+			if vb, ok := m.variables[strings.TrimSuffix(v, "}")]; ok {
+				p := tfParam(strings.TrimSuffix(v, "}"), vb)
+				t.billingMode, t.provisionable = str(p.def), slices.Contains(p.allowed, "PROVISIONED")
+			}
+		}
 		for _, a := range b.blocks["attribute"] {
 			t.attrs[str(a.attrs["name"])] = str(a.attrs["type"])
 		}

@@ -73,6 +73,32 @@ type CostSample struct {
 	Environments map[string]int
 	// Advances is how the window's scan advances were priced.
 	Advances SteadyAdvances
+	// Tables is each table's and index's load per second in the window
+	// (what provisioned capacity would serve: ProvisionedDelta).
+	Tables map[string][]awsstack.TableLoad
+}
+
+// ProvisionedDelta is what the window costs more (less, when negative)
+// with p's tables on provisioned capacity than on demand: capacity-hours
+// in place of their request units.
+func ProvisionedDelta(s *CostSample, p awsstack.Provisioned, on awsstack.Prices, cp awsstack.CapacityPrices) (delta float64, c awsstack.CapacityCost) {
+	c = p.Price(s.Tables, s.Seconds, awsstack.TablePrefix, on, cp)
+	return c.Dollars - c.OnDemand, c
+}
+
+// FitPerM prices a window-dollar figure of two samples at w's full rate,
+// per million triggers, as ScaleCost fits each component (fixed per
+// second + per trigger through the two points), without clamping: a
+// delta may be negative.
+func FitPerM(w Workload, lo, hi *CostSample, dl, dh float64) float64 {
+	full := float64(w.FullJobs) * w.PerJobPerSecond
+	tl, th := float64(lo.Triggers), float64(hi.Triggers)
+	var b float64
+	if th/hi.Seconds != tl/lo.Seconds {
+		b = (dh/hi.Seconds - dl/lo.Seconds) / (th/hi.Seconds - tl/lo.Seconds)
+	}
+	a := (dh - b*th) / hi.Seconds
+	return (a/full + b) * 1e6
 }
 
 // SteadyAdvances prices a window's scan advances at the steady state's
@@ -329,6 +355,7 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 		return nil, err
 	}
 	hot := d.Meter().Hottest()
+	tables := d.Meter().TableSeconds()
 	if w.FullJobs > 0 {
 		if err := d.Scan(ctx); err != nil {
 			return nil, fmt.Errorf("%s: scan at the window end: %w", w.Name, err)
@@ -362,7 +389,7 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	}
 	env.logf("%s: window closed; outcome read %s after it", w.Name, time.Since(from.Add(window)).Round(time.Millisecond))
 	s := &CostSample{Jobs: jobs, Rate: float64(jobs) * w.PerJobPerSecond, Seconds: window.Seconds(), Triggers: len(logs), Usage: usage,
-		Hottest: hot, PlanningHottest: planHot, Environments: map[string]int{}, Advances: advances}
+		Hottest: hot, PlanningHottest: planHot, Environments: map[string]int{}, Advances: advances, Tables: tables}
 	for _, fn := range []string{"ring", "dispatch", "callback", "registry"} {
 		s.Environments[fn] = d.Environments(fn)
 	}

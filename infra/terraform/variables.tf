@@ -269,3 +269,43 @@ variable "executor_request_alarm" {
     error_message = "executor_request_alarm must be at least 1."
   }
 }
+
+variable "table_billing_mode" {
+  description = "Billing of the steady tables (jobs, logpages) and their indexes - PAY_PER_REQUEST (on demand) or PROVISIONED (capacity under auto scaling, table_capacity_min..table_capacity_max units each of read and write, tracking table_target_utilization). The other tables stay on demand."
+  type        = string
+  default     = "PAY_PER_REQUEST"
+  validation {
+    condition     = contains(["PAY_PER_REQUEST", "PROVISIONED"], var.table_billing_mode)
+    error_message = "table_billing_mode must be PAY_PER_REQUEST or PROVISIONED."
+  }
+}
+
+variable "table_capacity_min" {
+  description = "With table_billing_mode PROVISIONED, the least read and write units of each steady table and index (each costs at least this much an hour, loaded or not)."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.table_capacity_min >= 1 && var.table_capacity_min <= 40000
+    error_message = "table_capacity_min must be from 1 to 40000."
+  }
+}
+
+variable "table_capacity_max" {
+  description = "With table_billing_mode PROVISIONED, the most read and write units auto scaling gives each steady table and index (past it and the burst credit, requests are throttled)."
+  type        = number
+  default     = 4000
+  validation {
+    condition     = var.table_capacity_max >= 1 && var.table_capacity_max <= 40000
+    error_message = "table_capacity_max must be from 1 to 40000."
+  }
+}
+
+variable "table_target_utilization" {
+  description = "With table_billing_mode PROVISIONED, the consumed share of capacity auto scaling keeps, in percent."
+  type        = number
+  default     = 70
+  validation {
+    condition     = var.table_target_utilization >= 20 && var.table_target_utilization <= 90
+    error_message = "table_target_utilization must be from 20 to 90."
+  }
+}

@@ -69,6 +69,10 @@ func run() int {
 	w2Lead := fs.Duration("w2-lead", 0, "W2's jobs are started without the admin's push of their first fires, a scan plans them at once, and each window opens 7 s after their first fires; a lead starts them with the admin's bulk start instead and opens the window this long after it (151 s: past the pushed fires, the scan horizon, 150 s; 61 s measures that transient)")
 	sync := fs.Bool("sync-callbacks", false, "deploy without the results queue: the callback function applies each request itself (the design before it), to compare")
 	reserved := fs.Bool("reserved", false, "deploy as ReservedConcurrency=true does (callback, web, scan and registry capped at their reservations), to compare; the templates' default is off")
+	provTables := fs.String("provisioned-tables", "logpages,jobs", "the tables the provisioned line puts on provisioned capacity with auto scaling (the stacks' ProvisionedTables), the others on demand")
+	provMin := fs.Float64("provisioned-min", 1, "provisioned line: minimum capacity units, each of read and write, per table and index")
+	provMax := fs.Float64("provisioned-max", 4000, "provisioned line: maximum capacity units per table and index")
+	provTarget := fs.Float64("provisioned-target", 0.7, "provisioned line: auto scaling's target utilisation")
 	noInit := fs.Bool("no-init", false, "do not measure the functions' init durations with the real bootstraps (cold starts are then not priced)")
 	ringLead := fs.Duration("ring-lead", 0, "override the scan's ring lead (how long before its second a ring bucket is visible at the latest), to compare leads")
 	only := fs.String("only", "", "run only these workloads (comma-separated: W1,W2,W3,W4,W5,W6,idle); the last lines then print only theirs")
@@ -148,6 +152,16 @@ func run() int {
 		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
 	}
 	totals := map[string]float64{}
+	prov := awsstack.Provisioned{Tables: strings.Split(*provTables, ","), Min: *provMin, Max: *provMax, Target: *provTarget}
+	cp := awsstack.ListCapacityPrices()
+	provLine := map[string]string{}
+	printProv := func(name string, c awsstack.CapacityCost) {
+		var caps []string
+		for _, k := range slices.Sorted(maps.Keys(c.Capacity)) {
+			caps = append(caps, fmt.Sprintf("%s %.0f", strings.TrimPrefix(k, awsstack.TablePrefix+"-"), c.Capacity[k]))
+		}
+		fmt.Printf("  provisioned (%s at %.0f%%, min %.0f): capacity %s; throttled %.0f units\n", *provTables, *provTarget*100, *provMin, strings.Join(caps, ", "), c.Throttled)
+	}
 	for _, wl := range workloads {
 		if !want(wl.w.Name) {
 			continue
@@ -178,6 +192,12 @@ func run() int {
 		}
 		fmt.Println()
 		totals[wl.w.Name] = sc.TotalPerM
+		if wl.w.Name == "W1" {
+			dl, _ := harness.ProvisionedDelta(samples[0], prov, p, cp)
+			dh, c := harness.ProvisionedDelta(samples[1], prov, p, cp)
+			printProv("W1", c)
+			provLine["W1"] = fmt.Sprintf("W1 $%.2f/M", sc.TotalPerM+harness.FitPerM(wl.w, samples[0], samples[1], dl, dh))
+		}
 	}
 	// FullJobs makes the run meter the jobs' first planning scan apart and
 	// bear its share per planning cycle, as the steady state does (the
@@ -201,6 +221,9 @@ func run() int {
 		printInvokes(s)
 		printMetrics(s)
 		w5Month = m
+		d, c := harness.ProvisionedDelta(s, prov, p, cp)
+		printProv("W5", c)
+		provLine["W5"] = fmt.Sprintf("W5 $%.2f/month", m+d*awsstack.MonthSeconds/s.Seconds)
 	}
 	var idleMonth float64
 	if want("idle") {
@@ -217,10 +240,17 @@ func run() int {
 		printInvokes(s)
 		printMetrics(s)
 		idleMonth = m
+		d, c := harness.ProvisionedDelta(s, prov, p, cp)
+		printProv("idle", c)
+		provLine["idle"] = fmt.Sprintf("idle $%.2f/month", m+d*awsstack.MonthSeconds/s.Seconds)
 	}
 	if n, metrics := alarmCount(*root); n > 0 {
 		fmt.Printf("alarms: %d CloudWatch alarms reading %d metrics in infra/sam/template.yaml: $%.2f per month ($%.2f a metric), not in the figures above\n",
 			n, metrics, float64(metrics)*p.AlarmMonth, p.AlarmMonth)
+		if parts := prov.Parts(); parts > 0 {
+			fmt.Printf("alarms, provisioned: auto scaling's target tracking adds 2 alarms per table or index and dimension, %d: $%.2f per month, not in the provisioned line\n",
+				4*parts, float64(4*parts)*p.AlarmMonth)
+		}
 	}
 	var limits string
 	if want("W6") {
@@ -277,6 +307,9 @@ func run() int {
 			parts = append(parts, fmt.Sprintf("idle $%.2f/month", idleMonth))
 		}
 		fmt.Printf("cost (only %s): %s\n", *only, strings.Join(parts, ", "))
+		if pl := provisionedLine(provLine); pl != "" {
+			fmt.Println(pl)
+		}
 		if limits != "" {
 			fmt.Println(limits)
 		}
@@ -284,8 +317,24 @@ func run() int {
 	}
 	fmt.Printf("cost: W1 $%.2f/M, W2 $%.2f/M, W3 $%.2f/M, W4 $%.2f/M, W5 $%.2f/month, idle $%.2f/month\n",
 		totals["W1"], totals["W2"], totals["W3"], totals["W4"], w5Month, idleMonth)
+	fmt.Println(provisionedLine(provLine))
 	fmt.Println(limits)
 	return 0
+}
+
+// provisionedLine is "provisioned: W1 $A/M, W5 $B/month, idle $C/month",
+// with the workloads that ran.
+func provisionedLine(by map[string]string) string {
+	var parts []string
+	for _, w := range []string{"W1", "W5", "idle"} {
+		if v, ok := by[w]; ok {
+			parts = append(parts, v)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "provisioned: " + strings.Join(parts, ", ")
 }
 
 // w5Second is the second of the minute W5's job i fires at: random, but

@@ -418,7 +418,7 @@ const (
 // and lane queues and the alarm topic, and the functions' environment.
 func (d *Deployment) createResources(ctx context.Context) error {
 	ddb, sq, sn := d.clients("")
-	const prefix = "xjob"
+	const prefix = TablePrefix
 	st, err := dynamostore.New(ddb, dynamostore.Options{Tables: dynamostore.TablesWithPrefix(prefix), Shards: d.opts.Shards})
 	if err != nil {
 		return fmt.Errorf("awsstack store: %w", err)
@@ -480,6 +480,9 @@ func (d *Deployment) createResources(ctx context.Context) error {
 	}
 	return nil
 }
+
+// TablePrefix is the emulated deployment's XJOB_TABLE_PREFIX.
+const TablePrefix = "xjob"
 
 // LoopbackCIDRs is the emulated deployment's XJOB_ALLOW_CIDRS.
 const LoopbackCIDRs = "127.0.0.0/8,::1/128"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,9 @@ type hotTracker struct {
 	keys      map[string]*load
 	best      Hottest
 	throttled int
+	// tables is every table's (and index's) units per second since the
+	// last reset: what provisioned capacity would have to serve.
+	tables map[string]map[int64]*load
 	// limits (0: not enforced)
 	wcu, rcu float64
 }
@@ -136,6 +140,25 @@ func (h *hotTracker) add(item, key string, w, r float64) {
 	}
 	at(h.items, item)
 	at(h.keys, key)
+	k := key
+	if k == "" {
+		k = item
+	}
+	if table, _, ok := strings.Cut(k, "|"); ok {
+		if h.tables == nil {
+			h.tables = map[string]map[int64]*load{}
+		}
+		if h.tables[table] == nil {
+			h.tables[table] = map[int64]*load{}
+		}
+		l := h.tables[table][h.sec]
+		if l == nil {
+			l = &load{}
+			h.tables[table][h.sec] = l
+		}
+		l.w += w
+		l.r += r
+	}
 }
 
 func (h *hotTracker) snapshot() Hottest {
@@ -151,8 +174,32 @@ func (h *hotTracker) reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.best, h.throttled = Hottest{}, 0
+	h.tables = nil
 	clear(h.items)
 	clear(h.keys)
+}
+
+// TableLoad is one table's (or one index's: "table/index") units in
+// one second.
+type TableLoad struct {
+	At       int64 // the second (Unix)
+	WCU, RCU float64
+}
+
+// TableSeconds returns each table's and index's load per second since
+// the last ResetHot, in time order, keyed "table" or "table/index" (the
+// deployment's table names).
+func (m *Meter) TableSeconds() map[string][]TableLoad {
+	m.hot.mu.Lock()
+	defer m.hot.mu.Unlock()
+	out := map[string][]TableLoad{}
+	for t, secs := range m.hot.tables {
+		for at, l := range secs {
+			out[t] = append(out[t], TableLoad{At: at, WCU: l.w, RCU: l.r})
+		}
+		slices.SortFunc(out[t], func(a, b TableLoad) int { return int(a.At - b.At) })
+	}
+	return out
 }
 
 // Hottest returns the peak one-second loads since the last ResetHot.
