@@ -2,6 +2,7 @@ package infra
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -193,6 +194,63 @@ func TestProvisionedOption(t *testing.T) {
 	for _, typ := range []string{"aws_appautoscaling_target", "aws_appautoscaling_policy"} {
 		if r := tf.resources[typ]["table"]; r == nil || r.raw["for_each"] != "local.scaled" {
 			t.Errorf("terraform: %s.table does not expand over local.scaled", typ)
+		}
+	}
+}
+
+// TestTerraformExpandsOverOneMap: the per-function roles, role policies
+// and alarms expand over local.functions, whose keys are exactly
+// awsconfig.Functions, and the queues and their dead-letter queues and
+// alarms over local.queues, so a change to one of them is made once.
+func TestTerraformExpandsOverOneMap(t *testing.T) {
+	t.Parallel()
+	m, err := loadTerraformModule("terraform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(local string) []string {
+		l, ok := m.locals[local]
+		if !ok {
+			t.Fatalf("no local.%s", local)
+		}
+		return slices.Sorted(maps.Keys(mapOf(m.eval(l.e, l.src, 0))))
+	}
+	var fns []string
+	for _, f := range awsconfig.Functions {
+		fns = append(fns, f.Name)
+	}
+	slices.Sort(fns)
+	if got := keys("functions"); !slices.Equal(got, fns) {
+		t.Errorf("local.functions has %v, want awsconfig.Functions %v", got, fns)
+	}
+	if got := keys("queues"); !slices.Equal(got, []string{"dispatch-fast", "dispatch-slow", "results", "ring"}) {
+		t.Errorf("local.queues has %v", got)
+	}
+	for _, r := range []struct{ typ, name, over string }{
+		{"aws_iam_role", "function", "functions"}, {"aws_iam_role_policy", "function", "functions"},
+		{"aws_cloudwatch_metric_alarm", "function_errors", "functions"}, {"aws_cloudwatch_metric_alarm", "function_throttles", "functions"},
+		{"aws_sqs_queue", "queue", "queues"}, {"aws_sqs_queue", "dlq", "queues"}, {"aws_cloudwatch_metric_alarm", "dlq", "queues"},
+		{"aws_cloudwatch_metric_alarm", "table_throttles", "tables"},
+	} {
+		var n int
+		for name, b := range m.resources[r.typ] {
+			if strings.HasPrefix(name, r.name+"[") {
+				n++
+				if b.raw["for_each"] != "local."+r.over {
+					t.Errorf("%s.%s: for_each %q, want local.%s", r.typ, name, b.raw["for_each"], r.over)
+				}
+			}
+		}
+		if want := len(keys(r.over)); n != want {
+			t.Errorf("%s.%s: %d instances, want one per key of local.%s (%d)", r.typ, r.name, n, r.over, want)
+		}
+	}
+	// No per-function or per-queue copy is left beside the expansions.
+	for _, typ := range []string{"aws_iam_role", "aws_iam_role_policy", "aws_sqs_queue"} {
+		for name := range m.resources[typ] {
+			if !strings.Contains(name, "[") && !strings.HasSuffix(name, "_vpc") {
+				t.Errorf("%s.%s: a copy outside the for_each expansion", typ, name)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package infra
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -42,6 +43,15 @@ type tfModule struct {
 	data      map[string]map[string]*tfBlock
 	variables map[string]*tfBlock
 	outputs   map[string]*tfBlock
+	// each is the instance of a for_each resource being converted: each.key
+	// and each.value evaluate to it (nil outside one).
+	each *tfEach
+}
+
+// tfEach is one instance of a for_each resource.
+type tfEach struct {
+	key   string
+	value any
 }
 
 type tfExpr struct {
@@ -95,6 +105,19 @@ func loadTerraformModule(dir string) (*tfModule, error) {
 	}
 	for _, p := range all {
 		for _, b := range p.body.Blocks {
+			// A resource with for_each over a map (a literal or a local) is
+			// one resource per key, named name["key"] as Terraform names
+			// its instances, each converted with each.key and each.value.
+			if fe, ok := b.Body.Attributes["for_each"]; ok && b.Type == "resource" && len(b.Labels) == 2 {
+				if inst, ok := m.eval(fe.Expr, p.src, 0).(map[string]any); ok {
+					for _, k := range slices.Sorted(maps.Keys(inst)) {
+						m.each = &tfEach{key: k, value: inst[k]}
+						put(m.resources, b.Labels[0], fmt.Sprintf("%s[%q]", b.Labels[1], k), m.convert(b.Body, p.src))
+					}
+					m.each = nil
+					continue
+				}
+			}
 			blk := m.convert(b.Body, p.src)
 			switch {
 			case b.Type == "resource" && len(b.Labels) == 2:
@@ -160,6 +183,16 @@ func (m *tfModule) eval(e hclsyntax.Expression, src []byte, depth int) any {
 		return b.String()
 	case *hclsyntax.ScopeTraversalExpr:
 		tr := x.Traversal
+		if tr.RootName() == "each" && m.each != nil && len(tr) >= 2 {
+			if a, ok := tr[1].(hcl.TraverseAttr); ok {
+				switch a.Name {
+				case "key":
+					return m.each.key
+				case "value":
+					return attrsOf(m.each.value, tr[2:])
+				}
+			}
+		}
 		if tr.RootName() == "local" && len(tr) >= 2 {
 			if a, ok := tr[1].(hcl.TraverseAttr); ok {
 				if l, ok := m.locals[a.Name]; ok {
@@ -184,6 +217,14 @@ func (m *tfModule) eval(e hclsyntax.Expression, src []byte, depth int) any {
 			obj[key] = m.eval(it.ValueExpr, src, depth+1)
 		}
 		return obj
+	case *hclsyntax.IndexExpr: // aws_sqs_queue.dlq[each.key]
+		if c, ok := m.eval(x.Collection, src, depth+1).(string); ok && strings.HasPrefix(c, "${") {
+			if k, ok := m.eval(x.Key, src, depth+1).(string); ok && !strings.HasPrefix(k, "${") {
+				return fmt.Sprintf("%s[%q]}", strings.TrimSuffix(c, "}"), k)
+			}
+		}
+	case *hclsyntax.RelativeTraversalExpr: // aws_sqs_queue.dlq[each.key].arn
+		return attrsOf(m.eval(x.Source, src, depth+1), x.Traversal)
 	case *hclsyntax.ObjectConsKeyExpr:
 		return m.eval(x.Wrapped, src, depth+1)
 	case *hclsyntax.ConditionalExpr:
@@ -206,6 +247,30 @@ func (m *tfModule) eval(e hclsyntax.Expression, src []byte, depth int) any {
 		}
 	}
 	return opaque()
+}
+
+// attrsOf follows the attribute steps of tr from v: into an object's
+// keys, or appended to a reference ("${aws_sqs_queue.dlq[\"ring\"]}" →
+// "${aws_sqs_queue.dlq[\"ring\"].arn}").
+func attrsOf(v any, tr hcl.Traversal) any {
+	for _, step := range tr {
+		a, ok := step.(hcl.TraverseAttr)
+		if !ok {
+			return fmt.Sprintf("${%v[step]}", v)
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[a.Name]
+		case string:
+			if !strings.HasPrefix(x, "${") {
+				return fmt.Sprintf("${%s.%s}", x, a.Name)
+			}
+			v = strings.TrimSuffix(x, "}") + "." + a.Name + "}"
+		default:
+			return fmt.Sprintf("${%v.%s}", v, a.Name)
+		}
+	}
+	return v
 }
 
 func traversalString(tr hcl.Traversal) string {
@@ -302,6 +367,9 @@ func (m *tfModule) stack() *stack {
 		for _, a := range []string{"arn", "invoke_arn", "function_name", "qualified_arn"} {
 			sym[ref("aws_lambda_function", n, a)] = "function:" + n
 		}
+		// Its name as a for_each instance writes it: "${var.name}-${each.key}"
+		// (function_name is checked to be exactly that).
+		sym[namePrefix+n] = "function:" + n
 	}
 	for n := range res("aws_iam_role") {
 		for _, a := range []string{"arn", "id", "name"} {
@@ -385,9 +453,6 @@ func (m *tfModule) stack() *stack {
 		if !ok {
 			s.problem("aws_iam_role_policy.%s: role %v is not an aws_iam_role of the module", n, b.attrs["role"])
 			continue
-		}
-		if b.attrs["for_each"] != nil {
-			s.problem("aws_iam_role_policy.%s: for_each is not checked; use count = <condition> ? 1 : 0", n)
 		}
 		if b.attrs["count"] != nil { // a policy under a condition
 			cond, ok := b.conds["count"]

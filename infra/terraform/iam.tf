@@ -6,6 +6,20 @@ data "aws_partition" "current" {}
 
 data "aws_caller_identity" "current" {}
 
+# One role per function (local.functions, functions.tf), with its own policy document below.
+resource "aws_iam_role" "function" {
+  for_each           = local.functions
+  name_prefix        = "${var.name}-${each.key}-"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+}
+
+resource "aws_iam_role_policy" "function" {
+  for_each = local.functions
+  name     = each.key
+  role     = aws_iam_role.function[each.key].id
+  policy   = each.value.policy
+}
+
 data "aws_iam_policy_document" "lambda_assume" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -14,11 +28,6 @@ data "aws_iam_policy_document" "lambda_assume" {
       identifiers = ["lambda.amazonaws.com"]
     }
   }
-}
-
-resource "aws_iam_role" "scan" {
-  name_prefix        = "${var.name}-scan-"
-  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
 }
 
 data "aws_iam_policy_document" "scan" {
@@ -35,7 +44,7 @@ data "aws_iam_policy_document" "scan" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.ring.arn, aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn]
   }
   statement {
     sid       = "Alarm" # the failure destination of its scheduled invocations
@@ -47,17 +56,6 @@ data "aws_iam_policy_document" "scan" {
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
     resources = ["${aws_cloudwatch_log_group.scan.arn}:*"]
   }
-}
-
-resource "aws_iam_role_policy" "scan" {
-  name   = "scan"
-  role   = aws_iam_role.scan.id
-  policy = data.aws_iam_policy_document.scan.json
-}
-
-resource "aws_iam_role" "ring" {
-  name_prefix        = "${var.name}-ring-"
-  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
 }
 
 # The ring dispatches its buckets' fast lane itself: the dispatch function's table access;
@@ -76,12 +74,12 @@ data "aws_iam_policy_document" "ring" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.ring.arn, aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn]
   }
   statement {
     sid       = "Consume"
     actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]
-    resources = [aws_sqs_queue.ring.arn]
+    resources = [aws_sqs_queue.queue["ring"].arn]
   }
   statement {
     sid       = "Alarm"
@@ -101,17 +99,6 @@ data "aws_iam_policy_document" "ring" {
   }
 }
 
-resource "aws_iam_role_policy" "ring" {
-  name   = "ring"
-  role   = aws_iam_role.ring.id
-  policy = data.aws_iam_policy_document.ring.json
-}
-
-resource "aws_iam_role" "dispatch" {
-  name_prefix        = "${var.name}-dispatch-"
-  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
-}
-
 data "aws_iam_policy_document" "dispatch" {
   statement {
     sid       = "Tables"
@@ -126,12 +113,12 @@ data "aws_iam_policy_document" "dispatch" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage", "sqs:ChangeMessageVisibility"]
-    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn, aws_sqs_queue.results.arn]
+    resources = [aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn, aws_sqs_queue.queue["results"].arn]
   }
   statement {
     sid       = "Consume"
     actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]
-    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn, aws_sqs_queue.results.arn]
+    resources = [aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn, aws_sqs_queue.queue["results"].arn]
   }
   statement {
     sid       = "Alarm"
@@ -149,17 +136,6 @@ data "aws_iam_policy_document" "dispatch" {
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
     resources = ["${aws_cloudwatch_log_group.dispatch.arn}:*"]
   }
-}
-
-resource "aws_iam_role_policy" "dispatch" {
-  name   = "dispatch"
-  role   = aws_iam_role.dispatch.id
-  policy = data.aws_iam_policy_document.dispatch.json
-}
-
-resource "aws_iam_role" "callback" {
-  name_prefix        = "${var.name}-callback-"
-  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
 }
 
 data "aws_iam_policy_document" "callback" {
@@ -192,7 +168,7 @@ data "aws_iam_policy_document" "callback" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn, aws_sqs_queue.results.arn]
+    resources = [aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn, aws_sqs_queue.queue["results"].arn]
   }
   statement {
     sid       = "Alarm"
@@ -212,17 +188,6 @@ data "aws_iam_policy_document" "callback" {
   }
 }
 
-resource "aws_iam_role_policy" "callback" {
-  name   = "callback"
-  role   = aws_iam_role.callback.id
-  policy = data.aws_iam_policy_document.callback.json
-}
-
-resource "aws_iam_role" "registry" {
-  name_prefix        = "${var.name}-registry-"
-  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
-}
-
 data "aws_iam_policy_document" "registry" {
   # Console and leases: the maintenance resumes a change set an apply left half-written.
   statement {
@@ -238,7 +203,7 @@ data "aws_iam_policy_document" "registry" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+    resources = [aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn]
   }
   statement {
     sid       = "Alarm"
@@ -250,17 +215,6 @@ data "aws_iam_policy_document" "registry" {
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
     resources = ["${aws_cloudwatch_log_group.registry.arn}:*"]
   }
-}
-
-resource "aws_iam_role_policy" "registry" {
-  name   = "registry"
-  role   = aws_iam_role.registry.id
-  policy = data.aws_iam_policy_document.registry.json
-}
-
-resource "aws_iam_role" "web" {
-  name_prefix        = "${var.name}-web-"
-  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
 }
 
 data "aws_iam_policy_document" "web" {
@@ -277,7 +231,7 @@ data "aws_iam_policy_document" "web" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.ring.arn, aws_sqs_queue.dispatch_fast.arn, aws_sqs_queue.dispatch_slow.arn]
+    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn]
   }
   statement {
     sid       = "Alarm"
@@ -295,12 +249,6 @@ data "aws_iam_policy_document" "web" {
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
     resources = ["${aws_cloudwatch_log_group.web.arn}:*"]
   }
-}
-
-resource "aws_iam_role_policy" "web" {
-  name   = "web"
-  role   = aws_iam_role.web.id
-  policy = data.aws_iam_policy_document.web.json
 }
 
 # In a VPC, Lambda creates and removes the network interfaces of the functions that call executors with
@@ -322,20 +270,20 @@ data "aws_iam_policy_document" "vpc_access" {
 resource "aws_iam_role_policy" "ring_vpc" {
   count  = local.in_vpc ? 1 : 0
   name   = "vpc-access"
-  role   = aws_iam_role.ring.id
+  role   = aws_iam_role.function["ring"].id
   policy = data.aws_iam_policy_document.vpc_access.json
 }
 
 resource "aws_iam_role_policy" "dispatch_vpc" {
   count  = local.in_vpc ? 1 : 0
   name   = "vpc-access"
-  role   = aws_iam_role.dispatch.id
+  role   = aws_iam_role.function["dispatch"].id
   policy = data.aws_iam_policy_document.vpc_access.json
 }
 
 resource "aws_iam_role_policy" "web_vpc" {
   count  = local.in_vpc ? 1 : 0
   name   = "vpc-access"
-  role   = aws_iam_role.web.id
+  role   = aws_iam_role.function["web"].id
   policy = data.aws_iam_policy_document.vpc_access.json
 }

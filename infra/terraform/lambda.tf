@@ -20,7 +20,7 @@ resource "aws_lambda_function" "scan" {
   architectures    = ["arm64"]
   memory_size      = 256
   timeout          = 55 # one tick (paging bounded at 20 s) + lease release, ended before the next minute
-  role             = aws_iam_role.scan.arn
+  role             = aws_iam_role.function["scan"].arn
 
   reserved_concurrent_executions = var.reserved_concurrency ? 2 : -1 # consecutive minutes overlap by the lease hand-over
   logging_config {
@@ -34,9 +34,9 @@ resource "aws_lambda_function" "scan" {
       XJOB_TABLE_PREFIX            = var.table_prefix
       XJOB_SHARDS                  = tostring(var.shards)
       XJOB_LOG_LEVEL               = var.log_level
-      XJOB_RING_QUEUE_URL          = aws_sqs_queue.ring.url
-      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
-      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
+      XJOB_RING_QUEUE_URL          = aws_sqs_queue.queue["ring"].url
+      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.queue["dispatch-fast"].url
+      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.queue["dispatch-slow"].url
       XJOB_SCAN_ADVANCE            = var.scan_advance
     }
   }
@@ -59,7 +59,7 @@ resource "aws_lambda_function" "ring" {
   # lambdaapp.RingTimeout: wait to the instants (<= 2 s) + start the fast lane's chunks (<= 10 s, the rest is
   # queued) + run the last chunk (<= 30 s, as the dispatch function) + queue leftovers and flush counters (<= 4 s).
   timeout = 50
-  role    = aws_iam_role.ring.arn
+  role    = aws_iam_role.function["ring"].arn
   logging_config {
     log_format            = "JSON"
     system_log_level      = var.lambda_system_log_level
@@ -73,9 +73,9 @@ resource "aws_lambda_function" "ring" {
       XJOB_LOG_LEVEL               = var.log_level
       XJOB_RETRY_DELAY             = var.retry_delay
       XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
-      XJOB_RING_QUEUE_URL          = aws_sqs_queue.ring.url
-      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
-      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
+      XJOB_RING_QUEUE_URL          = aws_sqs_queue.queue["ring"].url
+      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.queue["dispatch-fast"].url
+      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.queue["dispatch-slow"].url
       XJOB_ACCESS_TOKEN_PARAM      = var.access_token_parameter
       XJOB_SECRETS_REFRESH         = var.secrets_refresh
       XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
@@ -111,7 +111,7 @@ resource "aws_lambda_function" "dispatch" {
   architectures    = ["arm64"]
   memory_size      = 256
   timeout          = 30 # executor calls: 3 s connect + 3 s read, a few per task with failover
-  role             = aws_iam_role.dispatch.arn
+  role             = aws_iam_role.function["dispatch"].arn
   logging_config {
     log_format            = "JSON"
     system_log_level      = var.lambda_system_log_level
@@ -126,11 +126,11 @@ resource "aws_lambda_function" "dispatch" {
       XJOB_RETRY_DELAY               = var.retry_delay
       XJOB_RETRY_BACKOFF             = tostring(var.retry_backoff)
       XJOB_ALLOW_ANY_TRIGGER_ADDRESS = tostring(var.allow_any_trigger_address)
-      XJOB_DISPATCH_FAST_QUEUE_URL   = aws_sqs_queue.dispatch_fast.url
-      XJOB_DISPATCH_SLOW_QUEUE_URL   = aws_sqs_queue.dispatch_slow.url
+      XJOB_DISPATCH_FAST_QUEUE_URL   = aws_sqs_queue.queue["dispatch-fast"].url
+      XJOB_DISPATCH_SLOW_QUEUE_URL   = aws_sqs_queue.queue["dispatch-slow"].url
       XJOB_ACCESS_TOKEN_PARAM        = var.access_token_parameter
       XJOB_SECRETS_REFRESH           = var.secrets_refresh
-      XJOB_RESULTS_QUEUE_URL         = aws_sqs_queue.results.url
+      XJOB_RESULTS_QUEUE_URL         = aws_sqs_queue.queue["results"].url
       XJOB_ALLOW_CIDRS               = var.executor_allow_cidrs
       XJOB_DENY_CIDRS                = var.executor_deny_cidrs
       XJOB_LOG_RETENTION_DAYS        = var.trigger_log_retention_days
@@ -177,7 +177,7 @@ resource "aws_lambda_function" "callback" {
   architectures    = ["arm64"]
   memory_size      = 256
   timeout          = 15 # executors time their admin calls out sooner
-  role             = aws_iam_role.callback.arn
+  role             = aws_iam_role.function["callback"].arn
 
   reserved_concurrent_executions = var.reserved_concurrency ? 15 : -1 # results and heartbeats keep their own share, apart from the web function's
   logging_config {
@@ -193,11 +193,11 @@ resource "aws_lambda_function" "callback" {
       XJOB_LOG_LEVEL               = var.log_level
       XJOB_RETRY_DELAY             = var.retry_delay
       XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
-      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
-      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
+      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.queue["dispatch-fast"].url
+      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.queue["dispatch-slow"].url
       XJOB_ACCESS_TOKEN_PARAM      = var.access_token_parameter
       XJOB_SECRETS_REFRESH         = var.secrets_refresh
-      XJOB_RESULTS_QUEUE_URL       = aws_sqs_queue.results.url
+      XJOB_RESULTS_QUEUE_URL       = aws_sqs_queue.queue["results"].url
       XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
       XJOB_DENY_CIDRS              = var.executor_deny_cidrs
       XJOB_LOG_RETENTION_DAYS      = var.trigger_log_retention_days
@@ -247,7 +247,7 @@ resource "aws_lambda_function" "registry" {
   architectures    = ["arm64"]
   memory_size      = 256
   timeout          = 60 # maintenance may use the minute
-  role             = aws_iam_role.registry.arn
+  role             = aws_iam_role.function["registry"].arn
 
   reserved_concurrent_executions = var.reserved_concurrency ? 2 : -1 # consecutive minutes' runs may overlap
   logging_config {
@@ -263,8 +263,8 @@ resource "aws_lambda_function" "registry" {
       XJOB_LOG_LEVEL               = var.log_level
       XJOB_RETRY_DELAY             = var.retry_delay
       XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
-      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.dispatch_fast.url
-      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.dispatch_slow.url
+      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.queue["dispatch-fast"].url
+      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.queue["dispatch-slow"].url
       XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
       XJOB_DENY_CIDRS              = var.executor_deny_cidrs
       XJOB_LOG_RETENTION_DAYS      = var.trigger_log_retention_days
@@ -289,7 +289,7 @@ resource "aws_lambda_function" "web" {
   architectures    = ["arm64"]
   memory_size      = 256
   timeout          = 30 # the HTTP API cuts a request at 30 s
-  role             = aws_iam_role.web.arn
+  role             = aws_iam_role.function["web"].arn
 
   reserved_concurrent_executions = var.reserved_concurrency ? 5 : -1 # a ceiling on what a flood of sign-ins (argon2id) or admin calls can use
   logging_config {
@@ -307,9 +307,9 @@ resource "aws_lambda_function" "web" {
       XJOB_RETRY_BACKOFF             = tostring(var.retry_backoff)
       XJOB_ALLOW_ANY_TRIGGER_ADDRESS = tostring(var.allow_any_trigger_address)
       XJOB_START_DECLARED_JOBS       = tostring(var.start_declared_jobs)
-      XJOB_RING_QUEUE_URL            = aws_sqs_queue.ring.url
-      XJOB_DISPATCH_FAST_QUEUE_URL   = aws_sqs_queue.dispatch_fast.url
-      XJOB_DISPATCH_SLOW_QUEUE_URL   = aws_sqs_queue.dispatch_slow.url
+      XJOB_RING_QUEUE_URL            = aws_sqs_queue.queue["ring"].url
+      XJOB_DISPATCH_FAST_QUEUE_URL   = aws_sqs_queue.queue["dispatch-fast"].url
+      XJOB_DISPATCH_SLOW_QUEUE_URL   = aws_sqs_queue.queue["dispatch-slow"].url
       XJOB_ACCESS_TOKEN_PARAM        = var.access_token_parameter
       XJOB_SECRETS_REFRESH           = var.secrets_refresh
       XJOB_ADMIN_TOKEN_PARAM         = var.admin_token_parameter

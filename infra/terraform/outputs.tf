@@ -19,15 +19,15 @@ output "dispatch_function_name" {
 }
 
 output "ring_queue_url" {
-  value = aws_sqs_queue.ring.url
+  value = aws_sqs_queue.queue["ring"].url
 }
 
 output "dispatch_fast_queue_url" {
-  value = aws_sqs_queue.dispatch_fast.url
+  value = aws_sqs_queue.queue["dispatch-fast"].url
 }
 
 output "dispatch_slow_queue_url" {
-  value = aws_sqs_queue.dispatch_slow.url
+  value = aws_sqs_queue.queue["dispatch-slow"].url
 }
 
 output "alarm_topic_arn" {

@@ -11,17 +11,12 @@ resource "aws_sns_topic_subscription" "alarm_email" {
 
 # A message in a dead-letter queue is a fire or dispatch that failed maxReceiveCount times.
 resource "aws_cloudwatch_metric_alarm" "dlq" {
-  for_each = {
-    ring          = aws_sqs_queue.ring_dlq.name
-    dispatch_fast = aws_sqs_queue.dispatch_fast_dlq.name
-    dispatch_slow = aws_sqs_queue.dispatch_slow_dlq.name
-    results       = aws_sqs_queue.results_dlq.name
-  }
+  for_each            = local.queues
   alarm_name          = "${var.name}-${each.key}-dlq"
   alarm_description   = "xjob ${each.key} messages dead-lettered"
   namespace           = "AWS/SQS"
   metric_name         = "ApproximateNumberOfMessagesVisible"
-  dimensions          = { QueueName = each.value }
+  dimensions          = { QueueName = aws_sqs_queue.dlq[each.key].name }
   statistic           = "Maximum"
   period              = 60
   evaluation_periods  = 1

@@ -1,52 +1,19 @@
-# Visibility timeout = 6 x the consuming function's timeout (AWS guidance for SQS event sources).
-
-resource "aws_sqs_queue" "ring_dlq" {
-  name                      = "${var.name}-ring-dlq"
+# The queues of local.queues (functions.tf), each with its dead-letter queue (5 receives, 14 days).
+resource "aws_sqs_queue" "dlq" {
+  for_each                  = local.queues
+  name                      = "${var.name}-${each.key}-dlq"
   message_retention_seconds = 1209600
   sqs_managed_sse_enabled   = true
 }
 
-resource "aws_sqs_queue" "ring" {
-  name                       = "${var.name}-ring"
-  visibility_timeout_seconds = 300 # ring timeout 50 s x 6 (a failed bucket sets its own, shorter retry delay)
+resource "aws_sqs_queue" "queue" {
+  for_each                   = local.queues
+  name                       = "${var.name}-${each.key}"
+  visibility_timeout_seconds = each.value.visibility
   message_retention_seconds  = 345600
   sqs_managed_sse_enabled    = true
   redrive_policy = jsonencode({
-    deadLetterTargetArn = aws_sqs_queue.ring_dlq.arn
-    maxReceiveCount     = 5
-  })
-}
-
-resource "aws_sqs_queue" "dispatch_fast_dlq" {
-  name                      = "${var.name}-dispatch-fast-dlq"
-  message_retention_seconds = 1209600
-  sqs_managed_sse_enabled   = true
-}
-
-resource "aws_sqs_queue" "dispatch_fast" {
-  name                       = "${var.name}-dispatch-fast"
-  visibility_timeout_seconds = 180 # dispatch timeout 30 s x 6
-  message_retention_seconds  = 345600
-  sqs_managed_sse_enabled    = true
-  redrive_policy = jsonencode({
-    deadLetterTargetArn = aws_sqs_queue.dispatch_fast_dlq.arn
-    maxReceiveCount     = 5
-  })
-}
-
-resource "aws_sqs_queue" "dispatch_slow_dlq" {
-  name                      = "${var.name}-dispatch-slow-dlq"
-  message_retention_seconds = 1209600
-  sqs_managed_sse_enabled   = true
-}
-
-resource "aws_sqs_queue" "dispatch_slow" {
-  name                       = "${var.name}-dispatch-slow"
-  visibility_timeout_seconds = 180 # dispatch timeout 30 s x 6
-  message_retention_seconds  = 345600
-  sqs_managed_sse_enabled    = true
-  redrive_policy = jsonencode({
-    deadLetterTargetArn = aws_sqs_queue.dispatch_slow_dlq.arn
+    deadLetterTargetArn = aws_sqs_queue.dlq[each.key].arn
     maxReceiveCount     = 5
   })
 }
@@ -54,9 +21,9 @@ resource "aws_sqs_queue" "dispatch_slow" {
 # Event source mappings: partial batch failures, one concurrency ceiling per lane.
 resource "aws_lambda_event_source_mapping" "ring" {
   # The mapping checks at creation that the role may receive from the queue.
-  depends_on = [aws_iam_role_policy.ring]
+  depends_on = [aws_iam_role_policy.function]
 
-  event_source_arn                   = aws_sqs_queue.ring.arn
+  event_source_arn                   = aws_sqs_queue.queue["ring"].arn
   function_name                      = aws_lambda_function.ring.arn
   batch_size                         = 10
   maximum_batching_window_in_seconds = 0
@@ -68,9 +35,9 @@ resource "aws_lambda_event_source_mapping" "ring" {
 
 resource "aws_lambda_event_source_mapping" "dispatch_fast" {
   # The mapping checks at creation that the role may receive from the queue.
-  depends_on = [aws_iam_role_policy.dispatch]
+  depends_on = [aws_iam_role_policy.function]
 
-  event_source_arn                   = aws_sqs_queue.dispatch_fast.arn
+  event_source_arn                   = aws_sqs_queue.queue["dispatch-fast"].arn
   function_name                      = aws_lambda_function.dispatch.arn
   batch_size                         = 10
   maximum_batching_window_in_seconds = 0
@@ -82,9 +49,9 @@ resource "aws_lambda_event_source_mapping" "dispatch_fast" {
 
 resource "aws_lambda_event_source_mapping" "dispatch_slow" {
   # The mapping checks at creation that the role may receive from the queue.
-  depends_on = [aws_iam_role_policy.dispatch]
+  depends_on = [aws_iam_role_policy.function]
 
-  event_source_arn                   = aws_sqs_queue.dispatch_slow.arn
+  event_source_arn                   = aws_sqs_queue.queue["dispatch-slow"].arn
   function_name                      = aws_lambda_function.dispatch.arn
   batch_size                         = 10
   maximum_batching_window_in_seconds = 0
@@ -95,32 +62,15 @@ resource "aws_lambda_event_source_mapping" "dispatch_slow" {
 }
 
 # ---------------------------------------------------------------- results queue
-# Executor results: the callback function records each request here on
-# arrival; the dispatch function applies them in batches (one write per
-# log page per batch, whatever the executors' request sizes).
-resource "aws_sqs_queue" "results_dlq" {
-  name                      = "${var.name}-results-dlq"
-  message_retention_seconds = 1209600
-  sqs_managed_sse_enabled   = true
-}
-
-resource "aws_sqs_queue" "results" {
-  name                       = "${var.name}-results"
-  visibility_timeout_seconds = 180 # dispatch timeout 30 s x 6
-  message_retention_seconds  = 345600
-  sqs_managed_sse_enabled    = true
-  redrive_policy = jsonencode({
-    deadLetterTargetArn = aws_sqs_queue.results_dlq.arn
-    maxReceiveCount     = 5
-  })
-}
-
+# Executor results: the callback function records each request on the results queue on
+# arrival; the dispatch function applies them in batches (one write per log page per batch,
+# whatever the executors' request sizes).
 # Results gathered for a second: the page writes of a batch are shared by
 # every request in it.
 resource "aws_lambda_event_source_mapping" "results" {
-  depends_on = [aws_iam_role_policy.dispatch]
+  depends_on = [aws_iam_role_policy.function]
 
-  event_source_arn                   = aws_sqs_queue.results.arn
+  event_source_arn                   = aws_sqs_queue.queue["results"].arn
   function_name                      = aws_lambda_function.dispatch.arn
   batch_size                         = 1000
   maximum_batching_window_in_seconds = 1
