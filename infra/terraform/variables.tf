@@ -157,12 +157,12 @@ variable "trigger_log_retention_days" {
 }
 
 variable "metrics_per_job" {
-  description = "Per-job result metrics (JobResults, JobResultFailures by JobId) for this many jobs of the deployment, the first to report results, the others as JobId other; 0 for none (XJOB_METRICS_PER_JOB)."
+  description = "Per-job result metrics (JobResults, JobResultFailures by JobId) for this many jobs of the deployment, the first to report results, the others as JobId other; 0 for none (XJOB_METRICS_PER_JOB). Each is a custom metric at $0.30 a month, per function that records results - up to $1.80 a month a job."
   type        = number
   default     = 0
   validation {
-    condition     = var.metrics_per_job >= 0 && var.metrics_per_job <= 1000 && floor(var.metrics_per_job) == var.metrics_per_job
-    error_message = "metrics_per_job must be a whole number from 0 to 1000."
+    condition     = var.metrics_per_job >= 0 && var.metrics_per_job <= 25 && floor(var.metrics_per_job) == var.metrics_per_job
+    error_message = "metrics_per_job must be a whole number from 0 to 25."
   }
 }
 

@@ -93,8 +93,15 @@ const (
 // pattern.
 const LogRetentionDaysPattern = "^([7-9]|[1-9][0-9]{1,2}|[12][0-9]{3}|3[0-5][0-9]{2}|36[0-4][0-9]|3650)$"
 
-// MaxMetricsPerJob bounds EnvMetricsPerJob, as local mode bounds its own.
-const MaxMetricsPerJob = 1000
+// MaxMetricsPerJob bounds EnvMetricsPerJob on AWS. Every per-job series
+// is a CloudWatch custom metric billed monthly ($0.30): a job with its
+// own metric costs up to two (JobResults, and JobResultFailures in a month
+// with failures) per function that records its results (callback and
+// dispatch, registry when the maintenance finishes a run), $1.80 a month
+// at most, and "other" as much again. 25 jobs bound that to (25 + 1) × 2
+// × 3 = 156 metrics, $46.80 a month; local mode's Prometheus series cost
+// nothing and keep their own, higher bound.
+const MaxMetricsPerJob = 25
 
 // Lambda's own log lines. Every function logs in Lambda's JSON format,
 // which lets Lambda filter its platform lines by level: at SystemLogLevel

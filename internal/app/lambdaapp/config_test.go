@@ -208,14 +208,14 @@ func TestLoadConfigAddressRuleAndGlue(t *testing.T) {
 			}
 		})
 	}
-	// Per-job metrics: a count within local mode's bound, read by the
-	// functions that record results.
+	// Per-job metrics: a count within AWS's bound (each is a billed
+	// custom metric), read by the functions that record results.
 	for _, tc := range []struct {
 		fn, v   string
 		want    int
 		wantErr bool
-	}{{"callback", "", 0, false}, {"callback", "50", 50, false}, {"dispatch", "1000", 1000, false},
-		{"web", "1001", 0, true}, {"registry", "-1", 0, true}, {"callback", "ten", 0, true}} {
+	}{{"callback", "", 0, false}, {"callback", "10", 10, false}, {"dispatch", "25", 25, false},
+		{"web", "26", 0, true}, {"dispatch", "1000", 0, true}, {"registry", "-1", 0, true}, {"callback", "ten", 0, true}} {
 		env := maps.Clone(base)
 		env[awsconfig.EnvMetricsPerJob] = tc.v
 		cfg, err := lambdaapp.LoadConfig(tc.fn, func(k string) string { return env[k] })
