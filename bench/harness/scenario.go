@@ -45,6 +45,9 @@ type Env struct {
 	// ReservedConcurrency deploys the AWS cost runs as the templates'
 	// ReservedConcurrency=true does (default off, as the templates).
 	ReservedConcurrency bool
+	// ColdStarts delays each new execution environment's first invocation
+	// by its function's Init in the AWS cost runs (awsstack.Options).
+	ColdStarts map[string]time.Duration
 	// RingLead, when set, overrides the scan's ring lead in the AWS cost
 	// runs (how long before its second a ring bucket is visible), to
 	// compare leads.

@@ -108,6 +108,11 @@ type Options struct {
 	// environments than that. Off, the templates' default, functions
 	// scale out with their concurrent invocations.
 	ReservedConcurrency bool
+	// ColdStarts, per function, delays the first invocation of each new
+	// in-process execution environment by that function's Init, as a
+	// cold start's Init delays its invocation on Lambda (the real
+	// bootstraps' measured Init: MeasureInit), so lateness includes it.
+	ColdStarts map[string]time.Duration
 	// SecretsRefresh is the bootstraps' XJOB_SECRETS_REFRESH (default:
 	// the functions' own, 5 minutes).
 	SecretsRefresh time.Duration
@@ -181,6 +186,7 @@ type Deployment struct {
 	runners  map[string]*lambdarun.Function // function → bootstraps (Options.Bootstraps)
 	idle     map[string][]string            // function → execution environments not running an invocation
 	envs     map[string]int                 // function → execution environments created
+	fresh    map[string]bool                // execution environments not yet invoked (their Init is due)
 	envFree  *sync.Cond                     // on appsMu: an environment was released (acquire)
 
 	stop         context.CancelFunc
@@ -550,6 +556,10 @@ func (d *Deployment) acquire(fn string) (key string, release func()) {
 		}
 		d.envs[fn]++
 		d.meter.ColdStart(fn) // a new environment: Lambda bills its Init
+		if d.fresh == nil {
+			d.fresh = map[string]bool{}
+		}
+		d.fresh[key] = true
 	}
 	return key, func() {
 		d.appsMu.Lock()
@@ -557,6 +567,17 @@ func (d *Deployment) acquire(fn string) (key string, release func()) {
 		d.envFree.Broadcast()
 		d.appsMu.Unlock()
 	}
+}
+
+// initDue reports whether execution environment key was just created,
+// and forgets it: its first invocation waits for its Init
+// (Options.ColdStarts).
+func (d *Deployment) initDue(key string) bool {
+	d.appsMu.Lock()
+	defer d.appsMu.Unlock()
+	due := d.fresh[key]
+	delete(d.fresh, key)
+	return due
 }
 
 // Environments is how many execution environments function fn has had

@@ -190,10 +190,17 @@ func TestAcquireOneEnvironmentPerInvocation(t *testing.T) {
 	if k1 == k2 || k1 != "callback" {
 		t.Fatalf("concurrent environments %q, %q", k1, k2)
 	}
+	// A new environment's first invocation waits for its Init, once.
+	if !d.initDue(k2) || d.initDue(k2) {
+		t.Errorf("environment %q: Init due once after its creation", k2)
+	}
 	r2()
 	k3, r3 := d.acquire("callback")
 	if k3 != k2 {
 		t.Errorf("idle environment %q not reused, got %q", k2, k3)
+	}
+	if d.initDue(k3) {
+		t.Errorf("reused environment %q: Init due again", k3)
 	}
 	r1()
 	r3()

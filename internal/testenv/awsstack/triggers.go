@@ -62,6 +62,15 @@ func (d *Deployment) Invoke(ctx context.Context, fn, key string, payload []byte)
 		k, release := d.acquire(fn)
 		defer release()
 		key = k
+		// A cold start: Lambda runs Init before the invocation (billed
+		// apart, Meter.ColdStart), so the invocation starts that much later.
+		if init := d.opts.ColdStarts[fn]; init > 0 && d.initDue(key) {
+			select {
+			case <-time.After(init):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 	}
 	end := d.meter.Begin(fn)
 	var res []byte
