@@ -161,7 +161,7 @@ func run() int {
 		for _, k := range slices.Sorted(maps.Keys(c.Capacity)) {
 			caps = append(caps, fmt.Sprintf("%s %.0f", strings.TrimPrefix(k, awsstack.TablePrefix+"-"), c.Capacity[k]))
 		}
-		fmt.Printf("  provisioned (%s at %.0f%%, min %.0f): capacity %s; throttled %.0f units\n", *provTables, *provTarget*100, *provMin, strings.Join(caps, ", "), c.Throttled)
+		fmt.Printf("  provisioned %s (%s at %.0f%%, min %.0f): capacity %s; throttled %.0f units\n", name, *provTables, *provTarget*100, *provMin, strings.Join(caps, ", "), c.Throttled)
 	}
 	for _, wl := range workloads {
 		if !want(wl.w.Name) {
@@ -193,11 +193,15 @@ func run() int {
 		}
 		fmt.Println()
 		totals[wl.w.Name] = sc.TotalPerM
+		// Provisioned, every workload (W2's minute wave against the
+		// capacity and its burst credit included); the line quotes W1.
+		dl, _ := harness.ProvisionedDelta(samples[0], prov, p, cp)
+		dh, c := harness.ProvisionedDelta(samples[1], prov, p, cp)
+		printProv(wl.w.Name, c)
+		pm := sc.TotalPerM + harness.FitPerM(wl.w, samples[0], samples[1], dl, dh)
+		fmt.Printf("  provisioned: %s $%.2f per million\n", wl.w.Name, pm)
 		if wl.w.Name == "W1" {
-			dl, _ := harness.ProvisionedDelta(samples[0], prov, p, cp)
-			dh, c := harness.ProvisionedDelta(samples[1], prov, p, cp)
-			printProv("W1", c)
-			provLine["W1"] = fmt.Sprintf("W1 $%.2f/M", sc.TotalPerM+harness.FitPerM(wl.w, samples[0], samples[1], dl, dh))
+			provLine["W1"] = fmt.Sprintf("W1 $%.2f/M", pm)
 		}
 	}
 	// FullJobs makes the run meter the jobs' first planning scan apart and
