@@ -193,7 +193,7 @@ STACK   ?= xjob
 SHARDS  ?= 4
 SECRETS ?= /$(STACK)
 # RESERVED=true reserves concurrency (24 in all; the account needs 124 available).
-RESERVED ?= false
+RESERVED ?= true
 
 .PHONY: secrets
 secrets: ## Put the tokens (XJOB_ACCESS_TOKEN, XJOB_ADMIN_TOKEN) and a session key into SSM SecureString parameters under SECRETS
