@@ -123,6 +123,10 @@ type Config struct {
 	// Ready, if set, is called once every service runs and the listener
 	// accepts connections (tests learn the address and token from it).
 	Ready func(Info)
+
+	// wrapListener, if set, wraps the HTTP listener (tests count the
+	// bytes the server reads).
+	wrapListener func(net.Listener) net.Listener
 }
 
 // Info describes a running local scheduler.

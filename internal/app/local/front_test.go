@@ -138,6 +138,22 @@ func TestEveryRouteBodyCapped(t *testing.T) {
 			if w.Header().Get("X-Content-Type-Options") != "nosniff" {
 				t.Errorf("%s %s: no nosniff", method, path)
 			}
+			// Without any credential, every route but the executor
+			// routes (which check the access token before reading)
+			// reads at most guard.Small.
+			body = &counter{}
+			r = httptest.NewRequest(method, "http://127.0.0.1"+path, body)
+			r.ContentLength = -1
+			r.Header.Set("Content-Type", ct)
+			w = httptest.NewRecorder()
+			f.h.ServeHTTP(w, r)
+			anon := int64(guard.Small)
+			if strings.Contains(path, "/api/") {
+				anon = 0
+			}
+			if got := body.n.Load(); got > anon+1<<15 {
+				t.Errorf("%s %s (%s) without a credential: read %d bytes, want at most %d", method, path, ct, got, anon)
+			}
 		}
 	}
 }

@@ -123,6 +123,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("local: --listen (XJOB_LISTEN) %s: %w", cfg.Listen, err)
 	}
 	baseURL := "http://" + ln.Addr().String()
+	if cfg.wrapListener != nil {
+		ln = cfg.wrapListener(ln)
+	}
 	return host(ctx, node{cfg: cfg, db: db, clk: clk, logger: logger, owner: st.owner, ln: ln, baseURL: baseURL,
 		adminToken: st.adminToken,
 		started: func(ctx context.Context, svc *services, adminPassword string) *demoExecutor {
@@ -222,6 +225,13 @@ func takeBackClaims(ctx context.Context, db *sqlitestore.DB, logger *slog.Logger
 	return nil
 }
 
+// MaxHeaderBytes caps a request's headers (net/http adds 4 KiB of
+// slack), which are read before any credential is checked. xjob's own
+// cookie and headers use well under 1 KiB; the rest is room for what a
+// browser sends a shared host name (localhost's cookies of every other
+// local app) and what a reverse proxy adds. net/http's default is 1 MiB.
+const MaxHeaderBytes = 32 << 10
+
 // serveHTTP builds the console users' auth (creating the first user, whose
 // password it returns, on a new file) and the one HTTP handler, and
 // serves it on ln. httpErr yields a failure of the server and is closed
@@ -253,7 +263,10 @@ func serveHTTP(ctx context.Context, n node, svc *services) (
 		handler = n.wrap(handler, svc)
 	}
 	srv = &http.Server{
-		Handler:           handler,
+		Handler: handler,
+		// Headers are read before any route can check a credential: they
+		// get the same small allowance as an anonymous body.
+		MaxHeaderBytes:    MaxHeaderBytes,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       120 * time.Second,

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xjobdev/xjob/internal/web/guard"
 	"github.com/xjobdev/xjob/pkg/executor"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
@@ -294,5 +295,116 @@ func TestSecurityRedirectTraps(t *testing.T) {
 	}
 	if n, m := sdkTrapped.Load(), execTrapped.Load(); n != 0 || m != 0 {
 		t.Fatalf("redirect targets reached: SDK→admin %d, admin→executor %d", n, m)
+	}
+}
+
+// countingListener counts the bytes the server reads off its connections.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, l.n}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// bigBody is a JSON-looking body of n bytes made on the fly, so that the
+// client holds none of it.
+type bigBody struct{ left int64 }
+
+func (b *bigBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, io.EOF
+	}
+	n := min(int64(len(p)), b.left)
+	for i := range n {
+		p[i] = ' '
+	}
+	b.left -= n
+	return int(n), nil
+}
+
+// Anonymous requests cost at most a small body whatever the route: 300
+// concurrent just-under-the-cap bodies without a credential (and with a
+// wrong one) to /v1/apply, /v1/jobs and a console form are refused with
+// the server reading no more than guard.Small (plus what one read of the
+// connection brings) of each, and the process does not grow by their
+// size. Not parallel: it reads the process's allocation counter.
+func TestSecurityAnonymousBodiesUnread(t *testing.T) {
+	var read atomic.Int64
+	info, _ := runLocal(t, func(c *Config) {
+		c.wrapListener = func(ln net.Listener) net.Listener { return countingListener{ln, &read} }
+	})
+	const n = 300
+	size := int64(guard.Apply - 100<<10) // 4.9 MiB: under /v1/apply's cap
+	targets := []struct{ path, ct, auth string }{
+		{"/v1/apply", "application/json", ""},
+		{"/v1/apply", "application/json", "Bearer wrong-token-wrong-token"},
+		{"/v1/jobs", "application/json", ""},
+		{"/console/jobs", "application/x-www-form-urlencoded", ""},
+	}
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer client.CloseIdleConnections()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	read.Store(0)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tg := targets[i%len(targets)]
+			req, _ := http.NewRequest("POST", info.URL+tg.path, &bigBody{left: size})
+			req.ContentLength = size
+			req.Header.Set("Content-Type", tg.ct)
+			if tg.auth != "" {
+				req.Header.Set("Authorization", tg.auth)
+			}
+			code := 0 // the server closed before the client finished writing
+			if res, err := client.Do(req); err == nil {
+				code = res.StatusCode
+				_, _ = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+			}
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	runtime.ReadMemStats(&after)
+	got, grew := read.Load(), after.TotalAlloc-before.TotalAlloc
+	t.Logf("%d requests of %d MiB: statuses %v; the server read %d KiB (%d per request), the process allocated %d MiB",
+		n, size>>20, codes, got>>10, got/n, grew>>20)
+	for code := range codes {
+		if code >= 200 && code < 300 {
+			t.Errorf("an anonymous request succeeded: %v", codes)
+		}
+	}
+	// Headers, guard.Small and one 4 KiB read of the connection's buffer.
+	if limit := int64(n) * (guard.Small + 8<<10); got > limit {
+		t.Errorf("the server read %d bytes of %d anonymous requests, want at most %d", got, n, limit)
+	}
+	if grew > 100<<20 {
+		t.Errorf("%d anonymous requests allocated %d MiB, want under 100", n, grew>>20)
 	}
 }

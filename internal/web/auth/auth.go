@@ -144,7 +144,7 @@ func New(cfg Config) (*Service, error) {
 		store = newMemStore()
 	}
 	s := &Service{cfg: cfg, sign: signer{key: cfg.Key}, store: store, slots: make(hashSlots, cfg.HashSlots),
-		adminTk: []byte(cfg.AdminToken)}
+		adminTk: []byte(strings.TrimSpace(cfg.AdminToken))} // compared with the trimmed header value
 	// Built on first use: a Lambda function that never signs anyone in
 	// does not pay for a hash at cold start.
 	s.dummy = sync.OnceValue(func() string {
@@ -204,9 +204,7 @@ func safeMethod(m string) bool {
 // not come from another site.
 func (s *Service) Authenticate(r *http.Request) (Principal, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, tok, ok := strings.Cut(h, " ")
-		if ok && strings.EqualFold(scheme, "Bearer") &&
-			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.adminTk) == 1 {
+		if s.bearer(h) {
 			return Principal{Token: true}, nil
 		}
 		return Principal{}, ErrUnauthenticated
@@ -243,6 +241,33 @@ func (s *Service) Authenticate(r *http.Request) (Principal, error) {
 		}
 	}
 	return p, nil
+}
+
+// bearer reports whether an Authorization header value carries the admin
+// token (constant-time compare of the trimmed values).
+func (s *Service) bearer(h string) bool {
+	scheme, tok, ok := strings.Cut(h, " ")
+	return ok && strings.EqualFold(scheme, "Bearer") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.adminTk) == 1
+}
+
+// Credentialed reports, from r's headers alone, whether r carries a
+// credential Authenticate may accept: the admin token, or a session cookie
+// this installation signed that has not expired. It reads neither the body
+// nor the store (cheap enough for every request), and holds for every
+// request Authenticate accepts; the front (package guard) reads no more
+// than a small body of a request for which it does not hold, so an
+// anonymous request costs little memory whatever the route.
+func (s *Service) Credentialed(r *http.Request) bool {
+	if h := r.Header.Get("Authorization"); h != "" {
+		return s.bearer(h)
+	}
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		return false
+	}
+	_, err = s.sign.decode(c.Value, clock.Millis(s.cfg.Clock))
+	return err == nil
 }
 
 // checkCSRF checks an unsafe session request: a cross-site request is

@@ -78,7 +78,8 @@ func New(cfg Config) (*Handler, error) {
 
 // Mount returns a handler that serves the console under Prefix (and
 // redirects "/" there) and everything else with api, all behind package
-// guard (body caps by route, nosniff, text checks).
+// guard (body caps by route, nosniff, text checks). A request without an
+// admin token or a signed session cookie gets guard.Small of body at most.
 func Mount(api http.Handler, con *Handler) http.Handler {
 	return guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -89,7 +90,7 @@ func Mount(api http.Handler, con *Handler) http.Handler {
 		default:
 			api.ServeHTTP(w, r)
 		}
-	}))
+	}), con.cfg.Auth.Credentialed)
 }
 
 // ServeHTTP serves the console with the security headers every page gets.

@@ -1,6 +1,7 @@
 // Package guard is what every request to the admin's HTTP front passes
 // before any route sees it: a body cap chosen by route (so that no route,
-// signed in or not, reads more than its own requests need), the
+// signed in or not, reads more than its own requests need, and no request
+// without a credential reads more than Small whatever the route), the
 // X-Content-Type-Options header on every reply, and a 400 for text that
 // is not valid UTF-8 or holds a NUL character in the admin API and the
 // console (query strings, JSON and form bodies).
@@ -27,7 +28,8 @@ import (
 const (
 	// Small caps routes that anyone may reach without signing in (the
 	// sign-in form, the language switch, health and metrics) and every
-	// route not named below: a form of a few fields.
+	// route not named below: a form of a few fields. It is also the cap
+	// of every request that carries no credential (see Wrap).
 	Small = 16 << 10
 	// Registry caps /api/registry and /api/registryRemove: three short
 	// strings.
@@ -64,11 +66,44 @@ func Limit(method, path string) int64 {
 	return Small
 }
 
-// Wrap returns next behind the guard.
-func Wrap(next http.Handler) http.Handler {
+// Credentialed reports, from the request's headers alone (no body, no
+// store), whether r carries a credential its route may accept: the admin
+// token or a session cookie this installation signed. It must hold for
+// every request the route's authentication accepts; it may hold for some
+// it then refuses (a signed-out session), which is why it is only used to
+// decide how much of a body is worth reading.
+type Credentialed func(r *http.Request) bool
+
+// Wrap returns next behind the guard. A request to a route whose cap is
+// above Small (the admin API, the console's signed-in forms) without a
+// credential gets Small and its body is left unread for the route to
+// refuse, so an anonymous request costs at most Small of memory whatever
+// the route: a body is never read before the credential that justifies
+// its size is seen. The executor routes (/api/…) are the exception that
+// keeps its caps: they check the access token before reading anything
+// (package executorapi), and answer xxl-job's ReturnT.
+func Wrap(next http.Handler, credentialed Credentialed) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		limit := Limit(r.Method, r.URL.Path)
+		if limit > Small && !executorRoute(r.URL.Path) && (credentialed == nil || !credentialed(r)) {
+			// Anonymous: the route answers 401 (or the sign-in page)
+			// without reading the body; the cap stands in case it reads,
+			// and the connection is not kept, so the server does not
+			// drain the rest of the body either.
+			if r.ContentLength != 0 {
+				w.Header().Set("Connection", "close")
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, Small)
+			if checked(r.URL.Path) {
+				if err := urlText(r); err != nil {
+					refuse(w, r, http.StatusBadRequest, err.Error())
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
 		// The executor routes answer an oversized body with xxl-job's
 		// ReturnT once their read hits the cap.
 		if r.ContentLength > limit && !executorRoute(r.URL.Path) {
@@ -110,10 +145,7 @@ var (
 // checkText refuses a path, query or body (JSON or form) that is not
 // valid UTF-8 or holds NUL. A body it reads is put back for the route.
 func checkText(r *http.Request) error {
-	if err := text(r.URL.Path); err != nil {
-		return err
-	}
-	if err := queryText(r.URL.RawQuery); err != nil {
+	if err := urlText(r); err != nil {
 		return err
 	}
 	if r.Body == nil || r.Body == http.NoBody {
@@ -134,6 +166,14 @@ func checkText(r *http.Request) error {
 		return queryText(string(body))
 	}
 	return jsonText(body)
+}
+
+// urlText checks r's path and query string.
+func urlText(r *http.Request) error {
+	if err := text(r.URL.Path); err != nil {
+		return err
+	}
+	return queryText(r.URL.RawQuery)
 }
 
 func text(s string) error {
