@@ -104,6 +104,9 @@ type Config struct {
 // withDefaults returns c with every zero field replaced by its default and
 // checks what a person could have mistyped.
 func (c Config) withDefaults() (Config, error) {
+	// Trimmed as every side compares it (net/http trims header values), so
+	// that "default_token  " is both weak and refused as such.
+	c.AccessToken = strings.TrimSpace(c.AccessToken)
 	if c.AccessToken == "" && !c.AllowNoToken {
 		return c, errors.New("executor config: AccessToken is empty; set it (the admin's XXL-JOB-ACCESS-TOKEN), " +
 			"or set AllowNoToken to run without one")

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -347,9 +348,7 @@ func (e *Executor) Serve(ctx context.Context, req Request) protocol.ReturnT {
 	if req.URI == "" {
 		return protocol.Fail(msgURIEmpty)
 	}
-	if e.cfg.AccessToken != "" && subtle.ConstantTimeCompare([]byte(req.Token), []byte(e.cfg.AccessToken)) != 1 {
-		// Constant time: a byte-by-byte == lets a network caller guess
-		// the token one byte at a time from response times.
+	if !e.tokenOK(req.Token) {
 		return protocol.Fail(protocol.MsgWrongToken)
 	}
 	switch req.URI {
@@ -387,6 +386,14 @@ func (e *Executor) Serve(ctx context.Context, req Request) protocol.ReturnT {
 	}
 }
 
+// tokenOK reports whether tok (a header value, which net/http trims) is
+// the access token, or no token is required. Constant time: a
+// byte-by-byte == lets a network caller guess the token one byte at a
+// time from response times.
+func (e *Executor) tokenOK(tok string) bool {
+	return e.cfg.AccessToken == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(e.cfg.AccessToken)) == 1
+}
+
 func decode(body []byte, v any) error {
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("request error: invalid JSON body: %w", err)
@@ -397,10 +404,23 @@ func decode(body []byte, v any) error {
 // ServeHTTP serves the executor protocol: HTTP 200 with a ReturnT JSON
 // body and xxl-job's Content-Type, 413 for a body over 5 MiB, 403 for a
 // request a browser sent on another site's behalf (see exechttp.CrossSite).
+// The access token is checked before the body is read.
 func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if exechttp.CrossSite(r) {
 		http.Error(w, "cross-site request refused", http.StatusForbidden)
+		return
+	}
+	if r.Method != http.MethodPost || !e.tokenOK(r.Header.Get(protocol.AccessTokenHeader)) {
+		// Method and token before the body: a caller without the token
+		// costs no read of it, and the connection is not kept, so net/http
+		// does not drain the body either. Serve gives xxl-job's refusal.
+		if r.ContentLength != 0 {
+			w.Header().Set("Connection", "close")
+		}
+		exechttp.WriteReturnT(w, e.Serve(r.Context(), Request{
+			Method: r.Method, URI: r.RequestURI, Token: r.Header.Get(protocol.AccessTokenHeader),
+		}))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
@@ -420,6 +440,7 @@ func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // weakToken reports a token shorter than 16 characters or xxl-job's
 // published default (the key of its executor RCEs).
+// tok is the trimmed token in effect (Config.withDefaults trims it).
 func weakToken(tok string) bool { return len(tok) < 16 || tok == "default_token" }
 
 // resolve finds the handler for a trigger, or the failure reply.

@@ -3,12 +3,17 @@ package executor
 import (
 	"context"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
 // A redirect from an admin address is the admin's final answer: the token
@@ -85,4 +90,152 @@ func TestServerTimeouts(t *testing.T) {
 	if s.ReadTimeout <= 0 || s.ReadHeaderTimeout <= 0 || s.IdleTimeout <= 0 || s.ReadTimeout > time.Minute {
 		t.Fatalf("timeouts read %v header %v idle %v", s.ReadTimeout, s.ReadHeaderTimeout, s.IdleTimeout)
 	}
+}
+
+// countingConn counts the bytes the server reads off a connection.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, l.n}, nil
+}
+
+// spaces is an n-byte body made on the fly.
+type spaces struct{ left int64 }
+
+func (b *spaces) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, io.EOF
+	}
+	n := min(int64(len(p)), b.left)
+	for i := range n {
+		p[i] = ' '
+	}
+	b.left -= n
+	return int(n), nil
+}
+
+// The access token is checked before the body is read: 100 concurrent
+// just-under-the-cap bodies with a wrong or no token cost the executor
+// a few KiB of reading each, not their 5 MiB; the right token still gets
+// its body read.
+func TestWrongTokenBodyUnread(t *testing.T) {
+	t.Parallel()
+	var read atomic.Int64
+	e, err := New(Config{AccessToken: "  a-long-enough-token-0123  ", LogDir: t.TempDir(), LogRetentionDays: -1,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(e)
+	srv.Listener = countingListener{srv.Listener, &read}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	const n, size = 100, MaxBodyBytes - 1<<10
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", srv.URL+"/run", &spaces{left: size})
+			req.ContentLength = size
+			if i%2 == 0 {
+				req.Header.Set("XXL-JOB-ACCESS-TOKEN", "a-long-enough-token-0124")
+			}
+			res, err := client.Do(req)
+			if err != nil {
+				refused.Add(1) // closed before the client finished writing
+				return
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if strings.Contains(string(b), protocol.MsgWrongToken) {
+				refused.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	got := read.Load()
+	t.Logf("%d requests of %d MiB with a wrong token: %d refused, the executor read %d KiB", n, size>>20, refused.Load(), got>>10)
+	if refused.Load() != n {
+		t.Errorf("%d of %d wrong-token requests refused", refused.Load(), n)
+	}
+	if limit := int64(n) * 16 << 10; got > limit {
+		t.Errorf("the executor read %d bytes of %d wrong-token requests, want at most %d", got, n, limit)
+	}
+	// The token is compared trimmed, as configured with spaces around it.
+	req, _ := http.NewRequest("POST", srv.URL+"/beat", strings.NewReader(`{}`))
+	req.Header.Set("XXL-JOB-ACCESS-TOKEN", "a-long-enough-token-0123")
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(b), `"code":200`) {
+		t.Errorf("the right token: %s", b)
+	}
+}
+
+// The weak-token warning looks at the token as compared: trimmed. An
+// all-blank token is no token.
+func TestWeakTokenTrimmed(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		token string
+		weak  bool
+	}{
+		{"default_token", true},
+		{"default_token   ", true},
+		{"\tdefault_token", true},
+		{"short  ", true},
+		{"a-long-enough-token-0123", false},
+		{"  a-long-enough-token-0123  ", false},
+	} {
+		var logs strings.Builder
+		var mu sync.Mutex
+		_, err := New(Config{AccessToken: tt.token, LogDir: t.TempDir(), LogRetentionDays: -1,
+			Logger: slog.New(slog.NewTextHandler(lockedBuilder{&mu, &logs}, nil))})
+		if err != nil {
+			t.Fatalf("%q: %v", tt.token, err)
+		}
+		mu.Lock()
+		if got := strings.Contains(logs.String(), "weak"); got != tt.weak {
+			t.Errorf("%q: weak warning %v, want %v", tt.token, got, tt.weak)
+		}
+		mu.Unlock()
+	}
+	if _, err := New(Config{AccessToken: "   ", LogDir: t.TempDir()}); err == nil {
+		t.Error("a blank access token was accepted without AllowNoToken")
+	}
+}
+
+type lockedBuilder struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (l lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
 }

@@ -565,8 +565,14 @@ func (c *Config) Validate() error {
 }
 
 // WeakToken reports an access token shorter than 16 characters or equal
-// to xxl-job's published default (the key of its executor RCEs).
-func WeakToken(tok string) bool { return len(tok) < minTokenLen || tok == "default_token" }
+// to xxl-job's published default (the key of its executor RCEs). It looks
+// at the token as it is compared, with surrounding white space trimmed
+// (the executor API and the executor client trim it, and net/http trims
+// header values), so "default_token   " is weak.
+func WeakToken(tok string) bool {
+	tok = strings.TrimSpace(tok)
+	return len(tok) < minTokenLen || tok == "default_token"
+}
 
 // egressPolicy is the installation's executor address rule: loopback
 // allowed (executors run on this machine), the operator's ranges.

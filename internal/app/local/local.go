@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
@@ -94,7 +95,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.AccessToken != "" && WeakToken(cfg.AccessToken) {
 		logger.Warn("WEAK EXECUTOR ACCESS TOKEN accepted (--allow-weak-access-token): anyone who guesses it can register "+
 			"executors and report results; replace it with a long random token on the executors and here",
-			"length", len(cfg.AccessToken), "default_token", cfg.AccessToken == "default_token")
+			"length", len(strings.TrimSpace(cfg.AccessToken)), "default_token", strings.TrimSpace(cfg.AccessToken) == "default_token")
 	}
 	logger.Info("executor addresses: loopback allowed (xjob local); link-local and cloud metadata addresses refused",
 		"allowCIDRs", cfg.AllowCIDRs, "denyCIDRs", cfg.DenyCIDRs)

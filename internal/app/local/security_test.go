@@ -178,7 +178,7 @@ func TestSecurityRegistrationToInternalAddresses(t *testing.T) {
 // Weak access tokens are refused at start unless accepted on purpose.
 func TestSecurityWeakTokens(t *testing.T) {
 	t.Parallel()
-	for _, tok := range []string{"default_token", "x", "fifteen-chars-x"} {
+	for _, tok := range []string{"default_token", "default_token   ", " default_token\t", "x", "fifteen-chars-x", "fifteen-chars-x "} {
 		cfg := Defaults()
 		cfg.DB, cfg.Listen, cfg.AccessToken = t.TempDir()+"/x.db", "127.0.0.1:0", tok
 		cfg.Logger = slog.New(slog.DiscardHandler)
