@@ -14,7 +14,11 @@
 //
 //	operator Deny ranges            → refused
 //	operator Allow ranges           → allowed (an explicit opt-in overrides what follows)
-//	link-local, metadata, unspecified, multicast, broadcast → refused
+//	an IPv6 address that carries an IPv4 one (NAT64 64:ff9b::/96 and
+//	  64:ff9b:1::/48, 6to4 2002::/16, IPv4-compatible ::/96) → the rule
+//	  applied to the IPv4 address, so 64:ff9b::a9fe:a9fe is 169.254.169.254
+//	link-local, cloud metadata and host services, unspecified, multicast,
+//	  broadcast → refused
 //	loopback                        → allowed only with AllowLoopback (xjob local)
 //	everything else (private ranges included: executors live there) → allowed
 package egress
@@ -47,9 +51,21 @@ var builtinDenied = []struct {
 	prefix netip.Prefix
 	why    string
 }{
+	// AWS, Google Cloud, Azure, Oracle, DigitalOcean, Tencent Cloud (169.254.0.23)…
 	{netip.MustParsePrefix("169.254.0.0/16"), "link-local (cloud metadata)"},
 	{netip.MustParsePrefix("fe80::/10"), "link-local"},
-	{netip.MustParsePrefix("fd00:ec2::254/128"), "cloud metadata"},
+	// AWS Nitro's instance services over IPv6: metadata ::254, DNS ::253,
+	// time ::123.
+	{netip.MustParsePrefix("fd00:ec2::/32"), "cloud metadata (AWS instance services)"},
+	{netip.MustParsePrefix("fd20:ce::254/128"), "cloud metadata (Google Cloud, IPv6)"},
+	// Outside link-local: Alibaba Cloud's metadata service sits in the
+	// shared address space (100.64.0.0/10, where executors on a carrier
+	// or Tailscale network may live, so only the one address), Oracle
+	// Cloud's legacy one in 192.0.0.0/24, Azure's host agent (WireServer)
+	// at a public address.
+	{netip.MustParsePrefix("100.100.100.200/32"), "cloud metadata (Alibaba Cloud)"},
+	{netip.MustParsePrefix("192.0.0.192/32"), "cloud metadata (Oracle Cloud)"},
+	{netip.MustParsePrefix("168.63.129.16/32"), "cloud host service (Azure WireServer)"},
 	{netip.MustParsePrefix("0.0.0.0/8"), "unspecified"},
 	{netip.MustParsePrefix("::/128"), "unspecified"},
 	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
@@ -75,6 +91,11 @@ func (p Policy) CheckIP(ip netip.Addr) error {
 			return nil
 		}
 	}
+	if v4, how := embeddedIPv4(ip); v4.IsValid() {
+		if err := p.CheckIP(v4); err != nil {
+			return fmt.Errorf("%w: %s is %s of %s (%v)", ErrDenied, ip, how, v4, err)
+		}
+	}
 	for _, b := range builtinDenied {
 		if b.prefix.Contains(ip) {
 			return fmt.Errorf("%w: %s is %s", ErrDenied, ip, b.why)
@@ -84,6 +105,34 @@ func (p Policy) CheckIP(ip netip.Addr) error {
 		return fmt.Errorf("%w: %s is loopback", ErrDenied, ip)
 	}
 	return nil
+}
+
+// Prefixes of IPv6 addresses that carry an IPv4 address a gateway or the
+// stack itself connects to.
+var (
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")   // RFC 6052, well-known
+	nat64User = netip.MustParsePrefix("64:ff9b:1::/48") // RFC 8215, local use (a /96 inside it)
+	sixToFour = netip.MustParsePrefix("2002::/16")      // RFC 3056: 2002:V4ADDR::/48
+	v4Compat  = netip.MustParsePrefix("::/96")          // deprecated IPv4-compatible (:: and ::1 aside)
+)
+
+// embeddedIPv4 is the IPv4 address ip (IPv6, unmapped) leads to, and how;
+// the zero Addr when it carries none.
+func embeddedIPv4(ip netip.Addr) (netip.Addr, string) {
+	if !ip.Is6() {
+		return netip.Addr{}, ""
+	}
+	b := ip.As16()
+	last := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	switch {
+	case nat64.Contains(ip), nat64User.Contains(ip):
+		return last, "NAT64"
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), "6to4"
+	case v4Compat.Contains(ip) && ip != netip.IPv6Unspecified() && ip != netip.IPv6Loopback():
+		return last, "IPv4-compatible"
+	}
+	return netip.Addr{}, ""
 }
 
 // Control is a net.Dialer Control function: it refuses the connection

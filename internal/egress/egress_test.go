@@ -25,6 +25,7 @@ func TestCheck(t *testing.T) {
 		"exec.internal":     {netip.MustParseAddr("10.0.0.5")},
 		"sneaky.example":    {netip.MustParseAddr("10.0.0.6"), netip.MustParseAddr("fe80::1")},
 		"localhost":         {netip.MustParseAddr("127.0.0.1")},
+		"nat64.example":     {netip.MustParseAddr("64:ff9b::a9fe:a9fe")}, // DNS64 of a metadata name
 	}
 	opsAllow, _ := ParsePrefixes("169.254.10.0/24")
 	opsDeny, _ := ParsePrefixes("10.9.0.0/16, 192.168.1.7")
@@ -64,6 +65,26 @@ func TestCheck(t *testing.T) {
 		{ops, "http://10.9.1.1/", false},
 		{ops, "http://192.168.1.7/", false},
 		{ops, "http://192.168.1.8/", true},
+		// Metadata and host services outside link-local.
+		{aws, "http://100.100.100.200/latest/meta-data/", false}, // Alibaba Cloud
+		{aws, "http://100.100.100.201:9999/", true},              // the rest of 100.64.0.0/10 stays usable
+		{aws, "http://192.0.0.192/", false},                      // Oracle Cloud
+		{aws, "http://168.63.129.16/", false},                    // Azure WireServer
+		{aws, "http://[fd00:ec2::253]/", false},                  // AWS DNS over IPv6
+		{aws, "http://[fd20:ce::254]/", false},                   // Google Cloud over IPv6
+		{aws, "http://[fd00:ec3::254]:9999/", true},
+		// IPv6 spellings that lead to a refused IPv4 address.
+		{aws, "http://[64:ff9b::a9fe:a9fe]/", false},   // NAT64 of 169.254.169.254
+		{aws, "http://[64:ff9b::6464:64c8]/", false},   // NAT64 of 100.100.100.200
+		{aws, "http://[64:ff9b:1::a9fe:a9fe]/", false}, // local-use NAT64
+		{aws, "http://[64:ff9b::7f00:1]:9999/", false}, // NAT64 of loopback
+		{local, "http://[64:ff9b::7f00:1]:9999/", true},
+		{aws, "http://[64:ff9b::a00:5]:9999/", true}, // NAT64 of 10.0.0.5
+		{aws, "http://[2002:a9fe:a9fe::1]/", false},  // 6to4
+		{aws, "http://[::a9fe:a9fe]/", false},        // IPv4-compatible
+		{ops, "http://[64:ff9b::a09:101]/", false},   // NAT64 of the denied 10.9.1.1
+		{ops, "http://[64:ff9b::a9fe:a03]/", true},   // NAT64 of the allowed 169.254.10.3
+		{aws, "http://nat64.example/", false},
 	}
 	for _, tt := range tests {
 		err := tt.p.Check(context.Background(), res, tt.addr)

@@ -156,6 +156,10 @@ func TestSecurityRegistrationToInternalAddresses(t *testing.T) {
 		{"http://[::ffff:169.254.169.254]/", false},
 		{"http://2852039166/", false},
 		{"http://0xa9fea9fe/", false},
+		{"http://100.100.100.200/latest/meta-data/", false},
+		{"http://[64:ff9b::a9fe:a9fe]/", false},
+		{"http://[64:ff9b::6464:64c8]/", false},
+		{"http://[fd00:ec2::253]/", false},
 		{"http://127.0.0.1:9999/", true},
 		{"http://10.1.2.3:9999/", true},
 	} {
