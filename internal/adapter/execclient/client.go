@@ -201,7 +201,13 @@ func newTransport(o Options) *http.Transport {
 	}
 	dialer := policy.Dialer(o.ConnectTimeout)
 	t := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
+		// No proxy, whatever HTTP_PROXY / HTTPS_PROXY say: through a
+		// proxy the dial (and so the egress check) would reach the
+		// proxy's address, and the proxy would connect to whatever the
+		// executor's name resolves to, with the access token, unchecked.
+		// Executors live on the network xjob is on; environment proxies
+		// are for the way out to the internet (the AWS APIs).
+		Proxy:                 nil,
 		DialContext:           freshDial(dialer.DialContext, o.Clock, FreshConnTimeout),
 		TLSHandshakeTimeout:   o.ConnectTimeout,
 		ResponseHeaderTimeout: o.ReadTimeout,
