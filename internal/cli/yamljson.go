@@ -15,11 +15,13 @@ import (
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/xjobdev/xjob/internal/web/guard"
 )
 
 // yamlToJSON converts one YAML document (JSON is YAML) to JSON. Mapping
-// keys must be strings; anchors and aliases are expanded. Empty input is
-// JSON null, as an empty document is.
+// keys must be strings; anchors and aliases are expanded, within the
+// bounds below. Empty input is JSON null, as an empty document is.
 func yamlToJSON(data []byte) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -28,30 +30,65 @@ func yamlToJSON(data []byte) ([]byte, error) {
 	if doc.Kind == 0 { // no document at all
 		return []byte("null"), nil
 	}
-	v, err := nodeValue(&doc, 0)
+	c := &converter{}
+	v, err := c.value(&doc, 0)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(v)
 }
 
-// maxAliasDepth bounds alias expansion, so a document cannot make its
-// conversion loop or blow up.
-const maxAliasDepth = 32
+// Bounds of one conversion. An alias repeats its anchor's whole subtree,
+// so a few hundred bytes of anchors that each list the previous one ten
+// times expand to gigabytes (the "billion laughs"); the parsed nodes stay
+// small, the expansion is what must be bounded. The bounds count the
+// document as expanded: nodes visited and the bytes of their scalars and
+// keys. A manifest that passes them is still far larger than the server
+// takes in one request (guard.Apply, 5 MiB).
+const (
+	// maxAliasDepth bounds aliases within aliases.
+	maxAliasDepth = 32
+	// maxExpandedNodes bounds the nodes of the expanded document.
+	maxExpandedNodes = 1_000_000
+	// maxExpandedBytes bounds the text of its scalars and keys.
+	maxExpandedBytes = guard.Apply
+)
 
-// nodeValue converts n to values encoding/json marshals back faithfully.
-func nodeValue(n *yaml.Node, aliases int) (any, error) {
+// errTooBig is the refusal of a document past the bounds.
+var errTooBig = fmt.Errorf("the document expands to more than %d nodes or %d MiB of text "+
+	"(anchors and aliases repeat what they name); write it out or split it", maxExpandedNodes, maxExpandedBytes>>20)
+
+// converter converts nodes while counting what the expansion produced.
+type converter struct {
+	nodes, bytes int
+}
+
+// count charges one node holding text of n bytes.
+func (c *converter) count(n int) error {
+	c.nodes++
+	c.bytes += n
+	if c.nodes > maxExpandedNodes || c.bytes > maxExpandedBytes {
+		return errTooBig
+	}
+	return nil
+}
+
+// value converts n to values encoding/json marshals back faithfully.
+func (c *converter) value(n *yaml.Node, aliases int) (any, error) {
+	if err := c.count(len(n.Value)); err != nil {
+		return nil, err
+	}
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return nil, nil
 		}
-		return nodeValue(n.Content[0], aliases)
+		return c.value(n.Content[0], aliases)
 	case yaml.AliasNode:
 		if aliases >= maxAliasDepth {
 			return nil, fmt.Errorf("line %d: aliases nested too deep", n.Line)
 		}
-		return nodeValue(n.Alias, aliases+1)
+		return c.value(n.Alias, aliases+1)
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -62,7 +99,10 @@ func nodeValue(n *yaml.Node, aliases int) (any, error) {
 			if k.Tag == "!!merge" {
 				return nil, fmt.Errorf("line %d: merge keys (<<) are not supported", k.Line)
 			}
-			v, err := nodeValue(n.Content[i+1], aliases)
+			if err := c.count(len(k.Value)); err != nil {
+				return nil, err
+			}
+			v, err := c.value(n.Content[i+1], aliases)
 			if err != nil {
 				return nil, err
 			}
@@ -71,8 +111,8 @@ func nodeValue(n *yaml.Node, aliases int) (any, error) {
 		return m, nil
 	case yaml.SequenceNode:
 		s := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			v, err := nodeValue(c, aliases)
+		for _, e := range n.Content {
+			v, err := c.value(e, aliases)
 			if err != nil {
 				return nil, err
 			}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -49,5 +51,43 @@ func TestMarshalYAML(t *testing.T) {
 	want := "conf: \"3600\"\nf: 1.5\nid: 9007199254740993\nlist:\n  - a\n"
 	if string(got) != want {
 		t.Fatalf("marshalYAML:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// laughs is a manifest of a few hundred bytes whose aliases expand to
+// width^depth scalars in one job's executorParam.
+func laughs(width, depth int) string {
+	var b strings.Builder
+	b.WriteString("jobs:\n  - name: laughs\n    executorParam: [&l0 [")
+	b.WriteString(strings.TrimSuffix(strings.Repeat("lol,", width), ","))
+	b.WriteString("]")
+	for d := 1; d < depth; d++ {
+		fmt.Fprintf(&b, ", &l%d [%s]", d, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*l%d,", d-1), width), ","))
+	}
+	b.WriteString("]\n")
+	return b.String()
+}
+
+// A manifest whose aliases expand past the bounds is refused before it is
+// built: ten million scalars from 500 bytes. Not parallel: it reads the
+// process's allocation counter.
+func TestManifestAliasExpansionBounded(t *testing.T) {
+	doc := laughs(10, 7)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := parseManifest([]byte(doc))
+	runtime.ReadMemStats(&after)
+	grew := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d-byte manifest: %v; allocated %d MiB", len(doc), err, grew>>20)
+	if err == nil || !strings.Contains(err.Error(), "expands to more than") {
+		t.Fatalf("parseManifest of a %d-byte manifest expanding to 10^7 scalars: %v, want a refusal", len(doc), err)
+	}
+	if grew > 64<<20 {
+		t.Errorf("refusing it allocated %d MiB, want under 64", grew>>20)
+	}
+	// A modest use of aliases converts (and is then refused for its
+	// type, as any list in executorParam).
+	if js, err := yamlToJSON([]byte(laughs(10, 3))); err != nil || strings.Count(string(js), "lol") != 1110 {
+		t.Errorf("a manifest expanding to 1,110 scalars: %d bytes, %v", len(js), err)
 	}
 }
