@@ -44,6 +44,11 @@ type Config struct {
 	// the built-in refusals (link-local, cloud metadata). Loopback is
 	// allowed in xjob local, where executors run on the same machine.
 	AllowCIDRs, DenyCIDRs string
+	// TrustedProxies are the reverse proxies (comma-separated CIDRs or
+	// IPs) whose X-Forwarded-For names the client, for the sign-in
+	// limits and the audit log (package clientip). Empty: the
+	// connection's peer is the client, whatever the header says.
+	TrustedProxies string
 	// GluePolicy is who may create and edit GLUE jobs: admins, everyone
 	// (xxl-job's behaviour) or off. Empty: admins on a new installation,
 	// everyone on one that already holds GLUE jobs (imported from
@@ -280,6 +285,8 @@ func options() []option {
 			func(c *Config) *string { return &c.AllowCIDRs }),
 		strOpt("deny-cidrs", "XJOB_DENY_CIDRS", "executor address ranges never called (comma-separated CIDRs)",
 			func(c *Config) *string { return &c.DenyCIDRs }),
+		strOpt("trusted-proxies", "XJOB_TRUSTED_PROXIES", "reverse proxies whose X-Forwarded-For names the client (comma-separated CIDRs; default none: the peer is the client)",
+			func(c *Config) *string { return &c.TrustedProxies }),
 		boolOpt("allow-any-trigger-address", "XJOB_ALLOW_ANY_TRIGGER_ADDRESS",
 			"let a manual trigger's address override name any host (default: only the group's own executors)",
 			func(c *Config) *bool { return &c.AnyTriggerAddress }),
@@ -505,6 +512,7 @@ func (c *Config) Validate() error {
 	}
 	for _, r := range []struct{ flag, env, v string }{
 		{"allow-cidrs", "XJOB_ALLOW_CIDRS", c.AllowCIDRs}, {"deny-cidrs", "XJOB_DENY_CIDRS", c.DenyCIDRs},
+		{"trusted-proxies", "XJOB_TRUSTED_PROXIES", c.TrustedProxies},
 	} {
 		if _, err := egress.ParsePrefixes(r.v); err != nil {
 			bad(r.flag, r.env, "%v", err)

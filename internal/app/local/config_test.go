@@ -54,8 +54,8 @@ func TestParse(t *testing.T) {
 					t.Errorf("got %+v", c)
 				}
 			}},
-		{name: "bad cidrs", args: []string{"--allow-cidrs", "10.0.0.0/33", "--deny-cidrs", "nonsense"},
-			wantErr: []string{"--allow-cidrs (XJOB_ALLOW_CIDRS)", "--deny-cidrs (XJOB_DENY_CIDRS)"}},
+		{name: "bad cidrs", args: []string{"--allow-cidrs", "10.0.0.0/33", "--deny-cidrs", "nonsense", "--trusted-proxies", "proxy"},
+			wantErr: []string{"--allow-cidrs (XJOB_ALLOW_CIDRS)", "--deny-cidrs (XJOB_DENY_CIDRS)", "--trusted-proxies (XJOB_TRUSTED_PROXIES)"}},
 		{name: "flags win over env", args: []string{"--db", "a.db", "--shards=8", "--demo", "--grace", "1s"},
 			env: map[string]string{"XJOB_DB": "b.db", "XJOB_SHARDS": "2"},
 			check: func(t *testing.T, c Config) {
@@ -298,6 +298,7 @@ func TestParseEveryFlag(t *testing.T) {
 		{[]string{"--glue-policy", "off"}, func(c *Config) { c.GluePolicy = "off" }},
 		{[]string{"--allow-cidrs", "169.254.10.0/24", "--deny-cidrs=10.9.0.0/16"},
 			func(c *Config) { c.AllowCIDRs, c.DenyCIDRs = "169.254.10.0/24", "10.9.0.0/16" }},
+		{[]string{"--trusted-proxies", "10.0.0.0/24,192.0.2.7"}, func(c *Config) { c.TrustedProxies = "10.0.0.0/24,192.0.2.7" }},
 		{[]string{"--allow-any-trigger-address"}, func(c *Config) { c.AnyTriggerAddress = true }},
 		{[]string{"--start-declared-jobs=true"}, func(c *Config) { c.StartDeclaredJobs = true }},
 		{[]string{"--shards", "4"}, func(c *Config) { c.Shards = 4 }},

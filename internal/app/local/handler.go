@@ -8,9 +8,11 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/web/adminapi"
 	"github.com/xjobdev/xjob/internal/web/auth"
+	"github.com/xjobdev/xjob/internal/web/clientip"
 	"github.com/xjobdev/xjob/internal/web/console"
 	"github.com/xjobdev/xjob/pkg/clock"
 )
@@ -93,5 +95,6 @@ func newHandler(cfg Config, svc *services, adminToken string, au *auth.Service) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("local: console: %w", err)
 	}
-	return console.Mount(h, con), append(h.Routes(), con.Routes()...), nil
+	trusted, _ := egress.ParsePrefixes(cfg.TrustedProxies) // checked by Validate
+	return clientip.New(trusted).Wrap(console.Mount(h, con)), append(h.Routes(), con.Routes()...), nil
 }

@@ -100,6 +100,10 @@ func Run(ctx context.Context, cfg Config) error {
 	logger.Info("executor addresses: loopback allowed (xjob local); link-local and cloud metadata addresses refused",
 		"allowCIDRs", cfg.AllowCIDRs, "denyCIDRs", cfg.DenyCIDRs)
 
+	if cfg.TrustedProxies != "" {
+		logger.Info("client addresses: X-Forwarded-For believed from the trusted proxies only", "trustedProxies", cfg.TrustedProxies)
+	}
+
 	clk := clock.Real{}
 	db, err := sqlitestore.Open(ctx, cfg.DB, sqlitestore.Options{Shards: cfg.Shards, Clock: clk, Logger: logger})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"runtime"
@@ -410,5 +411,94 @@ func TestSecurityAnonymousBodiesUnread(t *testing.T) {
 	}
 	if grew > 100<<20 {
 		t.Errorf("%d anonymous requests allocated %d MiB, want under 100", n, grew>>20)
+	}
+}
+
+// signInVia posts the sign-in form from c with X-Forwarded-For xff ("":
+// none) and the cookies in jar (nil: none); it returns the status.
+func signInVia(t *testing.T, c *http.Client, base, xff, user, pw string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/console/login", strings.NewReader(url.Values{"username": {user}, "password": {pw}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if xff != "" {
+		req.Header.Set("X-Forwarded-For", xff)
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// Behind a reverse proxy listed in --trusted-proxies, clients are told
+// apart by the X-Forwarded-For the proxy writes: wrong passwords from one
+// client hold back that client only, and the audit log names the client
+// and the proxy. Without the setting the header is not believed: a
+// guesser that makes up a new one for every try is still one client.
+func TestSecurityLockoutBehindProxy(t *testing.T) {
+	t.Parallel()
+	logs := &strings.Builder{}
+	var mu sync.Mutex
+	info, _ := runLocal(t, func(c *Config) {
+		c.TrustedProxies = "127.0.0.1"
+		c.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, nil))
+	})
+	proxy := clientFrom("127.0.0.1")
+	for range 6 {
+		signInVia(t, proxy, info.URL, "198.51.100.7", "admin", "wrong-password")
+	}
+	if st := signInVia(t, proxy, info.URL, "198.51.100.7", "admin", info.AdminPassword); st != http.StatusTooManyRequests {
+		t.Fatalf("the guessing client with the right password: %d, want 429", st)
+	}
+	// A forged left part of the header does not move the guesser.
+	if st := signInVia(t, proxy, info.URL, "203.0.113.1, 198.51.100.7", "admin", info.AdminPassword); st != http.StatusTooManyRequests {
+		t.Fatalf("the guessing client behind a forged entry: %d, want 429", st)
+	}
+	if st := signInVia(t, proxy, info.URL, "198.51.100.8", "admin", info.AdminPassword); st != http.StatusSeeOther {
+		t.Fatalf("the admin from another client behind the same proxy: %d, want a session", st)
+	}
+	mu.Lock()
+	audit := logs.String()
+	mu.Unlock()
+	if !strings.Contains(audit, "remote=198.51.100.7 peer=127.0.0.1") {
+		t.Fatalf("the audit log does not name the client and the proxy:\n%s", audit)
+	}
+
+	// Not a trusted proxy: the header is the client's to write, and
+	// ignored.
+	direct := clientFrom("127.0.0.2")
+	for i := range 6 {
+		signInVia(t, direct, info.URL, fmt.Sprintf("192.0.2.%d", i+1), "admin", "wrong-password")
+	}
+	if st := signInVia(t, direct, info.URL, "192.0.2.99", "admin", info.AdminPassword); st != http.StatusTooManyRequests {
+		t.Fatalf("a guesser inventing X-Forwarded-For: %d, want 429", st)
+	}
+}
+
+// Guesses from many addresses do not lock the user out: from the browser
+// it signed in with before, a typo and the right password still get in,
+// however many addresses failed for the username.
+func TestSecurityLockoutFromManyAddresses(t *testing.T) {
+	t.Parallel()
+	info, _ := runLocal(t, nil)
+	jar, _ := cookiejar.New(nil)
+	victim := clientFrom("127.0.0.3")
+	victim.Jar = jar
+	if st := signInVia(t, victim, info.URL, "", "admin", info.AdminPassword); st != http.StatusSeeOther {
+		t.Fatalf("first sign-in: %d", st)
+	}
+	for a := range 8 { // 8 addresses × 5 tries: the per-user lane is full
+		c := clientFrom(fmt.Sprintf("127.0.0.%d", 10+a))
+		for range 5 {
+			signInVia(t, c, info.URL, "", "admin", "wrong-password")
+		}
+	}
+	if st := signInVia(t, victim, info.URL, "", "admin", "typo-password"); st != http.StatusUnauthorized {
+		t.Fatalf("the victim's typo: %d, want 401", st)
+	}
+	if st := signInVia(t, victim, info.URL, "", "admin", info.AdminPassword); st != http.StatusSeeOther {
+		t.Fatalf("the victim after a typo, under attack from 8 addresses: %d, want a session", st)
 	}
 }

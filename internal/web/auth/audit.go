@@ -3,8 +3,9 @@ package auth
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
+
+	"github.com/xjobdev/xjob/internal/web/clientip"
 )
 
 // Audit lines: one slog line per authentication failure and per admin
@@ -28,23 +29,28 @@ func (p Principal) Who() string {
 // credential itself; for a login, the username tried is kept).
 func AuditAuthFailure(ctx context.Context, log *slog.Logger, r *http.Request, kind, reason string, attrs ...slog.Attr) {
 	base := []slog.Attr{slog.String("event", "auth_failed"), slog.String("kind", kind), slog.String("reason", reason),
-		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("remote", remoteHost(r))}
+		slog.String("method", r.Method), slog.String("path", r.URL.Path)}
+	base = append(base, remoteAttrs(r)...)
 	log.LogAttrs(ctx, slog.LevelWarn, "audit", append(base, attrs...)...)
 }
 
 // AuditWrite logs an admin write: who, the route (method and pattern),
 // the id it names, and the HTTP status it was answered with.
 func AuditWrite(ctx context.Context, log *slog.Logger, r *http.Request, p Principal, route, id string, status int) {
-	log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "admin_write"), slog.String("who", p.Who()),
-		slog.String("route", route), slog.String("id", id), slog.Int("status", status), slog.String("remote", remoteHost(r)))
+	attrs := []slog.Attr{slog.String("event", "admin_write"), slog.String("who", p.Who()),
+		slog.String("route", route), slog.String("id", id), slog.Int("status", status)}
+	log.LogAttrs(ctx, slog.LevelInfo, "audit", append(attrs, remoteAttrs(r)...)...)
 }
 
-func remoteHost(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+// remoteAttrs say where r came from: remote, the client's address (read
+// from X-Forwarded-For only when the peer is a trusted proxy, package
+// clientip), and peer, the proxy's, when it differs.
+func remoteAttrs(r *http.Request) []slog.Attr {
+	client, peer := clientip.FromRequest(r), clientip.Peer(r)
+	if client == peer {
+		return []slog.Attr{slog.String("remote", client)}
 	}
-	return host
+	return []slog.Attr{slog.String("remote", client), slog.String("peer", peer)}
 }
 
 // StatusRecorder remembers the status a handler answered with, for

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"runtime"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/fallback"
+	"github.com/xjobdev/xjob/internal/web/clientip"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -50,6 +50,8 @@ const (
 	DefaultMaxFailures     = 5
 	DefaultUserMaxFailures = 20
 	DefaultFailWindow      = 15 * time.Minute
+	DefaultSlowInterval    = 30 * time.Second
+	DefaultKnownTTL        = 90 * 24 * time.Hour
 	DefaultHashWait        = 3 * time.Second
 	// maxFormBytes caps a form body read for its CSRF field.
 	maxFormBytes = 1 << 20
@@ -75,12 +77,18 @@ type Config struct {
 	Store driver.AuthStore
 	// MaxFailures attempts per username and client address within
 	// FailWindow (default 5 in 15 min); UserMaxFailures attempts per
-	// username from addresses that already failed for it (default 20).
-	// The same MaxFailures bounds guesses of the current password in
-	// ChangePassword.
+	// username from addresses that already failed for it (default 20),
+	// past which that username takes one such attempt per SlowInterval
+	// (default 30 s) — slowed, never locked — except from a browser that
+	// signed in as it before (see limiter.go). The same MaxFailures bounds
+	// guesses of the current password in ChangePassword.
 	MaxFailures     int
 	UserMaxFailures int
 	FailWindow      time.Duration
+	SlowInterval    time.Duration
+	// KnownTTL is how long a browser is remembered as one the user signed
+	// in from (default 90 days).
+	KnownTTL time.Duration
 	// HashSlots bounds concurrent password hashing (default GOMAXPROCS,
 	// at most 4); HashWait is how long a sign-in waits for a slot before
 	// ErrBusy (default 3 s).
@@ -126,6 +134,12 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.FailWindow <= 0 {
 		cfg.FailWindow = DefaultFailWindow
+	}
+	if cfg.SlowInterval <= 0 {
+		cfg.SlowInterval = DefaultSlowInterval
+	}
+	if cfg.KnownTTL <= 0 {
+		cfg.KnownTTL = DefaultKnownTTL
 	}
 	if cfg.HashSlots <= 0 {
 		cfg.HashSlots = min(runtime.GOMAXPROCS(0), 4)
@@ -307,14 +321,9 @@ func (s *Service) CSRFToken(p Principal) string {
 	return s.sign.csrf(p.SessionID)
 }
 
-// clientKey names r's client for rate limiting.
-func clientKey(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return host
-}
+// clientKey names r's client for rate limiting: its address, read from
+// X-Forwarded-For only when the peer is a trusted proxy (package clientip).
+func clientKey(r *http.Request) string { return clientip.FromRequest(r) }
 
 // SignIn checks a username and password and, on success, sets the session
 // cookie on w. The attempt is counted before the password is checked (see
@@ -331,7 +340,10 @@ func (s *Service) SignIn(w http.ResponseWriter, r *http.Request, username, passw
 		name = "\x00" // every invalid name counts as one: keys stay short
 	}
 	pairKey, userKey := "signin|"+name+"|"+clientKey(r), "signin-user|"+name
-	if err := s.allow(ctx, pairKey, userKey); err != nil {
+	if s.knownBrowser(r, name) {
+		userKey = "" // signed in as name from here before: others' failures do not hold it back
+	}
+	if err := s.allow(ctx, pairKey, userKey, "signin-slow|"+name); err != nil {
 		return Principal{}, err
 	}
 	u, err := s.cfg.Users.UserGet(ctx, username)
@@ -357,13 +369,21 @@ func (s *Service) SignIn(w http.ResponseWriter, r *http.Request, username, passw
 	ss := session{Username: u.Username, Stamp: s.sign.stamp(u), ID: newSessionID(),
 		Expires: now.Add(s.cfg.SessionTTL).UnixMilli()}
 	http.SetCookie(w, s.cookie(r, s.sign.encode(ss), s.cfg.SessionTTL))
+	http.SetCookie(w, s.knownCookie(r, u.Username, now))
 	return Principal{User: u, SessionID: ss.ID}, nil
 }
 
-// allow counts one attempt under pairKey (a username and an address) and,
-// once that pair has attempts before this one in the window, under
-// userKey too; ErrTooManyAttempts past either limit.
-func (s *Service) allow(ctx context.Context, pairKey, userKey string) error {
+// allow counts one attempt under pairKey (a username and a client) and
+// refuses it past MaxFailures: only that client is held back. Once that
+// pair has attempts before this one in the window, the attempt is counted
+// under userKey too (unless userKey is "": a known browser, or a password
+// change), and past UserMaxFailures the username is under attack from
+// several clients: such attempts then pass one per SlowInterval
+// (slowKey), the rest are refused until the next interval. The username
+// is slowed, never locked: the attacker cannot keep its owner out for
+// the window, and a browser the owner signed in from before skips this
+// lane altogether.
+func (s *Service) allow(ctx context.Context, pairKey, userKey, slowKey string) error {
 	now := clock.Millis(s.cfg.Clock)
 	n, err := s.store.AttemptAdd(ctx, driver.AttemptAddParams{Key: pairKey, Now: now, Window: s.cfg.FailWindow})
 	if err != nil {
@@ -379,7 +399,14 @@ func (s *Service) allow(ctx context.Context, pairKey, userKey string) error {
 	if err != nil {
 		return fmt.Errorf("auth attempt: %w", err)
 	}
-	if n > s.cfg.UserMaxFailures {
+	if n <= s.cfg.UserMaxFailures {
+		return nil
+	}
+	n, err = s.store.AttemptAdd(ctx, driver.AttemptAddParams{Key: slowKey, Now: now, Window: s.cfg.SlowInterval})
+	if err != nil {
+		return fmt.Errorf("auth attempt: %w", err)
+	}
+	if n > 1 {
 		return ErrTooManyAttempts
 	}
 	return nil
@@ -431,6 +458,20 @@ func (s *Service) cookie(r *http.Request, value string, ttl time.Duration) *http
 		c.MaxAge = int(ttl / time.Second)
 	}
 	return c
+}
+
+// knownBrowser reports whether r carries a known-browser cookie for name.
+func (s *Service) knownBrowser(r *http.Request, name string) bool {
+	c, err := r.Cookie(KnownCookie)
+	return err == nil && s.sign.knownFor(c.Value, name, clock.Millis(s.cfg.Clock))
+}
+
+// knownCookie marks the browser as one username signed in from, for
+// KnownTTL (renewed at every sign-in).
+func (s *Service) knownCookie(r *http.Request, username string, now time.Time) *http.Cookie {
+	return &http.Cookie{Name: KnownCookie, Value: s.sign.knownToken(username, now.Add(s.cfg.KnownTTL).UnixMilli()),
+		Path: knownPath, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: Secure(r),
+		MaxAge: int(s.cfg.KnownTTL / time.Second)}
 }
 
 // Secure reports whether r arrived over TLS (directly, or at a proxy such

@@ -35,7 +35,8 @@
 //	                       and no cross-site Origin / Sec-Fetch-Site
 //
 // Sign-in attempts are counted in the store before any password is
-// hashed, per username and address and (for addresses that already
-// failed) per username; hashing runs in a bounded number of slots. See
-// limiter.go.
+// hashed, per username and client (locked for that client past the
+// limit) and, for clients that already failed, per username (slowed past
+// the limit, never locked; a browser that signed in before skips it);
+// hashing runs in a bounded number of slots. See limiter.go.
 package auth

@@ -80,36 +80,73 @@ func TestSignInHashSlots(t *testing.T) {
 
 // Failures from one address hold back that address only: the user signs
 // in from another, and a guesser spread over addresses ends up in the
-// per-user slow lane, which a new address's first try never enters.
+// per-user lane, where the username is slowed (one attempt per
+// SlowInterval), never locked; a new address's first try never enters
+// it, and a browser the user signed in from before skips it.
 func TestSignInLockoutKeyedByUserAndAddress(t *testing.T) {
 	t.Parallel()
 	e := setup(t) // MaxFailures 3
 	svc, err := New(Config{Users: e.db, Store: e.db, AdminToken: adminToken, Key: DeriveKey(adminToken), Params: TestParams,
-		Clock: e.clock, MaxFailures: 3, UserMaxFailures: 4, FailWindow: time.Minute})
+		Clock: e.clock, MaxFailures: 3, UserMaxFailures: 4, FailWindow: time.Minute, SlowInterval: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.user(t, "carol", "carol-password", xjob.RoleNormal)
-	want := func(addr, pw string, want error) {
+	var known *http.Cookie // the browser carol signed in from
+	try := func(addr, pw string, withKnown bool, want error) {
 		t.Helper()
-		if _, err := e.signInFrom(t, svc, addr, "carol", pw); !errors.Is(err, want) {
-			t.Fatalf("from %s: %v, want %v", addr, err, want)
+		r := httptest.NewRequest("POST", "http://console.test/console/login", nil)
+		r.RemoteAddr = addr + ":5555"
+		if withKnown {
+			r.AddCookie(known)
+		}
+		w := httptest.NewRecorder()
+		if _, err := svc.SignIn(w, r, "carol", pw); !errors.Is(err, want) {
+			t.Fatalf("from %s (known browser %v): %v, want %v", addr, withKnown, err, want)
+		}
+		for _, c := range w.Result().Cookies() {
+			if c.Name == KnownCookie {
+				if c.Path != "/console/login" || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+					t.Fatalf("known-browser cookie %+v", c)
+				}
+				known = c
+			}
 		}
 	}
 	for range 3 {
-		want("192.0.2.1", "wrong-password", ErrBadCredentials)
+		try("192.0.2.1", "wrong-password", false, ErrBadCredentials)
 	}
-	want("192.0.2.1", "carol-password", ErrTooManyAttempts) // this address is held back
-	want("192.0.2.2", "carol-password", nil)                // another is not
+	try("192.0.2.1", "carol-password", false, ErrTooManyAttempts) // this address is held back
+	try("192.0.2.2", "carol-password", false, nil)                // another is not
+	if known == nil {
+		t.Fatal("a sign-in set no known-browser cookie")
+	}
 	for range 3 {
-		want("192.0.2.3", "wrong-password", ErrBadCredentials)
+		try("192.0.2.3", "wrong-password", false, ErrBadCredentials)
 	}
-	// Per user: 192.0.2.1's tries 2–4 and 192.0.2.3's 2–3 counted 5 > 4.
-	want("192.0.2.4", "wrong-password", ErrBadCredentials) // a first try is never held back
-	want("192.0.2.4", "wrong-password", ErrTooManyAttempts)
-	want("192.0.2.5", "carol-password", nil)
+	// Per user: 192.0.2.1's tries 2–4 and 192.0.2.3's 2–3 counted 5 > 4:
+	// carol is under attack. A first try is never held back; later ones
+	// pass one per SlowInterval.
+	try("192.0.2.4", "wrong-password", false, ErrBadCredentials)
+	try("192.0.2.4", "wrong-password", false, ErrBadCredentials) // this interval's one
+	try("192.0.2.5", "wrong-password", false, ErrBadCredentials) // a first try
+	try("192.0.2.5", "carol-password", false, ErrTooManyAttempts)
+	e.clock.Advance(10 * time.Second)
+	try("192.0.2.5", "carol-password", false, nil) // slowed, not locked
+	// From the browser she signed in with, carol's typo costs nothing
+	// more than her own address's count, whatever the attack.
+	try("192.0.2.4", "wrong-password", false, ErrTooManyAttempts)
+	try("192.0.2.2", "typo-password", true, ErrBadCredentials)
+	try("192.0.2.2", "carol-password", true, nil)
+	// The cookie is carol's only.
+	e.user(t, "danny", "danny-password", xjob.RoleNormal)
+	r := httptest.NewRequest("POST", "http://console.test/console/login", nil)
+	r.AddCookie(known)
+	if svc.knownBrowser(r, "danny") || !svc.knownBrowser(r, "carol") {
+		t.Fatal("the known-browser cookie is not bound to its user")
+	}
 	e.clock.Advance(time.Minute)
-	want("192.0.2.1", "carol-password", nil)
+	try("192.0.2.1", "carol-password", false, nil)
 }
 
 // Sign-out ends the session in every process sharing the store.

@@ -13,16 +13,23 @@ import (
 // all pass a check made before the first is counted, and so that every
 // process of an installation (each Lambda environment) shares one count:
 //
-//   - per username and client address: MaxFailures attempts in FailWindow,
-//     then that address is refused for that user until the window ends.
-//     Only the address that guessed is held back: a third party cannot lock
-//     a user out, and one person's typos behind a NAT lock out only their
-//     own username from there.
-//   - per username, over addresses that already failed for it in the
-//     window: UserMaxFailures attempts in FailWindow. This is the slow
-//     lane a guesser spread over many addresses ends up in; the first
-//     attempt from a new address never counts against it, so the user
-//     signing in from elsewhere is not held back.
+//   - per username and client: MaxFailures attempts in FailWindow, then
+//     that client is refused for that user until the window ends. Only the
+//     client that guessed is held back: a third party cannot lock a user
+//     out, and one person's typos behind a NAT lock out only their own
+//     username from there. The client is the connection's peer, or behind
+//     a trusted reverse proxy the address it forwards (package clientip):
+//     without that setting every user behind the proxy is one client.
+//   - per username, over clients that already failed for it in the window:
+//     UserMaxFailures attempts in FailWindow. Past it the username is
+//     under attack from many addresses, and such attempts pass one per
+//     SlowInterval across all of them: a guesser with a thousand addresses
+//     gets as many tries as one patient guesser, and the username is
+//     slowed, never locked, so failing on purpose cannot keep its owner
+//     out. The first attempt from a new client never counts here, and a
+//     browser the user signed in from before (KnownCookie, signed with the
+//     session key, sent to the sign-in form only) skips this lane: the
+//     owner's usual browser meets only its own per-client count.
 //
 // Hash work itself is bounded by a semaphore of HashSlots (each argon2id
 // check holds DefaultParams.Memory, 19 MiB): memory stays bounded however

@@ -115,3 +115,44 @@ func DeriveKey(secret string) []byte {
 	m.Write([]byte("xjob console session key v1"))
 	return m.Sum(nil)
 }
+
+// KnownCookie names the cookie that marks a browser a user signed in from
+// (set on /console/login only): sign-ins from it skip the per-username
+// lane of the limits, so others' failures never slow its owner down.
+const KnownCookie = "xjob_known"
+
+// knownPath is the only path the browser sends KnownCookie to.
+const knownPath = "/console/login"
+
+// knownToken is base64url(username "|" expiry) "." base64url(mac): it
+// proves this installation saw the browser sign in as username.
+func (s signer) knownToken(username string, expires int64) string {
+	payload := username + "|" + strconv.FormatInt(expires, 10)
+	return b64url.EncodeToString([]byte(payload)) + "." + b64url.EncodeToString(s.mac("known", payload))
+}
+
+// knownFor reports whether tok is a known-browser token for username that
+// has not expired.
+func (s signer) knownFor(tok, username string, now int64) bool {
+	if len(tok) > maxTokenLen {
+		return false
+	}
+	p64, m64, ok := strings.Cut(tok, ".")
+	if !ok {
+		return false
+	}
+	payload, err := b64url.DecodeString(p64)
+	if err != nil {
+		return false
+	}
+	mac, err := b64url.DecodeString(m64)
+	if err != nil || !hmac.Equal(mac, s.mac("known", string(payload))) {
+		return false
+	}
+	name, exp, ok := strings.Cut(string(payload), "|")
+	if !ok || subtle.ConstantTimeCompare([]byte(name), []byte(username)) != 1 {
+		return false
+	}
+	e, err := strconv.ParseInt(exp, 10, 64)
+	return err == nil && e > now
+}

@@ -178,7 +178,7 @@ func (s *Service) ChangePassword(ctx context.Context, actor Principal, current, 
 		return xjob.User{}, fmt.Errorf("the admin token has no password: %w", ErrForbidden)
 	}
 	key := "password|" + actor.User.Username
-	if err := s.allow(ctx, key, ""); err != nil {
+	if err := s.allow(ctx, key, "", ""); err != nil {
 		return xjob.User{}, err
 	}
 	u, err := s.edit(ctx, actor.User.Username, 0, func(u *xjob.User) error {

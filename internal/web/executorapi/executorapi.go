@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -29,6 +28,7 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
 	"github.com/xjobdev/xjob/internal/strictjson"
+	"github.com/xjobdev/xjob/internal/web/clientip"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
@@ -126,13 +126,13 @@ func (h *Handler) Authorized(r *http.Request) bool {
 	}
 	// The audit record of package auth (kept in step with it by hand: auth
 	// links password hashing, which these functions must not).
-	remote := r.RemoteAddr
-	if host, _, err := net.SplitHostPort(remote); err == nil {
-		remote = host
-	}
-	h.cfg.Logger.LogAttrs(r.Context(), slog.LevelWarn, "audit", slog.String("event", "auth_failed"),
+	attrs := []slog.Attr{slog.String("event", "auth_failed"),
 		slog.String("kind", "executor-token"), slog.String("reason", reason),
-		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("remote", remote))
+		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("remote", clientip.FromRequest(r))}
+	if peer := clientip.Peer(r); peer != clientip.FromRequest(r) {
+		attrs = append(attrs, slog.String("peer", peer))
+	}
+	h.cfg.Logger.LogAttrs(r.Context(), slog.LevelWarn, "audit", attrs...)
 	return false
 }
 
