@@ -76,6 +76,7 @@ type Handler struct {
 	adminToken []byte
 	exec       *executorapi.Handler
 	mux        *http.ServeMux
+	bearer     *bearerGuard
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -110,9 +111,10 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{
 		cfg:        cfg,
-		adminToken: []byte(cfg.AdminToken),
+		adminToken: []byte(strings.TrimSpace(cfg.AdminToken)), // compared with the trimmed header value
 		exec:       exec,
 		mux:        http.NewServeMux(),
+		bearer:     newBearerGuard(cfg.Clock),
 	}
 	h.routes()
 	return h, nil

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAuditLines: every refused credential (admin token, session, executor
@@ -68,4 +69,41 @@ func (e *env) auditLines() []string {
 		}
 	}
 	return out
+}
+
+// TestBearerGuessesThrottled: wrong bearer tokens from one client are
+// answered and written down up to a limit per minute; past it the
+// client's bearer requests get 429 without a comparison or an audit line,
+// so guessing cannot flood the log. The window ends on the clock.
+func TestBearerGuessesThrottled(t *testing.T) {
+	e := setup(t)
+	before := len(e.auditLines())
+	codes := map[int]int{}
+	for i := range 100 {
+		r := e.call("GET", "/v1/jobs", "", "Authorization: Bearer guess-"+strconv.Itoa(i)+"-0123456789abcdef")
+		codes[r.status]++
+	}
+	lines := e.auditLines()[before:]
+	if codes[http.StatusUnauthorized] != 21 || codes[http.StatusTooManyRequests] != 79 {
+		t.Fatalf("100 wrong tokens: statuses %v, want 21 × 401 then 429", codes)
+	}
+	if len(lines) != 21 || !strings.Contains(lines[20], "refused (429)") {
+		t.Fatalf("%d audit lines for 100 wrong tokens, want 21, the last saying the client is cut off:\n%s",
+			len(lines), strings.Join(lines, "\n"))
+	}
+	if r := e.call("GET", "/v1/jobs", ""); r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" {
+		t.Fatalf("the right token from the cut-off client: %d %v, want 429 with Retry-After", r.status, r.header)
+	}
+	// A session cookie is not a bearer token: not held back.
+	if r := e.call("GET", "/v1/jobs", "", "Authorization: ", "Cookie: xjob_session=x"); r.status != http.StatusUnauthorized {
+		t.Fatalf("no bearer token from the cut-off client: %d, want 401", r.status)
+	}
+	e.clk.Advance(time.Minute)
+	if r := e.call("GET", "/v1/jobs", ""); r.status != http.StatusOK {
+		t.Fatalf("the right token after the minute: %d", r.status)
+	}
+	// Trailing white space in the header is not part of the token.
+	if r := e.call("GET", "/v1/jobs", "", "Authorization: Bearer "+adminToken+"  "); r.status != http.StatusOK {
+		t.Fatalf("the token with trailing blanks: %d", r.status)
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/web/auth"
+	"github.com/xjobdev/xjob/internal/web/clientip"
 )
 
 // Who may call each /v1 route. The admin token and admin users may call
@@ -87,6 +88,15 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var p auth.Principal
 		var err error
+		bearer := r.Header.Get("Authorization") != ""
+		client := clientip.FromRequest(r)
+		if bearer {
+			if blocked, until := h.bearer.blocked(client); blocked {
+				w.Header().Set("Retry-After", strconv.Itoa(max(1, int(until.Sub(h.cfg.Clock.Now()).Seconds()+0.999))))
+				writeError(w, http.StatusTooManyRequests, "too many wrong bearer tokens from this address; try again later", nil)
+				return
+			}
+		}
 		if h.cfg.Auth != nil {
 			p, err = h.cfg.Auth.Authenticate(r)
 		} else {
@@ -98,7 +108,17 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, err.Error(), nil)
 			return
 		case errors.Is(err, auth.ErrUnauthenticated):
-			auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, credentialKind(r), "missing or invalid credential")
+			reason, audit := "missing or invalid credential", true
+			if bearer {
+				var last bool
+				if audit, last = h.bearer.fail(client); last {
+					reason += fmt.Sprintf("; %d in %s from this address: its bearer requests are refused (429), unlogged, "+
+						"until the %s ends", bearerMaxFailures+1, bearerWindow, bearerWindow)
+				}
+			}
+			if audit {
+				auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, credentialKind(r), reason)
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="xjob"`)
 			writeError(w, http.StatusUnauthorized, "missing or invalid bearer token or session", nil)
 			return
@@ -290,7 +310,7 @@ func (h *Handler) isAdminToken(token string) bool {
 	}
 	ok := false
 	for _, t := range h.cfg.AdminTokens() {
-		if t != "" && constantEqual(token, []byte(t)) {
+		if t = strings.TrimSpace(t); t != "" && constantEqual(token, []byte(t)) {
 			ok = true
 		}
 	}
