@@ -281,3 +281,53 @@ func shot(t *testing.T, ctx context.Context, name string) {
 		t.Fatalf("screenshot: %v", err)
 	}
 }
+
+// TestConsoleKeepsJobName: a job saved in the console keeps its name (the
+// key of xjob apply), which the form shows and edits: before, the form had
+// no name field and every save wiped it, so the next apply of the same
+// manifest planned a duplicate create.
+func TestConsoleKeepsJobName(t *testing.T) {
+	ctx := browser(t)
+	info, _ := runLocal(t, nil)
+	var group struct{ ID int64 }
+	if st := v1(t, info, "POST", "/v1/groups", `{"appname":"named-app","title":"Named","addressType":1,"addressList":["http://127.0.0.1:9"]}`, &group); st != 201 {
+		t.Fatalf("create group: %d", st)
+	}
+	var job struct {
+		ID   int64
+		Name string `json:"name"`
+	}
+	if st := v1(t, info, "POST", "/v1/jobs", fmt.Sprintf(`{"jobGroup":%d,"name":"nightly-report","jobDesc":"report","author":"ops",
+		"scheduleType":"CRON","scheduleConf":"0 0 3 * * ?","executorHandler":"quickJobHandler"}`, group.ID), &job); st != 201 {
+		t.Fatalf("create job: %d", st)
+	}
+	base := info.URL + "/console/"
+	visible := browsertest.Visible
+	var name string
+	browsertest.Run(t, ctx, "edit and save", chromedp.Navigate(base+"login"), visible("#username"),
+		chromedp.SetValue("#username", "admin", chromedp.ByQuery), chromedp.SetValue("#password", info.AdminPassword, chromedp.ByQuery),
+		chromedp.Click("#signin", chromedp.ByQuery), visible("#stat-jobs"),
+		chromedp.Navigate(fmt.Sprintf("%sjobs/%d/edit", base, job.ID)), visible("#jobName"),
+		chromedp.Value("#jobName", &name, chromedp.ByQuery),
+		chromedp.SetValue("#jobDesc", "report, edited", chromedp.ByQuery), chromedp.Click("#save-job", chromedp.ByQuery),
+		chromedp.Poll(`!location.pathname.endsWith("/edit")`, nil, chromedp.WithPollingTimeout(10*time.Second)))
+	if name != "nightly-report" {
+		t.Fatalf("the form shows name %q", name)
+	}
+	var got struct {
+		Name string `json:"name"`
+		Desc string `json:"jobDesc"`
+	}
+	v1(t, info, "GET", fmt.Sprintf("/v1/jobs/%d", job.ID), "", &got)
+	if got.Desc != "report, edited" || got.Name != "nightly-report" {
+		t.Fatalf("after a console save: name %q, description %q; want the name kept", got.Name, got.Desc)
+	}
+	// Renamed in the form: the new name is stored.
+	browsertest.Run(t, ctx, "rename", chromedp.Navigate(fmt.Sprintf("%sjobs/%d/edit", base, job.ID)), visible("#jobName"),
+		chromedp.SetValue("#jobName", "daily-report", chromedp.ByQuery), chromedp.Click("#save-job", chromedp.ByQuery),
+		chromedp.Poll(`!location.pathname.endsWith("/edit")`, nil, chromedp.WithPollingTimeout(10*time.Second)))
+	v1(t, info, "GET", fmt.Sprintf("/v1/jobs/%d", job.ID), "", &got)
+	if got.Name != "daily-report" {
+		t.Fatalf("renamed in the console: name %q", got.Name)
+	}
+}

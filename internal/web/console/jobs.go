@@ -135,7 +135,7 @@ var allEnums = enums{
 }
 
 // fieldOrder is the form's order of fields, which the banner follows.
-var fieldOrder = []string{"jobGroup", "jobDesc", "author", "alarmEmail", "scheduleType", "scheduleConf", "timeZone",
+var fieldOrder = []string{"jobGroup", "jobDesc", "name", "author", "alarmEmail", "scheduleType", "scheduleConf", "timeZone",
 	"misfireStrategy", "glueType", "executorHandler", "executorRouteStrategy", "executorBlockStrategy",
 	"executorTimeout", "executorFailRetryCount", "childJobIds", "triggerStatus"}
 
@@ -196,7 +196,7 @@ func (h *Handler) jobCopy(w http.ResponseWriter, r *http.Request, p auth.Princip
 		h.fail(w, r, err)
 		return
 	}
-	j.ID, j.TriggerStatus = 0, xjob.StatusStopped
+	j.ID, j.TriggerStatus, j.Name = 0, xjob.StatusStopped, "" // names are unique
 	j.Description += " (copy)"
 	h.renderJobForm(w, r, p, j, nil, nil, true)
 }
@@ -217,6 +217,7 @@ func jobFromForm(r *http.Request, b base) (xjob.Job, map[string]string, map[stri
 		return v
 	}
 	j := xjob.Job{GroupID: formInt(r, "jobGroup"), Description: r.FormValue("jobDesc"), Author: r.FormValue("author"),
+		Name:       strings.TrimSpace(r.FormValue("name")), // the key of xjob apply: a save must keep it
 		AlarmEmail: r.FormValue("alarmEmail"), ScheduleType: xjob.ScheduleType(r.FormValue("scheduleType")),
 		ScheduleConf: strings.TrimSpace(r.FormValue("scheduleConf")), TimeZone: strings.TrimSpace(r.FormValue("timeZone")),
 		MisfireStrategy: xjob.MisfireStrategy(r.FormValue("misfireStrategy")),
