@@ -513,6 +513,13 @@ func (h *Handler) password(w http.ResponseWriter, r *http.Request, p auth.Princi
 		http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 		return
 	}
+	// The new session has a new CSRF token, which the page carries in
+	// <body hx-headers>: an htmx swap keeps the old body element, so the
+	// browser loads the page afresh instead.
+	if r.Header.Get("HX-Request") != "" {
+		w.Header().Set("HX-Redirect", "/console/users?flash=saved")
+		return
+	}
 	back(w, r, "/console/users", "saved")
 }
 
