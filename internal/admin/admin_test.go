@@ -666,9 +666,15 @@ func TestGroups(t *testing.T) {
 		t.Fatalf("executors = %+v", execs)
 	}
 
+	// A second group cannot take an app name in use: executors, apply and
+	// export know a group by it.
+	if _, err := e.svc.CreateGroup(e.ctx, xjob.Group{AppName: "xjob-demo", Title: "again"}); !isValidation("appname")(err) {
+		t.Fatalf("a second group named xjob-demo: %v", err)
+	}
 	// An automatic group's list comes from the registry, not the request.
-	auto, err := e.svc.CreateGroup(e.ctx, xjob.Group{AppName: "xjob-demo", Title: "again",
-		AddressList: []string{"http://typed:1/"}})
+	typed := e.group
+	typed.Title, typed.AddressList = "again", []string{"http://typed:1/"}
+	auto, err := e.svc.UpdateGroup(e.ctx, admin.UpdateGroupParams{Group: typed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -692,6 +698,10 @@ func TestGroups(t *testing.T) {
 	}
 	if _, err := e.svc.UpdateGroup(e.ctx, admin.UpdateGroupParams{Group: manual, Version: manual.Version}); !errors.Is(err, xjob.ErrConflict) {
 		t.Fatalf("stale update: %v", err)
+	}
+	upd.AppName = "xjob-demo" // renamed onto another group's app name
+	if _, err := e.svc.UpdateGroup(e.ctx, admin.UpdateGroupParams{Group: upd}); !isValidation("appname")(err) {
+		t.Fatalf("renamed to a taken app name: %v", err)
 	}
 
 	// Delete is refused while a job uses the group.

@@ -31,6 +31,9 @@ func (s *Service) createGroup(ctx context.Context, in xjob.Group) (xjob.Group, e
 	if err := s.prepareGroup(ctx, &g); err != nil {
 		return xjob.Group{}, err
 	}
+	if err := s.appNameFree(ctx, g.AppName, 0); err != nil {
+		return xjob.Group{}, err
+	}
 	out, err := s.cfg.Store.GroupInsert(ctx, g)
 	if err != nil {
 		return xjob.Group{}, fmt.Errorf("admin group create: %w", err)
@@ -87,6 +90,11 @@ func (s *Service) UpdateGroup(ctx context.Context, p UpdateGroupParams) (xjob.Gr
 	if err := s.prepareGroup(ctx, &g); err != nil {
 		return xjob.Group{}, err
 	}
+	if g.AppName != old.AppName {
+		if err := s.appNameFree(ctx, g.AppName, id); err != nil {
+			return xjob.Group{}, err
+		}
+	}
 	out, err := s.cfg.Store.GroupUpdate(ctx, driver.GroupUpdateParams{Group: g, ExpectVersion: old.Version})
 	switch {
 	case errors.Is(err, xjob.ErrConflict):
@@ -95,6 +103,24 @@ func (s *Service) UpdateGroup(ctx context.Context, p UpdateGroupParams) (xjob.Gr
 		return xjob.Group{}, mapNotFound(err, "group", id, "admin group update")
 	}
 	return out, nil
+}
+
+// appNameFree refuses an app name another group (not id) has: executors,
+// apply and export know a group by its app name, so a second group with
+// it would be one they cannot tell apart (apply found "no group", export
+// listed the name twice). Groups imported with a shared name keep it; only
+// a new group, or a renamed one, is checked.
+func (s *Service) appNameFree(ctx context.Context, appName string, id int64) error {
+	gs, err := s.cfg.Store.GroupList(ctx, driver.GroupListParams{AppName: appName})
+	if err != nil {
+		return fmt.Errorf("admin group app name: %w", err)
+	}
+	for _, o := range gs {
+		if o.AppName == appName && o.ID != id {
+			return invalid("appname", "%q is the app name of group %d already", appName, o.ID)
+		}
+	}
+	return nil
 }
 
 // prepareGroup validates g and, for an automatic group, replaces its

@@ -362,3 +362,45 @@ func TestConsolePasswordChangeThenAct(t *testing.T) {
 		t.Fatalf("sign-in with the password set by the second change: %d", st)
 	}
 }
+
+// TestConsoleRefusesDuplicateAppName: a second executor group with an
+// app name in use is refused under the field (in English and Chinese)
+// and nothing is written; before, it was "Saved." and /v1/apply then
+// found "no group" for the name while export listed it twice.
+func TestConsoleRefusesDuplicateAppName(t *testing.T) {
+	ctx := browser(t)
+	info, _ := runLocal(t, nil)
+	if st := v1(t, info, "POST", "/v1/groups", `{"appname":"dup-app","title":"First","addressType":0}`, nil); st != 201 {
+		t.Fatalf("create group: %d", st)
+	}
+	base := info.URL + "/console/"
+	visible := browsertest.Visible
+	var msg, zh string
+	var langStatus int
+	add := chromedp.Tasks{chromedp.Navigate(base + "groups"), visible("#group-appname"),
+		chromedp.SetValue("#group-appname", "dup-app", chromedp.ByQuery), chromedp.SetValue("#group-title", "Second", chromedp.ByQuery),
+		chromedp.Click("#save-group", chromedp.ByQuery), visible(".ferr")}
+	browsertest.Run(t, ctx, "second group with the same app name", chromedp.Navigate(base+"login"), visible("#username"),
+		chromedp.SetValue("#username", "admin", chromedp.ByQuery), chromedp.SetValue("#password", info.AdminPassword, chromedp.ByQuery),
+		chromedp.Click("#signin", chromedp.ByQuery), visible("#stat-jobs"),
+		add, chromedp.Text(".ferr", &msg, chromedp.ByQuery),
+		// The language switch's form, sent without leaving the page.
+		chromedp.Evaluate(`fetch("/console/lang", {method: "POST", body: new URLSearchParams({lang: "zh-CN",
+			_csrf: document.querySelector("input[name=_csrf]").value})}).then(r => r.status)`, &langStatus,
+			func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }),
+		add, chromedp.Text(".ferr", &zh, chromedp.ByQuery))
+	if !strings.Contains(msg, "app name of group") || !strings.Contains(zh, "已是执行器") {
+		t.Fatalf("the refusal reads %q / %q", msg, zh)
+	}
+	var groups struct{ Items []struct{ AppName string } }
+	v1(t, info, "GET", "/v1/groups", "", &groups)
+	n := 0
+	for _, g := range groups.Items {
+		if g.AppName == "dup-app" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d groups named dup-app after the refusal", n)
+	}
+}

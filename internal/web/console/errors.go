@@ -100,6 +100,7 @@ var problemPatterns = []struct {
 	{regexp.MustCompile(`^must be (\d+) to (\d+) characters$`), "长度必须为 %s 到 %s 个字符", "長度必須為 %s 到 %s 個字元"},
 	{regexp.MustCompile(`^"(.*)" is not an IANA time zone$`), "“%s”不是有效的 IANA 时区", "「%s」不是有效的 IANA 時區"},
 	{regexp.MustCompile(`^(\d+) is not a job id$`), "%s 不是任务编号", "%s 不是任務編號"},
+	{regexp.MustCompile(`^"(.*)" is the app name of group (\d+) already$`), "“%s”已是执行器 %s 的 AppName", "「%s」已是執行器 %s 的 AppName"},
 }
 
 // problemExact translate whole validation messages (zh-CN, zh-TC).
