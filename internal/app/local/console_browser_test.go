@@ -404,3 +404,45 @@ func TestConsoleRefusesDuplicateAppName(t *testing.T) {
 		t.Fatalf("%d groups named dup-app after the refusal", n)
 	}
 }
+
+// TestConsoleRefusalsInFrame: a page a normal user may not see (another
+// group's job), or one that is gone (a deleted job), is refused inside
+// the console's frame, menu included, rather than as a bare text page;
+// and a GLUE job refused by the GLUE policy says so, not "no permission
+// for this executor group".
+func TestConsoleRefusalsInFrame(t *testing.T) {
+	ctx := browser(t)
+	info, _ := runLocal(t, nil)
+	var mine, other, job struct{ ID int64 }
+	v1(t, info, "POST", "/v1/groups", `{"appname":"mine-app","title":"Mine","addressType":1,"addressList":["http://127.0.0.1:9"]}`, &mine)
+	v1(t, info, "POST", "/v1/groups", `{"appname":"other-app","title":"Other","addressType":1,"addressList":["http://127.0.0.1:9"]}`, &other)
+	v1(t, info, "POST", "/v1/jobs", fmt.Sprintf(`{"jobGroup":%d,"jobDesc":"theirs","author":"ops","scheduleType":"NONE",
+		"executorHandler":"h"}`, other.ID), &job)
+	if st := v1(t, info, "POST", "/v1/users", fmt.Sprintf(`{"username":"normal","password":"normal-password","role":0,"groupIds":[%d]}`, mine.ID), nil); st != 201 {
+		t.Fatalf("create user: %d", st)
+	}
+	base := info.URL + "/console/"
+	visible := browsertest.Visible
+	var theirs, gone, glue string
+	var menus int
+	browsertest.Run(t, ctx, "refusals", chromedp.Navigate(base+"login"), visible("#username"),
+		chromedp.SetValue("#username", "normal", chromedp.ByQuery), chromedp.SetValue("#password", "normal-password", chromedp.ByQuery),
+		chromedp.Click("#signin", chromedp.ByQuery), visible("#stat-jobs"),
+		chromedp.Navigate(fmt.Sprintf("%sjobs/%d/edit", base, job.ID)), visible("#page-error"),
+		chromedp.Text("#page-error", &theirs, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll("header nav a").length`, &menus),
+		chromedp.Navigate(base+"jobs/999999/glue"), visible("#page-error"), chromedp.Text("#page-error", &gone, chromedp.ByQuery),
+		chromedp.Navigate(fmt.Sprintf("%sjobs/new?group=%d", base, mine.ID)), visible("#jobDesc"),
+		chromedp.SetValue("#jobDesc", "my glue", chromedp.ByQuery), chromedp.SetValue("#glueType", "GLUE_SHELL", chromedp.ByQuery),
+		chromedp.SetValue("#scheduleType", "NONE", chromedp.ByQuery),
+		chromedp.Click("#save-job", chromedp.ByQuery), visible(".xhr-error"), chromedp.Text(".xhr-error", &glue, chromedp.ByQuery))
+	if !strings.Contains(theirs, "no permission") || menus == 0 {
+		t.Errorf("another group's job: %q with %d menu links, want the refusal inside the console's frame", theirs, menus)
+	}
+	if gone == "" {
+		t.Error("a missing job's page shows no message in the frame")
+	}
+	if !strings.Contains(glue, "Only an admin creates or edits GLUE jobs") {
+		t.Errorf("a GLUE job refused by the policy says %q", glue)
+	}
+}

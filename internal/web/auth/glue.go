@@ -36,6 +36,12 @@ func ParseGluePolicy(s string) (GluePolicy, error) {
 	return "", fmt.Errorf("GLUE policy %q: want admins, everyone or off", s)
 }
 
+// The refusals of CheckGlue; both are ErrForbidden.
+var (
+	ErrGlueAdminsOnly = fmt.Errorf("only an admin creates or edits GLUE jobs on this installation: %w", ErrForbidden)
+	ErrGlueOff        = fmt.Errorf("GLUE jobs are turned off on this installation: %w", ErrForbidden)
+)
+
 func isGlue(t xjob.GlueType) bool { return t != "" && t != xjob.GlueBean }
 
 // CheckGlue reports whether p may save a job whose GLUE type goes from
@@ -48,11 +54,11 @@ func (s *Service) CheckGlue(p Principal, old, next xjob.GlueType) error {
 	switch s.cfg.Glue {
 	case GlueOff:
 		if isGlue(next) {
-			return fmt.Errorf("GLUE jobs are turned off on this installation: %w", ErrForbidden)
+			return ErrGlueOff
 		}
 	case GlueAdmins:
 		if !p.Admin() {
-			return fmt.Errorf("only an admin creates or edits GLUE jobs on this installation: %w", ErrForbidden)
+			return ErrGlueAdminsOnly
 		}
 	}
 	return nil

@@ -20,9 +20,19 @@ import (
 // and shown without their detail.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p, _ := r.Context().Value(principalKey{}).(auth.Principal)
-	status, msg := h.base(r, p, "").errText(err)
+	b := h.base(r, p, "")
+	status, msg := b.errText(err)
 	if status == http.StatusInternalServerError {
 		h.cfg.Logger.Error("console request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if r.Method == http.MethodGet && r.Header.Get("HX-Request") == "" {
+		// A page the browser navigated to (another group's job, a
+		// deleted log): the message inside the console's frame, with its
+		// menu, rather than a bare text page.
+		b.Title, b.Error = b.T("err.title"), msg
+		w.WriteHeader(status)
+		h.render(w, r, "errorpage", b)
+		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -34,6 +44,10 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 func (b base) errText(err error) (int, string) {
 	var ve *xjob.ValidationError
 	switch {
+	case errors.Is(err, auth.ErrGlueAdminsOnly):
+		return http.StatusForbidden, b.T("forbidden.glue.admins")
+	case errors.Is(err, auth.ErrGlueOff):
+		return http.StatusForbidden, b.T("forbidden.glue.off")
 	case errors.Is(err, auth.ErrForbidden):
 		return http.StatusForbidden, b.T("forbidden")
 	case errors.Is(err, xjob.ErrNotFound):

@@ -31,7 +31,7 @@ var zhTC = map[string]string{
 	"triggers.total": "區間排程次數", "chart": "每日排程", "recent.failures": "最近失敗",
 	"pie": "區間排程結果", "max": "單日最高", "days": "天", "saved": "已儲存。", "done": "操作成功。",
 	"triggered": "已觸發。", "deleted": "已刪除。",
-	"forbidden": "你沒有此執行器的權限。", "versions": "歷史版本（最近 30 個）",
+	"forbidden": "你沒有此執行器的權限。", "forbidden.glue.admins": "本系統只有管理員可以新建或修改 GLUE 任務。", "forbidden.glue.off": "本系統已關閉 GLUE 任務。", "err.title": "無法顯示此頁面", "err.home": "返回運行報表", "versions": "歷史版本（最近 30 個）",
 	"remark": "原始碼備註", "restore": "載入", "glue.bean": "BEAN 模式任務沒有 GLUE 原始碼。", "lang": "語言",
 	"clear": "清理日誌", "more": "更早", "created": "已建立", "next.page": "下一頁", "prev.page": "上一頁",
 	"first.page": "第一頁", "total": "總數", "page.size": "每頁", "select.all": "全選",
