@@ -446,3 +446,40 @@ func TestConsoleRefusalsInFrame(t *testing.T) {
 		t.Errorf("a GLUE job refused by the policy says %q", glue)
 	}
 }
+
+// TestConsoleRegistryPopupOnce: the registry popup of a job in an
+// automatic group lists its live executor once (before: once from the
+// group's address list, once from the registry).
+func TestConsoleRegistryPopupOnce(t *testing.T) {
+	ctx := browser(t)
+	info, _ := runLocal(t, nil)
+	var group, job struct{ ID int64 }
+	v1(t, info, "POST", "/v1/groups", `{"appname":"popup-app","title":"Popup","addressType":0}`, &group)
+	v1(t, info, "POST", "/v1/jobs", fmt.Sprintf(`{"jobGroup":%d,"jobDesc":"popup","author":"ops","scheduleType":"NONE",
+		"executorHandler":"quickJobHandler"}`, group.ID), &job)
+	slowExecutor(t, info.URL, info.AccessToken, "popup-app")
+	// The popup loads once: wait until the executor has registered.
+	eventually(t, 15*time.Second, "the executor's registration", func() bool {
+		var es struct{ Items []struct{ Address string } }
+		v1(t, info, "GET", fmt.Sprintf("/v1/groups/%d/executors", group.ID), "", &es)
+		return len(es.Items) == 1
+	})
+	// Saving the group stores its live executors as its address list, as
+	// the registry refresh does every 30 s.
+	if st := v1(t, info, "PUT", fmt.Sprintf("/v1/groups/%d", group.ID), `{"appname":"popup-app","title":"Popup","addressType":0}`, nil); st != 200 {
+		t.Fatalf("update group: %d", st)
+	}
+	base := info.URL + "/console/"
+	visible := browsertest.Visible
+	var items int
+	row := fmt.Sprintf("#job-%d", job.ID)
+	browsertest.Run(t, ctx, "registry popup", chromedp.Navigate(base+"login"), visible("#username"),
+		chromedp.SetValue("#username", "admin", chromedp.ByQuery), chromedp.SetValue("#password", info.AdminPassword, chromedp.ByQuery),
+		chromedp.Click("#signin", chromedp.ByQuery), visible("#stat-jobs"),
+		chromedp.Navigate(fmt.Sprintf("%sjobs?group=%d", base, group.ID)), visible(row),
+		chromedp.Click(row+" details.registry summary", chromedp.ByQuery), visible(row+" ul.executors li"),
+		chromedp.Evaluate(fmt.Sprintf(`document.querySelectorAll("%s ul.executors li").length`, row), &items))
+	if items != 1 {
+		t.Fatalf("the registry popup lists %d entries for one live executor", items)
+	}
+}

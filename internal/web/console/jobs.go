@@ -534,12 +534,29 @@ func (h *Handler) groupExecutors(w http.ResponseWriter, r *http.Request, p auth.
 		return
 	}
 	rows := make([]executorRow, 0, len(es))
+	live := map[string]bool{}
 	for _, e := range es {
 		rows = append(rows, executorRow{Address: e.Address, Heartbeat: e.UpdatedAt})
+		live[addressKey(e.Address)] = true
+	}
+	// An automatic group's address list is its live executors, listed
+	// above with their heartbeats; a manual group's typed addresses are
+	// listed once, a registered one with its heartbeat.
+	var typed []string
+	if g.AddressType == xjob.AddressManual {
+		for _, a := range g.AddressList {
+			if !live[addressKey(a)] {
+				typed = append(typed, a)
+			}
+		}
 	}
 	h.render(w, r, "executors", struct {
 		base
-		Group xjob.Group
+		Typed []string
 		Rows  []executorRow
-	}{h.base(r, p, "jobs"), g, rows})
+	}{h.base(r, p, "jobs"), typed, rows})
 }
+
+// addressKey is how two spellings of one executor address compare equal
+// (a trailing slash makes no difference), as in package egress.
+func addressKey(a string) string { return strings.TrimRight(strings.TrimSpace(a), "/") }
