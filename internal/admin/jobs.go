@@ -300,17 +300,28 @@ func (s *Service) editJobPush(ctx context.Context, id, version int64, later *pus
 
 // checkJob validates j and checks that its group and child jobs exist.
 func (s *Service) checkJob(ctx context.Context, j *xjob.Job) error {
-	if err := j.Validate(); err != nil {
-		return err
-	}
+	// Every problem at once: the field rules, then the references (a bad
+	// e-mail and an unknown child are both reported).
 	var problems []xjob.FieldProblem
-	if _, err := s.cfg.Store.GroupGet(ctx, j.GroupID); errors.Is(err, xjob.ErrNotFound) {
-		problems = append(problems, xjob.FieldProblem{Field: "jobGroup",
-			Message: fmt.Sprintf("executor group %d does not exist", j.GroupID)})
-	} else if err != nil {
-		return fmt.Errorf("admin job check group: %w", err)
+	if err := j.Validate(); err != nil {
+		var ve *xjob.ValidationError
+		if !errors.As(err, &ve) {
+			return err
+		}
+		problems = append(problems, ve.Problems...)
 	}
-	if len(j.ChildJobIDs) > 0 {
+	hasProblem := func(field string) bool {
+		return slices.ContainsFunc(problems, func(p xjob.FieldProblem) bool { return p.Field == field })
+	}
+	if !hasProblem("jobGroup") {
+		if _, err := s.cfg.Store.GroupGet(ctx, j.GroupID); errors.Is(err, xjob.ErrNotFound) {
+			problems = append(problems, xjob.FieldProblem{Field: "jobGroup",
+				Message: fmt.Sprintf("executor group %d does not exist", j.GroupID)})
+		} else if err != nil {
+			return fmt.Errorf("admin job check group: %w", err)
+		}
+	}
+	if len(j.ChildJobIDs) > 0 && !hasProblem("childJobIds") {
 		found, err := s.cfg.Store.JobGetMany(ctx, j.ChildJobIDs)
 		if err != nil {
 			return fmt.Errorf("admin job check children: %w", err)

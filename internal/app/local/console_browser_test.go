@@ -483,3 +483,34 @@ func TestConsoleRegistryPopupOnce(t *testing.T) {
 		t.Fatalf("the registry popup lists %d entries for one live executor", items)
 	}
 }
+
+// TestConsoleReportsEveryProblem: a job with a bad alarm e-mail and an
+// unknown child job is refused with both problems at once (before, the
+// child was reported only once the e-mail was fixed), and nothing is
+// written.
+func TestConsoleReportsEveryProblem(t *testing.T) {
+	ctx := browser(t)
+	info, _ := runLocal(t, nil)
+	var group struct{ ID int64 }
+	v1(t, info, "POST", "/v1/groups", `{"appname":"problem-app","title":"Problems","addressType":1,"addressList":["http://127.0.0.1:9"]}`, &group)
+	base := info.URL + "/console/"
+	visible := browsertest.Visible
+	var banner string
+	browsertest.Run(t, ctx, "two problems", chromedp.Navigate(base+"login"), visible("#username"),
+		chromedp.SetValue("#username", "admin", chromedp.ByQuery), chromedp.SetValue("#password", info.AdminPassword, chromedp.ByQuery),
+		chromedp.Click("#signin", chromedp.ByQuery), visible("#stat-jobs"),
+		chromedp.Navigate(fmt.Sprintf("%sjobs/new?group=%d", base, group.ID)), visible("#jobDesc"),
+		chromedp.SetValue("#jobDesc", "two problems", chromedp.ByQuery),
+		chromedp.SetValue("#executorHandler", "quickJobHandler", chromedp.ByQuery),
+		chromedp.SetValue(`input[name="alarmEmail"]`, "not-an-e-mail", chromedp.ByQuery),
+		chromedp.SetValue(`input[name="childJobIds"]`, "999999", chromedp.ByQuery),
+		chromedp.Click("#save-job", chromedp.ByQuery), visible("#form-errors"), chromedp.Text("#form-errors", &banner, chromedp.ByQuery))
+	if !strings.Contains(banner, "Alarm e-mail") || !strings.Contains(banner, "999999") {
+		t.Fatalf("the form reports %q, want the e-mail and the child job", banner)
+	}
+	var jobs struct{ Items []struct{ ID int64 } }
+	v1(t, info, "GET", fmt.Sprintf("/v1/jobs?group=%d", group.ID), "", &jobs)
+	if len(jobs.Items) != 0 {
+		t.Fatalf("%d jobs written", len(jobs.Items))
+	}
+}
