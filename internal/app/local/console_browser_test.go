@@ -514,3 +514,36 @@ func TestConsoleReportsEveryProblem(t *testing.T) {
 		t.Fatalf("%d jobs written", len(jobs.Items))
 	}
 }
+
+// TestConsoleCronBuilderKeepsWeekdays: weekdays set in the cron builder
+// (MON-FRI) with the day of month left on "every" give "? * MON-FRI";
+// before, the builder silently replaced MON-FRI with "?". Both set: both
+// stay, and the preview reports the conflict.
+func TestConsoleCronBuilderKeepsWeekdays(t *testing.T) {
+	ctx := browser(t)
+	info, _ := runLocal(t, nil)
+	var group struct{ ID int64 }
+	v1(t, info, "POST", "/v1/groups", `{"appname":"cron-app","title":"Cron","addressType":1,"addressList":["http://127.0.0.1:9"]}`, &group)
+	base := info.URL + "/console/"
+	visible := browsertest.Visible
+	var weekdays, both string
+	set := func(field, mode, value string) chromedp.Tasks {
+		return chromedp.Tasks{chromedp.SetValue("#cron-"+field+"-mode", mode, chromedp.ByQuery),
+			chromedp.SetValue("#cron-"+field+"-value", value, chromedp.ByQuery)}
+	}
+	browsertest.Run(t, ctx, "cron builder", chromedp.Navigate(base+"login"), visible("#username"),
+		chromedp.SetValue("#username", "admin", chromedp.ByQuery), chromedp.SetValue("#password", info.AdminPassword, chromedp.ByQuery),
+		chromedp.Click("#signin", chromedp.ByQuery), visible("#stat-jobs"),
+		chromedp.Navigate(fmt.Sprintf("%sjobs/new?group=%d", base, group.ID)), visible("#jobDesc"),
+		chromedp.Click("#cron-builder summary", chromedp.ByQuery), visible("#cron-apply"),
+		set("second", "at", "0"), set("minute", "at", "0"), set("hour", "at", "9"), set("week", "at", "MON-FRI"),
+		chromedp.Click("#cron-apply", chromedp.ByQuery), chromedp.Value("#scheduleConf", &weekdays, chromedp.ByQuery),
+		set("day", "at", "15"), chromedp.Click("#cron-apply", chromedp.ByQuery), chromedp.Value("#scheduleConf", &both, chromedp.ByQuery),
+		visible("#preview-error"))
+	if weekdays != "0 0 9 ? * MON-FRI" {
+		t.Errorf("weekdays from the builder: %q, want 0 0 9 ? * MON-FRI", weekdays)
+	}
+	if both != "0 0 9 15 * MON-FRI" {
+		t.Errorf("day and weekdays both set: %q, want both kept", both)
+	}
+}

@@ -69,9 +69,10 @@
   // fires "input", so the preview below shows the next fires in the
   // job's time zone as the expression is built.
   function cronExpr(root) {
-    var parts = [];
+    var parts = [], modes = [];
     root.querySelectorAll('[data-cron-mode]').forEach(function (sel) {
       var f = sel.dataset.cronMode, v = root.querySelector('[data-cron-value="' + f + '"]').value.trim() || '0';
+      modes.push(sel.value);
       switch (sel.value) {
         case 'at': parts.push(v); break;
         case 'step': parts.push(v.indexOf('/') >= 0 ? v : '0/' + v); break;
@@ -80,7 +81,13 @@
       }
     });
     // Quartz wants exactly one of day-of-month and day-of-week to be '?'.
-    if (parts[3] !== '?' && parts[5] !== '?') { parts[5] = '?'; }
+    // The one left on "every" gives way to the one that was set (a
+    // weekday list such as MON-FRI is kept); when both were set, both
+    // stay, and the preview says what is wrong rather than dropping one.
+    var daySet = modes[3] === 'at' || modes[3] === 'step', weekSet = modes[5] === 'at' || modes[5] === 'step';
+    if (parts[3] !== '?' && parts[5] !== '?') {
+      if (weekSet && !daySet) { parts[3] = '?'; } else if (!weekSet) { parts[5] = '?'; }
+    }
     if (parts[3] === '?' && parts[5] === '?') { parts[3] = '*'; }
     return parts.join(' ');
   }
