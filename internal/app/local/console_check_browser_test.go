@@ -602,3 +602,34 @@ func TestConsoleConveniencesInBrowser(t *testing.T) {
 		t.Fatalf("log list job %q; users table %q", name, users)
 	}
 }
+
+// TestConsoleRollingLogContrast: the log detail page while its rolling
+// log follows a run (the "following" status line) and once it ended has
+// AA contrast; the status line on the dark log was 3.01:1.
+func TestConsoleRollingLogContrast(t *testing.T) {
+	s := newSession(t)
+	g := s.group("roll-app", "Rolling", false)
+	slowExecutor(t, s.info.URL, s.info.AccessToken, "roll-app")
+	eventually(t, 15*time.Second, "the executor's registration", func() bool {
+		var es struct{ Items []struct{ Address string } }
+		v1(t, s.info, "GET", fmt.Sprintf("/v1/groups/%d/executors", g), "", &es)
+		return len(es.Items) == 1
+	})
+	job := s.job(g, "rolling", "NONE", "", "slowJobHandler")
+	var trig struct{ LogID int64 }
+	if st := v1(t, s.info, "POST", fmt.Sprintf("/v1/jobs/%d/trigger", job), `{}`, &trig); st != 200 && st != 202 {
+		t.Fatalf("trigger: %d", st)
+	}
+	var logs struct{ Items []struct{ ID int64 } }
+	eventually(t, 15*time.Second, "the trigger's log", func() bool {
+		v1(t, s.info, "GET", fmt.Sprintf("/v1/logs?job=%d", job), "", &logs)
+		return len(logs.Items) > 0
+	})
+	s.login("admin", s.info.AdminPassword)
+	var low []string
+	s.run("rolling log", chromedp.Navigate(fmt.Sprintf("%slogs/%d", s.base, logs.Items[0].ID)), visible("#rolling .following"),
+		chromedp.Evaluate(lowContrast, &low))
+	for _, l := range low {
+		t.Errorf("log detail while following: low contrast %s", l)
+	}
+}
