@@ -633,3 +633,35 @@ func TestConsoleRollingLogContrast(t *testing.T) {
 		t.Errorf("log detail while following: low contrast %s", l)
 	}
 }
+
+// TestConsolePageStructure: every list page has one h1, no table header
+// cell is empty, and the first Tab reaches a skip link that moves focus
+// to the page's content.
+func TestConsolePageStructure(t *testing.T) {
+	s := newSession(t)
+	g := s.group("struct-app", "Structure", true)
+	job := s.job(g, "structure", "NONE", "", "h")
+	var trig struct{ LogID int64 }
+	v1(t, s.info, "POST", fmt.Sprintf("/v1/jobs/%d/trigger", job), `{}`, &trig)
+	var logs struct{ Items []struct{ ID int64 } }
+	eventually(t, 15*time.Second, "the trigger's log", func() bool {
+		v1(t, s.info, "GET", fmt.Sprintf("/v1/logs?job=%d", job), "", &logs)
+		return len(logs.Items) > 0
+	})
+	s.login("admin", s.info.AdminPassword)
+	for _, page := range []string{"", "jobs", fmt.Sprintf("logs?job=%d", job), "groups", "users"} {
+		var h1, emptyTH int
+		var first, afterEnter string
+		s.run("structure of /console/"+page, chromedp.Navigate(s.base+page), visible("main"),
+			chromedp.Evaluate(`document.querySelectorAll("h1").length`, &h1),
+			chromedp.Evaluate(`[...document.querySelectorAll("th")].filter(th => !th.textContent.trim() && !th.querySelector("input")).length`, &emptyTH),
+			chromedp.KeyEvent(kb.Tab), chromedp.Evaluate(`document.activeElement.id`, &first),
+			chromedp.KeyEvent(kb.Enter), chromedp.Evaluate(`document.activeElement.id`, &afterEnter))
+		if h1 != 1 || emptyTH != 0 {
+			t.Errorf("/console/%s: %d h1, %d empty header cells; want 1 and 0", page, h1, emptyTH)
+		}
+		if first != "skip" || afterEnter != "main" {
+			t.Errorf("/console/%s: the first Tab reaches %q, Enter then %q; want the skip link, then main", page, first, afterEnter)
+		}
+	}
+}
