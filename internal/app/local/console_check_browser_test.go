@@ -665,3 +665,35 @@ func TestConsolePageStructure(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleFailureReasonsInLists: a failed trigger says why in the log
+// list and the dashboard's recent failures, not only "Fail 500" / "500/0"
+// until the detail is opened.
+func TestConsoleFailureReasonsInLists(t *testing.T) {
+	s := newSession(t)
+	g := s.group("fail-app", "Failing", true) // its one address refuses connections
+	job := s.job(g, "failing", "NONE", "", "h")
+	var trig struct{ LogID int64 }
+	v1(t, s.info, "POST", fmt.Sprintf("/v1/jobs/%d/trigger", job), `{}`, &trig)
+	var logs struct {
+		Items []struct {
+			ID          int64
+			TriggerCode int `json:"triggerCode"`
+		}
+	}
+	eventually(t, 15*time.Second, "the failed trigger", func() bool {
+		v1(t, s.info, "GET", fmt.Sprintf("/v1/logs?job=%d", job), "", &logs)
+		return len(logs.Items) > 0 && logs.Items[0].TriggerCode != 0
+	})
+	s.login("admin", s.info.AdminPassword)
+	var list, dash string
+	s.run("log list", chromedp.Navigate(fmt.Sprintf("%slogs?job=%d", s.base, job)), visible("tr.log-row .reason"),
+		chromedp.Text("tr.log-row .reason", &list, chromedp.ByQuery),
+		chromedp.Navigate(s.base), visible("#failures .reason"), chromedp.Text("#failures .reason", &dash, chromedp.ByQuery))
+	if !strings.Contains(list, "remoting error") {
+		t.Errorf("the log list's reason: %q", list)
+	}
+	if !strings.Contains(dash, "remoting error") {
+		t.Errorf("the dashboard's recent failure: %q", dash)
+	}
+}

@@ -95,3 +95,25 @@ func TestCatalogues(t *testing.T) {
 		}
 	}
 }
+
+func TestFailReason(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		l    xjob.Log
+		want string
+	}{
+		{"success", xjob.Log{TriggerCode: 200, HandleCode: 200}, ""},
+		{"running", xjob.Log{TriggerCode: 200}, ""},
+		{"handle failure", xjob.Log{TriggerCode: 200, HandleCode: 500, HandleMsg: " job threw \n"}, "job threw"},
+		{"trigger failure", xjob.Log{TriggerCode: 500, TriggerMsg: "Trigger type: CRON<br><br><span style=\"color:#00c0ef;\" > >>>Trigger<<< </span><br>" +
+			"Trigger result: fail<br>address: http://a:1/<br>code: 500<br>msg: xxl-job remoting error(connection refused)"},
+			"xxl-job remoting error(connection refused)"},
+		{"xxl-job's own", xjob.Log{TriggerCode: 500, TriggerMsg: "调度机器：<br>msg：执行器地址为空<br>"}, "执行器地址为空"},
+		{"timeout handled", xjob.Log{TriggerCode: 500, HandleCode: 502, HandleMsg: "lost"}, "lost"},
+	} {
+		if got := failReason(tc.l); got != tc.want {
+			t.Errorf("%s: failReason = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

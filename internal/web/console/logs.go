@@ -531,3 +531,36 @@ func (h *Handler) help(w http.ResponseWriter, r *http.Request, p auth.Principal)
 func adminGroupUpdate(g xjob.Group) admin.UpdateGroupParams {
 	return admin.UpdateGroupParams{Group: g, Version: g.Version}
 }
+
+var (
+	lineBreak = regexp.MustCompile(`(?i)<br\s*/?>`)
+	anyTag    = regexp.MustCompile(`<[^>]*>`)
+)
+
+// failReason is why a run failed, short enough for a list row: the
+// executor's handle message, else the end of the trigger message — its
+// "msg:" line (xxl-job's "msg：" too), markup removed — so that a list
+// says more than "Fail 500" without opening the log. "" for a run that
+// did not fail.
+func failReason(l xjob.Log) string {
+	if l.HandleCode != 0 && l.HandleCode != xjob.CodeSuccess && strings.TrimSpace(l.HandleMsg) != "" {
+		return strings.TrimSpace(l.HandleMsg)
+	}
+	if l.TriggerCode == 0 || l.TriggerCode == xjob.CodeSuccess {
+		return ""
+	}
+	lines := strings.Split(lineBreak.ReplaceAllString(l.TriggerMsg, "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := strings.TrimSpace(anyTag.ReplaceAllString(lines[i], ""))
+		if line == "" {
+			continue
+		}
+		for _, p := range []string{"msg:", "msg："} {
+			if after, ok := strings.CutPrefix(line, p); ok {
+				line = strings.TrimSpace(after)
+			}
+		}
+		return line
+	}
+	return ""
+}

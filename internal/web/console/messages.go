@@ -95,7 +95,7 @@ var zhCN = map[string]string{
 	"logout": "退出", "username": "账号", "password": "密码", "signin": "登录",
 	"login.bad": "账号或密码错误。", "login.slow": "登录失败次数过多，请稍后再试。",
 	"group": "执行器", "all": "全部", "status": "状态", "desc": "任务描述", "handler": "任务处理器",
-	"jobname": "任务标识", "jobname.hint": "可选，xjob apply 与 export 的键：字母、数字、. _ -",
+	"jobname": "任务标识", "jobname.hint": "可选，xjob 以配置文件同步和导出任务时用作键：字母、数字、. _ -",
 	"author": "负责人", "search": "搜索", "reset": "重置", "new.job": "新增任务", "id": "编号",
 	"schedule": "调度", "route": "路由策略", "next": "下次调度", "last": "上次调度", "actions": "操作", "skip": "跳到正文",
 	"running": "运行中", "stopped": "已停止", "edit": "编辑", "copy": "复制", "delete": "删除",

@@ -8,7 +8,7 @@ var zhTC = map[string]string{
 	"logout": "登出", "username": "帳號", "password": "密碼", "signin": "登入",
 	"login.bad": "帳號或密碼錯誤。", "login.slow": "登入失敗次數過多，請稍後再試。",
 	"group": "執行器", "all": "全部", "status": "狀態", "desc": "任務描述", "handler": "任務處理器",
-	"jobname": "任務標識", "jobname.hint": "可選，xjob apply 與 export 的鍵：字母、數字、. _ -",
+	"jobname": "任務標識", "jobname.hint": "可選，xjob 以設定檔同步和匯出任務時用作鍵：字母、數字、. _ -",
 	"author": "負責人", "search": "搜尋", "reset": "重置", "new.job": "新增任務", "id": "編號",
 	"schedule": "排程", "route": "路由策略", "next": "下次排程", "last": "上次排程", "actions": "操作", "skip": "跳到正文",
 	"running": "執行中", "stopped": "已停止", "edit": "編輯", "copy": "複製", "delete": "刪除",
