@@ -177,7 +177,7 @@ func (h *Handler) signedIn(fn func(http.ResponseWriter, *http.Request, auth.Prin
 		switch {
 		case errors.Is(err, auth.ErrCSRF):
 			auth.AuditAuthFailure(r.Context(), h.cfg.Logger, r, "session", "missing or invalid CSRF token")
-			http.Error(w, "invalid or missing CSRF token", http.StatusForbidden)
+			http.Error(w, h.base(r, auth.Principal{}, "").T("err.csrf"), http.StatusForbidden)
 			return
 		case errors.Is(err, auth.ErrUnauthenticated) || (err == nil && p.Token):
 			// The console is for people: the admin token signs nobody in.

@@ -115,6 +115,11 @@ var problemPatterns = []struct {
 	{regexp.MustCompile(`^"(.*)" is not an IANA time zone$`), "“%s”不是有效的 IANA 时区", "「%s」不是有效的 IANA 時區"},
 	{regexp.MustCompile(`^(\d+) is not a job id$`), "%s 不是任务编号", "%s 不是任務編號"},
 	{regexp.MustCompile(`^"(.*)" is the app name of group (\d+) already$`), "“%s”已是执行器 %s 的 AppName", "「%s」已是執行器 %s 的 AppName"},
+	{regexp.MustCompile(`^"(.*)" is not an e-mail address$`), "“%s”不是有效的邮件地址", "「%s」不是有效的郵件地址"},
+	{regexp.MustCompile(`^job (\d+) does not exist$`), "任务 %s 不存在", "任務 %s 不存在"},
+	{regexp.MustCompile(`^executor group (\d+) does not exist$`), "执行器 %s 不存在", "執行器 %s 不存在"},
+	{regexp.MustCompile(`^must be (\d+) to (\d+) characters: a lower-case letter, then lower-case letters or digits$`),
+		"长度必须为 %s 到 %s 个字符：以小写字母开头，其后为小写字母或数字", "長度必須為 %s 到 %s 個字元：以小寫字母開頭，其後為小寫字母或數字"},
 }
 
 // problemExact translate whole validation messages (zh-CN, zh-TC).

@@ -117,3 +117,33 @@ func TestFailReason(t *testing.T) {
 		}
 	}
 }
+
+// The validation messages the Chinese pages met in English (e-mail,
+// unknown job or group, the username rule) and the trigger type CRON,
+// which xxl-job shows as "Cron触发".
+func TestChineseMessages(t *testing.T) {
+	t.Parallel()
+	zh := base{Lang: "zh-CN", msgs: messages["zh-CN"]}
+	tc := base{Lang: "zh-TC", msgs: messages["zh-TC"]}
+	for _, tt := range []struct {
+		b          base
+		field, msg string
+		want       string
+	}{
+		{zh, "alarmEmail", `"x@" is not an e-mail address`, "“x@”不是有效的邮件地址"},
+		{zh, "childJobIds", "job 999 does not exist", "任务 999 不存在"},
+		{zh, "jobGroup", "executor group 7 does not exist", "执行器 7 不存在"},
+		{tc, "username", "must be 4 to 20 characters: a lower-case letter, then lower-case letters or digits",
+			"長度必須為 4 到 20 個字元：以小寫字母開頭，其後為小寫字母或數字"},
+	} {
+		if got := tt.b.problem(tt.field, tt.msg); got != tt.want {
+			t.Errorf("%s %q: %q, want %q", tt.b.Lang, tt.msg, got, tt.want)
+		}
+	}
+	if got := zh.T("tt.CRON"); got != "Cron触发" {
+		t.Errorf("trigger type CRON: %q", got)
+	}
+	if got := zh.T("err.csrf"); got == messages["en"]["err.csrf"] {
+		t.Errorf("the CSRF refusal is English on the Chinese page: %q", got)
+	}
+}

@@ -10,7 +10,7 @@ var zhTC = map[string]string{
 	"group": "執行器", "all": "全部", "status": "狀態", "desc": "任務描述", "handler": "任務處理器",
 	"jobname": "任務標識", "jobname.hint": "可選，xjob 以設定檔同步和匯出任務時用作鍵：字母、數字、. _ -",
 	"author": "負責人", "search": "搜尋", "reset": "重置", "new.job": "新增任務", "id": "編號",
-	"schedule": "排程", "route": "路由策略", "next": "下次排程", "last": "上次排程", "actions": "操作", "skip": "跳到正文",
+	"schedule": "排程", "route": "路由策略", "next": "下次排程", "last": "上次排程", "actions": "操作", "skip": "跳到正文", "err.csrf": "頁面已過期（安全權杖與目前登入不符），請重新整理後再試。", "tt.CRON": "Cron觸發", "tt.MANUAL": "手動觸發", "tt.RETRY": "失敗重試", "tt.PARENT": "父任務觸發", "tt.API": "介面觸發", "tt.MISFIRE": "排程過期補償",
 	"running": "執行中", "stopped": "已停止", "edit": "編輯", "copy": "複製", "delete": "刪除",
 	"start": "啟動", "stop": "停止", "trigger": "執行一次", "logs": "日誌", "glue": "原始碼",
 	"bulk.start": "啟動所選", "bulk.stop": "停止所選", "confirm.delete": "刪除此任務及其 GLUE 歷史？",
