@@ -3,7 +3,11 @@
 // matches a field only case-insensitively ("JOBGROUP" for "jobGroup",
 // which encoding/json accepts), a key given twice in one object (where
 // encoding/json silently keeps the last), and, when asked, a key that
-// names no field at all. Every JSON route of xjob runs its body through
+// names no field at all. It also refuses a number that does not fit a
+// float64 (1E700, a 2 followed by 300 zeros): encoding/json refuses it
+// when it decodes into an interface, and a reader in another language
+// turns it into an infinity; so that everything Check accepts,
+// encoding/json parses into any. Every JSON route of xjob runs its body through
 // here, so a request means one thing to xjob and to any proxy, audit tool
 // or WAF that reads it first.
 //
@@ -21,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -61,7 +66,8 @@ func Decode(data []byte, dst any, opts Options) error {
 
 // Check reports the first problem of data as a value of type t: an
 // *Error for a duplicate, wrongly cased or (with DisallowUnknown) unknown
-// key, or encoding/json's syntax error. It reads one JSON value and does
+// key or for a number out of float64's range, or encoding/json's syntax
+// error. It reads one JSON value and does
 // not look past it.
 func Check(data []byte, t reflect.Type, opts Options) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -91,6 +97,13 @@ func (w *walker) value(t reflect.Type, path string) error {
 	}
 	d, ok := tok.(json.Delim)
 	if !ok {
+		if n, isNum := tok.(json.Number); isNum {
+			// encoding/json parses a number into an interface with
+			// strconv.ParseFloat and refuses one that overflows.
+			if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+				return &Error{Path: path, Msg: fmt.Sprintf("number %.40s out of range", n)}
+			}
+		}
 		return nil // a scalar
 	}
 	if w.depth++; w.depth > maxDepth {

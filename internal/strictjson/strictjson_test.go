@@ -55,6 +55,11 @@ func TestCheck(t *testing.T) {
 		{"tagged - is unknown", `{"Skipped":"x"}`, true, `unknown field "Skipped"`},
 		{"syntax error", `{"name":`, false, "unexpected EOF"},
 		{"scalar", `42`, true, ""},
+		{"number past float64", `{"id":1E700}`, false, "id: number 1E700 out of range"},
+		{"long integer past float64", `{"any":[2` + strings.Repeat("0", 308) + `]}`, false, "any[0]: number 2000"},
+		{"number in raw past float64", `{"raw":-1e309}`, false, "out of range"},
+		{"largest float64", `{"any":1.7976931348623157e308}`, true, ""},
+		{"underflow to zero", `{"any":1e-400}`, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,15 +95,22 @@ func TestDeepNesting(t *testing.T) {
 	}
 }
 
-// FuzzCheck: any input gives nil or an error, and whatever Check accepts
-// encoding/json parses too.
+// FuzzCheck: whatever Check accepts encoding/json parses too (its first
+// value, into any: numbers included), and what it accepts with
+// DisallowUnknown it accepts without.
 func FuzzCheck(f *testing.F) {
-	for _, s := range []string{`{"id":1,"items":[{"code":1}]}`, `{"a":1,"a":2}`, `{"NAME":1}`, `[[[`, `"x"`} {
+	for _, s := range []string{`{"id":1,"items":[{"code":1}]}`, `{"a":1,"a":2}`, `{"NAME":1}`, `[[[`, `"x"`,
+		`1E700`, `2` + strings.Repeat("0", 308), `{"any":[-1e309]}`, `{"extra":1}`} {
 		f.Add([]byte(s))
 	}
 	typ := reflect.TypeFor[doc]()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if strictjson.Check(body, typ, strictjson.Options{}) != nil {
+		lax := strictjson.Check(body, typ, strictjson.Options{})
+		strict := strictjson.Check(body, typ, strictjson.Options{DisallowUnknown: true})
+		if strict == nil && lax != nil {
+			t.Fatalf("%q accepted with DisallowUnknown, refused without: %v", body, lax)
+		}
+		if lax != nil {
 			return
 		}
 		var v any
