@@ -1,6 +1,8 @@
 package adminapi_test
 
 import (
+	"bytes"
+	"errors"
 	"net/url"
 	"reflect"
 	"strings"
@@ -43,18 +45,40 @@ func FuzzExecutorRoutes(f *testing.F) {
 }
 
 // FuzzCallbackBatch decodes arbitrary callback batches as the callback
-// route does (strict key check, then every protocol generation's shape).
+// route does: the strict key check (strictjson.Check against the body's
+// shape), then every protocol generation's shape (DecodeCallbacks). The
+// route leaves syntax errors to DecodeCallbacks, which is safe only if
+// every body DecodeCallbacks accepts was walked to its end by Check: its
+// verdict on such a body is nil or a key or number error, never a syntax
+// error that stopped it before keys it did not see. A batch also holds no
+// more items than its bytes can spell.
 func FuzzCallbackBatch(f *testing.F) {
 	for _, s := range []string{
 		`[{"logId":1,"logDateTim":1,"handleCode":200}]`, `{"callbackList":[]}`,
 		`[{"logId":1,"executeResult":{"code":500,"msg":"x","content":null}}]`, `[{"logId":"1"}]`, `[`,
+		`[{"logId":1,"logId":2}]`, `{"callbackList":[{"LOGID":1}]}`, `[{"logId":1}] [`, `[{"logId":1,"executeResult":{"content":1E700}}]`,
 	} {
 		f.Add([]byte(s))
 	}
+	arr := reflect.TypeFor[[]protocol.HandleCallbackParam]()
+	obj := reflect.TypeFor[struct {
+		CallbackList []protocol.HandleCallbackParam `json:"callbackList"`
+	}]()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_ = strictjson.Check(body, reflect.TypeFor[[]protocol.HandleCallbackParam](), strictjson.Options{})
+		typ := arr
+		if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '{' {
+			typ = obj
+		}
+		checkErr := strictjson.Check(body, typ, strictjson.Options{})
 		items, err := protocol.DecodeCallbacks(body)
-		if err == nil && len(items) > len(body)/2 {
+		if err != nil {
+			return
+		}
+		var se *strictjson.Error
+		if checkErr != nil && !errors.As(checkErr, &se) {
+			t.Fatalf("DecodeCallbacks accepts %q, which the key check stopped reading: %v", body, checkErr)
+		}
+		if len(items) > len(body)/2 {
 			t.Fatalf("%d items from %d bytes", len(items), len(body))
 		}
 	})
