@@ -68,11 +68,13 @@ test-short: ## Run the tests that need nothing outside Go (go test -short: no em
 
 # Fuzz targets: their seed corpora (f.Add, testdata/fuzz) run in `make test`;
 # this runs each target for FUZZTIME on its own (go test -fuzz takes one at a time).
+# TestMakeFuzzListsEveryTarget (suite_test.go) fails when this list and the
+# `func Fuzz…` declarations differ.
 FUZZTIME ?= 20s
 FUZZ_TARGETS := .:FuzzJobJSON .:FuzzAddress ./internal/fire:FuzzRingBucket ./pkg/schedule:FuzzCron ./internal/strictjson:FuzzCheck \
 	./internal/web/adminapi:FuzzExecutorRoutes ./internal/web/guard:FuzzJSONText ./internal/web/auth:FuzzSessionDecode ./internal/web/auth:FuzzParseHash ./internal/egress:FuzzLegacyIPv4 ./internal/web/adminapi:FuzzCallbackBatch ./pkg/executor:FuzzTriggerParam \
 	.:FuzzDeclaration ./internal/cli:FuzzParseManifest ./internal/xxlimport:FuzzMap ./pkg/schedule:FuzzParseOnce \
-	./deploy:FuzzDockerfile ./internal/web/clientip:FuzzXForwardedFor
+	./deploy:FuzzDockerfile ./internal/web/clientip:FuzzXForwardedFor ./pkg/protocol:FuzzDecodeCallbacks ./internal/adapter/dynamostore:FuzzOccurrenceFireTime
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 20s) each

@@ -2,8 +2,6 @@ package awsstack
 
 import (
 	"context"
-	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,13 +20,7 @@ import (
 // entry): the due index projects the whole job item, so an advance costs
 // what the item weighs unless the source lives apart from it.
 func TestMeterGlueJobAdvance(t *testing.T) {
-	dir, err := emulator.Dir("")
-	if err != nil {
-		if errors.Is(err, emulator.ErrNotInstalled) && os.Getenv("CI") == "" {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
+	dir := emulator.InstalledDir(t)
 	dyn, err := emulator.StartDynalite(dir, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package awsstack
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -84,13 +83,7 @@ func TestLostUnits(t *testing.T) {
 // billed, and counted; a conditional write that loses is billed at the
 // item's size.
 func TestMeterThrottlesHotItem(t *testing.T) {
-	dir, err := emulator.Dir("")
-	if err != nil {
-		if errors.Is(err, emulator.ErrNotInstalled) && os.Getenv("CI") == "" {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
+	dir := emulator.InstalledDir(t)
 	dyn, err := emulator.StartDynalite(dir, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package awsstack
 
 import (
 	"context"
-	"errors"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -22,13 +20,7 @@ import (
 // poll, empty but for the one that took the message), and the message is
 // received once.
 func TestLongPollBilledOncePerPoll(t *testing.T) {
-	dir, err := emulator.Dir("")
-	if err != nil {
-		if errors.Is(err, emulator.ErrNotInstalled) && os.Getenv("CI") == "" {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
+	dir := emulator.InstalledDir(t)
 	fq, err := emulator.StartFauxqs(dir, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)

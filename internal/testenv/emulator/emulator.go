@@ -30,7 +30,8 @@ import (
 
 // ErrNotInstalled marks a start that failed because the emulators are not
 // installed (no node on PATH, or test/emulators/node_modules missing)
-// rather than broken, so that tests can skip outside CI instead of failing.
+// rather than broken, so that a test can say which make target installs
+// them (tool.Missing) rather than report a broken start.
 var ErrNotInstalled = errors.New("emulators not installed")
 
 // dynaliteScript runs test/emulators/dynalite.js as is: it already listens

@@ -60,6 +60,23 @@ func Dynalite(t testing.TB) string { t.Helper(); return dynalite.get(t) }
 // on first use.
 func Fauxqs(t testing.TB) string { t.Helper(); return fauxqs.get(t) }
 
+// InstalledDir returns the emulators' directory (see Dir) for a test that
+// starts processes of its own (StartDynalite, StartFauxqs), behind the
+// same gate as the shared ones: skipped under -short, failed with the make
+// target's name when the emulators are not installed.
+func InstalledDir(t testing.TB) string {
+	t.Helper()
+	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
+	dir, err := Dir("")
+	if err != nil {
+		if errors.Is(err, ErrNotInstalled) {
+			tool.Missing(t, err)
+		}
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // DynamoDB returns a DynamoDB client for the shared dynalite server, with
 // static dummy credentials and the SDK's standard retryer.
 func DynamoDB(t testing.TB) *dynamodb.Client {
