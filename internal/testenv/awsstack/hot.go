@@ -7,12 +7,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // DynamoDB's per-partition limits: one item lives in one partition, and a
@@ -43,9 +44,10 @@ type Hottest struct {
 	Throttled    int
 }
 
-// hotTracker counts units per item and per partition key per wall-clock
-// second.
+// hotTracker counts units per item and per partition key per second of
+// its clock (the wall clock but in tests).
 type hotTracker struct {
+	clock     clock.Clock
 	mu        sync.Mutex
 	sec       int64
 	items     map[string]*load // this second's
@@ -61,8 +63,8 @@ type hotTracker struct {
 
 type load struct{ w, r float64 }
 
-func newHotTracker() *hotTracker {
-	return &hotTracker{items: map[string]*load{}, keys: map[string]*load{}, wcu: PartitionWCU, rcu: PartitionRCU}
+func newHotTracker(c clock.Clock) *hotTracker {
+	return &hotTracker{clock: c, items: map[string]*load{}, keys: map[string]*load{}, wcu: PartitionWCU, rcu: PartitionRCU}
 }
 
 // roll starts second now, folding the second that ended into the peaks.
@@ -101,7 +103,7 @@ func (h *hotTracker) fold() {
 func (h *hotTracker) admit(items, keys []string, w, r float64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.roll(time.Now().Unix())
+	h.roll(h.clock.Now().Unix())
 	over := func(m map[string]*load, ks []string) bool {
 		for _, k := range ks {
 			l := m[k]
@@ -125,7 +127,7 @@ func (h *hotTracker) admit(items, keys []string, w, r float64) bool {
 func (h *hotTracker) add(item, key string, w, r float64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.roll(time.Now().Unix())
+	h.roll(h.clock.Now().Unix())
 	at := func(m map[string]*load, k string) {
 		if k == "" {
 			return

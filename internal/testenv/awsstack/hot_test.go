@@ -7,16 +7,24 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
+// TestHotTrackerLimits holds one item and one partition key to their
+// per-second limits on a fake clock: the budget is per second, per item
+// and per key, and a new second gives it back.
 func TestHotTrackerLimits(t *testing.T) {
-	h := newHotTracker()
+	t.Parallel()
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	h := newHotTracker(clk)
 	h.wcu, h.rcu = 10, 30
 	for i := range 10 {
 		if !h.admit([]string{"t|a"}, []string{"t|a"}, 1, 0) {
@@ -24,6 +32,7 @@ func TestHotTrackerLimits(t *testing.T) {
 		}
 		h.add("t|a", "t|a", 1, 0)
 	}
+	clk.Advance(999 * time.Millisecond) // still the same second
 	if h.admit([]string{"t|a"}, []string{"t|a"}, 1, 0) {
 		t.Error("write past 10 WCU in one second admitted")
 	}
@@ -40,8 +49,15 @@ func TestHotTrackerLimits(t *testing.T) {
 		t.Error("write past the key's limit admitted")
 	}
 	got := h.snapshot()
-	if got.ItemW.Key != "t|a" || got.ItemW.WCU != 10 || got.KeyW.WCU != 10 || got.Throttled != 2 {
+	if got.ItemW.Key != "t|a" || got.ItemW.WCU != 10 || got.ItemW.At != 1_800_000_000 || got.KeyW.WCU != 10 || got.Throttled != 2 {
 		t.Errorf("snapshot = %+v", got)
+	}
+	clk.Advance(time.Millisecond) // the next second: the budget is back
+	if !h.admit([]string{"t|a"}, []string{"t|a"}, 1, 0) || !h.admit([]string{"t|k|3"}, []string{"t|k"}, 1, 0) {
+		t.Error("a write in the next second throttled")
+	}
+	if got := h.snapshot(); got.Throttled != 2 {
+		t.Errorf("throttled %d, want the 2 of the first second", got.Throttled)
 	}
 }
 
@@ -90,7 +106,10 @@ func TestMeterThrottlesHotItem(t *testing.T) {
 	}
 	defer dyn.Stop()
 	ctx := context.Background()
-	m := NewMeter()
+	// The limits count seconds of a fake clock, so that the eight writes
+	// share one second however slowly they run.
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	m := newMeter(clk)
 	m.SetPartitionLimits(5, 100)
 	cfg := aws.Config{Region: Region, Credentials: credentials.NewStaticCredentialsProvider("x", "x", "")}
 	raw := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(dyn.Endpoint()) })
@@ -106,16 +125,21 @@ func TestMeterThrottlesHotItem(t *testing.T) {
 		o.APIOptions = append(o.APIOptions, m.Middleware("fn"))
 		o.RetryMaxAttempts = 1 // see each throttle
 	})
-	// Eight writes at 5 WCU/s need two seconds: enough attempts that the
-	// retryer's jittered back-off always reaches the next second (its
-	// default of 3 can all land in the same one on a fast machine).
+	// The SDK's standard retryer with a back-off that moves the fake clock
+	// on by a second instead of sleeping: each retry lands in a fresh
+	// second, as a real back-off eventually does.
 	retrying := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(dyn.Endpoint())
 		o.APIOptions = append(o.APIOptions, m.Middleware("fn"))
-		o.RetryMaxAttempts = 10
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = 3
+			so.RateLimiter = ratelimit.None
+			so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) {
+				clk.Advance(time.Second)
+				return 0, nil
+			})
+		})
 	})
-	// Start at the beginning of a second so the writes share it.
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	put := func(v string) error {
 		_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("hot"), Item: item{
 			"pk": &ddbtypes.AttributeValueMemberS{Value: "a"}, "v": &ddbtypes.AttributeValueMemberS{Value: v}}})
@@ -136,23 +160,24 @@ func TestMeterThrottlesHotItem(t *testing.T) {
 		t.Errorf("%d of 8 writes in one second throttled at 5 WCU/s, want 3", throttled)
 	}
 	h := m.Hottest()
-	if h.ItemW.WCU != 5 || h.Throttled != 3 {
+	if h.ItemW.WCU != 5 || h.ItemW.At != 1_800_000_000 || h.Throttled != 3 {
 		t.Errorf("hottest = %+v", h)
 	}
 	// The SDK's retryer backs off and gets the writes through, starting
-	// in a fresh second so that the budget the first loop spent is back.
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	// in a fresh second so that the budget the first loop spent is back:
+	// five in it, the sixth throttled and retried in the next, and so on.
+	clk.Advance(time.Second)
 	for i := range 8 {
 		if _, err := retrying.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("hot"), Item: item{
 			"pk": &ddbtypes.AttributeValueMemberS{Value: "a"}}}); err != nil {
 			t.Fatalf("retried put %d: %v", i, err)
 		}
 	}
-	if h := m.Hottest(); h.ItemW.WCU > 5 {
-		t.Errorf("the retried writes pushed the item to %v WCU in a second", h.ItemW.WCU)
+	if h := m.Hottest(); h.ItemW.WCU != 5 || h.Throttled != 4 {
+		t.Errorf("after the retried writes: hottest = %+v, want 5 WCU at most in a second and one more throttle", h)
 	}
 	// A lost condition on a 3 KB item is billed 3 units.
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	clk.Advance(time.Second)
 	if _, err := raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("hot"), Item: item{
 		"pk": &ddbtypes.AttributeValueMemberS{Value: "b"}, "v": &ddbtypes.AttributeValueMemberB{Value: make([]byte, 3000)}}}); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // OpStat is what one function spent on one AWS operation.
@@ -294,10 +295,15 @@ type inflight struct {
 	start time.Time
 }
 
-// NewMeter returns an empty meter.
-func NewMeter() *Meter {
+// NewMeter returns an empty meter whose per-partition limits count wall-clock
+// seconds.
+func NewMeter() *Meter { return newMeter(clock.Real{}) }
+
+// newMeter returns an empty meter whose per-partition limits count the
+// seconds of c.
+func newMeter(c clock.Clock) *Meter {
 	return &Meter{usage: Usage{Ops: map[string]map[string]OpStat{}, Invokes: map[string]InvokeStat{}, LogBytes: map[string]int{}},
-		running: map[int64]inflight{}, hot: newHotTracker()}
+		running: map[int64]inflight{}, hot: newHotTracker(c)}
 }
 
 // Snapshot returns a copy of everything counted so far. Invocations still
