@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -198,19 +199,28 @@ func TestCronNextGolden(t *testing.T) {
 	}
 }
 
-// TestCronDSTDayOnce walks whole transition days fire by fire and checks
-// that fires strictly increase and that no wall-clock time fires twice.
+// TestCronDSTDayOnce walks whole transition days fire by fire: fires
+// strictly increase, and every quarter-hour the day's wall clock shows
+// fires exactly once — the ones a spring-forward gap removes not at all,
+// the ones a fall-back repeats once, at their second (standard-time)
+// occurrence (doc.go, "Time zones and DST").
 func TestCronDSTDayOnce(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		tz       string
 		day      string // local midnight before the transition day
-		wantWall int    // fires expected on that local day
+		gap      string // the first and last quarter-hour the day lacks ("" for none)
+		repeated string // the first and last quarter-hour it shows twice
+		wantWall int    // fires on that local day
 	}{
-		{"America/New_York", "2024-03-10T00:00:00-05:00", 96},
-		{"America/New_York", "2024-11-03T00:00:00-04:00", 96},
-		{"Europe/Berlin", "2024-03-31T00:00:00+01:00", 96},
-		{"Europe/Berlin", "2024-10-27T00:00:00+02:00", 96},
+		{"America/New_York", "2024-03-10T00:00:00-05:00", "02:00-02:45", "", 92},
+		{"America/New_York", "2024-11-03T00:00:00-04:00", "", "01:00-01:45", 96},
+		{"Europe/Berlin", "2024-03-31T00:00:00+01:00", "02:00-02:45", "", 92},
+		{"Europe/Berlin", "2024-10-27T00:00:00+02:00", "", "02:00-02:45", 96},
+	}
+	within := func(wall, span string) bool {
+		from, to, _ := strings.Cut(span, "-")
+		return span != "" && wall >= from && wall <= to
 	}
 	for _, tt := range tests {
 		t.Run(tt.tz+" "+tt.day, func(t *testing.T) {
@@ -220,36 +230,47 @@ func TestCronDSTDayOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			start := mustTime(t, tt.day).Add(-time.Second)
+			midnight := mustTime(t, tt.day).In(loc)
+			end := midnight.AddDate(0, 0, 1) // the next local midnight (no transition there)
 			seen := map[string]int{}
-			var prev time.Time
-			at := start
+			at := midnight.Add(-time.Second)
 			for {
 				next, ok := s.Next(at)
 				if !ok {
 					t.Fatal("no next fire")
 				}
-				if !next.After(at) || (!prev.IsZero() && !next.After(prev)) {
-					t.Fatalf("fires not increasing: %s after %s", next, prev)
+				if !next.After(at) {
+					t.Fatalf("fires not increasing: %s after %s", next, at)
 				}
-				local := next.In(loc)
-				if local.Day() != start.Add(time.Second).In(loc).Day() {
+				if !next.Before(end) {
 					break
 				}
-				seen[local.Format("15:04")]++
-				prev, at = next, next
-			}
-			// 96 quarter-hours at most: gap ones are skipped, overlap
-			// ones fire once (at their second occurrence).
-			fires := 0
-			for wall, n := range seen {
-				if n != 1 {
-					t.Errorf("wall time %s fired %d times", wall, n)
+				wall := next.In(loc).Format("15:04")
+				seen[wall]++
+				if within(wall, tt.repeated) {
+					// The second occurrence: an hour after the first.
+					if first := next.Add(-time.Hour); first.In(loc).Format("15:04") != wall {
+						t.Errorf("%s fired at %s, its first occurrence", wall, next.Format(time.RFC3339))
+					}
 				}
-				fires += n
+				at = next
 			}
-			if fires > tt.wantWall {
-				t.Errorf("fired %d times, want at most %d", fires, tt.wantWall)
+			fires := 0
+			for h := range 24 {
+				for m := 0; m < 60; m += 15 {
+					wall := fmt.Sprintf("%02d:%02d", h, m)
+					want := 1
+					if within(wall, tt.gap) {
+						want = 0
+					}
+					if seen[wall] != want {
+						t.Errorf("wall time %s fired %d times, want %d", wall, seen[wall], want)
+					}
+					fires += seen[wall]
+				}
+			}
+			if fires != tt.wantWall || len(seen) != tt.wantWall {
+				t.Errorf("fired %d times at %d wall times, want %d", fires, len(seen), tt.wantWall)
 			}
 		})
 	}
