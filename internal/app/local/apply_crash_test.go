@@ -45,32 +45,40 @@ func TestApplyKilledMidway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// How long one whole apply takes here, to kill the next ones at
-	// points across it (the write transaction comes last).
-	full := func() time.Duration {
+	// How long one whole apply takes here and how many bytes its write
+	// transaction puts in the WAL, to kill the next ones at points across
+	// it (the write transaction comes last).
+	full, wal := func() (time.Duration, int64) {
 		listen := freePort(t)
 		logf, err := os.Create(filepath.Join(dir, "xjob-full.log"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		proc := startChild(t, bin, filepath.Join(dir, "full", "xjob.db"), listen, token, logf)
+		db := filepath.Join(dir, "full", "xjob.db")
+		proc := startChild(t, bin, db, listen, token, logf)
 		defer func() { _ = proc.cmd.Process.Signal(syscall.SIGKILL); _ = proc.cmd.Wait() }()
+		walBase := walSize(db)
 		start := time.Now()
 		if code := api(t, "http://"+listen, token, "POST", "/v1/apply", m, nil); code != http.StatusOK {
 			t.Fatalf("whole apply: %d", code)
 		}
-		return time.Since(start)
+		return time.Since(start), walSize(db) - walBase
 	}()
-	t.Logf("a whole apply of %d jobs takes %s", jobs, full.Round(time.Millisecond))
+	t.Logf("a whole apply of %d jobs takes %s and writes %d bytes to the WAL", jobs, full.Round(time.Millisecond), wal)
+	if wal < 1<<20 {
+		t.Fatalf("a whole apply wrote %d bytes to the WAL: too few to kill it midway", wal)
+	}
 	outcomes := map[string]int{}
 	// Kill points: at a share of a whole apply's time (planning, or the
-	// write), and once the write transaction has spilled so many bytes
-	// of pages into the WAL (inside the transaction, before its commit).
+	// write), and once the write transaction has spilled a share of a
+	// whole apply's WAL bytes (inside the transaction, before its commit:
+	// its pages reach the WAL as they are written, the commit comes last).
 	type killAt struct {
 		after    time.Duration
 		walBytes int64
 	}
-	for attempt, k := range []killAt{{after: full / 2}, {walBytes: 512 << 10}, {walBytes: 2 << 20}, {after: full * 3 / 2}} {
+	attempt := 0
+	try := func(k killAt) {
 		db := filepath.Join(dir, fmt.Sprintf("a%d", attempt), "xjob.db")
 		listen := freePort(t)
 		base := "http://" + listen
@@ -92,15 +100,16 @@ func TestApplyKilledMidway(t *testing.T) {
 			resp.Body.Close()
 			done <- resp.StatusCode
 		}()
+		walBase := walSize(db)
 		if k.after > 0 {
 			time.Sleep(k.after)
 		} else {
-			base := walSize(db)
 			deadline := time.Now().Add(4 * full)
-			for walSize(db)-base < k.walBytes && time.Now().Before(deadline) && len(done) == 0 {
+			for walSize(db)-walBase < k.walBytes && time.Now().Before(deadline) && len(done) == 0 {
 				time.Sleep(time.Millisecond)
 			}
 		}
+		spilled := walSize(db) - walBase
 		if err := proc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -118,6 +127,11 @@ func TestApplyKilledMidway(t *testing.T) {
 		switch n {
 		case 0:
 			outcomes["old set"]++
+			// The transaction had written pages to the WAL and had not
+			// committed: the kill landed inside it, and it rolled back.
+			if k.walBytes > 0 && spilled >= k.walBytes && status == 0 {
+				outcomes["killed inside the write"]++
+			}
 		case jobs:
 			outcomes["new set"]++
 			for _, j := range exported.Jobs {
@@ -131,9 +145,23 @@ func TestApplyKilledMidway(t *testing.T) {
 		if status == http.StatusOK && n != jobs {
 			t.Fatalf("attempt %d: the apply answered 200 but the restart shows %d jobs", attempt, n)
 		}
-		t.Logf("kill %+v: reply %d, restart shows %d jobs", k, status, n)
+		t.Logf("kill %+v (WAL +%d bytes): reply %d, restart shows %d jobs", k, spilled, status, n)
+		attempt++
+	}
+	for _, k := range []killAt{{after: full / 2}, {walBytes: wal / 8}, {walBytes: wal * 3 / 8}, {walBytes: wal * 5 / 8},
+		{walBytes: wal * 7 / 8}, {after: full * 3 / 2}} {
+		try(k)
+	}
+	// The test is about a kill inside the write transaction: a run whose
+	// kills all missed it (a loaded machine, a write that never spilled)
+	// tries again, and fails rather than pass having proved nothing.
+	for retry := 0; outcomes["killed inside the write"] == 0 && retry < 4; retry++ {
+		try(killAt{walBytes: wal / 2})
 	}
 	t.Logf("outcomes: %v", outcomes)
+	if outcomes["killed inside the write"] == 0 {
+		t.Fatalf("no kill landed inside the apply's write transaction (outcomes %v): nothing was tested", outcomes)
+	}
 }
 
 func walSize(db string) int64 {
