@@ -150,12 +150,23 @@ cost: emulators ## Price W1-W4 per million triggers, W5 and an idle deployment p
 bench-go: ## Run the Go micro-benchmarks of the core packages
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+# The golden files' generators are committed Java programs run on Debian's
+# JDK 17 (and, for the cron cases, Debian's Quartz 2.3.2); the files they
+# write are committed, and the tests replay them offline.
 .PHONY: quartz-golden
-quartz-golden: ## Regenerate pkg/schedule/testdata/quartz_golden_nw.json from the real Quartz (Debian libquartz2-java, JDK 17)
+quartz-golden: ## Regenerate pkg/schedule/testdata/quartz_golden*.json from the real Quartz (Debian libquartz2-java, JDK 17)
 	@command -v javac >/dev/null || { apt-get update && apt-get install -y openjdk-17-jdk-headless; }
 	@test -f /usr/share/java/quartz2.jar || { apt-get update && apt-get install -y libquartz2-java; }
 	@tmp=$$(mktemp -d) && javac -d $$tmp -cp /usr/share/java/quartz2.jar pkg/schedule/testdata/quartzgen/QuartzGolden.java && \
-	  java -cp /usr/share/java/quartz2.jar:$$tmp QuartzGolden pkg/schedule/testdata/quartz_golden_nw.tsv > pkg/schedule/testdata/quartz_golden_nw.json && rm -rf $$tmp
+	  for f in quartz_golden quartz_golden_nw; do \
+	    java -cp /usr/share/java/quartz2.jar:$$tmp QuartzGolden pkg/schedule/testdata/$$f.tsv > pkg/schedule/testdata/$$f.json || exit 1; \
+	  done; rm -rf $$tmp
+
+.PHONY: hash-golden
+hash-golden: ## Regenerate internal/scheduler/route/testdata/hash_golden.json with xxl-job's CONSISTENT_HASH in Java (JDK 17)
+	@command -v javac >/dev/null || { apt-get update && apt-get install -y openjdk-17-jdk-headless; }
+	@tmp=$$(mktemp -d) && javac -encoding UTF-8 -d $$tmp internal/scheduler/route/testdata/hashgen/HashGolden.java && \
+	  java -cp $$tmp HashGolden > internal/scheduler/route/testdata/hash_golden.json && rm -rf $$tmp
 
 .PHONY: build
 build: build-cli build-lambda ## Build bin/xjob and the Lambda zips in dist/

@@ -19,34 +19,33 @@ type quartzCase struct {
 	Want  []string `json:"want"`  // Quartz's fires, RFC 3339 in the case's zone
 }
 
-// TestCronQuartzGolden replays fire times produced by the real Quartz.
-//
-// testdata/quartz_golden.json was generated (2026-11, outside the repo) with
+// TestCronQuartzGolden replays fire times produced by the real Quartz:
 // Debian bookworm's libquartz2-java 2.3.2-4 (/usr/share/java/quartz2.jar,
-// org.quartz.CronExpression) on OpenJDK 17.0.15 and its bundled tzdata. For
-// each case a small Java program did: new CronExpression(expr);
-// setTimeZone(TimeZone.getTimeZone(tz)); at = the start instant; then up to n
-// times: next = getNextValidTimeAfter(at), stop when it returns null (the
-// case's "end"), else record next as RFC 3339 with its offset in tz and set
-// at = next. Each call ran under a 10 s timeout; none hit it, and Quartz
-// parsed every expression.
+// org.quartz.CronExpression) on OpenJDK 17 and its bundled tzdata. The
+// generator, testdata/quartzgen/QuartzGolden.java, reads the cases of a
+// .tsv file and for each does: new CronExpression(expr);
+// setTimeZone(TimeZone.getTimeZone(tz)); at = the start instant; then up
+// to n times: next = getNextValidTimeAfter(at), stop when it returns null
+// (the case's "end"), else record next as RFC 3339 with its offset in tz
+// and set at = next, each case under a 10 s timeout. `make quartz-golden`
+// runs it on both files below; none hits the timeout and Quartz parses
+// every expression.
 //
-// The cases are: every row of TestCronNextGolden (with one extra fire each);
-// NY and Berlin spring-forward and fall-back days for 0 30 2, 0 0 2,
-// 0 */15, 0 0 *, 0 30 1, 0 0/20 1-3 and more; starts inside overlaps and
-// just after gaps; Lord Howe's 30-minute transitions; Santiago's midnight
-// gap; L, L-n, LW, L-nW, nW near month ends, qL, q#n including #5; year
-// fields; wrap-around ranges with and without steps; name ranges with steps;
-// and 150 random expressions (seeded, six zones, five fires each). Cases
-// reaching past 2125 were left out: Quartz's search horizon is
-// MAX_YEAR = (current year + 100), which moves with the clock (doc.go,
-// "Deviations").
+// testdata/quartz_golden.json (cases: quartz_golden.tsv) holds every row
+// of TestCronNextGolden (with one extra fire each); NY and Berlin
+// spring-forward and fall-back days for 0 30 2, 0 0 2, 0 */15, 0 0 *,
+// 0 30 1, 0 0/20 1-3 and more; starts inside overlaps and just after
+// gaps; Lord Howe's 30-minute transitions; Santiago's midnight gap; L,
+// L-n, LW, L-nW, nW near month ends, qL, q#n including #5; year fields;
+// wrap-around ranges with and without steps; name ranges with steps; and
+// 150 random expressions (seeded, six zones, five fires each). No case
+// reaches past 2125: Quartz's search horizon is MAX_YEAR = (current year
+// + 100), which moves with the clock (doc.go, "Deviations"), so such a
+// case would change with the year it is regenerated in.
 //
-// testdata/quartz_golden_nw.json adds nW for days a month does not have
-// (31W in 30-day months, 29W-31W in February), which Quartz resolves on a
-// lenient calendar. It is generated in the repo: the cases are
-// testdata/quartz_golden_nw.tsv, the generator testdata/quartzgen (the same
-// steps as above, same Quartz and JDK), run by `make quartz-golden`.
+// testdata/quartz_golden_nw.json (cases: quartz_golden_nw.tsv) adds nW
+// for days a month does not have (31W in 30-day months, 29W-31W in
+// February), which Quartz resolves on a lenient calendar.
 func TestCronQuartzGolden(t *testing.T) {
 	t.Parallel()
 	for _, f := range []struct {

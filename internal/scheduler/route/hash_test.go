@@ -2,54 +2,51 @@ package route
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
+	"os"
 	"testing"
 
 	"github.com/xjobdev/xjob"
 )
 
-// Golden vectors for CONSISTENT_HASH, produced by running xxl-job's own
-// algorithm in Java 17: a copy of ExecutorRouteConsistentHash (2.4.x,
-// VIRTUAL_NODE_NUM = 100, TreeMap ring, MD5 digest bytes 0-3 little-endian)
-// with a main that prints hash(key) for a few keys and, for each address
-// list below, "jobId=index" where index is addressList.indexOf(route(jobId,
-// addressList)). The Java program lived in /tmp and is not part of the repo.
-var goldenHashes = []struct {
-	key  string
-	want uint32
-}{
-	{"1", 943901380},
-	{"42", 3905343649},
-	{"SHARD-http://10.0.0.1:9999/-NODE-0", 3725898238},
-	{"SHARD-http://执行器.example/-NODE-99", 1743375963},
-	{"", 3649838548},
+// hashGolden is testdata/hash_golden.json: golden vectors for
+// CONSISTENT_HASH computed by xxl-job's algorithm in Java (MD5 ring of 100
+// virtual nodes per address in a TreeMap), written by the generator
+// testdata/hashgen/HashGolden.java, which `make hash-golden` runs on a
+// JDK 17.
+type hashGolden struct {
+	Hashes []struct {
+		Key  string `json:"key"`
+		Hash uint32 `json:"hash"`
+	} `json:"hashes"`
+	Routes []struct {
+		Addrs []string   `json:"addrs"`
+		Picks [][2]int64 `json:"picks"` // [job id, index in addrs of the address Java picked]
+	} `json:"routes"`
 }
 
-var goldenRoutes = []struct {
-	addrs []string
-	picks string // "jobId=index ..." as printed by the Java program
-}{
-	{[]string{"http://127.0.0.1:9999/"},
-		"1=0 2=0 3=0 4=0 5=0 6=0 7=0 8=0 9=0 10=0 11=0 12=0 13=0 14=0 15=0 16=0 17=0 18=0 19=0 20=0 0=0 42=0 100=0 999=0 1000=0 4242=0 65536=0 123456=0 1000000=0 2147483647=0"},
-	{[]string{"http://10.0.0.1:9999/", "http://10.0.0.2:9999/"},
-		"1=0 2=0 3=0 4=1 5=0 6=0 7=1 8=1 9=0 10=0 11=0 12=0 13=0 14=0 15=0 16=1 17=1 18=0 19=0 20=0 0=1 42=1 100=0 999=0 1000=1 4242=1 65536=1 123456=0 1000000=1 2147483647=1"},
-	{[]string{"http://10.0.0.1:9999/", "http://10.0.0.2:9999/", "http://10.0.0.3:9999/"},
-		"1=2 2=2 3=0 4=2 5=0 6=2 7=1 8=1 9=0 10=0 11=0 12=0 13=2 14=2 15=0 16=1 17=1 18=0 19=0 20=0 0=1 42=1 100=2 999=0 1000=2 4242=2 65536=2 123456=0 1000000=1 2147483647=1"},
-	{[]string{"http://192.168.1.10:9999/", "http://192.168.1.11:9999/", "http://192.168.1.12:9999/", "http://192.168.1.13:9999/", "http://192.168.1.14:9999/"},
-		"1=4 2=3 3=0 4=2 5=4 6=1 7=1 8=1 9=3 10=4 11=2 12=4 13=4 14=3 15=0 16=0 17=2 18=0 19=2 20=1 0=4 42=3 100=1 999=1 1000=4 4242=1 65536=3 123456=0 1000000=2 2147483647=1"},
-	{[]string{"http://exec-a.internal:8080", "https://abc123.lambda-url.eu-west-1.on.aws/", "http://exec-b.internal:8080", "http://[::1]:9999/"},
-		"1=0 2=1 3=0 4=2 5=2 6=2 7=2 8=3 9=2 10=1 11=0 12=3 13=3 14=2 15=0 16=3 17=0 18=0 19=3 20=2 0=1 42=3 100=3 999=2 1000=1 4242=1 65536=3 123456=1 1000000=3 2147483647=0"},
-	{[]string{"http://执行器.example/", "http://10.0.0.2:9999/"},
-		"1=0 2=0 3=1 4=0 5=1 6=0 7=0 8=1 9=0 10=1 11=0 12=0 13=0 14=0 15=1 16=1 17=1 18=1 19=0 20=0 0=1 42=1 100=1 999=1 1000=0 4242=0 65536=0 123456=0 1000000=1 2147483647=1"},
+func readHashGolden(t *testing.T) hashGolden {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/hash_golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g hashGolden
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Hashes) < 5 || len(g.Routes) < 6 {
+		t.Fatalf("hash_golden.json has %d hashes and %d address lists: truncated", len(g.Hashes), len(g.Routes))
+	}
+	return g
 }
 
 func TestRingHashGolden(t *testing.T) {
 	t.Parallel()
-	for _, tt := range goldenHashes {
-		if got := ringHash([]byte(tt.key)); got != tt.want {
-			t.Errorf("hash(%q) = %d, want %d", tt.key, got, tt.want)
+	for _, tt := range readHashGolden(t).Hashes {
+		if got := ringHash([]byte(tt.Key)); got != tt.Hash {
+			t.Errorf("hash(%q) = %d, want %d", tt.Key, got, tt.Hash)
 		}
 	}
 }
@@ -58,23 +55,21 @@ func TestConsistentHashGolden(t *testing.T) {
 	t.Parallel()
 	cached := New(Options{})
 	uncached := New(Options{RingCacheSize: -1})
-	for li, tt := range goldenRoutes {
-		for _, pick := range strings.Fields(tt.picks) {
-			id, idx, _ := strings.Cut(pick, "=")
-			jobID, err := strconv.ParseInt(id, 10, 64)
-			if err != nil {
-				t.Fatal(err)
+	for li, tt := range readHashGolden(t).Routes {
+		if len(tt.Picks) < 30 {
+			t.Fatalf("list %d: %d picks", li, len(tt.Picks))
+		}
+		for _, pick := range tt.Picks {
+			jobID, i := pick[0], pick[1]
+			if i < 0 || int(i) >= len(tt.Addrs) {
+				t.Fatalf("list %d job %d: index %d", li, jobID, i)
 			}
-			i, err := strconv.Atoi(idx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := tt.addrs[i]
-			if got := ConsistentHash(jobID, tt.addrs); got != want {
+			want := tt.Addrs[i]
+			if got := ConsistentHash(jobID, tt.Addrs); got != want {
 				t.Errorf("list %d job %d: ConsistentHash = %s, want %s", li, jobID, got, want)
 			}
 			for name, r := range map[string]*Router{"cached": cached, "uncached": uncached} {
-				res, err := r.Route(context.Background(), xjob.RouteConsistentHash, jobID, tt.addrs)
+				res, err := r.Route(context.Background(), xjob.RouteConsistentHash, jobID, tt.Addrs)
 				if err != nil || res.Address != want {
 					t.Errorf("list %d job %d: %s Route = %q, %v; want %s", li, jobID, name, res.Address, err, want)
 				}
