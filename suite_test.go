@@ -1,10 +1,12 @@
 package xjob_test
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -292,5 +294,63 @@ func TestMakeFuzzListsEveryTarget(t *testing.T) {
 	}
 	if dup := len(listed) - len(slices.Compact(slices.Sorted(slices.Values(listed)))); dup > 0 {
 		t.Errorf("FUZZ_TARGETS lists %d targets twice", dup)
+	}
+}
+
+// testName is a test or fuzz target's name as docs and comments quote it.
+var testName = regexp.MustCompile(`\b(?:Test|Fuzz)[A-Z][A-Za-z0-9_]*`)
+
+// TestQuotedTestsExist keeps the docs and the code's comments from citing
+// tests that were renamed or removed: every TestX or FuzzX named in a
+// Markdown page or a Go comment is declared in some _test.go.
+func TestQuotedTestsExist(t *testing.T) {
+	t.Parallel()
+	files := moduleFiles(t)
+	declared := map[string]bool{}
+	for _, f := range files {
+		if !strings.HasSuffix(f.path, "_test.go") {
+			continue
+		}
+		for _, d := range f.file.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok {
+				declared[fn.Name.Name] = true
+			}
+		}
+	}
+	check := func(where, text string) {
+		for _, at := range testName.FindAllStringIndex(text, -1) {
+			name := text[at[0]:at[1]]
+			if declared[name] {
+				continue
+			}
+			// After -run or -fuzz it is a pattern: some test must match it.
+			before := strings.TrimRight(text[:at[0]], "'\"^")
+			if strings.HasSuffix(before, "-run ") || strings.HasSuffix(before, "-run=") || strings.HasSuffix(before, "-fuzz ") {
+				if slices.ContainsFunc(slices.Collect(maps.Keys(declared)), func(d string) bool { return strings.HasPrefix(d, name) }) {
+					continue
+				}
+			}
+			t.Errorf("%s names %s, which no _test.go declares", where, name)
+		}
+	}
+	for _, f := range files {
+		for _, cg := range f.file.Comments {
+			check(fmt.Sprintf("%s:%d", f.path, f.fset.Position(cg.Pos()).Line), cg.Text())
+		}
+	}
+	var pages []string
+	for _, glob := range []string{"*.md", "docs/*.md", "docs/*/*.md", "functions/*.md", "bench/*.md", "bench/results/*.md", "infra/*.md"} {
+		m, err := filepath.Glob(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, m...)
+	}
+	for _, p := range pages {
+		text, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(p, string(text))
 	}
 }
