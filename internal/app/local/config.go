@@ -17,6 +17,8 @@ import (
 	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/web/auth"
+
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // Config is everything `xjob local` needs. Parse builds it from flags and
@@ -125,6 +127,13 @@ type Config struct {
 	Stdout io.Writer
 	// Logger overrides the JSON process logger (tests).
 	Logger *slog.Logger
+	// Clock is the time everything runs on, shutdown's grace included;
+	// nil is the wall clock (tests set a fake one).
+	Clock clock.Clock
+	// executorReadTimeout, when set, replaces the executor client's read
+	// timeout (a wall-clock one): tests that hold a call in flight on a
+	// fake clock set it long, so only the clock ends the call.
+	executorReadTimeout time.Duration
 	// Ready, if set, is called once every service runs and the listener
 	// accepts connections (tests learn the address and token from it).
 	Ready func(Info)

@@ -11,12 +11,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/testenv/syncbuf"
+	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/executor"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
@@ -262,28 +265,99 @@ func TestLocalRunsJobsEndToEnd(t *testing.T) {
 	t.Logf("fire lateness over %d fires: p50 %s, p99 %s (metric buckets: p50 ≤ %d ms, p99 ≤ %d ms)",
 		len(late), p50, p99, snap.FireDelayP50, snap.FireDelayP99)
 
-	if err, took := stop(); err != nil {
+	if err, _ := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
-	} else if took > 5*time.Second+3*time.Second {
-		t.Errorf("shutdown took %s", took)
 	}
 }
 
+// TestLocalShutdownWithinGrace runs xjob local on a fake clock with one
+// dispatch in flight to an executor that never answers, then cancels it:
+// shutdown waits for the in-flight work until the grace has passed on the
+// clock, not a moment less, then cuts it short (the executor sees its
+// request end) and Run returns.
 func TestLocalShutdownWithinGrace(t *testing.T) {
 	t.Parallel()
 	const grace = 2 * time.Second
-	info, stop := runLocal(t, func(c *Config) { c.Grace = grace; c.Demo = true; c.DemoListen = "127.0.0.1:0" })
-	if info.DemoExecutor == "" || len(info.DemoJobs) != 2 {
-		t.Fatalf("demo not started: %+v", info)
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	var logs syncbuf.Buffer
+	arrived, cut := make(chan struct{}, 1), make(chan struct{})
+	release := make(chan struct{})
+	exec := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/run" {
+			http.NotFound(w, r)
+			return
+		}
+		// Read the body: net/http notices a closed connection (and ends
+		// r.Context) only once the handler has read the request.
+		_, _ = io.Copy(io.Discard, r.Body)
+		arrived <- struct{}{}
+		select {
+		case <-r.Context().Done():
+			close(cut)
+		case <-release:
+		}
+	}))
+	t.Cleanup(exec.Close)
+	t.Cleanup(func() { close(release) }) // before exec.Close: the handler may still wait
+	info, stop := runLocal(t, func(c *Config) {
+		c.Clock, c.Grace = clk, grace
+		c.executorReadTimeout = time.Hour // the call ends when shutdown cuts it, not on a wall-clock timer
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	var g xjob.Group
+	if code := api(t, info.URL, info.AdminToken, "POST", "/v1/groups", map[string]any{"appname": "xjob-grace", "title": "grace",
+		"addressType": 1, "addressList": []string{exec.URL + "/"}}, &g); code != http.StatusCreated {
+		t.Fatalf("create group: %d", code)
 	}
-	err, took := stop()
-	if err != nil {
-		t.Fatal(err)
+	var j xjob.Job
+	if code := api(t, info.URL, info.AdminToken, "POST", "/v1/jobs", map[string]any{"jobGroup": g.ID, "jobDesc": "hangs",
+		"author": "test", "scheduleType": "NONE", "executorHandler": "h"}, &j); code != http.StatusCreated {
+		t.Fatalf("create job: %d", code)
 	}
-	t.Logf("Run returned %s after cancel", took)
-	// Grace bounds the ring and lanes; the listener gets its own 3 s.
-	if took > grace+httpShutdownGrace+time.Second {
-		t.Errorf("Run returned %s after cancel, grace %s", took, grace)
+	if code := api(t, info.URL, info.AdminToken, "POST", fmt.Sprintf("/v1/jobs/%d/trigger", j.ID), map[string]any{}, nil); code/100 != 2 {
+		t.Fatalf("trigger: %d", code)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the trigger never reached the executor")
+	}
+	returned := make(chan error, 1)
+	go func() { err, _ := stop(); returned <- err }()
+	// Shutdown logs that it is stopping once its grace runs on the clock.
+	for !strings.Contains(logs.String(), `"msg":"xjob local stopping"`) {
+		select {
+		case err := <-returned:
+			t.Fatalf("Run returned %v before shutting down", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	clk.Advance(grace - time.Millisecond)
+	select {
+	case err := <-returned:
+		t.Fatalf("Run returned (%v) with work in flight before the grace had passed", err)
+	case <-cut:
+		t.Fatal("the in-flight run was cut before the grace had passed")
+	case <-time.After(50 * time.Millisecond):
+	}
+	// The grace passes: the lanes are cut short and Run returns (the HTTP
+	// server, idle, needs none of its own grace).
+	clk.Advance(time.Millisecond)
+	select {
+	case <-cut:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the in-flight run was not cut when the grace had passed")
+	}
+	select {
+	case err := <-returned:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return once the grace had passed")
+	}
+	if !strings.Contains(logs.String(), `"lanesDrained":false`) {
+		t.Errorf("shutdown did not report the lanes cut short:\n%s", logs.String())
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/xjobdev/xjob/internal/web/auth"
 	"github.com/xjobdev/xjob/internal/web/clientip"
 	"github.com/xjobdev/xjob/internal/web/console"
-	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // newAuth builds the sign-in service over the installation's users. The
@@ -26,7 +25,7 @@ func newAuth(svc *services, adminToken, sessionKey string, glue auth.GluePolicy)
 		secret = sessionKey
 	}
 	a, err := auth.New(auth.Config{Users: svc.db, Store: svc.db, AdminToken: adminToken, Key: auth.DeriveKey(secret),
-		Glue: glue, Clock: clock.Real{}})
+		Glue: glue, Clock: svc.clock})
 	if err != nil {
 		return nil, fmt.Errorf("local: auth: %w", err)
 	}
@@ -81,12 +80,12 @@ func newHandler(cfg Config, svc *services, adminToken string, au *auth.Service) 
 		Callback: svc.callback,
 		Metrics:  svc.metrics,
 		Gauges: metric.Gauges{LaneDepth: svc.db.QueueDepths, ExecutorsOnline: svc.registry.OnlineCounts,
-			RunsToday: metric.RunsTodayFrom(svc.reports, clock.Real{}.Now), Cluster: svc.cluster, Logger: svc.logger},
+			RunsToday: metric.RunsTodayFrom(svc.reports, svc.clock.Now), Cluster: svc.cluster, Logger: svc.logger},
 		AdminToken:  adminToken,
 		Auth:        au,
 		AccessToken: cfg.AccessToken,
 		Logger:      svc.logger,
-		Clock:       clock.Real{},
+		Clock:       svc.clock,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("local: admin api: %w", err)

@@ -53,6 +53,7 @@ type services struct {
 	metrics  *metric.Metrics
 	reports  *tally.Batcher // the run report, read through it so pending counts are flushed first
 	logger   *slog.Logger
+	clock    clock.Clock // what every service runs on (Config.Clock)
 	// chore says whether this process runs a periodic chore now: always
 	// in local mode; in a cluster, the node holding its lease (chore.go).
 	chore func(ctx context.Context, name string, every time.Duration) bool
@@ -104,7 +105,10 @@ func Run(ctx context.Context, cfg Config) error {
 		logger.Info("client addresses: X-Forwarded-For believed from the trusted proxies only", "trustedProxies", cfg.TrustedProxies)
 	}
 
-	clk := clock.Real{}
+	var clk clock.Clock = clock.Real{}
+	if cfg.Clock != nil {
+		clk = cfg.Clock
+	}
 	db, err := sqlitestore.Open(ctx, cfg.DB, sqlitestore.Options{Shards: cfg.Shards, Clock: clk, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("local: open %s: %w", cfg.DB, err)
@@ -335,7 +339,7 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 	// on every burst.
 	policy := cfg.egressPolicy()
 	exec, err := execclient.New(execclient.Options{AccessToken: cfg.AccessToken,
-		MaxIdleConnsPerHost: cfg.FastWorkers + cfg.SlowWorkers, Egress: &policy})
+		MaxIdleConnsPerHost: cfg.FastWorkers + cfg.SlowWorkers, Egress: &policy, ReadTimeout: cfg.executorReadTimeout})
 	if err != nil {
 		return nil, nil, fmt.Errorf("local: executor client: %w", err)
 	}
@@ -435,7 +439,7 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 		return fail(fmt.Errorf("local: scan: %w", err))
 	}
 	svc := &services{db: db, admin: adm, registry: reg, upkeep: keep, callback: cb, metrics: metrics, reports: reports, logger: logger,
-		chore: func(context.Context, string, time.Duration) bool { return true }}
+		clock: clk, chore: func(context.Context, string, time.Duration) bool { return true }}
 	if n.member != nil {
 		svc.chore = choreLease(db, clk, owner, logger)
 	}

@@ -185,7 +185,10 @@ func RunServer(ctx context.Context, cfg Config) error {
 		logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	}
 	logger = logger.With("node", cfg.NodeID)
-	clk := clock.Real{}
+	var clk clock.Clock = clock.Real{}
+	if cfg.Clock != nil {
+		clk = cfg.Clock
+	}
 	u, _ := url.Parse(cfg.DB) // checked by Validate
 	db, err := clusterStores[u.Scheme](ctx, openParams{URL: cfg.DB, Shards: cfg.Shards, Node: cfg.NodeID, Clock: clk, Logger: logger})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/cluster"
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
 	"github.com/xjobdev/xjob/internal/scheduler/ring"
+	"github.com/xjobdev/xjob/pkg/clock"
 )
 
 // stage is one background loop of the pipeline, with a context of its own
@@ -103,10 +104,10 @@ func (s *stages) stopScan(svc *services, member *cluster.Member, logger *slog.Lo
 // last the counters, after everything that counts.
 func (s *stages) shutdown(n node, p *parts, svc *services, demo *demoExecutor, srv *http.Server) {
 	cfg, logger := n.cfg, n.logger
-	start := time.Now()
-	logger.Info("xjob "+n.name()+" stopping", "grace", cfg.Grace.String())
-	graceCtx, cancelGrace := context.WithTimeout(context.Background(), cfg.Grace)
+	start := n.clk.Now()
+	graceCtx, cancelGrace := clockTimeout(n.clk, cfg.Grace)
 	defer cancelGrace()
+	logger.Info("xjob "+n.name()+" stopping", "grace", cfg.Grace.String())
 	s.stopScan(svc, n.member, logger)
 	s.maint.stop()
 	p.ringGate.drain()
@@ -126,7 +127,7 @@ func (s *stages) shutdown(n node, p *parts, svc *services, demo *demoExecutor, s
 	if demo != nil {
 		demo.stop(graceCtx)
 	}
-	hctx, cancelHTTP := context.WithTimeout(context.Background(), httpShutdownGrace)
+	hctx, cancelHTTP := clockTimeout(n.clk, httpShutdownGrace)
 	defer cancelHTTP()
 	if err := srv.Shutdown(hctx); err != nil {
 		_ = srv.Close()
@@ -134,6 +135,19 @@ func (s *stages) shutdown(n node, p *parts, svc *services, demo *demoExecutor, s
 	s.maint.wg.Wait()
 	s.report.stop()
 	s.report.wg.Wait()
-	logger.Info("xjob "+n.name()+" stopped", "took", time.Since(start).Round(time.Millisecond).String(),
+	logger.Info("xjob "+n.name()+" stopped", "took", n.clk.Now().Sub(start).Round(time.Millisecond).String(),
 		"ringDrained", ringDrained, "lanesDrained", lanesDrained)
+}
+
+// clockTimeout is context.WithTimeout on clk: the context ends when clk
+// reaches d from now, or when cancel is called.
+func clockTimeout(clk clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	deadline := clk.Now().Add(d)
+	go func() {
+		if clk.SleepUntil(ctx, deadline) == nil {
+			cancel()
+		}
+	}()
+	return ctx, cancel
 }
