@@ -20,8 +20,8 @@ import (
 func installation(t *testing.T, version string) string {
 	t.Helper()
 	title := strings.Repeat("调", 30) // 3.4: varchar(64) characters
-	if version == "2.4" {
-		title = strings.Repeat("调", 12) // 2.4: varchar(12)
+	if version != "3.4" {
+		title = strings.Repeat("调", 12) // before 3.4: varchar(12)
 	}
 	param := strings.Repeat("p", 200)
 	if version == "3.4" {
@@ -92,15 +92,21 @@ func installation(t *testing.T, version string) string {
 	b.WriteString(`INSERT INTO xxl_job_log_report (trigger_day, running_count, suc_count, fail_count, update_time) VALUES
 		('2024-02-01 00:00:00', 0, 584, 583, NOW()), ('2024-02-02 00:00:00', 0, 583, 584, NOW()),
 		('2024-02-03 00:00:00', 0, 583, 583, NOW());`)
-	b.WriteString(`INSERT INTO xxl_job_user (username, password, role, permission) VALUES
-		('admin', 'e10adc3949ba59abbe56e057f20f883e', 1, NULL), ('annie', 'e10adc3949ba59abbe56e057f20f883e', 0, '1,3');`)
+	hash := "e10adc3949ba59abbe56e057f20f883e" // MD5 up to 3.1, SHA-256 from 3.2
+	if version != "2.4" {
+		hash = "8d969eef6ecad3c29a3a629280e686cf0c3f5d5a86aff3ca12020c923adc6c92"
+	}
+	fmt.Fprintf(&b, `INSERT INTO xxl_job_user (username, password, role, permission) VALUES
+		('admin', '%[1]s', 1, NULL), ('annie', '%[1]s', 0, '1,3');`, hash)
 	return b.String()
 }
 
 func TestReadMapInstallation(t *testing.T) {
 	t.Parallel()
 	srv := xxltest.Start(t)
-	for _, version := range []string{"2.4", "3.4"} {
+	// Three layouts: 2.3.0–3.1.x, 3.2.x–3.3.x (SHA-256 passwords, token
+	// column) and 3.4.x (param TEXT, titles of 64).
+	for _, version := range []string{"2.4", "3.2", "3.4"} {
 		t.Run(version, func(t *testing.T) {
 			name := "team_" + strings.ReplaceAll(version, ".", "")
 			db := srv.CreateDatabase(t, name, xxltest.SchemaFile("xxl-job-"+version+".sql"))
