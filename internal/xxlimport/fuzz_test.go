@@ -50,3 +50,18 @@ func FuzzMap(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTriggerType reads arbitrary trigger messages: no panic, and always
+// a trigger type xjob knows.
+func FuzzTriggerType(f *testing.F) {
+	f.Add("任务触发类型：Cron触发<br>失败重试次数：0")
+	f.Add("Job trigger type：Manual trigger<br>Execotor-Registry Type：Manual registration")
+	f.Add("任務觸發類型：失敗重試觸發")
+	f.Add("：")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, msg string) {
+		if tt := triggerType(msg); !tt.Valid() {
+			t.Fatalf("triggerType(%q) = %q", msg, tt)
+		}
+	})
+}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/xjobdev/xjob"
 )
@@ -21,6 +24,9 @@ type History struct {
 	Logs []xjob.Log
 	// Days are xxl_job_log_report rows since the cut-off.
 	Days []xjob.ReportDay
+	// Unmapped says, one line each, which logs since the cut-off are not
+	// carried over and why.
+	Unmapped []string
 }
 
 // datetime is how Read asks MySQL for a DATETIME: as text, read in the
@@ -47,6 +53,11 @@ func ReadHistory(ctx context.Context, db *sql.DB, since time.Time, res Result, o
 		return t.UnixMilli()
 	}
 	from := since.In(loc).Format(time.DateTime)
+	// Logs of jobs that are not imported — deleted from xxl_job_info by
+	// hand, or left out by Map — have no job here to belong to; the
+	// report days still count them, so the summary says so.
+	orphans := map[int64]int{}
+	untimed := 0
 	err = query(ctx, db, `SELECT id, job_group, job_id, COALESCE(executor_address, ''), COALESCE(executor_handler, ''),
 		COALESCE(executor_param, ''), COALESCE(executor_sharding_param, ''), executor_fail_retry_count,
 		COALESCE(DATE_FORMAT(trigger_time, `+datetime+`), ''), trigger_code, COALESCE(trigger_msg, ''),
@@ -61,7 +72,12 @@ func ReadHistory(ctx context.Context, db *sql.DB, since time.Time, res Result, o
 			&handle, &l.HandleCode, &l.HandleMsg, &alarm); err != nil {
 			return err
 		}
-		if !kept[l.JobID] || trig == "" {
+		switch {
+		case !kept[l.JobID]:
+			orphans[l.JobID]++
+			return nil
+		case trig == "":
+			untimed++
 			return nil
 		}
 		l.JobID += opt.IDOffset
@@ -82,6 +98,19 @@ func ReadHistory(ctx context.Context, db *sql.DB, since time.Time, res Result, o
 	if err != nil {
 		return h, fmt.Errorf("read xxl_job_log: %w", err)
 	}
+	if len(orphans) > 0 {
+		ids := slices.Sorted(maps.Keys(orphans))
+		n := 0
+		for _, c := range orphans {
+			n += c
+		}
+		h.Unmapped = append(h.Unmapped, fmt.Sprintf("xxl_job_log: %d trigger logs of %d jobs that are not imported "+
+			"(deleted in xxl-job, or left out above: %s) not carried over; the report days carried over still count them",
+			n, len(ids), listIDs(ids, 20)))
+	}
+	if untimed > 0 {
+		h.Unmapped = append(h.Unmapped, fmt.Sprintf("xxl_job_log: %d trigger logs without a trigger time not carried over", untimed))
+	}
 	err = query(ctx, db, `SELECT DATE_FORMAT(trigger_day, '%Y-%m-%d'), running_count, suc_count, fail_count
 		FROM xxl_job_log_report WHERE trigger_day >= ? ORDER BY trigger_day`, func(s scanner) error {
 		var d xjob.ReportDay
@@ -97,24 +126,47 @@ func ReadHistory(ctx context.Context, db *sql.DB, since time.Time, res Result, o
 	return h, nil
 }
 
-// triggerType reads the trigger type from a log's trigger message, where
-// xxl-job writes it (in English or Chinese); CRON when it says none.
-func triggerType(msg string) xjob.TriggerType {
-	for _, m := range []struct {
-		words []string
-		t     xjob.TriggerType
-	}{
-		{[]string{"Manual", "手动"}, xjob.TriggerManual},
-		{[]string{"Parent", "父任务"}, xjob.TriggerParent},
-		{[]string{"API"}, xjob.TriggerAPI},
-		{[]string{"Fail retry", "失败重试"}, xjob.TriggerRetry},
-		{[]string{"Misfire", "过期补偿"}, xjob.TriggerMisfire},
-	} {
-		for _, w := range m.words {
-			if strings.Contains(msg, w) {
-				return m.t
-			}
+// listIDs writes ids as "1, 2, 3", the first max of them.
+func listIDs(ids []int64, maxIDs int) string {
+	parts := make([]string, 0, min(len(ids), maxIDs)+1)
+	for i, id := range ids {
+		if i == maxIDs {
+			parts = append(parts, fmt.Sprintf("… %d more", len(ids)-maxIDs))
+			break
 		}
+		parts = append(parts, "job "+strconv.FormatInt(id, 10))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// triggerTitles are the trigger types' titles in xxl-job's message files
+// (en, zh_CN, zh_TC), lower-cased. The admin opens every trigger message
+// with "<label>：<title><br>"; the rest of the message names other things
+// in the same words ("失败重试次数", the retry count, is on every line of
+// a Chinese installation's logs; "Manual registration" on every log of a
+// manual group), so only the title is read.
+var triggerTitles = map[string]xjob.TriggerType{
+	"cron trigger": xjob.TriggerCron, "cron触发": xjob.TriggerCron, "cron觸發": xjob.TriggerCron,
+	"manual trigger": xjob.TriggerManual, "手动触发": xjob.TriggerManual, "手動觸發": xjob.TriggerManual,
+	"parent job trigger": xjob.TriggerParent, "父任务触发": xjob.TriggerParent, "父任務觸發": xjob.TriggerParent,
+	"api trigger": xjob.TriggerAPI, "api触发": xjob.TriggerAPI, "api觸發": xjob.TriggerAPI,
+	"fail retry trigger": xjob.TriggerRetry, "失败重试触发": xjob.TriggerRetry, "失敗重試觸發": xjob.TriggerRetry,
+	"misfire compensation trigger": xjob.TriggerMisfire, "调度过期补偿": xjob.TriggerMisfire, "調度過期補償": xjob.TriggerMisfire,
+}
+
+// triggerType reads the trigger type from the title that opens a log's
+// trigger message; CRON when there is none it knows (the admin labels its
+// own schedule's fires so).
+func triggerType(msg string) xjob.TriggerType {
+	first, _, _ := strings.Cut(msg, "<br>")
+	first, _, _ = strings.Cut(first, "\n")
+	i := strings.IndexAny(first, "：:")
+	if i < 0 {
+		return xjob.TriggerCron
+	}
+	_, size := utf8.DecodeRuneInString(first[i:])
+	if t, ok := triggerTitles[strings.ToLower(strings.TrimSpace(first[i+size:]))]; ok {
+		return t
 	}
 	return xjob.TriggerCron
 }

@@ -2,6 +2,7 @@ package xxlimport_test
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -175,5 +176,84 @@ func TestReadMapInstallation(t *testing.T) {
 				t.Errorf("first log %+v", first)
 			}
 		})
+	}
+}
+
+// A Chinese-locale xxl-job 2.4 writes its trigger messages in Chinese, and
+// every one carries the retry count ("失败重试次数"); its GLUE versions'
+// times are wall times in the zone it ran in; and logs of a job deleted by
+// hand stay in xxl_job_log.
+func TestReadChineseInstallation(t *testing.T) {
+	t.Parallel()
+	srv := xxltest.Start(t)
+	db := srv.CreateDatabase(t, "zh", xxltest.SchemaFile("xxl-job-2.4.sql"))
+	const rest = "<br>调度机器：10.0.0.2<br>执行器-注册方式：自动注册<br>执行器-地址列表：[http://10.0.0.7:9999/]" +
+		"<br>路由策略：第一个<br>阻塞处理策略：单机串行<br>任务超时时间：0<br>失败重试次数：1<br><br>" +
+		"<span style=\"color:#00c0ef;\" > >>>>>>>>>>>触发调度<<<<<<<<<<< </span><br>触发调度：<br>code：200<br>msg：null"
+	var logs []string
+	types := []string{"Cron触发", "Cron触发", "Cron触发", "手动触发", "失败重试触发", "父任务触发", "调度过期补偿"}
+	for i := range 70 {
+		job := 1 + i%2
+		if i%10 == 9 {
+			job = 99 // deleted from xxl_job_info by hand
+		}
+		logs = append(logs, fmt.Sprintf("(%d, 1, %d, 'h', 0, '2024-03-01 %02d:%02d:00', 200, '任务触发类型：%s%s', '2024-03-01 %02d:%02d:02', 200, '', 0)",
+			100+i, job, i/60, i%60, types[i%len(types)], rest, i/60, i%60))
+	}
+	_, err := db.Exec(`INSERT INTO xxl_job_group (id, app_name, title, address_type) VALUES (1, 'orders-exec', '订单', 0);
+		INSERT INTO xxl_job_info (id, job_group, job_desc, author, schedule_type, schedule_conf, executor_handler, glue_type,
+		  glue_source, glue_remark, trigger_status) VALUES
+		  (1, 1, '每日对账', '张三', 'CRON', '0 0 2 * * ?', 'h', 'BEAN', '', '', 1),
+		  (2, 1, '清理', '李四', 'CRON', '0 0 3 * * ?', '', 'GLUE_SHELL', 'echo v2', '第二版', 0);
+		INSERT INTO xxl_job_logglue (job_id, glue_type, glue_source, glue_remark, add_time) VALUES
+		  (2, 'GLUE_SHELL', 'echo v1', '第一版', '2024-01-01 10:00:00'),
+		  (2, 'GLUE_SHELL', 'echo v2', '第二版', '2024-01-02 09:30:00');
+		INSERT INTO xxl_job_log (id, job_group, job_id, executor_handler, executor_fail_retry_count, trigger_time, trigger_code,
+		  trigger_msg, handle_time, handle_code, handle_msg, alarm_status) VALUES ` + strings.Join(logs, ",") + `;`)
+	if err != nil {
+		t.Fatalf("fill: %v", err)
+	}
+	rows, err := xxlimport.Read(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := xxlimport.Options{TimeZone: "Asia/Shanghai", WithHistory: true, IDOffset: 1000, Prefix: "cn"}
+	res, err := xxlimport.Map(rows, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shanghai := time.FixedZone("CST", 8*3600)
+	var glue []xjob.GlueVersionSpec
+	for _, j := range res.Manifest.Jobs {
+		if j.ID == 1002 {
+			glue = j.GlueHistory
+		}
+	}
+	if len(glue) != 2 || glue[0].CreatedAt != time.Date(2024, 1, 1, 10, 0, 0, 0, shanghai).UnixMilli() ||
+		glue[1].CreatedAt != time.Date(2024, 1, 2, 9, 30, 0, 0, shanghai).UnixMilli() {
+		t.Errorf("GLUE versions not read in --tz: %+v", glue)
+	}
+	if len(res.Running) != 1 || res.Running[0] != 1001 {
+		t.Errorf("running jobs %v, want [1001] (the ids as imported)", res.Running)
+	}
+	h, err := xxlimport.ReadHistory(t.Context(), db, time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), res, opt, "zh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[xjob.TriggerType]int{}
+	for _, l := range h.Logs {
+		count[l.TriggerType]++
+		if l.JobID != 1001 && l.JobID != 1002 {
+			t.Fatalf("log of job %d", l.JobID)
+		}
+	}
+	want := map[xjob.TriggerType]int{xjob.TriggerCron: 27, xjob.TriggerManual: 9, xjob.TriggerRetry: 9,
+		xjob.TriggerParent: 9, xjob.TriggerMisfire: 9}
+	if len(h.Logs) != 63 || !reflect.DeepEqual(count, want) {
+		t.Errorf("%d logs by trigger type %v, want 63: %v", len(h.Logs), count, want)
+	}
+	if got := strings.Join(h.Unmapped, "\n"); !strings.Contains(got,
+		"xxl_job_log: 7 trigger logs of 1 jobs that are not imported (deleted in xxl-job, or left out above: job 99) not carried over") {
+		t.Errorf("logs of the deleted job not noted:\n%s", got)
 	}
 }

@@ -49,6 +49,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/xjobdev/xjob"
@@ -87,6 +88,15 @@ type JobRow struct {
 	TriggerStatus          int
 }
 
+// GlueRow is one row of xxl_job_logglue.
+type GlueRow struct {
+	Source, Remark string
+	// AddTime is add_time as the admin wrote it (yyyy-mm-dd hh:mm:ss, ""
+	// when NULL): a wall time in the zone the admin ran in, which only
+	// Map knows (Options.TimeZone).
+	AddTime string
+}
+
 // UserRow is one row of xxl_job_user.
 type UserRow struct {
 	Username string
@@ -102,7 +112,7 @@ type Rows struct {
 	Groups []GroupRow
 	Jobs   []JobRow
 	// Glue are the xxl_job_logglue rows, by job, oldest first.
-	Glue map[int64][]xjob.GlueVersionSpec
+	Glue map[int64][]GlueRow
 	// GlueVersions counts xxl_job_logglue rows; Users xxl_job_user rows
 	// (-1 when the table is missing).
 	GlueVersions int
@@ -135,7 +145,7 @@ type Result struct {
 	Manifest xjob.Manifest
 	Unmapped []string
 	// Running lists the ids of jobs that ran in xxl-job (started only
-	// with KeepStatus).
+	// with KeepStatus), as imported (IDOffset added).
 	Running []int64
 	// Users are the users to carry over, with their group rights as app
 	// names of imported groups.
@@ -170,6 +180,10 @@ func Map(rows Rows, opt Options) (Result, error) {
 	if opt.TimeZone == "" {
 		return Result{}, errors.New("the time zone the xxl-job admin ran in is required")
 	}
+	loc, err := time.LoadLocation(opt.TimeZone)
+	if err != nil {
+		return Result{}, fmt.Errorf("time zone %q: %w", opt.TimeZone, err)
+	}
 	var res Result
 	note := func(format string, args ...any) { res.Unmapped = append(res.Unmapped, fmt.Sprintf(format, args...)) }
 	app := map[int64]string{}
@@ -202,7 +216,7 @@ func Map(rows Rows, opt Options) (Result, error) {
 			continue
 		}
 		if r.TriggerStatus == 1 {
-			res.Running = append(res.Running, r.ID)
+			res.Running = append(res.Running, r.ID+opt.IDOffset)
 		}
 		res.Manifest.Jobs = append(res.Manifest.Jobs, js)
 	}
@@ -232,7 +246,10 @@ func Map(rows Rows, opt Options) (Result, error) {
 			js.Children = append(js.Children, jobName(opt.Prefix, c))
 		}
 		if js.GlueType != xjob.GlueBean {
-			js.GlueHistory = rows.Glue[js.ID]
+			for _, g := range rows.Glue[js.ID] {
+				js.GlueHistory = append(js.GlueHistory, xjob.GlueVersionSpec{Source: g.Source, Remark: g.Remark,
+					CreatedAt: wallMillis(g.AddTime, loc)})
+			}
 		}
 		if opt.IDOffset != 0 {
 			js.ID += opt.IDOffset
@@ -253,6 +270,16 @@ func Map(rows Rows, opt Options) (Result, error) {
 		note("xxl_job_log and xxl_job_log_report: trigger logs and report days not carried over (--logs SINCE carries them)")
 	}
 	return res, nil
+}
+
+// wallMillis reads a DATETIME as MySQL renders it, a wall time in loc;
+// 0 when it is empty or unreadable.
+func wallMillis(v string, loc *time.Location) int64 {
+	t, err := time.ParseInLocation(time.DateTime, v, loc)
+	if err != nil {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // Edge is a child-job edge that closes a cycle.
@@ -428,14 +455,15 @@ func Read(ctx context.Context, db *sql.DB) (Rows, error) {
 	if err != nil {
 		return Rows{}, fmt.Errorf("read xxl_job_info: %w", err)
 	}
-	rows.Glue = map[int64][]xjob.GlueVersionSpec{}
-	// add_time is read in the session's zone, as the admin wrote it.
+	rows.Glue = map[int64][]GlueRow{}
+	// add_time as text: a DATETIME has no zone, and the session's (UTC on
+	// most servers) is not the one the admin wrote it in.
 	err = query(ctx, db, `SELECT job_id, COALESCE(glue_source, ''), COALESCE(glue_remark, ''),
-		COALESCE(CAST(UNIX_TIMESTAMP(add_time) AS SIGNED), 0) * 1000
+		COALESCE(DATE_FORMAT(add_time, `+datetime+`), '')
 		FROM xxl_job_logglue ORDER BY job_id, add_time, id`, func(s scanner) error {
 		var id int64
-		var v xjob.GlueVersionSpec
-		if err := s.Scan(&id, &v.Source, &v.Remark, &v.CreatedAt); err != nil {
+		var v GlueRow
+		if err := s.Scan(&id, &v.Source, &v.Remark, &v.AddTime); err != nil {
 			return err
 		}
 		rows.Glue[id] = append(rows.Glue[id], v)
