@@ -89,6 +89,9 @@ const (
 	ActionCreate = "create"
 	ActionUpdate = "update"
 	ActionDelete = "delete"
+	// ActionKeep: nothing is written; the item's Kept fields differ
+	// between the manifest and xjob, and xjob's values stay.
+	ActionKeep = "keep"
 )
 
 // PlanItem is one change an apply makes (or, dry, would make).
@@ -132,7 +135,8 @@ const (
 )
 
 // ApplyResult is the plan of an apply and how far it got. Unchanged counts
-// the declared groups and jobs that already matched.
+// the declared groups and jobs that already matched (a job whose
+// differences all stay xjob's is a "keep" item of the plan instead).
 type ApplyResult struct {
 	Plan      []PlanItem `json:"plan"`
 	Unchanged int        `json:"unchanged"`

@@ -2,6 +2,9 @@ package xjob
 
 import (
 	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Role is what a console user may do (xxl_job_user.role: 0 normal, 1 admin).
@@ -34,7 +37,10 @@ type User struct {
 	UpdatedAt int64  `json:"updateTime"`
 }
 
-// User field limits (xxl-job: username 4–20 of [a-z][a-z0-9]*).
+// User field limits. xxl-job's console asks for usernames of 4–20
+// characters of [a-z][a-z0-9]*, but its server checks only the length, so
+// installations have names such as ops_eu or Zhao.Liu: xjob takes what an
+// import must carry over (see ValidUsername).
 const (
 	MinUsernameLen = 4
 	MaxUsernameLen = 20
@@ -46,8 +52,7 @@ const (
 func (u *User) Validate() error {
 	var p problems
 	if !ValidUsername(u.Username) {
-		p.add("username", "must be %d to %d characters: a lower-case letter, then lower-case letters or digits",
-			MinUsernameLen, MaxUsernameLen)
+		p.add("username", "must be %d to %d characters: letters, digits, '.', '_', '-' or '@'", MinUsernameLen, MaxUsernameLen)
 	}
 	if u.Role != RoleNormal && u.Role != RoleAdmin {
 		p.add("role", "must be 0 (normal) or 1 (admin)")
@@ -68,13 +73,16 @@ func (u *User) Validate() error {
 	return p.err()
 }
 
-// ValidUsername reports whether name is 4–20 characters of [a-z][a-z0-9]*.
+// ValidUsername reports whether name is 4–20 characters, each a letter,
+// a digit or one of . _ - @ (any script: an xxl-job installation may have
+// Chinese names). Spaces, separators and control characters are refused:
+// a username is a URL path segment, a session field and a log word.
 func ValidUsername(name string) bool {
-	if len(name) < MinUsernameLen || len(name) > MaxUsernameLen {
+	if n := utf8.RuneCountInString(name); n < MinUsernameLen || n > MaxUsernameLen || !utf8.ValidString(name) {
 		return false
 	}
-	for i, c := range []byte(name) {
-		if !(c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+	for _, c := range name {
+		if !unicode.IsLetter(c) && !unicode.IsDigit(c) && !strings.ContainsRune("._-@", c) {
 			return false
 		}
 	}

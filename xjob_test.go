@@ -263,3 +263,23 @@ func TestReportDayAddAndEmpty(t *testing.T) {
 		})
 	}
 }
+
+// Usernames: what an xxl-job server accepted (4–20 characters of any
+// kind; its console's [a-z][a-z0-9]* is not checked by the server) is
+// accepted, except what would break a URL path, a session or a log line.
+func TestValidUsername(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{
+		{"admin", true}, {"ops_eu", true}, {"Zhao.Liu", true}, {"ann-marie", true}, {"ops@corp", true},
+		{"张三丰", false}, {"张三丰李", true}, {"a1b2", true}, {"abc", false}, {strings.Repeat("x", 20), true},
+		{strings.Repeat("x", 21), false}, {strings.Repeat("名", 20), true},
+		{"ops eu", false}, {"ops/eu", false}, {"ops|eu", false}, {"ops\neu", false}, {"ops%2F", false}, {"\xff\xfeab", false},
+	} {
+		if got := xjob.ValidUsername(tc.name); got != tc.want {
+			t.Errorf("ValidUsername(%q) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

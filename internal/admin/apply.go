@@ -26,6 +26,11 @@ type ApplyParams struct {
 	// Overwrite takes the manifest's value of every field, even one a
 	// person changed in xjob since the last apply.
 	Overwrite bool
+	// KeepStarted leaves started out of Overwrite: it is merged three
+	// ways, and a job with no record of an earlier apply keeps its state.
+	// An import sets it, so that it never stops a job started in xjob
+	// nor starts one stopped there.
+	KeepStarted bool
 	// Origin names where the manifest comes from (an import: the xxl-job
 	// database). A job recorded from another origin is not updated: two
 	// databases with the same job ids must be imported side by side (with
@@ -49,7 +54,10 @@ type ApplyParams struct {
 // (Job.Applied): a field the manifest did not change since is left as a
 // person set it in xjob (Kept in the plan), so applying an unchanged file
 // again, or importing again, changes nothing a person changed since,
-// started and stopped included. Overwrite takes the manifest's side.
+// started and stopped included. Overwrite takes the manifest's side
+// (started aside with KeepStarted). A job where only such fields differ
+// is a "keep" item of the plan: nothing is written, and the plan says
+// which of the manifest's values stay unwritten.
 func (s *Service) Apply(ctx context.Context, p ApplyParams) (xjob.ApplyResult, error) {
 	if n := len(p.Manifest.Groups) + len(p.Manifest.Jobs); n > MaxManifestItems {
 		return xjob.ApplyResult{}, invalid("manifest", "has %d groups and jobs, at most %d allowed", n, MaxManifestItems)

@@ -41,7 +41,10 @@ func TestApplyKeepsEditsMadeInXjob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Plan) != 0 || res.Unchanged != 3 {
+	// Nothing is written, and the plan says which of the file's values
+	// stay unwritten (a "keep" item), rather than counting a unchanged.
+	if len(res.Plan) != 1 || res.Plan[0].Action != xjob.ActionKeep || res.Plan[0].Key != "a" ||
+		len(res.Plan[0].Kept) != 2 || res.Unchanged != 2 {
 		t.Fatalf("re-apply of an unchanged file planned %+v (unchanged %d)", res.Plan, res.Unchanged)
 	}
 	got, _ := e.svc.GetJob(e.ctx, 501)
@@ -82,6 +85,104 @@ func TestApplyKeepsEditsMadeInXjob(t *testing.T) {
 		return c.Field == "started" && c.Old == "true" && c.New == "false"
 	}) {
 		t.Fatalf("overwrite's plan does not show started: true → false: %+v", d)
+	}
+}
+
+// A field changed on both sides, or only in xjob, is reported when it is
+// the job's only difference: the plan has a "keep" item naming it, with
+// whose change stays, and nothing is written.
+func TestApplyReportsKeptFieldsAlone(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		file      string // the file's jobDesc at the second apply
+		wantSide  string
+		wantValue string
+	}{
+		{"changed only in xjob", "job a", xjob.SideXjob, "job a"},
+		{"changed on both sides", "changed in the file", xjob.SideBoth, "changed in the file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			m := manifestOf(cronSpec("a", 601))
+			if _, err := e.svc.Apply(e.ctx, admin.ApplyParams{Manifest: m}); err != nil {
+				t.Fatal(err)
+			}
+			j, _ := e.svc.GetJob(e.ctx, 601)
+			j.Description = "edited in xjob"
+			if _, err := e.svc.UpdateJob(e.ctx, admin.UpdateJobParams{Job: j}); err != nil {
+				t.Fatal(err)
+			}
+			m.Jobs[0].Description = tc.file
+			for _, dry := range []bool{true, false} {
+				res, err := e.svc.Apply(e.ctx, admin.ApplyParams{Manifest: m, DryRun: dry})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := []xjob.PlanItem{{Kind: "job", Key: "a", Action: xjob.ActionKeep, ID: 601, Kept: []xjob.FieldChange{
+					{Field: "jobDesc", Old: "edited in xjob", New: tc.wantValue, Side: tc.wantSide}}}}
+				if !reflect.DeepEqual(res.Plan, want) || res.Unchanged != 1 {
+					t.Fatalf("dry %v: plan %+v (unchanged %d), want %+v", dry, res.Plan, res.Unchanged, want)
+				}
+			}
+			if got, _ := e.svc.GetJob(e.ctx, 601); got.Description != "edited in xjob" || got.Version != j.Version+1 {
+				t.Fatalf("a keep item was written: %+v", got)
+			}
+		})
+	}
+}
+
+// KeepStarted (an import): Overwrite takes the file's fields but never
+// stops a job started in xjob, and a job with no record keeps its state.
+func TestApplyKeepStartedUnderOverwrite(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	m := manifestOf(cronSpec("xxl-job-6", 6), cronSpec("xxl-job-7", 7))
+	if _, err := e.svc.Apply(e.ctx, admin.ApplyParams{Manifest: m, Origin: "db", KeepStarted: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{6, 7} {
+		if _, err := e.svc.StartJob(e.ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.Jobs[1].Param = "from xxl-job"
+	res, err := e.svc.Apply(e.ctx, admin.ApplyParams{Manifest: m, Origin: "db", Overwrite: true, KeepStarted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{6, 7} {
+		if got, _ := e.svc.GetJob(e.ctx, id); got.TriggerStatus != xjob.StatusRunning {
+			t.Fatalf("--overwrite stopped job %d: plan %+v", id, res.Plan)
+		}
+	}
+	if got, _ := e.svc.GetJob(e.ctx, 7); got.Param != "from xxl-job" {
+		t.Fatalf("overwrite did not take the param: %q", got.Param)
+	}
+	for _, it := range res.Plan {
+		for _, d := range it.Diffs {
+			if d.Field == "started" {
+				t.Fatalf("the plan changes started: %+v", it)
+			}
+		}
+	}
+	// A job created in xjob, not by an apply, matched by id: its state stays.
+	j, err := e.svc.CreateJob(e.ctx, xjob.Job{GroupID: e.group.ID, Description: "by hand", Author: "ops", Handler: "h",
+		ScheduleType: xjob.ScheduleCron, ScheduleConf: "0 0 3 * * ?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.StartJob(e.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	m.Jobs = append(m.Jobs, xjob.JobSpec{ID: j.ID, Group: "xjob-demo", Description: "by hand", Author: "ops", Handler: "h",
+		ScheduleType: xjob.ScheduleCron, ScheduleConf: "0 0 3 * * ?"})
+	if _, err := e.svc.Apply(e.ctx, admin.ApplyParams{Manifest: m, Origin: "db", Overwrite: true, KeepStarted: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.svc.GetJob(e.ctx, j.ID); got.TriggerStatus != xjob.StatusRunning {
+		t.Fatal("an import stopped a job created and started in xjob")
 	}
 }
 

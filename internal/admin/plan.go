@@ -18,7 +18,11 @@ type plan struct {
 	jobs   []jobChange
 	// adopt are stored jobs that already match the manifest but carry no
 	// record of it: the record is written, nothing else.
-	adopt     []jobChange
+	adopt []jobChange
+	// keep are stored jobs the apply leaves as they are although the
+	// manifest differs: every differing field is one xjob keeps (see
+	// Apply). They are reported, never written.
+	keep      []jobChange
 	unchanged int
 }
 
@@ -56,6 +60,10 @@ func (pl *plan) items() []xjob.PlanItem {
 			it.Changes = append(it.Changes, d.Field)
 		}
 		out = append(out, it)
+	}
+	// Last, so that write's indexes of groups and jobs stay those of items.
+	for _, j := range pl.keep {
+		out = append(out, xjob.PlanItem{Kind: "job", Key: j.key, Action: xjob.ActionKeep, ID: j.old.ID, Kept: j.kept})
 	}
 	return out
 }
@@ -385,10 +393,13 @@ func (pp *planner) planMerge() {
 				continue
 			}
 			bv, hasBase := rec.Fields[fd.name]
+			// KeepStarted: started is merged three ways even under
+			// Overwrite, and without a record xjob's state stays.
+			keepStarted := pp.p.KeepStarted && fd.name == "started"
 			side := xjob.SideFile
 			switch {
-			case pp.p.Overwrite || rec.Fields == nil || (hasBase && bv == lv):
-			case hasBase && bv == fv:
+			case (pp.p.Overwrite && !keepStarted) || (rec.Fields == nil && !keepStarted) || (hasBase && bv == lv):
+			case (hasBase && bv == fv) || rec.Fields == nil:
 				side = xjob.SideXjob
 			default:
 				side = xjob.SideBoth
@@ -410,8 +421,14 @@ func (pp *planner) planMerge() {
 		}
 		ch.children, ch.group = finalChildren, finalGroup
 		if len(ch.diffs) == 0 {
+			if len(ch.kept) > 0 {
+				// Nothing to write, but the manifest's values that
+				// stay unwritten are said, not dropped silently.
+				pp.pl.keep = append(pp.pl.keep, *ch)
+				continue
+			}
 			pp.pl.unchanged++
-			if ch.old.Applied != ch.applied && len(ch.kept) == 0 {
+			if ch.old.Applied != ch.applied {
 				ch.want = final
 				pp.pl.adopt = append(pp.pl.adopt, *ch)
 			}

@@ -131,11 +131,12 @@ func countAction(res xjob.ApplyResult, action string) int {
 	return n
 }
 
-// printPlan writes one line per item, then one per changed field (old →
-// new) and per field whose value xjob keeps.
+// printPlan writes one line per item (+ create, ~ update, - delete, = keep:
+// nothing written), then one per changed field (old → new) and per field
+// whose value xjob keeps.
 func printPlan(w io.Writer, res xjob.ApplyResult, title string) {
 	for _, it := range res.Plan {
-		sign := map[string]string{xjob.ActionCreate: "+", xjob.ActionUpdate: "~", xjob.ActionDelete: "-"}[it.Action]
+		sign := map[string]string{xjob.ActionCreate: "+", xjob.ActionUpdate: "~", xjob.ActionDelete: "-", xjob.ActionKeep: "="}[it.Action]
 		line := fmt.Sprintf("%s %s %s", sign, it.Kind, it.Key)
 		if it.ID != 0 {
 			line += fmt.Sprintf(" (id %d)", it.ID)
@@ -174,8 +175,12 @@ func planSummary(res xjob.ApplyResult) string {
 	for _, it := range res.Plan {
 		n[it.Action]++
 	}
-	return fmt.Sprintf("%d to create, %d to update, %d to delete, %d unchanged",
+	out := fmt.Sprintf("%d to create, %d to update, %d to delete, %d unchanged",
 		n[xjob.ActionCreate], n[xjob.ActionUpdate], n[xjob.ActionDelete], res.Unchanged)
+	if k := n[xjob.ActionKeep]; k > 0 {
+		out += fmt.Sprintf(", %d where xjob's values stay", k)
+	}
+	return out
 }
 
 // readManifest reads a YAML or JSON manifest, refusing unknown fields.

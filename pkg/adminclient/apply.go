@@ -17,6 +17,10 @@ type ApplyParams struct {
 	// Overwrite takes the manifest's value of every field, even one a
 	// person changed in xjob since the last apply.
 	Overwrite bool
+	// KeepStarted leaves started out of Overwrite and keeps xjob's
+	// state of a job with no record of an earlier apply (an import: it
+	// never stops a job started in xjob).
+	KeepStarted bool
 	// Origin names the manifest's source (an import's database); jobs
 	// recorded from another origin are not updated.
 	Origin string
@@ -35,6 +39,9 @@ func (c *Client) Apply(ctx context.Context, m xjob.Manifest, p ApplyParams) (xjo
 	}
 	if p.Overwrite {
 		q.Set("overwrite", "true")
+	}
+	if p.KeepStarted {
+		q.Set("keepStarted", "true")
 	}
 	if p.Origin != "" {
 		q.Set("origin", p.Origin)

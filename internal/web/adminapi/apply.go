@@ -12,13 +12,13 @@ import (
 // so a whole import travels in one request (guard.Apply).
 const MaxApplyBodyBytes = guard.Apply
 
-// apply is POST /v1/apply?prune=&dryRun=: the body is a manifest; the
+// apply is POST /v1/apply?prune=&dryRun=&overwrite=&keepStarted=&origin=: the body is a manifest; the
 // reply the plan, as far as it was carried out. A manifest with any
 // problem is a 400 naming each one, and nothing is written.
 func (h *Handler) apply(w http.ResponseWriter, r *http.Request) {
-	q := newQuery(r, "prune", "dryRun", "overwrite", "origin")
+	q := newQuery(r, "prune", "dryRun", "overwrite", "keepStarted", "origin")
 	p := admin.ApplyParams{Prune: q.bool("prune"), DryRun: q.bool("dryRun"), Overwrite: q.bool("overwrite"),
-		Origin: r.URL.Query().Get("origin")}
+		KeepStarted: q.bool("keepStarted"), Origin: r.URL.Query().Get("origin")}
 	if err := q.err(); err != nil {
 		h.fail(w, r, err)
 		return
