@@ -184,6 +184,12 @@ func TestApplyKeepStartedUnderOverwrite(t *testing.T) {
 	if got, _ := e.svc.GetJob(e.ctx, j.ID); got.TriggerStatus != xjob.StatusRunning {
 		t.Fatal("an import stopped a job created and started in xjob")
 	}
+	// Importing again: jobs started in xjob are the import's expected
+	// course, not a difference to report every time.
+	res, err = e.svc.Apply(e.ctx, admin.ApplyParams{Manifest: m, Origin: "db", KeepStarted: true, DryRun: true})
+	if err != nil || len(res.Plan) != 0 {
+		t.Fatalf("re-import planned %+v (%v)", res.Plan, err)
+	}
 }
 
 // A manifest whose children form a cycle is refused whole, naming the

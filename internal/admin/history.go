@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"time"
 
@@ -25,23 +26,44 @@ type HistoryParams struct {
 	Logs []xjob.Log `json:"logs"`
 	// Days are report days (yyyy-mm-dd, UTC).
 	Days []xjob.ReportDay `json:"days"`
+	// Origin names the database the days come from. Each origin's days
+	// are counted apart (ImportReportGroup), so that a second database
+	// imported beside the first adds its days, xjob's own runs of a day
+	// do not hide the imported counts of that day, and importing again
+	// adds only what changed in the other scheduler since.
+	Origin string `json:"origin,omitempty"`
 }
 
 // HistoryResult says what ImportHistory stored.
 type HistoryResult struct {
 	LogsCreated int `json:"logsCreated"`
-	LogsKept    int `json:"logsKept"` // already imported
-	DaysAdded   int `json:"daysAdded"`
-	DaysKept    int `json:"daysKept"` // the day has counts already
+	LogsKept    int `json:"logsKept"`  // already imported
+	DaysAdded   int `json:"daysAdded"` // new, or changed since the last import (today's)
+	DaysKept    int `json:"daysKept"`  // carried over already, the same counts
+}
+
+// ImportReportGroup is the report counter group under which the days
+// imported from origin are kept: above every group id (ids fit an int32),
+// so no group's report — a normal user's — ever counts them, while the
+// installation's report, which sums every counter, does.
+func ImportReportGroup(origin string) int64 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(origin))
+	return 1<<32 | int64(h.Sum32())
 }
 
 // ImportHistory stores the trigger logs and report days of another
 // scheduler (an xxl-job import), so that the log list, `xjob report` and
 // the console's chart go back past the move. It can run again: a log whose
-// occurrence is stored already, or a day that has counts already, is kept
-// as it is. Logs are stored as they ended (triggered, then finished).
+// occurrence is stored already is kept as it is, and a day adds only the
+// difference from what this origin carried over before (see
+// HistoryParams.Origin). Logs are stored as they ended (triggered, then
+// finished).
 func (s *Service) ImportHistory(ctx context.Context, p HistoryParams) (HistoryResult, error) {
 	var res HistoryResult
+	if len(p.Origin) > 200 {
+		return res, invalid("origin", "at most 200 bytes")
+	}
 	if n := len(p.Logs) + len(p.Days); n > MaxHistoryItems {
 		return res, invalid("logs", "%d logs and days, at most %d", n, MaxHistoryItems)
 	}
@@ -86,16 +108,26 @@ func (s *Service) ImportHistory(ctx context.Context, p HistoryParams) (HistoryRe
 			return res, fmt.Errorf("admin import history: log %s result: %w", l.OccurrenceID, err)
 		}
 	}
+	group := ImportReportGroup(p.Origin)
 	for _, d := range p.Days {
-		have, err := s.cfg.Store.ReportList(ctx, driver.ReportListParams{From: d.Day, To: d.Day})
+		have, err := s.cfg.Store.ReportList(ctx, driver.ReportListParams{From: d.Day, To: d.Day, GroupIDs: []int64{group}})
 		if err != nil {
 			return res, fmt.Errorf("admin import history: day %s: %w", d.Day, err)
 		}
-		if len(have) > 0 && have[0].RunningCount+have[0].SucCount+have[0].FailCount > 0 {
+		delta := xjob.ReportDay{Day: d.Day, GroupID: group,
+			RunningCount: d.RunningCount, SucCount: d.SucCount, FailCount: d.FailCount}
+		if len(have) > 0 {
+			// The other scheduler went on counting since (today's
+			// running runs ended): the difference, negative too.
+			delta.RunningCount -= have[0].RunningCount
+			delta.SucCount -= have[0].SucCount
+			delta.FailCount -= have[0].FailCount
+		}
+		if delta.RunningCount == 0 && delta.SucCount == 0 && delta.FailCount == 0 {
 			res.DaysKept++
 			continue
 		}
-		if err := s.cfg.Store.ReportAdd(ctx, d); err != nil {
+		if err := s.cfg.Store.ReportAdd(ctx, delta); err != nil {
 			return res, fmt.Errorf("admin import history: day %s: %w", d.Day, err)
 		}
 		res.DaysAdded++

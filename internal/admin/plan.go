@@ -421,14 +421,19 @@ func (pp *planner) planMerge() {
 		}
 		ch.children, ch.group = finalChildren, finalGroup
 		if len(ch.diffs) == 0 {
-			if len(ch.kept) > 0 {
+			// Under KeepStarted (an import) xjob's started is the
+			// state by design, not news to report on every import.
+			news := slices.ContainsFunc(ch.kept, func(c xjob.FieldChange) bool {
+				return !(pp.p.KeepStarted && c.Field == "started" && c.Side == xjob.SideXjob)
+			})
+			if news {
 				// Nothing to write, but the manifest's values that
 				// stay unwritten are said, not dropped silently.
 				pp.pl.keep = append(pp.pl.keep, *ch)
 				continue
 			}
 			pp.pl.unchanged++
-			if ch.old.Applied != ch.applied {
+			if ch.old.Applied != ch.applied && len(ch.kept) == 0 {
 				ch.want = final
 				pp.pl.adopt = append(pp.pl.adopt, *ch)
 			}

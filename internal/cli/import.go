@@ -43,10 +43,14 @@ written as one unit; what is not carried over is listed, with why. GLUE
 versions come along.
 
 Running the import again writes only what changed in xxl-job since the
-last import; what was changed in xjob since (a job started or stopped, a
-field edited) stays, and the plan says so (--overwrite takes xxl-job's
-side). A second xxl-job database is imported beside the first with
---prefix and --id-offset.`,
+last import; what was changed in xjob since (a field edited) stays, and
+the plan says so (--overwrite takes xxl-job's side). The import never
+starts or stops a job that was started or stopped in xjob, --overwrite
+included. A second xxl-job database is imported beside the first with
+--prefix and --id-offset: its jobs get their own names and ids, and a
+group whose app name the first database's jobs use gets its own group,
+named PREFIX-<appname> (its executors register under that name), so
+that neither database's users see the other's jobs.`,
 		Example: `  xjob import xxl-job --mysql 'user:pass@tcp(10.0.0.9:3306)/xxl_job' --tz Asia/Shanghai --dry-run
   xjob import xxl-job --mysql 'user:pass@tcp(10.0.0.9:3306)/xxl_job' --tz Asia/Shanghai`,
 		Args: noArgs,
@@ -93,7 +97,9 @@ side). A second xxl-job database is imported beside the first with
 			return usagef("%v", err)
 		}
 		origin := "xxl-job " + cfg.Addr + "/" + cfg.DBName
-		if err := a.importManifest(ctx, c, res, importParams{keep: keep, dry: dry, overwrite: overwrite, origin: origin}); err != nil {
+		ip := importParams{keep: keep, dry: dry, overwrite: overwrite, origin: origin,
+			beside: prefix != "xxl-job" || offset != 0, prefix: prefix}
+		if err := a.importManifest(ctx, c, &res, ip); err != nil {
 			return err
 		}
 		if logsSince == "" {
@@ -103,7 +109,7 @@ side). A second xxl-job database is imported beside the first with
 		if err != nil {
 			return err
 		}
-		return a.importHistory(ctx, c, h, res.Apps, since, dry)
+		return a.importHistory(ctx, c, h, res.Apps, since, dry, origin)
 	})
 	cmd.AddCommand(sub)
 	return cmd
@@ -162,7 +168,7 @@ func (a *app) importUsers(ctx context.Context, c *adminclient.Client, users []xx
 	var in []adminclient.ImportedUser
 	for _, u := range users {
 		if !xjob.ValidUsername(u.Username) {
-			notes = append(notes, fmt.Sprintf("user %s: not carried over: the username is not one xjob accepts (4 to 20 characters: a lower-case letter, then lower-case letters or digits)", u.Username))
+			notes = append(notes, fmt.Sprintf("user %q: not carried over: the username is not one xjob accepts (4 to 20 characters: letters, digits, '.', '_', '-' or '@')", u.Username))
 			continue
 		}
 		hash, ok := auth.LegacyHash(u.Password)
@@ -182,8 +188,25 @@ func (a *app) importUsers(ctx context.Context, c *adminclient.Client, users []xx
 		in = append(in, iu)
 	}
 	if dry {
+		// What the server has already is kept: say so now, as the
+		// import would.
+		have, err := c.UserList(ctx)
+		if apiErr, ok := adminclient.AsAPIError(err); ok && apiErr.Status == http.StatusNotFound {
+			return res, append(notes, "xxl_job_user: users not carried over: this server serves no users (no console sign-in)"), nil
+		}
+		if err != nil {
+			return res, notes, fmt.Errorf("import users: %w", err)
+		}
+		taken := map[string]bool{}
+		for _, u := range have {
+			taken[u.Username] = true
+		}
 		for _, u := range in {
-			res.Created = append(res.Created, u.Username)
+			if taken[u.Username] {
+				res.Skipped = append(res.Skipped, u.Username)
+			} else {
+				res.Created = append(res.Created, u.Username)
+			}
 		}
 		return res, notes, nil
 	}
@@ -220,11 +243,25 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 // importHistory carries logs and report days over, in requests under the
 // API's body limit (each can be sent again: what is stored is kept).
 func (a *app) importHistory(ctx context.Context, c *adminclient.Client, h xxlimport.History, apps map[int64]string,
-	since time.Time, dry bool) error {
+	since time.Time, dry bool, origin string) error {
+	notes := func(w io.Writer) {
+		for _, n := range h.Unmapped {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+	}
+	if h.Unmapped == nil {
+		h.Unmapped = []string{}
+	}
 	if dry {
-		return a.emit(map[string]int{"logs": len(h.Logs), "days": len(h.Days)}, func(w io.Writer) {
+		out := struct {
+			Logs     int      `json:"logs"`
+			Days     int      `json:"days"`
+			Unmapped []string `json:"unmapped"`
+		}{len(h.Logs), len(h.Days), h.Unmapped}
+		return a.emit(out, func(w io.Writer) {
 			fmt.Fprintf(w, "History: %d trigger logs and %d report days since %s to carry over.\n", len(h.Logs), len(h.Days),
 				since.Format(time.DateOnly))
+			notes(w)
 		})
 	}
 	have, err := c.Export(ctx)
@@ -262,13 +299,18 @@ func (a *app) importHistory(ctx context.Context, c *adminclient.Client, h xxlimp
 		}
 		part.Logs, size = append(part.Logs, l), size+len(b)
 	}
-	part.Days = h.Days
+	part.Days, part.Origin = h.Days, origin
 	if err := send(part); err != nil {
 		return err
 	}
-	return a.emit(total, func(w io.Writer) {
-		fmt.Fprintf(w, "History since %s: %d trigger logs carried over (%d already here), %d report days added (%d already had counts, kept).\n",
+	out := struct {
+		adminclient.HistoryResult
+		Unmapped []string `json:"unmapped"`
+	}{total, h.Unmapped}
+	return a.emit(out, func(w io.Writer) {
+		fmt.Fprintf(w, "History since %s: %d trigger logs carried over (%d already here), %d report days added or updated (%d carried over already).\n",
 			since.Format(time.DateOnly), total.LogsCreated, total.LogsKept, total.DaysAdded, total.DaysKept)
+		notes(w)
 	})
 }
 
@@ -279,16 +321,127 @@ const historyChunkBytes = 700 << 10
 type importParams struct {
 	keep, dry, overwrite bool
 	origin               string
+	// beside: a database imported beside another (--prefix or
+	// --id-offset), whose groups must not merge with the other's.
+	beside bool
+	prefix string
+}
+
+// placeGroups keeps each database's groups apart when it is imported
+// beside another: a group whose app name is taken here by a group that
+// holds none of this import's jobs — the other database's, or one made in
+// xjob — is imported as PREFIX-<appname>, so that its jobs, rights and
+// executors do not mix with the other's. Without --prefix or --id-offset
+// an import joins the groups it finds (a first import into a server where
+// the groups were made by hand). It returns a note per renamed group.
+func placeGroups(res *xxlimport.Result, have xjob.Manifest, ip importParams) ([]string, error) {
+	if !ip.beside {
+		return nil, nil
+	}
+	ours := map[string]bool{}
+	for _, j := range res.Manifest.Jobs {
+		ours[j.Name] = true
+	}
+	haveApp, holdsOurs := map[string]bool{}, map[string]bool{}
+	for _, g := range have.Groups {
+		haveApp[g.AppName] = true
+	}
+	for _, j := range have.Jobs {
+		if ours[j.Name] {
+			holdsOurs[j.Group] = true
+		}
+	}
+	rename := map[string]string{}
+	var notes []string
+	for i := range res.Manifest.Groups {
+		g := &res.Manifest.Groups[i]
+		beside := ip.prefix + "-" + g.AppName
+		switch {
+		case haveApp[beside]: // placed beside by an earlier import
+		case !haveApp[g.AppName] || holdsOurs[g.AppName]:
+			continue
+		default:
+			notes = append(notes, fmt.Sprintf("group %d (%s): app name taken here by another database's group; imported beside as %s: "+
+				"point its executors at xjob with that app name (xxl.job.executor.appname)", g.ID, g.AppName, beside))
+		}
+		check := xjob.Group{AppName: beside, Title: g.Title, AddressType: g.AddressType, AddressList: g.AddressList}
+		if err := check.Validate(); err != nil {
+			return nil, usagef("group %s would be imported beside another as %s, which xjob refuses (%v): choose a shorter --prefix",
+				g.AppName, beside, err)
+		}
+		rename[g.AppName] = beside
+		g.AppName = beside
+	}
+	for i := range res.Manifest.Jobs {
+		if n, ok := rename[res.Manifest.Jobs[i].Group]; ok {
+			res.Manifest.Jobs[i].Group = n
+		}
+	}
+	for id, app := range res.Apps {
+		if n, ok := rename[app]; ok {
+			res.Apps[id] = n
+		}
+	}
+	for i := range res.Users {
+		for k, app := range res.Users[i].Apps {
+			if n, ok := rename[app]; ok {
+				res.Users[i].Apps[k] = n
+			}
+		}
+	}
+	return notes, nil
+}
+
+// stoppedHere lists, of the jobs running in xxl-job, those that will be
+// stopped in xjob once the import is written: created stopped, or stopped
+// here and left so. A job the import finds started stays started.
+func stoppedHere(res *xxlimport.Result, have xjob.Manifest, r xjob.ApplyResult) []int64 {
+	started := map[int64]bool{}
+	for _, j := range have.Jobs {
+		started[j.ID] = j.Started
+	}
+	spec := map[string]xjob.JobSpec{}
+	for _, j := range res.Manifest.Jobs {
+		spec[j.Key()] = j
+	}
+	for _, it := range r.Plan {
+		if it.Kind != "job" {
+			continue
+		}
+		switch it.Action {
+		case xjob.ActionCreate:
+			started[it.ID] = spec[it.Key].Started
+		case xjob.ActionUpdate:
+			for _, d := range it.Diffs {
+				if d.Field == "started" {
+					started[it.ID] = d.New == "true"
+				}
+			}
+		}
+	}
+	var out []int64
+	for _, id := range res.Running {
+		if !started[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // importManifest applies an import as one manifest, written as one unit:
-// a group whose id is taken here gets a new one first.
-func (a *app) importManifest(ctx context.Context, c *adminclient.Client, res xxlimport.Result, ip importParams) error {
+// a group whose id is taken here gets a new one first, and a group of a
+// database imported beside another is placed apart (placeGroups).
+func (a *app) importManifest(ctx context.Context, c *adminclient.Client, res *xxlimport.Result, ip importParams) error {
 	have, err := c.Export(ctx)
 	if err != nil {
 		return fmt.Errorf("read the server's groups and jobs: %w", err)
 	}
 	notes := res.Unmapped
+	placed, err := placeGroups(res, have, ip)
+	if err != nil {
+		return err
+	}
+	notes = append(notes, placed...)
 	groupApp := map[int64]string{}
 	for _, g := range have.Groups {
 		groupApp[g.ID] = g.AppName
@@ -300,7 +453,7 @@ func (a *app) importManifest(ctx context.Context, c *adminclient.Client, res xxl
 			g.ID = 0
 		}
 	}
-	r, err := c.Apply(ctx, res.Manifest, adminclient.ApplyParams{DryRun: ip.dry, Overwrite: ip.overwrite, Origin: ip.origin})
+	r, err := c.Apply(ctx, res.Manifest, adminclient.ApplyParams{DryRun: ip.dry, Overwrite: ip.overwrite, KeepStarted: true, Origin: ip.origin})
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
@@ -309,14 +462,22 @@ func (a *app) importManifest(ctx context.Context, c *adminclient.Client, res xxl
 		return err
 	}
 	notes = append(notes, userNotes...)
+	stopped := stoppedHere(res, have, r)
 	out := struct {
 		xjob.ApplyResult
 		Unmapped []string                      `json:"unmapped"`
 		Running  []int64                       `json:"runningInXxlJob"`
+		Stopped  []int64                       `json:"runningInXxlJobStoppedHere"`
 		Users    adminclient.ImportUsersResult `json:"users"`
-	}{r, notes, res.Running, users}
+	}{r, notes, res.Running, stopped, users}
 	if out.Unmapped == nil {
 		out.Unmapped = []string{}
+	}
+	if out.Running == nil {
+		out.Running = []int64{}
+	}
+	if out.Stopped == nil {
+		out.Stopped = []int64{}
 	}
 	return a.emit(out, func(w io.Writer) {
 		title := "Imported"
@@ -330,24 +491,25 @@ func (a *app) importManifest(ctx context.Context, c *adminclient.Client, res xxl
 				fmt.Fprintf(w, "  %s\n", n)
 			}
 		}
-		switch {
-		case ip.dry:
-			fmt.Fprintf(w, "Users: %d to carry over with their old passwords (re-hashed with argon2id at their first sign-in).\n", len(users.Created))
-		case len(res.Users) > 0:
-			fmt.Fprintf(w, "Users: %d carried over with their old passwords (re-hashed with argon2id at their first sign-in), %d already here (kept).\n",
-				len(users.Created), len(users.Skipped))
-		}
-		ids := make([]string, len(res.Running))
-		for i, id := range res.Running {
-			ids[i] = itoa(id)
+		if len(res.Users) > 0 {
+			verb, done := "carried over", "already here (kept)"
+			if ip.dry {
+				verb, done = "to carry over", "already here (to keep)"
+			}
+			fmt.Fprintf(w, "Users: %d %s with their old passwords (re-hashed with argon2id at their first sign-in), %d %s.\n",
+				len(users.Created), verb, len(users.Skipped), done)
 		}
 		if ip.keep {
-			fmt.Fprintf(w, "Status: --keep-status: the %d jobs running in xxl-job are started here, unless started or stopped in xjob since the last import; make sure the old admin no longer fires them.\n", len(ids))
-			return
+			fmt.Fprintf(w, "Status: --keep-status: the %d jobs running in xxl-job are started here, except those stopped in xjob since the last import; make sure the old admin no longer fires them.\n", len(res.Running))
+		} else {
+			fmt.Fprintf(w, "Status: new jobs arrive stopped (the default; --keep-status starts the %d running in xxl-job); the import never starts or stops a job that is here already, --overwrite included.\n", len(res.Running))
 		}
-		fmt.Fprintf(w, "Status: jobs arrive stopped (the default; --keep-status starts the %d running in xxl-job); a job started or stopped in xjob since the last import keeps its state.\n", len(ids))
-		if len(ids) > 0 {
-			fmt.Fprintf(w, "%d jobs were running in xxl-job and arrived stopped. Stop them there, then: xjob job start %s\n",
+		if len(stopped) > 0 {
+			ids := make([]string, len(stopped))
+			for i, id := range stopped {
+				ids[i] = itoa(id)
+			}
+			fmt.Fprintf(w, "%d jobs run in xxl-job and are stopped here. Stop them there, then: xjob job start %s\n",
 				len(ids), strings.Join(ids, " "))
 		}
 	})

@@ -40,6 +40,9 @@ func (c *Client) ImportUsers(ctx context.Context, users []ImportedUser) (ImportU
 type History struct {
 	Logs []xjob.Log       `json:"logs"`
 	Days []xjob.ReportDay `json:"days"`
+	// Origin names the database the days come from: each origin's days
+	// are counted apart, and a second import adds only what changed.
+	Origin string `json:"origin,omitempty"`
 }
 
 // HistoryResult says what ImportHistory stored and what it found stored.
@@ -57,4 +60,14 @@ func (c *Client) ImportHistory(ctx context.Context, h History) (HistoryResult, e
 	var out HistoryResult
 	err := c.do(ctx, http.MethodPost, "/v1/import/history", nil, h, &out)
 	return out, err
+}
+
+// UserList returns every console user (GET /v1/users; admins only), their
+// password hashes left out. A server without users answers 404.
+func (c *Client) UserList(ctx context.Context) ([]xjob.User, error) {
+	var out struct {
+		Items []xjob.User `json:"items"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/users", nil, nil, &out)
+	return out.Items, err
 }
