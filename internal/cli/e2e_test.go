@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -197,12 +198,30 @@ func TestApplyExportEndToEnd(t *testing.T) {
 	if _, _, err := parseManifest([]byte(jsonOut)); err != nil {
 		t.Fatalf("export --format json does not parse back: %v", err)
 	}
+	if out := mustRun(t, s, "export", "-o", "json"); out != jsonOut || !json.Valid([]byte(out)) {
+		t.Fatalf("export -o json is not the JSON export:\n%s", out)
+	}
+
+	// A field changed in xjob and in the file, and nothing else: the plan
+	// says the file's value stays unwritten, not "unchanged".
+	edited, _ := s.api.JobGet(ctx, nightly.ID)
+	edited.Description = "Edited in xjob"
+	if _, err := s.api.JobUpdate(ctx, nightly.ID, edited); err != nil {
+		t.Fatal(err)
+	}
+	both := strings.Replace(manifestV1, "jobDesc: Nightly report", "jobDesc: Nightly report v2", 1)
+	out, _, _ = s.cliIn(t, both, "apply", "-f", "-", "--dry-run")
+	if !strings.Contains(out, "= job nightly-report (id "+itoa(nightly.ID)+")\n    jobDesc: \"Edited in xjob\" kept (the file says \"Nightly report v2\"; changed in both since the last apply") ||
+		!strings.Contains(out, "Plan: 0 to create, 0 to update, 0 to delete, 3 unchanged, 1 where xjob's values stay.") {
+		t.Fatalf("dry run after a change on both sides:\n%s", out)
+	}
 
 	// A bad manifest is refused as a whole: nothing is written.
 	bad := strings.Replace(manifestV1, `scheduleConf: "3600"`, `scheduleConf: "-5"`, 1)
 	bad = strings.Replace(bad, "name: nightly-report\n", "name: nightly-report\n    executorParam: changed\n", 1)
 	_, errOut, code := s.cliIn(t, bad, "apply", "-f", "-")
-	if code != exitFailed || !strings.Contains(errOut, "jobs[1].scheduleConf") {
+	line := strings.Count(bad[:strings.Index(bad, `scheduleConf: "-5"`)], "\n") + 1
+	if code != exitUsage || !strings.Contains(errOut, fmt.Sprintf(`line %d, job "cleanup": scheduleConf: FIX_RATE needs`, line)) {
 		t.Fatalf("bad manifest: exit %d, stderr:\n%s", code, errOut)
 	}
 	if j, _ := s.api.JobGet(ctx, nightly.ID); j.Param != "" {
@@ -230,6 +249,50 @@ func TestApplyExportEndToEnd(t *testing.T) {
 	}
 	if j, _ := s.api.JobGet(ctx, nightly.ID); j.ScheduleConf != "0 30 3 * * ?" || j.TriggerStatus != xjob.StatusRunning {
 		t.Fatalf("updated job: %+v", j)
+	}
+}
+
+// A manifest with problems of every kind — an unknown field, a value of
+// the wrong type, references the server cannot resolve — is reported in
+// one run, each problem at its field's line, with exit code 2.
+func TestApplyReportsEveryProblemInOneRound(t *testing.T) {
+	t.Parallel()
+	s := startLocal(t)
+	const m = `groups:
+  - appname: billing-app
+    title: Billing
+jobs:
+  - name: a
+    group: billing-app
+    jobDesc: A
+    author: ann
+    executorTimeout: soon
+    schedulConf: "0 0 3 * * ?"
+    executorHandler: h
+    children: [nobody]
+  - name: b
+    group: nowhere
+    jobDesc: B
+    author: bob
+    executorHandler: h
+`
+	_, errOut, code := s.cliIn(t, m, "apply", "-f", "-")
+	for _, want := range []string{
+		"4 problems:",
+		`line 9, job "a": executorTimeout: must be a whole number, not string`,
+		`line 10, job "a": unknown field "schedulConf" (did you mean "scheduleConf"?)`,
+		`line 12, job "a": children: "nobody" is not a job`,
+		`line 14, job "b": group: no group has app name "nowhere"`,
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	if code != exitUsage || strings.Contains(errOut, "Usage:") || t.Failed() {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	if page, _ := s.api.JobList(t.Context(), adminclient.JobListParams{}); len(page.Items) != 0 {
+		t.Fatalf("a refused manifest wrote jobs: %+v", page.Items)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -63,20 +64,46 @@ it deletes, unless --yes.`,
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "with --prune: delete without asking")
 	_ = cmd.MarkFlagRequired("file")
 	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, _ []string) error {
-		m, pos, err := a.readManifest(file)
+		m, pos, probs, err := a.readManifest(file)
 		if err != nil {
 			return err
+		}
+		if len(probs) > 0 {
+			// One round: the server checks what the file's problems
+			// leave, and every problem is reported at once.
+			dry := p
+			dry.DryRun, dry.Prune = true, false
+			_, err := c.Apply(ctx, m, dry)
+			if apiErr, ok := adminclient.AsAPIError(err); ok && apiErr.Status == http.StatusBadRequest {
+				for _, pr := range pos.annotate(apiErr.Problems) {
+					probs = append(probs, pr.Field+": "+pr.Message)
+				}
+			}
+			return badInput{fmt.Errorf("manifest %s: %d problems:\n  %s", file, len(probs), strings.Join(probs, "\n  "))}
 		}
 		if p.Prune && len(m.Groups)+len(m.Jobs) == 0 {
 			return usagef("--prune with an empty manifest would delete everything; refusing")
 		}
 		err = a.apply(ctx, c, m, p, yes)
 		if apiErr, ok := adminclient.AsAPIError(err); ok {
-			pos.annotate(apiErr.Problems)
+			apiErr.Problems = pos.annotate(apiErr.Problems)
+			if apiErr.Status == http.StatusBadRequest && len(apiErr.Problems) > 0 {
+				// The manifest's problems, as the file's are: exit 2.
+				return badInput{fmt.Errorf("manifest %s: %d problems:\n  %s", file, len(apiErr.Problems), problemLines(apiErr.Problems))}
+			}
 		}
 		return err
 	})
 	return cmd
+}
+
+// problemLines lists problems one a line, for a badInput message.
+func problemLines(probs []xjob.FieldProblem) string {
+	lines := make([]string, len(probs))
+	for i, p := range probs {
+		lines[i] = p.Field + ": " + p.Message
+	}
+	return strings.Join(lines, "\n  ")
 }
 
 // confirm asks a yes/no question on a terminal; without one it answers no.
@@ -184,8 +211,10 @@ func planSummary(res xjob.ApplyResult) string {
 }
 
 // readManifest reads a YAML or JSON manifest, refusing unknown fields.
-// Every problem found is reported at once, with the item and line.
-func (a *app) readManifest(path string) (xjob.Manifest, positions, error) {
+// It returns the problems it found in the file (each with its field's
+// line) beside the manifest of what could be read, so that the server's
+// problems can be asked for in the same round.
+func (a *app) readManifest(path string) (xjob.Manifest, positions, []string, error) {
 	var data []byte
 	var err error
 	if path == "-" {
@@ -194,13 +223,13 @@ func (a *app) readManifest(path string) (xjob.Manifest, positions, error) {
 		data, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return xjob.Manifest{}, positions{}, usagef("--file: %v", err)
+		return xjob.Manifest{}, positions{}, nil, usagef("--file: %v", err)
 	}
-	m, pos, err := parseManifest(data)
+	m, pos, probs, err := parseManifestAll(data)
 	if err != nil {
-		return xjob.Manifest{}, pos, badInput{fmt.Errorf("manifest %s: %w", path, err)}
+		return xjob.Manifest{}, pos, nil, badInput{fmt.Errorf("manifest %s: %w", path, err)}
 	}
-	return m, pos, nil
+	return m, pos, probs, nil
 }
 
 // positions are where a manifest's items start, to name them in problems.
@@ -211,11 +240,17 @@ type positions struct {
 type itemPos struct {
 	line int
 	name string
+	// fields are the lines of the item's fields, by name.
+	fields map[string]int
+	// bad are the fields the file's own problems name: the server's
+	// problems with them follow from their being left out, and are not
+	// repeated.
+	bad map[string]bool
 }
 
-// at describes a problem field such as "jobs[3].children" as
-// `line 42, job "nightly": children`.
-func (p positions) at(field string) string {
+// item finds the item a problem field such as "jobs[3].children" names,
+// and the rest of the field ("children").
+func (p positions) item(field string) (*itemPos, string, string) {
 	for _, kind := range []struct {
 		prefix, noun string
 		items        []itemPos
@@ -227,106 +262,178 @@ func (p positions) at(field string) string {
 		idx, sub, ok := strings.Cut(rest, "]")
 		i, err := strconv.Atoi(idx)
 		if !ok || err != nil || i < 0 || i >= len(kind.items) {
-			return field
+			return nil, "", ""
 		}
-		it := kind.items[i]
-		out := fmt.Sprintf("line %d, %s %q", it.line, kind.noun, it.name)
-		if sub = strings.TrimPrefix(sub, "."); sub != "" {
-			out += ": " + sub
+		return &kind.items[i], kind.noun, strings.TrimPrefix(sub, ".")
+	}
+	return nil, "", ""
+}
+
+// at describes a problem field such as "jobs[3].children" as
+// `line 42, job "nightly": children`, the line being the field's when the
+// file has it, else the item's.
+func (p positions) at(field string) string {
+	it, noun, sub := p.item(field)
+	if it == nil {
+		return field
+	}
+	line := it.line
+	if l, ok := it.fields[sub]; ok {
+		line = l
+	}
+	out := fmt.Sprintf("line %d, %s %q", line, noun, it.name)
+	if sub != "" {
+		out += ": " + sub
+	}
+	return out
+}
+
+// annotate rewrites problem fields with their item and line, and drops
+// the problems of fields the file's own problems already name.
+func (p positions) annotate(probs []xjob.FieldProblem) []xjob.FieldProblem {
+	out := probs[:0]
+	for _, pr := range probs {
+		if it, _, sub := p.item(pr.Field); it != nil && it.bad[strings.SplitN(sub, ".", 2)[0]] {
+			continue
 		}
-		return out
+		pr.Field = p.at(pr.Field)
+		out = append(out, pr)
 	}
-	return field
+	return out
 }
 
-// annotate rewrites problem fields with their item and line.
-func (p positions) annotate(probs []xjob.FieldProblem) {
-	for i := range probs {
-		probs[i].Field = p.at(probs[i].Field)
-	}
+// manifestFields are the JSON names a manifest's groups and jobs accept,
+// with the Go type each decodes into.
+var manifestFields = map[string]map[string]reflect.Type{
+	"groups": jsonFields(reflect.TypeFor[xjob.GroupSpec]()),
+	"jobs":   jsonFields(reflect.TypeFor[xjob.JobSpec]()),
 }
 
-// manifestFields are the JSON names a manifest's groups and jobs accept.
-var manifestFields = map[string]map[string]bool{
-	"groups": jsonNames(reflect.TypeFor[xjob.GroupSpec]()),
-	"jobs":   jsonNames(reflect.TypeFor[xjob.JobSpec]()),
-}
-
-func jsonNames(t reflect.Type) map[string]bool {
-	out := map[string]bool{}
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
 		if name != "" && name != "-" {
-			out[name] = true
+			out[name] = t.Field(i).Type
 		}
 	}
 	return out
 }
 
-// parseManifest decodes YAML or JSON (JSON is YAML) strictly. Unknown
-// fields and values of the wrong type are all reported, each with its
-// item and line.
+// parseManifest decodes YAML or JSON (JSON is YAML) strictly: any
+// problem is an error listing them all (see parseManifestAll).
 func parseManifest(data []byte) (xjob.Manifest, positions, error) {
+	m, pos, probs, err := parseManifestAll(data)
+	if err == nil && len(probs) > 0 {
+		err = fmt.Errorf("%d problems:\n  %s", len(probs), strings.Join(probs, "\n  "))
+	}
+	return m, pos, err
+}
+
+// parseManifestAll decodes YAML or JSON strictly, in one pass: every
+// unknown field and every value of the wrong type is a problem naming its
+// item and its own line. The manifest returned leaves those fields out,
+// so that what remains can still be checked by the server. err is a file
+// that cannot be read as a manifest at all.
+func parseManifestAll(data []byte) (xjob.Manifest, positions, []string, error) {
 	var m xjob.Manifest
 	var pos positions
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return m, pos, err
-	}
-	var probs []string
-	if len(root.Content) == 1 {
-		doc := root.Content[0]
-		if doc.Kind != yaml.MappingNode {
-			return m, pos, fmt.Errorf("line %d: a manifest is a mapping with groups and jobs", doc.Line)
-		}
-		for i := 0; i+1 < len(doc.Content); i += 2 {
-			k, v := doc.Content[i], doc.Content[i+1]
-			known, ok := manifestFields[k.Value]
-			if !ok {
-				probs = append(probs, fmt.Sprintf("line %d: unknown field %q (a manifest has groups and jobs)", k.Line, k.Value))
-				continue
-			}
-			if v.Kind != yaml.SequenceNode {
-				if v.Tag != "!!null" {
-					probs = append(probs, fmt.Sprintf("line %d: %s must be a list", v.Line, k.Value))
-				}
-				continue
-			}
-			noun := strings.TrimSuffix(k.Value, "s")
-			for _, it := range v.Content {
-				ip := itemPos{line: it.Line, name: itemName(it, k.Value)}
-				if k.Value == "groups" {
-					pos.groups = append(pos.groups, ip)
-				} else {
-					pos.jobs = append(pos.jobs, ip)
-				}
-				if it.Kind != yaml.MappingNode {
-					probs = append(probs, fmt.Sprintf("line %d: each of %s must be a mapping", it.Line, k.Value))
-					continue
-				}
-				for j := 0; j+1 < len(it.Content); j += 2 {
-					f := it.Content[j]
-					if !known[f.Value] {
-						probs = append(probs, fmt.Sprintf("line %d, %s %q: unknown field %q%s", f.Line, noun, ip.name,
-							f.Value, suggest(f.Value, known)))
-					}
-				}
-			}
-		}
-	}
-	if len(probs) > 0 {
-		return m, pos, fmt.Errorf("%d problems:\n  %s", len(probs), strings.Join(probs, "\n  "))
+		return m, pos, nil, err
 	}
 	js, err := yamlToJSON(data)
 	if err != nil {
-		return m, pos, err
+		return m, pos, nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(js))
+	if len(root.Content) != 1 {
+		return m, pos, nil, nil // an empty file: an empty manifest
+	}
+	doc := root.Content[0]
+	if doc.Kind != yaml.MappingNode {
+		return m, pos, nil, fmt.Errorf("line %d: a manifest is a mapping with groups and jobs", doc.Line)
+	}
+	// The same document as JSON values, item by item, to decode each
+	// field on its own.
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(js, &raw); err != nil {
+		return m, pos, nil, fmt.Errorf("a manifest is a mapping with groups and jobs")
+	}
+	var probs []string
+	clean := map[string][]map[string]json.RawMessage{}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		k, v := doc.Content[i], doc.Content[i+1]
+		known, ok := manifestFields[k.Value]
+		if !ok {
+			probs = append(probs, fmt.Sprintf("line %d: unknown field %q (a manifest has groups and jobs)", k.Line, k.Value))
+			continue
+		}
+		if v.Kind != yaml.SequenceNode {
+			if v.Tag != "!!null" {
+				probs = append(probs, fmt.Sprintf("line %d: %s must be a list", v.Line, k.Value))
+			}
+			continue
+		}
+		var items []json.RawMessage
+		_ = json.Unmarshal(raw[k.Value], &items) // a sequence here, so a JSON array
+		noun := strings.TrimSuffix(k.Value, "s")
+		for n, it := range v.Content {
+			ip := itemPos{line: it.Line, name: itemName(it, k.Value), fields: map[string]int{}, bad: map[string]bool{}}
+			var values map[string]json.RawMessage
+			if it.Kind != yaml.MappingNode || n >= len(items) || json.Unmarshal(items[n], &values) != nil {
+				probs = append(probs, fmt.Sprintf("line %d: each of %s must be a mapping", it.Line, k.Value))
+				ip.bad[""] = true
+			}
+			for j := 0; values != nil && j+1 < len(it.Content); j += 2 {
+				f := it.Content[j]
+				ip.fields[f.Value] = f.Line
+				t, ok := known[f.Value]
+				if !ok {
+					probs = append(probs, fmt.Sprintf("line %d, %s %q: unknown field %q%s", f.Line, noun, ip.name,
+						f.Value, suggest(f.Value, known)))
+					delete(values, f.Value)
+					continue
+				}
+				if err := json.Unmarshal(values[f.Value], reflect.New(t).Interface()); err != nil {
+					probs = append(probs, fmt.Sprintf("line %d, %s %q: %s: %s", f.Line, noun, ip.name, f.Value, valueProblem(err, t)))
+					delete(values, f.Value)
+					ip.bad[f.Value] = true
+				}
+			}
+			if values != nil {
+				clean[k.Value] = append(clean[k.Value], values)
+			}
+			if k.Value == "groups" {
+				pos.groups = append(pos.groups, ip)
+			} else {
+				pos.jobs = append(pos.jobs, ip)
+			}
+		}
+	}
+	cleaned, err := json.Marshal(clean)
+	if err != nil {
+		return m, pos, nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(cleaned))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return m, pos, fmt.Errorf("%s", typeProblem(err, pos))
+		return m, pos, nil, err // every field was decoded alone above
 	}
-	return m, pos, nil
+	return m, pos, probs, nil
+}
+
+// valueProblem says why a value does not fit a field of type t.
+func valueProblem(err error, t reflect.Type) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		want := map[reflect.Kind]string{reflect.String: "a string", reflect.Int: "a whole number", reflect.Int64: "a whole number",
+			reflect.Bool: "true or false", reflect.Slice: "a list", reflect.Struct: "a mapping"}[t.Kind()]
+		if want == "" {
+			want = "a " + t.String()
+		}
+		return fmt.Sprintf("must be %s, not %s", want, te.Value)
+	}
+	return err.Error()
 }
 
 // itemName is how a problem names a group (its appname) or job (its name, or #id).
@@ -347,19 +454,8 @@ func itemName(it *yaml.Node, kind string) string {
 	return id
 }
 
-// typeProblem turns a JSON decoding error into a manifest problem.
-func typeProblem(err error, pos positions) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		field := te.Field
-		// "jobs.executorTimeout" does not say which job; keep JSON's words.
-		return fmt.Sprintf("%s: a %s cannot hold %s", field, te.Type, te.Value)
-	}
-	return err.Error()
-}
-
 // suggest names the known field closest to an unknown one, if one is close.
-func suggest(name string, known map[string]bool) string {
+func suggest(name string, known map[string]reflect.Type) string {
 	best, bestD := "", 3
 	for k := range known {
 		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
@@ -401,7 +497,8 @@ func (a *app) exportCommand() *cobra.Command {
 
 Jobs keep their ids (and names), groups their appname and id, so applying
 the export to an empty server recreates them under the same ids. The format
-follows the file's extension (.json or .yaml/.yml), else --format (yaml).`,
+is --format, else the file's extension (.json or .yaml/.yml), else -o json
+when given, else YAML.`,
 		Example: `  xjob export -f jobs.yaml
   xjob export --format json | jq '.jobs[].name'`,
 		Args: noArgs,
@@ -411,8 +508,12 @@ follows the file's extension (.json or .yaml/.yml), else --format (yaml).`,
 	_ = cmd.RegisterFlagCompletionFunc("format", fixedCompletion("yaml,json"))
 	cmd.RunE = a.do(func(ctx context.Context, c *adminclient.Client, _ []string) error {
 		if format == "" {
-			switch strings.ToLower(filepath.Ext(file)) {
-			case ".json":
+			switch ext := strings.ToLower(filepath.Ext(file)); {
+			case ext == ".json":
+				format = "json"
+			case ext == ".yaml" || ext == ".yml":
+				format = "yaml"
+			case a.output == "json": // -o json, as every other command
 				format = "json"
 			default:
 				format = "yaml"
