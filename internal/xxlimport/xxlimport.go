@@ -6,7 +6,9 @@
 // Reading (Read) and mapping (Map) are apart: Map is a pure function of
 // the rows, tested field by field; Read only runs the SELECTs. The columns
 // read exist, with these names, in every release from 2.3.0 to 3.4.2
-// (3.5 renames job_desc and title to name, and is not supported).
+// (3.5 renames job_desc and title to name, and is not supported); the
+// tests read them from the three layouts of those releases
+// (testdata/xxl-job-{2.4,3.2,3.4}.sql) on MariaDB.
 //
 // What maps and what does not:
 //
@@ -26,12 +28,14 @@
 //	               trigger_last_time/next_time are not kept: xjob stamps its
 //	               own times and computes the next fire from now.
 //	xxl_job_logglue  → each GLUE job's saved versions (xjob keeps the
-//	               newest 30), oldest first, with their remarks and times.
+//	               newest 30), oldest first, with their remarks and times
+//	               (wall times in TimeZone, as the admin wrote them).
 //	xxl_job_user   → users with their role and group rights, and their
 //	               MD5 or SHA-256 password hash, so that they sign in with
 //	               their old passwords (re-hashed with argon2id then).
-//	xxl_job_log, xxl_job_log_report  not carried over: the summary says
-//	               so; xjob's reports start at the import.
+//	xxl_job_log, xxl_job_log_report  with WithHistory, read by
+//	               ReadHistory (history.go); else the summary says they
+//	               are left behind.
 //
 // Text longer than xjob's limit for its field (limits counted in
 // characters, as MySQL counts them) is cut to the limit with a note; a
