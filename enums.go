@@ -97,7 +97,16 @@ const (
 	GluePHP        GlueType = "GLUE_PHP"
 	GlueNodeJS     GlueType = "GLUE_NODEJS"
 	GluePowerShell GlueType = "GLUE_POWERSHELL"
+	// GlueHTTP is not an xxl-job type: the job calls an HTTP endpoint
+	// from the scheduler itself, with no executor; its GLUE source is the
+	// target's spec (package internal/target). It never reaches an
+	// executor, so xxl-job executors never see it.
+	GlueHTTP GlueType = "HTTP"
 )
+
+// Script reports whether g is source an executor runs (the GLUE_* types):
+// what the GLUE policy governs and the GLUE history keeps.
+func (g GlueType) Script() bool { return g != "" && g != GlueBean && g != GlueHTTP }
 
 // TriggerType records why a trigger happened.
 type TriggerType string
@@ -184,7 +193,7 @@ func (b BlockStrategy) valid() bool {
 
 func (g GlueType) valid() bool {
 	switch g {
-	case GlueBean, GlueGroovy, GlueShell, GluePython, GluePython2, GluePHP, GlueNodeJS, GluePowerShell:
+	case GlueBean, GlueGroovy, GlueShell, GluePython, GluePython2, GluePHP, GlueNodeJS, GluePowerShell, GlueHTTP:
 		return true
 	}
 	return false

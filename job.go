@@ -1,6 +1,7 @@
 package xjob
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/mail"
@@ -9,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/xjobdev/xjob/internal/target"
 	"github.com/xjobdev/xjob/internal/text"
 	"github.com/xjobdev/xjob/pkg/schedule"
 )
@@ -177,6 +179,9 @@ func (j *Job) Validate() error {
 		p.add("glueType", "unknown glue type %q", j.GlueType)
 	} else if j.GlueType == GlueBean {
 		checkLen(&p, "executorHandler", j.Handler, 1, MaxHandlerLen)
+	} else if j.GlueType == GlueHTTP {
+		checkLen(&p, "executorHandler", j.Handler, 0, MaxHandlerLen)
+		checkTarget(&p, j)
 	} else {
 		checkLen(&p, "executorHandler", j.Handler, 0, MaxHandlerLen)
 	}
@@ -208,6 +213,35 @@ func (j *Job) Validate() error {
 		p.add("triggerStatus", "a job with schedule type NONE cannot be started")
 	}
 	return p.err()
+}
+
+// checkTarget checks what an HTTP job adds: its GLUE source is a target
+// spec (each problem named glueSource.<field>), it is called once per
+// trigger by the scheduler (no executors to broadcast to), and its call is
+// bounded (target.MaxTimeoutSeconds).
+func checkTarget(p *problems, j *Job) {
+	if len(j.GlueSource) <= MaxGlueSourceLen {
+		if _, err := target.Parse(j.GlueSource); err != nil {
+			var tp target.Problems
+			if errors.As(err, &tp) {
+				for _, q := range tp {
+					field := "glueSource"
+					if q.Field != "" {
+						field += "." + q.Field
+					}
+					p.add(field, "%s", q.Message)
+				}
+			} else {
+				p.add("glueSource", "%v", err)
+			}
+		}
+	}
+	if j.RouteStrategy == RouteShardingBroadcast {
+		p.add("executorRouteStrategy", "an HTTP job is called once by the scheduler: SHARDING_BROADCAST needs executors")
+	}
+	if j.TimeoutSeconds > target.MaxTimeoutSeconds {
+		p.add("executorTimeout", "an HTTP call is cut at most after %d seconds (0: %d)", target.MaxTimeoutSeconds, target.DefaultTimeoutSeconds)
+	}
 }
 
 // ValidateJobName checks a job name: empty (no name), or 1 to MaxNameLen
