@@ -26,7 +26,7 @@ var layers = []struct {
 	name string
 	pkgs []string
 }{
-	{"foundation", []string{"pkg/clock", "pkg/protocol", "pkg/schedule", "internal/strictjson", "internal/egress", "internal/text", "internal/fallback"}},
+	{"foundation", []string{"pkg/clock", "pkg/protocol", "pkg/schedule", "internal/strictjson", "internal/egress", "internal/text", "internal/fallback", "internal/target"}},
 	{"domain", []string{".", "internal/fire"}},
 	{"ports", []string{"pkg/driver", "pkg/driver/drivertest"}},
 	{"sdk and client", []string{"pkg/executor/...", "internal/exechttp", "pkg/adminclient", "internal/demo"}},

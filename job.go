@@ -1,7 +1,6 @@
 package xjob
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net/mail"
@@ -10,7 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/xjobdev/xjob/internal/target"
 	"github.com/xjobdev/xjob/internal/text"
 	"github.com/xjobdev/xjob/pkg/schedule"
 )
@@ -215,32 +213,21 @@ func (j *Job) Validate() error {
 	return p.err()
 }
 
-// checkTarget checks what an HTTP job adds: its GLUE source is a target
-// spec (each problem named glueSource.<field>), it is called once per
-// trigger by the scheduler (no executors to broadcast to), and its call is
-// bounded (target.MaxTimeoutSeconds).
+// MaxTargetTimeoutSeconds bounds an HTTP job's executorTimeout: its call
+// runs in the scheduler, and must end well before the lost-result check
+// (10 minutes) would take the run for lost.
+const MaxTargetTimeoutSeconds = 300
+
+// checkTarget checks what an HTTP job adds to any job: it is called once
+// per trigger by the scheduler (no executors to broadcast to), and its
+// call is bounded. Its GLUE source, the target's spec, is checked by the
+// admin service (package internal/target), which also seals its secrets.
 func checkTarget(p *problems, j *Job) {
-	if len(j.GlueSource) <= MaxGlueSourceLen {
-		if _, err := target.Parse(j.GlueSource); err != nil {
-			var tp target.Problems
-			if errors.As(err, &tp) {
-				for _, q := range tp {
-					field := "glueSource"
-					if q.Field != "" {
-						field += "." + q.Field
-					}
-					p.add(field, "%s", q.Message)
-				}
-			} else {
-				p.add("glueSource", "%v", err)
-			}
-		}
-	}
 	if j.RouteStrategy == RouteShardingBroadcast {
 		p.add("executorRouteStrategy", "an HTTP job is called once by the scheduler: SHARDING_BROADCAST needs executors")
 	}
-	if j.TimeoutSeconds > target.MaxTimeoutSeconds {
-		p.add("executorTimeout", "an HTTP call is cut at most after %d seconds (0: %d)", target.MaxTimeoutSeconds, target.DefaultTimeoutSeconds)
+	if j.TimeoutSeconds > MaxTargetTimeoutSeconds {
+		p.add("executorTimeout", "an HTTP call is cut at most after %d seconds", MaxTargetTimeoutSeconds)
 	}
 }
 

@@ -110,6 +110,8 @@ type Config struct {
 	// stopped and a person starts it: deploying an executor does not, by
 	// itself, schedule work.
 	StartDeclaredJobs bool
+	// Targets, if set, enables HTTP jobs (see TargetConfig).
+	Targets *TargetConfig
 	// NewRequestID names manual triggers (the occurrence ref); the default
 	// is 16 random bytes in hex. Tests set it to get stable ids.
 	NewRequestID func() string

@@ -87,7 +87,7 @@ func (s *Service) Apply(ctx context.Context, p ApplyParams) (xjob.ApplyResult, e
 	if err != nil {
 		return xjob.ApplyResult{}, fmt.Errorf("admin apply: %w", err)
 	}
-	pl, err := s.plan(p, groups, jobs)
+	pl, err := s.plan(ctx, p, groups, jobs)
 	if err != nil {
 		return xjob.ApplyResult{}, err
 	}
@@ -143,7 +143,7 @@ func (s *Service) Export(ctx context.Context) (xjob.Manifest, error) {
 		name[j.ID] = j.Name
 	}
 	for _, j := range jobs {
-		js := specOf(j, app[j.GroupID])
+		js := specOf(redact(j), app[j.GroupID])
 		for _, c := range j.ChildJobIDs {
 			if n := name[c]; n != "" {
 				js.Children = append(js.Children, n)

@@ -203,7 +203,7 @@ func (s *Service) afterWrite(ctx context.Context, ch *jobChange, started *pushBa
 		}
 		return nil
 	case xjob.ActionCreate:
-		if j.GlueType != xjob.GlueBean {
+		if j.GlueType.Script() {
 			for _, v := range ch.glueHistory {
 				if err := s.cfg.Store.GlueVersionAdd(ctx, xjob.GlueVersion{JobID: j.ID, GlueType: j.GlueType,
 					Source: v.Source, Remark: v.Remark, CreatedAt: v.CreatedAt}, xjob.MaxGlueVersions); err != nil {
@@ -212,7 +212,7 @@ func (s *Service) afterWrite(ctx context.Context, ch *jobChange, started *pushBa
 			}
 		}
 	case xjob.ActionUpdate:
-		if j.GlueType != xjob.GlueBean && j.GlueSource != ch.old.GlueSource {
+		if j.GlueType.Script() && j.GlueSource != ch.old.GlueSource {
 			if err := s.cfg.Store.GlueVersionAdd(ctx, xjob.GlueVersion{JobID: j.ID, GlueType: j.GlueType,
 				Source: j.GlueSource, Remark: j.GlueRemark, CreatedAt: j.GlueUpdatedAt}, xjob.MaxGlueVersions); err != nil {
 				return fmt.Errorf("admin apply: job %d: save GLUE version: %w", j.ID, err)

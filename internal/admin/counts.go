@@ -86,7 +86,7 @@ func (s *Service) JobsByID(ctx context.Context, ids []int64) (map[int64]xjob.Job
 		return nil, fmt.Errorf("admin jobs by id: %w", err)
 	}
 	for _, j := range jobs {
-		out[j.ID] = j
+		out[j.ID] = redact(j)
 	}
 	return out, nil
 }

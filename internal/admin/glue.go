@@ -25,6 +25,9 @@ func (s *Service) SaveGlue(ctx context.Context, j xjob.Job, source, remark strin
 	if j.GlueType == xjob.GlueBean {
 		return xjob.Job{}, invalid("glueType", "BEAN jobs have no GLUE source")
 	}
+	if !j.GlueType.Script() {
+		return xjob.Job{}, invalid("glueType", "an %s job's target is edited with the job, not in the GLUE editor", j.GlueType)
+	}
 	unchanged := source == j.GlueSource
 	j.GlueSource, j.GlueRemark = source, remark
 	out, err := s.UpdateJob(ctx, UpdateJobParams{Job: j})

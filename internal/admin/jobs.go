@@ -36,7 +36,8 @@ func (s *Service) CreateJob(ctx context.Context, in xjob.Job) (xjob.Job, error) 
 	in.ID = 0
 	in.Declared = "" // only an executor's declaration records one
 	in.Applied = ""  // only an apply records one
-	return s.createJob(ctx, in)
+	out, err := s.createJob(ctx, in)
+	return redact(out), err
 }
 
 // createJob is CreateJob keeping in.ID when it is not 0 (an apply or an
@@ -53,6 +54,9 @@ func (s *Service) createJob(ctx context.Context, in xjob.Job) (xjob.Job, error) 
 	j.CreatedAt, j.UpdatedAt, j.GlueUpdatedAt = now, now, now
 	j.ApplyDefaults()
 	if err := s.checkJob(ctx, &j); err != nil {
+		return xjob.Job{}, err
+	}
+	if err := s.prepareTarget(ctx, &j, ""); err != nil {
 		return xjob.Job{}, err
 	}
 	if j.TriggerStatus == xjob.StatusRunning {
@@ -82,7 +86,7 @@ func (s *Service) GetJob(ctx context.Context, id int64) (xjob.Job, error) {
 	if err != nil {
 		return xjob.Job{}, mapNotFound(err, "job", id, "admin job get")
 	}
-	return j, nil
+	return redact(j), nil
 }
 
 // ListJobsParams filters ListJobs. Zero values match everything; the text
@@ -116,7 +120,7 @@ func (s *Service) ListJobs(ctx context.Context, p ListJobsParams) (JobPage, erro
 	if err != nil {
 		return JobPage{}, fmt.Errorf("admin job list: %w", err)
 	}
-	return JobPage{Jobs: page.Jobs, Next: page.Next}, nil
+	return JobPage{Jobs: redactAll(page.Jobs), Next: page.Next}, nil
 }
 
 // UpdateJobParams is the input of UpdateJob.
@@ -169,12 +173,15 @@ func (s *Service) UpdateJob(ctx context.Context, p UpdateJobParams) (xjob.Job, e
 		}
 		n.ApplyDefaults()
 		n.GlueUpdatedAt = old.GlueUpdatedAt
-		if n.GlueSource != old.GlueSource {
-			n.GlueUpdatedAt = now // executors rebuild the handler on the next trigger
-			glueChanged = n.GlueType != xjob.GlueBean
-		}
 		if err := s.checkJob(ctx, &n); err != nil {
 			return xjob.Job{}, false, err
+		}
+		if err := s.prepareTarget(ctx, &n, old.GlueSource); err != nil {
+			return xjob.Job{}, false, err
+		}
+		if n.GlueSource != old.GlueSource {
+			n.GlueUpdatedAt = now // executors rebuild the handler on the next trigger
+			glueChanged = n.GlueType.Script()
 		}
 		if old.ScheduleChanged(&n) {
 			n.Revision = old.Revision + 1
@@ -193,13 +200,13 @@ func (s *Service) UpdateJob(ctx context.Context, p UpdateJobParams) (xjob.Job, e
 		return n, true, nil
 	})
 	if err != nil || !glueChanged {
-		return out, err
+		return redact(out), err
 	}
 	if err := s.cfg.Store.GlueVersionAdd(ctx, xjob.GlueVersion{JobID: out.ID, GlueType: out.GlueType,
 		Source: out.GlueSource, Remark: out.GlueRemark, CreatedAt: out.GlueUpdatedAt}, xjob.MaxGlueVersions); err != nil {
-		return out, fmt.Errorf("admin job %d: save GLUE version: %w", out.ID, err)
+		return redact(out), fmt.Errorf("admin job %d: save GLUE version: %w", out.ID, err)
 	}
-	return out, nil
+	return redact(out), nil
 }
 
 // timingChanged reports an edit of when the job fires (xxl-job's
@@ -213,7 +220,8 @@ func timingChanged(old, n *xjob.Job) bool {
 // or whose schedule has no fire time after now (a past ONCE instant),
 // cannot be started. Starting a running job changes nothing.
 func (s *Service) StartJob(ctx context.Context, id int64) (xjob.Job, error) {
-	return s.startJob(ctx, id, nil)
+	out, err := s.startJob(ctx, id, nil)
+	return redact(out), err
 }
 
 // startJob is StartJob; with later set, the push of the started job's
@@ -239,6 +247,11 @@ func (s *Service) startJob(ctx context.Context, id int64, later *pushBatch) (xjo
 // bumped so that occurrences already on the ring are dropped. Stopping a
 // stopped job changes nothing.
 func (s *Service) StopJob(ctx context.Context, id int64) (xjob.Job, error) {
+	out, err := s.stopJob(ctx, id)
+	return redact(out), err
+}
+
+func (s *Service) stopJob(ctx context.Context, id int64) (xjob.Job, error) {
 	return s.editJob(ctx, id, 0, func(old xjob.Job, now int64) (xjob.Job, bool, error) {
 		if old.TriggerStatus == xjob.StatusStopped {
 			return old, false, nil

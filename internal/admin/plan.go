@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -71,6 +72,7 @@ func (pl *plan) items() []xjob.PlanItem {
 // planner holds what the parts of the plan share.
 type planner struct {
 	s     *Service
+	ctx   context.Context // of the apply: the target URLs' egress check
 	p     ApplyParams
 	now   int64
 	probs []xjob.FieldProblem
@@ -100,8 +102,8 @@ func (pp *planner) add(field, format string, args ...any) {
 
 // plan validates the manifest against the stored groups and jobs and
 // works out the changes.
-func (s *Service) plan(p ApplyParams, groups []xjob.Group, jobs []xjob.Job) (*plan, error) {
-	pp := &planner{s: s, p: p, now: s.now(), pl: &plan{}, groups: groups, jobs: jobs}
+func (s *Service) plan(ctx context.Context, p ApplyParams, groups []xjob.Group, jobs []xjob.Job) (*plan, error) {
+	pp := &planner{s: s, ctx: ctx, p: p, now: s.now(), pl: &plan{}, groups: groups, jobs: jobs}
 	pp.planGroups()
 	pp.planJobs()
 	pp.planChildren()
@@ -268,6 +270,14 @@ func (pp *planner) planJobs() {
 		}
 		if len(js.Children) > xjob.MaxChildJobs {
 			pp.add(f+"children", "at most %d child jobs", xjob.MaxChildJobs)
+			continue
+		}
+		var oldSource string
+		if found && old.GlueType == want.GlueType {
+			oldSource = old.GlueSource
+		}
+		if err := pp.s.prepareTarget(pp.ctx, &want, oldSource); err != nil {
+			addValidation(&pp.probs, f, err)
 			continue
 		}
 		ch := &jobChange{key: key, idx: i, want: want, group: js.Group, glueHistory: js.GlueHistory}

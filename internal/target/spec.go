@@ -389,3 +389,17 @@ func (s Spec) Render(v Vars, secrets map[string]string) (Request, error) {
 	r.Body = b.Render(v, encRaw)
 	return r, nil
 }
+
+// Call is one run of a target job, as dispatch hands it to the built-in
+// executor: the log it reports to, the job's spec at rest, the values its
+// templates may name, and the job's timeout and block strategy.
+type Call struct {
+	Vars
+	// Source is the job's GLUE source (the spec, secrets sealed).
+	Source string
+	// TimeoutSeconds is the job's executorTimeout (see TimeoutSeconds).
+	TimeoutSeconds int
+	// BlockStrategy is the job's (SERIAL_EXECUTION, DISCARD_LATER,
+	// COVER_EARLY), applied per job as an executor applies it.
+	BlockStrategy string
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
+	"github.com/xjobdev/xjob/internal/adapter/httptarget"
 	"github.com/xjobdev/xjob/internal/adapter/sqlitestore"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/fire"
@@ -177,6 +178,7 @@ func host(ctx context.Context, n node) error {
 		return err
 	}
 	defer parts.exec.Close()
+	defer parts.targets.Close()
 	if n.member != nil {
 		svc.cluster = func() (int, int) { return len(n.member.Live()), len(parts.scanner.Held()) }
 	}
@@ -320,6 +322,7 @@ func announce(ctx context.Context, cfg Config, svc *services, st *site, info *In
 // parts are the running pieces Run starts and stops.
 type parts struct {
 	exec       *execclient.Client
+	targets    *httptarget.Executor // HTTP jobs' built-in executor
 	scanner    *scan.Scanner
 	ring       *ring.Ring
 	dispatcher *dispatch.Dispatcher
@@ -391,15 +394,20 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 	// can plan them.
 	scanCfg := scan.Tunables{Shards: cfg.Shards, PreRead: admin.DefaultPreRead, Advance: 2 * admin.DefaultPreRead,
 		PushWithin: 2 * time.Second}
-	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: exec, Finisher: cb, Clock: clk, Logger: logger,
+	targets, targetCfg, err := newTargets(n, policy, cb)
+	if err != nil {
+		return fail(err)
+	}
+	executors := httptarget.Executors{Remote: exec, Local: targets}
+	adm, err := admin.New(admin.Config{Store: counted, Queues: db, Executors: executors, Finisher: cb, Clock: clk, Logger: logger,
 		Scan: scanCfg, AnyTriggerAddress: cfg.AnyTriggerAddress,
-		StartDeclaredJobs: cfg.StartDeclaredJobs})
+		StartDeclaredJobs: cfg.StartDeclaredJobs, Targets: targetCfg})
 	if err != nil {
 		return fail(fmt.Errorf("local: admin: %w", err))
 	}
-	router := route.New(route.Options{Clock: clk, Prober: exec})
+	router := route.New(route.Options{Clock: clk, Prober: executors})
 	disp, err := dispatch.New(dispatch.Config{
-		Store: counted, Executors: exec, Router: router, Addresses: reg, Completer: cb,
+		Store: counted, Executors: executors, Targets: targets, Router: router, Addresses: reg, Completer: cb,
 		Clock: clk, Logger: logger, Metrics: metrics,
 		AdminAddress: baseURL, AnyTriggerAddress: cfg.AnyTriggerAddress,
 	})
@@ -408,6 +416,7 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 	}
 	p := &parts{
 		exec:       exec,
+		targets:    targets,
 		dispatcher: disp,
 		ringGate:   newGate(db.Ring()),
 		fast:       newGate(db.Dispatch(fire.LaneFast)),

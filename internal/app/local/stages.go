@@ -124,6 +124,9 @@ func (s *stages) shutdown(n node, p *parts, svc *services, demo *demoExecutor, s
 	lanesDrained := p.fast.waitIdle(graceCtx) == nil && p.slow.waitIdle(graceCtx) == nil
 	s.lanes.stop()
 	s.lanes.wg.Wait()
+	// HTTP jobs' calls in flight finish within the grace, else they are
+	// cut and reported failed (retries apply after the restart).
+	p.targets.Shutdown(graceCtx)
 	if demo != nil {
 		demo.stop(graceCtx)
 	}

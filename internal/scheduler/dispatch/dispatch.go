@@ -45,6 +45,7 @@ import (
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/scheduler/route"
+	"github.com/xjobdev/xjob/internal/target"
 	"github.com/xjobdev/xjob/internal/text"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -78,6 +79,13 @@ type Completer interface {
 	Complete(ctx context.Context, l xjob.Log) error
 }
 
+// Targets runs the jobs that need no executor (glue type HTTP) in
+// process: *httptarget.Executor. Start returns at once, as an executor's
+// /run does; the result comes back through the callback path.
+type Targets interface {
+	Start(ctx context.Context, c target.Call) protocol.ReturnT
+}
+
 // Config wires a Dispatcher: its ports (Store, Executors, Router,
 // Addresses and Completer are required; Clock defaults to the wall clock,
 // Logger to slog.Default()) and its tunables.
@@ -91,6 +99,9 @@ type Config struct {
 	Logger    *slog.Logger
 	// Metrics, if set, counts triggers, duplicates, drops and fire delay.
 	Metrics *metric.Metrics
+	// Targets, if set, runs HTTP jobs; without it their triggers fail
+	// saying the deployment does not run them.
+	Targets Targets
 
 	// ClaimTTL is how long a created log is reserved for the dispatcher
 	// that created it before another may take it over (default 30 s).
@@ -273,7 +284,7 @@ func (d *Dispatcher) newTriggers(b *Batch, tasks []fire.DispatchTask, byID map[i
 			groups[job.GroupID] = g
 			order = append(order, g)
 		}
-		g.needAddrs = g.needAddrs || len(task.AddressList) == 0 || !d.cfg.AnyTriggerAddress
+		g.needAddrs = g.needAddrs || (!bt.t.target && (len(task.AddressList) == 0 || !d.cfg.AnyTriggerAddress))
 	}
 	return order
 }
@@ -315,6 +326,13 @@ func (d *Dispatcher) applyGroups(b *Batch, groups []*groupRead) {
 			t.fail = "executor group " + strconv.FormatInt(t.job.GroupID, 10) + " does not exist"
 		case g.err != nil:
 			*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: group: %w", t.job.ID, g.err)}
+		case t.target:
+			// The built-in executor runs it: no address to look up, and
+			// an override cannot send its spec anywhere else.
+			t.group, t.addrs = g.group, []string{target.Address}
+			if d.cfg.Targets == nil {
+				t.fail = "HTTP jobs are not run on this deployment"
+			}
 		default:
 			t.group = g.group
 			t.addrs = t.task.AddressList
@@ -626,6 +644,8 @@ func (d *Dispatcher) route(ctx context.Context, pending []*pendingLog) {
 			pl.fail = t.fail
 		case len(t.addrs) == 0:
 			pl.fail = "no executor address available"
+		case t.target:
+			pl.address = target.Address
 		case t.broadcast:
 			pl.address = t.addrs[0]
 			if pl.index < len(t.addrs) {
@@ -685,7 +705,7 @@ func (d *Dispatcher) call(ctx context.Context, pl *pendingLog) {
 	// xxl-job 3.5 executors require XXL-JOB-APPNAME.
 	ctx = protocol.WithAppName(ctx, pl.t.group.AppName)
 	pl.called = clock.Millis(d.cfg.Clock)
-	if pl.takenOver && pl.prev.ExecutorAddress != "" {
+	if pl.takenOver && pl.prev.ExecutorAddress != "" && pl.prev.ExecutorAddress != target.Address {
 		if rt, ok := d.probe(ctx, pl.prev); ok {
 			pl.ret, pl.address, pl.fail = rt, pl.prev.ExecutorAddress, ""
 			return
@@ -697,6 +717,11 @@ func (d *Dispatcher) call(ctx context.Context, pl *pendingLog) {
 	}
 	t := pl.t
 	started := d.cfg.Clock.Now()
+	if t.target {
+		pl.ret = d.cfg.Targets.Start(ctx, d.targetCall(pl))
+		pl.took = d.cfg.Clock.Now().Sub(started)
+		return
+	}
 	pl.ret = d.cfg.Executors.Run(ctx, pl.address, protocol.TriggerParam{
 		JobID:                 t.job.ID,
 		ExecutorHandler:       t.job.Handler,
@@ -745,12 +770,14 @@ type trigger struct {
 	param     string
 	retry     int
 	broadcast bool
+	target    bool   // an HTTP job: run by Config.Targets
 	fail      string // set when no executor can be called
 }
 
 func (d *Dispatcher) newTrigger(job xjob.Job, task fire.DispatchTask) *trigger {
-	t := &trigger{job: job, task: task, param: job.Param, retry: job.FailRetryCount,
-		broadcast: job.RouteStrategy == xjob.RouteShardingBroadcast}
+	isTarget := job.GlueType == xjob.GlueHTTP
+	t := &trigger{job: job, task: task, param: job.Param, retry: job.FailRetryCount, target: isTarget,
+		broadcast: !isTarget && job.RouteStrategy == xjob.RouteShardingBroadcast}
 	if task.Param != nil {
 		t.param = *task.Param
 	}
@@ -786,7 +813,10 @@ func (d *Dispatcher) probe(ctx context.Context, prev xjob.Log) (protocol.ReturnT
 func (d *Dispatcher) triggerMsg(t *trigger, address, trail string, ret protocol.ReturnT) string {
 	var b strings.Builder
 	reg := "automatic"
-	if t.group.AddressType == xjob.AddressManual || len(t.task.AddressList) > 0 {
+	switch {
+	case t.target:
+		reg = "built-in (HTTP job)"
+	case t.group.AddressType == xjob.AddressManual || len(t.task.AddressList) > 0:
 		reg = "manual"
 	}
 	fmt.Fprintf(&b, "Trigger type: %s<br>", t.task.Occurrence.Type)
@@ -813,4 +843,21 @@ func codeTitle(code int) string {
 		return "success"
 	}
 	return "fail"
+}
+
+// targetCall is what the built-in executor needs of pl: the log, the
+// job's spec and settings, and the values its templates may name (the
+// schedule time is the occurrence's instant, or the trigger time for a
+// trigger that has none).
+func (d *Dispatcher) targetCall(pl *pendingLog) target.Call {
+	t, occ := pl.t, pl.t.task.Occurrence
+	sched := pl.log.TriggerTime
+	if occ.Scheduled() {
+		sched = occ.FireTime
+	}
+	return target.Call{
+		Vars: target.Vars{JobID: t.job.ID, LogID: pl.log.ID, Param: t.param, ShardIndex: pl.index, ShardTotal: pl.total,
+			ScheduleTime: sched, TriggerTime: pl.log.TriggerTime},
+		Source: t.job.GlueSource, TimeoutSeconds: t.job.TimeoutSeconds, BlockStrategy: string(t.job.BlockStrategy),
+	}
 }

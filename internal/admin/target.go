@@ -1,0 +1,92 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"net/url"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/target"
+)
+
+// TargetConfig enables HTTP jobs (glue type HTTP): a deployment that runs
+// the built-in executor sets it. Without it, HTTP jobs are refused at save.
+type TargetConfig struct {
+	// Sealer seals secret headers at save; nil refuses specs that have
+	// some.
+	Sealer *target.Sealer
+	// CheckURL applies the egress rule to a target URL at save
+	// (egress.Policy.Check with a resolver), so that a disallowed
+	// address is refused with the field named rather than at each fire.
+	CheckURL func(ctx context.Context, rawURL string) error
+}
+
+// prepareTarget checks an HTTP job's spec and makes it the form to store:
+// canonical JSON, secret headers sealed (references to the stored values
+// kept, foreign ones refused; old is the stored GLUE source, "" for a new
+// job). Problems are named glueSource.<field>. Other jobs pass through.
+func (s *Service) prepareTarget(ctx context.Context, j *xjob.Job, old string) error {
+	if j.GlueType != xjob.GlueHTTP {
+		return nil
+	}
+	if s.cfg.Targets == nil {
+		return invalid("glueType", "HTTP jobs are not available on this deployment (xjob local and xjob server run them)")
+	}
+	spec, err := target.Parse(j.GlueSource)
+	if err != nil {
+		return specProblems(err)
+	}
+	if s.cfg.Targets.CheckURL != nil {
+		// The host is fixed at save (no placeholder may reach it), so
+		// rendering with empty values gives the address every fire dials.
+		req, err := spec.Render(target.Vars{}, nil)
+		if err == nil {
+			if u, perr := url.Parse(req.URL); perr == nil {
+				err = s.cfg.Targets.CheckURL(ctx, u.Scheme+"://"+u.Host)
+			}
+		}
+		if err != nil {
+			return invalid("glueSource.url", "%v", err)
+		}
+	}
+	spec, err = target.Resolve(s.cfg.Targets.Sealer, spec, old)
+	if err != nil {
+		return specProblems(err)
+	}
+	j.GlueSource = spec.Canonical()
+	return nil
+}
+
+// specProblems turns a spec's problems into a validation error.
+func specProblems(err error) error {
+	var tp target.Problems
+	if !errors.As(err, &tp) {
+		return invalid("glueSource", "%v", err)
+	}
+	ve := &xjob.ValidationError{}
+	for _, q := range tp {
+		field := "glueSource"
+		if q.Field != "" {
+			field += "." + q.Field
+		}
+		ve.Problems = append(ve.Problems, xjob.FieldProblem{Field: field, Message: q.Message})
+	}
+	return ve
+}
+
+// redact is a job as it leaves the service: an HTTP job's secret headers
+// replaced by their references (never the value, nor its ciphertext).
+func redact(j xjob.Job) xjob.Job {
+	if j.GlueType == xjob.GlueHTTP {
+		j.GlueSource = target.Redact(j.GlueSource)
+	}
+	return j
+}
+
+// redactAll redacts every job of js in place and returns it.
+func redactAll(js []xjob.Job) []xjob.Job {
+	for i := range js {
+		js[i] = redact(js[i])
+	}
+	return js
+}
