@@ -137,10 +137,12 @@ func Resolve(s *Sealer, next Spec, old string) (Spec, error) {
 		return next, nil
 	}
 	stored := map[string]string{} // lower-cased name → sealed value
+	sameOrigin := false
 	if prev, err := Parse(old); err == nil {
 		for name, v := range prev.SecretHeaders {
 			stored[strings.ToLower(name)] = v
 		}
+		sameOrigin = origin(prev.URL) == origin(next.URL)
 	}
 	var p Problems
 	out := make(map[string]string, len(next.SecretHeaders))
@@ -153,9 +155,13 @@ func Resolve(s *Sealer, next Spec, old string) (Spec, error) {
 				p.add(field, "%s names a secret this job does not hold (a reference only keeps the stored value): give the secret's value", v)
 				continue
 			}
+			if !sameOrigin {
+				p.add(field, "the URL's scheme, host or port changed: give the secret's value again (a stored secret is only sent where it was given for)")
+				continue
+			}
 			out[name] = have
 		case IsSealed(v):
-			if v != have {
+			if v != have || !sameOrigin {
 				p.add(field, "an encrypted value cannot be given: give the secret's value")
 				continue
 			}
@@ -177,6 +183,17 @@ func Resolve(s *Sealer, next Spec, old string) (Spec, error) {
 	}
 	next.SecretHeaders = out
 	return next, nil
+}
+
+// origin is a URL's scheme, host and port, lower-cased: where a secret
+// header is sent. The host holds no placeholder (Check), so it is the
+// template's own text.
+func origin(rawURL string) string {
+	scheme, rest, _ := strings.Cut(rawURL, "://")
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return strings.ToLower(scheme + "://" + rest)
 }
 
 // OpenAll returns the spec's secret headers decrypted.

@@ -105,6 +105,15 @@ func TestResolveRefusesForeignSecrets(t *testing.T) {
 			}
 		})
 	}
+	// The job's own reference, with the URL pointed elsewhere.
+	moved := Spec{URL: "https://evil/", SecretHeaders: map[string]string{"Authorization": Ref(sealedA)}}
+	if _, err := Resolve(s, moved, a.Canonical()); err == nil || !strings.Contains(err.Error(), "host or port changed") {
+		t.Fatalf("Resolve with the host changed = %v", err)
+	}
+	moved.URL = "https://a/other/path?x=1"
+	if _, err := Resolve(s, moved, a.Canonical()); err != nil {
+		t.Fatalf("Resolve with only the path changed = %v", err)
+	}
 	if _, err := Resolve(nil, Spec{URL: "https://a/", SecretHeaders: map[string]string{"X": "v"}}, ""); !errors.As(err, new(Problems)) ||
 		!strings.Contains(err.Error(), "key") {
 		t.Fatalf("Resolve without a key = %v", err)

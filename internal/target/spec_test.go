@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/xjobdev/xjob"
 )
 
 func TestParseRefusesBadSpecs(t *testing.T) {
@@ -145,6 +147,9 @@ func TestTemplateBoundsPlaceholders(t *testing.T) {
 
 func TestTimeoutSeconds(t *testing.T) {
 	t.Parallel()
+	if MaxTimeoutSeconds != xjob.MaxTargetTimeoutSeconds {
+		t.Fatalf("MaxTimeoutSeconds %d, the domain's bound %d", MaxTimeoutSeconds, xjob.MaxTargetTimeoutSeconds)
+	}
 	for in, want := range map[int]int{0: DefaultTimeoutSeconds, -1: DefaultTimeoutSeconds, 5: 5, 10000: MaxTimeoutSeconds} {
 		if got := TimeoutSeconds(in); got != want {
 			t.Errorf("TimeoutSeconds(%d) = %d, want %d", in, got, want)
