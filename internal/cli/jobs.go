@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/target"
 	"github.com/xjobdev/xjob/pkg/adminclient"
 )
 
@@ -39,6 +40,9 @@ type jobFlags struct {
 	handler, param, route, block, misfire, tz string
 	timeout, retry                            int
 	child                                     string
+	// An HTTP job's target (glue type HTTP): merged into its spec.
+	glueType, url, method, body, successCodes string
+	headers, secretHeaders, secretHeaderEnv   []string
 }
 
 func (f *jobFlags) register(cmd *cobra.Command) {
@@ -61,7 +65,16 @@ func (f *jobFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&f.timeout, "timeout", 0, "executor timeout in seconds (0: none)")
 	fs.IntVar(&f.retry, "retry", 0, "retries after a failed run")
 	fs.StringVar(&f.child, "child", "", "comma-separated child job ids fired after a success (empty clears)")
+	fs.StringVar(&f.glueType, "type", "", "job type: BEAN (an executor's handler) or HTTP (the scheduler calls --url itself)")
+	fs.StringVar(&f.url, "url", "", "HTTP job: the `URL` to call; its path and query may hold {{param}}, {{logId}}, {{scheduleTime}}…")
+	fs.StringVar(&f.method, "method", "", "HTTP job: GET (default), POST, PUT, PATCH, DELETE, HEAD or OPTIONS")
+	fs.StringArrayVar(&f.headers, "header", nil, "HTTP job: a header `Name: value` (repeatable; the value may hold placeholders)")
+	fs.StringArrayVar(&f.secretHeaders, "secret-header", nil, "HTTP job: a secret header `Name: value`, stored encrypted and never shown back (repeatable)")
+	fs.StringArrayVar(&f.secretHeaderEnv, "secret-header-env", nil, "HTTP job: a secret header `Name=VAR` whose value is read from environment variable VAR (repeatable)")
+	fs.StringVar(&f.body, "body", "", "HTTP job: the request body, a template: {{param|json}}, {{logId}}, {{scheduleTime}}, {{shardIndex}}…")
+	fs.StringVar(&f.successCodes, "success-codes", "", "HTTP job: status codes that count as success, e.g. 200-299,304 (default 200-299)")
 	cmd.MarkFlagsMutuallyExclusive("cron", "fix-rate", "at")
+	_ = cmd.RegisterFlagCompletionFunc("type", fixedCompletion("BEAN,HTTP"))
 	_ = cmd.RegisterFlagCompletionFunc("route", fixedCompletion(routeNames()))
 	_ = cmd.RegisterFlagCompletionFunc("block", fixedCompletion("SERIAL_EXECUTION,DISCARD_LATER,COVER_EARLY"))
 	_ = cmd.RegisterFlagCompletionFunc("misfire", fixedCompletion("DO_NOTHING,FIRE_ONCE_NOW"))
@@ -118,6 +131,12 @@ func (f *jobFlags) apply(a *app, fs *pflag.FlagSet, j *xjob.Job) (changed bool, 
 			return false, usagef("--child: %v", err)
 		}
 		j.ChildJobIDs, changed = ids, true
+	}
+	set("type", func() { j.GlueType = xjob.GlueType(strings.ToUpper(f.glueType)) })
+	if ok, err := f.applyTarget(a, fs, j); err != nil {
+		return false, err
+	} else if ok {
+		changed = true
 	}
 	if fs.Changed("at") && j.TimeZone != "" {
 		if err := checkWallTime(f.at, j.TimeZone); err != nil {
@@ -183,7 +202,10 @@ func (a *app) jobCreate() *cobra.Command {
 		Use:   "create [flags]",
 		Short: "Create a job from flags and/or --file job.json",
 		Example: `  xjob job create --group 1 --desc "nightly report" --author ann --cron "0 0 2 * * ?" --handler reportJob --start
-  xjob job create --file job.json --tz Europe/Paris`,
+  xjob job create --file job.json --tz Europe/Paris
+  xjob job create --group 1 --desc "ping the hook" --author ann --fix-rate 60 --type http \
+      --url https://hooks.example.com/run --method POST --header 'Content-Type: application/json' \
+      --secret-header-env Authorization=HOOK_AUTH --body '{"param":{{param|json}},"log":{{logId}}}' --start`,
 		Args: noArgs,
 	}
 	f.register(cmd)
@@ -709,4 +731,101 @@ func declaredText(j *xjob.Job) string {
 		return "by its executor; current differs in " + strings.Join(d, ", ") + " (the job keeps its values)"
 	}
 	return "by its executor; matches"
+}
+
+// targetFlags are the flags that edit an HTTP job's spec.
+var targetFlags = []string{"url", "method", "header", "secret-header", "secret-header-env", "body", "success-codes"}
+
+// applyTarget merges the HTTP flags that were set into j's spec (its GLUE
+// source, as the server showed it: secret headers as references, which
+// keep the stored values). A header flag names every header of its kind:
+// the ones it leaves out are removed.
+func (f *jobFlags) applyTarget(a *app, fs *pflag.FlagSet, j *xjob.Job) (bool, error) {
+	changed := false
+	for _, name := range targetFlags {
+		changed = changed || fs.Changed(name)
+	}
+	if !changed {
+		return false, nil
+	}
+	if j.GlueType == "" {
+		j.GlueType = xjob.GlueHTTP
+	}
+	if j.GlueType != xjob.GlueHTTP {
+		return false, usagef("--url, --header, --body… describe an HTTP job (--type HTTP), not a %s job", j.GlueType)
+	}
+	var spec target.Spec
+	if strings.TrimSpace(j.GlueSource) != "" {
+		if err := json.Unmarshal([]byte(j.GlueSource), &spec); err != nil {
+			return false, usagef("the job's target spec: %v", err)
+		}
+	}
+	if fs.Changed("url") {
+		spec.URL = f.url
+	}
+	if fs.Changed("method") {
+		spec.Method = strings.ToUpper(f.method)
+	}
+	if fs.Changed("body") {
+		spec.Body = f.body
+	}
+	if fs.Changed("success-codes") {
+		spec.SuccessCodes = f.successCodes
+	}
+	if fs.Changed("header") {
+		h, err := headerFlags(a.getenv, "--header", f.headers, nil)
+		if err != nil {
+			return false, err
+		}
+		spec.Headers = h
+	}
+	if fs.Changed("secret-header") || fs.Changed("secret-header-env") {
+		h, err := headerFlags(a.getenv, "--secret-header", f.secretHeaders, nil)
+		if err != nil {
+			return false, err
+		}
+		if h, err = headerFlags(a.getenv, "--secret-header-env", f.secretHeaderEnv, h); err != nil {
+			return false, err
+		}
+		spec.SecretHeaders = h
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return false, fmt.Errorf("target spec: %w", err)
+	}
+	j.GlueSource = string(b)
+	return true, nil
+}
+
+// headerFlags reads "Name: value" flags into into; for
+// --secret-header-env, "Name=VAR" flags whose value is environment
+// variable VAR's (so that the secret is in neither the shell's history nor
+// the process list).
+func headerFlags(getenv func(string) string, flag string, vals []string, into map[string]string) (map[string]string, error) {
+	if into == nil {
+		into = map[string]string{}
+	}
+	fromEnv := flag == "--secret-header-env"
+	for _, v := range vals {
+		sep, want := ":", "Name: value"
+		if fromEnv {
+			sep, want = "=", "Name=VAR"
+		}
+		name, val, ok := strings.Cut(v, sep)
+		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
+		if !ok || name == "" {
+			return nil, usagef("%s %q: want %s", flag, v, want)
+		}
+		if fromEnv {
+			env := val
+			if val = getenv(env); val == "" {
+				return nil, usagef("%s %s: environment variable %s is not set", flag, name, env)
+			}
+		}
+		if _, dup := into[name]; dup {
+			return nil, usagef("%s: header %s is given twice", flag, name)
+		}
+		into[name] = val
+	}
+	return into, nil
 }

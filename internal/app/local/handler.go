@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/internal/metric"
@@ -52,7 +51,7 @@ func gluePolicy(ctx context.Context, cfg Config, svc *services, log *slog.Logger
 			return "", fmt.Errorf("local: GLUE policy: %w", err)
 		}
 		for _, j := range page.Jobs {
-			if j.GlueType != "" && j.GlueType != xjob.GlueBean {
+			if j.GlueType.Script() {
 				log.Warn("GLUE policy: everyone, as in xxl-job — this installation holds GLUE jobs (imported), so any user "+
 					"of a job's group may create and edit GLUE jobs, which executors run as code; "+
 					"set --glue-policy admins (XJOB_GLUE_POLICY) to limit that to admins", "gluePolicy", auth.GlueEveryone)

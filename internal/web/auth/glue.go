@@ -42,7 +42,10 @@ var (
 	ErrGlueOff        = fmt.Errorf("GLUE jobs are turned off on this installation: %w", ErrForbidden)
 )
 
-func isGlue(t xjob.GlueType) bool { return t != "" && t != xjob.GlueBean }
+// isGlue: source an executor runs. An HTTP job runs no code anywhere (the
+// scheduler makes one call, under the egress rule), so the policy leaves it
+// to the group's users as a BEAN job.
+func isGlue(t xjob.GlueType) bool { return t.Script() }
 
 // CheckGlue reports whether p may save a job whose GLUE type goes from
 // old ("" for a new job) to next; ErrForbidden when not. A save that
