@@ -113,6 +113,8 @@ type jobForm struct {
 	Preview previewData
 	Enums   enums
 	Banner  []string
+	// Target is an HTTP job's spec, field by field.
+	Target targetForm
 }
 
 type enums struct {
@@ -131,7 +133,7 @@ var allEnums = enums{
 		xjob.RouteBusyover, xjob.RouteShardingBroadcast},
 	Block: []xjob.BlockStrategy{xjob.BlockSerialExecution, xjob.BlockDiscardLater, xjob.BlockCoverEarly},
 	Glue: []xjob.GlueType{xjob.GlueBean, xjob.GlueShell, xjob.GluePython, xjob.GluePython2, xjob.GlueNodeJS,
-		xjob.GluePHP, xjob.GluePowerShell, xjob.GlueGroovy},
+		xjob.GluePHP, xjob.GluePowerShell, xjob.GlueGroovy, xjob.GlueHTTP},
 }
 
 // fieldOrder is the form's order of fields, which the banner follows.
@@ -146,7 +148,8 @@ func (h *Handler) renderJobForm(w http.ResponseWriter, r *http.Request, p auth.P
 		h.serverError(w, r, err)
 		return
 	}
-	d := jobForm{base: h.base(r, p, "jobs"), Job: j, Copy: cp, Groups: gs, Problems: problems, Raw: raw, Enums: allEnums}
+	d := jobForm{base: h.base(r, p, "jobs"), Job: j, Copy: cp, Groups: gs, Problems: problems, Raw: raw, Enums: allEnums,
+		Target: targetOf(j, problems)}
 	if len(problems) > 0 {
 		w.WriteHeader(http.StatusUnprocessableEntity)
 	}
@@ -232,6 +235,9 @@ func jobFromForm(r *http.Request, b base) (xjob.Job, map[string]string, map[stri
 	if j.GlueType != xjob.GlueBean && j.GlueType != "" {
 		j.Handler = "" // GLUE jobs run their source
 	}
+	if j.GlueType == xjob.GlueHTTP {
+		j.GlueSource = specFromForm(r, problems)
+	}
 	ids, err := xjob.ParseChildJobIDs(r.FormValue("childJobIds"))
 	if err != nil {
 		problems["childJobIds"], raw["childJobIds"] = err.Error(), r.FormValue("childJobIds")
@@ -262,7 +268,7 @@ func (h *Handler) jobSave(w http.ResponseWriter, r *http.Request, p auth.Princip
 		h.fail(w, r, err)
 		return
 	}
-	if id == 0 && j.GlueType != xjob.GlueBean && strings.TrimSpace(j.GlueSource) == "" {
+	if id == 0 && j.GlueType.Script() && strings.TrimSpace(j.GlueSource) == "" {
 		j.GlueSource, j.GlueRemark = glueHello[j.GlueType], "hello world"
 	}
 	if !p.CanGroup(j.GroupID) {

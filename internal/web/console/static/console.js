@@ -63,6 +63,8 @@
       handler.title = glue ? handler.dataset.glueNote : '';
       if (glue) { handler.value = ''; }
     }
+    var tgt = document.getElementById('http-target');
+    if (gt && tgt) { tgt.hidden = gt.value !== 'HTTP'; }
   }
 
   // The cron builder writes its expression into the schedule field and
