@@ -240,3 +240,45 @@ func apiRaw(t *testing.T, base, token, method, path string, body, out any) int {
 	}
 	return resp.StatusCode
 }
+
+// TestHTTPJobsInACluster: two `xjob server` nodes share one database and
+// one key (derived from the shared admin token): a job saved through one
+// node, its secret sealed there, is called with that secret by whichever
+// node dispatches it, and neither node shows the secret.
+func TestHTTPJobsInACluster(t *testing.T) {
+	t.Parallel()
+	db := "sqlite://" + t.TempDir() + "/cluster.db"
+	a := startNode(t, db, "node-a", nil)
+	b := startNode(t, db, "node-b", nil)
+	h := newHook(t, 0)
+	var g xjob.Group
+	if code := api(t, a.info.URL, clusterAdminToken, "POST", "/v1/groups", map[string]any{"appname": "hooks", "title": "hooks", "addressType": 0}, &g); code != http.StatusCreated {
+		t.Fatalf("create group: %d", code)
+	}
+	var j xjob.Job
+	if code := api(t, a.info.URL, clusterAdminToken, "POST", "/v1/jobs", map[string]any{
+		"jobGroup": g.ID, "jobDesc": "cluster hook", "author": "test", "scheduleType": "FIX_RATE", "scheduleConf": "1",
+		"glueType": "HTTP", "triggerStatus": 1,
+		"glueSource": specJSON(t, target.Spec{URL: h.srv.URL + "/cluster", SecretHeaders: map[string]string{"Authorization": "shared-secret"}}),
+	}, &j); code != http.StatusCreated {
+		t.Fatalf("create HTTP job: %d", code)
+	}
+	eventually(t, 30*time.Second, "3 calls", func() bool { return len(h.callsTo("/cluster")) >= 3 })
+	for _, c := range h.callsTo("/cluster") {
+		if c.Auth != "shared-secret" {
+			t.Fatalf("a node sent the secret header as %q", c.Auth)
+		}
+	}
+	var got xjob.Job
+	api(t, b.info.URL, clusterAdminToken, "GET", fmt.Sprintf("/v1/jobs/%d", j.ID), nil, &got)
+	if strings.Contains(got.GlueSource, "shared-secret") || !strings.Contains(got.GlueSource, "ref:") {
+		t.Fatalf("node b shows %s", got.GlueSource)
+	}
+	var logs logPage
+	api(t, b.info.URL, clusterAdminToken, "GET", fmt.Sprintf("/v1/logs?job=%d&limit=100", j.ID), nil, &logs)
+	for _, l := range logs.Items {
+		if l.HandleCode != xjob.CodeNone && l.HandleCode != xjob.CodeSuccess {
+			t.Fatalf("log = %+v", l)
+		}
+	}
+}
