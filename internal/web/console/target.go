@@ -113,14 +113,14 @@ var targetMessages = map[string]map[string]string{
 		"target.help": "Placeholders: {{param}}, {{jobId}}, {{logId}}, {{scheduleTime}}, {{scheduleTimeMs}}, {{triggerTime}}, {{shardIndex}}, {{shardTotal}}; add |json or |url to encode. A secret shown as ref:… keeps the stored value.",
 	},
 	"zh-CN": {
-		"e.HTTP": "HTTP（无需执行器）", "target": "HTTP 目标", "target.method": "请求方法", "target.url": "URL",
-		"target.headers": "请求头（每行一个 Name: value）", "target.secret": "机密请求头（加密保存，从不显示）",
+		"e.HTTP": "HTTP（无需执行器）", "target": "HTTP 目标", "target.method": "请求方法", "target.url": "地址",
+		"target.headers": "请求头（每行一个「名称: 值」）", "target.secret": "机密请求头（加密保存，从不显示）",
 		"target.body": "请求体", "target.codes": "成功状态码",
 		"target.help": "占位符：{{param}}、{{jobId}}、{{logId}}、{{scheduleTime}}、{{scheduleTimeMs}}、{{triggerTime}}、{{shardIndex}}、{{shardTotal}}；加 |json 或 |url 编码。显示为 ref:… 的机密保留已存的值。",
 	},
 	"zh-TC": {
-		"e.HTTP": "HTTP（無需執行器）", "target": "HTTP 目標", "target.method": "請求方法", "target.url": "URL",
-		"target.headers": "請求標頭（每行一個 Name: value）", "target.secret": "機密請求標頭（加密儲存，從不顯示）",
+		"e.HTTP": "HTTP（無需執行器）", "target": "HTTP 目標", "target.method": "請求方法", "target.url": "網址",
+		"target.headers": "請求標頭（每行一個「名稱: 值」）", "target.secret": "機密請求標頭（加密儲存，從不顯示）",
 		"target.body": "請求本文", "target.codes": "成功狀態碼",
 		"target.help": "預留位置：{{param}}、{{jobId}}、{{logId}}、{{scheduleTime}}、{{scheduleTimeMs}}、{{triggerTime}}、{{shardIndex}}、{{shardTotal}}；加 |json 或 |url 編碼。顯示為 ref:… 的機密保留已存的值。",
 	},
