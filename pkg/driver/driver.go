@@ -558,6 +558,26 @@ type NodeStore interface {
 	NodesLive(ctx context.Context, now int64) ([]Node, error)
 }
 
+// RestoreStore writes records exactly as another store of the same
+// installation holds them, ids and counters included: what `xjob db copy`
+// needs to move a local installation into a cluster database, and what the
+// other ports cannot do (JobInsert starts a job at version and revision 1,
+// dropping the revision its queued fires were planned under; LogCreate
+// gives a log a new id, which would break the links executors, alarms and
+// people hold). Only the SQL stores implement it.
+type RestoreStore interface {
+	// JobRestore inserts jobs with every field as given — id, version,
+	// revision, schedule state, slow-dispatch counters, times — all or
+	// none. A job's Shard must be the one this store derives from its id
+	// (it was placed under another shard count otherwise), and a taken id
+	// is xjob.ErrConflict. Ids allocated later are above every restored one.
+	JobRestore(ctx context.Context, jobs []xjob.Job) error
+	// LogRestore inserts logs with every field as given, id and version
+	// included, all or none; a taken id or occurrence is
+	// xjob.ErrConflict. Ids allocated later are above every restored one.
+	LogRestore(ctx context.Context, logs []xjob.Log) error
+}
+
 // Node is one member of a cluster as NodeStore records it.
 type Node struct {
 	ID        string
