@@ -127,7 +127,7 @@ func ExerciseRestoreStore(t *testing.T, shards int, newStore func(t *testing.T) 
 		taken, err := st.LogCreate(ctx, sampleLog("j40/t1/s0", 40, 1, t0))
 		requireNoErr(t, err, "create")
 		for _, batch := range [][]xjob.Log{
-			{restoredLog(taken.ID+10, "j40/t9/s0"), restoredLog(taken.ID, "j40/t8/s0")},          // a taken id
+			{restoredLog(taken.ID+10, "j40/t9/s0"), restoredLog(taken.ID, "j40/t8/s0")},           // a taken id
 			{restoredLog(taken.ID+10, "j40/t9/s0"), restoredLog(taken.ID+11, taken.OccurrenceID)}, // a taken occurrence
 		} {
 			err := st.LogRestore(ctx, batch)
