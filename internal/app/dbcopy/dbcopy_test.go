@@ -65,7 +65,7 @@ func TestCopyToMariaDB(t *testing.T) {
 // fixture is what populate wrote to the SQLite file.
 type fixture struct {
 	everySecond, hourly, glue int64 // job ids
-	ringFire                 int64 // the fire time of the ring bucket's item (Unix ms)
+	ringFire                  int64 // the fire time of the ring bucket's item (Unix ms)
 }
 
 // exerciseCopy copies a populated installation to a fresh database,
