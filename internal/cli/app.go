@@ -183,7 +183,7 @@ Exit codes: 0 success, 1 the command failed (server error shown), 2 bad usage.`,
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 
 	root.AddCommand(a.jobCommand(), a.groupCommand(), a.executorCommand(), a.logCommand(),
-		a.reportCommand(), a.metricsCommand(), a.applyCommand(), a.exportCommand(), a.importCommand(), versionCommand(),
+		a.reportCommand(), a.metricsCommand(), a.applyCommand(), a.exportCommand(), a.importCommand(), a.dbCommand(), versionCommand(),
 		a.cronCommand(), delegated("local", "Run every scheduling-center service in one process on a SQLite file"),
 		delegated("server", "Run one node of a cluster over a shared PostgreSQL or MySQL database"))
 	return root
