@@ -104,13 +104,30 @@ func Copy(ctx context.Context, opts Options) (Summary, error) {
 	}
 	password, _ := u.User.Password()
 	sum, err := copyAll(ctx, opts, u)
-	if err != nil && password != "" && strings.Contains(err.Error(), password) {
-		// The stores keep passwords out of their errors; this holds even
-		// if a driver's message one day does not.
-		err = errors.New(strings.ReplaceAll(err.Error(), password, "xxxxx"))
+	if err != nil {
+		err = oneLine{err: err, password: password}
 	}
 	return sum, err
 }
+
+// oneLine is an error shown on one line (a driver's may list each address
+// it tried on a line of its own) and without the target's password: the
+// stores keep passwords out of their errors, and this holds even if a
+// driver's message one day does not.
+type oneLine struct {
+	err      error
+	password string
+}
+
+func (e oneLine) Error() string {
+	msg := strings.Join(strings.Fields(e.err.Error()), " ")
+	if e.password != "" {
+		msg = strings.ReplaceAll(msg, e.password, "xxxxx")
+	}
+	return msg
+}
+
+func (e oneLine) Unwrap() error { return e.err }
 
 func copyAll(ctx context.Context, opts Options, u *url.URL) (Summary, error) {
 	if opts.PageSize <= 0 {
