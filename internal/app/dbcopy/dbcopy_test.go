@@ -160,7 +160,7 @@ func startExecutor(t *testing.T, runs chan<- int64) string {
 }
 
 // writeState writes the state file `xjob local` keeps beside its database.
-func writeState(t *testing.T, file string, shards int) {
+func writeState(t testing.TB, file string, shards int) {
 	b, _ := json.Marshal(map[string]any{"owner": "local-test", "shards": shards, "createdAt": time.Now().UnixMilli()})
 	if err := os.WriteFile(file+".state.json", b, 0o600); err != nil {
 		t.Fatal(err)
