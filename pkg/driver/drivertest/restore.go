@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/xjobdev/xjob"
@@ -136,6 +137,28 @@ func ExerciseRestoreStore(t *testing.T, shards int, newStore func(t *testing.T) 
 			}
 			_, err = st.LogGet(ctx, taken.ID+10)
 			requireIs(t, err, xjob.ErrNotFound, "the batch's other log after a refused restore")
+		}
+	})
+	// A page as large as a copy writes is one unit too: a conflict on its
+	// last log leaves none of the others.
+	t.Run("LargeBatch", func(t *testing.T) {
+		t.Parallel()
+		st, ctx := newStore(t), t.Context()
+		const n = 1200
+		page := make([]xjob.Log, n)
+		for i := range page {
+			page[i] = restoredLog(int64(1000+i), fmt.Sprintf("j40/t%d/s0", i))
+		}
+		last := page[n-1]
+		page[n-1] = restoredLog(999, page[0].OccurrenceID)
+		requireIs(t, st.LogRestore(ctx, page), xjob.ErrConflict, "restore of a page whose last log repeats its first occurrence")
+		if c, err := st.LogCount(ctx, driver.LogCountParams{}); err != nil || c != 0 {
+			t.Fatalf("%d logs after a refused page (%v), want 0", c, err)
+		}
+		page[n-1] = last
+		requireNoErr(t, st.LogRestore(ctx, page), "restore a large page")
+		if c, err := st.LogCount(ctx, driver.LogCountParams{}); err != nil || c != n {
+			t.Fatalf("%d logs after restoring %d (%v)", c, n, err)
 		}
 	})
 }
