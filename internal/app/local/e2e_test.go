@@ -247,7 +247,9 @@ func TestLocalRunsJobsEndToEnd(t *testing.T) {
 	api(t, info.URL, info.AdminToken, "GET", "/v1/metrics", nil, &snap)
 	// No assertion on the fire delay's value: with every fire dispatched
 	// within a millisecond of its time, the interpolated p50 is 0 ms.
-	if snap.Triggers < 3 || snap.Successes < 3 || snap.ScanTicks < 3 {
+	// Ticks are counted when they end: a loaded machine may have ended
+	// only one or two by the third result. One shows they are counted.
+	if snap.Triggers < 3 || snap.Successes < 3 || snap.ScanTicks < 1 {
 		t.Errorf("metrics: %+v", snap)
 	}
 	// Lateness as the executor saw it: receive time − scheduled time.

@@ -131,8 +131,18 @@ func start() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mariadb: %w", err)
 	}
+	// A temporary directory of its own: the bootstrap and the server put
+	// their temporary tables under TMPDIR, and several test binaries
+	// starting servers at once on the shared /tmp have failed the
+	// bootstrap ("Error on delete of '/tmp/#sql-temptable-…'").
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("mariadb: %w", err)
+	}
 	install := exec.Command(installDB, "--no-defaults", "--datadir="+filepath.Join(dir, "data"),
 		"--auth-root-authentication-method=normal", "--skip-test-db", "--user="+currentUser())
+	install.Env = append(os.Environ(), "TMPDIR="+tmp)
 	if out, err := install.CombinedOutput(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("mariadb-install-db: %w\n%s", err, out)
@@ -161,7 +171,7 @@ func (s *Server) StartServer() error {
 	}
 	cmd := exec.Command(s.bin, "--no-defaults", "--datadir="+filepath.Join(s.dir, "data"),
 		"--socket="+filepath.Join(s.dir, "sock"), "--pid-file="+filepath.Join(s.dir, "pid"),
-		"--log-error="+filepath.Join(s.dir, "error.log"),
+		"--log-error="+filepath.Join(s.dir, "error.log"), "--tmpdir="+filepath.Join(s.dir, "tmp"),
 		"--bind-address=127.0.0.1", fmt.Sprintf("--port=%d", s.port), "--user="+currentUser(),
 		"--skip-name-resolve", "--skip-log-bin", "--innodb-buffer-pool-size=64M",
 		"--innodb-flush-log-at-trx-commit=2", "--innodb-file-per-table=0", "--innodb-doublewrite=0", "--innodb-flush-method=fsync",
