@@ -70,7 +70,7 @@ type Policy struct {
 //     FIRE_ONCE_NOW it fires once now (type MISFIRE); with DO_NOTHING it is
 //     skipped. The next time is recomputed from now.
 //   - next in the past but within the threshold: fire now (type CRON) and
-//     recompute from now.
+//     recompute from now; FIX_RATE stays on its own grid (see resume).
 //   - every fire time within now + PreRead (or the longer Advance): push to
 //     the ring, recomputing each following time from the previous one
 //     (strict cadence).
@@ -91,6 +91,24 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 		}
 		next = t.UnixMilli()
 		return true
+	}
+	// resume moves next past now after a fire found late (within the
+	// misfire threshold). xxl-job recomputes from now. For FIX_RATE that
+	// moves the job to the tick's phase, and when the fires after next are
+	// in the ring already (their push landed, the advance that recorded it
+	// was lost: a store error, a lost conditional write) both phases would
+	// fire until the pushed ones run out. FIX_RATE therefore stays on
+	// next's grid: the pushed fires' occurrence ids come round again and
+	// dispatch drops the repeats. Other schedules lie on a calendar grid,
+	// where Next(now) is the same time either way. A misfire (beyond the
+	// threshold) keeps xxl-job's rule: plan from now.
+	resume := func() bool {
+		if fr, ok := sched.(schedule.FixRate); ok && fr.Interval > 0 {
+			step := fr.Interval.Milliseconds()
+			next += ((now-next)/step + 1) * step
+			return true
+		}
+		return advance(nowT)
 	}
 
 	switch {
@@ -118,7 +136,7 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 				plan.Passed = Span{From: after, To: now}
 			}
 		}
-		if !advance(nowT) {
+		if !resume() {
 			return plan
 		}
 	}

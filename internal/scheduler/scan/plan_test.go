@@ -77,12 +77,14 @@ func TestPlanJob(t *testing.T) {
 			want: Plan{Fires: []Fire{{base + 5*s, xjob.TriggerCron, false}}, Last: base + 5*s, Next: base + 10*s},
 		},
 		{
-			name:  "late within threshold fires now then recomputes from now",
+			// FIX_RATE stays on its grid (base-3, -1, +1, …): fires pushed
+			// before a lost advance keep their ids, so none runs twice.
+			name:  "late within threshold fires now then goes on on its own grid",
 			sched: fix2, next: base - 3*s, now: base,
 			want: Plan{Fires: []Fire{
 				{base - 3*s, xjob.TriggerCron, true},
-				{base + 2*s, xjob.TriggerCron, false}, {base + 4*s, xjob.TriggerCron, false},
-			}, Last: base + 4*s, Next: base + 6*s, Late: 1, Passed: Span{base - 1*s, base}},
+				{base + 1*s, xjob.TriggerCron, false}, {base + 3*s, xjob.TriggerCron, false}, {base + 5*s, xjob.TriggerCron, false},
+			}, Last: base + 5*s, Next: base + 7*s, Late: 1, Passed: Span{base - 1*s, base}},
 		},
 		{
 			name:  "exactly on time counts as late (next <= now)",
