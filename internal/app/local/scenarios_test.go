@@ -456,10 +456,18 @@ func TestLocalScenarios(t *testing.T) {
 		if code := sc.call("POST", fmt.Sprintf("/v1/jobs/%d/stop", j.ID), nil, nil); code != http.StatusOK {
 			t.Fatalf("stop job: HTTP %d", code)
 		}
+		// A fire already handed to a lane when the job stopped still runs:
+		// wait until the logs stop growing, every fire handled.
 		var logs []xjob.Log
-		eventually(t, scenarioWait, "every fire handled by all shards", func() bool {
+		prev := -1
+		eventually(t, scenarioWait, "every fire handled by all shards, and no more coming", func() bool {
 			logs = sc.logs(j.ID)
-			return complete(logs) == len(fires(logs))
+			settled := len(logs) == prev && complete(logs) == len(fires(logs))
+			prev = len(logs)
+			if !settled {
+				time.Sleep(time.Second)
+			}
+			return settled
 		})
 
 		byLog := map[int64]xjob.Log{}
