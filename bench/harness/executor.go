@@ -33,8 +33,9 @@ type Receipt struct {
 type Executor struct {
 	srv      *http.Server
 	addr     string
-	adminURL atomic.Pointer[string]
-	token    atomic.Pointer[string] // access token sent with callbacks ("" or nil: none)
+	adminURL atomic.Pointer[[]string] // callback targets, tried in turn
+	adminAt  atomic.Int64             // the target that answered last
+	token    atomic.Pointer[string]   // access token sent with callbacks ("" or nil: none)
 
 	mu       sync.Mutex
 	receipts []Receipt
@@ -90,7 +91,22 @@ func startExecutor(drain bool) (*Executor, error) {
 func (e *Executor) Address() string { return e.addr }
 
 // SetAdmin names the admin base URL callbacks go to ("" pauses them).
-func (e *Executor) SetAdmin(url string) { e.adminURL.Store(&url) }
+func (e *Executor) SetAdmin(url string) {
+	if url == "" {
+		e.SetAdmins()
+		return
+	}
+	e.SetAdmins(url)
+}
+
+// SetAdmins names several admin base URLs (the nodes of a cluster, as an
+// xxl-job executor's comma-separated admin addresses): a callback goes to
+// the one that took the last, and to the next when that one fails. None
+// pauses callbacks.
+func (e *Executor) SetAdmins(urls ...string) {
+	urls = slices.Clone(urls)
+	e.adminURL.Store(&urls)
+}
 
 // LocalAccessToken is the executor access token the bench gives every
 // xjob local it starts (executor routes always require one), and the one
@@ -264,12 +280,28 @@ func (e *Executor) callbacks() {
 	}
 }
 
+// post sends one callback request to the admin that took the last one,
+// then to each other in turn until one takes it.
 func (e *Executor) post(client *http.Client, body []byte) error {
-	admin := e.adminURL.Load()
-	if admin == nil || *admin == "" {
+	admins := e.adminURL.Load()
+	if admins == nil || len(*admins) == 0 {
 		return errors.New("no admin")
 	}
-	req, err := http.NewRequest(http.MethodPost, *admin+"/"+protocol.PathCallback, bytes.NewReader(body))
+	var errs []error
+	for range len(*admins) {
+		at := e.adminAt.Load()
+		err := e.postTo(client, (*admins)[int(at)%len(*admins)], body)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+		e.adminAt.CompareAndSwap(at, at+1)
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Executor) postTo(client *http.Client, admin string, body []byte) error {
+	req, err := http.NewRequest(http.MethodPost, admin+"/"+protocol.PathCallback, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

@@ -91,13 +91,21 @@ func FreeAddr() (string, error) {
 	return addr, nil
 }
 
-// XjobSpec is how to start one `xjob local` child.
+// XjobSpec is how to start one `xjob local` child, or one `xjob server`
+// node when NodeID is set.
 type XjobSpec struct {
-	Bin    string
+	Bin string
+	// DB is the SQLite file (local) or the database URL (server).
 	DB     string
 	Listen string // host:port on loopback
-	Token  string // admin token
-	Shards int
+	// NodeID, when set, starts `xjob server --node-id NodeID` on the
+	// database URL DB instead of `xjob local`; Start then waits for
+	// /readyz (the node has joined the cluster), not /healthz.
+	NodeID string
+	// LeaseTTL is a node's --lease-ttl (0: the default, 5 s).
+	LeaseTTL time.Duration
+	Token    string // admin token
+	Shards   int
 	// LogPath receives the child's stdout and stderr (JSON process log,
 	// debug level: the harness reads scan tick times from it).
 	LogPath string
@@ -133,9 +141,10 @@ func NewXjob(spec XjobSpec) *Xjob { return &Xjob{spec: spec} }
 // URL is the child's base address.
 func (x *Xjob) URL() string { return "http://" + x.spec.Listen }
 
-// Start launches the child and waits until /healthz answers (at most
-// timeout). It returns when the API is reachable; the scanner ticks from the
-// next whole second on.
+// Start launches the child and waits until /healthz answers (a server
+// node: /readyz, once it has joined its cluster), at most timeout. It
+// returns when the API is reachable; the scanner ticks from the next whole
+// second on.
 func (x *Xjob) Start(ctx context.Context, timeout time.Duration) error {
 	logf, err := os.OpenFile(x.spec.LogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -147,11 +156,26 @@ func (x *Xjob) Start(ctx context.Context, timeout time.Duration) error {
 	}
 	args := []string{"local", "--db", x.spec.DB, "--listen", x.spec.Listen,
 		"--shards", fmt.Sprint(shards), "--log-level", "debug", "--grace", "5s"}
+	probe := "/healthz"
+	if x.spec.NodeID != "" {
+		// The bench executor listens on loopback, which a server refuses
+		// to call unless allowed.
+		args = []string{"server", "--listen", x.spec.Listen, "--node-id", x.spec.NodeID,
+			"--shards", fmt.Sprint(shards), "--log-level", "debug", "--grace", "5s", "--allow-cidrs", "127.0.0.0/8"}
+		if x.spec.LeaseTTL > 0 {
+			args = append(args, "--lease-ttl", x.spec.LeaseTTL.String())
+		}
+		probe = "/readyz"
+	}
 	if x.spec.Pprof != "" {
 		args = append(args, "--pprof-listen", x.spec.Pprof)
 	}
 	cmd := exec.Command(x.spec.Bin, args...)
 	cmd.Env = append(os.Environ(), "XJOB_ADMIN_TOKEN="+x.spec.Token, "XJOB_ACCESS_TOKEN="+LocalAccessToken, "XJOB_DEMO=")
+	if x.spec.NodeID != "" {
+		// The URL holds the password: a variable, not an argument ps shows.
+		cmd.Env = append(cmd.Env, "XJOB_DB="+x.spec.DB)
+	}
 	cmd.Env = append(cmd.Env, x.spec.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -171,7 +195,7 @@ func (x *Xjob) Start(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	client := &http.Client{Timeout: time.Second}
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, x.URL()+"/healthz", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, x.URL()+probe, nil)
 		resp, err := client.Do(req)
 		if err == nil {
 			resp.Body.Close()
@@ -187,7 +211,7 @@ func (x *Xjob) Start(ctx context.Context, timeout time.Duration) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return errors.New("xjob did not answer /healthz in time")
+			return fmt.Errorf("xjob did not answer %s in time (see %s)", probe, x.spec.LogPath)
 		}
 	}
 }

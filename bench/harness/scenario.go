@@ -113,6 +113,8 @@ type Result struct {
 	Notes           []string `json:"notes,omitempty"`
 	// AWS is set by runs on the emulated AWS stack (SteadyAWS).
 	AWS *AWSResult `json:"aws,omitempty"`
+	// Cluster is set by the cluster runs (RunCluster).
+	Cluster *ClusterFigures `json:"cluster,omitempty"`
 }
 
 // ScanMetrics are the scan tick figures of /v1/metrics.
@@ -473,7 +475,9 @@ const settleLimit = 90 * time.Second
 // logs reach want or, once some exist, have not grown for 3 s (at most
 // limit in all), plus
 // a second for the last receipts. It returns how long it waited.
-func settleWindow(ctx context.Context, c *LogCounter, want int, minWait, limit time.Duration) (time.Duration, error) {
+func settleWindow(ctx context.Context, c interface {
+	Poll(context.Context) (int, error)
+}, want int, minWait, limit time.Duration) (time.Duration, error) {
 	start := time.Now()
 	last, lastChange := -1, time.Now()
 	for time.Since(start) < limit {
@@ -694,6 +698,12 @@ func createJobsOn(ctx context.Context, api *adminclient.Client, token string, ex
 	if err != nil {
 		return nil, err
 	}
+	return ids, startJobs(ctx, api, token, ids)
+}
+
+// startJobs starts stopped jobs by POST /v1/bulk/jobs, 1,000 at a time,
+// or one request each on a build without that endpoint.
+func startJobs(ctx context.Context, api *adminclient.Client, token string, ids []int64) error {
 	hc := &http.Client{Timeout: 5 * time.Minute}
 	for lo := 0; lo < len(ids); lo += 1000 {
 		chunk := ids[lo:min(lo+1000, len(ids))]
@@ -706,21 +716,21 @@ func createJobsOn(ctx context.Context, api *adminclient.Client, token string, ex
 		}
 		err := postCompat(ctx, hc, api.BaseURL()+"/v1/bulk/jobs", token, map[string]any{"action": "start", "ids": chunk}, &out)
 		if err != nil && strings.HasPrefix(err.Error(), "HTTP 404") {
-			return ids, startEach(ctx, hc, api.BaseURL(), token, ids)
+			return startEach(ctx, hc, api.BaseURL(), token, ids)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("bulk start: %w", err)
+			return fmt.Errorf("bulk start: %w", err)
 		}
 		for _, it := range out.Items {
 			if it.Status/100 != 2 {
-				return nil, fmt.Errorf("bulk start of job %d: HTTP %d %s", it.ID, it.Status, it.Error)
+				return fmt.Errorf("bulk start of job %d: HTTP %d %s", it.ID, it.Status, it.Error)
 			}
 		}
 		if len(out.Items) != len(chunk) {
-			return nil, fmt.Errorf("bulk start: %d results for %d jobs", len(out.Items), len(chunk))
+			return fmt.Errorf("bulk start: %d results for %d jobs", len(out.Items), len(chunk))
 		}
 	}
-	return ids, nil
+	return nil
 }
 
 // startEach starts jobs one request each, 16 at a time (a build without
@@ -748,6 +758,13 @@ func createStoppedJobs(ctx context.Context, api *adminclient.Client, token strin
 	if err != nil {
 		return nil, fmt.Errorf("create group: %w", err)
 	}
+	return createStoppedIn(ctx, api, token, grp.ID, route, n, cron)
+}
+
+// createStoppedIn creates n stopped CRON jobs in group, 16 requests at a
+// time.
+func createStoppedIn(ctx context.Context, api *adminclient.Client, token string, group int64, route xjob.RouteStrategy, n int, cron func(int) string) ([]int64, error) {
+	grp := xjob.Group{ID: group}
 	hc := &http.Client{Timeout: 30 * time.Second}
 	ids := make([]int64, n)
 	g, ctx := errgroup.WithContext(ctx)

@@ -115,6 +115,26 @@ func StopShared() {
 	}
 }
 
+// Launch starts a private server outside a test, for a harness such as
+// the cluster bench (bench/harness): the caller stops it and deletes its
+// files with Close. A missing mariadbd is an error naming `make mariadb`.
+func Launch() (*Server, error) { return start() }
+
+// Close stops the server and deletes its files (a Launch caller's
+// cleanup; Start registers it with the test).
+func (s *Server) Close() { s.close() }
+
+// PID is mariadbd's process id (0 while stopped), so a harness can
+// measure the server's CPU.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // errMissing marks "mariadbd is not installed", as opposed to broken.
 var errMissing = errors.New("not installed")
 

@@ -126,6 +126,38 @@ func RunMain(m *testing.M) int {
 	return code
 }
 
+// Launch starts a private server outside a test, for a harness such as
+// the cluster bench (bench/harness): the caller stops it and removes its
+// directory with Close. A missing initdb or postgres is an error naming
+// `make postgres`.
+func Launch() (*Server, error) { return start() }
+
+// PID is the postmaster's process id (0 while stopped): its backends are
+// its children, so a harness can measure the server's CPU.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// CreateDatabase creates an empty database name owned by Role, outside a
+// test (Launch's callers; tests take NewDatabase), and returns its DSN.
+// name must be a plain identifier.
+func (s *Server) CreateDatabase(ctx context.Context, name string) (string, error) {
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return "", fmt.Errorf("pgserver: database name %q: want [a-z0-9_]", name)
+		}
+	}
+	if err := s.admin(ctx, `CREATE DATABASE `+name+` OWNER `+Role+` TEMPLATE template0`); err != nil {
+		return "", err
+	}
+	return s.DSN(name), nil
+}
+
 // missingError is a server binary that is not installed.
 type missingError struct{ what string }
 
