@@ -140,8 +140,17 @@ docker: ## Build the xjob image (docker build -t xjob .; needs a Docker engine)
 	docker build --build-arg VERSION=$$(git describe --tags --always --dirty 2>/dev/null || echo dev) -t xjob .
 
 .PHONY: bench
-bench: ## Load and fault harness against xjob local (~11 min; BENCH_FLAGS='--quick --baseline-rev REV' etc., see bench/README.md)
+bench: ## Load and fault harness against xjob local, then bench-cluster (~35 min; BENCH_FLAGS='--quick --baseline-rev REV' etc., see bench/README.md)
 	$(GO) run ./bench/cmd/xjobbench $(BENCH_FLAGS)
+	$(MAKE) bench-cluster
+
+# The cluster bench takes --quick from BENCH_FLAGS; its other flags go in
+# CLUSTER_FLAGS.
+CLUSTER_FLAGS ?= $(filter --quick,$(BENCH_FLAGS))
+
+.PHONY: bench-cluster
+bench-cluster: postgres mariadb ## Three xjob server nodes on private PostgreSQL and MariaDB servers: steady, scaling, failover, DB and rolling restarts (~25 min; CLUSTER_FLAGS='--quick', see bench/README.md)
+	$(GO) run ./bench/cmd/xjobcluster $(CLUSTER_FLAGS)
 
 .PHONY: cost
 cost: emulators ## Price W1-W4 per million triggers, W5 and an idle deployment per month and W6's DynamoDB hot spots on the emulated AWS stack (~12 min; COST_FLAGS=...)

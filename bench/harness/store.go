@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -268,12 +269,15 @@ func benchJob(group int64, cron string) xjob.Job {
 	return j
 }
 
-// ReadPassed collects the "scan: fires passed over" debug lines of an xjob
-// log file: per job, the spans of scheduled times (inclusive in the log,
-// half-open here) the scan passed over by its misfire / late-collapse
-// rules. A binary that predates those lines yields none.
+// ReadPassed collects the "scan: fires passed over" and "ring: fires
+// passed over" debug lines of an xjob log file: per job, the spans of
+// scheduled times (inclusive in the log, half-open here) the scan passed
+// over by its misfire / late-collapse rules, and the fires the ring
+// received beyond the misfire threshold and dropped (DO_NOTHING: a ring
+// bucket held up, by a database outage or a dead node's claim). A binary
+// that predates those lines yields none.
 func ReadPassed(path string, into map[int64][]Interval) error {
-	return eachLine(path, "scan: fires passed over", func(line []byte) {
+	add := func(line []byte) {
 		var v struct {
 			Job      int64 `json:"job"`
 			From, To int64
@@ -281,7 +285,8 @@ func ReadPassed(path string, into map[int64][]Interval) error {
 		if json.Unmarshal(line, &v) == nil && v.Job != 0 {
 			into[v.Job] = append(into[v.Job], Interval{From: v.From, To: v.To + 1})
 		}
-	})
+	}
+	return errors.Join(eachLine(path, "scan: fires passed over", add), eachLine(path, "ring: fires passed over", add))
 }
 
 // ScanTick is one "scan tick" debug line of a process log (the emulated

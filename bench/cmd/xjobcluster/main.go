@@ -40,7 +40,7 @@ func run() int {
 	scenarios := fs.String("scenarios", strings.Join(harness.ClusterScenarios, ","), "comma-separated: "+strings.Join(harness.ClusterScenarios, ", "))
 	nodes := fs.Int("nodes", 3, "xjob server nodes")
 	leaseTTL := fs.Duration("lease-ttl", 0, "the nodes' --lease-ttl (0: xjob's default, 5s)")
-	steadyJobs := fs.String("steady-jobs", "1000,2000,3000,4000,5000", "the steady ladder: every-second jobs at each step (one cluster, jobs added); it stops after the first step that keeps fewer than 99.9% of its fires within 1 s")
+	steadyJobs := fs.String("steady-jobs", "1000,2000,3000,4000,6000,8000", "the steady ladder: every-second jobs at each step (one cluster, jobs added); it stops after the first step that keeps fewer than 99.9% of its fires within 1 s")
 	steadyWindow := fs.Duration("steady-window", 30*time.Second, "measured window of each steady step")
 	faultJobs := fs.Int("fault-jobs", 1000, "every-second jobs of the failover, database restart and rolling restart runs")
 	failoverFor := fs.Duration("failover-for", 2*time.Minute, "how long the failover run kills nodes")
@@ -217,4 +217,3 @@ func loadavg() string {
 	}
 	return strings.Join(f[:3], " ")
 }
-

@@ -1,9 +1,12 @@
 package ring_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,6 +90,55 @@ func TestFireAfterStopMisfires(t *testing.T) {
 	want := fire.Occurrence{JobID: once.ID, Type: xjob.TriggerMisfire, FireTime: at}
 	if len(seen) != 1 || !seen[want] {
 		t.Fatalf("dispatched %v, want only %+v (dispatch keeps one by occurrence id)", seen, want)
+	}
+}
+
+// A DO_NOTHING fire the ring drops as a misfire is written as one debug
+// line naming the job and the fire time, as the scan writes the fires it
+// passes over, so that a dropped fire can be told from a lost one; a
+// fire on time writes none.
+func TestFireLogsSkippedMisfires(t *testing.T) {
+	t.Parallel()
+	db, clk, _ := setup(t)
+	ctx := context.Background()
+	var logs bytes.Buffer
+	r, err := ring.New(ring.Config{Jobs: db, Queues: db, Clock: clk,
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, onTime := addJob(t, db), addJob(t, db)
+	at := t0.Add(48 * time.Second).UnixMilli()
+	clk.Set(time.UnixMilli(at + 6_000)) // beyond the 5 s threshold for at, within it for at+2 s
+	b := fire.RingBucket{Second: at / 1000, Items: []fire.RingItem{
+		{JobID: late.ID, FireTime: at, Revision: late.Revision},
+		{JobID: onTime.ID, FireTime: at + 2000, Revision: onTime.Revision},
+	}}
+	if _, err := r.Fire(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	type line struct {
+		Msg      string `json:"msg"`
+		Job      int64  `json:"job"`
+		From, To int64
+		Misfired bool `json:"misfired"`
+	}
+	var got []line
+	for _, raw := range bytes.Split(bytes.TrimSpace(logs.Bytes()), []byte("\n")) {
+		var l line
+		if len(raw) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatalf("log line %q: %v", raw, err)
+		}
+		if l.Msg == "ring: fires passed over" {
+			got = append(got, l)
+		}
+	}
+	want := []line{{Msg: "ring: fires passed over", Job: late.ID, From: at, To: at, Misfired: true}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("passed-over lines %+v, want %+v", got, want)
 	}
 }
 

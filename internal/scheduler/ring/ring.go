@@ -262,8 +262,15 @@ func (r *Ring) Fire(ctx context.Context, b fire.RingBucket) (Stats, error) {
 	if err != nil {
 		return st, fmt.Errorf("ring bucket %d/%d: %w", b.Shard, b.Second, err)
 	}
-	instants, dropped, misfired := r.planInstants(b.Items, byID, keys, received)
+	instants, dropped, misfired, skipped := r.planInstants(b.Items, byID, keys, received)
 	st.Dropped, st.Misfired = dropped, misfired
+	// One line per fire a DO_NOTHING job drops, as the scan writes for
+	// the fires it passes over: so that a dropped fire can be told from a
+	// lost one (the cluster bench reads both, and so can an operator).
+	for _, it := range skipped {
+		r.log.DebugContext(ctx, "ring: fires passed over", "job", it.JobID, "misfired", true,
+			"from", it.FireTime, "to", it.FireTime, "late", received-it.FireTime)
+	}
 	prepared, quit := r.prepareAll(ctx, instants, byID)
 	defer func() { <-prepared }()
 	fired, maxLate, err := r.deliverAll(ctx, b, instants, quit)
@@ -308,15 +315,17 @@ func (r *Ring) loadJobs(ctx context.Context, items []fire.RingItem) (map[int64]*
 // instant's still-valid occurrences (fire.Superseded) by lane; it returns
 // the instants, how many occurrences it dropped and how many were
 // misfires (Late), a FIRE_ONCE_NOW one becoming the MISFIRE occurrence of
-// its episode's key (misfireKeys). received is when the bucket arrived
-// (Unix ms): a task counts as enqueued at its instant, or then if later.
-func (r *Ring) planInstants(bucket []fire.RingItem, byID map[int64]*xjob.Job, keys map[misfire]int64, received int64) ([]instant, int, int) {
+// its episode's key (misfireKeys), and the items a DO_NOTHING misfire
+// skipped. received is when the bucket arrived (Unix ms): a task counts
+// as enqueued at its instant, or then if later.
+func (r *Ring) planInstants(bucket []fire.RingItem, byID map[int64]*xjob.Job, keys map[misfire]int64, received int64) ([]instant, int, int, []fire.RingItem) {
 	items := slices.Clone(bucket)
 	slices.SortStableFunc(items, func(a, b fire.RingItem) int { return int(a.FireTime - b.FireTime) })
 	var (
 		instants []instant
 		dropped  int
 		misfired int
+		skipped  []fire.RingItem // DO_NOTHING misfires
 	)
 	for start := 0; start < len(items); {
 		at := items[start].FireTime
@@ -335,6 +344,7 @@ func (r *Ring) planInstants(bucket []fire.RingItem, byID map[int64]*xjob.Job, ke
 			switch Late(job.MisfireStrategy, time.Duration(received-at)*time.Millisecond, r.threshold) {
 			case SkipMisfire:
 				misfired++
+				skipped = append(skipped, it)
 				r.metrics.Misfire(metric.StrategyDoNothing, 1)
 				continue
 			case FireMisfire:
@@ -361,7 +371,7 @@ func (r *Ring) planInstants(bucket []fire.RingItem, byID map[int64]*xjob.Job, ke
 		instants = append(instants, in)
 		start = end
 	}
-	return instants, dropped, misfired
+	return instants, dropped, misfired, skipped
 }
 
 // prepareAll prepares the hand-offs of instants in order, in the
