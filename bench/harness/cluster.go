@@ -57,6 +57,9 @@ type ClusterSpec struct {
 	ScaleJobs   int
 	ScaleWindow time.Duration
 	Scenarios   []string
+	// Profile takes a CPU profile of the first node over each steady
+	// step's window (through its --pprof-listen).
+	Profile bool
 }
 
 // InTimeGoal is the share of a steady window's fires (in %) that must
@@ -91,6 +94,10 @@ type ClusterFigures struct {
 	ResumeMs float64   `json:"resumeMs,omitempty"`
 	// Rolling restart: each node's SIGTERM → ready again.
 	Restarts []Kill `json:"restarts,omitempty"`
+	// At the window's end: the sessions open on the database (every
+	// node's pool), and the largest node's resident set.
+	DBConnections int     `json:"dbConnections"`
+	NodeRSSMB     float64 `json:"nodeRssMB"`
 }
 
 // Kill is one node taken down and brought back.
@@ -365,8 +372,9 @@ type fault func(ctx context.Context, res *Result, from, to time.Time) error
 // optional fault during it, and analyses it as `make bench` does:
 // receipts joined to the stored trigger logs, the nodes' passed-over
 // lines, the queue's pending pairs. minSettle is the least wait for the
-// window's late fires after it ends.
-func (c *clusterRun) measure(ctx context.Context, name string, length, minSettle time.Duration, during fault) (*Result, error) {
+// window's late fires after it ends; profile takes a CPU profile of the
+// first node over the window.
+func (c *clusterRun) measure(ctx context.Context, name string, length, minSettle time.Duration, profile bool, during fault) (*Result, error) {
 	env := c.b.env
 	res := env.newResult(name, len(c.jobs), len(c.jobs))
 	res.Cluster = &ClusterFigures{DB: c.b.db.Kind, Nodes: len(c.nodes)}
@@ -384,6 +392,11 @@ func (c *clusterRun) measure(ctx context.Context, name string, length, minSettle
 	}
 	cpu0, db0, h0 := cpuOf(c.nodes), c.b.db.CPU(), harnessCPU()
 	m0, _ := metricsOf(ctx, c.nodes)
+	profErr := make(chan error, 1)
+	if profile {
+		res.Profile = filepath.Join(env.Results, name+"-"+env.Stamp+".cpu.pprof")
+		go func() { profErr <- c.nodes[0].Profile(ctx, length, res.Profile) }()
+	}
 	if during != nil {
 		if err := during(ctx, res, from, to); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -394,11 +407,26 @@ func (c *clusterRun) measure(ctx context.Context, name string, length, minSettle
 	}
 	cpu1, db1, h1 := cpuOf(c.nodes), c.b.db.CPU(), harnessCPU()
 	res.scrape(ctx, c.nodes, m0)
+	for _, x := range c.nodes {
+		res.Cluster.NodeRSSMB = max(res.Cluster.NodeRSSMB, x.RSSMB())
+	}
+	if n, err := c.b.db.connections(ctx, c.url); err != nil {
+		res.Notes = append(res.Notes, err.Error())
+	} else {
+		res.Cluster.DBConnections = n
+	}
 	settled, err := settleWindow(ctx, counter, len(c.jobs)*int(length/time.Second), max(minSettle, 5*time.Second), settleLimit)
 	if err != nil {
 		return nil, err
 	}
 	res.SettleSeconds = math.Round(settled.Seconds()*10) / 10
+	if profile {
+		if err := <-profErr; err != nil {
+			res.Notes = append(res.Notes, "cpu profile: "+err.Error())
+		} else {
+			res.ProfileTop = pprofTop(ctx, env.Bin, res.Profile)
+		}
+	}
 
 	exp := Expectation{Jobs: c.jobs, Window: win, Period: 1000, Grace: steadyGrace.Milliseconds(), Passed: map[int64][]Interval{}}
 	logs, err := c.b.db.readLogs(ctx, c.url, win)
@@ -525,7 +553,7 @@ func (b *clusterBench) steady(ctx context.Context) (rs []*Result, best *Result, 
 				return rs, best, met, err
 			}
 		}
-		r, err := c.measure(ctx, fmt.Sprintf("cluster-%s-steady-%d", b.db.Kind, n), b.spec.SteadyWindow, 0, nil)
+		r, err := c.measure(ctx, fmt.Sprintf("cluster-%s-steady-%d", b.db.Kind, n), b.spec.SteadyWindow, 0, b.spec.Profile, nil)
 		if err != nil {
 			return rs, best, met, err
 		}
@@ -555,7 +583,7 @@ func (b *clusterBench) scaling(ctx context.Context, n int) (*Result, error) {
 	if err := c.addJobs(ctx, b.spec.ScaleJobs); err != nil {
 		return nil, err
 	}
-	return c.measure(ctx, fmt.Sprintf("cluster-%s-scaling-%dnode", b.db.Kind, n), b.spec.ScaleWindow, 0, nil)
+	return c.measure(ctx, fmt.Sprintf("cluster-%s-scaling-%dnode", b.db.Kind, n), b.spec.ScaleWindow, 0, false, nil)
 }
 
 // failover SIGKILLs a random node every KillEvery for FailoverFor,
@@ -572,7 +600,7 @@ func (b *clusterBench) failover(ctx context.Context) (*Result, error) {
 	// The first kill 5 s into the window, the last one's node back before
 	// its end.
 	length := 5*time.Second + b.spec.FailoverFor
-	return c.measure(ctx, "cluster-"+b.db.Kind+"-failover", length, 35*time.Second, func(ctx context.Context, res *Result, from, to time.Time) error {
+	return c.measure(ctx, "cluster-"+b.db.Kind+"-failover", length, 35*time.Second, false, func(ctx context.Context, res *Result, from, to time.Time) error {
 		for at := from.Add(5 * time.Second); at.Add(b.spec.KillDown).Before(to); at = at.Add(b.spec.KillEvery) {
 			if err := sleepUntil(ctx, at); err != nil {
 				return err
@@ -612,7 +640,7 @@ func (b *clusterBench) dbRestart(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	length := 15*time.Second + b.spec.DBDown + 20*time.Second
-	return c.measure(ctx, "cluster-"+b.db.Kind+"-dbrestart", length, 10*time.Second, func(ctx context.Context, res *Result, from, to time.Time) error {
+	return c.measure(ctx, "cluster-"+b.db.Kind+"-dbrestart", length, 10*time.Second, false, func(ctx context.Context, res *Result, from, to time.Time) error {
 		if err := sleepUntil(ctx, from.Add(15*time.Second)); err != nil {
 			return err
 		}
@@ -646,7 +674,7 @@ func (b *clusterBench) rolling(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	length := 5*time.Second + time.Duration(len(c.nodes))*12*time.Second
-	return c.measure(ctx, "cluster-"+b.db.Kind+"-rolling", length, 10*time.Second, func(ctx context.Context, res *Result, from, to time.Time) error {
+	return c.measure(ctx, "cluster-"+b.db.Kind+"-rolling", length, 10*time.Second, false, func(ctx context.Context, res *Result, from, to time.Time) error {
 		if err := sleepUntil(ctx, from.Add(5*time.Second)); err != nil {
 			return err
 		}

@@ -217,6 +217,25 @@ func (d *ClusterDB) readPending(ctx context.Context, dbURL string, iv Interval) 
 	return out, rows.Err()
 }
 
+// connections counts the sessions open on a scenario's database, this
+// query's own left out: what the nodes' pools hold.
+func (d *ClusterDB) connections(ctx context.Context, dbURL string) (int, error) {
+	db, err := d.open(dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	q := `SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE()`
+	if d.pg != nil {
+		q = `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()`
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count connections: %w", err)
+	}
+	return n - 1, nil
+}
+
 // logCount counts, while the nodes run, the trigger logs scheduled in a
 // window: every poll counts the rows created since the counter started
 // (an id range: logs ids grow, and the rows of a window are all newer).

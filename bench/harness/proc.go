@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -291,6 +292,28 @@ func (x *Xjob) CPU() (time.Duration, error) {
 	}
 	const tick = 10 * time.Millisecond // USER_HZ = 100 on Linux
 	return total + time.Duration(ut+st)*tick, nil
+}
+
+// RSSMB is the running child's resident set (VmRSS, MB; 0 when it is not
+// running).
+func (x *Xjob) RSSMB() float64 {
+	x.mu.Lock()
+	cmd := x.cmd
+	x.mu.Unlock()
+	if cmd == nil {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return math.Round(kb/1024*10) / 10
+		}
+	}
+	return 0
 }
 
 // Profile fetches a CPU profile of d from the child's pprof endpoint into

@@ -49,6 +49,7 @@ func run() int {
 	dbDown := fs.Duration("db-down", 10*time.Second, "how long the database restart run keeps the server stopped")
 	scaleJobs := fs.Int("scale-jobs", 1000, "every-second jobs of the scaling runs (1 node, then --nodes)")
 	scaleWindow := fs.Duration("scale-window", 30*time.Second, "measured window of each scaling run")
+	profile := fs.Bool("profile", false, "CPU-profile the first node over each steady step (its --pprof-listen), into --out")
 	shards := fs.Int("shards", 16, "scan shards")
 	out := fs.String("out", "bench/results", "directory of the JSON results")
 	root := fs.String("root", ".", "module root (where cmd/xjob is)")
@@ -84,7 +85,7 @@ func run() int {
 	}
 	spec := harness.ClusterSpec{Nodes: *nodes, LeaseTTL: *leaseTTL, SteadyJobs: ladder, SteadyWindow: *steadyWindow,
 		FaultJobs: *faultJobs, FailoverFor: *failoverFor, KillEvery: *killEvery, KillDown: *killDown, DBDown: *dbDown,
-		ScaleJobs: *scaleJobs, ScaleWindow: *scaleWindow, Scenarios: strings.Split(*scenarios, ",")}
+		ScaleJobs: *scaleJobs, ScaleWindow: *scaleWindow, Scenarios: strings.Split(*scenarios, ","), Profile: *profile}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -159,8 +160,9 @@ func report(w io.Writer, rep *harness.ClusterReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	row := func(cells ...string) { fmt.Fprintln(tw, "| "+strings.Join(cells, "\t| ")+"\t|") }
 	row("scenario", "nodes", "jobs", "in time %", "trig/s", "p99 ms", "max ms", "lost", "misfired", "dup",
-		"node cpu µs/trg", "db cpu µs/trg", "failover max ms", "dead-node fires (missed)", "db back → first fire ms", "restarts")
-	row("---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---")
+		"node cpu µs/trg", "db cpu µs/trg", "failover max ms", "dead-node fires (missed)", "db back → first fire ms", "restarts",
+		"db conns", "node rss MB")
+	row("---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---")
 	for _, r := range rep.Results {
 		c := r.Cluster
 		fo, fires, resume := "–", "–", "–"
@@ -176,7 +178,8 @@ func report(w io.Writer, rep *harness.ClusterReport) {
 		}
 		row(r.Scenario, fmt.Sprint(c.Nodes), fmt.Sprint(r.Jobs), fmt.Sprintf("%.2f", c.InTimePct), fmt.Sprintf("%.0f", r.Rate),
 			fmt.Sprintf("%.0f", r.LatenessP99), fmt.Sprintf("%.0f", r.LatenessMax), fmt.Sprint(r.Lost), fmt.Sprint(r.Misfired),
-			fmt.Sprint(r.Duplicates), fmt.Sprintf("%.0f", r.CPUPerTriggerUs), dbcpu, fo, fires, resume, fmt.Sprint(r.Restarts))
+			fmt.Sprint(r.Duplicates), fmt.Sprintf("%.0f", r.CPUPerTriggerUs), dbcpu, fo, fires, resume, fmt.Sprint(r.Restarts),
+			fmt.Sprint(c.DBConnections), fmt.Sprintf("%.0f", c.NodeRSSMB))
 	}
 	_ = tw.Flush()
 	if s := rep.Steady; s != nil {
@@ -191,13 +194,21 @@ func report(w io.Writer, rep *harness.ClusterReport) {
 		fmt.Fprintf(w, "scaling (%s): %.0f µs/trigger on 1 node, %.0f on %d nodes: ×%.2f (goal ≤ ×1.3)\n",
 			rep.DB, rep.ScaleCPU1, rep.ScaleCPU3, rep.Nodes, rep.ScaleCPU3/rep.ScaleCPU1)
 	}
-	fmt.Fprintf(w, "misfired (%s): %d fires passed over by their misfire rule (DO_NOTHING), not lost\n", rep.DB, rep.Misfired())
+	fmt.Fprintf(w, "misfired (%s): %d fires passed over by a misfire or late-collapse rule (DO_NOTHING), not lost\n", rep.DB, rep.Misfired())
 	for _, r := range rep.Results {
 		for _, n := range r.Notes {
 			fmt.Fprintf(w, "note (%s): %s\n", r.Scenario, n)
 		}
 		if r.TriggerFailures > 0 {
 			fmt.Fprintf(w, "note (%s): %d failed triggers, e.g. %q\n", r.Scenario, r.TriggerFailures, r.FailedTriggerMsgs)
+		}
+	}
+	for _, r := range rep.Results {
+		if len(r.ProfileTop) > 0 {
+			fmt.Fprintf(w, "\nCPU profile of node-1, %s: %s\n", r.Scenario, filepath.Base(r.Profile))
+			for _, l := range r.ProfileTop[:min(len(r.ProfileTop), 25)] {
+				fmt.Fprintln(w, "  "+l)
+			}
 		}
 	}
 	for _, e := range rep.Errors {
