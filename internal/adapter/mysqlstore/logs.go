@@ -96,7 +96,7 @@ type insertedLog struct {
 func (db *DB) insertLogs(ctx context.Context, logs []xjob.Log) (map[occKey]insertedLog, error) {
 	logs = slices.Clone(logs)
 	slices.SortFunc(logs, func(a, b xjob.Log) int { return cmpKey(keyOf(a), keyOf(b)) })
-	const cols = 20
+	const cols = 21
 	var out map[occKey]insertedLog
 	// One nonce for every attempt: rows an attempt inserted before a
 	// later statement of it failed stay committed, and are this call's.
@@ -107,19 +107,19 @@ func (db *DB) insertLogs(ctx context.Context, logs []xjob.Log) (map[occKey]inser
 		q.WriteString(`INSERT INTO logs (occurrence_id, occurrence_time, created_by, job_id, group_id, trigger_type,
 			scheduled_time, trigger_time, trigger_code, trigger_msg, executor_address, executor_handler,
 			executor_param, executor_sharding_param, executor_fail_retry_count, handle_time, handle_code,
-			handle_msg, alarm_status, claim_until, version) VALUES `)
+			handle_msg, alarm_status, claim_until, claimed_by, version) VALUES `)
 		args := make([]any, 0, len(logs)*cols)
 		keys := make([]any, 0, 2*len(logs))
 		for i, l := range logs {
 			if i > 0 {
 				q.WriteByte(',')
 			}
-			q.WriteString(`(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1)`)
+			q.WriteString(`(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1)`)
 			k := keyOf(l)
 			args = append(args, l.OccurrenceID, k.time, nonce, l.JobID, l.GroupID, l.TriggerType,
 				l.ScheduledTime, l.TriggerTime, l.TriggerCode, l.TriggerMsg, l.ExecutorAddress, l.ExecutorHandler,
 				l.ExecutorParam, l.ExecutorShardingParam, l.ExecutorFailRetryCount, l.HandleTime, l.HandleCode,
-				l.HandleMsg, l.AlarmStatus, l.ClaimUntil)
+				l.HandleMsg, l.AlarmStatus, l.ClaimUntil, db.opts.Node)
 			keys = append(keys, k.time, k.id)
 		}
 		q.WriteString(` ON DUPLICATE KEY UPDATE id = id`)
@@ -250,7 +250,7 @@ func (db *DB) claimExisting(ctx context.Context, cur, l xjob.Log) (driver.LogCre
 		var n int64
 		err := db.retry(ctx, "log take over", func() error {
 			var err error
-			n, err = rowsAffected(db.st.logClaim.ExecContext(ctx, l.ClaimUntil, l.TriggerTime, cur.ID, cur.Version))
+			n, err = rowsAffected(db.st.logClaim.ExecContext(ctx, l.ClaimUntil, l.TriggerTime, db.opts.Node, cur.ID, cur.Version))
 			return err
 		})
 		if err != nil {
@@ -304,7 +304,7 @@ const sqlLogExists = `SELECT 1 FROM logs WHERE id = ?`
 func (db *DB) LogClaim(ctx context.Context, p driver.LogClaimParams) (xjob.Log, error) {
 	var l xjob.Log
 	err := db.tx(ctx, "log claim", func(tx *sql.Tx) error {
-		n, err := rowsAffected(tx.StmtContext(ctx, db.st.logClaim).ExecContext(ctx, p.ClaimUntil, p.TriggerTime, p.ID, p.ExpectVersion))
+		n, err := rowsAffected(tx.StmtContext(ctx, db.st.logClaim).ExecContext(ctx, p.ClaimUntil, p.TriggerTime, db.opts.Node, p.ID, p.ExpectVersion))
 		if err != nil {
 			return err
 		}

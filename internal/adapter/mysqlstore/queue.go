@@ -324,14 +324,25 @@ func (db *DB) ReleaseClaims(ctx context.Context) (int, error) {
 // and never acknowledged visible again at once, invalidating its delivery
 // tokens: for the node that sees a peer leave or expire, so that the ring
 // buckets and lane tasks the dead node held come back now instead of
-// after their visibility timeouts. Trigger logs the dead node claimed are
-// not touched (the store does not know their claimant): a redelivered
-// bucket meets them held and takes them over when their claim TTL ends.
-// It returns how many messages it released.
+// after their visibility timeouts. The claims the dead node holds on
+// trigger logs created and never triggered expire too (a ring bucket's
+// logs are claimed a second or so before their instant): the redelivered
+// bucket takes them over at once, not after the claim TTL. It returns how
+// many messages it released (logs not counted).
 func (db *DB) ReleaseNodeClaims(ctx context.Context, node string) (int, error) {
+	if node == "" {
+		return 0, errors.New("mysql release node claims: empty node id (every unnamed node's claims are not one node's)")
+	}
 	now := db.opts.Clock.Now().UnixMilli()
 	var n int64
 	err := db.retry(ctx, "release node claims", func() error {
+		// Logs first: a bucket the message release redelivers must find
+		// them expired.
+		if _, err := db.db.ExecContext(ctx, `UPDATE logs SET claim_until = ?, version = version + 1
+			WHERE trigger_time >= ? AND trigger_code = 0 AND claim_until > ? AND claimed_by = ?`,
+			now, now-releaseClaimsWithin.Milliseconds(), now, node); err != nil {
+			return err
+		}
 		var err error
 		n, err = rowsAffected(db.db.ExecContext(ctx, `UPDATE queue_messages SET visible_at = ?, receipt = '', node = ''
 			WHERE node = ? AND receipt <> '' AND visible_at > ?`, now, node, now))

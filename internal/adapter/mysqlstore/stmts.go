@@ -49,7 +49,7 @@ func (s *stmts) defs() []stmtDef {
 
 		{&s.logGet, `SELECT ` + logColumns + ` FROM logs WHERE id = ?`},
 		{&s.logSetAlarm, `UPDATE logs SET alarm_status = ?, version = version + 1 WHERE id = ? AND alarm_status = ?`},
-		{&s.logClaim, `UPDATE logs SET claim_until = ?, trigger_time = ?, version = version + 1
+		{&s.logClaim, `UPDATE logs SET claim_until = ?, trigger_time = ?, claimed_by = ?, version = version + 1
 			WHERE id = ? AND version = ? AND trigger_code = 0`},
 
 		{&s.groupGet, `SELECT ` + groupColumns + ` FROM job_groups WHERE id = ?`},

@@ -65,8 +65,8 @@ func keyOf(l xjob.Log) occKey { return occKey{occurrenceTime(l), l.OccurrenceID}
 const sqlLogCreate = `INSERT INTO logs (occurrence_id, job_id, group_id, trigger_type,
 	scheduled_time, trigger_time, trigger_code, trigger_msg, executor_address, executor_handler,
 	executor_param, executor_sharding_param, executor_fail_retry_count, handle_time, handle_code,
-	handle_msg, alarm_status, claim_until, version)
-	SELECT u.*, 1 FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[],
+	handle_msg, alarm_status, claim_until, version, claimed_by)
+	SELECT u.*, 1, $19 FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[],
 		$5::bigint[], $6::bigint[], $7::int[], $8::text[], $9::text[], $10::text[],
 		$11::text[], $12::text[], $13::int[], $14::bigint[], $15::int[],
 		$16::text[], $17::int[], $18::bigint[]) AS u
@@ -99,7 +99,7 @@ func (db *DB) insertLogs(ctx context.Context, logs []xjob.Log) (map[occKey]int64
 	err := retry(func() error {
 		clear(created)
 		rows, err := db.pool.Query(ctx, sqlLogCreate, occ, job, group, typ, sched, trig, trigCode, msg, addr, handler,
-			param, shardParam, retries, handleTime, handleCode, handleMsg, alarm, claim)
+			param, shardParam, retries, handleTime, handleCode, handleMsg, alarm, claim, db.opts.Node)
 		if err != nil {
 			return err
 		}
@@ -182,8 +182,9 @@ func validateNewLog(l xjob.Log) error {
 }
 
 // sqlLogClaim takes over untriggered logs, each conditional on its
-// version (id, version, claim until, trigger time per row).
-var sqlLogClaim = `UPDATE logs l SET claim_until = c.until, trigger_time = c.at, version = l.version + 1
+// version (id, version, claim until, trigger time per row), for the node
+// $5.
+var sqlLogClaim = `UPDATE logs l SET claim_until = c.until, trigger_time = c.at, claimed_by = $5, version = l.version + 1
 	FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS c(id, expect, until, at)
 	WHERE l.id = c.id AND l.version = c.expect AND l.trigger_code = 0
 	RETURNING ` + prefixed("l.", logColumns)
@@ -296,7 +297,7 @@ func (db *DB) claimRound(ctx context.Context, logs []xjob.Log, keys []occKey, it
 			}
 			var taken []xjob.Log
 			err := retry(func() error {
-				rows, err := db.pool.Query(ctx, sqlLogClaim, ids, expect, until, at)
+				rows, err := db.pool.Query(ctx, sqlLogClaim, ids, expect, until, at, db.opts.Node)
 				taken, err = scanAll(rows, err, scanLog)
 				return err
 			})
@@ -345,9 +346,9 @@ func (db *DB) LogGetMany(ctx context.Context, ids []int64) ([]xjob.Log, error) {
 
 // LogClaim takes over an untriggered log, conditional on its version.
 func (db *DB) LogClaim(ctx context.Context, p driver.LogClaimParams) (xjob.Log, error) {
-	l, err := scanLog(db.pool.QueryRow(ctx, `UPDATE logs SET claim_until = $1, trigger_time = $2, version = version + 1
+	l, err := scanLog(db.pool.QueryRow(ctx, `UPDATE logs SET claim_until = $1, trigger_time = $2, claimed_by = $5, version = version + 1
 		WHERE id = $3 AND version = $4 AND trigger_code = 0 RETURNING `+logColumns,
-		p.ClaimUntil, p.TriggerTime, p.ID, p.ExpectVersion))
+		p.ClaimUntil, p.TriggerTime, p.ID, p.ExpectVersion, db.opts.Node))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = db.missingOr(ctx, db.pool, "logs", p.ID, xjob.ErrConflict)
 	}

@@ -313,25 +313,41 @@ func (db *DB) notifyAll(ctx context.Context) {
 }
 
 // ReleaseNodeClaims makes the messages node received and has not acked
-// visible again at once, invalidating its tokens: for the node that sees
+// visible again at once, invalidating its tokens, and expires the claims
+// it holds on logs created but never triggered: for the node that sees
 // another leave the cluster (its beat expired, or NodeLeave), so that
 // what the dead node held comes back now instead of after the visibility
-// timeouts. Log claims are not touched: they name no node and expire
-// within their TTL. It returns how many messages it released.
+// timeouts and the log claim TTL. (A ring bucket's logs are claimed a
+// second or so before their instant; a node killed in between left them
+// claimed, and the bucket, redelivered, could not take them over for the
+// claim TTL.) It returns how many messages it released (logs not
+// counted).
 func (db *DB) ReleaseNodeClaims(ctx context.Context, node string) (int, error) {
 	if node == "" {
 		return 0, errors.New("pgstore release node claims: empty node id (every unnamed node's claims are not one node's)")
 	}
 	now := db.opts.Clock.Now().UnixMilli()
-	tag, err := db.pool.Exec(ctx, `UPDATE queue_messages SET visible_at = $1, receipt = ''
-		WHERE claimed_by = $2 AND receipt <> '' AND visible_at > $1`, now, node)
+	var n int64
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		// Logs first: a bucket redelivered by the message release must
+		// find them expired.
+		if _, err := tx.Exec(ctx, `UPDATE logs SET claim_until = $1, version = version + 1
+			WHERE trigger_time >= $2 AND trigger_code = 0 AND claim_until > $1 AND claimed_by = $3`,
+			now, now-releaseClaimsWithin.Milliseconds(), node); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE queue_messages SET visible_at = $1, receipt = ''
+			WHERE claimed_by = $2 AND receipt <> '' AND visible_at > $1`, now, node)
+		n = tag.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return 0, db.wrap("queue release claims of node "+node, err)
 	}
-	if tag.RowsAffected() > 0 {
+	if n > 0 {
 		db.notifyAll(ctx)
 	}
-	return int(tag.RowsAffected()), nil
+	return int(n), nil
 }
 
 // wakeAll wakes the waiters of the ring and both lanes.

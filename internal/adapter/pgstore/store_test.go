@@ -394,6 +394,44 @@ func TestReleaseNodeClaims(t *testing.T) {
 	}
 }
 
+// The logs a dead node claimed and never triggered (a ring bucket's,
+// prepared a second before their instant) are taken over at once after a
+// live node releases the dead node's claims, not after the claim TTL;
+// the live node's own claims and triggered logs stay as they are.
+func TestReleaseNodeClaimsExpiresLogClaims(t *testing.T) {
+	t.Parallel()
+	dsn := newDatabase(t)
+	clk := clock.NewFake(epoch)
+	dead, live := openAt(t, dsn, Options{Clock: clk, Node: "dead"}), openAt(t, dsn, Options{Clock: clk, Node: "live"})
+	ctx := t.Context()
+	now := clk.Now().UnixMilli()
+	claim := func(occ string, job int64) xjob.Log {
+		return xjob.Log{OccurrenceID: occ, JobID: job, TriggerType: xjob.TriggerCron, TriggerTime: now, ClaimUntil: now + 30_000}
+	}
+	if _, err := dead.LogCreateMany(ctx, []xjob.Log{claim("j1/t1/s0", 1), claim("j2/t1/s0", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := live.LogCreate(ctx, claim("j3/t1/s0", 3)); err != nil {
+		t.Fatal(err)
+	}
+	before, err := live.LogCreateMany(ctx, []xjob.Log{claim("j1/t1/s0", 1)})
+	if err != nil || before[0].Outcome != driver.ClaimHeld {
+		t.Fatalf("before the release: %+v, %v; want the dead node's claim in flight", before, err)
+	}
+	if _, err := live.ReleaseNodeClaims(ctx, "dead"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := live.LogCreateMany(ctx, []xjob.Log{claim("j1/t1/s0", 1), claim("j2/t1/s0", 2), claim("j3/t1/s0", 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []driver.ClaimOutcome{driver.ClaimTakenOver, driver.ClaimTakenOver, driver.ClaimHeld} {
+		if res[i].Outcome != want {
+			t.Errorf("log %d after releasing the dead node's claims: %v, want %v", i+1, res[i].Outcome, want)
+		}
+	}
+}
+
 // JobGetMany serves unchanged jobs from memory; a write by another node
 // bumps the version, and the next read sees it, as it sees the
 // slow-dispatch counters that change without a bump.
