@@ -304,15 +304,16 @@ func (b *clusterBench) start(ctx context.Context, name string, n int) (*clusterR
 			Shards: b.env.Shards, LogPath: filepath.Join(dir, id+".log"), Pprof: pp, NodeID: id, LeaseTTL: b.spec.LeaseTTL}))
 	}
 	if err := c.nodes[0].Start(ctx, time.Minute); err != nil {
+		err = fmt.Errorf("%s: start %s: %w\n%s", name, c.ids[0], err, tailOf(filepath.Join(dir, c.ids[0]+".log")))
 		c.close()
-		return nil, fmt.Errorf("%s: start %s: %w", name, c.ids[0], err)
+		return nil, err
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := 1; i < n; i++ {
 		wg.Go(func() {
 			if err := c.nodes[i].Start(ctx, time.Minute); err != nil {
-				errs[i] = fmt.Errorf("%s: start %s: %w", name, c.ids[i], err)
+				errs[i] = fmt.Errorf("%s: start %s: %w\n%s", name, c.ids[i], err, tailOf(filepath.Join(dir, c.ids[i]+".log")))
 			}
 		})
 	}
@@ -702,4 +703,14 @@ func (b *clusterBench) rolling(ctx context.Context) (*Result, error) {
 		}
 		return nil
 	})
+}
+
+// tailOf is the end of a node's log, for an error that names it (the
+// run's directory is removed afterwards).
+func tailOf(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
 }
