@@ -619,7 +619,7 @@ func (b *clusterBench) failover(ctx context.Context) (*Result, error) {
 				return err
 			}
 			if err := c.nodes[i].Start(ctx, time.Minute); err != nil {
-				return fmt.Errorf("restart %s: %w", c.ids[i], err)
+				return fmt.Errorf("restart %s: %w\n%s", c.ids[i], err, tailOf(filepath.Join(c.dir, c.ids[i]+".log")))
 			}
 			k.Back = time.Now().UnixMilli()
 			res.Cluster.Kills = append(res.Cluster.Kills, k)
@@ -689,7 +689,7 @@ func (b *clusterBench) rolling(ctx context.Context) (*Result, error) {
 			}
 			x.Stop()
 			if err := x.Start(ctx, time.Minute); err != nil {
-				return fmt.Errorf("restart %s: %w", c.ids[i], err)
+				return fmt.Errorf("restart %s: %w\n%s", c.ids[i], err, tailOf(filepath.Join(c.dir, c.ids[i]+".log")))
 			}
 			k.Back = time.Now().UnixMilli()
 			res.Cluster.Restarts = append(res.Cluster.Restarts, k)
