@@ -88,6 +88,7 @@ type ClusterFigures struct {
 	FailoverMaxMs  float64 `json:"failoverMaxMs,omitempty"`
 	FailoverFires  int     `json:"failoverFires,omitempty"`
 	FailoverMissed int     `json:"failoverMissed,omitempty"` // those fires never received (misfired or lost)
+	FailoverWorst  string  `json:"failoverWorst,omitempty"`  // the fire FailoverMaxMs comes from
 	// Database restart: the outage, and how long after the database was
 	// back the executor received its first fire.
 	DBOutage *Interval `json:"dbOutage,omitempty"`
@@ -509,7 +510,12 @@ func (c *clusterRun) failoverFigures(res *Result, k Kill, exp Expectation, first
 				f.FailoverMissed++
 				continue
 			}
-			f.FailoverMaxMs = max(f.FailoverMaxMs, round1(float64(at-t*1000)/1000))
+			if late := round1(float64(at-t*1000) / 1000); late > f.FailoverMaxMs {
+				f.FailoverMaxMs = late
+				f.FailoverWorst = fmt.Sprintf("job %d (shard %d, node %s down %s–%s) scheduled %s, first received %.0f ms late",
+					j, fire.ShardOf(j, shards), k.Node, time.UnixMilli(k.Down).UTC().Format("15:04:05.000"),
+					time.UnixMilli(k.Back).UTC().Format("15:04:05.000"), time.UnixMilli(t).UTC().Format("15:04:05"), late)
+			}
 		}
 	}
 }

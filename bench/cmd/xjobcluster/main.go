@@ -199,6 +199,9 @@ func report(w io.Writer, rep *harness.ClusterReport) {
 		for _, n := range r.Notes {
 			fmt.Fprintf(w, "note (%s): %s\n", r.Scenario, n)
 		}
+		if r.Cluster.FailoverWorst != "" {
+			fmt.Fprintf(w, "note (%s): the latest dead-node fire: %s\n", r.Scenario, r.Cluster.FailoverWorst)
+		}
 		if r.TriggerFailures > 0 {
 			fmt.Fprintf(w, "note (%s): %d failed triggers, e.g. %q\n", r.Scenario, r.TriggerFailures, r.FailedTriggerMsgs)
 		}

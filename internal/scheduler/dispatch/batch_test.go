@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -312,6 +313,32 @@ func TestDispatchManyWritesOncePerBatch(t *testing.T) {
 	defer counter.mu.Unlock()
 	if counter.writes["LogTriggeredMany"] != 0 || counter.writes["LogCreateMany"] != 1 {
 		t.Errorf("redelivery writes: %v, want one LogCreateMany and nothing else", counter.writes)
+	}
+}
+
+// triggeredFails is a store whose LogTriggeredMany fails as a whole, as
+// when the database goes away between the executor calls and the record.
+type triggeredFails struct{ driver.Store }
+
+func (triggeredFails) LogTriggeredMany(context.Context, []driver.LogTriggeredParams) ([]error, error) {
+	return nil, errors.New("connection refused")
+}
+
+// A batch whose replies cannot be recorded fails each of its tasks with
+// the store's error; the dispatcher does not panic (it indexed the
+// missing per-reply outcomes from the second task on, which took an
+// xjob server node down when its database restarted).
+func TestDispatchManyRecordFailureFailsEachTask(t *testing.T) {
+	t.Parallel()
+	e := setupWith(t, func(s driver.Store) driver.Store { return triggeredFails{s} })
+	ex := newExecutor(t, 200)
+	g := e.group(t, ex.srv.URL)
+	tasks := []fire.DispatchTask{cronTask(e.job(t, g, nil)), cronTask(e.job(t, g, nil)), cronTask(e.job(t, g, nil))}
+	_, errs := e.d.DispatchMany(context.Background(), tasks)
+	for i, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "connection refused") {
+			t.Errorf("task %d: %v, want the record's failure", i, err)
+		}
 	}
 }
 

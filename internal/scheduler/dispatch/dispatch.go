@@ -583,12 +583,14 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 	}
 	days := map[counter]*xjob.ReportDay{}
 	for j, pl := range call {
-		if err == nil && rerrs[j] != nil && !errors.Is(rerrs[j], xjob.ErrConflict) {
-			err = rerrs[j]
+		// err fails the whole batch (rerrs is then not to be read);
+		// rerrs[j] this log only.
+		perr := err
+		if perr == nil && rerrs[j] != nil && !errors.Is(rerrs[j], xjob.ErrConflict) {
+			perr = rerrs[j]
 		}
-		if err != nil {
-			pl.err = fmt.Errorf("dispatch %s: record trigger: %w", pl.log.OccurrenceID, err)
-			err = nil
+		if perr != nil {
+			pl.err = fmt.Errorf("dispatch %s: record trigger: %w", pl.log.OccurrenceID, perr)
 			continue
 		}
 		pl.recorded = true
