@@ -406,9 +406,16 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 		return fail(fmt.Errorf("local: admin: %w", err))
 	}
 	router := route.New(route.Options{Clock: clk, Prober: executors})
+	// A cluster node rechecks an occurrence another node holds every
+	// second: when that node dies, its claims are released as soon as
+	// the others see it gone, and its fires should go out then.
+	var inFlightRetry time.Duration
+	if n.member != nil {
+		inFlightRetry = time.Second
+	}
 	disp, err := dispatch.New(dispatch.Config{
 		Store: counted, Executors: executors, Targets: targets, Router: router, Addresses: reg, Completer: cb,
-		Clock: clk, Logger: logger, Metrics: metrics,
+		Clock: clk, Logger: logger, Metrics: metrics, InFlightRetry: inFlightRetry,
 		AdminAddress: baseURL, AnyTriggerAddress: cfg.AnyTriggerAddress,
 	})
 	if err != nil {

@@ -106,6 +106,13 @@ type Config struct {
 	// ClaimTTL is how long a created log is reserved for the dispatcher
 	// that created it before another may take it over (default 30 s).
 	ClaimTTL time.Duration
+	// InFlightRetry is how soon a task whose occurrence another
+	// dispatcher holds (ErrInFlight) comes back (default ClaimTTL, when
+	// the claim has surely ended). A cluster node sets it shorter: a dead
+	// node's claims are released when the others see it gone (the lease
+	// TTL), well before the claim TTL, and its fires should follow then,
+	// not 30 s later; a live holder's claim costs one more read a retry.
+	InFlightRetry time.Duration
 	// AdminAddress is shown in trigger messages (xxl-job shows the admin IP).
 	AdminAddress string
 	// AnyTriggerAddress lets a task's address override name any address.
@@ -135,6 +142,9 @@ func New(cfg Config) (*Dispatcher, error) {
 	cfg.Clock, cfg.Logger = fallback.Clock(cfg.Clock), fallback.Logger(cfg.Logger)
 	if cfg.ClaimTTL == 0 {
 		cfg.ClaimTTL = 30 * time.Second
+	}
+	if cfg.InFlightRetry <= 0 || cfg.InFlightRetry > cfg.ClaimTTL {
+		cfg.InFlightRetry = cfg.ClaimTTL
 	}
 	if cfg.BatchConcurrency <= 0 {
 		cfg.BatchConcurrency = 32

@@ -405,6 +405,25 @@ func TestDispatchRejectsMalformedTask(t *testing.T) {
 	}
 }
 
+// A cluster node retries an occurrence held elsewhere after its
+// InFlightRetry, not the claim TTL (a dead node's claims are released
+// sooner); a longer setting is capped at the claim TTL.
+func TestDisposeInFlightRetry(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		retry, want time.Duration
+	}{
+		{0, 30 * time.Second},
+		{time.Second, time.Second},
+		{time.Hour, 30 * time.Second},
+	} {
+		e := setupConfig(t, nil, dispatch.Config{InFlightRetry: tc.retry})
+		if disp := e.d.Dispose(dispatch.ErrInFlight, 1); disp.Ack || disp.RetryAfter != tc.want {
+			t.Errorf("InFlightRetry %v: disposition %+v, want retry after %v", tc.retry, disp, tc.want)
+		}
+	}
+}
+
 // A dispatcher routed a log to an executor and died before recording the
 // reply. The one that takes the log over asks the executor first (/log)
 // and, where it already has the run, records it instead of sending it again.

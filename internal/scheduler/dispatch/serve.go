@@ -21,14 +21,15 @@ type Disposition struct {
 // Dispose classes Dispatch's error for a queue consumer (the local lane
 // workers here, the SQS event source's BatchItemFailures on AWS):
 // malformed tasks are dropped, an occurrence in flight elsewhere comes back
-// after the claim TTL, store failures come back with a growing delay.
+// after InFlightRetry (default the claim TTL), store failures come back
+// with a growing delay.
 func (d *Dispatcher) Dispose(err error, receives int) Disposition {
 	var verr *xjob.ValidationError
 	switch {
 	case err == nil, errors.As(err, &verr):
 		return Disposition{Ack: true}
 	case errors.Is(err, ErrInFlight):
-		return Disposition{RetryAfter: d.cfg.ClaimTTL}
+		return Disposition{RetryAfter: d.cfg.InFlightRetry}
 	default:
 		backoff := time.Duration(1<<min(receives, 6)) * time.Second
 		return Disposition{RetryAfter: backoff}
