@@ -140,7 +140,7 @@ docker: ## Build the xjob image (docker build -t xjob .; needs a Docker engine)
 	docker build --build-arg VERSION=$$(git describe --tags --always --dirty 2>/dev/null || echo dev) -t xjob .
 
 .PHONY: bench
-bench: ## Load and fault harness against xjob local, then bench-cluster (~35 min; BENCH_FLAGS='--quick --baseline-rev REV' etc., see bench/README.md)
+bench: ## Load and fault harness against xjob local, then bench-cluster (~30 min; BENCH_FLAGS='--quick --baseline-rev REV' etc., see bench/README.md)
 	$(GO) run ./bench/cmd/xjobbench $(BENCH_FLAGS)
 	$(MAKE) bench-cluster
 
@@ -149,7 +149,7 @@ bench: ## Load and fault harness against xjob local, then bench-cluster (~35 min
 CLUSTER_FLAGS ?= $(filter --quick,$(BENCH_FLAGS))
 
 .PHONY: bench-cluster
-bench-cluster: postgres mariadb ## Three xjob server nodes on private PostgreSQL and MariaDB servers: steady, scaling, failover, DB and rolling restarts (~25 min; CLUSTER_FLAGS='--quick', see bench/README.md)
+bench-cluster: postgres mariadb ## Three xjob server nodes on private PostgreSQL and MariaDB servers: steady, scaling, failover, DB and rolling restarts (~20 min; CLUSTER_FLAGS='--quick', see bench/README.md)
 	$(GO) run ./bench/cmd/xjobcluster $(CLUSTER_FLAGS)
 
 .PHONY: cost

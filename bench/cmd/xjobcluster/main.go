@@ -35,7 +35,7 @@ func main() {
 
 func run() int {
 	fs := flag.NewFlagSet("xjobcluster", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "a short variant (~6 min): steady 500 and 1,000 jobs for 10 s, failover for 30 s, 300 jobs in the fault and scaling runs; flags given explicitly still win")
+	quick := fs.Bool("quick", false, "a short variant (~10 min): steady 500 and 1,000 jobs for 10 s, failover for 30 s, 300 jobs in the fault and scaling runs; flags given explicitly still win")
 	dbs := fs.String("db", "postgres,mariadb", "comma-separated databases: postgres, mariadb")
 	scenarios := fs.String("scenarios", strings.Join(harness.ClusterScenarios, ","), "comma-separated: "+strings.Join(harness.ClusterScenarios, ", "))
 	nodes := fs.Int("nodes", 3, "xjob server nodes")
