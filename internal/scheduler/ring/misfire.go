@@ -34,12 +34,12 @@ type misfire struct{ job, at int64 }
 // misfireKeys maps each late occurrence of a FIRE_ONCE_NOW job in items to
 // the key of its misfire episode (the fire time of its MISFIRE
 // occurrence). received is when the bucket arrived (Unix ms).
-func (r *Ring) misfireKeys(ctx context.Context, items []fire.RingItem, byID map[int64]*xjob.Job, received int64) (map[misfire]int64, error) {
+func (r *Ring) misfireKeys(ctx context.Context, items []fire.RingItem, byID map[int64]*xjob.Job, received int64, threshold time.Duration) (map[misfire]int64, error) {
 	var keys map[misfire]int64
 	for _, it := range items {
 		job := byID[it.JobID]
 		if fire.Superseded(job, fire.Occurrence{JobID: it.JobID, Type: xjob.TriggerCron, FireTime: it.FireTime}, it.Revision) != "" ||
-			Late(job.MisfireStrategy, time.Duration(received-it.FireTime)*time.Millisecond, r.threshold) != FireMisfire {
+			Late(job.MisfireStrategy, time.Duration(received-it.FireTime)*time.Millisecond, threshold) != FireMisfire {
 			continue
 		}
 		key, err := r.misfireKey(ctx, it.JobID, it.FireTime, received)

@@ -228,3 +228,97 @@ func TestFireOnceNowOnceAcrossRings(t *testing.T) {
 		t.Fatalf("dispatched %v, want only %+v", second, want)
 	}
 }
+
+// A bucket its receiver never acknowledged (the node was killed) comes back
+// after the visibility timeout it was held for: its fires were pushed, and
+// that hold is not a scheduler that was down, so FireAgain fires them as
+// scheduled up to threshold + held late; only beyond is it a misfire. Fire,
+// for a first delivery, keeps xxl-job's threshold.
+func TestFireAgainWidensTheThresholdByTheHold(t *testing.T) {
+	t.Parallel()
+	const held = 5 * time.Second
+	for _, tc := range []struct {
+		name     string
+		again    bool
+		late     time.Duration
+		fired    int
+		misfired int
+	}{
+		{"first delivery, 8 s late", false, 8 * time.Second, 0, 1},
+		{"again after a 5 s hold, 8 s late", true, 8 * time.Second, 1, 0},
+		{"again after a 5 s hold, 10 s late", true, 10 * time.Second, 1, 0},
+		{"again after a 5 s hold, 11 s late", true, 11 * time.Second, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db, clk, r := setup(t)
+			ctx := context.Background()
+			job := addJob(t, db)
+			at := t0.Add(48 * time.Second).UnixMilli()
+			clk.Set(time.UnixMilli(at).Add(tc.late))
+			b := fire.RingBucket{Second: at / 1000, Items: []fire.RingItem{{JobID: job.ID, FireTime: at, Revision: job.Revision}}}
+			var (
+				st  ring.Stats
+				err error
+			)
+			if tc.again {
+				st, err = r.FireAgain(ctx, b, held)
+			} else {
+				st, err = r.Fire(ctx, b)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Fired != tc.fired || st.Misfired != tc.misfired {
+				t.Fatalf("fired %d misfired %d, want %d and %d", st.Fired, st.Misfired, tc.fired, tc.misfired)
+			}
+			got := tasks(t, db, fire.LaneFast)
+			if len(got) != tc.fired {
+				t.Fatalf("dispatched %+v, want %d task", got, tc.fired)
+			}
+			if tc.fired == 1 && got[0].Occurrence != (fire.Occurrence{JobID: job.ID, Type: xjob.TriggerCron, FireTime: at}) {
+				t.Fatalf("dispatched %+v, want the scheduled occurrence", got[0].Occurrence)
+			}
+		})
+	}
+}
+
+// Serve knows a bucket came back from a receiver that died with it (its
+// second delivery) and fires it with FireAgain's threshold: a killed
+// node's pre-read fire is fired by the node that receives it next, not
+// passed over as a misfire.
+func TestServeFiresABucketADeadReceiverHeld(t *testing.T) {
+	t.Parallel()
+	db, clk, r := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	job := addJob(t, db)
+	at := t0.Add(48 * time.Second).UnixMilli()
+	const visibility = 5 * time.Second
+	b := fire.RingBucket{Second: at / 1000, Items: []fire.RingItem{{JobID: job.ID, FireTime: at, Revision: job.Revision}}}
+	clk.Set(time.UnixMilli(at - 1000)) // received a second early, as the ring does
+	if err := db.Ring().Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: b}}); err != nil {
+		t.Fatal(err)
+	}
+	if ds, err := db.Ring().Receive(ctx, driver.ReceiveParams{Max: 1, Visibility: visibility}); err != nil || len(ds) != 1 {
+		t.Fatalf("the dead receiver's receive: %v, %v", ds, err)
+	}
+	// It died. The bucket is visible again at at+4 s; under load the next
+	// receiver gets it at at+6 s, beyond the 5 s threshold.
+	clk.Set(time.UnixMilli(at + 6000))
+	done := make(chan error, 1)
+	go func() { done <- r.Serve(ctx, ring.ServeOptions{Workers: 1, Visibility: visibility}) }()
+	var got []fire.DispatchTask
+	for deadline := time.Now().Add(10 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
+		got = tasks(t, db, fire.LaneFast)
+		time.Sleep(10 * time.Millisecond) // waiting on another goroutine, not on time
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := fire.Occurrence{JobID: job.ID, Type: xjob.TriggerCron, FireTime: at}
+	if len(got) != 1 || got[0].Occurrence != want {
+		t.Fatalf("dispatched %+v, want %+v", got, want)
+	}
+}

@@ -36,6 +36,10 @@
 // a MISFIRE trigger, however many of its occurrences were missed and
 // however many processes receive them: they all become the one occurrence
 // of their misfire episode (misfire.go), which dispatch then triggers once.
+// A bucket that comes back unacknowledged (its receiver died holding it)
+// was hidden by the queue for up to its visibility timeout: Serve fires it
+// with the threshold widened by that hold (FireAgain), so a killed node's
+// pre-read fires are fired by whichever node receives them next.
 package ring
 
 import (
@@ -249,6 +253,24 @@ type Stats struct {
 // first, and a sink's claims of one page do not race each other), and
 // delivered at the instant, once prepared.
 func (r *Ring) Fire(ctx context.Context, b fire.RingBucket) (Stats, error) {
+	return r.fire(ctx, b, r.threshold)
+}
+
+// FireAgain fires b as Fire does, for a bucket that was received before
+// and not acknowledged: its receiver died (a killed node, a crashed
+// process) or failed, and the queue hid the bucket from everyone else for
+// up to held, its visibility timeout. Those fires were pre-read and
+// pushed; their lateness is the hold the queue imposed, not a scheduler
+// that was down, so FireAgain widens the misfire threshold by held: an
+// occurrence up to threshold + held late fires as scheduled (a killed
+// node's fires are fired by the node that takes them over, not passed
+// over), and only beyond that is it a misfire (every node was down).
+func (r *Ring) FireAgain(ctx context.Context, b fire.RingBucket, held time.Duration) (Stats, error) {
+	return r.fire(ctx, b, r.threshold+max(held, 0))
+}
+
+// fire is Fire with the misfire threshold this bucket gets.
+func (r *Ring) fire(ctx context.Context, b fire.RingBucket, threshold time.Duration) (Stats, error) {
 	var st Stats
 	if len(b.Items) == 0 {
 		return st, nil
@@ -258,11 +280,11 @@ func (r *Ring) Fire(ctx context.Context, b fire.RingBucket) (Stats, error) {
 		return st, fmt.Errorf("ring bucket %d/%d: load jobs: %w", b.Shard, b.Second, err)
 	}
 	received := clock.Millis(r.clock)
-	keys, err := r.misfireKeys(ctx, b.Items, byID, received)
+	keys, err := r.misfireKeys(ctx, b.Items, byID, received, threshold)
 	if err != nil {
 		return st, fmt.Errorf("ring bucket %d/%d: %w", b.Shard, b.Second, err)
 	}
-	instants, dropped, misfired, skipped := r.planInstants(b.Items, byID, keys, received)
+	instants, dropped, misfired, skipped := r.planInstants(b.Items, byID, keys, received, threshold)
 	st.Dropped, st.Misfired = dropped, misfired
 	// One line per fire a DO_NOTHING job drops, as the scan writes for
 	// the fires it passes over: so that a dropped fire can be told from a
@@ -317,8 +339,9 @@ func (r *Ring) loadJobs(ctx context.Context, items []fire.RingItem) (map[int64]*
 // misfires (Late), a FIRE_ONCE_NOW one becoming the MISFIRE occurrence of
 // its episode's key (misfireKeys), and the items a DO_NOTHING misfire
 // skipped. received is when the bucket arrived (Unix ms): a task counts
-// as enqueued at its instant, or then if later.
-func (r *Ring) planInstants(bucket []fire.RingItem, byID map[int64]*xjob.Job, keys map[misfire]int64, received int64) ([]instant, int, int, []fire.RingItem) {
+// as enqueued at its instant, or then if later. threshold is the misfire
+// threshold (FireAgain widens it).
+func (r *Ring) planInstants(bucket []fire.RingItem, byID map[int64]*xjob.Job, keys map[misfire]int64, received int64, threshold time.Duration) ([]instant, int, int, []fire.RingItem) {
 	items := slices.Clone(bucket)
 	slices.SortStableFunc(items, func(a, b fire.RingItem) int { return int(a.FireTime - b.FireTime) })
 	var (
@@ -341,7 +364,7 @@ func (r *Ring) planInstants(bucket []fire.RingItem, byID map[int64]*xjob.Job, ke
 				dropped++
 				continue
 			}
-			switch Late(job.MisfireStrategy, time.Duration(received-at)*time.Millisecond, r.threshold) {
+			switch Late(job.MisfireStrategy, time.Duration(received-at)*time.Millisecond, threshold) {
 			case SkipMisfire:
 				misfired++
 				skipped = append(skipped, it)
@@ -459,6 +482,8 @@ type ServeOptions struct {
 type merged struct {
 	bucket fire.RingBucket
 	tokens []string
+	// again: one of the buckets was received before (FireAgain).
+	again bool
 }
 
 // Merged is the buckets of one second received together, fired as one,
@@ -502,6 +527,7 @@ func mergeBySecond(ds []driver.Delivery[fire.RingBucket]) []merged {
 		g := merged{bucket: m.Bucket}
 		for _, d := range m.Records {
 			g.tokens = append(g.tokens, d.Token)
+			g.again = g.again || d.Receives > 1
 		}
 		out = append(out, g)
 	}
@@ -542,7 +568,13 @@ func (r *Ring) Serve(ctx context.Context, o ServeOptions) error {
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				st, err := r.Fire(ctx, g.bucket)
+				var held time.Duration
+				if g.again {
+					// Held by a receiver that did not finish it, for up
+					// to the visibility timeout (FireAgain).
+					held = o.Visibility
+				}
+				st, err := r.fire(ctx, g.bucket, r.threshold+held)
 				if err != nil {
 					if ctx.Err() == nil {
 						r.log.ErrorContext(ctx, "ring fire", "err", err, "buckets", len(g.tokens))
