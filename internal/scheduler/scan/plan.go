@@ -36,7 +36,7 @@ type Plan struct {
 	// rules folded away (they are behind Fires' now-fire, or replaced by it):
 	// when Misfired, every time of the misfire span [old next, now] (with
 	// FIRE_ONCE_NOW one of them still fires, as MISFIRE); otherwise the
-	// times after a late fire up to now, collapsed into it. Counted up to
+	// times after a late fire and before now, collapsed into it. Counted up to
 	// MaxLate. Such times mean the scheduler fell behind; the scan reports
 	// them (metrics, a warning per tick) so overload is never silent.
 	Late int
@@ -69,8 +69,9 @@ type Policy struct {
 //   - next more than the misfire threshold in the past: misfire. With
 //     FIRE_ONCE_NOW it fires once now (type MISFIRE); with DO_NOTHING it is
 //     skipped. The next time is recomputed from now.
-//   - next in the past but within the threshold: fire now (type CRON) and
-//     recompute from now; FIX_RATE stays on its own grid (see resume).
+//   - next in the past but within the threshold: fire now (type CRON); the
+//     times after it and before now are collapsed into that fire, and the
+//     plan resumes at now (see resume).
 //   - every fire time within now + PreRead (or the longer Advance): push to
 //     the ring, recomputing each following time from the previous one
 //     (strict cadence).
@@ -92,23 +93,30 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 		next = t.UnixMilli()
 		return true
 	}
-	// resume moves next past now after a fire found late (within the
-	// misfire threshold). xxl-job recomputes from now. For FIX_RATE that
-	// moves the job to the tick's phase, and when the fires after next are
-	// in the ring already (their push landed, the advance that recorded it
-	// was lost: a store error, a lost conditional write) both phases would
-	// fire until the pushed ones run out. FIX_RATE therefore stays on
-	// next's grid: the pushed fires' occurrence ids come round again and
-	// dispatch drops the repeats. Other schedules lie on a calendar grid,
-	// where Next(now) is the same time either way. A misfire (beyond the
-	// threshold) keeps xxl-job's rule: plan from now.
+	// resume moves next to the first time at or after now, after a fire
+	// found late (within the misfire threshold). xxl-job recomputes from
+	// its wall clock, strictly after now; the scan's now is the tick's
+	// second, so a time at now is not late at all: it is planned like any
+	// other and the ring fires it at once. (Recomputed after now, it was
+	// folded into the late fire: a node taking a dead node's shards over
+	// passed one fire of every job over, the one due at the takeover
+	// tick.) For FIX_RATE, recomputing from now would move the job to the
+	// tick's phase, and when the fires after next are in the ring already
+	// (their push landed, the advance that recorded it was lost: a store
+	// error, a lost conditional write) both phases would fire until the
+	// pushed ones run out. FIX_RATE therefore stays on next's grid: the
+	// pushed fires' occurrence ids come round again and dispatch drops the
+	// repeats. Other schedules lie on a calendar grid, where Next(now−1 ms)
+	// is the same time either way. A misfire (beyond the threshold) keeps
+	// xxl-job's rule: plan from after now.
 	resume := func() bool {
+		from := max(now-1, next) // after the fire just planned
 		if fr, ok := sched.(schedule.FixRate); ok && fr.Interval > 0 {
 			step := fr.Interval.Milliseconds()
-			next += ((now-next)/step + 1) * step
+			next += ((from-next)/step + 1) * step
 			return true
 		}
-		return advance(nowT)
+		return advance(time.UnixMilli(from))
 	}
 
 	switch {
@@ -131,9 +139,9 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 		plan.Last = next
 		plan.Fires = append(plan.Fires, Fire{Time: next, Type: xjob.TriggerCron, Now: true})
 		if next < now {
-			if after, ok := nextTime(sched, next); ok && after <= now {
-				plan.Late = countTimes(sched, after, now)
-				plan.Passed = Span{From: after, To: now}
+			if after, ok := nextTime(sched, next); ok && after < now {
+				plan.Late = countTimes(sched, after, now-1)
+				plan.Passed = Span{From: after, To: now - 1}
 			}
 		}
 		if !resume() {

@@ -84,7 +84,7 @@ func TestPlanJob(t *testing.T) {
 			want: Plan{Fires: []Fire{
 				{base - 3*s, xjob.TriggerCron, true},
 				{base + 1*s, xjob.TriggerCron, false}, {base + 3*s, xjob.TriggerCron, false}, {base + 5*s, xjob.TriggerCron, false},
-			}, Last: base + 5*s, Next: base + 7*s, Late: 1, Passed: Span{base - 1*s, base}},
+			}, Last: base + 5*s, Next: base + 7*s, Late: 1, Passed: Span{base - 1*s, base - 1}},
 		},
 		{
 			name:  "exactly on time counts as late (next <= now)",
@@ -92,10 +92,30 @@ func TestPlanJob(t *testing.T) {
 			want: Plan{Fires: []Fire{{base, xjob.TriggerCron, true}}, Last: base, Next: base + 10*s},
 		},
 		{
-			name:  "exactly at the threshold is still late, not misfired",
+			name:  "exactly at the threshold is still late, not misfired; the time at now is not late",
 			sched: every(10 * time.Second), next: base - 5*s, now: base,
-			want: Plan{Fires: []Fire{{base - 5*s, xjob.TriggerCron, true}}, Last: base - 5*s, Next: base + 10*s,
-				Late: 1, Passed: Span{base, base}},
+			want: Plan{Fires: []Fire{{base - 5*s, xjob.TriggerCron, true}, {base, xjob.TriggerCron, false}}, Last: base, Next: base + 10*s},
+		},
+		{
+			// A node taking a dead node's shard over finds it a second
+			// behind: the late time fires at once, the one at the tick's
+			// second is planned as usual (not folded into the late fire).
+			name:  "one second behind at a takeover: both times fire",
+			sched: every(time.Second), next: base - 1*s, now: base,
+			want: Plan{Fires: []Fire{
+				{base - 1*s, xjob.TriggerCron, true},
+				{base, xjob.TriggerCron, false}, {base + 1*s, xjob.TriggerCron, false}, {base + 2*s, xjob.TriggerCron, false},
+				{base + 3*s, xjob.TriggerCron, false}, {base + 4*s, xjob.TriggerCron, false}, {base + 5*s, xjob.TriggerCron, false},
+			}, Last: base + 5*s, Next: base + 6*s},
+		},
+		{
+			name:  "late times before now collapse into the late fire",
+			sched: every(time.Second), next: base - 3*s, now: base,
+			want: Plan{Fires: []Fire{
+				{base - 3*s, xjob.TriggerCron, true},
+				{base, xjob.TriggerCron, false}, {base + 1*s, xjob.TriggerCron, false}, {base + 2*s, xjob.TriggerCron, false},
+				{base + 3*s, xjob.TriggerCron, false}, {base + 4*s, xjob.TriggerCron, false}, {base + 5*s, xjob.TriggerCron, false},
+			}, Last: base + 5*s, Next: base + 6*s, Late: 2, Passed: Span{base - 2*s, base - 1}},
 		},
 		{
 			name:  "misfire DO_NOTHING skips and recomputes from now",
