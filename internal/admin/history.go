@@ -52,6 +52,16 @@ func ImportReportGroup(origin string) int64 {
 	return 1<<32 | int64(h.Sum32())
 }
 
+// reportNow is a store whose report counters are batched (the trigger
+// path's, tally.Batcher.Store) and that can write one delta at once.
+// ImportHistory needs that: it reads a day back to add only the difference,
+// and a batched delta is invisible to a second import on another node, or
+// in another Lambda environment, until its flush, so that import would add
+// the same counts again.
+type reportNow interface {
+	ReportAddNow(ctx context.Context, d xjob.ReportDay) error
+}
+
 // ImportHistory stores the trigger logs and report days of another
 // scheduler (an xxl-job import), so that the log list, `xjob report` and
 // the console's chart go back past the move. It can run again: a log whose
@@ -109,6 +119,10 @@ func (s *Service) ImportHistory(ctx context.Context, p HistoryParams) (HistoryRe
 		}
 	}
 	group := ImportReportGroup(p.Origin)
+	add := s.cfg.Store.ReportAdd
+	if now, ok := s.cfg.Store.(reportNow); ok {
+		add = now.ReportAddNow
+	}
 	for _, d := range p.Days {
 		have, err := s.cfg.Store.ReportList(ctx, driver.ReportListParams{From: d.Day, To: d.Day, GroupIDs: []int64{group}})
 		if err != nil {
@@ -127,7 +141,7 @@ func (s *Service) ImportHistory(ctx context.Context, p HistoryParams) (HistoryRe
 			res.DaysKept++
 			continue
 		}
-		if err := s.cfg.Store.ReportAdd(ctx, delta); err != nil {
+		if err := add(ctx, delta); err != nil {
 			return res, fmt.Errorf("admin import history: day %s: %w", d.Day, err)
 		}
 		res.DaysAdded++

@@ -1,10 +1,15 @@
 package admin_test
 
 import (
+	"io"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/admin"
+	"github.com/xjobdev/xjob/internal/scheduler/tally"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -55,5 +60,46 @@ func TestImportHistoryDaysPerOrigin(t *testing.T) {
 	}
 	if n := total(e.group.ID); n != 1 {
 		t.Fatalf("the group's report counts %d runs today, want its own 1", n)
+	}
+}
+
+// The services of two nodes (or two Lambda environments) batch their
+// report counters, each in its own memory. An import's days are written at
+// once all the same: the same import run again through the other node
+// finds them and adds nothing, instead of counting the days twice.
+func TestImportHistoryDaysPastTheBatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	node := func() *admin.Service {
+		t.Helper()
+		b, err := tally.New(e.db, tally.Options{Interval: time.Hour, Clock: e.clk, Logger: quiet}) // no flush within the test
+		if err != nil {
+			t.Fatal(err)
+		}
+		ec, err := execclient.New(execclient.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ec.Close)
+		svc, err := admin.New(admin.Config{Store: b.Store(e.db), Queues: e.db, Executors: ec, Finisher: e.cb, Clock: e.clk, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svc
+	}
+	a, b := node(), node()
+	days := []xjob.ReportDay{{Day: "2024-03-01", SucCount: 3, FailCount: 1}}
+	first, err := a.ImportHistory(e.ctx, admin.HistoryParams{Origin: "db-one", Days: days})
+	if err != nil || first.DaysAdded != 1 {
+		t.Fatalf("first import: %+v %v", first, err)
+	}
+	again, err := b.ImportHistory(e.ctx, admin.HistoryParams{Origin: "db-one", Days: days})
+	if err != nil || again.DaysAdded != 0 || again.DaysKept != 1 {
+		t.Fatalf("the same import on the other node: %+v %v, want the day kept", again, err)
+	}
+	got, err := e.db.ReportList(e.ctx, driver.ReportListParams{From: "2024-03-01", To: "2024-03-01"})
+	if err != nil || len(got) != 1 || got[0].SucCount != 3 || got[0].FailCount != 1 {
+		t.Fatalf("the store's day %+v %v, want 3 succeeded and 1 failed, once", got, err)
 	}
 }

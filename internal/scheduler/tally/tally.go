@@ -288,6 +288,14 @@ func (s batchedStore) ReportAdd(ctx context.Context, d xjob.ReportDay) error {
 	return s.b.ReportAdd(ctx, d)
 }
 
+// ReportAddNow writes d to the store at once, past the batch: for a write
+// that others read back to take a difference (an import's report days:
+// the next import may run on another node, or in another Lambda
+// environment, before this batch's flush).
+func (s batchedStore) ReportAddNow(ctx context.Context, d xjob.ReportDay) error {
+	return s.Store.ReportAdd(ctx, d)
+}
+
 func (s batchedStore) ReportList(ctx context.Context, p driver.ReportListParams) ([]xjob.ReportDay, error) {
 	return s.b.ReportList(ctx, p)
 }
