@@ -162,7 +162,10 @@ func exerciseCluster(t *testing.T, newDB func(t *testing.T) string) {
 	})
 	// Each node reports its view on /metrics: three live nodes, and the
 	// shards they hold add up to all of them, each held once.
-	eventually(t, 15*time.Second, "every shard held once across the nodes", func() bool {
+	// Beats every second, a 5 s lease TTL: a node started under load
+	// (the race detector, other test binaries on two cores) may take a
+	// few TTLs to see the others and settle its share.
+	eventually(t, 45*time.Second, "every shard held once across the nodes", func() bool {
 		held := 0
 		for _, n := range nodes {
 			_, body := get(t, n.info.URL+"/metrics", clusterAdminToken)
@@ -199,11 +202,15 @@ func exerciseCluster(t *testing.T, newDB func(t *testing.T) string) {
 		}
 	}
 	// A fire time other than one second after the previous is a fire the
-	// cluster missed, which is allowed only as a misfire: a machine too
-	// loaded to scan for longer than the misfire threshold (5 s; seen under
-	// the race detector with other test binaries on two cores) must count
-	// it, and the job's DO_NOTHING strategy then plans it from the next
-	// tick on. A fire time logged twice is never allowed.
+	// cluster missed, which is allowed only as a counted misfire or
+	// collapse: a machine too loaded to scan for longer than the misfire
+	// threshold (5 s; seen under the race detector with other test
+	// binaries on two cores) must count it, and the job's DO_NOTHING
+	// strategy then plans it from the next tick on; a scan found late
+	// within the threshold fires the late time and folds the times before
+	// its tick into it, as xxl-job does, and counts them
+	// (xjob_collapsed_fires_total). A fire time logged twice is never
+	// allowed.
 	irregular := 0
 	for _, id := range ids {
 		var page logPage
@@ -227,17 +234,18 @@ func exerciseCluster(t *testing.T, newDB func(t *testing.T) string) {
 		}
 	}
 	if n := misfiredOnC + misfired(t, nodes[0]) + misfired(t, nodes[1]); irregular > 0 && n == 0 {
-		t.Errorf("%d irregular intervals between fires and no misfire counted: fires were lost", irregular)
+		t.Errorf("%d irregular intervals between fires and no misfire or collapse counted: fires were lost", irregular)
 	}
 }
 
-// misfired is a node's count of fire times it handled as misfires.
+// misfired is a node's count of fire times it passed over by a rule:
+// misfires (either strategy) and times collapsed into a late fire.
 func misfired(t *testing.T, n *clusterNode) int {
 	t.Helper()
 	_, body := get(t, n.info.URL+"/metrics", clusterAdminToken)
 	total := 0
 	for _, line := range strings.Split(body, "\n") {
-		if strings.HasPrefix(line, "xjob_misfired_fires_total{") {
+		if strings.HasPrefix(line, "xjob_misfired_fires_total{") || strings.HasPrefix(line, "xjob_collapsed_fires_total ") {
 			var v float64
 			fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
 			total += int(v)
