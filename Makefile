@@ -75,7 +75,7 @@ FUZZ_TARGETS := .:FuzzJobJSON .:FuzzAddress ./internal/fire:FuzzRingBucket ./pkg
 	./internal/web/adminapi:FuzzExecutorRoutes ./internal/web/guard:FuzzJSONText ./internal/web/auth:FuzzSessionDecode ./internal/web/auth:FuzzParseHash ./internal/egress:FuzzLegacyIPv4 ./internal/web/adminapi:FuzzCallbackBatch ./pkg/executor:FuzzTriggerParam \
 	.:FuzzDeclaration ./internal/cli:FuzzParseManifest ./internal/xxlimport:FuzzMap ./internal/xxlimport:FuzzTriggerType ./pkg/schedule:FuzzParseOnce \
 	./deploy:FuzzDockerfile ./internal/web/clientip:FuzzXForwardedFor ./pkg/protocol:FuzzDecodeCallbacks ./internal/adapter/dynamostore:FuzzOccurrenceFireTime \
-	./internal/adapter/mysqlstore:FuzzParseURL ./internal/target:FuzzParse
+	./internal/adapter/mysqlstore:FuzzParseURL ./internal/target:FuzzParse ./internal/target:FuzzParseAWS
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 20s) each

@@ -395,6 +395,8 @@ func (s Spec) Render(v Vars, secrets map[string]string) (Request, error) {
 // templates may name, and the job's timeout and block strategy.
 type Call struct {
 	Vars
+	// GlueType is the job's: HTTP (Source is a Spec) or AWS (an AWSSpec).
+	GlueType string
 	// Source is the job's GLUE source (the spec, secrets sealed).
 	Source string
 	// TimeoutSeconds is the job's executorTimeout (see TimeoutSeconds).
