@@ -102,11 +102,20 @@ const (
 	// target's spec (package internal/target). It never reaches an
 	// executor, so xxl-job executors never see it.
 	GlueHTTP GlueType = "HTTP"
+	// GlueAWS is not an xxl-job type either: the job calls one AWS
+	// resource (a Lambda function, an SQS queue, an SNS topic, an
+	// EventBridge bus, a Step Functions state machine) from the
+	// scheduler; its GLUE source names it by ARN.
+	GlueAWS GlueType = "AWS"
 )
 
 // Script reports whether g is source an executor runs (the GLUE_* types):
 // what the GLUE policy governs and the GLUE history keeps.
-func (g GlueType) Script() bool { return g != "" && g != GlueBean && g != GlueHTTP }
+func (g GlueType) Script() bool { return g != "" && g != GlueBean && !g.Target() }
+
+// Target reports whether g is run by the scheduler itself, with no
+// executor (HTTP and AWS jobs): its GLUE source is the target's spec.
+func (g GlueType) Target() bool { return g == GlueHTTP || g == GlueAWS }
 
 // TriggerType records why a trigger happened.
 type TriggerType string
@@ -193,7 +202,7 @@ func (b BlockStrategy) valid() bool {
 
 func (g GlueType) valid() bool {
 	switch g {
-	case GlueBean, GlueGroovy, GlueShell, GluePython, GluePython2, GluePHP, GlueNodeJS, GluePowerShell, GlueHTTP:
+	case GlueBean, GlueGroovy, GlueShell, GluePython, GluePython2, GluePHP, GlueNodeJS, GluePowerShell, GlueHTTP, GlueAWS:
 		return true
 	}
 	return false

@@ -177,7 +177,7 @@ func (j *Job) Validate() error {
 		p.add("glueType", "unknown glue type %q", j.GlueType)
 	} else if j.GlueType == GlueBean {
 		checkLen(&p, "executorHandler", j.Handler, 1, MaxHandlerLen)
-	} else if j.GlueType == GlueHTTP {
+	} else if j.GlueType.Target() {
 		checkLen(&p, "executorHandler", j.Handler, 0, MaxHandlerLen)
 		checkTarget(&p, j)
 	} else {
@@ -224,10 +224,10 @@ const MaxTargetTimeoutSeconds = 300
 // admin service (package internal/target), which also seals its secrets.
 func checkTarget(p *problems, j *Job) {
 	if j.RouteStrategy == RouteShardingBroadcast {
-		p.add("executorRouteStrategy", "an HTTP job is called once by the scheduler: SHARDING_BROADCAST needs executors")
+		p.add("executorRouteStrategy", "an %s job is called once by the scheduler: SHARDING_BROADCAST needs executors", j.GlueType)
 	}
 	if j.TimeoutSeconds > MaxTargetTimeoutSeconds {
-		p.add("executorTimeout", "an HTTP call is cut at most after %d seconds", MaxTargetTimeoutSeconds)
+		p.add("executorTimeout", "an %s call is cut at most after %d seconds", j.GlueType, MaxTargetTimeoutSeconds)
 	}
 }
 

@@ -9,8 +9,9 @@ import (
 	"github.com/xjobdev/xjob/internal/target"
 )
 
-// TargetConfig enables HTTP jobs (glue type HTTP): a deployment that runs
-// the built-in executor sets it. Without it, HTTP jobs are refused at save.
+// TargetConfig enables target jobs (glue types HTTP and AWS): a deployment
+// that runs the built-in executor sets it. Without it, both are refused at
+// save.
 type TargetConfig struct {
 	// Sealer seals secret headers at save; nil refuses specs that have
 	// some.
@@ -19,6 +20,13 @@ type TargetConfig struct {
 	// (egress.Policy.Check with a resolver), so that a disallowed
 	// address is refused with the field named rather than at each fire.
 	CheckURL func(ctx context.Context, rawURL string) error
+	// AWS lists the ARNs AWS jobs may call; nil (no AWS client
+	// configured) refuses AWS jobs, an empty list refuses every ARN.
+	AWS *target.AllowList
+	// AWSParam names the setting that lists them, as the operator
+	// writes it (a flag and its variable, or the stack's parameter), so
+	// that a refusal tells them what to change.
+	AWSParam string
 }
 
 // prepareTarget checks an HTTP job's spec and makes it the form to store:
@@ -26,6 +34,9 @@ type TargetConfig struct {
 // kept, foreign ones refused; old is the stored GLUE source, "" for a new
 // job). Problems are named glueSource.<field>. Other jobs pass through.
 func (s *Service) prepareTarget(ctx context.Context, j *xjob.Job, old string) error {
+	if j.GlueType == xjob.GlueAWS {
+		return s.prepareAWSTarget(j)
+	}
 	if j.GlueType != xjob.GlueHTTP {
 		return nil
 	}
@@ -52,6 +63,28 @@ func (s *Service) prepareTarget(ctx context.Context, j *xjob.Job, old string) er
 	spec, err = target.Resolve(s.cfg.Targets.Sealer, spec, old)
 	if err != nil {
 		return specProblems(err)
+	}
+	j.GlueSource = spec.Canonical()
+	return nil
+}
+
+// prepareAWSTarget checks an AWS job's spec, and that its ARN is one the
+// operator allows (what the deployment's IAM grants), and stores it in
+// canonical form.
+func (s *Service) prepareAWSTarget(j *xjob.Job) error {
+	if s.cfg.Targets == nil || s.cfg.Targets.AWS == nil {
+		return invalid("glueType", "AWS jobs are not available on this deployment: it has no AWS client (give the allowed target ARNs and AWS credentials)")
+	}
+	spec, err := target.ParseAWS(j.GlueSource)
+	if err != nil {
+		return specProblems(err)
+	}
+	if !s.cfg.Targets.AWS.Allows(spec.ARN) {
+		param := s.cfg.Targets.AWSParam
+		if param == "" {
+			param = "the allowed target ARNs"
+		}
+		return invalid("glueSource.arn", "%s is not an allowed target: list it in %s (%d ARNs allowed)", spec.ARN, param, s.cfg.Targets.AWS.Len())
 	}
 	j.GlueSource = spec.Canonical()
 	return nil

@@ -240,3 +240,10 @@ func describe(err error) string {
 	}
 	return err.Error()
 }
+
+// CallAWS is Call as the built-in executor takes it
+// (httptarget.AWSCaller).
+func (c *Caller) CallAWS(ctx context.Context, r target.AWSRequest) (bool, string) {
+	res := c.Call(ctx, r)
+	return res.OK, res.Msg
+}

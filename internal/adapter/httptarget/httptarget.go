@@ -1,6 +1,7 @@
-// Package httptarget is the built-in executor of HTTP jobs (glue type
-// HTTP, package internal/target): it makes the call a target job's spec
-// describes from the scheduler's own process, and reports the result
+// Package httptarget is the built-in executor of target jobs (glue types
+// HTTP and AWS, package internal/target): it makes the call a target
+// job's spec describes from the scheduler's own process (an AWS job's
+// through Config.AWS, internal/adapter/awstarget), and reports the result
 // through the same callback path an executor's POST /api/callback takes,
 // so retries, alarms, child jobs and the run report treat it as any run.
 //
@@ -92,6 +93,18 @@ type Config struct {
 	// DialTimeout bounds connecting (default 10 s, within the call's
 	// timeout).
 	DialTimeout time.Duration
+	// AWS makes AWS jobs' calls (*awstarget.Caller); nil fails them.
+	AWS AWSCaller
+	// AWSAllow lists the ARNs AWS jobs may call, checked again at each
+	// fire so that an ARN the operator removed is no longer called by a
+	// job saved before.
+	AWSAllow *target.AllowList
+}
+
+// AWSCaller makes one AWS job's call, bounded by ctx, and words its
+// result for the log; ok false fails the run.
+type AWSCaller interface {
+	CallAWS(ctx context.Context, r target.AWSRequest) (ok bool, msg string)
 }
 
 // Executor runs target calls. It is safe for concurrent use.
@@ -118,6 +131,7 @@ type jobState struct {
 type run struct {
 	call   target.Call
 	req    target.Request
+	aws    *target.AWSRequest // an AWS job's call instead of req
 	codes  target.Codes
 	secret bool
 	ctx    context.Context
@@ -178,23 +192,10 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 // Config.Report. A spec, secret or template that cannot be used, or a
 // block strategy that refuses the call, fails here.
 func (e *Executor) Start(_ context.Context, c target.Call) protocol.ReturnT {
-	spec, err := target.Parse(c.Source)
-	if err != nil {
-		return protocol.Fail("HTTP target spec: " + err.Error())
+	r, fail := e.prepare(c)
+	if fail != "" {
+		return protocol.Fail(fail)
 	}
-	secrets, err := e.cfg.Sealer.OpenAll(spec)
-	if err != nil {
-		return protocol.Fail("HTTP target: " + err.Error())
-	}
-	req, err := spec.Render(c.Vars, secrets)
-	if err != nil {
-		return protocol.Fail("HTTP target: " + err.Error())
-	}
-	codes, err := target.ParseCodes(spec.SuccessCodes)
-	if err != nil {
-		return protocol.Fail("HTTP target: successCodes: " + err.Error())
-	}
-	r := &run{call: c, req: req, codes: codes, secret: len(secrets) > 0}
 	r.ctx, r.cancel = context.WithCancelCause(e.base)
 
 	e.mu.Lock()
@@ -232,6 +233,44 @@ func (e *Executor) Start(_ context.Context, c target.Call) protocol.ReturnT {
 	js.running = r
 	e.launchLocked(r)
 	return protocol.OK()
+}
+
+// prepare turns c into a run ready to call, or says why it cannot run.
+func (e *Executor) prepare(c target.Call) (*run, string) {
+	if xjob.GlueType(c.GlueType) == xjob.GlueAWS {
+		spec, err := target.ParseAWS(c.Source)
+		if err != nil {
+			return nil, "AWS target spec: " + err.Error()
+		}
+		if e.cfg.AWS == nil || e.cfg.AWSAllow == nil {
+			return nil, "AWS target: this node has no AWS client (no allowed target ARNs configured)"
+		}
+		if !e.cfg.AWSAllow.Allows(spec.ARN) {
+			return nil, "AWS target: " + spec.ARN + " is no longer an allowed target ARN"
+		}
+		req, err := spec.Render(c.Vars)
+		if err != nil {
+			return nil, "AWS target: " + err.Error()
+		}
+		return &run{call: c, aws: &req}, ""
+	}
+	spec, err := target.Parse(c.Source)
+	if err != nil {
+		return nil, "HTTP target spec: " + err.Error()
+	}
+	secrets, err := e.cfg.Sealer.OpenAll(spec)
+	if err != nil {
+		return nil, "HTTP target: " + err.Error()
+	}
+	req, err := spec.Render(c.Vars, secrets)
+	if err != nil {
+		return nil, "HTTP target: " + err.Error()
+	}
+	codes, err := target.ParseCodes(spec.SuccessCodes)
+	if err != nil {
+		return nil, "HTTP target: successCodes: " + err.Error()
+	}
+	return &run{call: c, req: req, codes: codes, secret: len(secrets) > 0}, ""
 }
 
 // coverLocked cancels js's running call and drops its queue: each reports
@@ -291,6 +330,13 @@ func (e *Executor) do(r *run) (int, string) {
 			cancel(fmt.Errorf("timed out after %v: the call was cut", timeout))
 		}
 	}()
+	if r.aws != nil {
+		ok, msg := e.cfg.AWS.CallAWS(callCtx, *r.aws)
+		if !ok {
+			return xjob.CodeFail, msg
+		}
+		return xjob.CodeSuccess, msg
+	}
 	ctx := context.WithValue(callCtx, secretKey{}, r.secret)
 	var body io.Reader
 	if r.req.Body != "" {
@@ -483,10 +529,10 @@ func (x Executors) Run(ctx context.Context, address string, p protocol.TriggerPa
 	if address != target.Address {
 		return x.Remote.Run(ctx, address, p)
 	}
-	if xjob.GlueType(p.GlueType) != xjob.GlueHTTP {
-		return protocol.Fail("the built-in HTTP target runs only HTTP jobs")
+	if !xjob.GlueType(p.GlueType).Target() {
+		return protocol.Fail("the built-in executor runs only HTTP and AWS jobs")
 	}
-	return x.Local.Start(ctx, target.Call{Vars: target.Vars{JobID: p.JobID, LogID: p.LogID, Param: p.ExecutorParams,
+	return x.Local.Start(ctx, target.Call{GlueType: p.GlueType, Vars: target.Vars{JobID: p.JobID, LogID: p.LogID, Param: p.ExecutorParams,
 		ShardIndex: p.BroadcastIndex, ShardTotal: max(p.BroadcastTotal, 1), ScheduleTime: p.LogDateTime, TriggerTime: p.LogDateTime},
 		Source: p.GlueSource, TimeoutSeconds: p.ExecutorTimeout, BlockStrategy: p.ExecutorBlockStrategy})
 }
@@ -528,6 +574,6 @@ func (x Executors) Log(ctx context.Context, address string, p protocol.LogParam)
 		return x.Remote.Log(ctx, address, p)
 	}
 	return protocol.LogResult{FromLineNum: p.FromLineNum, ToLineNum: 0, IsEnd: true,
-			LogContent: "An HTTP job has no executor log: its result (status and first bytes of the body) is the log's handle message.\n"},
+			LogContent: "An HTTP or AWS job has no executor log: its result (status and first bytes of the response) is the log's handle message.\n"},
 		protocol.OK()
 }

@@ -12,10 +12,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/spf13/pflag"
 
 	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
+	"github.com/xjobdev/xjob/internal/target"
 	"github.com/xjobdev/xjob/internal/web/auth"
 
 	"github.com/xjobdev/xjob/pkg/clock"
@@ -46,6 +48,18 @@ type Config struct {
 	// the built-in refusals (link-local, cloud metadata). Loopback is
 	// allowed in xjob local, where executors run on the same machine.
 	AllowCIDRs, DenyCIDRs string
+	// AWSTargetARNs lists the ARNs AWS jobs may call (comma- or
+	// space-separated; package target). Empty: AWS jobs are refused at
+	// save. The calls use the SDK's default credentials chain and its
+	// AWS_ENDPOINT_URL* variables.
+	AWSTargetARNs string
+	// AWSEndpoints maps a target service (target.ServiceSQS, …) to a base
+	// endpoint (emulators, tests); no flag: AWS_ENDPOINT_URL_<SERVICE>
+	// does the same for an operator.
+	AWSEndpoints map[string]string
+	// AWSConfig is the SDK configuration of AWS jobs' calls (an embedding
+	// program's, a test's); nil loads the default chain.
+	AWSConfig *aws.Config
 	// TrustedProxies are the reverse proxies (comma-separated CIDRs or
 	// IPs) whose X-Forwarded-For names the client, for the sign-in
 	// limits and the audit log (package clientip). Empty: the
@@ -294,6 +308,8 @@ func options() []option {
 			func(c *Config) *string { return &c.AllowCIDRs }),
 		strOpt("deny-cidrs", "XJOB_DENY_CIDRS", "executor address ranges never called (comma-separated CIDRs)",
 			func(c *Config) *string { return &c.DenyCIDRs }),
+		strOpt("aws-target-arns", "XJOB_AWS_TARGET_ARNS", "ARNs AWS jobs may call (Lambda functions, SQS queues, SNS topics, EventBridge buses, Step Functions state machines; comma-separated); default none: AWS jobs refused",
+			func(c *Config) *string { return &c.AWSTargetARNs }),
 		strOpt("trusted-proxies", "XJOB_TRUSTED_PROXIES", "reverse proxies whose X-Forwarded-For names the client (comma-separated CIDRs; default none: the peer is the client)",
 			func(c *Config) *string { return &c.TrustedProxies }),
 		boolOpt("allow-any-trigger-address", "XJOB_ALLOW_ANY_TRIGGER_ADDRESS",
@@ -526,6 +542,9 @@ func (c *Config) Validate() error {
 		if _, err := egress.ParsePrefixes(r.v); err != nil {
 			bad(r.flag, r.env, "%v", err)
 		}
+	}
+	if _, err := target.ParseAllowList(c.AWSTargetARNs); err != nil {
+		bad("aws-target-arns", "XJOB_AWS_TARGET_ARNS", "%v", err)
 	}
 	if c.Shards < 1 || c.Shards > 1024 {
 		bad("shards", "XJOB_SHARDS", "must be between 1 and 1024, got %d", c.Shards)

@@ -56,6 +56,8 @@ func TestParse(t *testing.T) {
 			}},
 		{name: "bad cidrs", args: []string{"--allow-cidrs", "10.0.0.0/33", "--deny-cidrs", "nonsense", "--trusted-proxies", "proxy"},
 			wantErr: []string{"--allow-cidrs (XJOB_ALLOW_CIDRS)", "--deny-cidrs (XJOB_DENY_CIDRS)", "--trusted-proxies (XJOB_TRUSTED_PROXIES)"}},
+		{name: "bad target ARN", args: []string{"--aws-target-arns", "arn:aws:sqs:us-east-1:123456789012:q,arn:aws:s3:::bucket"},
+			wantErr: []string{"--aws-target-arns (XJOB_AWS_TARGET_ARNS): allowed target ARN \"arn:aws:s3:::bucket\""}},
 		{name: "flags win over env", args: []string{"--db", "a.db", "--shards=8", "--demo", "--grace", "1s"},
 			env: map[string]string{"XJOB_DB": "b.db", "XJOB_SHARDS": "2"},
 			check: func(t *testing.T, c Config) {
@@ -299,6 +301,7 @@ func TestParseEveryFlag(t *testing.T) {
 		{[]string{"--allow-cidrs", "169.254.10.0/24", "--deny-cidrs=10.9.0.0/16"},
 			func(c *Config) { c.AllowCIDRs, c.DenyCIDRs = "169.254.10.0/24", "10.9.0.0/16" }},
 		{[]string{"--trusted-proxies", "10.0.0.0/24,192.0.2.7"}, func(c *Config) { c.TrustedProxies = "10.0.0.0/24,192.0.2.7" }},
+		{[]string{"--aws-target-arns", "arn:aws:sqs:us-east-1:123456789012:q"}, func(c *Config) { c.AWSTargetARNs = "arn:aws:sqs:us-east-1:123456789012:q" }},
 		{[]string{"--allow-any-trigger-address"}, func(c *Config) { c.AnyTriggerAddress = true }},
 		{[]string{"--start-declared-jobs=true"}, func(c *Config) { c.StartDeclaredJobs = true }},
 		{[]string{"--shards", "4"}, func(c *Config) { c.Shards = 4 }},

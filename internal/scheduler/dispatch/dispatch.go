@@ -782,12 +782,12 @@ type trigger struct {
 	param     string
 	retry     int
 	broadcast bool
-	target    bool   // an HTTP job: run by Config.Targets
+	target    bool   // an HTTP or AWS job: run by Config.Targets
 	fail      string // set when no executor can be called
 }
 
 func (d *Dispatcher) newTrigger(job xjob.Job, task fire.DispatchTask) *trigger {
-	isTarget := job.GlueType == xjob.GlueHTTP
+	isTarget := job.GlueType.Target()
 	t := &trigger{job: job, task: task, param: job.Param, retry: job.FailRetryCount, target: isTarget,
 		broadcast: !isTarget && job.RouteStrategy == xjob.RouteShardingBroadcast}
 	if task.Param != nil {
@@ -827,7 +827,7 @@ func (d *Dispatcher) triggerMsg(t *trigger, address, trail string, ret protocol.
 	reg := "automatic"
 	switch {
 	case t.target:
-		reg = "built-in (HTTP job)"
+		reg = "built-in (" + string(t.job.GlueType) + " job)"
 	case t.group.AddressType == xjob.AddressManual || len(t.task.AddressList) > 0:
 		reg = "manual"
 	}
@@ -868,6 +868,7 @@ func (d *Dispatcher) targetCall(pl *pendingLog) target.Call {
 		sched = occ.FireTime
 	}
 	return target.Call{
+		GlueType: string(t.job.GlueType),
 		Vars: target.Vars{JobID: t.job.ID, LogID: pl.log.ID, Param: t.param, ShardIndex: pl.index, ShardTotal: pl.total,
 			ScheduleTime: sched, TriggerTime: pl.log.TriggerTime},
 		Source: t.job.GlueSource, TimeoutSeconds: t.job.TimeoutSeconds, BlockStrategy: string(t.job.BlockStrategy),

@@ -64,7 +64,7 @@ func TestDispatchHandsHTTPJobsToTargets(t *testing.T) {
 		t.Fatalf("calls = %+v", rec.calls)
 	}
 	c := rec.calls[0]
-	want := target.Call{Vars: target.Vars{JobID: j.ID, LogID: l.ID, Param: "p", ShardIndex: 0, ShardTotal: 1,
+	want := target.Call{GlueType: "HTTP", Vars: target.Vars{JobID: j.ID, LogID: l.ID, Param: "p", ShardIndex: 0, ShardTotal: 1,
 		ScheduleTime: task.Occurrence.FireTime, TriggerTime: l.TriggerTime}, Source: j.GlueSource, TimeoutSeconds: 30,
 		BlockStrategy: "COVER_EARLY"}
 	if c != want {
