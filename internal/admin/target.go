@@ -27,6 +27,49 @@ type TargetConfig struct {
 	// writes it (a flag and its variable, or the stack's parameter), so
 	// that a refusal tells them what to change.
 	AWSParam string
+	// Try makes one call of a target job now, without a trigger log
+	// (httptarget.Executor.Try): the console's test call. Nil: no test
+	// calls.
+	Try func(ctx context.Context, c target.Call) (ok bool, msg string)
+}
+
+// TargetResult is a test call's outcome: what a run's log would show.
+type TargetResult struct {
+	OK  bool   `json:"ok"`
+	Msg string `json:"msg"`
+}
+
+// TestTarget makes the call of target job j once, now, as its next fire
+// would (the same checks, address rule, secrets, template values with
+// log id 0, timeout), but writes nothing: no trigger log, no retry, no
+// alarm. id is the stored job j edits (0 for a new one), whose secret
+// headers a reference in j's spec may name. A spec that would be refused
+// at save is refused here the same way.
+func (s *Service) TestTarget(ctx context.Context, j xjob.Job, id int64) (TargetResult, error) {
+	if !j.GlueType.Target() {
+		return TargetResult{}, invalid("glueType", "only HTTP and AWS jobs have a test call, not %s", j.GlueType)
+	}
+	if s.cfg.Targets == nil || s.cfg.Targets.Try == nil {
+		return TargetResult{}, invalid("glueType", "test calls are not available on this deployment")
+	}
+	old := ""
+	if id > 0 {
+		stored, err := s.GetJob(ctx, id)
+		if err != nil {
+			return TargetResult{}, err
+		}
+		if stored.GlueType == j.GlueType {
+			old = stored.GlueSource
+		}
+	}
+	if err := s.prepareTarget(ctx, &j, old); err != nil {
+		return TargetResult{}, err
+	}
+	now := s.cfg.Clock.Now().UnixMilli()
+	ok, msg := s.cfg.Targets.Try(ctx, target.Call{GlueType: string(j.GlueType),
+		Vars:   target.Vars{JobID: id, Param: j.Param, ShardTotal: 1, ScheduleTime: now, TriggerTime: now},
+		Source: j.GlueSource, TimeoutSeconds: j.TimeoutSeconds})
+	return TargetResult{OK: ok, Msg: msg}, nil
 }
 
 // prepareTarget checks an HTTP job's spec and makes it the form to store:

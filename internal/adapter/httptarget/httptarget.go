@@ -273,6 +273,21 @@ func (e *Executor) prepare(c target.Call) (*run, string) {
 	return &run{call: c, req: req, codes: codes, secret: len(secrets) > 0}, ""
 }
 
+// Try makes c's call once, now, and returns its result instead of
+// reporting it: the console's test call. It takes a worker slot like any
+// call and obeys the same timeout, egress rule and redirect rule; it
+// bypasses the job's queue and block strategy (no run is started).
+func (e *Executor) Try(ctx context.Context, c target.Call) (bool, string) {
+	r, fail := e.prepare(c)
+	if fail != "" {
+		return false, fail
+	}
+	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	defer r.cancel(nil)
+	code, msg := e.do(r)
+	return code == xjob.CodeSuccess, msg
+}
+
 // coverLocked cancels js's running call and drops its queue: each reports
 // a failure naming the cover.
 func (e *Executor) coverLocked(js *jobState) {

@@ -278,7 +278,8 @@ var englishWord = regexp.MustCompile(`[A-Za-z][A-Za-z.]+`)
 
 var latinAllowed = map[string]bool{"xjob": true, "GLUE": true, "BEAN": true, "CRON": true, "Cron": true, "Shell": true,
 	"Python": true, "Java": true, "PHP": true, "Node.js": true, "PowerShell": true, "UTC": true, "IANA": true,
-	"EN": true, "http": true, "https": true, "HTTP": true, "Quartz": true, "Tab": true}
+	"EN": true, "http": true, "https": true, "HTTP": true, "Quartz": true, "Tab": true,
+	"AWS": true, "ARN": true, "Lambda": true, "SQS": true, "SNS": true, "EventBridge": true, "Step": true, "Functions": true, "FIFO": true, "JSON": true}
 
 // latinText lists the visible text of the page outside names and code
 // (elements marked translate="no", code, pre, svg), with select options.

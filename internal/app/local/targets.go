@@ -64,5 +64,6 @@ func newTargets(n node, policy egress.Policy, cb *callback.Service) (*httptarget
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: HTTP jobs: %w", n.name(), err)
 	}
+	tc.Try = exec.Try
 	return exec, tc, nil
 }

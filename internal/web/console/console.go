@@ -140,6 +140,8 @@ func (h *Handler) route() {
 		{"GET /console/jobs/{id}/trigger", h.triggerPage},
 		{"POST /console/jobs/{id}/trigger", h.trigger},
 		{"POST /console/jobs/bulk", h.jobBulk},
+		{"POST /console/jobs/test-call", h.testCall},
+		{"POST /console/jobs/{id}/test-call", h.testCall},
 		{"GET /console/jobs/{id}/glue", h.gluePage},
 		{"POST /console/jobs/{id}/glue", h.glueSave},
 		{"GET /console/preview", h.preview},

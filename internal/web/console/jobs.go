@@ -133,7 +133,7 @@ var allEnums = enums{
 		xjob.RouteBusyover, xjob.RouteShardingBroadcast},
 	Block: []xjob.BlockStrategy{xjob.BlockSerialExecution, xjob.BlockDiscardLater, xjob.BlockCoverEarly},
 	Glue: []xjob.GlueType{xjob.GlueBean, xjob.GlueShell, xjob.GluePython, xjob.GluePython2, xjob.GlueNodeJS,
-		xjob.GluePHP, xjob.GluePowerShell, xjob.GlueGroovy, xjob.GlueHTTP},
+		xjob.GluePHP, xjob.GluePowerShell, xjob.GlueGroovy, xjob.GlueHTTP, xjob.GlueAWS},
 }
 
 // fieldOrder is the form's order of fields, which the banner follows.
@@ -237,6 +237,9 @@ func jobFromForm(r *http.Request, b base) (xjob.Job, map[string]string, map[stri
 	}
 	if j.GlueType == xjob.GlueHTTP {
 		j.GlueSource = specFromForm(r, problems)
+	}
+	if j.GlueType == xjob.GlueAWS {
+		j.GlueSource = awsSpecFromForm(r)
 	}
 	ids, err := xjob.ParseChildJobIDs(r.FormValue("childJobIds"))
 	if err != nil {

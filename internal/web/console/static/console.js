@@ -26,6 +26,14 @@
     if (!text || /^\s*</.test(text)) { text = document.body.dataset.serverError + ' (' + xhr.status + ')'; }
     errorBox(e.detail.elt).textContent = text;
   });
+  // A test call the admin refused (422) answers with the form's
+  // problems as a fragment: shown in place, not as an error line.
+  document.addEventListener('htmx:beforeSwap', function (e) {
+    if (e.detail.xhr.status === 422 && e.detail.elt && e.detail.elt.id === 'test-call') {
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
+    }
+  });
   document.addEventListener('htmx:sendError', function (e) {
     errorBox(e.detail.elt).textContent = document.body.dataset.netError;
   });
@@ -65,6 +73,9 @@
     }
     var tgt = document.getElementById('http-target');
     if (gt && tgt) { tgt.hidden = gt.value !== 'HTTP'; }
+    var aws = document.getElementById('aws-target'), tc = document.getElementById('test-call-row');
+    if (gt && aws) { aws.hidden = gt.value !== 'AWS'; }
+    if (gt && tc) { tc.hidden = gt.value !== 'HTTP' && gt.value !== 'AWS'; }
   }
 
   // The cron builder writes its expression into the schedule field and
