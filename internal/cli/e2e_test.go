@@ -31,12 +31,21 @@ type localServer struct {
 
 func startLocal(t *testing.T) *localServer {
 	t.Helper()
+	return startLocalWith(t, nil)
+}
+
+// startLocalWith is startLocal with tune applied to the configuration.
+func startLocalWith(t *testing.T, tune func(*local.Config)) *localServer {
+	t.Helper()
 	cfg := local.Defaults()
 	cfg.DB = filepath.Join(t.TempDir(), "xjob.db")
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Shards = 1
 	cfg.Grace = 5 * time.Second
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	if tune != nil {
+		tune(&cfg)
+	}
 	ready := make(chan local.Info, 1)
 	cfg.Ready = func(i local.Info) { ready <- i }
 	ctx, stop := context.WithCancel(context.Background())

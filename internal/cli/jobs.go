@@ -43,6 +43,8 @@ type jobFlags struct {
 	// An HTTP job's target (glue type HTTP): merged into its spec.
 	glueType, url, method, body, successCodes string
 	headers, secretHeaders, secretHeaderEnv   []string
+	// An AWS job's target (glue type AWS): merged into its spec.
+	arn, input, invocationType, messageGroupID, subject, eventSource, detailType string
 }
 
 func (f *jobFlags) register(cmd *cobra.Command) {
@@ -65,7 +67,7 @@ func (f *jobFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&f.timeout, "timeout", 0, "executor timeout in seconds (0: none)")
 	fs.IntVar(&f.retry, "retry", 0, "retries after a failed run")
 	fs.StringVar(&f.child, "child", "", "comma-separated child job ids fired after a success (empty clears)")
-	fs.StringVar(&f.glueType, "type", "", "job type: BEAN (an executor's handler) or HTTP (the scheduler calls --url itself)")
+	fs.StringVar(&f.glueType, "type", "", "job type: BEAN (an executor's handler), HTTP (the scheduler calls --url itself) or AWS (it calls --arn)")
 	fs.StringVar(&f.url, "url", "", "HTTP job: the `URL` to call; its path and query may hold {{param}}, {{logId}}, {{scheduleTime}}…")
 	fs.StringVar(&f.method, "method", "", "HTTP job: GET (default), POST, PUT, PATCH, DELETE, HEAD or OPTIONS")
 	fs.StringArrayVar(&f.headers, "header", nil, "HTTP job: a header `Name: value` (repeatable; the value may hold placeholders)")
@@ -73,8 +75,16 @@ func (f *jobFlags) register(cmd *cobra.Command) {
 	fs.StringArrayVar(&f.secretHeaderEnv, "secret-header-env", nil, "HTTP job: a secret header `Name=VAR` whose value is read from environment variable VAR (repeatable)")
 	fs.StringVar(&f.body, "body", "", "HTTP job: the request body, a template: {{param|json}}, {{logId}}, {{scheduleTime}}, {{shardIndex}}…")
 	fs.StringVar(&f.successCodes, "success-codes", "", "HTTP job: status codes that count as success, e.g. 200-299,304 (default 200-299)")
+	fs.StringVar(&f.arn, "arn", "", "AWS job: the `ARN` to call (Lambda function, SQS queue, SNS topic, EventBridge bus, Step Functions state machine), one the server allows")
+	fs.StringVar(&f.input, "input", "", "AWS job: the payload, message, event detail or execution input, a template (default: the trigger's values as JSON)")
+	fs.StringVar(&f.invocationType, "invocation-type", "", "AWS job, Lambda: RequestResponse (default: wait, the result in the log) or Event")
+	fs.StringVar(&f.messageGroupID, "message-group-id", "", "AWS job, FIFO queue or topic: the message group, a template")
+	fs.StringVar(&f.subject, "subject", "", "AWS job, SNS: the message's subject, a template")
+	fs.StringVar(&f.eventSource, "event-source", "", "AWS job, EventBridge: the event's source (default xjob)")
+	fs.StringVar(&f.detailType, "detail-type", "", "AWS job, EventBridge: the event's detail-type (default \"xjob job fired\")")
 	cmd.MarkFlagsMutuallyExclusive("cron", "fix-rate", "at")
-	_ = cmd.RegisterFlagCompletionFunc("type", fixedCompletion("BEAN,HTTP"))
+	_ = cmd.RegisterFlagCompletionFunc("type", fixedCompletion("BEAN,HTTP,AWS"))
+	_ = cmd.RegisterFlagCompletionFunc("invocation-type", fixedCompletion("RequestResponse,Event"))
 	_ = cmd.RegisterFlagCompletionFunc("route", fixedCompletion(routeNames()))
 	_ = cmd.RegisterFlagCompletionFunc("block", fixedCompletion("SERIAL_EXECUTION,DISCARD_LATER,COVER_EARLY"))
 	_ = cmd.RegisterFlagCompletionFunc("misfire", fixedCompletion("DO_NOTHING,FIRE_ONCE_NOW"))
@@ -134,6 +144,11 @@ func (f *jobFlags) apply(a *app, fs *pflag.FlagSet, j *xjob.Job) (changed bool, 
 	}
 	set("type", func() { j.GlueType = xjob.GlueType(strings.ToUpper(f.glueType)) })
 	if ok, err := f.applyTarget(a, fs, j); err != nil {
+		return false, err
+	} else if ok {
+		changed = true
+	}
+	if ok, err := f.applyAWSTarget(fs, j); err != nil {
 		return false, err
 	} else if ok {
 		changed = true
@@ -794,6 +809,46 @@ func (f *jobFlags) applyTarget(a *app, fs *pflag.FlagSet, j *xjob.Job) (bool, er
 		return false, fmt.Errorf("target spec: %w", err)
 	}
 	j.GlueSource = string(b)
+	return true, nil
+}
+
+// awsTargetFlags are the flags that edit an AWS job's spec.
+var awsTargetFlags = []string{"arn", "input", "invocation-type", "message-group-id", "subject", "event-source", "detail-type"}
+
+// applyAWSTarget merges the AWS flags that were set into j's spec; the
+// server checks it (and that the ARN is one it allows).
+func (f *jobFlags) applyAWSTarget(fs *pflag.FlagSet, j *xjob.Job) (bool, error) {
+	changed := false
+	for _, name := range awsTargetFlags {
+		changed = changed || fs.Changed(name)
+	}
+	if !changed {
+		return false, nil
+	}
+	if j.GlueType == "" {
+		j.GlueType = xjob.GlueAWS
+	}
+	if j.GlueType != xjob.GlueAWS {
+		return false, usagef("--arn, --input… describe an AWS job (--type AWS), not a %s job", j.GlueType)
+	}
+	var spec target.AWSSpec
+	if strings.TrimSpace(j.GlueSource) != "" {
+		if err := json.Unmarshal([]byte(j.GlueSource), &spec); err != nil {
+			return false, usagef("the job's target spec: %v", err)
+		}
+	}
+	for _, s := range []struct {
+		flag string
+		val  string
+		dst  *string
+	}{{"arn", f.arn, &spec.ARN}, {"input", f.input, &spec.Input}, {"invocation-type", f.invocationType, &spec.InvocationType},
+		{"message-group-id", f.messageGroupID, &spec.MessageGroupID}, {"subject", f.subject, &spec.Subject},
+		{"event-source", f.eventSource, &spec.Source}, {"detail-type", f.detailType, &spec.DetailType}} {
+		if fs.Changed(s.flag) {
+			*s.dst = s.val
+		}
+	}
+	j.GlueSource = spec.Canonical()
 	return true, nil
 }
 
