@@ -27,11 +27,12 @@ func main() {
 
 func run() int {
 	fs := flag.NewFlagSet("xjobbench", flag.ContinueOnError)
-	scenarios := fs.String("scenarios", "steady,burst,spread,scale,chaos,race", "comma-separated: steady, burst, spread, scale, chaos, race")
-	quick := fs.Bool("quick", false, "a quick subset (~3 min, ~6 with a baseline): steady 10,000 jobs for 20 s, burst, spread; flags given explicitly still win")
+	scenarios := fs.String("scenarios", "steady,burst,http-burst,spread,scale,chaos,race", "comma-separated: steady, burst, http-burst, spread, scale, chaos, race")
+	quick := fs.Bool("quick", false, "a quick subset (~3 min, ~6 with a baseline): steady 10,000 jobs for 20 s, burst, http-burst, spread; flags given explicitly still win")
 	steadyJobs := fs.String("steady-jobs", "1000,10000", "job counts of the steady runs")
 	steadyWindow := fs.Duration("steady-window", time.Minute, "measured window of each steady run")
 	burstJobs := fs.Int("burst-jobs", 10000, "jobs due at the same second")
+	httpBurstJobs := fs.Int("http-burst-jobs", 5000, "HTTP jobs (no executor) due at the same second, calling a loopback endpoint")
 	spreadJobs := fs.Int("spread-jobs", 2000, "one-shot jobs of the spread run")
 	spreadSeconds := fs.Int("spread-seconds", 30, "seconds the spread run's fires are spread over")
 	scaleStored := fs.Int("scale-stored", 1000000, "stored jobs of the large scale run")
@@ -64,7 +65,7 @@ func run() int {
 				_ = fs.Set(name, v)
 			}
 		}
-		quickDefault("scenarios", "steady,burst,spread")
+		quickDefault("scenarios", "steady,burst,http-burst,spread")
 		quickDefault("steady-jobs", "10000")
 		quickDefault("steady-window", "20s")
 	}
@@ -162,6 +163,12 @@ func run() int {
 		each(func(e *harness.Env) (*harness.Result, error) {
 			return harness.Burst(ctx, e, harness.BurstSpec{Jobs: *burstJobs, Profile: *profileBurst,
 				Lead: 15*time.Second + time.Duration(*burstJobs)*2*time.Millisecond})
+		})
+	}
+	if slices.Contains(want, "http-burst") {
+		each(func(e *harness.Env) (*harness.Result, error) {
+			return harness.HTTPBurst(ctx, e, harness.HTTPBurstSpec{Jobs: *httpBurstJobs,
+				Lead: 15*time.Second + time.Duration(*httpBurstJobs)*2*time.Millisecond})
 		})
 	}
 	if slices.Contains(want, "spread") {

@@ -1,0 +1,173 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/pkg/adminclient"
+)
+
+// HTTPBurstSpec: Jobs HTTP jobs (glue type HTTP, no executor) whose only
+// fire is the same second, calling one endpoint on loopback.
+type HTTPBurstSpec struct {
+	Name string // "http-burst" unless set
+	Jobs int
+	// Lead is how far ahead the common second is chosen; creation through
+	// the API must finish before it.
+	Lead time.Duration
+}
+
+// HTTPBurst is Burst for HTTP jobs: the scheduler makes each call itself
+// (its built-in executor, as many workers as its dispatch lanes), against
+// a loopback endpoint that answers 200 at once and records a receipt per
+// call, so that its last fire and p99 read beside the executor burst's.
+// The endpoint records into an Executor's receipts, so the analysis is
+// Burst's; the Executor itself is called by nothing and sends no callback
+// (the built-in executor records results in process).
+func HTTPBurst(ctx context.Context, env *Env, s HTTPBurstSpec) (*Result, error) {
+	name := s.Name
+	if name == "" {
+		name = "http-burst"
+	}
+	res := env.newResult(name, s.Jobs, s.Jobs)
+	dir, err := os.MkdirTemp(env.Work, name+"-")
+	if err != nil {
+		return nil, err
+	}
+	db := filepath.Join(dir, "xjob.db")
+	rec, err := StartExecutor()
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Close()
+	hit, stopHit, err := startHitEndpoint(rec)
+	if err != nil {
+		return nil, err
+	}
+	defer stopHit()
+	xs, err := startXjobs(ctx, env, dir, db, 1, 30*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer stopAll(xs)
+	x := xs[0]
+	api, err := adminclient.New(x.URL(), "bench-admin-token")
+	if err != nil {
+		return nil, err
+	}
+	at := time.Now().Add(s.Lead).Truncate(time.Second).UTC()
+	t := time.Now()
+	jobs, err := createHTTPJobs(ctx, api, "bench-admin-token", hit, s.Jobs, at.Format("5 4 15 * * ?"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	env.logf("%s: created %d HTTP jobs due at %s in %s", name, len(jobs), at.Format("15:04:05"), time.Since(t).Round(time.Millisecond))
+	start := at.Add(-preRead - time.Second)
+	if time.Until(start) < 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("creation ended only %s before the fire second: not every job was pre-read on the same tick, and the CPU figure includes some creation", time.Until(at).Round(time.Millisecond)))
+	}
+	if err := sleepUntil(ctx, start); err != nil {
+		return nil, err
+	}
+	cpu0, hcpu0 := cpuOf(xs), harnessCPU()
+	m0, _ := metricsOf(ctx, xs)
+	if err := sleepUntil(ctx, at.Add(time.Second)); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for rec.Count() < s.Jobs && time.Now().Before(deadline) {
+		if err := sleepUntil(ctx, time.Now().Add(100*time.Millisecond)); err != nil {
+			return nil, err
+		}
+	}
+	settle(ctx, rec, time.Second, 10*time.Second)
+	cpu1, hcpu1 := cpuOf(xs), harnessCPU()
+	res.scrape(ctx, xs, m0)
+	x.Stop()
+	each := make(map[int64][]int64, len(jobs))
+	for _, id := range jobs {
+		each[id] = []int64{at.UnixMilli()}
+	}
+	win := Interval{From: at.UnixMilli(), To: at.Add(time.Second).UnixMilli()}
+	if err := res.finish(ctx, env, dir, db, xs, Expectation{Jobs: jobs, Window: win, Each: each}, rec); err != nil {
+		return nil, err
+	}
+	res.Rate = 0
+	res.BurstAllFiredMs = res.LatenessMax
+	if res.LatenessMax > 0 {
+		res.Rate = round1(float64(res.Fired) / (res.LatenessMax / 1000))
+		res.Notes = append(res.Notes, "triggersPerSecond = HTTP calls received / time from the burst second to the last call")
+	}
+	res.setCPU(cpu1-cpu0, res.Fired)
+	res.HarnessCPUSeconds = math.Round((hcpu1-hcpu0).Seconds()*100) / 100
+	cleanup(env, dir)
+	return res, nil
+}
+
+// startHitEndpoint serves GET /hit?job=J&log=L on loopback: 200 at once,
+// and a receipt in rec, as rec's /run would record one.
+func startHitEndpoint(rec *Executor) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("HTTP target endpoint: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /hit", func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now().UnixMicro()
+		job, err1 := strconv.ParseInt(r.URL.Query().Get("job"), 10, 64)
+		log, err2 := strconv.ParseInt(r.URL.Query().Get("log"), 10, 64)
+		if err1 != nil || err2 != nil {
+			http.Error(w, "bad query", http.StatusBadRequest)
+			return
+		}
+		rec.mu.Lock()
+		rec.receipts = append(rec.receipts, Receipt{JobID: job, LogID: log, At: at})
+		rec.seen[log] = true
+		rec.mu.Unlock()
+		_, _ = w.Write([]byte("ok"))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String() + "/hit", func() { _ = srv.Close() }, nil
+}
+
+// createHTTPJobs creates n running HTTP jobs on cron, each calling hit
+// with its job and log id, 16 requests at a time, in a group of their own
+// (an HTTP job needs no executor).
+func createHTTPJobs(ctx context.Context, api *adminclient.Client, token, hit string, n int, cron string) ([]int64, error) {
+	grp, err := api.GroupCreate(ctx, xjob.Group{AppName: "xjob-bench-http", Title: "bench HTTP", AddressType: xjob.AddressAuto})
+	if err != nil {
+		return nil, fmt.Errorf("create group: %w", err)
+	}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	ids := make([]int64, n)
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := range n {
+		g.Go(func() error {
+			spec := benchJobSpec(grp.ID, cron)
+			spec.Handler, spec.GlueType = "", xjob.GlueHTTP
+			spec.GlueSource = `{"url":"` + hit + `?job={{jobId}}&log={{logId}}"}`
+			var j xjob.Job
+			if err := postCompat(ctx, hc, api.BaseURL()+"/v1/jobs", token, spec, &j); err != nil {
+				return fmt.Errorf("create HTTP job %d: %w", i, err)
+			}
+			ids[i] = j.ID
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
