@@ -116,7 +116,7 @@ func (s *Service) prepareTarget(ctx context.Context, j *xjob.Job, old string) er
 // canonical form.
 func (s *Service) prepareAWSTarget(j *xjob.Job) error {
 	if s.cfg.Targets == nil || s.cfg.Targets.AWS == nil {
-		return invalid("glueType", "AWS jobs are not available on this deployment: it has no AWS client (give the allowed target ARNs and AWS credentials)")
+		return invalid("glueType", "AWS jobs are not available on this deployment (xjob local and xjob server run them when --aws-target-arns lists what they may call)")
 	}
 	spec, err := target.ParseAWS(j.GlueSource)
 	if err != nil {
