@@ -22,6 +22,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/text"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // A log page holds every log of one (fire second, job's shard among 16): one item
@@ -318,6 +319,14 @@ const pageAttempts = 60
 // whether it changed anything. Index items follow the logs: failed items
 // are written before the page and removed after it (see doc.go).
 func (db *DB) mutatePage(ctx context.Context, id int64, change func(p *logPage) (bool, error)) error {
+	return db.mutatePageIn(ctx, id, pageAttempts, change)
+}
+
+// mutatePageIn is mutatePage in at most attempts rounds from a read. With
+// one (driver.OneRound), a lost round is the answer: driver.ErrContended,
+// nothing written. A lost write from the remembered page does not count:
+// that page may merely be stale, which says nothing of contention.
+func (db *DB) mutatePageIn(ctx context.Context, id int64, attempts int, change func(p *logPage) (bool, error)) error {
 	if p := db.recent.take(id, db.opts.Clock.Now()); p != nil {
 		_, hi := p.timeRange()
 		purge, _ := purgeAt(hi, db.opts.LogTTL)
@@ -354,8 +363,11 @@ func (db *DB) mutatePage(ctx context.Context, id int64, change func(p *logPage) 
 		if !condFailed(err) {
 			return err
 		}
-		if attempt+1 >= pageAttempts {
-			return fmt.Errorf("log page %d: changed by another writer %d times in a row", id, pageAttempts)
+		if attempt+1 >= attempts {
+			if attempts == 1 {
+				return fmt.Errorf("log page %d: %w", id, driver.ErrContended)
+			}
+			return fmt.Errorf("log page %d: changed by another writer %d times in a row", id, attempts)
 		}
 		// Back off with full jitter, so racing writers spread out.
 		d := time.Duration(1+rand.IntN(4<<min(attempt, 5))) * time.Millisecond

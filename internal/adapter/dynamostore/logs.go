@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/xjobdev/xjob"
@@ -124,8 +125,16 @@ func (db *DB) LogGetMany(ctx context.Context, ids []int64) ([]xjob.Log, error) {
 // stored with its version bumped and returned in logs. A missing log's
 // outcome is xjob.ErrNotFound.
 func (db *DB) changeLogs(ctx context.Context, ids []int64, change func(i int, l *xjob.Log) error) (logs []xjob.Log, errs []error, err error) {
+	return db.changeLogsIn(ctx, ids, pageAttempts, change)
+}
+
+// changeLogsIn is changeLogs in at most attempts rounds per page (see
+// mutatePageIn). A page that lost its one round is no failure of the
+// call: each of its items' outcome is driver.ErrContended, and the other
+// pages' outcomes stand (they are written).
+func (db *DB) changeLogsIn(ctx context.Context, ids []int64, attempts int, change func(i int, l *xjob.Log) error) (logs []xjob.Log, errs []error, err error) {
 	logs, errs = make([]xjob.Log, len(ids)), make([]error, len(ids))
-	err = db.perPage(ctx, len(ids), func(i int) int64 { return pageOfLog(ids[i]) }, func(p *logPage, items []int) (bool, error) {
+	changePage := func(p *logPage, items []int) (bool, error) {
 		changed := false
 		for _, i := range items {
 			j := p.find(ids[i])
@@ -141,6 +150,17 @@ func (db *DB) changeLogs(ctx context.Context, ids []int64, change func(i int, l 
 			}
 		}
 		return changed, nil
+	}
+	page := func(i int) int64 { return pageOfLog(ids[i]) }
+	err = perGroup(ctx, len(ids), page, func(ctx context.Context, items []int) error {
+		err := db.mutatePageIn(ctx, page(items[0]), attempts, func(p *logPage) (bool, error) { return changePage(p, items) })
+		if attempts == 1 && errors.Is(err, driver.ErrContended) {
+			for _, i := range items {
+				logs[i], errs[i] = xjob.Log{}, err
+			}
+			return nil
+		}
+		return err
 	})
 	return logs, errs, err
 }
@@ -216,7 +236,13 @@ func (db *DB) LogFinishMany(ctx context.Context, ps []driver.LogFinishParams) ([
 		}
 		ids[i] = p.ID
 	}
-	logs, errs, err := db.changeLogs(ctx, ids, func(i int, l *xjob.Log) error {
+	// A caller that asked for one round (driver.OneRound) gets a page
+	// that lost it back as driver.ErrContended on each of its items.
+	attempts := pageAttempts
+	if driver.IsOneRound(ctx) {
+		attempts = 1
+	}
+	logs, errs, err := db.changeLogsIn(ctx, ids, attempts, func(i int, l *xjob.Log) error {
 		if l.HandleCode != xjob.CodeNone {
 			return xjob.ErrConflict
 		}

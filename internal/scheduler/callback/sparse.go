@@ -62,9 +62,12 @@ type SparseOptions struct {
 // costs more than the write it defers. Both paths end in the same
 // conditional LogFinish (first result wins), so which one a request takes
 // changes its cost and when its log shows the result, never the outcome.
-// An item Direct could not write (a store error, throttling) is recorded
-// on the queue instead of failed back to the executor, so the durable
-// path stays the fallback. The count is per process (on Lambda, per
+// An item Direct could not write (a store error, throttling, or a log
+// page that another writer changed between Direct's read and its write:
+// Direct tries each page once, driver.OneRound) is recorded on the queue
+// instead of failed back to the executor or retried in place, so the
+// durable path stays the fallback and concurrent environments never
+// wait out one another on a hot page. The count is per process (on Lambda, per
 // execution environment), which is what the choice needs: an environment
 // that takes few results serves a deployment whose pages are small.
 type Sparse struct {
@@ -104,7 +107,7 @@ func (s *Sparse) Callback(ctx context.Context, items []protocol.HandleCallbackPa
 	if !s.take(len(items)) {
 		return s.queued.Callback(ctx, items)
 	}
-	errs := s.direct.Callback(ctx, items)
+	errs := s.direct.Callback(withQuiet(ctx), items)
 	var again []protocol.HandleCallbackParam
 	var at []int
 	for i, err := range errs {
@@ -118,6 +121,25 @@ func (s *Sparse) Callback(ctx context.Context, items []protocol.HandleCallbackPa
 		}
 	}
 	return errs
+}
+
+type quietKey struct{}
+
+// withQuiet marks ctx as Sparse's direct path: Service then records the
+// results in one conditional round per log page (driver.OneRound), and a
+// page that another writer changed first answers driver.ErrContended,
+// which Sparse records on the queue. Without it, every environment of a
+// callback function that scaled out retried its few results on the same
+// hot pages with backoff, up to a minute's worth of rounds, while the
+// others did the same.
+func withQuiet(ctx context.Context) context.Context {
+	return context.WithValue(ctx, quietKey{}, true)
+}
+
+// quiet reports whether ctx was marked by withQuiet.
+func quiet(ctx context.Context) bool {
+	v, _ := ctx.Value(quietKey{}).(bool)
+	return v
 }
 
 // take counts n items taken now and says whether they go Direct.

@@ -118,3 +118,28 @@ func TestSparseRecordsWhatItCouldNotWrite(t *testing.T) {
 		t.Error("neither path took the result, yet the executor heard it was recorded")
 	}
 }
+
+// seesQuiet is a Callbacker that notes whether its context asked for
+// one-round writes.
+type seesQuiet struct{ quiet []bool }
+
+func (s *seesQuiet) Callback(ctx context.Context, items []protocol.HandleCallbackParam) []error {
+	s.quiet = append(s.quiet, quiet(ctx))
+	return make([]error, len(items))
+}
+
+// Only the direct path writes in one round: the queue's applier, which
+// merges many results into each page write, retries a lost round itself.
+func TestSparseDirectWritesInOneRound(t *testing.T) {
+	t.Parallel()
+	direct, queued := &seesQuiet{}, &seesQuiet{}
+	s := NewSparse(direct, queued, SparseOptions{Clock: clock.NewFake(time.Unix(1e9, 0))})
+	s.Callback(context.Background(), results(1))
+	s.Callback(context.Background(), results(2, 3, 4, 5, 6))
+	if len(direct.quiet) != 1 || !direct.quiet[0] {
+		t.Errorf("direct saw quiet %v, want [true]", direct.quiet)
+	}
+	if len(queued.quiet) != 1 || queued.quiet[0] {
+		t.Errorf("queue saw quiet %v, want [false]", queued.quiet)
+	}
+}

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -336,6 +337,59 @@ func exerciseLogBatches(t *testing.T, newStore func(t *testing.T) driver.LogStor
 		requireNoErr(t, err, "get b")
 		if got.HandleCode != xjob.CodeFail || got.HandleMsg != "boom b" || got.TriggerCode != xjob.CodeSuccess {
 			t.Fatalf("reply clobbered the early result: %+v", got)
+		}
+	})
+
+	t.Run("ConcurrentFinishManyOneRound", func(t *testing.T) {
+		t.Parallel()
+		// Writers racing on distinct logs of one second, each asking for
+		// one round (driver.OneRound): a result is recorded or answered
+		// driver.ErrContended with nothing written, never lost or taken
+		// for another's; what was contended is recorded when sent again.
+		s, ctx := newStore(t), t.Context()
+		const n = 12
+		batch := make([]xjob.Log, n)
+		for i := range batch {
+			batch[i] = sampleLog(fmt.Sprintf("j%d/t%d/s0", 500+i, t0), int64(500+i), 2, t0)
+		}
+		res, err := s.LogCreateMany(ctx, batch)
+		requireNoErr(t, err, "create")
+		logIDs := make([]int64, n)
+		for i, r := range res {
+			requireNoErr(t, r.Err, "create item")
+			logIDs[i] = r.Log.ID
+		}
+		finish := func(ctx context.Context, i int) error {
+			out, err := s.LogFinishMany(ctx, []driver.LogFinishParams{{ID: logIDs[i], HandleTime: t0 + 1, HandleCode: 200 + i}})
+			if err != nil {
+				return err
+			}
+			if out[0].Err == nil && out[0].Log.HandleCode != 200+i {
+				return fmt.Errorf("finished log %d reads code %d, want %d", logIDs[i], out[0].Log.HandleCode, 200+i)
+			}
+			return out[0].Err
+		}
+		errs := race(n, func(i int) error { return finish(driver.OneRound(ctx), i) })
+		for i, err := range errs {
+			if err != nil && !errors.Is(err, driver.ErrContended) {
+				t.Fatalf("writer %d: %v, want recorded or driver.ErrContended", i, err)
+			}
+			if errors.Is(err, driver.ErrContended) {
+				got, gerr := s.LogGet(ctx, logIDs[i])
+				requireNoErr(t, gerr, "get contended")
+				if got.HandleCode != xjob.CodeNone {
+					t.Fatalf("writer %d was told contended, yet log %d has code %d", i, logIDs[i], got.HandleCode)
+				}
+				requireNoErr(t, finish(ctx, i), "finish again")
+			}
+		}
+		got, err := s.LogGetMany(ctx, logIDs)
+		requireNoErr(t, err, "get many")
+		for _, l := range got {
+			i := slices.Index(logIDs, l.ID)
+			if l.HandleCode != 200+i {
+				t.Fatalf("log %d: code %d, want %d", l.ID, l.HandleCode, 200+i)
+			}
 		}
 	})
 
