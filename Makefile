@@ -216,7 +216,7 @@ STACK   ?= xjob
 SHARDS  ?= 4
 SECRETS ?= /$(STACK)
 # RESERVED=true reserves concurrency (24 in all; the account needs 124 available).
-RESERVED ?= true
+RESERVED ?= false
 
 .PHONY: secrets
 secrets: ## Put the tokens (XJOB_ACCESS_TOKEN, XJOB_ADMIN_TOKEN) and a session key into SSM SecureString parameters under SECRETS

@@ -15,13 +15,12 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 )
 
-// TestReservationsParameter: both stacks take ReservedConcurrency with
-// the same default — true, until a fleet sending one result per callback
-// request works without the callback function's ceiling (docs/aws.md) —
-// and the deploy's quota check knows what the reservations add up to, so
-// that an account that cannot take them (a reservation that leaves fewer
-// than 100 unreserved is refused) is told to deploy with false.
-func TestReservationsParameter(t *testing.T) {
+// TestDeploysOnDefaultAccount: both stacks reserve no concurrency unless
+// asked (a reservation that leaves fewer than 100 unreserved is refused,
+// and new accounts start with quotas far below the 124 the reservations
+// need), and the deploy's quota check knows what the reservations add up
+// to.
+func TestDeploysOnDefaultAccount(t *testing.T) {
 	t.Parallel()
 	sam, err := loadSAM("sam/template.yaml")
 	if err != nil {
@@ -37,8 +36,8 @@ func TestReservationsParameter(t *testing.T) {
 			t.Errorf("%s: no ReservedConcurrency parameter", s.format)
 			continue
 		}
-		if def := fmt.Sprint(p.def); def != "true" {
-			t.Errorf("%s: ReservedConcurrency defaults to %s, want true", s.format, def)
+		if def := fmt.Sprint(p.def); def != "false" {
+			t.Errorf("%s: ReservedConcurrency defaults to %s, want false (deployable on a new account)", s.format, def)
 		}
 	}
 	script, err := os.ReadFile("check-concurrency.sh")

@@ -7,7 +7,7 @@
 # what to do, when the account cannot take them; says what the quota
 # is either way. Needs the AWS CLI and credentials.
 set -eu
-RESERVE=${1:-true}
+RESERVE=${1:-false}
 STACK=${2:-xjob}
 RESERVED_TOTAL=24
 MIN_UNRESERVED=100
@@ -30,7 +30,7 @@ if [ "$RESERVE" = true ]; then
 	NEED=$((RESERVED_TOTAL + MIN_UNRESERVED))
 	if [ "$FREE" -lt "$NEED" ]; then
 		echo "check-concurrency: ReservedConcurrency=true reserves $RESERVED_TOTAL concurrent executions and Lambda keeps $MIN_UNRESERVED unreserved," >&2
-		echo "  so the account needs $NEED available; it has $FREE (quota $QUOTA). Deploy with RESERVED=false (see docs/aws.md: not yet for fleets that send one result per callback request)," >&2
+		echo "  so the account needs $NEED available; it has $FREE (quota $QUOTA). Deploy with RESERVED=false (the default)," >&2
 		echo "  or ask for a higher 'Concurrent executions' quota (Service Quotas > AWS Lambda) first." >&2
 		exit 1
 	fi

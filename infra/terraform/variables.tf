@@ -255,9 +255,9 @@ variable "web_rate_limit" {
 }
 
 variable "reserved_concurrency" {
-  description = "Reserve concurrency for scan (2), registry (2), callback (15, the executors' function URL) and web (5), 24 in all. Lambda refuses a reservation that leaves fewer than 100 of the account's concurrency unreserved, so true needs a quota of at least 124 (make deploy-tf checks it first); new accounts start lower and deploy with false, which does not yet suit fleets that send one result per callback request (see docs/aws.md)."
+  description = "Reserve concurrency for scan (2), registry (2), callback (15, the executors' function URL) and web (5), 24 in all. Lambda refuses a reservation that leaves fewer than 100 of the account's concurrency unreserved, so true needs a quota of at least 124 (make deploy-tf checks it first); new accounts start lower. Off by default."
   type        = bool
-  default     = true
+  default     = false
 }
 
 variable "executor_request_alarm" {

@@ -68,7 +68,7 @@ func run() int {
 	w6Rate := fs.Int("w6-advance-rate", 0, "W6's scan advances a second per shard (0: the scan function's default scaled by w6-jobs/10000, so the due index's projected rate is the default's; -1: unpaced)")
 	w2Lead := fs.Duration("w2-lead", 0, "W2's jobs are started without the admin's push of their first fires, a scan plans them at once, and each window opens 7 s after their first fires; a lead starts them with the admin's bulk start instead and opens the window this long after it (151 s: past the pushed fires, the scan horizon, 150 s; 61 s measures that transient)")
 	sync := fs.Bool("sync-callbacks", false, "deploy without the results queue: the callback function applies each request itself (the design before it), to compare")
-	reserved := fs.Bool("reserved", true, "deploy as ReservedConcurrency=true does, the templates' default (callback, web, scan and registry capped at their reservations); -reserved=false meters the deployment without reservations")
+	reserved := fs.Bool("reserved", false, "deploy as ReservedConcurrency=true does (callback, web, scan and registry capped at their reservations), to compare; the templates' default is off")
 	provTables := fs.String("provisioned-tables", "logpages,jobs", "the tables the provisioned line puts on provisioned capacity with auto scaling (the stacks' ProvisionedTables), the others on demand")
 	provMin := fs.Float64("provisioned-min", 1, "provisioned line: minimum capacity units, each of read and write, per table and index")
 	provMax := fs.Float64("provisioned-max", 4000, "provisioned line: maximum capacity units per table and index")
