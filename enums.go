@@ -8,6 +8,10 @@ const (
 	ScheduleNone    ScheduleType = "NONE"
 	ScheduleCron    ScheduleType = "CRON"
 	ScheduleFixRate ScheduleType = "FIX_RATE"
+	// ScheduleFixDelay fires ScheduleConf seconds after the previous run
+	// of the job ended (PowerJob's FIX_DELAY): runs never overlap and never
+	// bunch. Not an xxl-job type: an xxl-job import never produces it.
+	ScheduleFixDelay ScheduleType = "FIX_DELAY"
 	// ScheduleOnce fires once, at the RFC 3339 instant in ScheduleConf
 	// (EventBridge Scheduler's at()); not an xxl-job type.
 	ScheduleOnce ScheduleType = "ONCE"
@@ -173,7 +177,7 @@ const RegistryGroupExecutor = "EXECUTOR"
 
 func (s ScheduleType) valid() bool {
 	switch s {
-	case ScheduleNone, ScheduleCron, ScheduleFixRate, ScheduleOnce:
+	case ScheduleNone, ScheduleCron, ScheduleFixRate, ScheduleFixDelay, ScheduleOnce:
 		return true
 	}
 	return false

@@ -149,7 +149,7 @@ func (j *Job) Validate() error {
 		}
 	}
 	if !j.ScheduleType.valid() {
-		p.add("scheduleType", "must be one of NONE, CRON, FIX_RATE, ONCE, got %q", j.ScheduleType)
+		p.add("scheduleType", "must be one of NONE, CRON, FIX_RATE, FIX_DELAY, ONCE, got %q", j.ScheduleType)
 	} else {
 		checkLen(&p, "scheduleConf", j.ScheduleConf, 0, MaxScheduleConf)
 		if _, err := time.LoadLocation(j.TimeZone); err != nil || j.TimeZone == "" || j.TimeZone == "Local" {
@@ -253,6 +253,23 @@ func ValidateJobName(name string) error {
 // Schedule parses the job's schedule in its time zone.
 func (j *Job) Schedule() (schedule.Schedule, error) {
 	return schedule.Parse(string(j.ScheduleType), j.ScheduleConf, j.TimeZone)
+}
+
+// DefaultRunWait is how long the scheduler waits for the result of a
+// FIX_DELAY job's run when the job has no timeout (executorTimeout 0)
+// before it takes the run for lost and plans the next fire anyway: the
+// lost-run check's window (xxl-job's 10 minutes), after which an
+// unanswered run on a dead executor is marked failed.
+const DefaultRunWait = 10 * time.Minute
+
+// RunWait is how long a FIX_DELAY job's run may go without a result before
+// the scheduler fires the job again (after the delay): its timeout, or
+// DefaultRunWait when it has none.
+func (j *Job) RunWait() time.Duration {
+	if j.TimeoutSeconds > 0 {
+		return time.Duration(j.TimeoutSeconds) * time.Second
+	}
+	return DefaultRunWait
 }
 
 // ScheduleChanged reports whether an edit from j to next changes what or

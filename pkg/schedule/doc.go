@@ -1,6 +1,8 @@
 // Package schedule computes fire times: Quartz cron with seconds evaluated in
 // a job's time zone, FIX_RATE in seconds, and NONE (xxl-job's three schedule
-// types), plus ONCE: one RFC 3339 instant, EventBridge Scheduler's at().
+// types), plus ONCE: one RFC 3339 instant, EventBridge Scheduler's at(),
+// and FIX_DELAY: n seconds after the previous run ends (PowerJob's), whose
+// next fire the scheduler plans when a run's result arrives.
 // Next-fire computation is a pure function of the schedule and an instant,
 // so the scanner and the console preview share it.
 //

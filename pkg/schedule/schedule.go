@@ -21,6 +21,9 @@ const (
 	TypeNone    = "NONE"
 	TypeCron    = "CRON"
 	TypeFixRate = "FIX_RATE"
+	// TypeFixDelay fires a fixed delay after the previous run ends
+	// (PowerJob's FIX_DELAY); not an xxl-job type.
+	TypeFixDelay = "FIX_DELAY"
 	// TypeOnce fires once at an instant (EventBridge Scheduler's at()).
 	TypeOnce = "ONCE"
 )
@@ -48,6 +51,12 @@ func Parse(typ, conf, tz string) (Schedule, error) {
 			return nil, err // not a zero FixRate: callers may test s != nil
 		}
 		return f, nil
+	case TypeFixDelay:
+		d, err := ParseFixDelay(conf)
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
 	case TypeCron:
 		return ParseCron(conf, loc)
 	case TypeOnce:
@@ -67,7 +76,7 @@ type FixRate struct{ Interval time.Duration }
 // ParseFixRate parses a FIX_RATE conf: a whole number of seconds ≥ 1.
 func ParseFixRate(conf string) (FixRate, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(conf), 10, 64)
-	if err != nil || n < 1 || n > 10*365*24*3600 {
+	if err != nil || n < 1 || n > maxSeconds {
 		return FixRate{}, fmt.Errorf("FIX_RATE needs a whole number of seconds between 1 and 315360000, got %q", conf)
 	}
 	return FixRate{Interval: time.Duration(n) * time.Second}, nil
@@ -76,6 +85,29 @@ func ParseFixRate(conf string) (FixRate, error) {
 // Next returns t + Interval: xxl-job counts FIX_RATE from the previous
 // planned time (or from now after a misfire), so no alignment happens here.
 func (f FixRate) Next(t time.Time) (time.Time, bool) { return t.Add(f.Interval), true }
+
+// maxSeconds bounds FIX_RATE and FIX_DELAY: ten years.
+const maxSeconds = 10 * 365 * 24 * 3600
+
+// FixDelay fires Delay after the previous run of the job ended. The end
+// is known only when the run's result arrives, so the schedule alone
+// cannot say when the next fire is: Next answers for a run that ended at
+// the instant it is given, which is what the scheduler asks when a result
+// is recorded and what a preview can show ("after the current run").
+type FixDelay struct{ Delay time.Duration }
+
+// ParseFixDelay parses a FIX_DELAY conf: a whole number of seconds ≥ 1,
+// with FIX_RATE's bounds.
+func ParseFixDelay(conf string) (FixDelay, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(conf), 10, 64)
+	if err != nil || n < 1 || n > maxSeconds {
+		return FixDelay{}, fmt.Errorf("FIX_DELAY needs a whole number of seconds between 1 and 315360000, got %q", conf)
+	}
+	return FixDelay{Delay: time.Duration(n) * time.Second}, nil
+}
+
+// Next returns end + Delay: the fire after a run that ended at end.
+func (f FixDelay) Next(end time.Time) (time.Time, bool) { return end.Add(f.Delay), true }
 
 // Once fires a single time, at At.
 type Once struct{ At time.Time }
