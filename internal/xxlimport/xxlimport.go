@@ -378,7 +378,7 @@ func mapJob(r JobRow, app map[int64]string, opt Options, note func(string, ...an
 		js.Author = "xxl-job"
 		note("job %d: empty author set to %q", r.ID, js.Author)
 	}
-	if js.ScheduleType == "FIX_DELAY" {
+	if js.ScheduleType == xjob.ScheduleFixDelay {
 		note("job %d: not imported: schedule type FIX_DELAY is not supported (xxl-job never shipped it)", r.ID)
 		return xjob.JobSpec{}, false
 	}
