@@ -79,6 +79,9 @@ type Policy struct {
 // A job whose next time cannot be computed is stopped. now should be the
 // scan tick's second so that racing scanners plan identically.
 func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
+	if fd, ok := sched.(schedule.FixDelay); ok {
+		return planFixDelay(job, fd, now, p)
+	}
 	var plan Plan
 	next := job.TriggerNextTime
 	nowT := time.UnixMilli(now)
@@ -157,6 +160,44 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 	}
 	plan.Next = next
 	return plan
+}
+
+// planFixDelay plans a FIX_DELAY job: one fire at its next time, never a
+// grid. The fire parks the job at the fire + RunWait + delay, the lost-run
+// fallback: the result of the run moves it to end + delay instead (package
+// callback, conditional on the job still being parked on this fire), and a
+// run that never reports fires again at the fallback. A next time at least
+// RunWait + delay after the last fire may be that fallback, which a result
+// can still move; it is fired only once due, never pre-read into the ring,
+// so that a result arriving before it leaves no fire behind in the ring.
+// A result arriving exactly at the fallback may race its fire (the
+// scan's push comes before its conditional advance): both then fire once.
+//
+// A fire found late within the misfire threshold fires now; beyond it the
+// misfire strategy applies: FIRE_ONCE_NOW fires once now, DO_NOTHING skips
+// it and plans the next fire a delay after now.
+func planFixDelay(job *xjob.Job, fd schedule.FixDelay, now int64, p Policy) Plan {
+	next := job.TriggerNextTime
+	park := (job.RunWait() + fd.Delay).Milliseconds()
+	mayBeFallback := job.TriggerLastTime > 0 && next-job.TriggerLastTime >= park
+	switch {
+	case now > next+p.MisfireThreshold.Milliseconds():
+		plan := Plan{Misfired: true, Last: next, Late: 1}
+		if job.MisfireStrategy == xjob.MisfireFireOnceNow {
+			plan.Fires = []Fire{{Time: next, Type: xjob.TriggerMisfire, Now: true}}
+			plan.Next = now + park
+		} else {
+			plan.Passed = Span{From: next, To: next}
+			plan.Next = now + fd.Delay.Milliseconds()
+		}
+		return plan
+	case next <= now:
+		return Plan{Fires: []Fire{{Time: next, Type: xjob.TriggerCron, Now: true}}, Last: next, Next: now + park}
+	case mayBeFallback || next > planEnd(job.ID, now, p):
+		return Plan{Last: job.TriggerLastTime, Next: next} // not yet: nothing to write
+	default:
+		return Plan{Fires: []Fire{{Time: next, Type: xjob.TriggerCron}}, Last: next, Next: next + park}
+	}
 }
 
 // planEnd is the end of the window a due job's fires are planned to at

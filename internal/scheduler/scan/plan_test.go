@@ -251,3 +251,82 @@ func TestPlanEndGrid(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanFixDelay(t *testing.T) {
+	t.Parallel()
+	const s = int64(1000)
+	base := int64(1_700_000_000_000)
+	pol := Policy{PreRead: 5 * time.Second, MisfireThreshold: 5 * time.Second}
+	delay, _ := schedule.ParseFixDelay("3")
+	// With a 10 s timeout a fire parks the job 13 s later, the lost-run fallback.
+	tests := []struct {
+		name    string
+		last    int64
+		next    int64
+		timeout int
+		misfire xjob.MisfireStrategy
+		advance time.Duration
+		want    Plan
+	}{
+		{
+			name: "one fire in the window, parked at timeout + delay, never a grid",
+			last: base - 5*s, next: base + 2*s, timeout: 10, advance: time.Minute,
+			want: Plan{Fires: []Fire{{base + 2*s, xjob.TriggerCron, false}}, Last: base + 2*s, Next: base + 15*s},
+		},
+		{
+			name: "no timeout parks for the lost-run window",
+			next: base + 1*s,
+			want: Plan{Fires: []Fire{{base + 1*s, xjob.TriggerCron, false}}, Last: base + 1*s,
+				Next: base + 1*s + (xjob.DefaultRunWait + 3*time.Second).Milliseconds()},
+		},
+		{
+			name: "beyond the window: nothing",
+			next: base + 6*s, timeout: 10,
+			want: Plan{Next: base + 6*s},
+		},
+		{
+			name: "a possible fallback in the window is not pre-read",
+			last: base - 10*s, next: base + 3*s, timeout: 10,
+			want: Plan{Last: base - 10*s, Next: base + 3*s},
+		},
+		{
+			name: "a result's next time closer than the fallback is pre-read",
+			last: base - 10*s, next: base + 2*s, timeout: 10,
+			want: Plan{Fires: []Fire{{base + 2*s, xjob.TriggerCron, false}}, Last: base + 2*s, Next: base + 15*s},
+		},
+		{
+			name: "the fallback fires once due, and parks again from now",
+			last: base - 13*s, next: base, timeout: 10,
+			want: Plan{Fires: []Fire{{base, xjob.TriggerCron, true}}, Last: base, Next: base + 13*s},
+		},
+		{
+			name: "late within the threshold fires now",
+			last: base - 20*s, next: base - 4*s, timeout: 10,
+			want: Plan{Fires: []Fire{{base - 4*s, xjob.TriggerCron, true}}, Last: base - 4*s, Next: base + 13*s},
+		},
+		{
+			name: "misfire DO_NOTHING skips and fires a delay after now",
+			next: base - 60*s, timeout: 10, misfire: xjob.MisfireDoNothing,
+			want: Plan{Misfired: true, Last: base - 60*s, Next: base + 3*s, Late: 1, Passed: Span{base - 60*s, base - 60*s}},
+		},
+		{
+			name: "misfire FIRE_ONCE_NOW fires once now and parks",
+			next: base - 60*s, timeout: 10, misfire: xjob.MisfireFireOnceNow,
+			want: Plan{Misfired: true, Fires: []Fire{{base - 60*s, xjob.TriggerMisfire, true}}, Last: base - 60*s,
+				Next: base + 13*s, Late: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			j := xjob.Job{ID: 1, ScheduleType: xjob.ScheduleFixDelay, ScheduleConf: "3", TriggerLastTime: tt.last,
+				TriggerNextTime: tt.next, TimeoutSeconds: tt.timeout, MisfireStrategy: tt.misfire}
+			p := pol
+			p.Advance = tt.advance
+			got := PlanJob(&j, delay, base, p)
+			if !equalPlan(got, tt.want) {
+				t.Fatalf("PlanJob = %+v\nwant      %+v", got, tt.want)
+			}
+		})
+	}
+}
