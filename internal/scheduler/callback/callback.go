@@ -422,6 +422,9 @@ func (s *Service) complete(ctx context.Context, l xjob.Log, jr *jobRef) error {
 	if err != nil {
 		return err
 	}
+	if err := s.rescheduleFixDelay(ctx, l, jr); err != nil {
+		return err
+	}
 	return s.afterCompletion(ctx, l, jr)
 }
 
