@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -101,6 +102,7 @@ var (
 		{"AdvanceMany", exerciseAdvanceMany},
 		{"ConcurrentAdvanceManyOneWinner", jobConcurrentAdvanceManyOneWinner},
 		{"RecordSlow", jobRecordSlow},
+		{"FixDelayPlannedOnResult", jobFixDelayPlannedOnResult},
 	}
 	// jobListCases: the admin's filtered, paged listing.
 	jobListCases = []jobCase{
@@ -522,6 +524,58 @@ func jobAdvance(t *testing.T, s driver.JobStore) {
 	due, err := s.JobsDue(ctx, driver.JobsDueParams{Shard: j.Shard, Before: 1 << 62, Limit: 10})
 	requireNoErr(t, err, "due")
 	requireIDs(t, "due after stop", ids(due, jobID), nil)
+}
+
+// jobFixDelayPlannedOnResult walks a FIX_DELAY job through the writes
+// that plan it: the scan fires it and parks it at its lost-run fallback,
+// then results of that run race to plan the next fire at end + delay.
+// One result wins, the due index follows it, and the scan's fallback
+// planned from the parked version loses.
+func jobFixDelayPlannedOnResult(t *testing.T, s driver.JobStore) {
+	ctx := t.Context()
+	in := sampleJob(1, 10_000)
+	in.ScheduleType, in.ScheduleConf, in.TimeZone = xjob.ScheduleFixDelay, "5", "UTC"
+	j, err := s.JobInsert(ctx, in)
+	requireNoErr(t, err, "insert")
+	read, err := s.JobGet(ctx, j.ID)
+	requireNoErr(t, err, "get")
+	if read.ScheduleType != xjob.ScheduleFixDelay || read.ScheduleConf != "5" {
+		t.Fatalf("get = %s %q, want FIX_DELAY \"5\"", read.ScheduleType, read.ScheduleConf)
+	}
+	due := func(before int64) []int64 {
+		t.Helper()
+		jobs, err := s.JobsDue(ctx, driver.JobsDueParams{Shard: j.Shard, Before: before, Limit: 10})
+		requireNoErr(t, err, "due")
+		return ids(jobs, jobID)
+	}
+	requireIDs(t, "due at its first fire", due(10_000), []int64{j.ID})
+
+	park := 10_000 + (in.RunWait() + 5*time.Second).Milliseconds()
+	requireNoErr(t, s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: j.Version,
+		TriggerLastTime: 10_000, TriggerNextTime: park}), "park")
+	requireIDs(t, "due while the run is out", due(park-1), nil)
+	parked, err := s.JobGet(ctx, j.ID)
+	requireNoErr(t, err, "get parked")
+
+	const n = 8
+	errs := race(n, func(i int) error {
+		return s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: parked.Version,
+			TriggerLastTime: 10_000, TriggerNextTime: 12_000 + int64(i) + 5_000})
+	})
+	w := oneWinner(t, errs, xjob.ErrConflict, "racing results")
+	next := 17_000 + int64(w)
+	got, err := s.JobGet(ctx, j.ID)
+	requireNoErr(t, err, "get planned")
+	if got.TriggerNextTime != next || got.TriggerLastTime != 10_000 || got.Version != parked.Version+1 || got.Revision != j.Revision {
+		t.Fatalf("after the results: next %d last %d version %d revision %d, want %d 10000 %d %d",
+			got.TriggerNextTime, got.TriggerLastTime, got.Version, got.Revision, next, parked.Version+1, j.Revision)
+	}
+	requireIDs(t, "due before end + delay", due(next-1), nil)
+	requireIDs(t, "due at end + delay", due(next), []int64{j.ID})
+
+	err = s.JobAdvance(ctx, driver.JobAdvanceParams{ID: j.ID, ExpectVersion: parked.Version,
+		TriggerLastTime: park, TriggerNextTime: park + park - 10_000})
+	requireIs(t, err, xjob.ErrConflict, "fallback planned from the parked version")
 }
 
 func jobConcurrentAdvanceOneWinner(t *testing.T, s driver.JobStore) {
