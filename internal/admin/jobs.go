@@ -435,6 +435,11 @@ func (s *Service) firstFire(j *xjob.Job, now int64) (int64, error) {
 // TriggerNextTime - k·interval); a cron or ONCE schedule is absolute. A
 // job already overdue keeps its next time: the scan handles it (late fire
 // or misfire strategy).
+//
+// A FIX_DELAY job keeps its next time, whether planned after a run or the
+// lost-run fallback of one still out (firing earlier could overlap the
+// run), except that a fire the scan pushed for later than now, which the
+// ring will drop, is planned again.
 func resumeAt(j *xjob.Job, now int64) int64 {
 	next := j.TriggerNextTime
 	if next <= now {
@@ -442,6 +447,12 @@ func resumeAt(j *xjob.Job, now int64) int64 {
 	}
 	sched, err := j.Schedule()
 	if err != nil {
+		return next
+	}
+	if _, ok := sched.(schedule.FixDelay); ok {
+		if j.TriggerLastTime > now {
+			return j.TriggerLastTime
+		}
 		return next
 	}
 	if fr, ok := sched.(schedule.FixRate); ok {
@@ -676,11 +687,58 @@ func (s *Service) NextFireTimes(ctx context.Context, id int64, n int) ([]time.Ti
 		return nil, invalid("timeZone", "%v", err)
 	}
 	now := s.cfg.Clock.Now()
+	if _, ok := sched.(schedule.FixDelay); ok {
+		return fixDelayPreview(&j, now.UnixMilli(), loc), nil
+	}
 	from := now
 	if fr, ok := sched.(schedule.FixRate); ok && j.TriggerStatus == xjob.StatusRunning && j.TriggerNextTime > now.UnixMilli() {
 		from = time.UnixMilli(resumeAt(&j, now.UnixMilli())).Add(-fr.Interval) // Next(from) is the first fire
 	}
 	return preview(sched, from.In(loc), n)
+}
+
+// fixDelayPreview is what NextFireTimes knows of a FIX_DELAY job's fires:
+// the one planned, when the previous run's result has planned it (or the
+// job is stopped: starting it now would fire a delay later); none while a
+// run is out, since the next fire comes a delay after that run ends.
+func fixDelayPreview(j *xjob.Job, now int64, loc *time.Location) []time.Time {
+	if j.TriggerStatus != xjob.StatusRunning {
+		if t, ok := mustNext(j, now); ok {
+			return []time.Time{t.In(loc)}
+		}
+		return []time.Time{}
+	}
+	switch {
+	case j.TriggerLastTime > now: // fired later this pre-read window
+		return []time.Time{time.UnixMilli(j.TriggerLastTime).In(loc)}
+	case AfterCurrentRun(j, now):
+		return []time.Time{}
+	}
+	return []time.Time{time.UnixMilli(j.TriggerNextTime).In(loc)}
+}
+
+// AfterCurrentRun reports whether a running FIX_DELAY job's next fire is
+// not known yet: a run is out (the scan fired it and parked the job at its
+// lost-run fallback, RunWait + delay after the fire) and the next fire
+// comes a delay after that run's result. Its TriggerNextTime is then only
+// that fallback, which the console shows as "after the current run".
+func AfterCurrentRun(j *xjob.Job, now int64) bool {
+	if j.ScheduleType != xjob.ScheduleFixDelay || j.TriggerStatus != xjob.StatusRunning || j.TriggerLastTime == 0 {
+		return false
+	}
+	d, err := schedule.ParseFixDelay(j.ScheduleConf)
+	if err != nil {
+		return false
+	}
+	return j.TriggerLastTime <= now && j.TriggerNextTime-j.TriggerLastTime >= (j.RunWait()+d.Delay).Milliseconds()
+}
+
+func mustNext(j *xjob.Job, now int64) (time.Time, bool) {
+	sched, err := j.Schedule()
+	if err != nil {
+		return time.Time{}, false
+	}
+	return sched.Next(time.UnixMilli(now))
 }
 
 // PreviewCron returns the next n fire times of cron expression expr in

@@ -357,6 +357,7 @@ var funcs = template.FuncMap{
 	"sub100":      func(v float64) float64 { return 100 - v },
 	"cronFields":  func() []string { return []string{"second", "minute", "hour", "day", "month", "week"} },
 	"rowOf":       func(p jobsPage, j xjob.Job) jobRow { return jobRow{Page: p, Job: j} },
+	"afterRun":    func(j xjob.Job, now int64) bool { return admin.AfterCurrentRun(&j, now) },
 	"reason":      failReason,
 }
 

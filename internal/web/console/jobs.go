@@ -26,12 +26,16 @@ type jobsPage struct {
 	Pager                              pager
 	// Skipped are the jobs a bulk Start passed over (schedule type NONE).
 	Skipped []xjob.Job
+	// Now (Unix ms) tells a FIX_DELAY job waiting on its run, whose next
+	// fire shows as "after the current run", from one already planned.
+	Now int64
 }
 
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	q := r.URL.Query()
 	d := jobsPage{base: h.base(r, p, "jobs"), Status: q.Get("status"), Desc: q.Get("desc"),
-		Handler: q.Get("handler"), Author: q.Get("author"), GroupNames: map[int64]string{}, Pager: newPager(q)}
+		Handler: q.Get("handler"), Author: q.Get("author"), GroupNames: map[int64]string{}, Pager: newPager(q),
+		Now: h.cfg.Clock.Now().UnixMilli()}
 	gs, err := h.visibleGroups(r, p)
 	if err != nil {
 		h.serverError(w, r, err)
@@ -126,7 +130,7 @@ type enums struct {
 }
 
 var allEnums = enums{
-	Schedule: []xjob.ScheduleType{xjob.ScheduleCron, xjob.ScheduleFixRate, xjob.ScheduleNone},
+	Schedule: []xjob.ScheduleType{xjob.ScheduleCron, xjob.ScheduleFixRate, xjob.ScheduleFixDelay, xjob.ScheduleNone},
 	Misfire:  []xjob.MisfireStrategy{xjob.MisfireDoNothing, xjob.MisfireFireOnceNow},
 	Route: []xjob.RouteStrategy{xjob.RouteFirst, xjob.RouteLast, xjob.RouteRound, xjob.RouteRandom,
 		xjob.RouteConsistentHash, xjob.RouteLeastFrequentlyUsed, xjob.RouteLeastRecentlyUsed, xjob.RouteFailover,
@@ -457,6 +461,8 @@ func (h *Handler) trigger(w http.ResponseWriter, r *http.Request, p auth.Princip
 type previewData struct {
 	Times []string
 	Error string
+	// Note replaces the times of a schedule that has none to list.
+	Note string
 }
 
 func (h *Handler) previewOf(b base, typ xjob.ScheduleType, conf, tz string) previewData {
@@ -474,6 +480,10 @@ func (h *Handler) previewOf(b base, typ xjob.ScheduleType, conf, tz string) prev
 	sched, err := j.Schedule()
 	if err != nil {
 		return previewData{Error: b.field("scheduleConf") + b.T("sep") + b.problem("scheduleConf", err.Error())}
+	}
+	if _, ok := sched.(schedule.FixDelay); ok {
+		// No times to list: each fire comes a delay after the previous run ends.
+		return previewData{Note: b.T("after.run.each")}
 	}
 	ts, err := schedule.Preview(sched, h.cfg.Clock.Now().In(loc), admin.DefaultPreviewCount)
 	if err != nil && !errors.Is(err, schedule.ErrNoSchedule) {
