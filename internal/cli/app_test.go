@@ -271,6 +271,22 @@ func TestCommands(t *testing.T) {
 			body:   `{"jobGroup":1,"jobDesc":"demo rate","author":"bob","scheduleType":"FIX_RATE","scheduleConf":"5","executorHandler":"rateJob"}`,
 		},
 		{
+			name:   "job create fix delay over a file from stdin",
+			routes: map[string][]reply{"POST /v1/jobs": {{201, job8JSON}}},
+			args:   []string{"job", "create", "--file", "-", "--fix-delay", "30", "--timeout", "600"},
+			stdin:  `{"jobGroup":1,"jobDesc":"drain","author":"bob","scheduleType":"FIX_RATE","scheduleConf":"5","executorHandler":"drainJob"}`,
+			errHas: []string{},
+			body: `{"jobGroup":1,"jobDesc":"drain","author":"bob","scheduleType":"FIX_DELAY","scheduleConf":"30","executorHandler":"drainJob",
+				"executorTimeout":600}`,
+		},
+		{
+			name:   "job create fix rate and fix delay exclude each other",
+			args:   []string{"job", "create", "--fix-delay", "5", "--fix-rate", "5"},
+			code:   2,
+			errHas: []string{"[fix-delay fix-rate] were all set"},
+			reqs:   []string{},
+		},
+		{
 			name:   "job create file with an unknown field",
 			args:   []string{"job", "create", "--file", "-"},
 			stdin:  `{"jobGroup":1,"jobDescription":"typo"}`,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -361,4 +362,95 @@ func mustID(t *testing.T, s string) int64 {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestFixDelayCLIManifestAndExport creates a FIX_DELAY job with flags and
+// another from a manifest on a real local server, checks that a bad delay
+// is refused naming its field (flags, /v1 and a manifest line) with
+// nothing written, and that the export carries the type and re-applies
+// as unchanged.
+func TestFixDelayCLIManifestAndExport(t *testing.T) {
+	t.Parallel()
+	s := startLocal(t)
+	ctx := t.Context()
+	const manifest = `groups:
+  - appname: drain-app
+    title: Drain
+    addressType: 1
+    addressList: [http://127.0.0.1:9/]
+jobs:
+  - name: drain
+    group: drain-app
+    jobDesc: Drain the queue
+    author: ann
+    scheduleType: FIX_DELAY
+    scheduleConf: "30"
+    executorHandler: drain
+    executorTimeout: 600
+    started: true
+`
+	out, errOut, code := s.cliIn(t, manifest, "apply", "-f", "-")
+	if code != 0 || !strings.Contains(out, "Applied: 2 to create") {
+		t.Fatalf("apply: exit %d\n%s\n%s", code, out, errOut)
+	}
+	m, err := s.api.Export(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Jobs) != 1 || m.Jobs[0].ScheduleType != xjob.ScheduleFixDelay || m.Jobs[0].ScheduleConf != "30" || !m.Jobs[0].Started {
+		t.Fatalf("exported jobs: %+v", m.Jobs)
+	}
+	drain, err := s.api.JobGet(ctx, m.Jobs[0].ID)
+	if err != nil || drain.TriggerNextTime == 0 {
+		t.Fatalf("applied job: %+v, %v", drain, err)
+	}
+	exported := mustRun(t, s, "export")
+	out, _, _ = s.cliIn(t, exported, "apply", "-f", "-", "--dry-run")
+	if !strings.Contains(out, "Plan: 0 to create, 0 to update, 0 to delete, 2 unchanged.") {
+		t.Fatalf("re-applying the export:\n%s", out)
+	}
+
+	group := itoa(drain.GroupID)
+	out = mustRun(t, s, "job", "create", "--group", group, "--desc", "flags", "--author", "bob", "--handler", "h",
+		"--fix-delay", "5", "-o", "json")
+	var made xjob.Job
+	if err := json.Unmarshal([]byte(out), &made); err != nil || made.ScheduleType != xjob.ScheduleFixDelay || made.ScheduleConf != "5" {
+		t.Fatalf("job create --fix-delay: %v\n%s", err, out)
+	}
+	if got := mustRun(t, s, "job", "get", itoa(made.ID)); !strings.Contains(got, "5s after each run") {
+		t.Fatalf("job get shows:\n%s", got)
+	}
+
+	// Bad delays: refused with the field named, nothing written.
+	before, err := s.api.JobList(ctx, adminclient.JobListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = s.cli(t, "job", "create", "--group", group, "--desc", "bad", "--author", "bob", "--handler", "h", "--fix-delay", "0")
+	if code == 0 || !strings.Contains(errOut, "scheduleConf") || !strings.Contains(errOut, "FIX_DELAY needs") {
+		t.Fatalf("--fix-delay 0: exit %d\n%s", code, errOut)
+	}
+	_, err = s.api.JobCreate(ctx, xjob.Job{GroupID: drain.GroupID, Description: "bad", Author: "bob", Handler: "h",
+		ScheduleType: xjob.ScheduleFixDelay, ScheduleConf: "1.5"})
+	var ae *adminclient.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || len(ae.Problems) != 1 || ae.Problems[0].Field != "scheduleConf" {
+		t.Fatalf("/v1 with FIX_DELAY 1.5: %v", err)
+	}
+	bad := strings.Replace(manifest, `scheduleConf: "30"`, `scheduleConf: "30s"`, 1)
+	bad = strings.Replace(bad, "jobDesc: Drain the queue", "jobDesc: Changed", 1)
+	_, errOut, code = s.cliIn(t, bad, "apply", "-f", "-")
+	line := strings.Count(bad[:strings.Index(bad, `scheduleConf: "30s"`)], "\n") + 1
+	if code != exitUsage || !strings.Contains(errOut, fmt.Sprintf(`line %d, job "drain": scheduleConf: FIX_DELAY needs`, line)) {
+		t.Fatalf("bad manifest: exit %d, stderr:\n%s", code, errOut)
+	}
+	after, err := s.api.JobList(ctx, adminclient.JobListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Items) != len(before.Items) {
+		t.Fatalf("refused input wrote jobs: %d before, %d after", len(before.Items), len(after.Items))
+	}
+	if j, _ := s.api.JobGet(ctx, drain.ID); j.Description != "Drain the queue" {
+		t.Fatalf("a refused manifest changed a job: %q", j.Description)
+	}
 }

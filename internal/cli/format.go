@@ -133,6 +133,8 @@ func scheduleText(j *xjob.Job) string {
 		return "cron " + j.ScheduleConf
 	case xjob.ScheduleFixRate:
 		return "every " + j.ScheduleConf + "s"
+	case xjob.ScheduleFixDelay:
+		return j.ScheduleConf + "s after each run"
 	case xjob.ScheduleOnce:
 		return "once at " + j.ScheduleConf
 	case "", xjob.ScheduleNone:

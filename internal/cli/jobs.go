@@ -36,7 +36,7 @@ type jobFlags struct {
 	group                                     int64
 	desc, author, alarmEmail                  string
 	cron, at, afterCompletion                 string
-	fixRate                                   int
+	fixRate, fixDelay                         int
 	handler, param, route, block, misfire, tz string
 	timeout, retry                            int
 	child                                     string
@@ -56,6 +56,7 @@ func (f *jobFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.alarmEmail, "alarm-email", "", "comma-separated e-mail addresses alerted on failure")
 	fs.StringVar(&f.cron, "cron", "", "fire on a Quartz cron `EXPR` (schedule type CRON)")
 	fs.IntVar(&f.fixRate, "fix-rate", 0, "fire every `SECONDS` (schedule type FIX_RATE)")
+	fs.IntVar(&f.fixDelay, "fix-delay", 0, "fire `SECONDS` after the previous run ends, so runs never overlap (schedule type FIX_DELAY)")
 	fs.StringVar(&f.at, "at", "", "fire once at an RFC 3339 `INSTANT` with its zone, e.g. 2026-11-24T09:30:00+01:00 (schedule type ONCE)")
 	fs.StringVar(&f.afterCompletion, "after-completion", "", "what becomes of a ONCE job after its run: KEEP (stopped) or DELETE")
 	fs.StringVar(&f.tz, "tz", "", "IANA time zone the schedule is read in (default UTC)")
@@ -82,7 +83,7 @@ func (f *jobFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.subject, "subject", "", "AWS job, SNS: the message's subject, a template")
 	fs.StringVar(&f.eventSource, "event-source", "", "AWS job, EventBridge: the event's source (default xjob)")
 	fs.StringVar(&f.detailType, "detail-type", "", "AWS job, EventBridge: the event's detail-type (default \"xjob job fired\")")
-	cmd.MarkFlagsMutuallyExclusive("cron", "fix-rate", "at")
+	cmd.MarkFlagsMutuallyExclusive("cron", "fix-rate", "fix-delay", "at")
 	_ = cmd.RegisterFlagCompletionFunc("type", fixedCompletion("BEAN,HTTP,AWS"))
 	_ = cmd.RegisterFlagCompletionFunc("invocation-type", fixedCompletion("RequestResponse,Event"))
 	_ = cmd.RegisterFlagCompletionFunc("route", fixedCompletion(routeNames()))
@@ -125,6 +126,7 @@ func (f *jobFlags) apply(a *app, fs *pflag.FlagSet, j *xjob.Job) (changed bool, 
 	set("alarm-email", func() { j.AlarmEmail = f.alarmEmail })
 	set("cron", func() { j.ScheduleType, j.ScheduleConf = xjob.ScheduleCron, f.cron })
 	set("fix-rate", func() { j.ScheduleType, j.ScheduleConf = xjob.ScheduleFixRate, strconv.Itoa(f.fixRate) })
+	set("fix-delay", func() { j.ScheduleType, j.ScheduleConf = xjob.ScheduleFixDelay, strconv.Itoa(f.fixDelay) })
 	set("at", func() { j.ScheduleType, j.ScheduleConf = xjob.ScheduleOnce, f.at })
 	set("after-completion", func() { j.AfterCompletion = xjob.AfterCompletion(strings.ToUpper(f.afterCompletion)) })
 	set("tz", func() { j.TimeZone = f.tz })
@@ -218,6 +220,7 @@ func (a *app) jobCreate() *cobra.Command {
 		Short: "Create a job from flags and/or --file job.json",
 		Example: `  xjob job create --group 1 --desc "nightly report" --author ann --cron "0 0 2 * * ?" --handler reportJob --start
   xjob job create --file job.json --tz Europe/Paris
+  xjob job create --group 1 --desc "drain the queue" --author ann --fix-delay 30 --timeout 600 --handler drainJob --start
   xjob job create --group 1 --desc "ping the hook" --author ann --fix-rate 60 --type http \
       --url https://hooks.example.com/run --method POST --header 'Content-Type: application/json' \
       --secret-header-env Authorization=HOOK_AUTH --body '{"param":{{param|json}},"log":{{logId}}}' --start`,
