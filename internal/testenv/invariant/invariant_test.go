@@ -78,6 +78,7 @@ type system struct {
 	exec  *executor
 	ring  *ring.Ring
 	disp  *dispatch.Dispatcher
+	cb    *callback.Service
 	group xjob.Group
 	met   *metric.Metrics
 	jobs  []xjob.Job // jobs a test set up before its action
@@ -124,7 +125,7 @@ func setup(t *testing.T) *system {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &system{t: t, db: db, clk: clk, exec: ex, ring: r, disp: d, group: g, met: met}
+	return &system{t: t, db: db, clk: clk, exec: ex, ring: r, disp: d, cb: cb, group: g, met: met}
 }
 
 func (s *system) scanner(owner string, jobs driver.JobStore) *scan.Scanner {
