@@ -417,7 +417,7 @@ jobs:
 	if err := json.Unmarshal([]byte(out), &made); err != nil || made.ScheduleType != xjob.ScheduleFixDelay || made.ScheduleConf != "5" {
 		t.Fatalf("job create --fix-delay: %v\n%s", err, out)
 	}
-	if got := mustRun(t, s, "job", "get", itoa(made.ID)); !strings.Contains(got, "5s after each run") {
+	if got := mustRun(t, s, "job", "get", itoa(made.ID)); !strings.Contains(got, "Schedule:      5s after each run\n") {
 		t.Fatalf("job get shows:\n%s", got)
 	}
 

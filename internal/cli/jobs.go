@@ -707,8 +707,11 @@ func (a *app) jobDetail(w io.Writer, j *xjob.Job) {
 		timeout = itoa(j.TimeoutSeconds) + "s"
 	}
 	schedule := scheduleText(j) + " (" + dash(j.TimeZone) + ")"
-	if j.ScheduleType == xjob.ScheduleOnce {
+	switch j.ScheduleType {
+	case xjob.ScheduleOnce:
 		schedule = scheduleText(j) + ", then " + strings.ToLower(dash(string(j.AfterCompletion)))
+	case xjob.ScheduleFixDelay:
+		schedule = scheduleText(j) // counted from each run's end: no zone plays a part
 	}
 	detail(w, []field{
 		{"ID", itoa(j.ID)},
