@@ -227,6 +227,10 @@ func TestCreateJobNextFireTime(t *testing.T) {
 		{"fix rate running", xjob.ScheduleFixRate, "30", "", xjob.StatusRunning, ms(start.Add(30 * time.Second)), 0},
 		{"fix rate inside the horizon", xjob.ScheduleFixRate, "2", "", xjob.StatusRunning,
 			ms(start.Add(6 * time.Second)), ms(start.Add(4 * time.Second))},
+		{"fix delay running", xjob.ScheduleFixDelay, "30", "", xjob.StatusRunning, ms(start.Add(30 * time.Second)), 0},
+		// One fire, then parked at its lost-run fallback (no timeout: DefaultRunWait) + delay, never a grid.
+		{"fix delay inside the horizon", xjob.ScheduleFixDelay, "2", "", xjob.StatusRunning,
+			ms(start.Add(2*time.Second + xjob.DefaultRunWait + 2*time.Second)), ms(start.Add(2 * time.Second))},
 		{"cron stopped", xjob.ScheduleCron, "0/10 * * * * ?", "", xjob.StatusStopped, 0, 0},
 		{"none stopped", xjob.ScheduleNone, "", "", xjob.StatusStopped, 0, 0},
 	}
@@ -267,6 +271,7 @@ func TestCreateJobRejected(t *testing.T) {
 		{"missing group and child", func(_ *env, j *xjob.Job) { j.GroupID, j.ChildJobIDs = 404, []int64{77} },
 			[]string{"jobGroup", "childJobIds"}},
 		{"bad cron", func(_ *env, j *xjob.Job) { j.ScheduleConf = "* * *" }, []string{"scheduleConf"}},
+		{"bad fix delay", func(_ *env, j *xjob.Job) { j.ScheduleType, j.ScheduleConf = xjob.ScheduleFixDelay, "0" }, []string{"scheduleConf"}},
 		{"running NONE", func(_ *env, j *xjob.Job) { j.ScheduleType, j.TriggerStatus = xjob.ScheduleNone, xjob.StatusRunning },
 			[]string{"triggerStatus"}},
 		{"bad status", func(_ *env, j *xjob.Job) { j.TriggerStatus = 2 }, []string{"triggerStatus"}},
@@ -604,6 +609,56 @@ func TestNextFireTimes(t *testing.T) {
 	}
 	if _, err := e.svc.NextFireTimes(e.ctx, j.ID, 0); !isValidation("n")(err) {
 		t.Fatalf("n=0: %v", err)
+	}
+}
+
+// TestFixDelayNextFiresAndEdits: a FIX_DELAY job's preview is the one
+// fire planned, none while its run is out; an edit that bumps its
+// revision keeps the run's fallback rather than firing a delay after now.
+func TestFixDelayNextFiresAndEdits(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	spec := e.spec(xjob.ScheduleFixDelay, "2")
+	spec.TriggerStatus, spec.TimeoutSeconds = xjob.StatusRunning, 60
+	j := e.create(spec) // the fire at +2 s is pushed at once, the job parked at +2 + 60 + 2 s
+	next := func() []time.Time {
+		t.Helper()
+		ts, err := e.svc.NextFireTimes(e.ctx, j.ID, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	if ts := next(); len(ts) != 1 || !ts[0].Equal(start.Add(2*time.Second)) {
+		t.Fatalf("before the fire: next = %v, want the pushed fire", ts)
+	}
+	e.clk.Advance(3 * time.Second)
+	if ts := next(); len(ts) != 0 {
+		t.Fatalf("while the run is out: next = %v, want none", ts)
+	}
+	parked, err := e.svc.GetJob(e.ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !admin.AfterCurrentRun(&parked, ms(e.clk.Now())) {
+		t.Fatalf("job %+v does not read as after the current run", parked)
+	}
+	edit := parked
+	edit.RouteStrategy = xjob.RouteLast // bumps the revision, schedule unchanged
+	got, err := e.svc.UpdateJob(e.ctx, admin.UpdateJobParams{Job: edit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Revision == parked.Revision || got.TriggerNextTime != parked.TriggerNextTime {
+		t.Fatalf("edit: revision %d→%d, next %d→%d, want the fallback kept", parked.Revision, got.Revision,
+			parked.TriggerNextTime, got.TriggerNextTime)
+	}
+	stopped, err := e.svc.StopJob(e.ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts := next(); len(ts) != 1 || !ts[0].Equal(e.clk.Now().Add(2*time.Second)) || stopped.TriggerStatus != xjob.StatusStopped {
+		t.Fatalf("stopped: next = %v, want what a start now gives", ts)
 	}
 }
 
