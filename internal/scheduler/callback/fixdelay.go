@@ -28,7 +28,8 @@ const rescheduleAttempts = 3
 // The write is the scan's conditional advance, on the version read, and
 // only while the job's last fire is this run's scheduled time: a result of
 // an older run (the fallback fired again meanwhile), of a manual, API or
-// child run, or a repeat of a result already applied changes nothing. So
+// child run, a result that ended after the fallback was due (the scan may
+// be firing it) or a repeat of a result already applied changes nothing. So
 // two results for one run move the schedule once, and a crash between the
 // log's write and this one leaves the job parked at the fallback the scan
 // set (fire + RunWait + delay): the next fire comes late, never twice and
@@ -59,7 +60,9 @@ func (s *Service) rescheduleFixDelay(ctx context.Context, l xjob.Log, jr *jobRef
 			return nil // edited or stopped since: the edit planned the job
 		}
 		next := end + d.Delay.Milliseconds()
-		if j.TriggerLastTime != ran || j.TriggerNextTime == next {
+		if j.TriggerLastTime != ran || j.TriggerNextTime == next || end >= j.TriggerNextTime {
+			// Not this run's job any more, planned already, or its
+			// fallback was due when the run ended: the scan fires it.
 			return nil
 		}
 		err = s.cfg.Store.JobAdvance(ctx, driver.JobAdvanceParams{

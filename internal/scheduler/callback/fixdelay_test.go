@@ -104,7 +104,7 @@ func TestFixDelayPlannedWhenTheResultArrives(t *testing.T) {
 		}},
 		{"lost run marked failed", func(e *env, j xjob.Job, f int64) int64 {
 			l := e.run(j, xjob.TriggerCron, f, 0, 0)
-			e.clk.Advance(10 * time.Minute)
+			e.clk.Advance(20 * time.Second) // upkeep's path; its timing is upkeep's
 			if _, err := e.svc.Finish(e.ctx, l, xjob.CodeFail, "Job result lost, marked as failure."); err != nil {
 				t.Fatal(err)
 			}
@@ -126,6 +126,14 @@ func TestFixDelayPlannedWhenTheResultArrives(t *testing.T) {
 				t.Fatal(err)
 			}
 			return clock.Millis(e.clk)
+		}},
+		{"a result after the fallback was due leaves it to the scan", func(e *env, j xjob.Job, f int64) int64 {
+			l := e.run(j, xjob.TriggerCron, f, 0, 0)
+			e.clk.Advance(36 * time.Second) // the fallback is at 30 s + 5 s
+			if err := e.callback(l.ID, xjob.CodeSuccess, ""); err != nil {
+				t.Fatal(err)
+			}
+			return 0
 		}},
 		{"a manual run does not move the schedule", func(e *env, j xjob.Job, _ int64) int64 {
 			l := e.run(j, xjob.TriggerManual, 0, 99, 0)

@@ -169,9 +169,11 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 // run that never reports fires again at the fallback. A next time at least
 // RunWait + delay after the last fire may be that fallback, which a result
 // can still move; it is fired only once due, never pre-read into the ring,
-// so that a result arriving before it leaves no fire behind in the ring.
-// A result arriving exactly at the fallback may race its fire (the
-// scan's push comes before its conditional advance): both then fire once.
+// so that a result arriving before it leaves no fire behind in the ring;
+// a result arriving once it is due leaves it to the scan. A result read
+// just before the fallback's tick and written just after the scan read
+// the job may still race its fire (the scan pushes before its
+// conditional advance): the fallback and the planned fire then both fire.
 //
 // A fire found late within the misfire threshold fires now; beyond it the
 // misfire strategy applies: FIRE_ONCE_NOW fires once now, DO_NOTHING skips
