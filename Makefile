@@ -140,7 +140,7 @@ docker: ## Build the xjob image (docker build -t xjob .; needs a Docker engine)
 	docker build --build-arg VERSION=$$(git describe --tags --always --dirty 2>/dev/null || echo dev) -t xjob .
 
 .PHONY: bench
-bench: ## Load and fault harness against xjob local, then bench-cluster (~30 min; BENCH_FLAGS='--quick --baseline-rev REV' etc., see bench/README.md)
+bench: ## Load and fault harness against xjob local, then bench-cluster (~30 min; BENCH_FLAGS='--quick --baseline-rev REV' etc.; a baseline by default, see bench/README.md)
 	$(GO) run ./bench/cmd/xjobbench $(BENCH_FLAGS)
 	$(MAKE) bench-cluster
 

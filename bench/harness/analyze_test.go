@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -233,6 +234,29 @@ func TestAnalyzeGraceSeparatesLateFires(t *testing.T) {
 				t.Errorf("fired/late/inWindow/rate/drain/lost = %d/%d/%d/%v/%v/%d, want %d/%d/%d/%v/%v/0",
 					got.Fired, got.FiredLate, got.ReceivedInWindow, got.Rate, got.DrainSeconds, got.Lost,
 					tc.fired, tc.late, tc.inWin, tc.rate, tc.drain)
+			}
+		})
+	}
+}
+
+// A steady run whose fires xjob passed over says so in its notes; one that
+// misfired nothing adds no note.
+func TestMisfireNote(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		o    Outcome
+		want string
+	}{
+		{name: "nothing misfired", o: Outcome{Expected: 100, Fired: 100}},
+		{name: "misfired", o: Outcome{Expected: 100, Fired: 60, Misfired: 40}, want: "passed 40 of 100 expected fires over"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := misfireNote(tc.o)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("misfireNote = %q, want one containing %q", got, tc.want)
 			}
 		})
 	}

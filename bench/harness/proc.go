@@ -31,6 +31,32 @@ func Build(ctx context.Context, root, pkg, dir, name string) (string, error) {
 	return bin, nil
 }
 
+// DefaultBaseline picks the revision `make bench` compares the tree at
+// root with when no --baseline-rev or --baseline-bin is given, so that every
+// figure it prints comes with a baseline measured in the same run (figures
+// of two runs on a shared machine are not comparable): the merge base of
+// HEAD with the newest release tag (v*), or, before the first release,
+// with the branch main. why says which it took.
+func DefaultBaseline(ctx context.Context, root string) (rev, why string, err error) {
+	git := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", root}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	from, what := "main", "the branch main (no release tag yet)"
+	if tag, err := git("describe", "--tags", "--abbrev=0", "--match", "v*", "HEAD"); err == nil && tag != "" {
+		from, what = tag, "the last release "+tag
+	}
+	base, err := git("merge-base", "HEAD", from)
+	if err != nil || base == "" {
+		return "", "", fmt.Errorf("default baseline: no merge base of HEAD with %s (give --baseline-rev): %w", from, err)
+	}
+	short, err := git("rev-parse", "--short", base)
+	if err != nil {
+		return "", "", fmt.Errorf("default baseline: %w", err)
+	}
+	return short, "the merge base with " + what, nil
+}
+
 // BuildRev builds cmd/xjob as it was at git revision rev of the repository
 // at root: `git archive rev` is unpacked into dir/src-<rev> and built there
 // into dir/xjob-<rev>. It returns the binary and the revision's short hash.

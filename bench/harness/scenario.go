@@ -281,8 +281,22 @@ func Steady(ctx context.Context, env *Env, s SteadySpec) (*Result, error) {
 		res.Notes = append(res.Notes, fmt.Sprintf("NOT sustained: %d of %d fires came only after the window + %s grace (last %.1f s after the window; settle %.1f s); trig/s counts the %d in time",
 			res.FiredLate, res.Expected, steadyGrace, res.DrainSeconds, res.SettleSeconds, res.Fired))
 	}
+	if n := misfireNote(res.Outcome); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
 	cleanup(env, dir)
 	return res, nil
+}
+
+// misfireNote says, for a steady run, how many expected fires xjob passed
+// over by its misfire rules: they are counted as misfired, not lost, and
+// mean xjob fell behind (a sustained load misfires nothing).
+func misfireNote(o Outcome) string {
+	if o.Misfired == 0 {
+		return ""
+	}
+	return fmt.Sprintf("MISFIRED: xjob fell behind and passed %d of %d expected fires over by its misfire rule (DO_NOTHING, or collapsed into a late fire); counted as misfired, not lost",
+		o.Misfired, o.Expected)
 }
 
 // BurstSpec: Jobs jobs whose only fire is the same second, or (Spread > 1)

@@ -46,7 +46,7 @@ func run() int {
 	profile := fs.Int("profile-jobs", 10000, "CPU-profile the window of the steady run with this many jobs (0: none)")
 	profileBurst := fs.Bool("profile-burst", true, "CPU-profile the burst (through xjob's --pprof-listen)")
 	baselineBin := fs.String("baseline-bin", "", "also run every scenario against this xjob binary, before the candidate, and print both side by side")
-	baselineRev := fs.String("baseline-rev", "", "like --baseline-bin, building cmd/xjob at this git revision (git archive into a temporary directory)")
+	baselineRev := fs.String("baseline-rev", "auto", "like --baseline-bin, building cmd/xjob at this git revision (git archive into a temporary directory); auto: the merge base of HEAD with the last release tag v*, or with main before the first; none: no baseline")
 	shards := fs.Int("shards", 16, "scan shards")
 	out := fs.String("out", "bench/results", "directory of the JSON results and profiles")
 	root := fs.String("root", ".", "module root (where cmd/xjob is)")
@@ -69,9 +69,14 @@ func run() int {
 		quickDefault("steady-jobs", "10000")
 		quickDefault("steady-window", "20s")
 	}
-	if *baselineBin != "" && *baselineRev != "" {
+	revSet := false
+	fs.Visit(func(f *flag.Flag) { revSet = revSet || f.Name == "baseline-rev" })
+	switch {
+	case *baselineBin != "" && revSet:
 		fmt.Fprintln(os.Stderr, "xjobbench: --baseline-bin and --baseline-rev exclude each other")
 		return 2
+	case *baselineBin != "", *baselineRev == "none", *baselineRev == "":
+		*baselineRev = ""
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -100,6 +105,15 @@ func run() int {
 
 	// The binaries: the candidate (this tree) and, optionally, a baseline.
 	targets := []harness.Env{}
+	if *baselineRev == "auto" {
+		rev, why, err := harness.DefaultBaseline(ctx, absRoot)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "xjobbench:", err)
+			return 1
+		}
+		fmt.Fprintf(env.Log, "xjobbench: baseline %s, %s (--baseline-rev REV to choose, none to skip)\n", rev, why)
+		*baselineRev = rev
+	}
 	if *baselineBin != "" || *baselineRev != "" {
 		b := *env
 		b.Target, b.Label, b.Bin = harness.TargetBaseline, *baselineBin, *baselineBin
