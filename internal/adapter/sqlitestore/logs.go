@@ -225,6 +225,9 @@ func (db *DB) LogTriggeredMany(ctx context.Context, ps []driver.LogTriggeredPara
 	}
 	errs := make([]error, len(ps))
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		if triggeredBatchable(ps) {
+			return db.logTriggeredBatch(ctx, ps, errs)
+		}
 		for i, p := range ps {
 			n, err := rowsAffected(db.ws.logTriggered.ExecContext(ctx, p.ExecutorAddress, p.TriggerCode, p.TriggerMsg, p.ID))
 			if err == nil && n == 0 {
@@ -264,6 +267,9 @@ func (db *DB) LogFinishMany(ctx context.Context, ps []driver.LogFinishParams) ([
 	}
 	out := make([]driver.LogFinished, len(ps))
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		if finishBatchable(ps) {
+			return db.logFinishBatch(ctx, ps, out)
+		}
 		for i, p := range ps {
 			var l xjob.Log
 			res, err := db.ws.logFinish.ExecContext(ctx, p.HandleTime, p.HandleCode, p.HandleMsg, p.ID)
