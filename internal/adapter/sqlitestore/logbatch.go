@@ -13,31 +13,23 @@ import (
 
 // Batched log updates.
 //
-// A steady second of local mode records one executor reply and one result
-// per trigger. Written one UPDATE (and, for a result, one read back) per
-// log, database/sql's and the driver's per-statement work (binding, a
-// result or rows object, locks) cost as much as SQLite's own: the store's
-// share of the steady 10,000 scenario was four statements a trigger. Here
-// a batch reads the rows it touches in one statement, decides in Go which
-// updates win (the writer holds the write transaction, so nothing changes
-// in between), and applies the winners in one UPDATE … FROM json_each —
-// two statements a batch whatever its size.
-
-// sqlLogTriggeredBatch applies replies given as a JSON array of
-// [id, executor_address, trigger_code, trigger_msg].
-const sqlLogTriggeredBatch = `UPDATE logs SET executor_address = p.value ->> 1,
-	trigger_code = p.value ->> 2, trigger_msg = p.value ->> 3, version = version + 1
-	FROM jsonb_each(?) AS p WHERE logs.id = p.value ->> 0 AND logs.trigger_code = 0`
+// A steady second of local mode records one result per trigger. Written
+// as an UPDATE and a read back per log, database/sql's and the driver's
+// per-statement work (binding, a result or rows object, locks) cost as
+// much as SQLite's own. Here a batch of results reads the rows it touches
+// in one statement, decides in Go which results win (the writer holds the
+// write transaction, so nothing changes in between), and applies the
+// winners in one UPDATE … FROM jsonb_each: two statements a batch whatever
+// its size. The executors' replies (LogTriggeredMany) keep an UPDATE per
+// log: batched the same way they cost no less CPU (SQLite runs an UPDATE
+// … FROM through a temporary table, which a bare rowid UPDATE does not
+// need, and a reply's message is long to carry through JSON).
 
 // sqlLogFinishBatch applies results given as a JSON array of
 // [id, handle_time, handle_code, handle_msg].
 const sqlLogFinishBatch = `UPDATE logs SET handle_time = p.value ->> 1,
 	handle_code = p.value ->> 2, handle_msg = p.value ->> 3, version = version + 1
 	FROM jsonb_each(?) AS p WHERE logs.id = p.value ->> 0 AND logs.handle_code = 0`
-
-// sqlLogTriggerCodes reads the trigger code of the logs among a JSON array
-// of ids.
-const sqlLogTriggerCodes = `SELECT id, trigger_code FROM logs WHERE id IN (SELECT value FROM json_each(?))`
 
 // sqlLogsByIDs reads the logs among a JSON array of ids, on the writer.
 const sqlLogsByIDs = `SELECT ` + logColumns + ` FROM logs WHERE id IN (SELECT value FROM json_each(?))`
@@ -67,23 +59,20 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendBatchItem appends [id, str, code, msg] to a JSON array being built.
-func appendBatchItem(b []byte, id int64, str string, num int64, msg string, strIsNum bool, strNum int64) []byte {
+// appendResult appends [id, handle_time, handle_code, handle_msg] to a
+// JSON array being built.
+func appendResult(b []byte, p driver.LogFinishParams) []byte {
 	if len(b) > 1 {
 		b = append(b, ',')
 	}
 	b = append(b, '[')
-	b = strconv.AppendInt(b, id, 10)
+	b = strconv.AppendInt(b, p.ID, 10)
 	b = append(b, ',')
-	if strIsNum {
-		b = strconv.AppendInt(b, strNum, 10)
-	} else {
-		b = appendJSONString(b, str)
-	}
+	b = strconv.AppendInt(b, p.HandleTime, 10)
 	b = append(b, ',')
-	b = strconv.AppendInt(b, num, 10)
+	b = strconv.AppendInt(b, int64(p.HandleCode), 10)
 	b = append(b, ',')
-	b = appendJSONString(b, msg)
+	b = appendJSONString(b, p.HandleMsg)
 	return append(b, ']')
 }
 
@@ -98,70 +87,6 @@ func idsJSON(ids []int64) string {
 		b = strconv.AppendInt(b, id, 10)
 	}
 	return string(append(b, ']'))
-}
-
-// triggeredBatchable reports whether every reply of ps can go through the
-// JSON batch.
-func triggeredBatchable(ps []driver.LogTriggeredParams) bool {
-	for _, p := range ps {
-		if !jsonSafe(p.ExecutorAddress) || !jsonSafe(p.TriggerMsg) {
-			return false
-		}
-	}
-	return len(ps) > 1
-}
-
-// logTriggeredBatch is LogTriggeredMany's transaction body for a batch:
-// errs[i] is set for a reply that loses (ErrConflict: a reply is
-// recorded, by another item of ps or before) or has no log (ErrNotFound).
-func (db *DB) logTriggeredBatch(ctx context.Context, ps []driver.LogTriggeredParams, errs []error) error {
-	ids := make([]int64, len(ps))
-	for i, p := range ps {
-		ids[i] = p.ID
-	}
-	rows, err := db.ws.logTriggerCodes.QueryContext(ctx, idsJSON(ids))
-	if err != nil {
-		return fmt.Errorf("read trigger codes: %w", err)
-	}
-	open := make(map[int64]bool, len(ps)) // id → no reply recorded yet
-	for rows.Next() {
-		var id, code int64
-		if err := rows.Scan(&id, &code); err != nil {
-			rows.Close()
-			return fmt.Errorf("read trigger codes: %w", err)
-		}
-		open[id] = code == int64(xjob.CodeNone)
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("read trigger codes: %w", err)
-	}
-	b := make([]byte, 0, len(ps)*96)
-	b = append(b, '[')
-	won := int64(0)
-	for i, p := range ps {
-		first, ok := open[p.ID]
-		switch {
-		case !ok:
-			errs[i] = fmt.Errorf("sqlite log triggered %d: %w", p.ID, xjob.ErrNotFound)
-		case !first:
-			errs[i] = fmt.Errorf("sqlite log triggered %d: %w", p.ID, xjob.ErrConflict)
-		default:
-			open[p.ID] = false // a later reply for the same log loses
-			b = appendBatchItem(b, p.ID, p.ExecutorAddress, int64(p.TriggerCode), p.TriggerMsg, false, 0)
-			won++
-		}
-	}
-	if won == 0 {
-		return nil
-	}
-	n, err := rowsAffected(db.ws.logTriggeredBatch.ExecContext(ctx, string(append(b, ']'))))
-	if err != nil {
-		return fmt.Errorf("record replies: %w", err)
-	}
-	if n != won {
-		return fmt.Errorf("record replies: %d rows updated, %d expected", n, won)
-	}
-	return nil
 }
 
 // finishBatchable reports whether every result of ps can go through the
@@ -213,7 +138,7 @@ func (db *DB) logFinishBatch(ctx context.Context, ps []driver.LogFinishParams, o
 			// What the UPDATE below writes, so the row need not be read back.
 			l.HandleTime, l.HandleCode, l.HandleMsg, l.Version = p.HandleTime, p.HandleCode, p.HandleMsg, l.Version+1
 			out[i].Log = *l
-			b = appendBatchItem(b, p.ID, "", int64(p.HandleCode), p.HandleMsg, true, p.HandleTime)
+			b = appendResult(b, p)
 			won++
 		}
 	}

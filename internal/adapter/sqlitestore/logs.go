@@ -225,9 +225,6 @@ func (db *DB) LogTriggeredMany(ctx context.Context, ps []driver.LogTriggeredPara
 	}
 	errs := make([]error, len(ps))
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
-		if triggeredBatchable(ps) {
-			return db.logTriggeredBatch(ctx, ps, errs)
-		}
 		for i, p := range ps {
 			n, err := rowsAffected(db.ws.logTriggered.ExecContext(ctx, p.ExecutorAddress, p.TriggerCode, p.TriggerMsg, p.ID))
 			if err == nil && n == 0 {

@@ -24,7 +24,7 @@ type writeStmts struct {
 	jobInsert, jobSetShard, jobAdvance, jobStop, jobRecordSlow, jobExists *sql.Stmt
 
 	logCreate, logByOccurrence, logByID, logClaim, logTriggered, logFinish, logSetAlarm, logExists *sql.Stmt
-	logTriggerCodes, logsByIDs, logTriggeredBatch, logFinishBatch                                  *sql.Stmt
+	logsByIDs, logFinishBatch                                                                      *sql.Stmt
 
 	groupExists *sql.Stmt
 
@@ -84,9 +84,7 @@ func (s *writeStmts) defs() []stmtDef {
 		// journal; an Exec and a read by key cost less.
 		{&s.logFinish, `UPDATE logs SET handle_time = ?, handle_code = ?, handle_msg = ?,
 			version = version + 1 WHERE id = ? AND handle_code = 0`},
-		{&s.logTriggerCodes, sqlLogTriggerCodes},
 		{&s.logsByIDs, sqlLogsByIDs},
-		{&s.logTriggeredBatch, sqlLogTriggeredBatch},
 		{&s.logFinishBatch, sqlLogFinishBatch},
 		{&s.logSetAlarm, `UPDATE logs SET alarm_status = ?, version = version + 1
 			WHERE id = ? AND alarm_status = ?`},
