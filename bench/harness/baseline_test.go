@@ -11,9 +11,6 @@ import (
 // with main before the first release: built on a throwaway repository.
 func TestDefaultBaseline(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
 	tests := []struct {
 		name    string
 		tag     bool
