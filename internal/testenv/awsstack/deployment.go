@@ -209,9 +209,12 @@ func Start(ctx context.Context, opts Options) (d *Deployment, err error) {
 	}
 	d = &Deployment{opts: opts, meter: NewMeter(), arns: map[string]string{}, apps: map[string]*lambdaapp.App{},
 		handlers: map[string]lambda.Handler{}, runners: map[string]*lambdarun.Function{}, idle: map[string][]string{}, envs: map[string]int{}}
+	// The failure returns below set d to nil before this runs: close
+	// what was started through started, not d.
+	started := d
 	defer func() {
 		if err != nil {
-			d.Close()
+			started.Close()
 			d = nil
 		}
 	}()
