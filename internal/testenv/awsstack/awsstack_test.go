@@ -103,10 +103,15 @@ func TestDeploymentEndToEnd(t *testing.T) {
 			u.URLRequests, u.Invokes["callback"].Invocations, u.HTTPRequests, u.Invokes["web"].Invocations)
 	}
 	// One result a second: the callback function wrote each result's page
-	// itself and recorded nothing on the results queue.
-	if u.Ops["callback"]["dynamodb:PutItem"].Requests == 0 || u.Ops["callback"]["sqs:SendMessageBatch"].Requests != 0 {
-		t.Errorf("callback function's requests %+v: want pages written, nothing queued", u.Ops["callback"])
+	// itself; it recorded a result on the results queue only when it lost
+	// that page's one conditional round (driver.OneRound) to another
+	// writer, such as the ring recording the executor's reply to the same
+	// page, a send per lost write at the most.
+	cbOps := u.Ops["callback"]
+	if cbOps["dynamodb:PutItem"].Requests == 0 || cbOps["sqs:SendMessageBatch"].Requests > cbOps["dynamodb:PutItem"].Lost {
+		t.Errorf("callback function's requests %+v: want pages written, a result queued only for a lost round", cbOps)
 	}
+	queuedBefore, lostBefore := cbOps["sqs:SendMessageBatch"].Requests, cbOps["dynamodb:PutItem"].Lost
 	// A request of a batching executor is recorded on the results queue,
 	// and the dispatch function applies it (these log ids name no log:
 	// the apply's verdicts are logged, and the executor hears 200).
@@ -130,8 +135,11 @@ func TestDeploymentEndToEnd(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	u = d.Meter().Snapshot()
-	if u.Ops["callback"]["sqs:SendMessageBatch"].Requests != 1 {
-		t.Errorf("callback function's requests %+v: want the batch recorded on the results queue", u.Ops["callback"])
+	// Meanwhile the every-second results may have lost rounds too, each
+	// queued in a send of its own: the batch is the one send beyond those.
+	cbOps = u.Ops["callback"]
+	if n := cbOps["sqs:SendMessageBatch"].Requests - queuedBefore - (cbOps["dynamodb:PutItem"].Lost - lostBefore); n != 1 {
+		t.Errorf("callback function's requests %+v: want the batch recorded on the results queue in one send, got %d", cbOps, n)
 	}
 	if applied() == before {
 		t.Errorf("dispatch function's requests %+v: want the recorded batch applied", u.Ops["dispatch"])
