@@ -14,10 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -33,10 +31,6 @@ import (
 	"github.com/xjobdev/xjob/internal/target"
 	"github.com/xjobdev/xjob/pkg/clock"
 )
-
-// ResultBytes is how much of a synchronous Lambda's response the log's
-// result keeps (as an HTTP job's body).
-const ResultBytes = 1024
 
 // Config wires a Caller.
 type Config struct {
@@ -151,7 +145,8 @@ func (c *Caller) invoke(ctx context.Context, r target.AWSRequest) (bool, string,
 	if !ok {
 		msg += " · function error " + aws.ToString(out.FunctionError)
 	}
-	return ok, msg + "\n" + firstBytes(out.Payload), nil
+	n := min(len(out.Payload), target.ResultBytes)
+	return ok, msg + "\n" + target.Head(out.Payload[:n], len(out.Payload) > n), nil
 }
 
 // send sends an SQS message; the queue's URL is looked up once per ARN.
@@ -213,22 +208,6 @@ func optional(s string) *string {
 		return nil
 	}
 	return aws.String(s)
-}
-
-// firstBytes is the start of a response as the log keeps it.
-func firstBytes(b []byte) string {
-	if len(b) <= ResultBytes {
-		return strings.ToValidUTF8(string(b), "\uFFFD")
-	}
-	s := string(b[:ResultBytes])
-	for len(s) > 0 {
-		r, size := utf8.DecodeLastRuneInString(s)
-		if r != utf8.RuneError || size != 1 {
-			break
-		}
-		s = s[:len(s)-1]
-	}
-	return strings.ToValidUTF8(s, "\uFFFD") + "…"
 }
 
 // describe words an SDK error as the log shows it: the service's code

@@ -33,7 +33,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/egress"
@@ -48,8 +47,6 @@ import (
 const (
 	DefaultWorkers  = 64
 	DefaultMaxQueue = 1000
-	// ResultBytes is how much of a response body the log's result keeps.
-	ResultBytes = 1024
 	// maxRedirects bounds the redirects followed by a call without
 	// secret headers.
 	maxRedirects = 5
@@ -382,7 +379,7 @@ func (e *Executor) do(r *run) (int, string) {
 		return xjob.CodeFail, fmt.Sprintf("%s · %s", head, unwrapURL(err))
 	}
 	defer resp.Body.Close()
-	first := make([]byte, ResultBytes)
+	first := make([]byte, target.ResultBytes)
 	n, _ := io.ReadFull(resp.Body, first)
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
 	code := xjob.CodeFail
@@ -391,24 +388,9 @@ func (e *Executor) do(r *run) (int, string) {
 	}
 	msg := fmt.Sprintf("HTTP %s · %s · %v", resp.Status, head, took)
 	if n > 0 {
-		msg += "\n" + strings.ToValidUTF8(string(first[:n]), "\uFFFD")
-		if n == ResultBytes {
-			msg = trimRune(msg) + "…"
-		}
+		msg += "\n" + target.Head(first[:n], n == target.ResultBytes)
 	}
 	return code, msg
-}
-
-// trimRune drops a rune cut in half at the end of s.
-func trimRune(s string) string {
-	for len(s) > 0 {
-		r, size := utf8.DecodeLastRuneInString(s)
-		if r != utf8.RuneError || size != 1 {
-			return s
-		}
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // redactQuery is the URL as the log shows it: without its query, which

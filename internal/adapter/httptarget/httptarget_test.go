@@ -100,7 +100,7 @@ func TestCallReportsStatusAndBody(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		got <- seen{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), string(b)}
 		w.WriteHeader(http.StatusAccepted)
-		_, _ = io.WriteString(w, `{"accepted":true}`+strings.Repeat("x", 2*ResultBytes))
+		_, _ = io.WriteString(w, `{"accepted":true}`+strings.Repeat("x", 2*target.ResultBytes))
 	}))
 	defer srv.Close()
 	e := setup(t, loopback, nil)
@@ -120,8 +120,8 @@ func TestCallReportsStatusAndBody(t *testing.T) {
 		!strings.Contains(r.HandleMsg, `{"accepted":true}`) || strings.Contains(r.HandleMsg, "s3cret") {
 		t.Fatalf("report = %+v", r)
 	}
-	if n := strings.Count(r.HandleMsg, "x"); n > ResultBytes {
-		t.Fatalf("result keeps %d bytes of the body, at most %d", n, ResultBytes)
+	if n := strings.Count(r.HandleMsg, "x"); n > target.ResultBytes {
+		t.Fatalf("result keeps %d bytes of the body, at most %d", n, target.ResultBytes)
 	}
 	if strings.Contains(r.HandleMsg, "log=42") {
 		t.Fatalf("the result shows the URL's query: %q", r.HandleMsg)
