@@ -318,13 +318,10 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.Log
 		}
 		ps[k] = driver.LogFinishParams{ID: r.log.ID, HandleTime: ht, HandleCode: r.code, HandleMsg: HandleMsg(ResultMsg(r.code, r.msg), summary)}
 	}
-	fctx := ctx
-	if quiet(ctx) {
-		// Sparse's direct path: a page another environment changed
-		// first is not retried here but recorded on the queue.
-		fctx = driver.OneRound(ctx)
-	}
-	res, err := s.cfg.Store.LogFinishMany(fctx, ps)
+	// On Sparse's direct path ctx carries driver.OneRound: a page another
+	// environment changed first is not retried here but recorded on the
+	// queue.
+	res, err := s.cfg.Store.LogFinishMany(ctx, ps)
 	if err != nil {
 		return fail(fmt.Errorf("callback log finish: %w", err))
 	}

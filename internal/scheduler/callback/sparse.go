@@ -7,6 +7,7 @@ import (
 
 	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
@@ -107,7 +108,13 @@ func (s *Sparse) Callback(ctx context.Context, items []protocol.HandleCallbackPa
 	if !s.take(len(items)) {
 		return s.queued.Callback(ctx, items)
 	}
-	errs := s.direct.Callback(withQuiet(ctx), items)
+	// One conditional round per log page (driver.OneRound): a page that
+	// another writer changed first answers driver.ErrContended, which is
+	// recorded on the queue below. Without it, every environment of a
+	// callback function that scaled out retried its few results on the
+	// same hot pages with backoff, up to a minute's worth of rounds, while
+	// the others did the same.
+	errs := s.direct.Callback(driver.OneRound(ctx), items)
 	var again []protocol.HandleCallbackParam
 	var at []int
 	for i, err := range errs {
@@ -121,25 +128,6 @@ func (s *Sparse) Callback(ctx context.Context, items []protocol.HandleCallbackPa
 		}
 	}
 	return errs
-}
-
-type quietKey struct{}
-
-// withQuiet marks ctx as Sparse's direct path: Service then records the
-// results in one conditional round per log page (driver.OneRound), and a
-// page that another writer changed first answers driver.ErrContended,
-// which Sparse records on the queue. Without it, every environment of a
-// callback function that scaled out retried its few results on the same
-// hot pages with backoff, up to a minute's worth of rounds, while the
-// others did the same.
-func withQuiet(ctx context.Context) context.Context {
-	return context.WithValue(ctx, quietKey{}, true)
-}
-
-// quiet reports whether ctx was marked by withQuiet.
-func quiet(ctx context.Context) bool {
-	v, _ := ctx.Value(quietKey{}).(bool)
-	return v
 }
 
 // take counts n items taken now and says whether they go Direct.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob/pkg/clock"
+	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
@@ -124,7 +125,7 @@ func TestSparseRecordsWhatItCouldNotWrite(t *testing.T) {
 type seesQuiet struct{ quiet []bool }
 
 func (s *seesQuiet) Callback(ctx context.Context, items []protocol.HandleCallbackParam) []error {
-	s.quiet = append(s.quiet, quiet(ctx))
+	s.quiet = append(s.quiet, driver.IsOneRound(ctx))
 	return make([]error, len(items))
 }
 
