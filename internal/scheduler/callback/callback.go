@@ -435,8 +435,7 @@ func (s *Service) complete(ctx context.Context, l xjob.Log, jr *jobRef) error {
 // instant later: the schedule still fires after the run's trigger time).
 // KEEP needs nothing here: the scan stopped the job when it pushed the fire.
 func (s *Service) afterCompletion(ctx context.Context, l xjob.Log, jr *jobRef) error {
-	final := (l.Handled() && l.HandleCode == xjob.CodeSuccess) || (l.Failed() && l.ExecutorFailRetryCount <= 0)
-	if !final || !EndsOnceJob(l.TriggerType) {
+	if !finalResult(l) || !EndsOnceJob(l.TriggerType) {
 		return nil
 	}
 	if err := jr.load(ctx, s.cfg.Store, l.JobID); err != nil {
@@ -553,19 +552,33 @@ func (s *Service) childGuard(ctx context.Context, l xjob.Log, children []int64) 
 
 // ParentLogID is the id of the log whose success triggered l (a PARENT
 // trigger's occurrence names it), or 0.
-func ParentLogID(l xjob.Log) int64 {
-	if l.TriggerType != xjob.TriggerParent {
+func ParentLogID(l xjob.Log) int64 { return refLogID(l, xjob.TriggerParent) }
+
+// RetriedLogID is the id of the failed log a RETRY log repeats (its
+// occurrence names it), or 0.
+func RetriedLogID(l xjob.Log) int64 { return refLogID(l, xjob.TriggerRetry) }
+
+// refLogID is the log id l's occurrence refers to (its "r<id>" part,
+// fire.Occurrence.ID) when l is of trigger type typ, or 0.
+func refLogID(l xjob.Log, typ xjob.TriggerType) int64 {
+	if l.TriggerType != typ {
 		return 0
 	}
-	for _, part := range strings.Split(l.OccurrenceID, "/") {
+	for part := range strings.SplitSeq(l.OccurrenceID, "/") {
 		if ref, ok := strings.CutPrefix(part, "r"); ok {
-			id, err := strconv.ParseInt(ref, 10, 64)
-			if err == nil && id > 0 {
+			if id, err := strconv.ParseInt(ref, 10, 64); err == nil && id > 0 {
 				return id
 			}
 		}
 	}
 	return 0
+}
+
+// finalResult reports whether l's result ends its run: a success, or a
+// failure (of the trigger or of the run) with no retry left. A failure
+// that is retried is not the end; the retry's result is.
+func finalResult(l xjob.Log) bool {
+	return (l.Handled() && l.HandleCode == xjob.CodeSuccess) || (l.Failed() && l.ExecutorFailRetryCount <= 0)
 }
 
 func (s *Service) handleFailure(ctx context.Context, l xjob.Log, jr *jobRef) error {

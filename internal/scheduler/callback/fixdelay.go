@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/xjobdev/xjob"
@@ -35,8 +33,7 @@ const rescheduleAttempts = 3
 // set (fire + RunWait + delay): the next fire comes late, never twice and
 // never not at all.
 func (s *Service) rescheduleFixDelay(ctx context.Context, l xjob.Log, jr *jobRef) error {
-	final := (l.Handled() && l.HandleCode == xjob.CodeSuccess) || (l.Failed() && l.ExecutorFailRetryCount <= 0)
-	if !final || !EndsOnceJob(l.TriggerType) {
+	if !finalResult(l) || !EndsOnceJob(l.TriggerType) {
 		return nil
 	}
 	if err := jr.load(ctx, s.cfg.Store, l.JobID); err != nil {
@@ -109,20 +106,4 @@ func (s *Service) scheduledTime(ctx context.Context, l xjob.Log) (int64, error) 
 		l = prev
 	}
 	return 0, nil
-}
-
-// RetriedLogID is the id of the failed log a RETRY log repeats (its
-// occurrence names it), or 0.
-func RetriedLogID(l xjob.Log) int64 {
-	if l.TriggerType != xjob.TriggerRetry {
-		return 0
-	}
-	for part := range strings.SplitSeq(l.OccurrenceID, "/") {
-		if ref, ok := strings.CutPrefix(part, "r"); ok {
-			if id, err := strconv.ParseInt(ref, 10, 64); err == nil && id > 0 {
-				return id
-			}
-		}
-	}
-	return 0
 }
