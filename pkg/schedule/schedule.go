@@ -75,11 +75,8 @@ type FixRate struct{ Interval time.Duration }
 
 // ParseFixRate parses a FIX_RATE conf: a whole number of seconds ≥ 1.
 func ParseFixRate(conf string) (FixRate, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(conf), 10, 64)
-	if err != nil || n < 1 || n > maxSeconds {
-		return FixRate{}, fmt.Errorf("FIX_RATE needs a whole number of seconds between 1 and 315360000, got %q", conf)
-	}
-	return FixRate{Interval: time.Duration(n) * time.Second}, nil
+	d, err := parseSeconds(TypeFixRate, conf)
+	return FixRate{Interval: d}, err
 }
 
 // Next returns t + Interval: xxl-job counts FIX_RATE from the previous
@@ -88,6 +85,16 @@ func (f FixRate) Next(t time.Time) (time.Time, bool) { return t.Add(f.Interval),
 
 // maxSeconds bounds FIX_RATE and FIX_DELAY: ten years.
 const maxSeconds = 10 * 365 * 24 * 3600
+
+// parseSeconds reads the conf of FIX_RATE and FIX_DELAY (typ names it in
+// the error): a whole number of seconds between 1 and maxSeconds.
+func parseSeconds(typ, conf string) (time.Duration, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(conf), 10, 64)
+	if err != nil || n < 1 || n > maxSeconds {
+		return 0, fmt.Errorf("%s needs a whole number of seconds between 1 and %d, got %q", typ, maxSeconds, conf)
+	}
+	return time.Duration(n) * time.Second, nil
+}
 
 // FixDelay fires Delay after the previous run of the job ended. The end
 // is known only when the run's result arrives, so the schedule alone
@@ -99,11 +106,8 @@ type FixDelay struct{ Delay time.Duration }
 // ParseFixDelay parses a FIX_DELAY conf: a whole number of seconds ≥ 1,
 // with FIX_RATE's bounds.
 func ParseFixDelay(conf string) (FixDelay, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(conf), 10, 64)
-	if err != nil || n < 1 || n > maxSeconds {
-		return FixDelay{}, fmt.Errorf("FIX_DELAY needs a whole number of seconds between 1 and 315360000, got %q", conf)
-	}
-	return FixDelay{Delay: time.Duration(n) * time.Second}, nil
+	d, err := parseSeconds(TypeFixDelay, conf)
+	return FixDelay{Delay: d}, err
 }
 
 // Next returns end + Delay: the fire after a run that ended at end.
