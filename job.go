@@ -272,6 +272,22 @@ func (j *Job) RunWait() time.Duration {
 	return DefaultRunWait
 }
 
+// AwaitingRun reports whether a FIX_DELAY job's next time is still the
+// lost-run fallback of its last fire: the scan fired it at TriggerLastTime
+// and parked it RunWait + delay later, and no result has planned it since
+// (a result plans end + delay, sooner). The scan does not pre-read such a
+// time, the console shows it as "after the current run".
+func (j *Job) AwaitingRun() bool {
+	if j.ScheduleType != ScheduleFixDelay || j.TriggerLastTime <= 0 {
+		return false
+	}
+	d, err := schedule.ParseFixDelay(j.ScheduleConf)
+	if err != nil {
+		return false
+	}
+	return j.TriggerNextTime-j.TriggerLastTime >= (j.RunWait() + d.Delay).Milliseconds()
+}
+
 // ScheduleChanged reports whether an edit from j to next changes what or
 // when the job fires, which is when its Revision must be bumped.
 func (j *Job) ScheduleChanged(next *Job) bool {

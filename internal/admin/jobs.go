@@ -723,14 +723,7 @@ func fixDelayPreview(j *xjob.Job, now int64, loc *time.Location) []time.Time {
 // comes a delay after that run's result. Its TriggerNextTime is then only
 // that fallback, which the console shows as "after the current run".
 func AfterCurrentRun(j *xjob.Job, now int64) bool {
-	if j.ScheduleType != xjob.ScheduleFixDelay || j.TriggerStatus != xjob.StatusRunning || j.TriggerLastTime == 0 {
-		return false
-	}
-	d, err := schedule.ParseFixDelay(j.ScheduleConf)
-	if err != nil {
-		return false
-	}
-	return j.TriggerLastTime <= now && j.TriggerNextTime-j.TriggerLastTime >= (j.RunWait()+d.Delay).Milliseconds()
+	return j.TriggerStatus == xjob.StatusRunning && j.TriggerLastTime <= now && j.AwaitingRun()
 }
 
 func mustNext(j *xjob.Job, now int64) (time.Time, bool) {

@@ -181,7 +181,6 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 func planFixDelay(job *xjob.Job, fd schedule.FixDelay, now int64, p Policy) Plan {
 	next := job.TriggerNextTime
 	park := (job.RunWait() + fd.Delay).Milliseconds()
-	mayBeFallback := job.TriggerLastTime > 0 && next-job.TriggerLastTime >= park
 	switch {
 	case now > next+p.MisfireThreshold.Milliseconds():
 		plan := Plan{Misfired: true, Last: next, Late: 1}
@@ -195,7 +194,7 @@ func planFixDelay(job *xjob.Job, fd schedule.FixDelay, now int64, p Policy) Plan
 		return plan
 	case next <= now:
 		return Plan{Fires: []Fire{{Time: next, Type: xjob.TriggerCron, Now: true}}, Last: next, Next: now + park}
-	case mayBeFallback || next > planEnd(job.ID, now, p):
+	case job.AwaitingRun() || next > planEnd(job.ID, now, p):
 		return Plan{Last: job.TriggerLastTime, Next: next} // not yet: nothing to write
 	default:
 		return Plan{Fires: []Fire{{Time: next, Type: xjob.TriggerCron}}, Last: next, Next: next + park}
