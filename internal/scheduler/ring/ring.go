@@ -568,13 +568,17 @@ func (r *Ring) Serve(ctx context.Context, o ServeOptions) error {
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				var held time.Duration
+				var (
+					st  Stats
+					err error
+				)
 				if g.again {
 					// Held by a receiver that did not finish it, for up
-					// to the visibility timeout (FireAgain).
-					held = o.Visibility
+					// to the visibility timeout.
+					st, err = r.FireAgain(ctx, g.bucket, o.Visibility)
+				} else {
+					st, err = r.Fire(ctx, g.bucket)
 				}
-				st, err := r.fire(ctx, g.bucket, r.threshold+held)
 				if err != nil {
 					if ctx.Err() == nil {
 						r.log.ErrorContext(ctx, "ring fire", "err", err, "buckets", len(g.tokens))
