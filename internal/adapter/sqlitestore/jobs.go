@@ -63,6 +63,20 @@ func formatIDs(ids []int64) string {
 	return strings.Join(parts, ",")
 }
 
+// idsJSON is ids as a JSON array: the argument of the statements that
+// take a list of ids through json_each.
+func idsJSON(ids []int64) string {
+	b := make([]byte, 0, len(ids)*8+2)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
+}
+
 // sqlJobInsert inserts a job with version and revision 1 under the id
 // given, or a new one for NULL (AUTOINCREMENT keeps later ids above an
 // explicit one); the shard is set by a second statement once the id is known.
@@ -132,7 +146,7 @@ func (db *DB) JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	list := "[" + formatIDs(ids) + "]"
+	list := idsJSON(ids)
 	rows, err := db.rs.jobVersions.QueryContext(ctx, list)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite job get many: %w", err)
@@ -162,7 +176,7 @@ func (db *DB) JobGetMany(ctx context.Context, ids []int64) ([]xjob.Job, error) {
 	if len(miss) == 0 {
 		return jobs, nil
 	}
-	rows, err = db.rs.jobGetMany.QueryContext(ctx, "["+formatIDs(miss)+"]")
+	rows, err = db.rs.jobGetMany.QueryContext(ctx, idsJSON(miss))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite job get many: %w", err)
 	}

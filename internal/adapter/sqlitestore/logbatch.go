@@ -76,19 +76,6 @@ func appendResult(b []byte, p driver.LogFinishParams) []byte {
 	return append(b, ']')
 }
 
-// idsJSON is ids as a JSON array.
-func idsJSON(ids []int64) string {
-	b := make([]byte, 0, len(ids)*8+2)
-	b = append(b, '[')
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, id, 10)
-	}
-	return string(append(b, ']'))
-}
-
 // finishBatchable reports whether every result of ps can go through the
 // JSON batch.
 func finishBatchable(ps []driver.LogFinishParams) bool {

@@ -179,7 +179,7 @@ func (db *DB) LogGetMany(ctx context.Context, ids []int64) ([]xjob.Log, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := db.rs.logGetMany.QueryContext(ctx, "["+formatIDs(ids)+"]")
+	rows, err := db.rs.logGetMany.QueryContext(ctx, idsJSON(ids))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite log get many: %w", err)
 	}
