@@ -1,11 +1,14 @@
 package target
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
 
 	"github.com/xjobdev/xjob/internal/strictjson"
 )
@@ -55,15 +58,9 @@ const (
 	DefaultDetailType  = "xjob job fired"
 )
 
-// ARN is a parsed Amazon Resource Name.
-type ARN struct {
-	Partition, Service, Region, Account, Resource string
-}
-
-// String is the ARN as written.
-func (a ARN) String() string {
-	return "arn:" + a.Partition + ":" + a.Service + ":" + a.Region + ":" + a.Account + ":" + a.Resource
-}
+// ARN is a parsed Amazon Resource Name (the SDK's arn.ARN, with its
+// String) of a resource an AWS job may call.
+type ARN struct{ arn.ARN }
 
 // Name is the resource's name: a function's (with its qualifier), a
 // queue's, a topic's, an event bus's or a state machine's.
@@ -87,17 +84,17 @@ func ParseARN(s string) (ARN, error) {
 	if len(s) > MaxARNLen {
 		return ARN{}, fmt.Errorf("is %d bytes, at most %d allowed", len(s), MaxARNLen)
 	}
-	parts := strings.SplitN(s, ":", 6)
-	if len(parts) != 6 || parts[0] != "arn" {
+	parsed, err := arn.Parse(s)
+	if err != nil {
 		return ARN{}, fmt.Errorf("%q is not an ARN (arn:aws:<service>:<region>:<account>:<resource>)", clip(s))
 	}
-	a := ARN{Partition: parts[1], Service: parts[2], Region: parts[3], Account: parts[4], Resource: parts[5]}
+	a := ARN{parsed}
 	switch {
 	case a.Partition != "aws" && !strings.HasPrefix(a.Partition, "aws-"):
 		return ARN{}, fmt.Errorf("%q: unknown partition %q", clip(s), clip(a.Partition))
 	case !validRegion(a.Region):
 		return ARN{}, fmt.Errorf("%q: %q is not a region", clip(s), clip(a.Region))
-	case !validAccount(a.Account):
+	case !validAccount(a.AccountID):
 		return ARN{}, fmt.Errorf("%q: the account must be 12 digits", clip(s))
 	}
 	var ok bool
@@ -256,7 +253,7 @@ func (s AWSSpec) Check() error {
 		p.add("input", "is %d bytes, at most %d allowed", len(s.Input), MaxInputLen)
 	} else if t, err := ParseTemplate(s.Input); err != nil {
 		p.add("input", "%v", err)
-	} else if err == nil && a.Service != "" && needsJSON(a.Service) && s.Input != "" {
+	} else if a.Service != "" && needsJSON(a.Service) && s.Input != "" {
 		// Rendered with sample values of every kind: a template that is
 		// JSON only for some parameters fails at fire, named there.
 		if out := t.Render(Vars{Param: "x"}, encRaw); !json.Valid([]byte(out)) {
@@ -372,8 +369,8 @@ func (s AWSSpec) Render(v Vars) (AWSRequest, error) {
 		r.InvocationType = InvokeSync
 	}
 	if a.Service == ServiceEvents {
-		r.Source = cmpOr(r.Source, DefaultEventSource)
-		r.DetailType = cmpOr(r.DetailType, DefaultDetailType)
+		r.Source = cmp.Or(r.Source, DefaultEventSource)
+		r.DetailType = cmp.Or(r.DetailType, DefaultDetailType)
 	}
 	for _, f := range []struct {
 		name string
@@ -393,13 +390,6 @@ func (s AWSSpec) Render(v Vars) (AWSRequest, error) {
 		return AWSRequest{}, errors.New("messageGroupId: rendered empty")
 	}
 	return r, nil
-}
-
-func cmpOr(v, dflt string) string {
-	if v == "" {
-		return dflt
-	}
-	return v
 }
 
 // Kind is how the built-in executor names a target in a log: the
