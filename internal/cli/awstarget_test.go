@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/app/local"
@@ -27,16 +26,7 @@ func TestAWSJobFromTheCLI(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	q := emulator.SQS(t)
-	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(emulator.UniqueName("xjob-cli"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	arn := attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	queueURL, arn := emulator.Queue(t, "xjob-cli")
 	s := startLocalWith(t, func(c *local.Config) {
 		c.AWSTargetARNs = arn
 		awsCfg := emulator.Config()
@@ -53,7 +43,7 @@ func TestAWSJobFromTheCLI(t *testing.T) {
 	}
 	mustRun(t, s, "job", "update", "1", "--input", "second {{param}}")
 	mustRun(t, s, "job", "trigger", "1")
-	got, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: out.QueueUrl, WaitTimeSeconds: 10})
+	got, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), WaitTimeSeconds: 10})
 	if err != nil || len(got.Messages) != 1 || aws.ToString(got.Messages[0].Body) != "second p" {
 		t.Fatalf("received %+v, %v", got, err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/target"
@@ -27,16 +26,7 @@ func TestAWSJobsEndToEnd(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	q := emulator.SQS(t)
-	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(emulator.UniqueName("xjob-aws-job"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	arn := attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	queueURL, arn := emulator.Queue(t, "xjob-aws-job")
 	info, _ := runLocal(t, func(c *Config) {
 		c.AWSTargetARNs = arn
 		awsCfg := emulator.Config()
@@ -80,7 +70,7 @@ func TestAWSJobsEndToEnd(t *testing.T) {
 	if l.ExecutorAddress != target.Address || !strings.Contains(l.HandleMsg, "sent, MessageId ") || !strings.Contains(l.TriggerMsg, "built-in (AWS job)") {
 		t.Fatalf("log = %+v", l)
 	}
-	got, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: out.QueueUrl, WaitTimeSeconds: 5, MaxNumberOfMessages: 10})
+	got, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), WaitTimeSeconds: 5, MaxNumberOfMessages: 10})
 	if err != nil || len(got.Messages) == 0 || !strings.HasPrefix(aws.ToString(got.Messages[0].Body), "nightly #") {
 		t.Fatalf("received %+v, %v", got, err)
 	}

@@ -13,6 +13,7 @@ package emulator
 // test that needs them is skipped (internal/testenv/tool is the gate).
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/xjobdev/xjob/internal/testenv/tool"
 )
@@ -90,6 +92,25 @@ func SQS(t testing.TB) *sqs.Client {
 	t.Helper()
 	ep := Fauxqs(t)
 	return sqs.NewFromConfig(Config(), func(o *sqs.Options) { o.BaseEndpoint = aws.String(ep) })
+}
+
+// Queue creates a queue named prefix plus a unique suffix on the shared
+// fauxqs server and returns its URL and ARN: what a test of an SQS target
+// lists as allowed and then reads from.
+func Queue(t testing.TB, prefix string) (url, arn string) {
+	t.Helper()
+	ctx := context.Background()
+	q := SQS(t)
+	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(UniqueName(prefix))})
+	if err != nil {
+		t.Fatalf("create queue: %v", err)
+	}
+	attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatalf("queue ARN: %v", err)
+	}
+	return aws.ToString(out.QueueUrl), attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
 }
 
 // Config is the SDK configuration the emulator clients share: a region and
