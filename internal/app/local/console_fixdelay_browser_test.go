@@ -70,23 +70,12 @@ func TestConsoleFixDelayJobInBrowser(t *testing.T) {
 	ctx := browser(t)
 	info, _ := runLocal(t, nil)
 	h := newGatedHook(t)
-	var group struct{ ID int64 }
-	if st := v1(t, info, "POST", "/v1/groups", `{"appname":"drains","title":"Drains","addressType":0}`, &group); st != 201 {
-		t.Fatalf("create group: %d", st)
-	}
-	base := info.URL + "/console/"
+	base, group, run := consoleAsAdmin(t, ctx, info, "drains", "Drains")
 	visible := browsertest.Visible
-	run := func(what string, actions ...chromedp.Action) {
-		t.Helper()
-		browsertest.Run(t, ctx, what, actions...)
-	}
-	run("sign in", chromedp.Navigate(base+"login"), visible("#username"),
-		chromedp.SetValue("#username", "admin", chromedp.ByQuery), chromedp.SetValue("#password", info.AdminPassword, chromedp.ByQuery),
-		chromedp.Click("#signin", chromedp.ByQuery), visible("#stat-jobs"))
 
 	var note, errs string
 	form := func(conf string) chromedp.Tasks {
-		return chromedp.Tasks{chromedp.Navigate(fmt.Sprintf("%sjobs/new?group=%d", base, group.ID)), visible("#jobDesc"),
+		return chromedp.Tasks{chromedp.Navigate(fmt.Sprintf("%sjobs/new?group=%d", base, group)), visible("#jobDesc"),
 			chromedp.SetValue("#glueType", "HTTP", chromedp.ByQuery),
 			chromedp.Evaluate(`document.querySelector("#glueType").dispatchEvent(new Event("change", {bubbles: true}))`, nil),
 			visible("#targetUrl"),
@@ -102,7 +91,7 @@ func TestConsoleFixDelayJobInBrowser(t *testing.T) {
 		t.Fatalf("the form's errors: %q", errs)
 	}
 	var jobs struct{ Items []xjob.Job }
-	v1(t, info, "GET", fmt.Sprintf("/v1/jobs?group=%d", group.ID), "", &jobs)
+	v1(t, info, "GET", fmt.Sprintf("/v1/jobs?group=%d", group), "", &jobs)
 	if len(jobs.Items) != 0 {
 		t.Fatalf("a refused job was written: %+v", jobs.Items)
 	}
@@ -112,12 +101,12 @@ func TestConsoleFixDelayJobInBrowser(t *testing.T) {
 	if !strings.Contains(note, "after the previous run ends") {
 		t.Fatalf("the preview says %q", note)
 	}
-	v1(t, info, "GET", fmt.Sprintf("/v1/jobs?group=%d", group.ID), "", &jobs)
+	v1(t, info, "GET", fmt.Sprintf("/v1/jobs?group=%d", group), "", &jobs)
 	if len(jobs.Items) != 1 || jobs.Items[0].ScheduleType != xjob.ScheduleFixDelay || jobs.Items[0].ScheduleConf != "2" {
 		t.Fatalf("jobs = %+v", jobs.Items)
 	}
 	id := jobs.Items[0].ID
-	browsertest.ReloadUntil(t, ctx, "after the current run", fmt.Sprintf("%sjobs?group=%d", base, group.ID),
+	browsertest.ReloadUntil(t, ctx, "after the current run", fmt.Sprintf("%sjobs?group=%d", base, group),
 		fmt.Sprintf(`(document.querySelector("#job-%d .after-run") || {}).textContent === "after the current run"`, id))
 	if n := len(h.callTimes()); n != 1 {
 		t.Fatalf("%d calls while the first run is out, want 1", n)

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,24 +21,13 @@ func TestConsoleHTTPJobInBrowser(t *testing.T) {
 	ctx := browser(t)
 	info, _ := runLocal(t, nil)
 	h := newHook(t, 0)
-	var group struct{ ID int64 }
-	if st := v1(t, info, "POST", "/v1/groups", `{"appname":"hooks","title":"Hooks","addressType":0}`, &group); st != 201 {
-		t.Fatalf("create group: %d", st)
-	}
-	base := info.URL + "/console/"
+	base, group, run := consoleAsAdmin(t, ctx, info, "hooks", "Hooks")
 	visible := browsertest.Visible
-	run := func(what string, actions ...chromedp.Action) {
-		t.Helper()
-		browsertest.Run(t, ctx, what, actions...)
-	}
 	var text string
 	var hidden bool
-	run("sign in", chromedp.Navigate(base+"login"), visible("#username"),
-		chromedp.SetValue("#username", "admin", chromedp.ByQuery), chromedp.SetValue("#password", info.AdminPassword, chromedp.ByQuery),
-		chromedp.Click("#signin", chromedp.ByQuery), visible("#stat-jobs"))
 
 	form := func(desc, url string) chromedp.Tasks {
-		return chromedp.Tasks{chromedp.Navigate(fmt.Sprintf("%sjobs/new?group=%d", base, group.ID)), visible("#jobDesc"),
+		return chromedp.Tasks{chromedp.Navigate(fmt.Sprintf("%sjobs/new?group=%d", base, group)), visible("#jobDesc"),
 			chromedp.Evaluate(`document.querySelector("#http-target").hidden`, &hidden),
 			chromedp.SetValue("#glueType", "HTTP", chromedp.ByQuery),
 			chromedp.Evaluate(`document.querySelector("#glueType").dispatchEvent(new Event("change", {bubbles: true}))`, nil),
@@ -56,14 +46,14 @@ func TestConsoleHTTPJobInBrowser(t *testing.T) {
 		t.Fatalf("the target's error: %q", text)
 	}
 	var jobs struct{ Items []xjob.Job }
-	v1(t, info, "GET", fmt.Sprintf("/v1/jobs?group=%d", group.ID), "", &jobs)
+	v1(t, info, "GET", fmt.Sprintf("/v1/jobs?group=%d", group), "", &jobs)
 	if len(jobs.Items) != 0 {
 		t.Fatalf("a refused job was written: %+v", jobs.Items)
 	}
 
 	run("good hook", form("good hook", h.srv.URL+"/console"), chromedp.Click("#start-now", chromedp.ByQuery),
 		chromedp.Click("#save-job", chromedp.ByQuery), visible("table.jobs"))
-	v1(t, info, "GET", fmt.Sprintf("/v1/jobs?group=%d", group.ID), "", &jobs)
+	v1(t, info, "GET", fmt.Sprintf("/v1/jobs?group=%d", group), "", &jobs)
 	if len(jobs.Items) != 1 || jobs.Items[0].GlueType != xjob.GlueHTTP {
 		t.Fatalf("jobs = %+v", jobs.Items)
 	}
@@ -87,4 +77,27 @@ func TestConsoleHTTPJobInBrowser(t *testing.T) {
 	if c[len(c)-1].Auth != "Bearer b-secret" {
 		t.Fatalf("after saving back the secret is %q", c[len(c)-1].Auth)
 	}
+}
+
+// consoleAsAdmin creates a group (appname, title) through /v1, signs the
+// browser ctx in to info's console as admin, and returns the console's
+// root URL, the group's id and a run that fails t naming the step: how
+// the console tests of target jobs, test calls and FIX_DELAY jobs begin.
+func consoleAsAdmin(t *testing.T, ctx context.Context, info Info, appname, title string) (string, int64, func(what string, actions ...chromedp.Action)) {
+	t.Helper()
+	var group struct{ ID int64 }
+	body := fmt.Sprintf(`{"appname":%q,"title":%q,"addressType":0}`, appname, title)
+	if st := v1(t, info, "POST", "/v1/groups", body, &group); st != 201 {
+		t.Fatalf("create group: %d", st)
+	}
+	base := info.URL + "/console/"
+	visible := browsertest.Visible
+	run := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		browsertest.Run(t, ctx, what, actions...)
+	}
+	run("sign in", chromedp.Navigate(base+"login"), visible("#username"),
+		chromedp.SetValue("#username", "admin", chromedp.ByQuery), chromedp.SetValue("#password", info.AdminPassword, chromedp.ByQuery),
+		chromedp.Click("#signin", chromedp.ByQuery), visible("#stat-jobs"))
+	return base, group.ID, run
 }

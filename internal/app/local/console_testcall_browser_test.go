@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/chromedp/chromedp"
 
 	"github.com/xjobdev/xjob"
@@ -28,16 +27,7 @@ func TestConsoleTestCallInBrowser(t *testing.T) {
 	ctx := browser(t)
 	q := emulator.SQS(t)
 	bg := context.Background()
-	out, err := q.CreateQueue(bg, &sqs.CreateQueueInput{QueueName: aws.String(emulator.UniqueName("xjob-test-call"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	attrs, err := q.GetQueueAttributes(bg, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	arn := attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	queueURL, arn := emulator.Queue(t, "xjob-test-call")
 	info, _ := runLocal(t, func(c *Config) {
 		c.AWSTargetARNs = arn
 		awsCfg := emulator.Config()
@@ -45,21 +35,10 @@ func TestConsoleTestCallInBrowser(t *testing.T) {
 		c.AWSEndpoints = map[string]string{target.ServiceSQS: emulator.Fauxqs(t)}
 	})
 	h := newHook(t, 0)
-	var group struct{ ID int64 }
-	if st := v1(t, info, "POST", "/v1/groups", `{"appname":"hooks","title":"Hooks","addressType":0}`, &group); st != 201 {
-		t.Fatalf("create group: %d", st)
-	}
-	base := info.URL + "/console/"
+	base, group, run := consoleAsAdmin(t, ctx, info, "hooks", "Hooks")
 	visible := browsertest.Visible
-	run := func(what string, actions ...chromedp.Action) {
-		t.Helper()
-		browsertest.Run(t, ctx, what, actions...)
-	}
-	run("sign in", chromedp.Navigate(base+"login"), visible("#username"),
-		chromedp.SetValue("#username", "admin", chromedp.ByQuery), chromedp.SetValue("#password", info.AdminPassword, chromedp.ByQuery),
-		chromedp.Click("#signin", chromedp.ByQuery), visible("#stat-jobs"))
 	choose := func(glue string) chromedp.Tasks {
-		return chromedp.Tasks{chromedp.Navigate(fmt.Sprintf("%sjobs/new?group=%d", base, group.ID)), visible("#jobDesc"),
+		return chromedp.Tasks{chromedp.Navigate(fmt.Sprintf("%sjobs/new?group=%d", base, group)), visible("#jobDesc"),
 			chromedp.SetValue("#jobDesc", "tried", chromedp.ByQuery), chromedp.SetValue("#scheduleConf", "* * * * * ?", chromedp.ByQuery),
 			chromedp.SetValue("#glueType", glue, chromedp.ByQuery),
 			chromedp.Evaluate(`document.querySelector("#glueType").dispatchEvent(new Event("change", {bubbles: true}))`, nil),
@@ -93,7 +72,7 @@ func TestConsoleTestCallInBrowser(t *testing.T) {
 	if status != "Succeeded" || !strings.Contains(output, "sent, MessageId ") {
 		t.Fatalf("AWS test call shows %q: %q", status, output)
 	}
-	got, err := q.ReceiveMessage(bg, &sqs.ReceiveMessageInput{QueueUrl: out.QueueUrl, WaitTimeSeconds: 5})
+	got, err := q.ReceiveMessage(bg, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), WaitTimeSeconds: 5})
 	if err != nil || len(got.Messages) != 1 || aws.ToString(got.Messages[0].Body) != "tried 0" {
 		t.Fatalf("received %+v, %v", got, err)
 	}
@@ -105,7 +84,7 @@ func TestConsoleTestCallInBrowser(t *testing.T) {
 	}
 
 	var jobs struct{ Items []xjob.Job }
-	v1(t, info, "GET", fmt.Sprintf("/v1/jobs?group=%d", group.ID), "", &jobs)
+	v1(t, info, "GET", fmt.Sprintf("/v1/jobs?group=%d", group), "", &jobs)
 	var logs logPage
 	v1(t, info, "GET", "/v1/logs?limit=10", "", &logs)
 	if len(jobs.Items) != 0 || len(logs.Items) != 0 {
