@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -72,46 +71,8 @@ func HTTPBurst(ctx context.Context, env *Env, s HTTPBurstSpec) (*Result, error) 
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	env.logf("%s: created %d HTTP jobs due at %s in %s", name, len(jobs), at.Format("15:04:05"), time.Since(t).Round(time.Millisecond))
-	start := at.Add(-preRead - time.Second)
-	if time.Until(start) < 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("creation ended only %s before the fire second: not every job was pre-read on the same tick, and the CPU figure includes some creation", time.Until(at).Round(time.Millisecond)))
-	}
-	if err := sleepUntil(ctx, start); err != nil {
-		return nil, err
-	}
-	cpu0, hcpu0 := cpuOf(xs), harnessCPU()
-	m0, _ := metricsOf(ctx, xs)
-	if err := sleepUntil(ctx, at.Add(time.Second)); err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for rec.Count() < s.Jobs && time.Now().Before(deadline) {
-		if err := sleepUntil(ctx, time.Now().Add(100*time.Millisecond)); err != nil {
-			return nil, err
-		}
-	}
-	settle(ctx, rec, time.Second, 10*time.Second)
-	cpu1, hcpu1 := cpuOf(xs), harnessCPU()
-	res.scrape(ctx, xs, m0)
-	x.Stop()
-	each := make(map[int64][]int64, len(jobs))
-	for _, id := range jobs {
-		each[id] = []int64{at.UnixMilli()}
-	}
-	win := Interval{From: at.UnixMilli(), To: at.Add(time.Second).UnixMilli()}
-	if err := res.finish(ctx, env, dir, db, xs, Expectation{Jobs: jobs, Window: win, Each: each}, rec); err != nil {
-		return nil, err
-	}
-	res.Rate = 0
-	res.BurstAllFiredMs = res.LatenessMax
-	if res.LatenessMax > 0 {
-		res.Rate = round1(float64(res.Fired) / (res.LatenessMax / 1000))
-		res.Notes = append(res.Notes, "triggersPerSecond = HTTP calls received / time from the burst second to the last call")
-	}
-	res.setCPU(cpu1-cpu0, res.Fired)
-	res.HarnessCPUSeconds = math.Round((hcpu1-hcpu0).Seconds()*100) / 100
-	cleanup(env, dir)
-	return res, nil
+	return fireBurst(ctx, env, burstRun{res: res, dir: dir, db: db, xs: xs, rec: rec, jobs: jobs, at: at, spread: 1,
+		second: func(int) time.Time { return at }, received: "HTTP calls received"})
 }
 
 // startHitEndpoint serves GET /hit?job=J&log=L on loopback: 200 at once,

@@ -362,36 +362,61 @@ func Burst(ctx context.Context, env *Env, s BurstSpec) (*Result, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	env.logf("%s: created %d jobs due from %s over %d s in %s", name, len(jobs), at.Format("15:04:05"), spread, time.Since(t).Round(time.Millisecond))
-	start := at.Add(-preRead - time.Second)
+	return fireBurst(ctx, env, burstRun{res: res, dir: dir, db: db, xs: xs, rec: exe, jobs: jobs, at: at, spread: spread,
+		second: second, profile: s.Profile, received: "jobs fired"})
+}
+
+// burstRun is a burst whose jobs exist: what Burst and HTTPBurst hand
+// fireBurst to measure.
+type burstRun struct {
+	res     *Result
+	dir, db string
+	xs      []*Xjob
+	rec     *Executor // where the receipts land
+	jobs    []int64
+	at      time.Time // the first fire second
+	spread  int
+	second  func(i int) time.Time // jobs[i]'s fire second
+	profile bool
+	// received names what a receipt counts in the rate's note.
+	received string
+}
+
+// fireBurst waits for b's fires, measures how late each reached b.rec and
+// what xjob's CPU cost per trigger was, from just before the scan pre-read
+// the first fire until the last receipt settled, and finishes b.res.
+func fireBurst(ctx context.Context, env *Env, b burstRun) (*Result, error) {
+	res, x, name := b.res, b.xs[0], b.res.Scenario
+	start := b.at.Add(-preRead - time.Second)
 	if left := time.Until(start); left < 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("creation ended only %s before the first fire second: not every job was pre-read on the same tick, and the CPU figure includes some creation", time.Until(at).Round(time.Millisecond)))
+		res.Notes = append(res.Notes, fmt.Sprintf("creation ended only %s before the first fire second: not every job was pre-read on the same tick, and the CPU figure includes some creation", time.Until(b.at).Round(time.Millisecond)))
 	}
 	if err := sleepUntil(ctx, start); err != nil {
 		return nil, err
 	}
-	cpu0, hcpu0 := cpuOf(xs), harnessCPU()
-	m0, _ := metricsOf(ctx, xs)
+	cpu0, hcpu0 := cpuOf(b.xs), harnessCPU()
+	m0, _ := metricsOf(ctx, b.xs)
 	profErr := make(chan error, 1)
-	if s.Profile {
+	if b.profile {
 		res.Profile = filepath.Join(env.Results, name+"-"+env.fileTag()+env.Stamp+".cpu.pprof")
 		// Long enough for a slow burst to drain; idle time adds no samples.
-		d := time.Until(at) + time.Duration(spread)*time.Second + 15*time.Second
+		d := time.Until(b.at) + time.Duration(b.spread)*time.Second + 15*time.Second
 		go func() { profErr <- x.Profile(ctx, d, res.Profile) }()
 	}
-	if err := sleepUntil(ctx, at.Add(time.Duration(spread)*time.Second)); err != nil {
+	if err := sleepUntil(ctx, b.at.Add(time.Duration(b.spread)*time.Second)); err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for exe.Count() < s.Jobs && time.Now().Before(deadline) {
+	for b.rec.Count() < len(b.jobs) && time.Now().Before(deadline) {
 		if err := sleepUntil(ctx, time.Now().Add(100*time.Millisecond)); err != nil {
 			return nil, err
 		}
 	}
-	settle(ctx, exe, time.Second, 10*time.Second)
-	cpu1, hcpu1 := cpuOf(xs), harnessCPU()
-	win := Interval{From: at.UnixMilli(), To: at.Add(time.Duration(spread) * time.Second).UnixMilli()}
-	res.scrape(ctx, xs, m0)
-	if s.Profile {
+	settle(ctx, b.rec, time.Second, 10*time.Second)
+	cpu1, hcpu1 := cpuOf(b.xs), harnessCPU()
+	win := Interval{From: b.at.UnixMilli(), To: b.at.Add(time.Duration(b.spread) * time.Second).UnixMilli()}
+	res.scrape(ctx, b.xs, m0)
+	if b.profile {
 		if err := <-profErr; err != nil {
 			res.Notes = append(res.Notes, "cpu profile: "+err.Error())
 		} else {
@@ -399,26 +424,26 @@ func Burst(ctx context.Context, env *Env, s BurstSpec) (*Result, error) {
 		}
 	}
 	x.Stop()
-	each := make(map[int64][]int64, len(jobs))
-	for i, id := range jobs {
-		each[id] = []int64{second(i).UnixMilli()}
+	each := make(map[int64][]int64, len(b.jobs))
+	for i, id := range b.jobs {
+		each[id] = []int64{b.second(i).UnixMilli()}
 	}
-	if err := res.finish(ctx, env, dir, db, xs, Expectation{Jobs: jobs, Window: win, Each: each}, exe); err != nil {
+	if err := res.finish(ctx, env, b.dir, b.db, b.xs, Expectation{Jobs: b.jobs, Window: win, Each: each}, b.rec); err != nil {
 		return nil, err
 	}
 	res.Rate = 0 // one second of schedule: a rate would say nothing
-	if spread == 1 {
+	if b.spread == 1 {
 		res.BurstAllFiredMs = res.LatenessMax
 		if res.LatenessMax > 0 {
 			res.Rate = round1(float64(res.Fired) / (res.LatenessMax / 1000))
-			res.Notes = append(res.Notes, "triggersPerSecond = jobs fired / time from the burst second to the last receipt")
+			res.Notes = append(res.Notes, "triggersPerSecond = "+b.received+" / time from the burst second to the last receipt")
 		}
 	} else if res.WindowSeconds > 0 {
 		res.Rate = round1(float64(res.Fired) / res.WindowSeconds)
 	}
 	res.setCPU(cpu1-cpu0, res.Fired)
 	res.HarnessCPUSeconds = math.Round((hcpu1-hcpu0).Seconds()*100) / 100
-	cleanup(env, dir)
+	cleanup(env, b.dir)
 	return res, nil
 }
 
