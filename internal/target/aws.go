@@ -249,17 +249,33 @@ func (s AWSSpec) Check() error {
 	} else if err != nil {
 		p.add("arn", "%v", err)
 	}
+	s.checkInput(&p, a.Service)
+	s.checkFields(&p, a)
+	if len(p) > 0 {
+		return p
+	}
+	return nil
+}
+
+// checkInput adds the input's problems for a target of service ("" when
+// the ARN did not parse).
+func (s AWSSpec) checkInput(p *Problems, service string) {
 	if len(s.Input) > MaxInputLen {
 		p.add("input", "is %d bytes, at most %d allowed", len(s.Input), MaxInputLen)
 	} else if t, err := ParseTemplate(s.Input); err != nil {
 		p.add("input", "%v", err)
-	} else if a.Service != "" && needsJSON(a.Service) && s.Input != "" {
+	} else if service != "" && needsJSON(service) && s.Input != "" {
 		// Rendered with sample values of every kind: a template that is
 		// JSON only for some parameters fails at fire, named there.
 		if out := t.Render(Vars{Param: "x"}, encRaw); !json.Valid([]byte(out)) {
-			p.add("input", "%s takes JSON: the input rendered with param \"x\" is not JSON (write {{param|json}} for a string)", serviceTitle[a.Service])
+			p.add("input", "%s takes JSON: the input rendered with param \"x\" is not JSON (write {{param|json}} for a string)", serviceTitle[service])
 		}
 	}
+}
+
+// checkFields adds the problems of the fields that belong to one service
+// each (a set field of another service's is one).
+func (s AWSSpec) checkFields(p *Problems, a ARN) {
 	only := func(field, val, service string) {
 		if val != "" && a.Service != "" && a.Service != service {
 			p.add(field, "applies only to %s targets", serviceTitle[service])
@@ -270,14 +286,14 @@ func (s AWSSpec) Check() error {
 		p.add("invocationType", "must be %s or %s, got %q", InvokeSync, InvokeAsync, clip(s.InvocationType))
 	}
 	only("subject", s.Subject, ServiceSNS)
-	checkText(&p, "subject", s.Subject, MaxSubjectLen)
+	checkText(p, "subject", s.Subject, MaxSubjectLen)
 	only("source", s.Source, ServiceEvents)
-	checkText(&p, "source", s.Source, MaxEventNameLen)
+	checkText(p, "source", s.Source, MaxEventNameLen)
 	if strings.HasPrefix(s.Source, "aws.") {
 		p.add("source", "sources starting with aws. are AWS's own")
 	}
 	only("detailType", s.DetailType, ServiceEvents)
-	checkText(&p, "detailType", s.DetailType, MaxEventNameLen)
+	checkText(p, "detailType", s.DetailType, MaxEventNameLen)
 	fifo := (a.Service == ServiceSQS || a.Service == ServiceSNS) && strings.HasSuffix(a.Resource, ".fifo")
 	switch {
 	case fifo && s.MessageGroupID == "":
@@ -286,7 +302,7 @@ func (s AWSSpec) Check() error {
 		p.add("messageGroupId", "applies only to FIFO queues and topics")
 	}
 	if s.MessageGroupID != "" {
-		checkText(&p, "messageGroupId", s.MessageGroupID, 128)
+		checkText(p, "messageGroupId", s.MessageGroupID, 128)
 		if _, err := ParseTemplate(s.MessageGroupID); err != nil {
 			p.add("messageGroupId", "%v", err)
 		}
@@ -296,10 +312,6 @@ func (s AWSSpec) Check() error {
 			p.add("subject", "%v", err)
 		}
 	}
-	if len(p) > 0 {
-		return p
-	}
-	return nil
 }
 
 var serviceTitle = map[string]string{
