@@ -52,17 +52,11 @@ func (s *Service) rescheduleFixDelay(ctx context.Context, l xjob.Log, jr *jobRef
 	}
 	j := jr.job
 	for attempt := 1; ; attempt++ {
-		d, err := schedule.ParseFixDelay(j.ScheduleConf)
-		if err != nil || j.ScheduleType != xjob.ScheduleFixDelay || j.TriggerStatus != xjob.StatusRunning {
-			return nil // edited or stopped since: the edit planned the job
-		}
-		next := end + d.Delay.Milliseconds()
-		if j.TriggerLastTime != ran || j.TriggerNextTime == next || end >= j.TriggerNextTime {
-			// Not this run's job any more, planned already, or its
-			// fallback was due when the run ended: the scan fires it.
+		next, ok := fixDelayNext(j, ran, end)
+		if !ok {
 			return nil
 		}
-		err = s.cfg.Store.JobAdvance(ctx, driver.JobAdvanceParams{
+		err := s.cfg.Store.JobAdvance(ctx, driver.JobAdvanceParams{
 			ID: j.ID, ExpectVersion: j.Version, TriggerLastTime: j.TriggerLastTime, TriggerNextTime: next,
 		})
 		switch {
@@ -81,6 +75,23 @@ func (s *Service) rescheduleFixDelay(ctx context.Context, l xjob.Log, jr *jobRef
 			return fmt.Errorf("callback job get %d: %w", l.JobID, err)
 		}
 	}
+}
+
+// fixDelayNext is the next fire of FIX_DELAY job j as read, after its
+// run scheduled at ran ended at end: end + delay, or false when the
+// result moves nothing — the job was edited or stopped since (the edit
+// planned it), it is not this run's job any more, it is planned already,
+// or its fallback was due when the run ended (the scan fires it).
+func fixDelayNext(j xjob.Job, ran, end int64) (int64, bool) {
+	d, err := schedule.ParseFixDelay(j.ScheduleConf)
+	if err != nil || j.ScheduleType != xjob.ScheduleFixDelay || j.TriggerStatus != xjob.StatusRunning {
+		return 0, false
+	}
+	next := end + d.Delay.Milliseconds()
+	if j.TriggerLastTime != ran || j.TriggerNextTime == next || end >= j.TriggerNextTime {
+		return 0, false
+	}
+	return next, true
 }
 
 // scheduledTime is the fire time the scan planned for the run l belongs
