@@ -6,7 +6,6 @@ package browser
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -27,13 +26,12 @@ func Start(t *testing.T, limit time.Duration) context.Context {
 	if err != nil {
 		tool.Missing(t, fmt.Errorf("chromium not found on PATH: make test or make chromium installs Debian's chromium: %w", err))
 	}
-	dir, err := os.MkdirTemp("", "xjob-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) }) // runs last: chromium has exited
+	// No UserDataDir: chromedp then makes a fresh profile directory and
+	// removes it itself once Chromium has exited. One of our own, removed
+	// in a cleanup, was left behind with files Chromium's helper
+	// processes still wrote after the browser's exit.
 	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path), chromedp.UserDataDir(dir),
+		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
 		chromedp.Flag("no-first-run", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
