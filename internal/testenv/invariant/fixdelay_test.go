@@ -2,60 +2,33 @@ package invariant_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
-// timedExecutor accepts every /run and records when (on the fake clock)
-// each log's run started; the test reports the results itself.
-type timedExecutor struct {
-	srv *httptest.Server
-	clk clock.Clock
-	mu  sync.Mutex
-	got []timedRun
-}
-
+// timedRun is a /run the executor took and when, on the fake clock.
 type timedRun struct {
 	logID int64
 	at    time.Time
 }
 
-func newTimedExecutor(t *testing.T, clk clock.Clock) *timedExecutor {
-	e := &timedExecutor{clk: clk}
-	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/run" {
-			var p protocol.TriggerParam
-			if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
-				t.Errorf("executor: bad /run body: %v", err)
-			}
-			e.mu.Lock()
-			e.got = append(e.got, timedRun{logID: p.LogID, at: e.clk.Now()})
-			e.mu.Unlock()
-		}
-		_, _ = io.WriteString(w, `{"code":200}`)
-	}))
-	t.Cleanup(e.srv.Close)
-	return e
-}
-
-func (e *timedExecutor) runs() []timedRun {
+// timedRuns is the runs e took with when each came.
+func (e *executor) timedRuns() []timedRun {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]timedRun(nil), e.got...)
+	out := make([]timedRun, len(e.got))
+	for i, p := range e.got {
+		out[i] = timedRun{logID: p.LogID, at: e.at[i]}
+	}
+	return out
 }
 
 // addFixDelayJob stores a running FIX_DELAY job of a group served by ex,
 // first due at first.
-func (s *system) addFixDelayJob(ex *timedExecutor, delay string, timeout int, first time.Time) xjob.Job {
+func (s *system) addFixDelayJob(ex *executor, delay string, timeout int, first time.Time) xjob.Job {
 	s.t.Helper()
 	ctx := context.Background()
 	g, err := s.db.GroupInsert(ctx, xjob.Group{AppName: "delay-app", Title: "delay",
@@ -83,7 +56,7 @@ func TestFixDelayRunsNeverOverlap(t *testing.T) {
 	t.Parallel()
 	forAdvances(t, func(t *testing.T, s *system) {
 		const runTime, delay = 7 * time.Second, 3 * time.Second
-		ex := newTimedExecutor(t, s.clk)
+		ex := newExecutor(t, s.clk)
 		job := s.addFixDelayJob(ex, "3", 60, t0.Add(2*time.Second))
 		sc := s.scanner("a", nil)
 		ended := map[int64]time.Time{}
@@ -93,7 +66,7 @@ func TestFixDelayRunsNeverOverlap(t *testing.T) {
 			}
 			s.fireRing(2)
 			s.dispatchAll(2)
-			for _, r := range ex.runs() {
+			for _, r := range ex.timedRuns() {
 				if _, done := ended[r.logID]; done || s.clk.Now().Sub(r.at) < runTime {
 					continue
 				}
@@ -106,7 +79,7 @@ func TestFixDelayRunsNeverOverlap(t *testing.T) {
 			// and results on whole seconds put the fires there.
 			s.clk.Advance(time.Second)
 		}
-		runs := ex.runs()
+		runs := ex.timedRuns()
 		if len(runs) < 7 {
 			t.Fatalf("%d runs in 90 s, want one every ~10 s", len(runs))
 		}
@@ -135,7 +108,7 @@ func TestFixDelayRunsNeverOverlap(t *testing.T) {
 func TestFixDelayLostRunFiresAgainAfterTimeoutPlusDelay(t *testing.T) {
 	t.Parallel()
 	forAdvances(t, func(t *testing.T, s *system) {
-		ex := newTimedExecutor(t, s.clk)
+		ex := newExecutor(t, s.clk)
 		first := t0.Add(2 * time.Second)
 		job := s.addFixDelayJob(ex, "3", 10, first)
 		sc := s.scanner("a", nil)
@@ -147,7 +120,7 @@ func TestFixDelayLostRunFiresAgainAfterTimeoutPlusDelay(t *testing.T) {
 			s.dispatchAll(1)
 			s.clk.Advance(time.Second)
 		}
-		runs := ex.runs()
+		runs := ex.timedRuns()
 		// Fired at +2 s, then 13 s (timeout + delay) after each fire: +15, +28, +41.
 		want := []time.Duration{2 * time.Second, 15 * time.Second, 28 * time.Second, 41 * time.Second}
 		if len(runs) != len(want) {

@@ -38,15 +38,17 @@ const shards = 2
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // executor is a protocol-speaking stand-in for a user's executor: it
-// accepts every /run and records it.
+// accepts every /run and records it, and when it came on clk.
 type executor struct {
 	srv *httptest.Server
+	clk clock.Clock
 	mu  sync.Mutex
 	got []protocol.TriggerParam
+	at  []time.Time
 }
 
-func newExecutor(t *testing.T) *executor {
-	e := &executor{}
+func newExecutor(t *testing.T, clk clock.Clock) *executor {
+	e := &executor{clk: clk}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/run" {
 			var p protocol.TriggerParam
@@ -54,7 +56,7 @@ func newExecutor(t *testing.T) *executor {
 				t.Errorf("executor: bad /run body: %v", err)
 			}
 			e.mu.Lock()
-			e.got = append(e.got, p)
+			e.got, e.at = append(e.got, p), append(e.at, e.clk.Now())
 			e.mu.Unlock()
 		}
 		_, _ = io.WriteString(w, `{"code":200}`)
@@ -95,7 +97,7 @@ func setup(t *testing.T) *system {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	ex := newExecutor(t)
+	ex := newExecutor(t, clk)
 	g, err := db.GroupInsert(ctx, xjob.Group{AppName: "demo-app", Title: "demo",
 		AddressType: xjob.AddressManual, AddressList: []string{ex.srv.URL}})
 	if err != nil {
