@@ -122,21 +122,7 @@ func TestLogBatchPlansUseTheKey(t *testing.T) {
 	t.Parallel()
 	db := setup(t, Options{})
 	for _, q := range []string{sqlLogFinishBatch, sqlLogsByIDs} {
-		rows, err := db.r.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, "[1,2]")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		joined := strings.Join(plan, "; ")
+		joined := strings.Join(queryPlan(t, db, q, "[1,2]"), "; ")
 		if strings.Contains(joined, "SCAN logs") || !strings.Contains(joined, "logs USING INTEGER PRIMARY KEY") {
 			t.Errorf("%s\nplan: %s", firstLine(q), joined)
 		}
