@@ -1,12 +1,11 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -34,45 +33,26 @@ type HTTPBurstSpec struct {
 // Burst's; the Executor itself is called by nothing and sends no callback
 // (the built-in executor records results in process).
 func HTTPBurst(ctx context.Context, env *Env, s HTTPBurstSpec) (*Result, error) {
-	name := s.Name
-	if name == "" {
-		name = "http-burst"
-	}
-	res := env.newResult(name, s.Jobs, s.Jobs)
-	dir, err := os.MkdirTemp(env.Work, name+"-")
+	b, stop, err := startBurst(ctx, env, cmp.Or(s.Name, "http-burst"), s.Jobs)
 	if err != nil {
 		return nil, err
 	}
-	db := filepath.Join(dir, "xjob.db")
-	rec, err := StartExecutor()
-	if err != nil {
-		return nil, err
-	}
-	defer rec.Close()
-	hit, stopHit, err := startHitEndpoint(rec)
+	defer stop()
+	hit, stopHit, err := startHitEndpoint(b.rec)
 	if err != nil {
 		return nil, err
 	}
 	defer stopHit()
-	xs, err := startXjobs(ctx, env, dir, db, 1, 30*time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	defer stopAll(xs)
-	x := xs[0]
-	api, err := adminclient.New(x.URL(), "bench-admin-token")
-	if err != nil {
-		return nil, err
-	}
 	at := time.Now().Add(s.Lead).Truncate(time.Second).UTC()
 	t := time.Now()
-	jobs, err := createHTTPJobs(ctx, api, "bench-admin-token", hit, s.Jobs, at.Format("5 4 15 * * ?"))
+	jobs, err := createHTTPJobs(ctx, b.api, "bench-admin-token", hit, s.Jobs, at.Format("5 4 15 * * ?"))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", b.res.Scenario, err)
 	}
-	env.logf("%s: created %d HTTP jobs due at %s in %s", name, len(jobs), at.Format("15:04:05"), time.Since(t).Round(time.Millisecond))
-	return fireBurst(ctx, env, burstRun{res: res, dir: dir, db: db, xs: xs, rec: rec, jobs: jobs, at: at, spread: 1,
-		second: func(int) time.Time { return at }, received: "HTTP calls received"})
+	env.logf("%s: created %d HTTP jobs due at %s in %s", b.res.Scenario, len(jobs), at.Format("15:04:05"), time.Since(t).Round(time.Millisecond))
+	b.jobs, b.at, b.spread, b.received = jobs, at, 1, "HTTP calls received"
+	b.second = func(int) time.Time { return at }
+	return fireBurst(ctx, env, b)
 }
 
 // startHitEndpoint serves GET /hit?job=J&log=L on loopback: 200 at once,

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -324,46 +325,50 @@ const preRead = 5 * time.Second
 // trigger was, from just before the scan pre-read the first fire until the
 // last receipt settled.
 func Burst(ctx context.Context, env *Env, s BurstSpec) (*Result, error) {
-	name := s.Name
-	if name == "" {
-		name = "burst"
+	b, stop, err := startBurst(ctx, env, cmp.Or(s.Name, "burst"), s.Jobs)
+	if err != nil {
+		return nil, err
 	}
+	defer stop()
+	b.rec.SetAdmin(b.xs[0].URL())
 	spread := max(1, s.Spread)
-	res := env.newResult(name, s.Jobs, s.Jobs)
-	dir, err := os.MkdirTemp(env.Work, name+"-")
-	if err != nil {
-		return nil, err
-	}
-	db := filepath.Join(dir, "xjob.db")
-	exe, err := StartExecutor()
-	if err != nil {
-		return nil, err
-	}
-	defer exe.Close()
-	xs, err := startXjobs(ctx, env, dir, db, 1, 30*time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	defer stopAll(xs)
-	x := xs[0]
-	exe.SetAdmin(x.URL())
-	api, err := adminclient.New(x.URL(), "bench-admin-token")
-	if err != nil {
-		return nil, err
-	}
 	at := time.Now().Add(s.Lead).Truncate(time.Second).UTC()
 	// A daily cron, not a one-shot one: the scan stops a job whose schedule
 	// has no further time while its last fire still waits on the ring, and
 	// the ring then drops that fire as "job stopped" (see the report).
 	second := func(i int) time.Time { return at.Add(time.Duration(i%spread) * time.Second) }
 	t := time.Now()
-	jobs, err := createJobs(ctx, api, "bench-admin-token", exe.Address(), s.Jobs, func(i int) string { return second(i).Format("5 4 15 * * ?") })
+	jobs, err := createJobs(ctx, b.api, "bench-admin-token", b.rec.Address(), s.Jobs, func(i int) string { return second(i).Format("5 4 15 * * ?") })
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", b.res.Scenario, err)
 	}
-	env.logf("%s: created %d jobs due from %s over %d s in %s", name, len(jobs), at.Format("15:04:05"), spread, time.Since(t).Round(time.Millisecond))
-	return fireBurst(ctx, env, burstRun{res: res, dir: dir, db: db, xs: xs, rec: exe, jobs: jobs, at: at, spread: spread,
-		second: second, profile: s.Profile, received: "jobs fired"})
+	env.logf("%s: created %d jobs due from %s over %d s in %s", b.res.Scenario, len(jobs), at.Format("15:04:05"), spread, time.Since(t).Round(time.Millisecond))
+	b.jobs, b.at, b.spread, b.second, b.profile, b.received = jobs, at, spread, second, s.Profile, "jobs fired"
+	return fireBurst(ctx, env, b)
+}
+
+// startBurst starts what both bursts measure on: a fresh directory and
+// database, the executor that records receipts, one xjob on them and its
+// admin client. stop stops xjob and the executor.
+func startBurst(ctx context.Context, env *Env, name string, jobs int) (b burstRun, stop func(), err error) {
+	b.res = env.newResult(name, jobs, jobs)
+	if b.dir, err = os.MkdirTemp(env.Work, name+"-"); err != nil {
+		return b, nil, err
+	}
+	b.db = filepath.Join(b.dir, "xjob.db")
+	if b.rec, err = StartExecutor(); err != nil {
+		return b, nil, err
+	}
+	if b.xs, err = startXjobs(ctx, env, b.dir, b.db, 1, 30*time.Second); err != nil {
+		b.rec.Close()
+		return b, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	stop = func() { stopAll(b.xs); b.rec.Close() }
+	if b.api, err = adminclient.New(b.xs[0].URL(), "bench-admin-token"); err != nil {
+		stop()
+		return b, nil, err
+	}
+	return b, stop, nil
 }
 
 // burstRun is a burst whose jobs exist: what Burst and HTTPBurst hand
@@ -372,6 +377,7 @@ type burstRun struct {
 	res     *Result
 	dir, db string
 	xs      []*Xjob
+	api     *adminclient.Client
 	rec     *Executor // where the receipts land
 	jobs    []int64
 	at      time.Time // the first fire second
