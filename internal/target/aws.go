@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws/arn"
-
 	"github.com/xjobdev/xjob/internal/strictjson"
 )
 
@@ -58,9 +56,17 @@ const (
 	DefaultDetailType  = "xjob job fired"
 )
 
-// ARN is a parsed Amazon Resource Name (the SDK's arn.ARN, with its
-// String) of a resource an AWS job may call.
-type ARN struct{ arn.ARN }
+// ARN is a parsed Amazon Resource Name of a resource an AWS job may call.
+// It is parsed here, not by the SDK's aws/arn: the core packages link no
+// AWS SDK (arch_test.go), only the adapters that call AWS do.
+type ARN struct {
+	Partition, Service, Region, Account, Resource string
+}
+
+// String is the ARN as written.
+func (a ARN) String() string {
+	return "arn:" + a.Partition + ":" + a.Service + ":" + a.Region + ":" + a.Account + ":" + a.Resource
+}
 
 // Name is the resource's name: a function's (with its qualifier), a
 // queue's, a topic's, an event bus's or a state machine's.
@@ -84,17 +90,17 @@ func ParseARN(s string) (ARN, error) {
 	if len(s) > MaxARNLen {
 		return ARN{}, fmt.Errorf("is %d bytes, at most %d allowed", len(s), MaxARNLen)
 	}
-	parsed, err := arn.Parse(s)
-	if err != nil {
+	parts := strings.SplitN(s, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" {
 		return ARN{}, fmt.Errorf("%q is not an ARN (arn:aws:<service>:<region>:<account>:<resource>)", clip(s))
 	}
-	a := ARN{parsed}
+	a := ARN{Partition: parts[1], Service: parts[2], Region: parts[3], Account: parts[4], Resource: parts[5]}
 	switch {
 	case a.Partition != "aws" && !strings.HasPrefix(a.Partition, "aws-"):
 		return ARN{}, fmt.Errorf("%q: unknown partition %q", clip(s), clip(a.Partition))
 	case !validRegion(a.Region):
 		return ARN{}, fmt.Errorf("%q: %q is not a region", clip(s), clip(a.Region))
-	case !validAccount(a.AccountID):
+	case !validAccount(a.Account):
 		return ARN{}, fmt.Errorf("%q: the account must be 12 digits", clip(s))
 	}
 	var ok bool

@@ -157,7 +157,7 @@ func (c *Caller) send(ctx context.Context, r target.AWSRequest) (bool, string, e
 	url := c.queues[arn]
 	c.mu.Unlock()
 	if url == "" {
-		out, err := cl.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(r.ARN.Resource), QueueOwnerAWSAccountId: aws.String(r.ARN.AccountID)})
+		out, err := cl.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(r.ARN.Resource), QueueOwnerAWSAccountId: aws.String(r.ARN.Account)})
 		if err != nil {
 			return false, "", fmt.Errorf("queue URL: %w", err)
 		}
