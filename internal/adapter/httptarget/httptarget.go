@@ -510,6 +510,42 @@ func (e *Executor) Shutdown(ctx context.Context) {
 	e.client.CloseIdleConnections()
 }
 
+// Drain waits until every call started so far has ended and its result
+// is reported, or until ctx ends: then it cuts the calls still running or
+// queued, each failing with cause (so retries apply), and waits for those
+// reports. Unlike Shutdown it leaves the executor open: it is how a
+// Lambda invocation ends, since Lambda freezes the environment once the
+// handler returns and a call left running would hang, unreported, until
+// the next invocation thaws it. Start must not run concurrently with
+// Drain (a Lambda environment runs one invocation at a time).
+func (e *Executor) Drain(ctx context.Context, cause error) {
+	done := make(chan struct{})
+	go func() {
+		e.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	e.mu.Lock()
+	for _, js := range e.jobs {
+		// A job in the map has a running call, whose goroutine holds the
+		// wait group: adding the queued calls' reports to it is safe.
+		if js.running != nil {
+			js.running.cancel(cause)
+		}
+		for _, q := range js.queue {
+			q.cancel(cause)
+			e.reportAsync(q, xjob.CodeFail, cause.Error())
+		}
+		js.queue = nil
+	}
+	e.mu.Unlock()
+	<-done
+}
+
 // Executors is the ExecutorClient of a process that has a built-in
 // executor: calls to target.Address are the built-in executor's, every
 // other address is Remote's.

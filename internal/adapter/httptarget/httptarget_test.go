@@ -3,6 +3,7 @@ package httptarget
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -373,6 +374,67 @@ func TestKillAndClose(t *testing.T) {
 	}
 	if rt := e.start(t, 3, src, nil); rt.Code == protocol.SuccessCode {
 		t.Fatalf("Start after Close = %+v", rt)
+	}
+}
+
+// TestDrain: Drain returns once every started call has reported, and
+// takes calls again after; at its deadline it cuts the running call and
+// the one queued behind it, each reporting the cause, and still leaves
+// the executor open (a Lambda invocation's end, not a shutdown).
+func TestDrain(t *testing.T) {
+	t.Parallel()
+	srv, arrived, release := blocking(t)
+	e := setup(t, loopback, nil)
+	src := e.spec(t, target.Spec{URL: srv.URL + "/?log={{logId}}"})
+	serial := func(c *target.Call) { c.BlockStrategy = string(xjob.BlockSerialExecution) }
+
+	e.start(t, 1, src, serial)
+	<-arrived
+	release <- struct{}{}
+	e.exec.Drain(context.Background(), errors.New("unused"))
+	select {
+	case r := <-e.reports:
+		if r.LogID != 1 || r.HandleCode != xjob.CodeSuccess {
+			t.Fatalf("report = %+v", r)
+		}
+	default:
+		t.Fatal("Drain returned before the call reported")
+	}
+
+	e.start(t, 2, src, serial)
+	<-arrived
+	e.start(t, 3, src, serial) // queued behind 2
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e.exec.Drain(ctx, errors.New("cut at the end of the invocation"))
+	got := map[int64]string{}
+	for range 2 {
+		select {
+		case r := <-e.reports:
+			if r.HandleCode != xjob.CodeFail {
+				t.Fatalf("cut call's report = %+v", r)
+			}
+			got[r.LogID] = r.HandleMsg
+		default:
+			t.Fatalf("Drain returned with reports missing: %v", got)
+		}
+	}
+	for _, id := range []int64{2, 3} {
+		if !strings.Contains(got[id], "cut at the end of the invocation") {
+			t.Fatalf("log %d's report %q does not name the cause", id, got[id])
+		}
+	}
+	if e.exec.Busy(1) {
+		t.Fatal("job still busy after the drain")
+	}
+	e.start(t, 4, src, nil)
+	if got := <-arrived; got != "4" {
+		t.Fatalf("call after the drain = %s", got)
+	}
+	close(release)
+	e.exec.Drain(context.Background(), errors.New("unused"))
+	if r := e.report(t); r.LogID != 4 || r.HandleCode != xjob.CodeSuccess {
+		t.Fatalf("report after the drain = %+v", r)
 	}
 }
 
