@@ -58,7 +58,11 @@ type stack struct {
 	outputs   map[string]string   // normalized output name → rendered value
 	logGroups map[string]any      // loggroupname:<fn> → retention in days
 	alarms    []alarm
-	problems  []string // structural problems found while loading
+	// conds are what each recognised condition means: "nonempty:param:x",
+	// parameter x is set (SAM !Not [!Equals [!Ref X, ""]], a Terraform
+	// local var.x != "").
+	conds    map[string]string
+	problems []string // structural problems found while loading
 }
 
 type table struct {
@@ -181,15 +185,16 @@ var (
 		awsconfig.EnvWebURL:            "httpapi:endpoint",
 		awsconfig.EnvMetricsPerJob:     "param:metricsperjob",
 		awsconfig.EnvLogRetentionDays:  "param:triggerlogretentiondays",
+		awsconfig.EnvAWSTargetARNs:     "param:awstargetarns",
 	}
 	// exposedSettings are optional variables the deployment must let an
 	// operator set on every function that reads them, with their safe
 	// defaults: switches off, no extra executor ranges, GLUE for admins,
-	// trigger logs kept 30 days.
+	// trigger logs kept 30 days, no AWS targets.
 	exposedSettings = map[string]string{
 		awsconfig.EnvAnyTriggerAddress: "false", awsconfig.EnvStartDeclaredJobs: "false",
 		awsconfig.EnvAllowCIDRs: "", awsconfig.EnvDenyCIDRs: "", awsconfig.EnvGluePolicy: "admins",
-		awsconfig.EnvLogRetentionDays: "30",
+		awsconfig.EnvLogRetentionDays: "30", awsconfig.EnvAWSTargetARNs: "",
 	}
 	// vpcGrants are what a function in a VPC needs for Lambda to manage
 	// its network interfaces (AWSLambdaVPCAccessExecutionRole without its
@@ -584,7 +589,8 @@ func checkFunctions(t *testing.T, s *stack) {
 				t.Errorf("%s: %s defaults to %q, want %q", where, e, d, exposedSettings[e])
 			}
 		}
-		checkVPC(t, where, f, got)
+		checkVPC(t, s, where, f, got)
+		checkTargets(t, s, where, f, got)
 		for e, v := range got.env {
 			if slices.Contains(f.Env, e) {
 				continue
@@ -648,11 +654,17 @@ func checkFunctions(t *testing.T, s *stack) {
 // security group parameters, under a condition), with exactly vpcGrants
 // under that same condition; the other functions get no VPC and no EC2
 // action. Unconditional EC2 grants are extra grants for checkFunctions.
-func checkVPC(t *testing.T, where string, f awsconfig.Function, got function) {
+func checkVPC(t *testing.T, s *stack, where string, f awsconfig.Function, got function) {
 	t.Helper()
+	condGrants := map[string]map[string]bool{} // but the targets' (checkTargets)
+	for cond, g := range got.condGrants {
+		if s.conds[cond] != targetsCond {
+			condGrants[cond] = g
+		}
+	}
 	if !f.CallsExecutors {
-		if got.vpcCond != "" || len(got.condGrants) > 0 {
-			t.Errorf("%s: in a VPC (%q) or granted %v under a condition; only the functions that call executors are", where, got.vpcCond, got.condGrants)
+		if got.vpcCond != "" || len(condGrants) > 0 {
+			t.Errorf("%s: in a VPC (%q) or granted %v under a condition; only the functions that call executors are", where, got.vpcCond, condGrants)
 		}
 		return
 	}
@@ -660,13 +672,53 @@ func checkVPC(t *testing.T, where string, f awsconfig.Function, got function) {
 		t.Errorf("%s: calls executors but has no conditional VpcConfig from the VPC subnet and security group parameters", where)
 		return
 	}
-	for cond, g := range got.condGrants {
+	for cond, g := range condGrants {
 		if cond != got.vpcCond {
 			t.Errorf("%s: grants %v under condition %q, not the VPC's %q", where, slices.Sorted(maps.Keys(g)), cond, got.vpcCond)
 		}
 	}
 	if missing, extra := diffSets(vpcGrants, got.condGrants[got.vpcCond]); len(missing)+len(extra) > 0 {
 		t.Errorf("%s: VPC grants differ\n   missing:%s\n   extra:%s", where, describeGrants(setOf(missing)), describeGrants(setOf(extra)))
+	}
+}
+
+// targetsCond is the meaning of the condition the targets' grants are
+// under: the AWS target ARN parameter is set.
+var targetsCond = "nonempty:" + envSymbol[awsconfig.EnvAWSTargetARNs]
+
+// checkTargets wants the functions that call targets (awsconfig
+// CallsTargets), and only those, granted exactly
+// awsconfig.TargetActions on the AWS target ARN parameter's list and on
+// nothing else, under the condition that the parameter is set (no
+// statement when it is empty; a statement with an empty resource list is
+// refused by IAM). The parameter's pattern refuses wildcards
+// (TestParamsMatchConfig), so the grant is never "*".
+func checkTargets(t *testing.T, s *stack, where string, f awsconfig.Function, got function) {
+	t.Helper()
+	var gotT map[string]bool
+	n := 0
+	for cond, g := range got.condGrants {
+		if s.conds[cond] == targetsCond {
+			gotT = g
+			n++
+		}
+	}
+	want := map[string]bool{}
+	if f.CallsTargets {
+		for _, a := range awsconfig.TargetActions {
+			want[a+" split:"+envSymbol[awsconfig.EnvAWSTargetARNs]] = true
+		}
+		if n != 1 {
+			t.Errorf("%s: calls targets: want one policy under the condition that the AWS target ARN parameter is set, found %d (conditions %v)",
+				where, n, s.conds)
+		}
+	}
+	if missing, extra := diffSets(want, gotT); len(missing)+len(extra) > 0 {
+		t.Errorf("%s: target grants differ (awsconfig CallsTargets %v)\n   missing:%s\n   extra:%s", where, f.CallsTargets,
+			describeGrants(setOf(missing)), describeGrants(setOf(extra)))
+	}
+	if p, ok := s.params[strings.TrimPrefix(envSymbol[awsconfig.EnvAWSTargetARNs], "param:")]; !ok || p.pattern != awsconfig.TargetARNListPattern {
+		t.Errorf("%s: AWS target ARN parameter (present %v) pattern %q, want awsconfig.TargetARNListPattern", s.format, ok, p.pattern)
 	}
 }
 

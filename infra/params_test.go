@@ -24,6 +24,7 @@ var paramValues = map[string][]string{
 	awsconfig.EnvAllowCIDRs:     cidrValues,
 	awsconfig.EnvDenyCIDRs:      cidrValues,
 	awsconfig.EnvGluePolicy:     {"admins", "everyone", "off", "ADMINS", "none"},
+	awsconfig.EnvAWSTargetARNs:  arnValues,
 	awsconfig.EnvLogRetentionDays: {"-1", "0", "1", "6", "7", "9", "10", "30", "99", "100", "999", "1000", "2999", "3000",
 		"3599", "3600", "3649", "3650", "3651", "3700", "4000", "9999", "10000", "007", "+30", "30.0", "7.5", "1e3", "30d", "month"},
 }
@@ -36,6 +37,22 @@ var cidrValues = []string{"", "10.0.0.0/8", "10.0.0.0/8,172.16.0.0/12,192.168.0.
 	"10.0.0.0/8, 10.1.0.0/16", "10.0.0.0/8,", ",10.0.0.0/8", "metadata.internal", "::", "::/0", "fd00::/8", "fd00:ec2::254",
 	"2001:db8::/32", "2001:DB8:0:0:0:0:0:1/128", "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7::", "1::8", "1:2:3:4:5:6:7:8:9", "1:::2",
 	"fe80::1%eth0", "::ffff:10.0.0.1", "fd00::/129", "12345::/16", "x"}
+
+// arnValues are tried on the AWS target ARN list: one and several ARNs
+// of each service, qualified functions, FIFO queues, other partitions,
+// and what the functions refuse (wildcards, spaces, empty items, other
+// services, short accounts, missing regions, bare names).
+var arnValues = []string{"", "arn:aws:sqs:us-east-1:123456789012:jobs", "arn:aws:sqs:us-east-1:123456789012:jobs.fifo",
+	"arn:aws:lambda:eu-west-1:123456789012:function:fn", "arn:aws:lambda:eu-west-1:123456789012:function:fn:live",
+	"arn:aws:lambda:eu-west-1:123456789012:function:fn:$LATEST",
+	"arn:aws:sns:us-east-1:123456789012:topic,arn:aws:events:us-east-1:123456789012:event-bus/default",
+	"arn:aws:states:us-east-1:123456789012:stateMachine:flow", "arn:aws-cn:sqs:cn-north-1:123456789012:q",
+	"arn:aws-us-gov:sns:us-gov-west-1:123456789012:t",
+	"*", "arn:aws:sqs:us-east-1:123456789012:*", "arn:aws:sqs:*:123456789012:jobs", "arn:aws:lambda:us-east-1:123456789012:function:*",
+	"arn:aws:sqs:us-east-1:123456789012:jobs, arn:aws:sqs:us-east-1:123456789012:other", "arn:aws:sqs:us-east-1:123456789012:jobs,",
+	",arn:aws:sqs:us-east-1:123456789012:jobs", "arn:aws:s3:::bucket", "arn:aws:dynamodb:us-east-1:123456789012:table/t",
+	"arn:aws:sqs:us-east-1:12345:jobs", "arn:aws:sqs::123456789012:jobs", "arn:aws:lambda:us-east-1:123456789012:fn",
+	"arn:aws:events:us-east-1:123456789012:rule/r", "arn:aws:states:us-east-1:123456789012:execution:flow:x", "jobs", "x"}
 
 // TestParamsMatchConfig: a parameter value the deployment accepts is one
 // the functions accept, and the other way round, for every variable whose

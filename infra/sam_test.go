@@ -42,7 +42,7 @@ func loadSAM(file string) (*stack, error) {
 		}
 		return v
 	}
-	symStr := func(v any) string { return fmt.Sprint(symOf(v)) }
+	symStr := func(v any) string { return splitSym(v, symOf) }
 
 	for name, p := range mapOf(doc["Parameters"]) {
 		pm := mapOf(p)
@@ -61,6 +61,16 @@ func loadSAM(file string) (*stack, error) {
 		sym["arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${"+name+"}"] = "ssmparam:" + normParam(name)
 	}
 	sym["arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:*"] = "ec2:thisaccount"
+	// A condition that is a parameter's non-emptiness: !Not [!Equals [!Ref X, ""]].
+	for name, c := range mapOf(doc["Conditions"]) {
+		if not := listOf(mapOf(c)["Fn::Not"]); len(not) == 1 {
+			if eq := listOf(mapOf(not[0])["Fn::Equals"]); len(eq) == 2 && eq[1] == "" {
+				if p, ok := sym[str(eq[0])]; ok && strings.HasPrefix(p, "param:") {
+					s.conds[name] = "nonempty:" + p
+				}
+			}
+		}
+	}
 	const stackPrefix = "${AWS::StackName}-"
 	for id, r := range resources {
 		props := mapOf(mapOf(r)["Properties"])
@@ -493,8 +503,18 @@ func str(v any) string {
 	return fmt.Sprint(v)
 }
 
+// splitSym is the symbol of v: a parameter split into a list (SAM
+// !Split [",", !Ref X], Terraform split(",", var.x)) is "split:" and the
+// parameter's symbol, anything else symOf's.
+func splitSym(v any, symOf func(any) any) string {
+	if l := listOf(mapOf(v)["Fn::Split"]); len(l) == 2 && l[0] == "," {
+		return "split:" + fmt.Sprint(symOf(l[1]))
+	}
+	return fmt.Sprint(symOf(v))
+}
+
 func newStack(format string) *stack {
-	return &stack{format: format, tables: map[string]table{}, queues: map[string]queue{},
+	return &stack{format: format, tables: map[string]table{}, queues: map[string]queue{}, conds: map[string]string{},
 		functions: map[string]function{}, routes: map[string]string{}, urls: map[string]string{}, public: map[string]map[string]bool{},
 		schedules: map[string][]string{},
 		params:    map[string]param{}, outputs: map[string]string{}, logGroups: map[string]any{}}

@@ -244,6 +244,14 @@ func (m *tfModule) eval(e hclsyntax.Expression, src []byte, depth int) any {
 				l = append(l, listOf(m.eval(a, src, depth+1))...)
 			}
 			return l
+		case "compact": // of a split list: the list without empty items, one symbol for both
+			if len(x.Args) == 1 {
+				return m.eval(x.Args[0], src, depth+1)
+			}
+		case "split": // split(",", var.x): SAM's !Split [",", !Ref X]
+			if len(x.Args) == 2 {
+				return map[string]any{"Fn::Split": []any{m.eval(x.Args[0], src, depth+1), m.eval(x.Args[1], src, depth+1)}}
+			}
 		}
 	}
 	return opaque()
@@ -327,8 +335,16 @@ func (m *tfModule) stack() *stack {
 		}
 		return v
 	}
-	symStr := func(v any) string { return fmt.Sprint(symOf(v)) }
+	symStr := func(v any) string { return splitSym(v, symOf) }
 	res := func(typ string) map[string]*tfBlock { return m.resources[typ] }
+	// A local that is a list parameter's non-emptiness (var.x != ""), as
+	// a condition of count.
+	for name, l := range m.locals {
+		src := strings.TrimSpace(string(l.e.Range().SliceBytes(l.src)))
+		if v, ok := strings.CutSuffix(src, ` != ""`); ok && strings.HasPrefix(v, "var.") {
+			s.conds["local."+name] = "nonempty:param:" + normParam(strings.TrimPrefix(v, "var."))
+		}
+	}
 	ref := func(typ, name, attr string) string { return "${" + typ + "." + name + "." + attr + "}" }
 	const namePrefix = "${var.name}-"
 

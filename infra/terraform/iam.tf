@@ -88,9 +88,12 @@ data "aws_iam_policy_document" "ring" {
   }
   statement {
     # SecureString parameters under the AWS managed key aws/ssm need no KMS grant.
-    sid       = "Secrets"
-    actions   = ["ssm:GetParameters"]
-    resources = ["arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.access_token_parameter}"]
+    sid     = "Secrets"
+    actions = ["ssm:GetParameters"]
+    resources = [
+      "arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.access_token_parameter}",
+      "arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.session_key_parameter}", # HTTP jobs' secret headers
+    ]
   }
   statement {
     sid       = "Logs"
@@ -127,9 +130,12 @@ data "aws_iam_policy_document" "dispatch" {
   }
   statement {
     # SecureString parameters under the AWS managed key aws/ssm need no KMS grant.
-    sid       = "Secrets"
-    actions   = ["ssm:GetParameters"]
-    resources = ["arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.access_token_parameter}"]
+    sid     = "Secrets"
+    actions = ["ssm:GetParameters"]
+    resources = [
+      "arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.access_token_parameter}",
+      "arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.session_key_parameter}", # HTTP jobs' secret headers
+    ]
   }
   statement {
     sid       = "Logs"
@@ -286,4 +292,40 @@ resource "aws_iam_role_policy" "web_vpc" {
   name   = "vpc-access"
   role   = aws_iam_role.function["web"].id
   policy = data.aws_iam_policy_document.vpc_access.json
+}
+
+# AWS jobs: the targets' actions on exactly the ARNs of aws_target_arns (an action on another service's ARN
+# grants nothing), to the functions that make their calls; no policy at all when the list is empty.
+locals {
+  has_aws_targets = var.aws_target_arns != ""
+  aws_target_arns = compact(split(",", var.aws_target_arns))
+}
+
+data "aws_iam_policy_document" "aws_targets" {
+  statement {
+    sid       = "Targets"
+    actions   = ["events:PutEvents", "lambda:InvokeFunction", "sns:Publish", "sqs:GetQueueUrl", "sqs:SendMessage", "states:StartExecution"]
+    resources = local.aws_target_arns
+  }
+}
+
+resource "aws_iam_role_policy" "ring_targets" {
+  count  = local.has_aws_targets ? 1 : 0
+  name   = "aws-targets"
+  role   = aws_iam_role.function["ring"].id
+  policy = data.aws_iam_policy_document.aws_targets.json
+}
+
+resource "aws_iam_role_policy" "dispatch_targets" {
+  count  = local.has_aws_targets ? 1 : 0
+  name   = "aws-targets"
+  role   = aws_iam_role.function["dispatch"].id
+  policy = data.aws_iam_policy_document.aws_targets.json
+}
+
+resource "aws_iam_role_policy" "web_targets" {
+  count  = local.has_aws_targets ? 1 : 0
+  name   = "aws-targets"
+  role   = aws_iam_role.function["web"].id
+  policy = data.aws_iam_policy_document.aws_targets.json
 }

@@ -81,6 +81,8 @@ resource "aws_lambda_function" "ring" {
       XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
       XJOB_DENY_CIDRS              = var.executor_deny_cidrs
       XJOB_LOG_RETENTION_DAYS      = var.trigger_log_retention_days
+      XJOB_SESSION_KEY_PARAM       = var.session_key_parameter # HTTP jobs' secret headers
+      XJOB_AWS_TARGET_ARNS         = var.aws_target_arns
       XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
     }
   }
@@ -135,6 +137,8 @@ resource "aws_lambda_function" "dispatch" {
       XJOB_DENY_CIDRS                = var.executor_deny_cidrs
       XJOB_LOG_RETENTION_DAYS        = var.trigger_log_retention_days
       XJOB_METRICS_PER_JOB           = tostring(var.metrics_per_job)
+      XJOB_SESSION_KEY_PARAM         = var.session_key_parameter # HTTP jobs' secret headers
+      XJOB_AWS_TARGET_ARNS           = var.aws_target_arns
       XJOB_ALARM_TOPIC_ARN           = aws_sns_topic.alarm.arn
     }
   }
@@ -319,6 +323,7 @@ resource "aws_lambda_function" "web" {
       XJOB_LOG_RETENTION_DAYS        = var.trigger_log_retention_days
       XJOB_GLUE_POLICY               = var.glue_policy
       XJOB_METRICS_PER_JOB           = tostring(var.metrics_per_job)
+      XJOB_AWS_TARGET_ARNS           = var.aws_target_arns
       XJOB_ALARM_TOPIC_ARN           = aws_sns_topic.alarm.arn
     }
   }

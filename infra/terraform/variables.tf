@@ -146,6 +146,16 @@ variable "executor_deny_cidrs" {
   }
 }
 
+variable "aws_target_arns" {
+  description = "ARNs AWS jobs may call - Lambda functions, SQS queues, SNS topics, EventBridge buses, Step Functions state machines - comma-separated without spaces and without wildcards (XJOB_AWS_TARGET_ARNS). The ring, dispatch and web functions are granted lambda:InvokeFunction, sqs:SendMessage (and sqs:GetQueueUrl), sns:Publish, events:PutEvents and states:StartExecution on exactly these; empty = no AWS jobs (a job naming an ARN not listed is refused at save)."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^(arn:aws(-[a-z]+)*:(lambda:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:function:[A-Za-z0-9_-]+(:[A-Za-z0-9_$-]+)?|(sqs|sns):[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:[A-Za-z0-9_-]+([.]fifo)?|events:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:event-bus/[A-Za-z0-9_./-]+|states:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:stateMachine:[A-Za-z0-9_-]+)(,arn:aws(-[a-z]+)*:(lambda:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:function:[A-Za-z0-9_-]+(:[A-Za-z0-9_$-]+)?|(sqs|sns):[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:[A-Za-z0-9_-]+([.]fifo)?|events:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:event-bus/[A-Za-z0-9_./-]+|states:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:stateMachine:[A-Za-z0-9_-]+))*)?$", var.aws_target_arns))
+    error_message = "aws_target_arns must be ARNs of Lambda functions, SQS queues, SNS topics, EventBridge buses or Step Functions state machines separated by commas, without spaces or wildcards."
+  }
+}
+
 variable "trigger_log_retention_days" {
   description = "Days trigger logs are kept from their trigger time, a whole number from 7 (xxl-job's minimum) to 3650 (XJOB_LOG_RETENTION_DAYS); DynamoDB's TTL deletes them after. Not the functions' CloudWatch Logs (log_retention_days)."
   type        = string

@@ -75,6 +75,39 @@ const (
 	// reads it (dynamostore.Options.LogTTL, the logs' TTL and what readers
 	// leave out).
 	EnvLogRetentionDays = "XJOB_LOG_RETENTION_DAYS"
+	// EnvAWSTargetARNs lists the ARNs AWS jobs may call (glue type AWS:
+	// Lambda functions, SQS queues, SNS topics, EventBridge buses, Step
+	// Functions state machines), comma-separated, matching
+	// TargetARNListPattern (optional, default none: AWS jobs are refused
+	// at save). The templates grant TargetActions on exactly these ARNs,
+	// to the functions with CallsTargets, and nothing when it is empty,
+	// local mode's --aws-target-arns.
+	EnvAWSTargetARNs = "XJOB_AWS_TARGET_ARNS"
+)
+
+// TargetActions are what AWS jobs call (package
+// internal/adapter/awstarget: one call per service, and an SQS queue's
+// URL looked up from its ARN once per environment): the templates grant
+// them on the listed ARNs only, where an action of another service's ARN
+// grants nothing.
+var TargetActions = []string{"events:PutEvents", "lambda:InvokeFunction", "sns:Publish", "sqs:GetQueueUrl", "sqs:SendMessage", "states:StartExecution"}
+
+// TargetARNListPattern is what EnvAWSTargetARNs must match, whole: a
+// comma-separated list (no spaces) of ARNs of the five services, in the
+// aws partitions, with a region, a 12-digit account and a resource of
+// the characters their names take; never a wildcard, which would make
+// the templates' grant wider than the list the functions check. The
+// functions check each ARN further (target.ParseAllowList), and the
+// templates carry it as the parameter's pattern.
+var TargetARNListPattern = "^(" + targetARN + "(," + targetARN + ")*)?$"
+
+// targetARN is one ARN: each service's resource form (target.ParseARN's).
+const (
+	targetARN = "arn:aws(-[a-z]+)*:(lambda" + arnScope + "function:[A-Za-z0-9_-]+(:[A-Za-z0-9_$-]+)?" +
+		"|(sqs|sns)" + arnScope + "[A-Za-z0-9_-]+([.]fifo)?" +
+		"|events" + arnScope + "event-bus/[A-Za-z0-9_./-]+" +
+		"|states" + arnScope + "stateMachine:[A-Za-z0-9_-]+)"
+	arnScope = ":[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:" // region and account
 )
 
 // The range of EnvLogRetentionDays: xxl-job's minimum
@@ -233,6 +266,11 @@ type Function struct {
 	// goes to the alarm topic (the function's asynchronous failure
 	// destination, which its role may publish to).
 	NoAsyncRetries bool
+	// CallsTargets says the function makes the calls of HTTP and AWS jobs
+	// (the dispatchers, ring and dispatch, and web's test call): it reads
+	// EnvAWSTargetARNs and, when that lists any, is granted TargetActions
+	// on them.
+	CallsTargets bool
 }
 
 // dispatcherActions are what a dispatch.Dispatcher's code calls: the
@@ -275,9 +313,13 @@ var Functions = []Function{
 	// variables and actions too; the slow lane and what it cannot finish
 	// go to the lane queues.
 	{Name: "ring",
-		Env:            []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
-		OptionalEnv:    []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvAllowCIDRs, EnvDenyCIDRs, EnvLogRetentionDays},
-		CallsExecutors: true,
+		// The session key: HTTP jobs' secret headers are sealed with a
+		// key derived from it (the web function's), and opened here.
+		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvSessionKeyParam,
+			EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs,
+			EnvLogRetentionDays, EnvAWSTargetARNs},
+		CallsExecutors: true, CallsTargets: true,
 		// The retry delay of a bucket whose hand-off failed is a
 		// ChangeMessageVisibility on the ring queue: the consume grant.
 		// The dispatcher's: jobs, their groups and live executors, log pages,
@@ -286,10 +328,11 @@ var Functions = []Function{
 		Actions:  dispatcherActions,
 		Consumes: []string{EnvRingQueueURL}},
 	{Name: "dispatch",
-		Env: []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL,
-			EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob, EnvLogRetentionDays},
-		CallsExecutors: true,
+		// The session key, as the ring's: HTTP jobs' secret headers.
+		Env: []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken,
+			EnvResultsQueueURL, EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob, EnvLogRetentionDays, EnvAWSTargetARNs},
+		CallsExecutors: true, CallsTargets: true,
 		// Counters: the jobs with per-job metrics (results it applies).
 		Tables: []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports,
 			dynamostore.TableCounters},
@@ -373,9 +416,11 @@ var Functions = []Function{
 		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL,
 			EnvAccessTokenParam, EnvAdminTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
 		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
-			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs, EnvGluePolicy, EnvMetricsPerJob, EnvLogRetentionDays},
-		// Log views, kills and idle beats call executors.
-		CallsExecutors: true,
+			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs, EnvGluePolicy, EnvMetricsPerJob, EnvLogRetentionDays,
+			EnvAWSTargetARNs},
+		// Log views, kills and idle beats call executors; a target job's
+		// test call calls its target, and saves check its ARN.
+		CallsExecutors: true, CallsTargets: true,
 		// Every table (log pages not exercised: log views, kill; leases: the layout item only).
 		Tables: []string{dynamostore.TableJobs, dynamostore.TableGroups, dynamostore.TableLogs, dynamostore.TableRegistry, dynamostore.TableReports, dynamostore.TableCounters, dynamostore.TableConsole, dynamostore.TableLeases},
 		Actions: []string{

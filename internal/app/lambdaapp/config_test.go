@@ -48,6 +48,10 @@ func TestLoadConfig(t *testing.T) {
 		{"scan advance past the SQS delay limit", "scan", with(awsconfig.EnvScanAdvance, "15m"), awsconfig.EnvScanAdvance},
 		{"scan advance not a duration", "scan", with(awsconfig.EnvScanAdvance, "often"), awsconfig.EnvScanAdvance},
 		{"scan advance in range", "scan", with(awsconfig.EnvScanAdvance, "10m"), ""},
+		{"target ARN wildcard refused", "dispatch", with(awsconfig.EnvAWSTargetARNs, "arn:aws:sqs:us-east-1:123456789012:*"), awsconfig.EnvAWSTargetARNs},
+		{"target ARN of another service refused", "web", with(awsconfig.EnvAWSTargetARNs, "arn:aws:s3:::bucket"), awsconfig.EnvAWSTargetARNs},
+		{"target ARNs listed", "ring", with(awsconfig.EnvAWSTargetARNs,
+			"arn:aws:sqs:us-east-1:123456789012:jobs,arn:aws:lambda:us-east-1:123456789012:function:report:live"), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,6 +66,10 @@ func TestLoadConfig(t *testing.T) {
 				}
 				if v := tt.env[awsconfig.EnvScanAdvance]; v != "" && cfg.ScanAdvance.String() != "10m0s" {
 					t.Errorf("scan advance %s from %q", cfg.ScanAdvance, v)
+				}
+				if v := tt.env[awsconfig.EnvAWSTargetARNs]; v != "" && (cfg.AWSTargets.Len() != 2 ||
+					!cfg.AWSTargets.Allows("arn:aws:lambda:us-east-1:123456789012:function:report:live")) {
+					t.Errorf("target ARNs %v from %q", cfg.AWSTargets.ARNs(), v)
 				}
 				return
 			}
@@ -91,7 +99,7 @@ func TestLoadConfigAnyTriggerAddress(t *testing.T) {
 	env := map[string]string{
 		awsconfig.EnvTablePrefix: "p-", awsconfig.EnvShards: "8",
 		awsconfig.EnvDispatchFastURL: "http://q/fast", awsconfig.EnvDispatchSlowURL: "http://q/slow",
-		awsconfig.EnvAccessToken: "a", awsconfig.EnvAlarmTopicARN: "arn:aws:sns:x",
+		awsconfig.EnvAccessToken: "a", awsconfig.EnvAdminToken: "b", awsconfig.EnvAlarmTopicARN: "arn:aws:sns:x",
 	}
 	get := func(k string) string { return env[k] }
 	cfg, err := lambdaapp.LoadConfig("dispatch", get)
@@ -123,6 +131,13 @@ func TestLoadConfigSecretParams(t *testing.T) {
 	cfg, err = lambdaapp.LoadConfig("callback", func(k string) string { return env[k] })
 	if err != nil || cfg.AccessTokenParam != "/x/access" || cfg.AdminTokenParam != "" || cfg.SessionKeyParam != "" {
 		t.Fatalf("callback: %+v %v, want the access token's parameter only", cfg, err)
+	}
+	// The dispatchers open HTTP jobs' secret headers: the session key's too.
+	for _, fn := range []string{"ring", "dispatch"} {
+		cfg, err = lambdaapp.LoadConfig(fn, func(k string) string { return env[k] })
+		if err != nil || cfg.AccessTokenParam != "/x/access" || cfg.AdminTokenParam != "" || cfg.SessionKeyParam != "/x/session" {
+			t.Fatalf("%s: %+v %v, want the access token's and the session key's parameters", fn, cfg, err)
+		}
 	}
 	delete(env, awsconfig.EnvSessionKeyParam)
 	if _, err := lambdaapp.LoadConfig("web", func(k string) string { return env[k] }); err == nil ||

@@ -16,7 +16,9 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
+	"github.com/xjobdev/xjob/internal/adapter/httptarget"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/targets"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
@@ -30,10 +32,13 @@ import (
 const Concurrency = 32
 
 // NewDispatcher builds the dispatcher of the dispatch function (lane queues,
-// manual triggers) and of the ring function (its buckets' fast lane).
-func NewDispatcher(b *wiring.Base, exec *execclient.Client, reg *registry.Service, cb *callback.Service) (*dispatch.Dispatcher, error) {
+// manual triggers) and of the ring function (its buckets' fast lane):
+// executors called through exec, HTTP and AWS jobs run by the built-in
+// executor builtin (package targets), as in local mode.
+func NewDispatcher(b *wiring.Base, exec *execclient.Client, builtin *httptarget.Executor, reg *registry.Service, cb *callback.Service) (*dispatch.Dispatcher, error) {
+	executors := httptarget.Executors{Remote: exec, Local: builtin}
 	d, err := dispatch.New(dispatch.Config{
-		Store: b.Counted, Executors: exec, Router: route.New(route.Options{Clock: b.Clock, Prober: exec}),
+		Store: b.Counted, Executors: executors, Targets: builtin, Router: route.New(route.Options{Clock: b.Clock, Prober: executors}),
 		Addresses: reg, Completer: cb, Clock: b.Clock, Logger: b.Log, Metrics: b.Metrics,
 		AdminAddress: "xjob-lambda", AnyTriggerAddress: b.Config.AnyTriggerAddress,
 		BatchConcurrency: Concurrency, ClaimTTL: b.Deps.ClaimTTL,
@@ -48,6 +53,7 @@ func NewDispatcher(b *wiring.Base, exec *execclient.Client, reg *registry.Servic
 type Function struct {
 	b          *wiring.Base
 	dispatcher *dispatch.Dispatcher
+	targets    *targets.Executor    // HTTP and AWS jobs' calls, drained at each invocation's end
 	lanes      map[string]fire.Lane // SQS queue name → dispatch lane
 	callback   *callback.Service
 	results    string // the results queue's name ("": none)
@@ -69,11 +75,15 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := NewDispatcher(b, exec, reg, cb)
+	tg, err := targets.New(b, cb, Concurrency)
 	if err != nil {
 		return nil, err
 	}
-	f := &Function{b: b, dispatcher: d, lanes: map[string]fire.Lane{}, callback: cb}
+	d, err := NewDispatcher(b, exec, tg.Executor, reg, cb)
+	if err != nil {
+		return nil, err
+	}
+	f := &Function{b: b, dispatcher: d, targets: tg, lanes: map[string]fire.Lane{}, callback: cb}
 	if url := b.Config.ResultsQueueURL; url != "" {
 		f.results = wiring.QueueName(url)
 	}
@@ -160,6 +170,7 @@ func (f *Function) Handle(ctx context.Context, raw json.RawMessage) (any, error)
 // reports each record whose task must be retried as a batch item failure.
 func (f *Function) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer f.b.FlushReports(ctx)
+	defer f.targets.Drain(ctx)
 	if len(ev.Records) > 0 && f.results != "" && wiring.QueueName(ev.Records[0].EventSourceARN) == f.results {
 		return f.HandleResults(ctx, ev)
 	}
@@ -208,6 +219,7 @@ func (f *Function) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 // and waits for the executor's reply to /run.
 func (f *Function) Manual(ctx context.Context, m ManualTrigger) (ManualResult, error) {
 	defer f.b.FlushReports(ctx)
+	defer f.targets.Drain(ctx)
 	addrs, err := parseAddressList(m.AddressList)
 	if err != nil {
 		return ManualResult{}, err

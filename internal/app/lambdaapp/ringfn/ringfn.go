@@ -23,6 +23,7 @@ import (
 
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/dispatchfn"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/targets"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
@@ -65,7 +66,10 @@ const (
 //	queues what it could not finish      ≤  2 s  (one SendMessageBatch per 10 tasks)
 //	flushes the run-report counters      ≤  2 s  (wiring.Base.FlushReports)
 //
-// ≈ 47 s, so 50 s. A healthy bucket takes the wait plus milliseconds; the
+// ≈ 47 s, so 50 s. HTTP and AWS jobs' calls end within it too: the
+// invocation waits for them before it returns (Lambda would freeze them),
+// and cuts one still running 3 s before the timeout (targets.Executor.Drain).
+// A healthy bucket takes the wait plus milliseconds; the
 // timeout only bounds the worst case (unreachable executors). Were it
 // still exceeded, Lambda would end the invocation with the bucket
 // unacknowledged: it comes back after the visibility timeout, the fires
@@ -86,9 +90,10 @@ const ringRetryStep = 30 * time.Second
 
 // Function is the ring function.
 type Function struct {
-	b     *wiring.Base
-	ring  *ring.Ring
-	retry time.Duration
+	b       *wiring.Base
+	ring    *ring.Ring
+	targets *targets.Executor // HTTP and AWS jobs' calls, drained at each invocation's end
+	retry   time.Duration
 }
 
 // New builds the ring function on b: the dispatcher of its fast lane (and
@@ -107,7 +112,12 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := dispatchfn.NewDispatcher(b, exec, reg, cb)
+	// HTTP and AWS jobs' calls, as many at once as executor calls.
+	tg, err := targets.New(b, cb, ringFastCalls)
+	if err != nil {
+		return nil, err
+	}
+	d, err := dispatchfn.NewDispatcher(b, exec, tg.Executor, reg, cb)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +140,7 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lambda ring: %w", err)
 	}
-	return &Function{b: b, ring: r, retry: cmp.Or(b.Deps.RingRetry, ringRetryStep)}, nil
+	return &Function{b: b, ring: r, targets: tg, retry: cmp.Or(b.Deps.RingRetry, ringRetryStep)}, nil
 }
 
 // Build is New as a wiring.Builder: the ring main's whole wiring.
@@ -175,6 +185,9 @@ func (f *Function) decode(ctx context.Context, records []events.SQSMessage) (rec
 // bucket of a newer format is a batch item failure too (see decode).
 func (f *Function) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer f.b.FlushReports(ctx)
+	// The target calls its fires started end (or are cut) before the
+	// invocation does, after every bucket's hand-off.
+	defer f.targets.Drain(ctx)
 	recs, kept := f.decode(ctx, ev.Records)
 	seconds := ring.MergeBySecond(recs, func(r record) fire.RingBucket { return r.bucket })
 	failed := make([]bool, len(seconds))

@@ -11,16 +11,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/adapter/httptarget"
 	"github.com/xjobdev/xjob/internal/admin"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/dispatchfn"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/scanfn"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/targets"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 	"github.com/xjobdev/xjob/internal/metric"
 	"github.com/xjobdev/xjob/internal/web/adminapi"
@@ -57,9 +60,18 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	adm, err := admin.New(admin.Config{Store: b.Counted, Queues: b.Queues, Executors: exec, Finisher: cb,
+	// HTTP and AWS jobs: the web function checks them at save (the
+	// address rule, the allowed ARNs) and makes their test calls; the
+	// ring and dispatch functions fire them. A log of one is viewed and
+	// killed through the built-in executor's address.
+	tg, err := targets.New(b, cb, testCalls)
+	if err != nil {
+		return nil, err
+	}
+	tc := targetConfig(b, tg)
+	adm, err := admin.New(admin.Config{Store: b.Counted, Queues: b.Queues, Executors: httptarget.Executors{Remote: exec, Local: tg.Executor}, Finisher: cb,
 		Clock: b.Clock, Logger: b.Log, Scan: scanfn.Tunables(b), AnyTriggerAddress: b.Config.AnyTriggerAddress,
-		StartDeclaredJobs: b.Config.StartDeclaredJobs})
+		StartDeclaredJobs: b.Config.StartDeclaredJobs, Targets: tc})
 	if err != nil {
 		return fail("admin", err)
 	}
@@ -113,6 +125,29 @@ func New(b *wiring.Base) (*Function, error) {
 	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	mux.Handle("/", console.Mount(api, con))
 	return &Function{b: b, http: mux}, nil
+}
+
+// testCalls bounds the test calls of target jobs one environment makes
+// at once (a person's button).
+const testCalls = 4
+
+// AWSTargetsParam names the setting an AWS job's refused ARN points at:
+// the stacks' parameter, and the variable it sets.
+const AWSTargetsParam = "the stack's AWSTargetARNs parameter (Terraform: aws_target_arns; " + awsconfig.EnvAWSTargetARNs + ")"
+
+// targetConfig is the admin's side of target jobs on AWS: secret headers
+// sealed with the session key's derived key, target URLs under the
+// executors' address rule, and AWS jobs limited to the listed ARNs. The
+// list is always set, empty when the parameter is, so that an AWS job is
+// refused naming the parameter rather than as unavailable: on AWS the
+// fix is one parameter away.
+func targetConfig(b *wiring.Base, tg *targets.Executor) *admin.TargetConfig {
+	sealer, _ := targets.Sealer(b) // nil (targets.New warned): secret headers are refused at save
+	rule := b.Config.Egress
+	allow := b.Config.AWSTargets
+	return &admin.TargetConfig{Sealer: sealer, CheckURL: func(ctx context.Context, rawURL string) error {
+		return rule.Check(ctx, net.DefaultResolver, rawURL)
+	}, AWS: &allow, AWSParam: AWSTargetsParam, Try: tg.Try}
 }
 
 // Build is New as a wiring.Builder: the web main's whole wiring.

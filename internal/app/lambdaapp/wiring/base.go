@@ -59,6 +59,13 @@ type Deps struct {
 	// RingRetry overrides the ring's retry step (tests: a failed bucket
 	// returns within the test's patience).
 	RingRetry time.Duration
+	// TargetAWS is the SDK configuration AWS jobs' calls are made with
+	// (the Lambda environment's: its role's credentials); nil refuses
+	// AWS jobs when Config.AWSTargets lists any (pipeline.Targets).
+	// TargetEndpoints maps a service to an emulator's endpoint (tests;
+	// awstarget.Config.Endpoints).
+	TargetAWS       *aws.Config
+	TargetEndpoints map[string]string
 }
 
 // SecretSource reads a function's secrets: Load once at start, Values

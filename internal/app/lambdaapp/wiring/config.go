@@ -14,6 +14,7 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
+	"github.com/xjobdev/xjob/internal/target"
 )
 
 // ScanHorizon is how far ahead the scan function pre-reads. It runs once
@@ -139,6 +140,10 @@ type Config struct {
 	// LogRetention is XJOB_LOG_RETENTION_DAYS in days (zero: the store's
 	// default, awsconfig.DefaultLogRetentionDays): the store's LogTTL.
 	LogRetention time.Duration
+	// AWSTargets is XJOB_AWS_TARGET_ARNS (optional, default none): the
+	// ARNs AWS jobs may call, checked when a job is saved and at each
+	// fire; the templates grant exactly these.
+	AWSTargets target.AllowList
 }
 
 // SecretNames are the SSM parameters Config names (none when the tokens
@@ -282,6 +287,17 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 				awsconfig.MinLogRetentionDays, awsconfig.MaxLogRetentionDays))
 		}
 		cfg.LogRetention = time.Duration(days) * 24 * time.Hour
+	}
+	if s := get(awsconfig.EnvAWSTargetARNs); s != "" {
+		allow, err := target.ParseAllowList(s)
+		if err != nil || !regexp.MustCompile(awsconfig.TargetARNListPattern).MatchString(s) {
+			why := "must be ARNs of Lambda functions, SQS queues, SNS topics, EventBridge buses or Step Functions state machines separated by commas, without wildcards"
+			if err != nil {
+				why += ": " + err.Error()
+			}
+			problems = append(problems, fmt.Sprintf("%s=%q %s", awsconfig.EnvAWSTargetARNs, s, why))
+		}
+		cfg.AWSTargets = allow
 	}
 	if lv := strings.TrimSpace(getenv(awsconfig.EnvLogLevel)); lv != "" {
 		if err := cfg.LogLevel.UnmarshalText([]byte(lv)); err != nil {

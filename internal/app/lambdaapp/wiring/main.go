@@ -71,6 +71,9 @@ func Init(ctx context.Context, name string, build Builder, secrets SecretsFactor
 		DynamoDB: dynamodb.NewFromConfig(awsConf),
 		SQS:      sqs.NewFromConfig(awsConf),
 		Logger:   logger,
+		// AWS jobs call with the function's role, through the endpoints
+		// the environment names (AWS_ENDPOINT_URL_*), as every client does.
+		TargetAWS: &awsConf,
 	}
 	if cfg.AlarmTopicARN != "" {
 		d.SNS = sns.NewFromConfig(awsConf)
