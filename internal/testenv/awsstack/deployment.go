@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,6 +117,12 @@ type Options struct {
 	// SecretsRefresh is the bootstraps' XJOB_SECRETS_REFRESH (default:
 	// the functions' own, 5 minutes).
 	SecretsRefresh time.Duration
+	// TargetQueues are SQS queues created at start besides the
+	// deployment's own, as an operator creates the queues AWS jobs send
+	// to before listing them: their ARNs, with AWSTargetARNs, are the
+	// functions' XJOB_AWS_TARGET_ARNS (TargetQueue gives them).
+	TargetQueues  []string
+	AWSTargetARNs []string
 }
 
 func (o *Options) applyDefaults() {
@@ -195,6 +202,8 @@ type Deployment struct {
 	closeMu      sync.Once
 	errMu        sync.Mutex
 	errs         []error // invocation errors, for Errors
+
+	targetQs map[string][2]string // Options.TargetQueues: name → URL, ARN
 }
 
 // Start launches the emulators, creates the tables, queues and alarm
@@ -487,7 +496,26 @@ func (d *Deployment) createResources(ctx context.Context) error {
 	if results != "" {
 		d.vars[awsconfig.EnvResultsQueueURL] = results
 	}
+	allowed := slices.Clone(d.opts.AWSTargetARNs)
+	d.targetQs = map[string][2]string{}
+	for _, name := range d.opts.TargetQueues {
+		url, err := queue(name, "30")
+		if err != nil {
+			return err
+		}
+		d.targetQs[name] = [2]string{url, d.arns[url]}
+		allowed = append(allowed, d.arns[url])
+	}
+	if len(allowed) > 0 {
+		d.vars[awsconfig.EnvAWSTargetARNs] = strings.Join(allowed, ",")
+	}
 	return nil
+}
+
+// TargetQueue is the URL and ARN of Options.TargetQueues' queue name.
+func (d *Deployment) TargetQueue(name string) (url, arn string) {
+	q := d.targetQs[name]
+	return q[0], q[1]
 }
 
 // TablePrefix is the emulated deployment's XJOB_TABLE_PREFIX.
@@ -516,8 +544,12 @@ func (d *Deployment) app(fn, key string) (*lambdaapp.App, error) {
 	// Options.Logger.
 	counted := slog.NewJSONHandler(logCounter{d.meter, fn}, &slog.HandlerOptions{Level: cfg.LogLevel})
 	logger := slog.New(teeHandler{counted, d.opts.Logger.Handler()}).With("function", fn)
+	// AWS jobs call the emulators, as the bootstraps do through
+	// AWS_ENDPOINT_URL_SQS and _SNS.
+	targetAWS := d.config()
 	a, err := lambdaapp.New(cfg, lambdaapp.Deps{DynamoDB: ddb, SQS: sq, SNS: sn,
-		Logger: logger, MetricsOut: emfCounter{logCounter{d.meter, fn}}, Owner: key, Scan: lambdaapp.ScanTunables(d.opts.Scan)})
+		Logger: logger, MetricsOut: emfCounter{logCounter{d.meter, fn}}, Owner: key, Scan: lambdaapp.ScanTunables(d.opts.Scan),
+		TargetAWS: &targetAWS, TargetEndpoints: map[string]string{"sqs": d.fauxqs.Endpoint(), "sns": d.fauxqs.Endpoint()}})
 	if err != nil {
 		return nil, fmt.Errorf("awsstack %s: %w", fn, err)
 	}
