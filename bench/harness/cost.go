@@ -53,6 +53,11 @@ type Workload struct {
 	// route Route.
 	Executors int
 	Route     xjob.RouteStrategy
+	// HTTPTarget makes the jobs HTTP jobs (glue type HTTP, no executor):
+	// the deployment's ring and dispatch functions call a loopback
+	// endpoint themselves (startHitEndpoint, answering 200 at once), whose
+	// receipts are the outcome's.
+	HTTPTarget bool
 }
 
 // CostSample is one metered window of a workload at one rate.
@@ -232,6 +237,16 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	env.logf("%s: stack up in %s", w.Name, time.Since(t0).Round(time.Millisecond))
 	exe.SetAdmin(d.ExecutorURL())
 	exe.SetAccessToken(d.AccessToken())
+	hit := ""
+	if w.HTTPTarget {
+		// The endpoint records into the first executor's receipts (it has
+		// no job of its own): the outcome is analysed as for executors.
+		var stopHit func()
+		if hit, stopHit, err = startHitEndpoint(exe[0]); err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Name, err)
+		}
+		defer stopHit()
+	}
 	api, err := adminclient.New(d.URL(), d.AdminToken())
 	if err != nil {
 		return nil, err
@@ -251,6 +266,12 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 				env.logf("%s: %d jobs created stopped in %s", w.Name, jobs, time.Since(t).Round(time.Millisecond))
 				firstFires = time.Now().Add(planningTime(jobs, env.Shards, w.AdvanceRate))
 				err = startUnpushed(ctx, d.Store(), ids, firstFires)
+			}
+		} else if w.HTTPTarget {
+			// Created stopped and started in bulk, as W1's jobs are.
+			ids, err = createHTTPJobsAs(ctx, api, d.AdminToken(), hit, jobs, w.Cron(0), xjob.StatusStopped)
+			if err == nil {
+				err = startJobs(ctx, api, d.AdminToken(), ids)
 			}
 		} else {
 			ids, err = createJobsOn(ctx, api, d.AdminToken(), exe.Addresses(), w.Route, jobs, w.Cron)

@@ -86,6 +86,14 @@ func startHitEndpoint(rec *Executor) (string, func(), error) {
 // with its job and log id, 16 requests at a time, in a group of their own
 // (an HTTP job needs no executor).
 func createHTTPJobs(ctx context.Context, api *adminclient.Client, token, hit string, n int, cron string) ([]int64, error) {
+	return createHTTPJobsAs(ctx, api, token, hit, n, cron, xjob.StatusRunning)
+}
+
+// createHTTPJobsAs is createHTTPJobs with the jobs created in status:
+// stopped, for a bulk start (startJobs) to push their first fires in a
+// few ring messages, as W1's jobs are started, rather than one push per
+// job created running.
+func createHTTPJobsAs(ctx context.Context, api *adminclient.Client, token, hit string, n int, cron string, status xjob.TriggerStatus) ([]int64, error) {
 	grp, err := api.GroupCreate(ctx, xjob.Group{AppName: "xjob-bench-http", Title: "bench HTTP", AddressType: xjob.AddressAuto})
 	if err != nil {
 		return nil, fmt.Errorf("create group: %w", err)
@@ -97,7 +105,7 @@ func createHTTPJobs(ctx context.Context, api *adminclient.Client, token, hit str
 	for i := range n {
 		g.Go(func() error {
 			spec := benchJobSpec(grp.ID, cron)
-			spec.Handler, spec.GlueType = "", xjob.GlueHTTP
+			spec.Handler, spec.GlueType, spec.TriggerStatus = "", xjob.GlueHTTP, status
 			spec.GlueSource = `{"url":"` + hit + `?job={{jobId}}&log={{logId}}"}`
 			var j xjob.Job
 			if err := postCompat(ctx, hc, api.BaseURL()+"/v1/jobs", token, spec, &j); err != nil {

@@ -12,6 +12,8 @@
 //	    one callback sender that drains what has queued per request
 //	W5  100 jobs each every minute at random seconds, 2 such executors,
 //	    priced per month, with its lateness
+//	W7  1,000 HTTP jobs each every second (no executor: the ring and
+//	    dispatch functions call a loopback endpoint themselves)
 //	W6  10,000 every-second jobs over 20 such executors, run at a rate
 //	    the emulators hold: the busiest item's and partition key's units
 //	    per second, projected to 10,000 triggers/s, and the requests
@@ -22,7 +24,7 @@
 // per-request costs are not inflated by the reduced rate. It also prices an
 // idle deployment (no jobs) per month. The last two lines are
 //
-//	cost: W1 $A/M, W2 $B/M, W3 $C/M, W4 $D/M, W5 $E/month, idle $F/month
+//	cost: W1 $A/M, W2 $B/M, W3 $C/M, W4 $D/M, W7 $G/M, W5 $E/month, idle $F/month
 //	limits: at 10000/s hottest item W WCU/s R RCU/s, hottest key K WCU/s Q RCU/s, throttled T
 package main
 
@@ -61,6 +63,7 @@ func run() int {
 	shards := fs.Int("shards", 4, "scan shards")
 	root := fs.String("root", ".", "module root")
 	w4 := fs.String("w4-jobs", "500,1000", "the two job counts of W4 (each job every second, 10 xxl-job-like executors, route ROUND)")
+	w7 := fs.String("w7-jobs", "500,1000", "the two job counts of W7 (HTTP jobs each every second, called by the functions themselves)")
 	w5Window := fs.Duration("w5-window", 2*time.Minute, "measured window of W5 (100 jobs every minute at random seconds, 2 executors): whole minutes")
 	w5Lead := fs.Duration("w5-lead", 0, "W5's jobs are started without the admin's push of their first fires, a scan plans them at once, and the window opens 7 s after their first fires; a lead starts them with the admin's bulk start instead and opens the window this long after it (151 s: past the pushed fires, the scan horizon, 150 s)")
 	w6 := fs.Int("w6-jobs", 1000, "W6's job count (each every second, 20 executors): the rate the emulators hold; its hottest item and key are projected to 10,000/s")
@@ -75,7 +78,7 @@ func run() int {
 	provTarget := fs.Float64("provisioned-target", 0.7, "provisioned line: auto scaling's target utilisation")
 	noInit := fs.Bool("no-init", false, "do not measure the functions' init durations with the real bootstraps (cold starts are then not priced)")
 	ringLead := fs.Duration("ring-lead", 0, "override the scan's ring lead (how long before its second a ring bucket is visible at the latest), to compare leads")
-	only := fs.String("only", "", "run only these workloads (comma-separated: W1,W2,W3,W4,W5,W6,idle); the last lines then print only theirs")
+	only := fs.String("only", "", "run only these workloads (comma-separated: W1,W2,W3,W4,W7,W5,W6,idle); the last lines then print only theirs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
@@ -135,6 +138,11 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "xjobcost: -w4-jobs:", err)
 		return 2
 	}
+	n7, err := pair(*w7)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "xjobcost: -w7-jobs:", err)
+		return 2
+	}
 	everySecond := func(int) string { return "* * * * * ?" }
 	spread := func(i int) string { return fmt.Sprintf("%d * * * * ?", i%60) }
 	workloads := []struct {
@@ -145,6 +153,7 @@ func run() int {
 		{harness.Workload{Name: "W2", Cron: spread, PerJobPerSecond: 1.0 / 60, FullJobs: 60000, MinuteSecond: func(i int) int { return i % 60 }, Lead: *w2Lead}, n2},
 		{harness.Workload{Name: "W3", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, CallbackBatch: 1}, n3},
 		{harness.Workload{Name: "W4", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, Executors: 10, Route: xjob.RouteRound}, n4},
+		{harness.Workload{Name: "W7", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, HTTPTarget: true}, n7},
 	}
 	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64 (each invocation rounded up to 1 ms, cold starts' Init), DynamoDB storage and PITR for %d days, CloudWatch Logs ingestion (functions' output + %d B a invocation: system log level %s) and storage for %.0f month, custom metrics $%.2f each a month, retention deletes\n",
 		*shards, *window, awsstack.MemoryMB, 30, p.LambdaLogBytes, awsconfig.SystemLogLevel, p.LogsRetentionMonths, p.CustomMetricMonth)
@@ -300,7 +309,7 @@ func run() int {
 	}
 	if *only != "" {
 		var parts []string
-		for _, name := range []string{"W1", "W2", "W3", "W4"} {
+		for _, name := range []string{"W1", "W2", "W3", "W4", "W7"} {
 			if v, ok := totals[name]; ok {
 				parts = append(parts, fmt.Sprintf("%s $%.2f/M", name, v))
 			}
@@ -320,8 +329,8 @@ func run() int {
 		}
 		return 0
 	}
-	fmt.Printf("cost: W1 $%.2f/M, W2 $%.2f/M, W3 $%.2f/M, W4 $%.2f/M, W5 $%.2f/month, idle $%.2f/month\n",
-		totals["W1"], totals["W2"], totals["W3"], totals["W4"], w5Month, idleMonth)
+	fmt.Printf("cost: W1 $%.2f/M, W2 $%.2f/M, W3 $%.2f/M, W4 $%.2f/M, W7 $%.2f/M, W5 $%.2f/month, idle $%.2f/month\n",
+		totals["W1"], totals["W2"], totals["W3"], totals["W4"], totals["W7"], w5Month, idleMonth)
 	fmt.Println(provisionedLine(provLine))
 	fmt.Println(limits)
 	return 0
