@@ -212,3 +212,82 @@ func v1Stop(t *testing.T, d *awsstack.Deployment, id int64) (xjob.Job, error) {
 	}
 	return j, nil
 }
+
+// TestHangingTargetCutAtInvocationEnd: on AWS a target call cannot
+// outlive the invocation that made it (Lambda would freeze it). An HTTP
+// job whose endpoint never answers, with a job timeout (60 s) longer
+// than the dispatch function's (30 s), triggered by a direct invocation:
+// the invocation returns before its timeout with the call cut and its
+// log failed, saying why; the environment's worker is free, and the next
+// invocation's call of a job that answers succeeds.
+func TestHangingTargetCutAtInvocationEnd(t *testing.T) {
+	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
+	ctx := context.Background()
+	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 1, RingPollers: 1, FastPollers: 1, SlowPollers: 1,
+		PollWait: time.Second, NoMaintenance: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		if errors.Is(err, emulator.ErrNotInstalled) {
+			tool.Missing(t, err)
+		}
+		t.Fatal(err)
+	}
+	defer d.Close()
+	release := make(chan struct{})
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hang" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer hook.Close()
+	defer close(release)
+	var g xjob.Group
+	if code := v1(t, d, "POST", "/v1/groups", map[string]any{"appname": "cut-calls", "title": "cut", "addressType": 0}, &g); code != http.StatusCreated {
+		t.Fatalf("create group: %d", code)
+	}
+	create := func(path string) xjob.Job {
+		var j xjob.Job
+		body := map[string]any{"jobGroup": g.ID, "jobDesc": path, "author": "test", "scheduleType": "FIX_RATE", "scheduleConf": "60",
+			"glueType": "HTTP", "triggerStatus": 0, "executorTimeout": 60, "glueSource": fmt.Sprintf(`{"url":%q}`, hook.URL+path)}
+		if code := v1(t, d, "POST", "/v1/jobs", body, &j); code != http.StatusCreated {
+			t.Fatalf("create job %s: %d", path, code)
+		}
+		return j
+	}
+	hang, ok := create("/hang"), create("/ok")
+	trigger := func(j xjob.Job) xjob.Log {
+		t.Helper()
+		out, err := d.Invoke(ctx, "dispatch", "dispatch", []byte(fmt.Sprintf(`{"jobId":%d}`, j.ID)))
+		if err != nil {
+			t.Fatalf("direct dispatch invocation: %v", err)
+		}
+		var mr lambdaapp.ManualResult
+		if err := json.Unmarshal(out, &mr); err != nil || len(mr.LogIDs) != 1 {
+			t.Fatalf("manual trigger result %s (%v)", out, err)
+		}
+		l, err := d.Store().LogGet(ctx, mr.LogIDs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	start := time.Now()
+	l := trigger(hang)
+	took := time.Since(start)
+	if took >= awsstack.DispatchTimeout {
+		t.Fatalf("the invocation took %v, past the dispatch function's timeout %v", took, awsstack.DispatchTimeout)
+	}
+	if l.HandleCode != xjob.CodeFail || !strings.Contains(l.HandleMsg, "cut: the dispatch function's invocation was about to reach its timeout") {
+		t.Fatalf("hanging call's log after %v: %+v", took, l)
+	}
+	if l = trigger(ok); l.HandleCode != xjob.CodeSuccess || !strings.Contains(l.HandleMsg, "HTTP 200 OK") {
+		t.Fatalf("next call's log: %+v", l)
+	}
+	for _, err := range d.Errors() {
+		t.Errorf("invocation error: %v", err)
+	}
+}
