@@ -1,6 +1,7 @@
 package awsstack
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -84,6 +85,10 @@ func (d *Deployment) Invoke(ctx context.Context, fn, key string, payload []byte)
 			ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{AwsRequestID: requestID()})
 			res, err = h.Invoke(ictx, payload)
 			cancel()
+			// aws-lambda-go encodes the response into a buffer it reuses
+			// on the handler's next invocation, and the environment is
+			// free for that invocation once Invoke returns: keep a copy.
+			res = bytes.Clone(res)
 		}
 	}
 	end()
