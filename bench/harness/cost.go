@@ -81,6 +81,10 @@ type CostSample struct {
 	// Tables is each table's and index's load per second in the window
 	// (what provisioned capacity would serve: ProvisionedDelta).
 	Tables map[string][]awsstack.TableLoad
+	// ResultLag is how long a sample of the window's results took from
+	// the executor's callback to their logs showing them through the
+	// admin API (nil: not measured, Env.NoResultLag or no jobs).
+	ResultLag *LagReport
 }
 
 // ProvisionedDelta is what the window costs more (less, when negative)
@@ -366,6 +370,22 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 			win = Interval{From: from.UnixMilli(), To: from.Add(window).UnixMilli()}
 		}
 	}
+	// The result lag: a sample of the window's results, each read through
+	// the admin API until its log shows it. The reads go to the web
+	// function, which nothing else invokes in the window; the meter leaves
+	// it out, so that they are not priced as the workload's.
+	var lag *ResultLag
+	lagDone := make(chan error, 1)
+	if jobs > 0 && !env.NoResultLag {
+		d.Meter().Exclude(lagFunction)
+		warmReaders(ctx, api)
+		lag = NewResultLag(ResultLagOptions{From: from, To: from.Add(window),
+			Every: LagEvery(float64(jobs)*w.PerJobPerSecond, window, DefaultLagSamples)})
+		exe.OnCallback(lag.Offer)
+		lagCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() { lagDone <- lag.Run(lagCtx, resultShown(api)) }()
+	}
 	if err := sleepUntil(ctx, from); err != nil {
 		return nil, err
 	}
@@ -404,13 +424,22 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 			return nil, err
 		}
 	}
+	var lagReport *LagReport
+	if lag != nil {
+		if err := <-lagDone; err != nil {
+			return nil, fmt.Errorf("%s: result lag: %w", w.Name, err)
+		}
+		r := lag.Report()
+		r.Queued, r.Requests = ResultPaths(usage)
+		lagReport = &r
+	}
 	logs, err := readDynamoLogs(ctx, d.Store(), win)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
 	}
 	env.logf("%s: window closed; outcome read %s after it", w.Name, time.Since(from.Add(window)).Round(time.Millisecond))
 	s := &CostSample{Jobs: jobs, Rate: float64(jobs) * w.PerJobPerSecond, Seconds: window.Seconds(), Triggers: len(logs), Usage: usage,
-		Hottest: hot, PlanningHottest: planHot, Environments: map[string]int{}, Advances: advances, Tables: tables}
+		Hottest: hot, PlanningHottest: planHot, Environments: map[string]int{}, Advances: advances, Tables: tables, ResultLag: lagReport}
 	for _, fn := range []string{"ring", "dispatch", "callback", "registry"} {
 		s.Environments[fn] = d.Environments(fn)
 	}

@@ -48,6 +48,10 @@ type Executor struct {
 	drain    bool         // one sender that drains the queue per request (StartXXLExecutor)
 	stop     chan struct{}
 	stopped  chan struct{}
+
+	// onCallback, when set, hears the log ids of every callback request
+	// the admin took and when the request returned (OnCallback).
+	onCallback atomic.Pointer[func(logIDs []int64, returned time.Time)]
 }
 
 // StartExecutor listens on a loopback port and starts the callback batcher.
@@ -188,6 +192,17 @@ func (e *Executor) Reset() {
 // result per request, as an executor without a batching callback thread).
 func (e *Executor) SetCallbackBatch(n int) { e.cbBatch.Store(int64(n)) }
 
+// OnCallback makes every callback request the admin took call f with
+// its results' log ids and the time the request returned (nil: none).
+// f runs on the sending goroutine: it must be quick.
+func (e *Executor) OnCallback(f func(logIDs []int64, returned time.Time)) {
+	if f == nil {
+		e.onCallback.Store(nil)
+		return
+	}
+	e.onCallback.Store(&f)
+}
+
 // CallbackStats reports callbacks delivered and given up.
 func (e *Executor) CallbackStats() (sent, failed int64) { return e.cbSent.Load(), e.cbFailed.Load() }
 
@@ -206,7 +221,15 @@ func (e *Executor) callbacks() {
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			if err := e.post(client, body); err == nil {
+				returned := time.Now()
 				e.cbSent.Add(int64(len(batch)))
+				if f := e.onCallback.Load(); f != nil {
+					ids := make([]int64, len(batch))
+					for i, p := range batch {
+						ids[i] = p.LogID
+					}
+					(*f)(ids, returned)
+				}
 				return
 			}
 			if time.Now().After(deadline) {
@@ -373,6 +396,13 @@ func (f Fleet) SetAccessToken(t string) {
 func (f Fleet) SetCallbackBatch(n int) {
 	for _, e := range f {
 		e.SetCallbackBatch(n)
+	}
+}
+
+// OnCallback sets every executor's (Executor.OnCallback).
+func (f Fleet) OnCallback(fn func(logIDs []int64, returned time.Time)) {
+	for _, e := range f {
+		e.OnCallback(fn)
 	}
 }
 

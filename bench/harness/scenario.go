@@ -53,6 +53,9 @@ type Env struct {
 	// runs (how long before its second a ring bucket is visible), to
 	// compare leads.
 	RingLead time.Duration
+	// NoResultLag leaves out the AWS cost runs' result lag (ResultLag:
+	// the admin API's reads of a sample of results while the window runs).
+	NoResultLag bool
 }
 
 func (e *Env) logf(format string, args ...any) {

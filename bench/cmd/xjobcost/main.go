@@ -19,12 +19,19 @@
 //	    per second, projected to 10,000 triggers/s, and the requests
 //	    throttled at DynamoDB's per-partition limits
 //
+// Each workload's runs also read a sample of their results through the
+// admin API (GET /v1/logs/{id}, the console's view) until each shows, and
+// print how long that took after the executor's callback returned, on a
+// line of its own under the measured one (harness.ResultLag).
+//
 // A component's dollars are fitted as fixed per second + per trigger
 // through the two rates (harness.ScaleCost), so per-bucket and batched
 // per-request costs are not inflated by the reduced rate. It also prices an
-// idle deployment (no jobs) per month. The last two lines are
+// idle deployment (no jobs) per month. The last lines are
 //
+//	result visible: W1 p50 A ms p99 B ms (queued), …, W5 p50 E ms p99 F ms (direct), W6 …
 //	cost: W1 $A/M, W2 $B/M, W3 $C/M, W4 $D/M, W7 $G/M, W5 $E/month, idle $F/month
+//	provisioned: W1 $A/M, W5 $B/month, idle $C/month
 //	limits: at 10000/s hottest item W WCU/s R RCU/s, hottest key K WCU/s Q RCU/s, throttled T
 package main
 
@@ -78,13 +85,14 @@ func run() int {
 	provTarget := fs.Float64("provisioned-target", 0.7, "provisioned line: auto scaling's target utilisation")
 	noInit := fs.Bool("no-init", false, "do not measure the functions' init durations with the real bootstraps (cold starts are then not priced)")
 	ringLead := fs.Duration("ring-lead", 0, "override the scan's ring lead (how long before its second a ring bucket is visible at the latest), to compare leads")
+	noLag := fs.Bool("no-result-lag", false, "do not read a sample of each window's results through the admin API (the result lag)")
 	only := fs.String("only", "", "run only these workloads (comma-separated: W1,W2,W3,W4,W7,W5,W6,idle); the last lines then print only theirs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root, SyncCallbacks: *sync, RingLead: *ringLead, ReservedConcurrency: *reserved}
+	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root, SyncCallbacks: *sync, RingLead: *ringLead, ReservedConcurrency: *reserved, NoResultLag: *noLag}
 	p := awsstack.ListPrices()
 	if !*noInit {
 		init, err := measureInit(ctx, *root)
@@ -162,6 +170,7 @@ func run() int {
 		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
 	}
 	totals := map[string]float64{}
+	var lags lagLine
 	prov := awsstack.Provisioned{Tables: strings.Split(*provTables, ","), Min: *provMin, Max: *provMax, Target: *provTarget}
 	cp := awsstack.ListCapacityPrices()
 	provLine := map[string]string{}
@@ -187,7 +196,9 @@ func run() int {
 			o := s.Outcome
 			fmt.Printf("%s measured: %d jobs, %.1f triggers/s offered, %d triggers in %s, lost %d, duplicates %d, lateness p50 %.0f ms p99 %.0f ms%s\n",
 				wl.w.Name, n, s.Rate, s.Triggers, *window, o.Lost, o.Duplicates+o.DuplicateLogs, o.LatenessP50, o.LatenessP99, sampleNotes(s))
+			printLag(s)
 		}
+		lags.add(wl.w.Name, samples[1])
 		printUnits(samples[1])
 		sc := harness.ScaleCost(wl.w, samples[0], samples[1], p)
 		fmt.Printf("%s: measured at %.1f triggers/s: $%.2f per million triggers; scaled to %.0f triggers/s: $%.2f per million\n",
@@ -229,6 +240,8 @@ func run() int {
 		o := s.Outcome
 		fmt.Printf("W5: 100 jobs every minute at random seconds, 2 executors: $%.2f per month (%d triggers in %s, lost %d, duplicates %d, lateness p50 %.0f ms p99 %.0f ms%s)\n",
 			m, s.Triggers, *w5Window, o.Lost, o.Duplicates+o.DuplicateLogs, o.LatenessP50, o.LatenessP99, sampleNotes(s))
+		printLag(s)
+		lags.add("W5", s)
 		printMonth("by function:", by)
 		printMonth("by service: ", bySvc)
 		printUnits(s)
@@ -286,6 +299,8 @@ func run() int {
 		}
 		fmt.Printf("W6 measured: %d jobs, 20 executors, %.1f triggers/s, %d triggers in %s, lost %d, duplicates %d, lateness p50 %.0f ms p99 %.0f ms, throttled %d%s\n",
 			*w6, rate, s.Triggers, *w6Window, o.Lost, o.Duplicates+o.DuplicateLogs, o.LatenessP50, o.LatenessP99, h.Throttled, sampleNotes(s))
+		printLag(s)
+		lags.add("W6", s)
 		for _, x := range []struct {
 			what string
 			h    awsstack.Hot
@@ -306,6 +321,9 @@ func run() int {
 		keyW := max(h.KeyW.WCU, ph.KeyW.WCU)
 		limits = fmt.Sprintf("limits: at 10000/s hottest item %.0f WCU/s %.0f RCU/s, hottest key %.0f WCU/s %.0f RCU/s, throttled %d",
 			max(h.ItemW.WCU, ph.ItemW.WCU)*f, h.ItemR.RCU*f, keyW*f, h.KeyR.RCU*f, h.Throttled+ph.Throttled)
+	}
+	if l := lags.String(); l != "" {
+		fmt.Println(l)
 	}
 	if *only != "" {
 		var parts []string
@@ -349,6 +367,41 @@ func provisionedLine(by map[string]string) string {
 		return ""
 	}
 	return "provisioned: " + strings.Join(parts, ", ")
+}
+
+// printLag prints a sample's result lag on a line of its own.
+func printLag(s *harness.CostSample) {
+	if s.ResultLag != nil {
+		fmt.Printf("  %s\n", s.ResultLag)
+	}
+}
+
+// lagLine gathers each workload's result lag (its higher rate's) for the
+// line "result visible: W1 p50 A ms p99 B ms (queued), …".
+type lagLine []string
+
+func (l *lagLine) add(name string, s *harness.CostSample) {
+	if r := s.ResultLag; r != nil && r.Sampled > 0 {
+		part := fmt.Sprintf("%s p50 %.0f ms p99 %.0f ms", name, r.Visible.P50, r.Visible.P99)
+		var notes []string
+		if p := r.Path(); p != "" {
+			notes = append(notes, p)
+		}
+		if r.Missed > 0 {
+			notes = append(notes, fmt.Sprintf("%d of %d not visible in %s", r.Missed, r.Sampled, r.Deadline))
+		}
+		if len(notes) > 0 {
+			part += " (" + strings.Join(notes, ", ") + ")"
+		}
+		*l = append(*l, part)
+	}
+}
+
+func (l lagLine) String() string {
+	if len(l) == 0 {
+		return ""
+	}
+	return "result visible: " + strings.Join(l, ", ")
 }
 
 // w5Second is the second of the minute W5's job i fires at: random, but

@@ -288,6 +288,30 @@ type Meter struct {
 	schema  map[string]tableSchema
 	raw     *dynamodb.Client // un-metered, for the index accounting's reads
 	hot     *hotTracker
+	// excluded are the functions whose work is not counted (Exclude).
+	excluded map[string]bool
+}
+
+// Exclude stops counting what function fn does from now on: its
+// invocations, requests, units (and their share of the hottest items and
+// the tables' loads), logs, metrics and HTTP API requests. A harness
+// that reads through the admin API while it measures (the result lag's
+// polls, through the web function) excludes that function, so that its
+// reads are not priced as the workload's.
+func (m *Meter) Exclude(fn string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.excluded == nil {
+		m.excluded = map[string]bool{}
+	}
+	m.excluded[fn] = true
+}
+
+// counts says whether fn's work is counted (not excluded).
+func (m *Meter) counts(fn string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.excluded[fn]
 }
 
 type inflight struct {
@@ -334,6 +358,9 @@ func (m *Meter) Snapshot() Usage {
 func (m *Meter) Begin(fn string) (end func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.excluded[fn] {
+		return func() {}
+	}
 	m.seq++
 	id := m.seq
 	start := time.Now()
@@ -364,6 +391,9 @@ func BilledDuration(d time.Duration) time.Duration {
 func (m *Meter) ColdStart(fn string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.excluded[fn] {
+		return
+	}
 	s := m.usage.Invokes[fn]
 	s.ColdStarts++
 	m.usage.Invokes[fn] = s
@@ -374,6 +404,9 @@ func (m *Meter) ColdStart(fn string) {
 // one per namespace, metric name and set of dimension values. Lines that
 // are not such records are ignored.
 func (m *Meter) MetricRecords(fn string, p []byte) {
+	if !m.counts(fn) {
+		return
+	}
 	for _, key := range EMFMetrics(p) {
 		m.mu.Lock()
 		if m.usage.Metrics == nil {
@@ -429,14 +462,22 @@ func EMFMetrics(p []byte) []string {
 // LogWrite records n bytes function fn wrote to its log.
 func (m *Meter) LogWrite(fn string, n int) {
 	m.mu.Lock()
-	m.usage.LogBytes[fn] += n
+	if !m.excluded[fn] {
+		m.usage.LogBytes[fn] += n
+	}
 	m.mu.Unlock()
 }
 
 // HTTPRequest records one request through the HTTP API.
-func (m *Meter) HTTPRequest() {
+func (m *Meter) HTTPRequest() { m.HTTPRequestTo("") }
+
+// HTTPRequestTo records one request through the HTTP API to function fn
+// (none when fn is excluded).
+func (m *Meter) HTTPRequestTo(fn string) {
 	m.mu.Lock()
-	m.usage.HTTPRequests++
+	if !m.excluded[fn] {
+		m.usage.HTTPRequests++
+	}
 	m.mu.Unlock()
 }
 
@@ -450,6 +491,9 @@ func (m *Meter) URLRequest() {
 func (m *Meter) record(fn, key string, d OpStat) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.excluded[fn] {
+		return
+	}
 	ops := m.usage.Ops[fn]
 	if ops == nil {
 		ops = map[string]OpStat{}
@@ -505,7 +549,7 @@ func (m *Meter) Middleware(fn string) func(*middleware.Stack) error {
 					if bw, ok := in.Parameters.(*dynamodb.BatchWriteItemInput); ok && err == nil {
 						d.IndexUnits, d.StoredBytes, d.NewItems, d.NewEntries, d.PurgedBytes = m.batchIndexed(bw)
 					}
-					if !errors.As(err, &thr) {
+					if !errors.As(err, &thr) && m.counts(fn) {
 						m.recordHot(in.Parameters, out.Result, d, op, hits)
 					}
 				case "sqs":

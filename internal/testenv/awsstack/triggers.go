@@ -309,7 +309,8 @@ func sleep(ctx context.Context, d time.Duration) {
 // 2.0): each request becomes one invocation of the function its route
 // names (awsconfig.RouteFunction: web).
 func (d *Deployment) serveAPI(w http.ResponseWriter, r *http.Request) {
-	d.meter.HTTPRequest()
+	fn := awsconfig.RouteFunction(r.Method, r.URL.Path)
+	d.meter.HTTPRequestTo(fn)
 	body, hdr, ok := readRequest(w, r, 10<<20) // HTTP API's payload limit
 	if !ok {
 		return
@@ -319,7 +320,6 @@ func (d *Deployment) serveAPI(w http.ResponseWriter, r *http.Request) {
 		RequestContext: events.APIGatewayV2HTTPRequestContext{Stage: "$default", DomainName: r.Host, RequestID: requestID(),
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path,
 				Protocol: r.Proto, SourceIP: "127.0.0.1", UserAgent: r.UserAgent()}}}
-	fn := awsconfig.RouteFunction(r.Method, r.URL.Path)
 	var resp events.APIGatewayV2HTTPResponse
 	// An invocation runs to its end when the client hangs up, as API
 	// Gateway lets it (and an aborted emulator request would end dynalite).
