@@ -431,8 +431,11 @@ func sampleNotes(s *harness.CostSample) string {
 	// The ring messages acknowledged in the window: more than one per
 	// shard and second means a bucket's second came in several messages.
 	acked := s.Usage.Ops["esm:ring"]["sqs:DeleteMessageBatch"].Entries
-	out := fmt.Sprintf(", lost conditional writes %d%s, ring messages %d, environments ring %d dispatch %d callback %d",
-		lost, lostBy, acked, s.Environments["ring"], s.Environments["dispatch"], s.Environments["callback"])
+	// The ring's cold starts in the window: each delays its first bucket
+	// by the function's Init when the run measured it (not -no-init), so
+	// the lateness beside them includes them.
+	out := fmt.Sprintf(", lost conditional writes %d%s, ring messages %d, environments ring %d dispatch %d callback %d, ring cold starts in the window %d",
+		lost, lostBy, acked, s.Environments["ring"], s.Environments["dispatch"], s.Environments["callback"], s.Usage.Invokes["ring"].ColdStarts)
 	if a := s.Advances; a.Planned > 0 {
 		out += fmt.Sprintf(", scan advances %d in the window priced as the steady state's %.1f (cost per advance from %d planned before it)",
 			a.InWindow, a.Steady, a.Planned)
