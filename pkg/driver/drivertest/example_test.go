@@ -27,8 +27,14 @@ import (
 // fake clock, and closes it when t ends.
 func openStore(t *testing.T, clk clock.Clock) *sqlitestore.DB {
 	t.Helper()
-	db, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "xjob.db"),
-		sqlitestore.Options{Shards: 4, Clock: clk})
+	return openFile(t, filepath.Join(t.TempDir(), "xjob.db"), clk)
+}
+
+// openFile opens the SQLite file at path on clk (nil: the wall clock),
+// and closes it when t ends.
+func openFile(t *testing.T, path string, clk clock.Clock) *sqlitestore.DB {
+	t.Helper()
+	db, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{Shards: 4, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,5 +75,19 @@ func TestExampleQueueContract(t *testing.T) {
 			// only once it waits.
 			Settle: func(ctx context.Context) { _ = clk.WaitForSleepers(ctx, 1) },
 		}
+	})
+}
+
+// ExerciseSharedStore runs what a database shared by several processes
+// must show; Open gives it two handles on one file. SQLite exports no raw
+// access to its queues, so RawRing stays nil here and the set-aside test
+// runs in the backend's own package, where it can reach one.
+func TestExampleSharedStoreContract(t *testing.T) {
+	t.Parallel()
+	drivertest.ExerciseSharedStore(t, drivertest.SharedHarness[*sqlitestore.DB]{
+		Open: func(t *testing.T, o drivertest.SharedOptions) (*sqlitestore.DB, *sqlitestore.DB) {
+			path := filepath.Join(t.TempDir(), "xjob.db")
+			return openFile(t, path, o.Clock()), openFile(t, path, o.Clock())
+		},
 	})
 }
