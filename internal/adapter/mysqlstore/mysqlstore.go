@@ -19,6 +19,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/adapter/longpoll"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -100,8 +101,7 @@ type DB struct {
 	slow  *queue[fire.DispatchTask]
 	other sync.Map // lane name → *queue[fire.DispatchTask] for unknown lanes
 
-	mu      sync.Mutex
-	signals map[string]chan struct{} // queue name → closed on Send, then replaced
+	signals longpoll.Signals // wakes this DB's long polls on a send
 
 	closeOnce sync.Once
 	closeErr  error
@@ -145,7 +145,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	pool.SetConnMaxLifetime(30 * time.Minute)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
 
-	db := &DB{opts: opts, db: pool, dbName: cfg.DBName, server: server, signals: map[string]chan struct{}{}}
+	db := &DB{opts: opts, db: pool, dbName: cfg.DBName, server: server}
 	if err := db.start(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -429,28 +429,6 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// signal returns the channel closed at the next Send to queue name.
-func (db *DB) signal(name string) <-chan struct{} {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	ch, ok := db.signals[name]
-	if !ok {
-		ch = make(chan struct{})
-		db.signals[name] = ch
-	}
-	return ch
-}
-
-// wake tells this DB's waiters on queue name that a message was sent.
-func (db *DB) wake(name string) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if ch, ok := db.signals[name]; ok {
-		close(ch)
-		delete(db.signals, name)
-	}
 }
 
 // redact removes the password of dsn from err's message: no error, log

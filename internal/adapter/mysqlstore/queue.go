@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/adapter/longpoll"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -42,9 +43,22 @@ const defaultVisibility = 30 * time.Second
 type queue[T any] struct {
 	db   *DB
 	name string
+	poll longpoll.Poll // Receive's wait, built once
 }
 
-func newQueue[T any](db *DB, name string) *queue[T] { return &queue[T]{db: db, name: name} }
+func newQueue[T any](db *DB, name string) *queue[T] {
+	q := &queue[T]{db: db, name: name}
+	q.poll = longpoll.Poll{
+		Name:     "mysql queue " + name,
+		Clock:    db.opts.Clock,
+		Interval: db.opts.PollInterval,
+		Signal:   func() <-chan struct{} { return db.signals.Next(name) },
+		NextVisible: func(ctx context.Context) (int64, bool, error) {
+			return longpoll.StmtNextVisible(ctx, db.st.queueNextVisible, name, q.poll.Name)
+		},
+	}
+	return q
+}
 
 // Send enqueues msgs in one multi-row INSERT and wakes this DB's waiters.
 func (q *queue[T]) Send(ctx context.Context, msgs []driver.Outgoing[T]) error {
@@ -69,7 +83,7 @@ func (q *queue[T]) Send(ctx context.Context, msgs []driver.Outgoing[T]) error {
 	if err != nil {
 		return fmt.Errorf("mysql queue %s send: %w", q.name, err)
 	}
-	q.db.wake(q.name)
+	q.db.signals.Wake(q.name)
 	return nil
 }
 
@@ -84,51 +98,9 @@ func (q *queue[T]) Receive(ctx context.Context, p driver.ReceiveParams) ([]drive
 	if p.Visibility <= 0 {
 		p.Visibility = defaultVisibility
 	}
-	clk := q.db.opts.Clock
-	deadline := clk.Now().Add(p.Wait)
-	for {
-		sent := q.db.signal(q.name) // before polling, so no send is missed
-		got, err := q.claim(ctx, p)
-		if err != nil || len(got) > 0 {
-			return got, err
-		}
-		now := clk.Now()
-		if p.Wait <= 0 || !now.Before(deadline) {
-			return nil, nil
-		}
-		wake := now.Add(q.db.opts.PollInterval)
-		var next sql.NullInt64
-		if err := q.db.st.queueNextVisible.QueryRowContext(ctx, q.name).Scan(&next); err != nil {
-			return nil, fmt.Errorf("mysql queue %s receive: %w", q.name, err)
-		}
-		if next.Valid {
-			if t := time.UnixMilli(next.Int64); t.Before(wake) {
-				wake = t
-			}
-		}
-		if deadline.Before(wake) {
-			wake = deadline
-		}
-		if err := q.sleep(ctx, wake, sent); err != nil {
-			return nil, fmt.Errorf("mysql queue %s receive: %w", q.name, err)
-		}
-	}
-}
-
-// sleep waits on the clock until wake, or until sent is closed.
-func (q *queue[T]) sleep(ctx context.Context, wake time.Time, sent <-chan struct{}) error {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- q.db.opts.Clock.SleepUntil(sctx, wake) }()
-	select {
-	case <-sent:
-		cancel()
-		<-done
-		return ctx.Err()
-	case err := <-done:
-		return err
-	}
+	return longpoll.Receive(ctx, &q.poll, p.Wait, func(ctx context.Context) ([]driver.Delivery[T], error) {
+		return q.claim(ctx, p)
+	})
 }
 
 // claimed is one message a Receive took.
@@ -273,7 +245,7 @@ func (q *queue[T]) Retry(ctx context.Context, token string, delay time.Duration)
 	if err != nil {
 		return fmt.Errorf("mysql queue %s retry: %w", q.name, err)
 	}
-	q.db.wake(q.name)
+	q.db.signals.Wake(q.name)
 	return nil
 }
 
@@ -360,7 +332,7 @@ func (db *DB) ReleaseNodeClaims(ctx context.Context, node string) (int, error) {
 // wakeAll wakes the waiters of the ring and both lanes.
 func (db *DB) wakeAll() {
 	for _, name := range []string{db.ring.name, db.fast.name, db.slow.name} {
-		db.wake(name)
+		db.signals.Wake(name)
 	}
 }
 

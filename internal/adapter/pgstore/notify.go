@@ -68,6 +68,6 @@ func (db *DB) listenOnce(ctx context.Context, cfg *pgx.ConnConfig) error {
 		if err != nil {
 			return err
 		}
-		db.wake(n.Payload)
+		db.signals.Wake(n.Payload)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/adapter/longpoll"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -96,8 +97,7 @@ type DB struct {
 	slow  *queue[fire.DispatchTask]
 	other sync.Map // lane name → *queue[fire.DispatchTask] for unknown lanes
 
-	mu      sync.Mutex
-	signals map[string]chan struct{} // queue name → closed on Send, then replaced
+	signals longpoll.Signals // wakes this DB's long polls on a send
 
 	stopListen context.CancelFunc // ends listen (Close)
 	listenDone chan struct{}      // closed when listen has returned
@@ -127,7 +127,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore open: %w", secret.clean(err))
 	}
-	db := &DB{opts: opts, pool: pool, secret: secret, signals: map[string]chan struct{}{},
+	db := &DB{opts: opts, pool: pool, secret: secret,
 		target: fmt.Sprintf("%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)}
 	if err := db.start(ctx); err != nil {
 		pool.Close()
@@ -339,26 +339,4 @@ func (a *args) add(v any) string {
 // badCursor is the error for a page cursor this store did not issue.
 func badCursor(c string) error {
 	return &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "cursor", Message: fmt.Sprintf("%q is not a valid page cursor", c)}}}
-}
-
-// signal returns the channel closed at the next Send to queue name.
-func (db *DB) signal(name string) <-chan struct{} {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	ch, ok := db.signals[name]
-	if !ok {
-		ch = make(chan struct{})
-		db.signals[name] = ch
-	}
-	return ch
-}
-
-// wake tells this DB's waiters on queue name that a message was sent.
-func (db *DB) wake(name string) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if ch, ok := db.signals[name]; ok {
-		close(ch)
-		delete(db.signals, name)
-	}
 }

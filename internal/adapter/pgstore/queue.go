@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/adapter/longpoll"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
@@ -48,9 +49,29 @@ const claimTimeout = 30 * time.Second
 type queue[T any] struct {
 	db   *DB
 	name string
+	poll longpoll.Poll // Receive's wait, built once
 }
 
-func newQueue[T any](db *DB, name string) *queue[T] { return &queue[T]{db: db, name: name} }
+func newQueue[T any](db *DB, name string) *queue[T] {
+	q := &queue[T]{db: db, name: name}
+	q.poll = longpoll.Poll{
+		Name:     "pgstore queue " + name,
+		Clock:    db.opts.Clock,
+		Interval: db.opts.PollInterval,
+		Signal:   func() <-chan struct{} { return db.signals.Next(name) },
+		NextVisible: func(ctx context.Context) (int64, bool, error) {
+			var next *int64
+			if err := db.pool.QueryRow(ctx, `SELECT min(visible_at) FROM queue_messages WHERE queue = $1`, name).Scan(&next); err != nil {
+				return 0, false, db.wrap("queue "+name+" receive", err)
+			}
+			if next == nil {
+				return 0, false, nil
+			}
+			return *next, true, nil
+		},
+	}
+	return q
+}
 
 // Send enqueues msgs in one INSERT and wakes the waiters of every node
 // (notify.go).
@@ -73,7 +94,7 @@ func (q *queue[T]) Send(ctx context.Context, msgs []driver.Outgoing[T]) error {
 	if err != nil {
 		return q.db.wrap("queue "+q.name+" send", err)
 	}
-	q.db.wake(q.name)
+	q.db.signals.Wake(q.name)
 	return nil
 }
 
@@ -88,51 +109,9 @@ func (q *queue[T]) Receive(ctx context.Context, p driver.ReceiveParams) ([]drive
 	if p.Visibility <= 0 {
 		p.Visibility = defaultVisibility
 	}
-	clk := q.db.opts.Clock
-	deadline := clk.Now().Add(p.Wait)
-	for {
-		sent := q.db.signal(q.name) // before polling, so no send is missed
-		got, err := q.claim(ctx, p)
-		if err != nil || len(got) > 0 {
-			return got, err
-		}
-		now := clk.Now()
-		if p.Wait <= 0 || !now.Before(deadline) {
-			return nil, nil
-		}
-		wake := now.Add(q.db.opts.PollInterval)
-		var next *int64
-		if err := q.db.pool.QueryRow(ctx, `SELECT min(visible_at) FROM queue_messages WHERE queue = $1`, q.name).Scan(&next); err != nil {
-			return nil, q.db.wrap("queue "+q.name+" receive", err)
-		}
-		if next != nil {
-			if t := time.UnixMilli(*next); t.Before(wake) {
-				wake = t
-			}
-		}
-		if deadline.Before(wake) {
-			wake = deadline
-		}
-		if err := q.sleep(ctx, wake, sent); err != nil {
-			return nil, fmt.Errorf("pgstore queue %s receive: %w", q.name, err)
-		}
-	}
-}
-
-// sleep waits on the clock until wake, or until sent is closed.
-func (q *queue[T]) sleep(ctx context.Context, wake time.Time, sent <-chan struct{}) error {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- q.db.opts.Clock.SleepUntil(sctx, wake) }()
-	select {
-	case <-sent:
-		cancel()
-		<-done
-		return ctx.Err()
-	case err := <-done:
-		return err
-	}
+	return longpoll.Receive(ctx, &q.poll, p.Wait, func(ctx context.Context) ([]driver.Delivery[T], error) {
+		return q.claim(ctx, p)
+	})
 }
 
 // sqlQueueClaim claims the oldest visible messages of a queue. SKIP
@@ -260,7 +239,7 @@ func (q *queue[T]) Retry(ctx context.Context, token string, delay time.Duration)
 	if err != nil {
 		return q.db.wrap("queue "+q.name+" retry", err)
 	}
-	q.db.wake(q.name)
+	q.db.signals.Wake(q.name)
 	return nil
 }
 
@@ -353,7 +332,7 @@ func (db *DB) ReleaseNodeClaims(ctx context.Context, node string) (int, error) {
 // wakeAll wakes the waiters of the ring and both lanes.
 func (db *DB) wakeAll() {
 	for _, name := range []string{db.ring.name, db.fast.name, db.slow.name} {
-		db.wake(name)
+		db.signals.Wake(name)
 	}
 }
 

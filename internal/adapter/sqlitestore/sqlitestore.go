@@ -39,6 +39,7 @@ import (
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/adapter/longpoll"
 	"github.com/xjobdev/xjob/internal/fallback"
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/clock"
@@ -122,8 +123,7 @@ type DB struct {
 	slow  *queue[fire.DispatchTask]
 	other sync.Map // lane name → *queue[fire.DispatchTask] for unknown lanes
 
-	mu      sync.Mutex
-	signals map[string]chan struct{} // queue name → closed on Send, then replaced
+	signals longpoll.Signals // wakes this DB's long polls on a send
 }
 
 // Open opens (creating if needed) the SQLite file at path and applies any
@@ -170,7 +170,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite open %s: %w", path, err)
 	}
 
-	db := &DB{opts: opts, w: w, r: r, ck: ck, signals: map[string]chan struct{}{},
+	db := &DB{opts: opts, w: w, r: r, ck: ck,
 		reqs: make(chan *writeReq), closing: make(chan struct{}), writerDone: make(chan struct{}),
 		checkpointerDone: make(chan struct{})}
 	if err := db.startRetrying(ctx); err != nil {
@@ -410,28 +410,6 @@ func clampLimit(n, def, maxN int) int {
 		return def
 	}
 	return min(n, maxN)
-}
-
-// signal returns the channel closed at the next Send to queue name.
-func (db *DB) signal(name string) <-chan struct{} {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	ch, ok := db.signals[name]
-	if !ok {
-		ch = make(chan struct{})
-		db.signals[name] = ch
-	}
-	return ch
-}
-
-// wake tells this process's waiters on queue name that a message was sent.
-func (db *DB) wake(name string) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if ch, ok := db.signals[name]; ok {
-		close(ch)
-		delete(db.signals, name)
-	}
 }
 
 // sqliteBusy is SQLITE_BUSY, the primary result code of a lock conflict.
