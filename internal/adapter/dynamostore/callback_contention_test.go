@@ -27,9 +27,9 @@ import (
 // store and its own quiet-write count (callback.Sparse), so under a fleet
 // that sends one result per request every environment writes its few
 // results itself, all of them to the same hot log pages of one second.
-// Each direct write is one conditional round (driver.OneRound); a lost
-// round goes to the results queue, which one applier writes with the
-// others. Every result must end up recorded once: 0 lost, 0 duplicated,
+// Each direct write is one conditional round (driver.OneRound); a page
+// that lost it gets one more, and a result whose page lost both goes to
+// the results queue, which one applier writes with the others. Every result must end up recorded once: 0 lost, 0 duplicated,
 // and the executors never hear of the contention.
 func TestCallbackEnvironmentsRecordEveryResult(t *testing.T) {
 	t.Parallel()
@@ -186,7 +186,7 @@ func TestCallbackEnvironmentsRecordEveryResult(t *testing.T) {
 			if len(days) != 1 || days[0].SucCount != tc.logs || days[0].RunningCount != 0 || days[0].FailCount != 0 {
 				t.Fatalf("report %+v, want %d successes, none running", days, tc.logs)
 			}
-			t.Logf("%d environments, %d results: %d handed to the results queue after a lost round, %d lost",
+			t.Logf("%d environments, %d results: %d handed to the results queue after two lost rounds, %d lost",
 				tc.environments, tc.logs, queued.n(), lost)
 			if tc.environments >= 32 && queued.n() == 0 {
 				t.Error("no environment lost a round: the test did not exercise the fallback")

@@ -2,6 +2,7 @@ package callback
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -55,7 +56,8 @@ type SparseOptions struct {
 // (Queued, a *Recorder), by what this process has taken lately:
 //
 //	request of n items ─▶ n ≤ RequestItems and taken in Window + n ≤ Items?
-//	    yes ─▶ Direct ── items that failed for a retryable reason ─▶ Queued
+//	    yes ─▶ Direct ── items whose page lost its round ─▶ Direct once more
+//	                  ── items that failed for a retryable reason ─▶ Queued
 //	    no  ─▶ Queued
 //
 // The queue exists so that a page write is shared by many results when
@@ -64,13 +66,14 @@ type SparseOptions struct {
 // conditional LogFinish (first result wins), so which one a request takes
 // changes its cost and when its log shows the result, never the outcome.
 // An item Direct could not write (a store error, throttling, or a log
-// page that another writer changed between Direct's read and its write:
-// Direct tries each page once, driver.OneRound) is recorded on the queue
-// instead of failed back to the executor or retried in place, so the
-// durable path stays the fallback and concurrent environments never
-// wait out one another on a hot page. The count is per process (on Lambda, per
-// execution environment), which is what the choice needs: an environment
-// that takes few results serves a deployment whose pages are small.
+// page that another writer changed between Direct's read and its write
+// twice: Direct writes each page in one round, driver.OneRound, and a
+// page that lost it once more) is recorded on the queue instead of failed
+// back to the executor or retried with backoff, so the durable path stays
+// the fallback and concurrent environments never wait out one another on
+// a hot page. The count is per process (on Lambda, per execution
+// environment), which is what the choice needs: an environment that takes
+// few results serves a deployment whose pages are small.
 type Sparse struct {
 	direct, queued Callbacker
 	o              SparseOptions
@@ -109,25 +112,39 @@ func (s *Sparse) Callback(ctx context.Context, items []protocol.HandleCallbackPa
 		return s.queued.Callback(ctx, items)
 	}
 	// One conditional round per log page (driver.OneRound): a page that
-	// another writer changed first answers driver.ErrContended, which is
-	// recorded on the queue below. Without it, every environment of a
-	// callback function that scaled out retried its few results on the
-	// same hot pages with backoff, up to a minute's worth of rounds, while
-	// the others did the same.
-	errs := s.direct.Callback(driver.OneRound(ctx), items)
-	var again []protocol.HandleCallbackParam
+	// another writer changed first answers driver.ErrContended. Without
+	// it, every environment of a callback function that scaled out
+	// retried its few results on the same hot pages with backoff, up to a
+	// minute's worth of rounds, while the others did the same. A page that
+	// lost its round lost it most often to one other writer (the ring
+	// adding the next fires' logs to the newest page, or one other
+	// environment) and is free on a second read, so contended items get
+	// one more round; what still fails for a retryable reason is recorded
+	// on the queue, which for a lone result costs a send, a receive and an
+	// applying invocation.
+	quiet := driver.OneRound(ctx)
+	errs := s.direct.Callback(quiet, items)
+	redo(quiet, s.direct, items, errs, func(err error) bool { return errors.Is(err, driver.ErrContended) })
+	redo(ctx, s.queued, items, errs, func(err error) bool { return err != nil && !Final(err) })
+	return errs
+}
+
+// redo sends the items whose outcome in errs matches again to cb and puts
+// cb's outcomes in their place.
+func redo(ctx context.Context, cb Callbacker, items []protocol.HandleCallbackParam, errs []error, again func(error) bool) {
+	var sub []protocol.HandleCallbackParam
 	var at []int
 	for i, err := range errs {
-		if err != nil && !Final(err) {
-			again, at = append(again, items[i]), append(at, i)
+		if again(err) {
+			sub, at = append(sub, items[i]), append(at, i)
 		}
 	}
-	if len(again) > 0 {
-		for k, err := range s.queued.Callback(ctx, again) {
-			errs[at[k]] = err
-		}
+	if len(sub) == 0 {
+		return
 	}
-	return errs
+	for k, err := range cb.Callback(ctx, sub) {
+		errs[at[k]] = err
+	}
 }
 
 // take counts n items taken now and says whether they go Direct.

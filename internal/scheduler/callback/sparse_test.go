@@ -3,6 +3,8 @@ package callback
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -142,5 +144,44 @@ func TestSparseDirectWritesInOneRound(t *testing.T) {
 	}
 	if len(queued.quiet) != 1 || queued.quiet[0] {
 		t.Errorf("queue saw quiet %v, want [false]", queued.quiet)
+	}
+}
+
+// contendedOnce is a direct Callbacker whose pages lose their first round
+// for the ids in first and every round for the ids in always.
+type contendedOnce struct {
+	takes
+	first, always map[int64]bool
+}
+
+func (c *contendedOnce) Callback(ctx context.Context, items []protocol.HandleCallbackParam) []error {
+	errs := c.takes.Callback(ctx, items)
+	for i, it := range items {
+		if c.always[it.LogID] || c.first[it.LogID] {
+			errs[i] = fmt.Errorf("log page: %w", driver.ErrContended)
+			delete(c.first, it.LogID)
+		}
+	}
+	return errs
+}
+
+// A result whose page lost its round gets one more direct round, and only
+// a result that loses that one too is recorded on the queue.
+func TestSparseGivesAContendedPageASecondRound(t *testing.T) {
+	t.Parallel()
+	direct := &contendedOnce{takes: takes{errFor: map[int64]error{}},
+		first: map[int64]bool{2: true, 3: true}, always: map[int64]bool{3: true}}
+	queued := &takes{errFor: map[int64]error{}}
+	s := NewSparse(direct, queued, SparseOptions{Clock: clock.NewFake(time.Unix(1e9, 0))})
+	for i, err := range s.Callback(context.Background(), results(1, 2, 3)) {
+		if err != nil {
+			t.Errorf("item %d: %v", i+1, err)
+		}
+	}
+	if want := [][]int64{{1, 2, 3}, {2, 3}}; !reflect.DeepEqual(direct.got, want) {
+		t.Errorf("direct took %v, want %v", direct.got, want)
+	}
+	if want := [][]int64{{3}}; !reflect.DeepEqual(queued.got, want) {
+		t.Errorf("queued %v, want %v (only the result that lost both rounds)", queued.got, want)
 	}
 }
