@@ -172,8 +172,9 @@ func PlanJob(job *xjob.Job, sched schedule.Schedule, now int64, p Policy) Plan {
 // so that a result arriving before it leaves no fire behind in the ring;
 // a result arriving once it is due leaves it to the scan. A result read
 // just before the fallback's tick and written just after the scan read
-// the job may still race its fire (the scan pushes before its
-// conditional advance): the fallback and the planned fire then both fire.
+// the job races the scan's advance, which for a FIX_DELAY job comes before
+// its fire is pushed (Pusher.advanceFirst): one of the two wins, and only
+// its fire goes out.
 //
 // A fire found late within the misfire threshold fires now; beyond it the
 // misfire strategy applies: FIRE_ONCE_NOW fires once now, DO_NOTHING skips

@@ -98,6 +98,9 @@ func (p *Pusher) policy() Policy {
 type planned struct {
 	job  *xjob.Job
 	plan Plan
+	// first: advanced before its fires were pushed (advanceFirst); lost:
+	// that advance lost to another writer, so its fires are not pushed.
+	first, lost bool
 }
 
 // bucketKey names one ring message: a shard's second.
@@ -122,10 +125,19 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 		} else {
 			plan = PlanJob(job, sched, now, pol)
 		}
-		plans = append(plans, planned{job: job, plan: plan})
+		plans = append(plans, planned{job: job, plan: plan, first: job.ScheduleType == xjob.ScheduleFixDelay && len(plan.Fires) > 0})
 		if plan.Misfired {
 			st.Misfires++
 		}
+	}
+	if err := p.advanceFirst(ctx, plans, st); err != nil {
+		return err
+	}
+	for _, pl := range plans {
+		if pl.lost {
+			continue
+		}
+		job, plan := pl.job, pl.plan
 		for _, f := range plan.Fires {
 			if f.Now {
 				st.NowFires++
@@ -182,6 +194,9 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 		advanced []planned
 	)
 	for _, pl := range plans {
+		if pl.first {
+			continue // advanced before the push
+		}
 		if pl.plan.Stop {
 			st.Stopped++
 		} else if len(pl.plan.Fires) == 0 && !pl.plan.Misfired && pl.plan.Next == pl.job.TriggerNextTime {
@@ -208,6 +223,53 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 			st.Conflicts++
 		default:
 			return fmt.Errorf("advance job %d: %w", advances[i].ID, err)
+		}
+	}
+	return nil
+}
+
+// advanceFirst advances the plans marked first — FIX_DELAY jobs with a
+// fire — before anything is pushed, and marks those whose advance lost to
+// another writer so that their fires are not pushed. A FIX_DELAY job is
+// the one whose schedule another writer moves between the scan's read and
+// its advance in the normal course: the result of its run moves the job
+// from its fallback to end + delay (package callback). Pushed first, as
+// every other job's fires are, a fallback fire whose advance then lost to
+// that result would go out beside the fire the result planned. Advanced
+// first, exactly one of the two writes wins. A crash between this advance
+// and the push leaves the job parked at its next fallback: the fire comes
+// late, never twice and never not at all, as for a run that never reports.
+func (p *Pusher) advanceFirst(ctx context.Context, plans []planned, st *Stats) error {
+	var (
+		advances []driver.JobAdvanceParams
+		at       []int
+	)
+	for i, pl := range plans {
+		if pl.first {
+			advances = append(advances, driver.JobAdvanceParams{
+				ID: pl.job.ID, ExpectVersion: pl.job.Version,
+				TriggerLastTime: pl.plan.Last, TriggerNextTime: pl.plan.Next, Stop: pl.plan.Stop,
+			})
+			at = append(at, i)
+		}
+	}
+	if len(advances) == 0 {
+		return nil
+	}
+	errs, err := p.jobs.JobAdvanceMany(ctx, advances)
+	if err != nil {
+		return fmt.Errorf("advance %d fixed-delay jobs: %w", len(advances), err)
+	}
+	for k, err := range errs {
+		pl := &plans[at[k]]
+		switch {
+		case err == nil:
+			p.noteLate(ctx, *pl, st)
+		case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):
+			st.Conflicts++
+			pl.lost = true
+		default:
+			return fmt.Errorf("advance job %d: %w", advances[k].ID, err)
 		}
 	}
 	return nil

@@ -7,13 +7,20 @@
 //
 // Order of effects per page of due jobs:
 //
-//	JobsDue ──▶ PlanJob ──▶ Ring.Send + Dispatch.Send ──▶ JobAdvanceMany (each if version unchanged)
+//	JobsDue ──▶ PlanJob ──▶ JobAdvanceMany of FIX_DELAY jobs with a fire (each if version unchanged)
+//	        ──▶ Ring.Send + Dispatch.Send (but the FIX_DELAY fires whose advance lost)
+//	        ──▶ JobAdvanceMany of the rest (each if version unchanged)
 //
 // A crash after the sends and before the advance re-reads the same jobs on
 // the next tick and sends the same occurrences again; their ids are
 // deterministic, so dispatch drops the repeats (no lost fire, no duplicate).
 // A lost advance (version conflict: a person edited the job, or a stale
-// scanner raced us) leaves the job to the next tick.
+// scanner raced us) leaves the job to the next tick. FIX_DELAY jobs go the
+// other way round because a run's result moves them to another time (end
+// + delay), which the same ids would not deduplicate: advanced first,
+// exactly one of the scan and the result plans the next fire, and a crash
+// between that advance and the send leaves the job parked at its next
+// fallback — a late fire, never a lost or a second one (Pusher.advanceFirst).
 //
 // Falling behind is never silent: fire times a tick finds past (beyond the
 // misfire threshold, or collapsed into one late fire) are counted per
