@@ -2,14 +2,12 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
-	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
 	"github.com/xjobdev/xjob/pkg/adminclient"
 )
@@ -22,15 +20,8 @@ func TestResultLagOnStack(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	d, err := awsstack.Start(ctx, awsstack.Options{Root: "../..", Shards: 2, RingPollers: 1, FastPollers: 1, SlowPollers: 1,
+	d := awsstack.StartFor(t, ctx, awsstack.Options{Root: "../..", Shards: 2, RingPollers: 1, FastPollers: 1, SlowPollers: 1,
 		PollWait: time.Second, NoMaintenance: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		if errors.Is(err, emulator.ErrNotInstalled) {
-			tool.Missing(t, err)
-		}
-		t.Fatal(err)
-	}
-	defer d.Close()
 	exe, err := StartExecutor()
 	if err != nil {
 		t.Fatal(err)

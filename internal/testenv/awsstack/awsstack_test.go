@@ -2,7 +2,6 @@ package awsstack_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
-	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
 	"github.com/xjobdev/xjob/pkg/adminclient"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -30,15 +28,8 @@ import (
 func TestDeploymentEndToEnd(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	ctx := context.Background()
-	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 2, FastPollers: 2, SlowPollers: 1,
+	d := awsstack.StartFor(t, ctx, awsstack.Options{Shards: 2, RingPollers: 2, FastPollers: 2, SlowPollers: 1,
 		PollWait: time.Second, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		if errors.Is(err, emulator.ErrNotInstalled) {
-			tool.Missing(t, err)
-		}
-		t.Fatal(err)
-	}
-	defer d.Close()
 	if ddb, sq := d.Endpoints(); !strings.HasPrefix(ddb, "http://127.0.0.1:") || !strings.HasPrefix(sq, "http://127.0.0.1:") {
 		t.Errorf("emulators not on loopback: %s %s", ddb, sq)
 	}

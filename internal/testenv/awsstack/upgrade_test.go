@@ -2,7 +2,6 @@ package awsstack_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
-	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
 	"github.com/xjobdev/xjob/pkg/adminclient"
 	"github.com/xjobdev/xjob/pkg/driver"
@@ -34,15 +32,8 @@ import (
 func TestUpgradeKeepsRingFires(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	ctx := context.Background()
-	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 2, FastPollers: 1, SlowPollers: 1,
+	d := awsstack.StartFor(t, ctx, awsstack.Options{Shards: 2, RingPollers: 2, FastPollers: 1, SlowPollers: 1,
 		PollWait: time.Second, NoMaintenance: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		if errors.Is(err, emulator.ErrNotInstalled) {
-			tool.Missing(t, err)
-		}
-		t.Fatal(err)
-	}
-	defer d.Close()
 
 	const app = "upgrade"
 	var (
