@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/adminclient"
 )
@@ -98,25 +96,10 @@ func createHTTPJobsAs(ctx context.Context, api *adminclient.Client, token, hit s
 	if err != nil {
 		return nil, fmt.Errorf("create group: %w", err)
 	}
-	hc := &http.Client{Timeout: 30 * time.Second}
-	ids := make([]int64, n)
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for i := range n {
-		g.Go(func() error {
-			spec := benchJobSpec(grp.ID, cron)
-			spec.Handler, spec.GlueType, spec.TriggerStatus = "", xjob.GlueHTTP, status
-			spec.GlueSource = `{"url":"` + hit + `?job={{jobId}}&log={{logId}}"}`
-			var j xjob.Job
-			if err := postCompat(ctx, hc, api.BaseURL()+"/v1/jobs", token, spec, &j); err != nil {
-				return fmt.Errorf("create HTTP job %d: %w", i, err)
-			}
-			ids[i] = j.ID
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return ids, nil
+	return postJobs(ctx, api, token, n, "HTTP job", func(int) xjob.Job {
+		spec := benchJobSpec(grp.ID, cron)
+		spec.Handler, spec.GlueType, spec.TriggerStatus = "", xjob.GlueHTTP, status
+		spec.GlueSource = `{"url":"` + hit + `?job={{jobId}}&log={{logId}}"}`
+		return spec
+	})
 }

@@ -812,7 +812,20 @@ func createStoppedJobs(ctx context.Context, api *adminclient.Client, token strin
 // createStoppedIn creates n stopped CRON jobs in group, 16 requests at a
 // time.
 func createStoppedIn(ctx context.Context, api *adminclient.Client, token string, group int64, route xjob.RouteStrategy, n int, cron func(int) string) ([]int64, error) {
-	grp := xjob.Group{ID: group}
+	return postJobs(ctx, api, token, n, "job", func(i int) xjob.Job {
+		spec := benchJobSpec(group, cron(i))
+		spec.TriggerStatus = xjob.StatusStopped
+		if route != "" {
+			spec.RouteStrategy = route
+		}
+		return spec
+	})
+}
+
+// postJobs creates the n jobs spec(i) describes through /v1/jobs, 16
+// requests at a time, and returns their ids in order; what names them in
+// an error.
+func postJobs(ctx context.Context, api *adminclient.Client, token string, n int, what string, spec func(i int) xjob.Job) ([]int64, error) {
 	hc := &http.Client{Timeout: 30 * time.Second}
 	ids := make([]int64, n)
 	g, ctx := errgroup.WithContext(ctx)
@@ -820,13 +833,8 @@ func createStoppedIn(ctx context.Context, api *adminclient.Client, token string,
 	for i := range n {
 		g.Go(func() error {
 			var j xjob.Job
-			spec := benchJobSpec(grp.ID, cron(i))
-			spec.TriggerStatus = xjob.StatusStopped
-			if route != "" {
-				spec.RouteStrategy = route
-			}
-			if err := postCompat(ctx, hc, api.BaseURL()+"/v1/jobs", token, spec, &j); err != nil {
-				return fmt.Errorf("create job %d: %w", i, err)
+			if err := postCompat(ctx, hc, api.BaseURL()+"/v1/jobs", token, spec(i), &j); err != nil {
+				return fmt.Errorf("create %s %d: %w", what, i, err)
 			}
 			ids[i] = j.ID
 			return nil
