@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,7 +18,6 @@ import (
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 	"github.com/xjobdev/xjob/internal/scheduler/lease"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
-	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/syncbuf"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
 	"github.com/xjobdev/xjob/pkg/adminclient"
@@ -68,18 +66,7 @@ func (r *runRecorder) wrap(h http.Handler) http.Handler {
 func TestBootstrapsEndToEnd(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	ctx := context.Background()
-	bin := t.TempDir()
-	if _, err := emulator.Dir(""); err != nil {
-		if errors.Is(err, emulator.ErrNotInstalled) {
-			tool.Missing(t, err)
-		}
-		t.Fatal(err)
-	}
-	buildStart := time.Now()
-	if err := awsstack.BuildBootstraps(ctx, "", bin); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("bootstraps built in %s", time.Since(buildStart).Round(time.Millisecond))
+	bin := awsstack.BootstrapsFor(t, ctx)
 	logs := &syncbuf.Buffer{}
 	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 3, FastPollers: 3, SlowPollers: 1,
 		PollWait: time.Second, ScanPeriod: 4 * time.Second, ScanTimeout: 5500 * time.Millisecond, NoMaintenance: true,

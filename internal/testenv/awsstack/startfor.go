@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
@@ -23,4 +24,26 @@ func StartFor(t testing.TB, ctx context.Context, opts Options) *Deployment {
 	}
 	t.Cleanup(d.Close)
 	return d
+}
+
+// BootstrapsFor builds the functions' bootstraps (functions/*) for a test
+// that runs them behind the Lambda Runtime API, into a directory removed
+// with the test, and returns it. Without the emulators the test fails
+// first, saying how to install them: the bootstraps would have nothing to
+// talk to.
+func BootstrapsFor(t testing.TB, ctx context.Context) string {
+	t.Helper()
+	if _, err := emulator.Dir(""); err != nil {
+		if errors.Is(err, emulator.ErrNotInstalled) {
+			tool.Missing(t, err)
+		}
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	start := time.Now()
+	if err := BuildBootstraps(ctx, "", bin); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bootstraps built in %s", time.Since(start).Round(time.Millisecond))
+	return bin
 }

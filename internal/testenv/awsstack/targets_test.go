@@ -40,16 +40,7 @@ import (
 func TestTargetJobsOnBootstraps(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	ctx := context.Background()
-	if _, err := emulator.Dir(""); err != nil {
-		if errors.Is(err, emulator.ErrNotInstalled) {
-			tool.Missing(t, err)
-		}
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := awsstack.BuildBootstraps(ctx, "", bin); err != nil {
-		t.Fatal(err)
-	}
+	bin := awsstack.BootstrapsFor(t, ctx)
 	logs := &syncbuf.Buffer{}
 	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 2, FastPollers: 2, SlowPollers: 1,
 		PollWait: time.Second, ScanPeriod: 4 * time.Second, ScanTimeout: 5500 * time.Millisecond, NoMaintenance: true,
