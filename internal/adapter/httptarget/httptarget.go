@@ -495,11 +495,7 @@ func (e *Executor) Shutdown(ctx context.Context) {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		e.wg.Wait()
-		close(done)
-	}()
+	done := e.callsDone()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -508,6 +504,17 @@ func (e *Executor) Shutdown(ctx context.Context) {
 	}
 	e.stop(errors.New(msgStopping))
 	e.client.CloseIdleConnections()
+}
+
+// callsDone is closed once every call started so far has ended and
+// reported.
+func (e *Executor) callsDone() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		e.wg.Wait()
+		close(done)
+	}()
+	return done
 }
 
 // Drain waits until every call started so far has ended and its result
@@ -519,11 +526,7 @@ func (e *Executor) Shutdown(ctx context.Context) {
 // the next invocation thaws it. Start must not run concurrently with
 // Drain (a Lambda environment runs one invocation at a time).
 func (e *Executor) Drain(ctx context.Context, cause error) {
-	done := make(chan struct{})
-	go func() {
-		e.wg.Wait()
-		close(done)
-	}()
+	done := e.callsDone()
 	select {
 	case <-done:
 		return
