@@ -84,7 +84,9 @@
 // six write units (a put with three keys-only index entries, an update
 // for the executor's reply, one for the result) — most of what a trigger
 // costs on AWS. So logs live in pages: one item per (fire second, job id
-// mod 16), whose logs are one attribute, flate-compressed JSON. Every change
+// mod 16), whose logs are one attribute, JSON compressed with deflate and a
+// preset dictionary of a log's field names and trigger message (pagedict.go;
+// pages written before it, without one, are read as they were). Every change
 // to a log reads its page (strongly consistent), changes the logs in
 // memory and writes the page back conditional on the version it read;
 // when another writer got there first it reads and applies again
@@ -93,8 +95,9 @@
 // bucket owns its pages) are claimed with one write per page,
 // its executors' replies recorded with one more, a callback request's
 // results with one per page they fall in. A write costs ⌈page size/1 KB⌉:
-// at ~60 bytes a compressed log, a 250-log page is ~15 write units for
-// 250 triggers.
+// at ~25 bytes a compressed log, a 250-log page is ~7 write units for
+// 250 triggers, and a page of one log (a sparse deployment's: one fire in
+// its second and shard) ~90 bytes of body, one unit with room to spare.
 //
 //	pk "p<page>"  sk "p"     the page: v (version), b (logs), part, tkey, lo, jobs, groups, purgeAt
 //	pk "f<n>"     sk tkey    failed list: a failed, unalarmed log (id), n = id mod LogPartitions
