@@ -98,8 +98,10 @@ func TestRecentPageSavesTheRead(t *testing.T) {
 	if err != nil || got.HandleMsg != "first" || got.TriggerCode != xjob.CodeSuccess {
 		t.Fatalf("log = %+v, %v", got, err)
 	}
-	// A page this store only read (its last write lost) is not
-	// remembered: a change reads it.
+	// A sparse page this store only read (its last write lost), whose logs
+	// all have their trigger recorded, is remembered by the consistent read
+	// (LogGetMany, as a callback's before its results): the change that
+	// follows does not read it again.
 	if _, err := db.LogGetMany(ctx, []int64{l2.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +109,89 @@ func TestRecentPageSavesTheRead(t *testing.T) {
 	if err := db.LogSetAlarm(ctx, driver.LogSetAlarmParams{ID: l2.ID, From: xjob.AlarmDefault, To: xjob.AlarmNoNeed}); err != nil {
 		t.Fatal(err)
 	}
+	if n := a.gets.Load() - before; n != 0 {
+		t.Errorf("change after a read of a settled page read it %d times, want 0", n)
+	}
+	// A page read with a log still waiting for its trigger record (its
+	// ring is about to write it) is not: the change reads it first.
+	l3 := create(other, 48)
+	if _, err := db.LogGetMany(ctx, []int64{l3.ID}); err != nil {
+		t.Fatal(err)
+	}
+	before = a.gets.Load()
+	if err := db.LogSetAlarm(ctx, driver.LogSetAlarmParams{ID: l3.ID, From: xjob.AlarmDefault, To: xjob.AlarmNoNeed}); err != nil {
+		t.Fatal(err)
+	}
 	if n := a.gets.Load() - before; n != 1 {
-		t.Errorf("change after a read read the page %d times, want 1", n)
+		t.Errorf("change after a read of a page awaiting a trigger record read it %d times, want 1", n)
+	}
+}
+
+// A page read is remembered only when sparse and settled; a dense page,
+// whatever its logs, is read again before a change.
+func TestReadPageRememberedWhenSettled(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		logs      int
+		triggered bool
+		wantReads int64
+	}{
+		{"one triggered log", 1, true, 0},
+		{"four triggered logs", 4, true, 0},
+		{"five triggered logs", 5, true, 1},
+		{"one untriggered log", 1, false, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			opts := dynamostore.Options{Tables: dynamostore.TablesWithPrefix(emulator.UniqueName("t"))}
+			writer, err := dynamostore.New(emulator.DynamoDB(t), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := writer.CreateTables(ctx); err != nil {
+				t.Fatal(err)
+			}
+			a := &countingAPI{Client: emulator.DynamoDB(t)}
+			reader, err := dynamostore.New(a, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const sched = 1_795_000_000_000
+			var ids []int64
+			// Scheduled fires of one second whose jobs share a shard
+			// among 16 share a page.
+			for job := int64(1); len(ids) < tc.logs; job++ {
+				if fire.ShardOf(job, 16) != fire.ShardOf(1, 16) {
+					continue
+				}
+				occ := fire.Occurrence{JobID: job, Type: xjob.TriggerCron, FireTime: sched}
+				res, err := writer.LogCreateMany(ctx, []xjob.Log{{OccurrenceID: occ.ID(0), JobID: job, GroupID: 1,
+					TriggerType: xjob.TriggerCron, ScheduledTime: sched, TriggerTime: sched, ClaimUntil: sched + 30_000}})
+				if err != nil || res[0].Err != nil {
+					t.Fatalf("create: %v %v", err, res)
+				}
+				ids = append(ids, res[0].Log.ID)
+			}
+			if tc.triggered {
+				for _, id := range ids {
+					if err := writer.LogTriggered(ctx, driver.LogTriggeredParams{ID: id, TriggerCode: xjob.CodeSuccess}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if _, err := reader.LogGetMany(ctx, ids[:1]); err != nil {
+				t.Fatal(err)
+			}
+			before := a.gets.Load()
+			if _, err := reader.LogFinish(ctx, driver.LogFinishParams{ID: ids[0], HandleTime: sched + 5, HandleCode: xjob.CodeSuccess}); err != nil {
+				t.Fatal(err)
+			}
+			if n := a.gets.Load() - before; n != tc.wantReads {
+				t.Errorf("result after the read read the page %d times, want %d", n, tc.wantReads)
+			}
+		})
 	}
 }
