@@ -129,7 +129,11 @@
 // (recentPages): the next change of such a page (the ring's record of its
 // executors' replies after its claims) starts from it, without a read;
 // one that another writer changed since loses its write and is read, and
-// a change that finds nothing to do on a remembered page reads it too.
+// a change that finds nothing to do on a remembered page reads it too. A
+// page read strongly consistent (a callback's LogGetMany) is remembered
+// too when it is settled: at most four logs, each with its trigger
+// recorded, so that the callback's results are written without a second
+// read; a page whose ring has yet to record a reply is read again.
 //
 // Every other change is the same round on the logs it names: LogClaim
 // (version and untriggered), LogTriggered (untriggered: a result that came
