@@ -125,6 +125,12 @@
 //	    yes, claim expired ───▶ new claim, trigger time, version+1    ClaimTakenOver
 //	  ─▶ put page if v = read version ── lost ─▶ read again, apply again
 //
+// A claim is normally its page's first write, so a claim of a page the
+// store does not remember starts without the read: it puts the page as
+// its claims make it from empty, conditional on no page being there, and
+// only when one is (a message delivered again, pushes sharing a page)
+// goes the way above (claimPage).
+//
 // A store remembers, for 2 s, the pages it has just written
 // (recentPages): the next change of such a page (the ring's record of its
 // executors' replies after its claims) starts from it, without a read;

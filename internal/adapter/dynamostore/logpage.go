@@ -435,6 +435,35 @@ func (db *DB) mutatePageIn(ctx context.Context, id int64, attempts int, change f
 	}
 }
 
+// claimPage is mutatePage for claims (LogCreate, LogCreateMany): a page
+// this store does not remember is first taken not to exist, and written
+// as change makes it from empty, conditional on there being no such
+// item. A claim is normally its page's first write (the scan sends a
+// page's fires of a second in one message, so the ring's claim comes
+// before anything else writes it, and a manual or retry fire's page is
+// a hashed second of its own), and the read that would only find the
+// page missing is the one request saved: a strongly consistent read
+// unit for each page a claim creates, most of a sparse deployment's ring
+// reads. When the page does exist (a message delivered again, a bulk
+// start's pushes sharing a page) the write loses its condition, which
+// does not count as a round, and the claim goes on as mutatePage does,
+// from a read: the loser pays the lost write on top of the read.
+func (db *DB) claimPage(ctx context.Context, id int64, change func(p *logPage) (bool, error)) error {
+	if !db.recent.has(id, db.opts.Clock.Now()) {
+		p := &logPage{id: id}
+		changed, err := change(p)
+		if err != nil {
+			return err
+		}
+		if changed {
+			if err := db.writePage(ctx, p, nil); !condFailed(err) {
+				return err
+			}
+		}
+	}
+	return db.mutatePage(ctx, id, change)
+}
+
 // changeWith applies change to p, returning p's failed-index members as
 // they were before it.
 func (p *logPage) changeWith(change func(p *logPage) (bool, error)) (failedBefore []xjob.Log, changed bool, err error) {
@@ -493,6 +522,15 @@ func (r *recentPages) keep(p *logPage, now time.Time) {
 		}
 	}
 	r.m[p.id] = recentPage{p: logPage{id: p.id, version: p.version, logs: slices.Clone(p.logs)}, at: now}
+}
+
+// has reports whether page id is remembered and not older than
+// recentTTL at now.
+func (r *recentPages) has(id int64, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.m[id]
+	return ok && now.Sub(e.at) <= recentTTL && !now.Before(e.at)
 }
 
 // take returns the remembered page id (to change: it is forgotten) or

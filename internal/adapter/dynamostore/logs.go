@@ -51,7 +51,22 @@ func (db *DB) createLogs(ctx context.Context, logs []xjob.Log, takeOver bool) ([
 		pages[i], ks[i] = logPlace(db.idHash, l.OccurrenceID, l.JobID)
 		valid = append(valid, i)
 	}
-	err := db.perPage(ctx, len(valid), func(v int) int64 { return pages[valid[v]] }, func(p *logPage, items []int) (bool, error) {
+	claim := claimChange(logs, valid, ks, takeOver, out)
+	page := func(v int) int64 { return pages[valid[v]] }
+	err := perGroup(ctx, len(valid), page, func(ctx context.Context, items []int) error {
+		return db.claimPage(ctx, page(items[0]), func(p *logPage) (bool, error) { return claim(p, items) })
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// claimChange is createLogs' change of one page: it claims the page's
+// items and sets their outcomes (all of them, from the page it is given:
+// it may run again on a fresher page).
+func claimChange(logs []xjob.Log, valid []int, ks []int64, takeOver bool, out []driver.LogCreated) func(p *logPage, items []int) (bool, error) {
+	return func(p *logPage, items []int) (bool, error) {
 		changed := false
 		byOcc := p.occurrences()
 		for _, v := range items {
@@ -86,11 +101,7 @@ func (db *DB) createLogs(ctx context.Context, logs []xjob.Log, takeOver bool) ([
 			changed = true
 		}
 		return changed, nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	return out, nil
 }
 
 // LogGet returns one log (strongly consistent read of its page) or

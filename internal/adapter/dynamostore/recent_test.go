@@ -195,3 +195,70 @@ func TestReadPageRememberedWhenSettled(t *testing.T) {
 		})
 	}
 }
+
+// A claim takes its page not to exist and writes it without reading it
+// first; when the page does exist (another store claimed in it) the
+// write loses and the claim is made from a read, with the outcomes of
+// the page as stored.
+func TestClaimWritesANewPageWithoutReading(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	opts := dynamostore.Options{Tables: dynamostore.TablesWithPrefix(emulator.UniqueName("t"))}
+	a := &countingAPI{Client: emulator.DynamoDB(t)}
+	db, err := dynamostore.New(a, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other, err := dynamostore.New(emulator.DynamoDB(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sched = 1_795_000_000_000
+	sibling := int64(2) // a job whose fires share job 1's pages
+	for fire.ShardOf(sibling, 16) != fire.ShardOf(1, 16) {
+		sibling++
+	}
+	claim := func(job int64, at int64) xjob.Log {
+		occ := fire.Occurrence{JobID: job, Type: xjob.TriggerCron, FireTime: at}
+		return xjob.Log{OccurrenceID: occ.ID(0), JobID: job, GroupID: 1, TriggerType: xjob.TriggerCron, ScheduledTime: at,
+			TriggerTime: at, ClaimUntil: at + 30_000}
+	}
+	tests := []struct {
+		name      string
+		before    []xjob.Log // claimed by another store first
+		claim     []xjob.Log
+		wantReads int64
+		want      []driver.ClaimOutcome
+	}{
+		{"new page", nil, []xjob.Log{claim(1, sched), claim(sibling, sched)}, 0, []driver.ClaimOutcome{driver.ClaimCreated, driver.ClaimCreated}},
+		{"page another store created", []xjob.Log{claim(1, sched+1000)}, []xjob.Log{claim(1, sched+1000), claim(sibling, sched+1000)}, 1,
+			[]driver.ClaimOutcome{driver.ClaimHeld, driver.ClaimCreated}},
+	}
+	for _, tc := range tests {
+		if len(tc.before) > 0 {
+			if _, err := other.LogCreateMany(ctx, tc.before); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := a.gets.Load()
+		res, err := db.LogCreateMany(ctx, tc.claim)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if n := a.gets.Load() - before; n != tc.wantReads {
+			t.Errorf("%s: claim read the page %d times, want %d", tc.name, n, tc.wantReads)
+		}
+		for i, r := range res {
+			if r.Err != nil || r.Outcome != tc.want[i] {
+				t.Errorf("%s: claim %d = %v %v, want %v", tc.name, i, r.Outcome, r.Err, tc.want[i])
+			}
+		}
+		ids := []int64{res[0].Log.ID, res[1].Log.ID}
+		if got, err := other.LogGetMany(ctx, ids); err != nil || len(got) != 2 || ids[0] == ids[1] {
+			t.Errorf("%s: stored logs %+v, %v", tc.name, got, err)
+		}
+	}
+}
