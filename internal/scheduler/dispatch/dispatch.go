@@ -823,7 +823,6 @@ func (d *Dispatcher) probe(ctx context.Context, prev xjob.Log) (protocol.ReturnT
 
 // triggerMsg is the trigger_msg xxl-job shows on its log page, in English.
 func (d *Dispatcher) triggerMsg(t *trigger, address, trail string, ret protocol.ReturnT) string {
-	var b strings.Builder
 	reg := "automatic"
 	switch {
 	case t.target:
@@ -831,23 +830,48 @@ func (d *Dispatcher) triggerMsg(t *trigger, address, trail string, ret protocol.
 	case t.group.AddressType == xjob.AddressManual || len(t.task.AddressList) > 0:
 		reg = "manual"
 	}
-	fmt.Fprintf(&b, "Trigger type: %s<br>", t.task.Occurrence.Type)
+	// Appended, not formatted: one message a trigger, and fmt's
+	// reflection over a dozen verbs was about 1% of a steady second's CPU.
+	b := make([]byte, 0, 400+len(d.cfg.AdminAddress)+len(trail)+len(address)+len(ret.Msg)+32*len(t.addrs))
+	b = append(b, "Trigger type: "...)
+	b = append(b, t.task.Occurrence.Type...)
+	b = append(b, "<br>"...)
 	if d.cfg.AdminAddress != "" {
-		fmt.Fprintf(&b, "Admin address: %s<br>", d.cfg.AdminAddress)
+		b = append(b, "Admin address: "...)
+		b = append(b, d.cfg.AdminAddress...)
+		b = append(b, "<br>"...)
 	}
-	fmt.Fprintf(&b, "Executor registry type: %s<br>", reg)
-	fmt.Fprintf(&b, "Executor address list: %s<br>", strings.Join(t.addrs, ","))
-	fmt.Fprintf(&b, "Route strategy: %s<br>", t.job.RouteStrategy)
-	fmt.Fprintf(&b, "Block strategy: %s<br>", t.job.BlockStrategy)
-	fmt.Fprintf(&b, "Timeout: %d<br>", t.job.TimeoutSeconds)
-	fmt.Fprintf(&b, "Fail retry count: %d<br>", t.retry)
-	b.WriteString("<br><span style=\"color:#00c0ef;\" > >>>>>>>>>>>Trigger<<<<<<<<<<< </span><br>")
+	b = append(b, "Executor registry type: "...)
+	b = append(b, reg...)
+	b = append(b, "<br>Executor address list: "...)
+	for i, a := range t.addrs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, a...)
+	}
+	b = append(b, "<br>Route strategy: "...)
+	b = append(b, t.job.RouteStrategy...)
+	b = append(b, "<br>Block strategy: "...)
+	b = append(b, t.job.BlockStrategy...)
+	b = append(b, "<br>Timeout: "...)
+	b = strconv.AppendInt(b, int64(t.job.TimeoutSeconds), 10)
+	b = append(b, "<br>Fail retry count: "...)
+	b = strconv.AppendInt(b, int64(t.retry), 10)
+	b = append(b, "<br><br><span style=\"color:#00c0ef;\" > >>>>>>>>>>>Trigger<<<<<<<<<<< </span><br>"...)
 	if trail != "" {
-		b.WriteString(trail)
-		b.WriteString("<br><br>")
+		b = append(b, trail...)
+		b = append(b, "<br><br>"...)
 	}
-	fmt.Fprintf(&b, "Trigger result: %s<br>address: %s<br>code: %d<br>msg: %s", codeTitle(ret.Code), address, ret.Code, ret.Msg)
-	return text.Truncate(b.String(), 15000)
+	b = append(b, "Trigger result: "...)
+	b = append(b, codeTitle(ret.Code)...)
+	b = append(b, "<br>address: "...)
+	b = append(b, address...)
+	b = append(b, "<br>code: "...)
+	b = strconv.AppendInt(b, int64(ret.Code), 10)
+	b = append(b, "<br>msg: "...)
+	b = append(b, ret.Msg...)
+	return text.Truncate(string(b), 15000)
 }
 
 func codeTitle(code int) string {
