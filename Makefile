@@ -75,7 +75,8 @@ FUZZ_TARGETS := .:FuzzJobJSON .:FuzzAddress ./internal/fire:FuzzRingBucket ./pkg
 	./internal/web/adminapi:FuzzExecutorRoutes ./internal/web/guard:FuzzJSONText ./internal/web/auth:FuzzSessionDecode ./internal/web/auth:FuzzParseHash ./internal/egress:FuzzLegacyIPv4 ./internal/web/adminapi:FuzzCallbackBatch ./pkg/executor:FuzzTriggerParam \
 	.:FuzzDeclaration ./internal/cli:FuzzParseManifest ./internal/xxlimport:FuzzMap ./internal/xxlimport:FuzzTriggerType ./pkg/schedule:FuzzParseOnce ./pkg/schedule:FuzzParseFixDelay \
 	./deploy:FuzzDockerfile ./internal/web/clientip:FuzzXForwardedFor ./pkg/protocol:FuzzDecodeCallbacks ./internal/adapter/dynamostore:FuzzOccurrenceFireTime ./internal/adapter/dynamostore:FuzzPageBody \
-	./internal/adapter/mysqlstore:FuzzParseURL ./internal/target:FuzzParse ./internal/target:FuzzParseAWS
+	./internal/adapter/mysqlstore:FuzzParseURL ./internal/target:FuzzParse ./internal/target:FuzzParseAWS \
+	./internal/adapter/execclient:FuzzTriggerParamJSON
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 20s) each

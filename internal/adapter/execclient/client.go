@@ -345,9 +345,14 @@ func (c *Client) post(ctx context.Context, address, path string, body any, limit
 		return protocol.Fail("xxl-job remoting error(executor address is empty), for path : " + path), path
 	}
 	u := Endpoint(address, path)
-	payload, err := json.Marshal(body)
-	if err != nil {
-		return remotingError(fmt.Errorf("encode request: %w", err), u), u
+	var payload []byte
+	if tp, ok := body.(protocol.TriggerParam); ok {
+		payload = triggerBody(tp)
+	} else {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return remotingError(fmt.Errorf("encode request: %w", err), u), u
+		}
 	}
 
 	tokens := []string{c.token}
