@@ -123,19 +123,13 @@ func (db *DB) insertLog(ctx context.Context, l xjob.Log) (int64, *xjob.Log, erro
 // TriggerTime) or reported as it stands, in order.
 func (db *DB) LogCreateMany(ctx context.Context, logs []xjob.Log) ([]driver.LogCreated, error) {
 	out := make([]driver.LogCreated, len(logs))
-	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
-		for i, l := range logs {
-			if err := validateNewLog(l); err != nil {
-				out[i] = driver.LogCreated{Err: err}
-				continue
-			}
-			c, err := db.claimOccurrence(ctx, l)
-			if err != nil {
-				return fmt.Errorf("%s: %w", l.OccurrenceID, err)
-			}
-			out[i] = c
+	for i, l := range logs {
+		if err := validateNewLog(l); err != nil {
+			out[i] = driver.LogCreated{Err: err}
 		}
-		return nil
+	}
+	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		return db.claimMany(ctx, logs, out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite log create many: %w", err)
@@ -153,7 +147,12 @@ func (db *DB) claimOccurrence(ctx context.Context, l xjob.Log) (driver.LogCreate
 		l.ID, l.Version = id, 1
 		return driver.LogCreated{Outcome: driver.ClaimCreated, Log: l}, nil
 	}
-	prev := *existing
+	return db.claimExisting(ctx, l, *existing)
+}
+
+// claimExisting is the claim of l on the log prev its occurrence already
+// has, inside the transaction.
+func (db *DB) claimExisting(ctx context.Context, l xjob.Log, prev xjob.Log) (driver.LogCreated, error) {
 	outcome := driver.ClaimOutcomeOf(prev, l.TriggerTime)
 	if outcome != driver.ClaimTakenOver {
 		return driver.LogCreated{Outcome: outcome, Log: prev}, nil

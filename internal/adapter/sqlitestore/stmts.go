@@ -25,6 +25,8 @@ type writeStmts struct {
 
 	logCreate, logByOccurrence, logByID, logClaim, logTriggered, logFinish, logSetAlarm, logExists *sql.Stmt
 	logsByIDs, logFinishBatch                                                                      *sql.Stmt
+	logCreateN                                                                                     [len(logCreateRows)]*sql.Stmt
+	logMaxID                                                                                       *sql.Stmt
 
 	groupExists *sql.Stmt
 
@@ -52,6 +54,24 @@ type stmtDef struct {
 }
 
 func (s *writeStmts) defs() []stmtDef {
+	defs := s.fixedDefs()
+	for k, n := range logCreateRows {
+		defs = append(defs, stmtDef{&s.logCreateN[k], sqlLogCreateRows(n)})
+	}
+	return defs
+}
+
+// logCreateStmt is the prepared insert of n logs, n one of logCreateRows.
+func (db *DB) logCreateStmt(n int) *sql.Stmt {
+	for k, r := range logCreateRows {
+		if r == n {
+			return db.ws.logCreateN[k]
+		}
+	}
+	panic(fmt.Sprintf("sqlitestore: no prepared insert of %d logs", n))
+}
+
+func (s *writeStmts) fixedDefs() []stmtDef {
 	return []stmtDef{
 		{&s.begin, `BEGIN IMMEDIATE`},
 		{&s.commit, `COMMIT`},
@@ -73,6 +93,7 @@ func (s *writeStmts) defs() []stmtDef {
 		{&s.jobExists, `SELECT 1 FROM jobs WHERE id = ?`},
 
 		{&s.logCreate, sqlLogCreate},
+		{&s.logMaxID, `SELECT coalesce(max(id), 0) FROM logs`},
 		{&s.logByOccurrence, sqlLogByOccurrence},
 		{&s.logByID, `SELECT ` + logColumns + ` FROM logs WHERE id = ?`},
 		{&s.logClaim, `UPDATE logs SET claim_until = ?, trigger_time = ?, version = version + 1
