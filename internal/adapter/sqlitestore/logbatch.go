@@ -20,10 +20,10 @@ import (
 // in one statement, decides in Go which results win (the writer holds the
 // write transaction, so nothing changes in between), and applies the
 // winners in one UPDATE … FROM jsonb_each: two statements a batch whatever
-// its size. The executors' replies (LogTriggeredMany) keep an UPDATE per
-// log: batched the same way they cost no less CPU (SQLite runs an UPDATE
-// … FROM through a temporary table, which a bare rowid UPDATE does not
-// need, and a reply's message is long to carry through JSON).
+// its size. The executors' replies (LogTriggeredMany) batched the same
+// way cost no less CPU (SQLite runs an UPDATE … FROM through a temporary
+// table, and a reply's message is long to carry through JSON); bound as
+// a VALUES list instead, they do (logcreate.go).
 
 // sqlLogFinishBatch applies results given as a JSON array of
 // [id, handle_time, handle_code, handle_msg].

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -160,4 +161,89 @@ func (db *DB) claimChunkSlow(ctx context.Context, floor int64, logs []xjob.Log, 
 		out[i] = c
 	}
 	return nil
+}
+
+// Batched replies.
+//
+// LogTriggeredMany records a chunk's /run replies the same way: UPDATE …
+// FROM a VALUES list of logTriggeredRows rows (the largest that fit),
+// each row conditional on its log's trigger code still 0, inside a
+// savepoint of its own. When every row changed its log, that is every
+// answer. Otherwise (a log already triggered, or missing) the chunk is
+// rolled back to the savepoint and recorded a statement a reply, which
+// tells each reply's fate. A batch naming one log twice goes that way
+// from the start: its second reply must lose to its first.
+
+// logTriggeredParams is the number of bound parameters of a reply row.
+const logTriggeredParams = 4
+
+// sqlLogTriggeredRows records n replies given as (id, executor_address,
+// trigger_code, trigger_msg) rows.
+func sqlLogTriggeredRows(n int) string {
+	row := "(?,?,?,?)"
+	return `UPDATE logs SET executor_address = p.column2, trigger_code = p.column3,
+	trigger_msg = p.column4, version = version + 1
+	FROM (VALUES ` + strings.Repeat(row+",", n-1) + row + `) AS p
+	WHERE logs.id = p.column1 AND logs.trigger_code = 0`
+}
+
+// triggeredMany is LogTriggeredMany's transaction body.
+func (db *DB) triggeredMany(ctx context.Context, ps []driver.LogTriggeredParams, errs []error) error {
+	seen := make(map[int64]struct{}, len(ps))
+	for _, p := range ps {
+		if _, dup := seen[p.ID]; dup {
+			return db.triggeredOneByOne(ctx, ps, errs)
+		}
+		seen[p.ID] = struct{}{}
+	}
+	args := make([]any, 0, logTriggeredParams*min(len(ps), logCreateRows[0]))
+	for len(ps) > 0 {
+		var n int
+		for _, r := range logCreateRows {
+			if r <= len(ps) {
+				n = r
+				break
+			}
+		}
+		if n == 0 {
+			return db.triggeredOneByOne(ctx, ps, errs)
+		}
+		args = args[:0]
+		for _, p := range ps[:n] {
+			args = append(args, p.ID, p.ExecutorAddress, p.TriggerCode, p.TriggerMsg)
+		}
+		if err := db.triggeredChunk(ctx, n, args, ps[:n], errs[:n]); err != nil {
+			return err
+		}
+		ps, errs = ps[n:], errs[n:]
+	}
+	return nil
+}
+
+// triggeredChunk records the n replies ps in one statement if all of
+// them win, else one by one.
+func (db *DB) triggeredChunk(ctx context.Context, n int, args []any, ps []driver.LogTriggeredParams, errs []error) error {
+	if _, err := db.ws.chunkSavepoint.ExecContext(ctx); err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	changed, err := rowsAffected(db.logTriggeredStmt(n).ExecContext(ctx, args...))
+	if err == nil && changed == int64(n) {
+		if _, err := db.ws.chunkRelease.ExecContext(ctx); err != nil {
+			return fmt.Errorf("release savepoint: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		err = fmt.Errorf("record %d replies: %w", n, err)
+	}
+	if _, rerr := db.ws.chunkRollbackTo.ExecContext(ctx); rerr != nil {
+		return errors.Join(err, fmt.Errorf("rollback to savepoint: %w", rerr))
+	}
+	if _, rerr := db.ws.chunkRelease.ExecContext(ctx); rerr != nil {
+		return errors.Join(err, fmt.Errorf("release savepoint: %w", rerr))
+	}
+	if err != nil {
+		return err
+	}
+	return db.triggeredOneByOne(ctx, ps, errs)
 }

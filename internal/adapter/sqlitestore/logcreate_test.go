@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/xjobdev/xjob"
@@ -97,5 +98,90 @@ func TestLogCreateManyMatchesPerLogPath(t *testing.T) {
 				t.Errorf("stored logs differ:\n got %s\nwant %s", g, w)
 			}
 		})
+	}
+}
+
+// The multi-row reply records leave the same logs and answer the same
+// errors as a statement a reply: on two files with the same logs, a
+// batch through LogTriggeredMany and its replies one at a time.
+func TestLogTriggeredManyMatchesPerReply(t *testing.T) {
+	t.Parallel()
+	const at = 1_800_000_000_000
+	reply := func(id int64, code int) driver.LogTriggeredParams {
+		return driver.LogTriggeredParams{ID: id, ExecutorAddress: fmt.Sprintf("http://e%d:1", id), TriggerCode: code,
+			TriggerMsg: fmt.Sprintf("reply %d <br> ü", id)}
+	}
+	many := func(first, n int64) []driver.LogTriggeredParams {
+		var ps []driver.LogTriggeredParams
+		for id := first; id < first+n; id++ {
+			ps = append(ps, reply(id, xjob.CodeSuccess))
+		}
+		return ps
+	}
+	cases := []struct {
+		name string
+		ps   []driver.LogTriggeredParams
+	}{
+		{"all fresh, every chunk size", many(3, 127)},
+		{"one already triggered", append(many(3, 10), reply(1, xjob.CodeSuccess))},
+		{"one missing", append(many(3, 31), reply(999, xjob.CodeSuccess))},
+		{"a log twice", append(many(3, 8), reply(5, 500))},
+		{"failures", []driver.LogTriggeredParams{reply(3, 500), reply(4, 500), reply(2, 200), reply(5, 200)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			batched, single := setup(t, Options{}), setup(t, Options{})
+			for _, db := range []*DB{batched, single} {
+				var logs []xjob.Log
+				for j := int64(1); j <= 200; j++ {
+					logs = append(logs, claimLog(j, at, at))
+				}
+				if _, err := db.LogCreateMany(ctx, logs); err != nil {
+					t.Fatal(err)
+				}
+				if err := db.LogTriggered(ctx, reply(1, xjob.CodeSuccess)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := batched.LogTriggeredMany(ctx, c.ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range c.ps {
+				want, err := single.LogTriggeredMany(ctx, []driver.LogTriggeredParams{p})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(got[i]) != fmt.Sprint(want[0]) {
+					t.Errorf("reply %d (log %d): got %v, want %v", i, p.ID, got[i], want[0])
+				}
+			}
+			rows := func(db *DB) string {
+				r, err := db.r.QueryContext(ctx, `SELECT `+logColumns+` FROM logs ORDER BY id`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls, err := scanAll(r, scanLog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fmt.Sprintf("%+v", ls)
+			}
+			if g, w := rows(batched), rows(single); g != w {
+				t.Errorf("stored logs differ:\n got %s\nwant %s", g, w)
+			}
+		})
+	}
+}
+
+// The multi-row reply record finds each log by its primary key.
+func TestLogTriggeredRowsPlanUsesTheKey(t *testing.T) {
+	t.Parallel()
+	db := setup(t, Options{})
+	joined := strings.Join(queryPlan(t, db, sqlLogTriggeredRows(2), 1, "a", 200, "m", 2, "b", 200, "m"), "; ")
+	if strings.Contains(joined, "SCAN logs") || !strings.Contains(joined, "logs USING INTEGER PRIMARY KEY") {
+		t.Errorf("plan: %s", joined)
 	}
 }

@@ -224,24 +224,30 @@ func (db *DB) LogTriggeredMany(ctx context.Context, ps []driver.LogTriggeredPara
 	}
 	errs := make([]error, len(ps))
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
-		for i, p := range ps {
-			n, err := rowsAffected(db.ws.logTriggered.ExecContext(ctx, p.ExecutorAddress, p.TriggerCode, p.TriggerMsg, p.ID))
-			if err == nil && n == 0 {
-				err = missingOr(ctx, db.ws.logExists, p.ID, xjob.ErrConflict)
-			}
-			switch {
-			case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):
-				errs[i] = fmt.Errorf("sqlite log triggered %d: %w", p.ID, err)
-			case err != nil:
-				return fmt.Errorf("sqlite log triggered %d: %w", p.ID, err)
-			}
-		}
-		return nil
+		return db.triggeredMany(ctx, ps, errs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite log triggered many: %w", err)
 	}
 	return errs, nil
+}
+
+// triggeredOneByOne records ps with a statement each, inside the write
+// transaction: errs[i] is ps[i]'s ErrConflict or ErrNotFound.
+func (db *DB) triggeredOneByOne(ctx context.Context, ps []driver.LogTriggeredParams, errs []error) error {
+	for i, p := range ps {
+		n, err := rowsAffected(db.ws.logTriggered.ExecContext(ctx, p.ExecutorAddress, p.TriggerCode, p.TriggerMsg, p.ID))
+		if err == nil && n == 0 {
+			err = missingOr(ctx, db.ws.logExists, p.ID, xjob.ErrConflict)
+		}
+		switch {
+		case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):
+			errs[i] = fmt.Errorf("sqlite log triggered %d: %w", p.ID, err)
+		case err != nil:
+			return fmt.Errorf("sqlite log triggered %d: %w", p.ID, err)
+		}
+	}
+	return nil
 }
 
 // LogFinish records the first result of a log.

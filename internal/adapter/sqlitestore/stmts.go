@@ -27,6 +27,8 @@ type writeStmts struct {
 	logsByIDs, logFinishBatch                                                                      *sql.Stmt
 	logCreateN                                                                                     [len(logCreateRows)]*sql.Stmt
 	logMaxID                                                                                       *sql.Stmt
+	logTriggeredN                                                                                  [len(logCreateRows)]*sql.Stmt
+	chunkSavepoint, chunkRelease, chunkRollbackTo                                                  *sql.Stmt
 
 	groupExists *sql.Stmt
 
@@ -56,9 +58,20 @@ type stmtDef struct {
 func (s *writeStmts) defs() []stmtDef {
 	defs := s.fixedDefs()
 	for k, n := range logCreateRows {
-		defs = append(defs, stmtDef{&s.logCreateN[k], sqlLogCreateRows(n)})
+		defs = append(defs, stmtDef{&s.logCreateN[k], sqlLogCreateRows(n)},
+			stmtDef{&s.logTriggeredN[k], sqlLogTriggeredRows(n)})
 	}
 	return defs
+}
+
+// logTriggeredStmt is the prepared record of n replies, n one of logCreateRows.
+func (db *DB) logTriggeredStmt(n int) *sql.Stmt {
+	for k, r := range logCreateRows {
+		if r == n {
+			return db.ws.logTriggeredN[k]
+		}
+	}
+	panic(fmt.Sprintf("sqlitestore: no prepared record of %d replies", n))
 }
 
 // logCreateStmt is the prepared insert of n logs, n one of logCreateRows.
@@ -79,6 +92,9 @@ func (s *writeStmts) fixedDefs() []stmtDef {
 		{&s.savepoint, `SAVEPOINT req`},
 		{&s.release, `RELEASE req`},
 		{&s.rollbackTo, `ROLLBACK TO req`},
+		{&s.chunkSavepoint, `SAVEPOINT chunk`},
+		{&s.chunkRelease, `RELEASE chunk`},
+		{&s.chunkRollbackTo, `ROLLBACK TO chunk`},
 
 		{&s.jobInsert, sqlJobInsert},
 		{&s.jobSetShard, `UPDATE jobs SET shard = ? WHERE id = ?`},
