@@ -115,7 +115,7 @@ func codeAccepts(t *testing.T, env, v string) bool {
 		if !slices.Contains(f.Env, env) && !slices.Contains(f.OptionalEnv, env) {
 			continue
 		}
-		vars := map[string]string{awsconfig.EnvShards: "4"}
+		vars := map[string]string{awsconfig.EnvShards: "4", awsconfig.EnvDispatchFunction: "x", awsconfig.EnvRingQueueURL: "x"}
 		for _, e := range f.Env {
 			if _, ok := vars[e]; !ok {
 				vars[e] = "x"

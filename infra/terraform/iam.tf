@@ -116,7 +116,7 @@ data "aws_iam_policy_document" "dispatch" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage", "sqs:ChangeMessageVisibility"]
-    resources = [aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn, aws_sqs_queue.queue["results"].arn]
+    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn, aws_sqs_queue.queue["results"].arn]
   }
   statement {
     sid       = "Consume"
@@ -174,7 +174,7 @@ data "aws_iam_policy_document" "callback" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn, aws_sqs_queue.queue["results"].arn]
+    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn, aws_sqs_queue.queue["results"].arn]
   }
   statement {
     sid       = "Alarm"
@@ -209,7 +209,7 @@ data "aws_iam_policy_document" "registry" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn]
+    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn]
   }
   statement {
     sid       = "Alarm"

@@ -20,6 +20,12 @@ const (
 	EnvRingQueueURL    = "XJOB_RING_QUEUE_URL"          // SQS ring queue
 	EnvDispatchFastURL = "XJOB_DISPATCH_FAST_QUEUE_URL" // SQS fast dispatch lane
 	EnvDispatchSlowURL = "XJOB_DISPATCH_SLOW_QUEUE_URL" // SQS slow dispatch lane
+	// EnvDispatchFunction names the dispatch function (name or ARN): when
+	// set, the lanes are asynchronous invocations of it (package
+	// lambdaqueue) and the lane queue URLs are not read; tasks due later
+	// wait in the ring queue (EnvRingQueueURL, which every sender then
+	// needs).
+	EnvDispatchFunction = "XJOB_DISPATCH_FUNCTION"
 	// The tokens are SSM Parameter Store SecureString parameters: the
 	// functions get their names, never their values (package secrets).
 	EnvAccessTokenParam = "XJOB_ACCESS_TOKEN_PARAM" // xxl-job access token (executor ⇄ admin), one per line during a rotation
@@ -297,8 +303,8 @@ var dispatcherActions = []string{
 // sqs:SendMessage, DeleteMessageBatch sqs:DeleteMessage).
 var Functions = []Function{
 	{Name: "scan",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL},
-		OptionalEnv: []string{EnvLogLevel, EnvScanAdvance},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL},
+		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvScanAdvance},
 		Tables:      []string{dynamostore.TableJobs, dynamostore.TableLeases},
 		Actions: []string{
 			"dynamodb:GetItem",    // not exercised: consistent read after a lost conditional write (job advance, lease)
@@ -315,9 +321,9 @@ var Functions = []Function{
 	{Name: "ring",
 		// The session key: HTTP jobs' secret headers are sealed with a
 		// key derived from it (the web function's), and opened here.
-		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvSessionKeyParam,
+		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvAccessTokenParam, EnvSessionKeyParam,
 			EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs,
+		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs,
 			EnvLogRetentionDays, EnvAWSTargetARNs},
 		CallsExecutors: true, CallsTargets: true,
 		// The retry delay of a bucket whose hand-off failed is a
@@ -329,8 +335,8 @@ var Functions = []Function{
 		Consumes: []string{EnvRingQueueURL}},
 	{Name: "dispatch",
 		// The session key, as the ring's: HTTP jobs' secret headers.
-		Env: []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken,
+		Env: []string{EnvTablePrefix, EnvShards, EnvAccessTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken,
 			EnvResultsQueueURL, EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob, EnvLogRetentionDays, EnvAWSTargetARNs},
 		CallsExecutors: true, CallsTargets: true,
 		// Counters: the jobs with per-job metrics (results it applies).
@@ -349,11 +355,11 @@ var Functions = []Function{
 	// function's) cannot delay them and no API Gateway request is paid
 	// per result.
 	{Name: "callback",
-		Env: []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAccessTokenParam, EnvAlarmTopicARN},
+		Env: []string{EnvTablePrefix, EnvShards, EnvAccessTokenParam, EnvAlarmTopicARN},
 		// The address rule: registrations of addresses the dispatch would
 		// refuse to dial are refused. The web address: where job
 		// declarations are forwarded.
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL,
+		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL,
 			EnvAllowCIDRs, EnvDenyCIDRs, EnvWebURL, EnvMetricsPerJob, EnvLogRetentionDays},
 		// Results: log pages, their jobs (retry, children), report counters;
 		// heartbeats: the registry, and the groups when a new app name
@@ -388,8 +394,8 @@ var Functions = []Function{
 	// The registry function runs the maintenance on its EventBridge rule;
 	// it serves no HTTP (heartbeats are the callback function's).
 	{Name: "registry",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvDispatchFastURL, EnvDispatchSlowURL, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob, EnvLogRetentionDays},
+		Env:         []string{EnvTablePrefix, EnvShards, EnvAlarmTopicARN},
+		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob, EnvLogRetentionDays},
 		// Group refresh and stale entries; the sweep and the lost-job check finish logs
 		// (not exercised: their jobs and report counters, as the callback does).
 		// Console and leases: the maintenance resumes a change set an apply
@@ -413,9 +419,9 @@ var Functions = []Function{
 	// The web function serves people and tools: the console, the /v1 admin
 	// API, /metrics, /healthz and executors' job declarations.
 	{Name: "web",
-		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvDispatchFastURL, EnvDispatchSlowURL,
+		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL,
 			EnvAccessTokenParam, EnvAdminTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
+		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
 			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs, EnvGluePolicy, EnvMetricsPerJob, EnvLogRetentionDays,
 			EnvAWSTargetARNs},
 		// Log views, kills and idle beats call executors; a target job's

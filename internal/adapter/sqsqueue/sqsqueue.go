@@ -80,7 +80,7 @@ type URLs struct {
 // Queues are the ring and dispatch lanes on SQS.
 type Queues struct {
 	ring       *Queue[fire.RingBucket]
-	fast, slow *Queue[fire.DispatchTask]
+	fast, slow driver.Queue[fire.DispatchTask]
 	clk        clock.Clock
 	api        API
 }
@@ -109,6 +109,11 @@ func (q *Queues) Dispatch(lane fire.Lane) driver.Queue[fire.DispatchTask] {
 	}
 	return NewQueue[fire.DispatchTask](q.api, "", q.clk)
 }
+
+// SetLanes carries the dispatch lanes on fast and slow instead of SQS
+// queues (the Lambda wiring's asynchronous invocations of the dispatch
+// function, package lambdaqueue); the ring stays on SQS.
+func (q *Queues) SetLanes(fast, slow driver.Queue[fire.DispatchTask]) { q.fast, q.slow = fast, slow }
 
 // PaceRing makes the ring queue's sends paced by p (see Pacing).
 func (q *Queues) PaceRing(p Pacing) { q.ring.pace = &p }

@@ -126,7 +126,7 @@ func (d *Deployment) startBootstraps(ctx context.Context) error {
 			"AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull, "AWS_EC2_METADATA_DISABLED=true",
 			"AWS_ENDPOINT_URL_DYNAMODB=" + d.dynalite.Endpoint(),
 			"AWS_ENDPOINT_URL_SQS=" + d.fauxqs.Endpoint(), "AWS_ENDPOINT_URL_SNS=" + d.fauxqs.Endpoint(),
-			"AWS_ENDPOINT_URL_SSM=" + d.moto.Endpoint(),
+			"AWS_ENDPOINT_URL_SSM=" + d.moto.Endpoint(), "AWS_ENDPOINT_URL_LAMBDA=" + d.lambdaURL,
 			awsconfig.EnvAccessTokenParam + "=" + AccessTokenParam, awsconfig.EnvAdminTokenParam + "=" + AdminTokenParam,
 			awsconfig.EnvSessionKeyParam + "=" + SessionKeyParam,
 		}

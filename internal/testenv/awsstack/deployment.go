@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -123,6 +124,15 @@ type Options struct {
 	// functions' XJOB_AWS_TARGET_ARNS (TargetQueue gives them).
 	TargetQueues  []string
 	AWSTargetARNs []string
+	// SQSLanes deploys the dispatch lanes as SQS queues with event source
+	// mappings (FastPollers, SlowPollers), as before the lanes moved to
+	// asynchronous invocations of the dispatch function (the default:
+	// package lambdaqueue, served by the deployment's Invoke API).
+	SQSLanes bool
+	// AsyncRetryWait is the wait before Lambda's first retry of a failed
+	// asynchronous invocation, doubled for the second (default 1 minute,
+	// as Lambda's).
+	AsyncRetryWait time.Duration
 }
 
 func (o *Options) applyDefaults() {
@@ -152,6 +162,9 @@ func (o *Options) applyDefaults() {
 	def(&o.RingPollers, 10)
 	def(&o.FastPollers, 20)
 	def(&o.SlowPollers, 5)
+	if o.AsyncRetryWait <= 0 {
+		o.AsyncRetryWait = time.Minute
+	}
 	def(&o.ResultsPollers, 2)
 	def(&o.ResultsBatch, 1000)
 	if o.ResultsWindow <= 0 {
@@ -204,6 +217,15 @@ type Deployment struct {
 	errs         []error // invocation errors, for Errors
 
 	targetQs map[string][2]string // Options.TargetQueues: name → URL, ARN
+
+	// The dispatch function's Invoke API (the lanes, unless SQSLanes):
+	// its address, its on-failure destination, the asynchronous
+	// invocations it accepted, and the context its retries run in.
+	lambdaSrv     *http.Server
+	lambdaURL     string
+	dlq           string
+	asyncAccepted atomic.Int64
+	runCtx        context.Context
 }
 
 // Start launches the emulators, creates the tables, queues and alarm
@@ -254,11 +276,28 @@ func Start(ctx context.Context, opts Options) (d *Deployment, err error) {
 	}
 	d.execURL = "http://" + urlLn.Addr().String()
 	d.urlSrv = &http.Server{Handler: http.HandlerFunc(d.serveURL), ReadHeaderTimeout: 10 * time.Second}
+	var lambdaLn net.Listener
+	if !opts.SQSLanes {
+		if lambdaLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			_ = ln.Close()
+			_ = urlLn.Close()
+			return nil, fmt.Errorf("awsstack lambda invoke api: %w", err)
+		}
+		d.lambdaURL = "http://" + lambdaLn.Addr().String()
+		d.lambdaSrv = &http.Server{Handler: http.HandlerFunc(d.serveInvoke), ReadHeaderTimeout: 10 * time.Second}
+		d.vars[awsconfig.EnvDispatchFunction] = DispatchFunction
+	}
 	// The executor API forwards job declarations to the web function, at
 	// the HTTP API's address, as the templates configure it.
 	d.vars[awsconfig.EnvWebURL] = d.url
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = stop
+	d.runCtx = runCtx
+	if d.lambdaSrv != nil {
+		// Not in wg: the invocations wg waits for may invoke until they
+		// end (Shutdown closes it after them).
+		go func() { _ = d.lambdaSrv.Serve(lambdaLn) }()
+	}
 	d.wg.Go(func() { _ = d.srv.Serve(ln) })
 	d.wg.Go(func() { _ = d.urlSrv.Serve(urlLn) })
 	if opts.Bootstraps != "" {
@@ -369,6 +408,11 @@ func (d *Deployment) Shutdown() {
 			}
 		}
 		d.wg.Wait()
+		if d.lambdaSrv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = d.lambdaSrv.Shutdown(ctx)
+			cancel()
+		}
 		var wg sync.WaitGroup
 		for _, r := range d.runners {
 			wg.Go(r.Close)
@@ -465,12 +509,16 @@ func (d *Deployment) createResources(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fast, err := queue(prefix+"-dispatch-fast", dispatchVisibility)
-	if err != nil {
-		return err
-	}
-	slow, err := queue(prefix+"-dispatch-slow", dispatchVisibility)
-	if err != nil {
+	var fast, slow string
+	if d.opts.SQSLanes {
+		if fast, err = queue(prefix+"-dispatch-fast", dispatchVisibility); err != nil {
+			return err
+		}
+		if slow, err = queue(prefix+"-dispatch-slow", dispatchVisibility); err != nil {
+			return err
+		}
+	} else if d.dlq, err = queue(prefix+"-dispatch-dlq", "30"); err != nil {
+		// The dispatch function's on-failure destination: no mapping.
 		return err
 	}
 	results := ""
@@ -485,8 +533,8 @@ func (d *Deployment) createResources(ctx context.Context) error {
 	}
 	d.vars = map[string]string{
 		awsconfig.EnvTablePrefix: prefix, awsconfig.EnvShards: fmt.Sprint(d.opts.Shards),
-		awsconfig.EnvRingQueueURL: ring, awsconfig.EnvDispatchFastURL: fast, awsconfig.EnvDispatchSlowURL: slow,
-		awsconfig.EnvAccessToken: d.opts.AccessToken, awsconfig.EnvAdminToken: d.opts.AdminToken,
+		awsconfig.EnvRingQueueURL: ring,
+		awsconfig.EnvAccessToken:  d.opts.AccessToken, awsconfig.EnvAdminToken: d.opts.AdminToken,
 		awsconfig.EnvAlarmTopicARN: *topic.TopicArn,
 		// This deployment's executors run on loopback, which a deployment
 		// on AWS refuses unless its operator allows it: the emulated
@@ -495,6 +543,9 @@ func (d *Deployment) createResources(ctx context.Context) error {
 	}
 	if results != "" {
 		d.vars[awsconfig.EnvResultsQueueURL] = results
+	}
+	if d.opts.SQSLanes {
+		d.vars[awsconfig.EnvDispatchFastURL], d.vars[awsconfig.EnvDispatchSlowURL] = fast, slow
 	}
 	allowed := slices.Clone(d.opts.AWSTargetARNs)
 	d.targetQs = map[string][2]string{}
@@ -547,9 +598,13 @@ func (d *Deployment) app(fn, key string) (*lambdaapp.App, error) {
 	// AWS jobs call the emulators, as the bootstraps do through
 	// AWS_ENDPOINT_URL_SQS and _SNS.
 	targetAWS := d.config()
-	a, err := lambdaapp.New(cfg, lambdaapp.Deps{DynamoDB: ddb, SQS: sq, SNS: sn,
+	deps := lambdaapp.Deps{DynamoDB: ddb, SQS: sq, SNS: sn,
 		Logger: logger, MetricsOut: emfCounter{logCounter{d.meter, fn}}, Owner: key, Scan: lambdaapp.ScanTunables(d.opts.Scan),
-		TargetAWS: &targetAWS, TargetEndpoints: map[string]string{"sqs": d.fauxqs.Endpoint(), "sns": d.fauxqs.Endpoint()}})
+		TargetAWS: &targetAWS, TargetEndpoints: map[string]string{"sqs": d.fauxqs.Endpoint(), "sns": d.fauxqs.Endpoint()}}
+	if d.lambdaURL != "" {
+		deps.Lambda = d.lambdaClient()
+	}
+	a, err := lambdaapp.New(cfg, deps)
 	if err != nil {
 		return nil, fmt.Errorf("awsstack %s: %w", fn, err)
 	}

@@ -173,12 +173,14 @@ type mapping struct {
 	window time.Duration
 }
 
-// startMappings starts the ring mapping and one per dispatch lane.
+// startMappings starts the ring mapping, the results queue's and, with
+// Options.SQSLanes, one per dispatch lane.
 func (d *Deployment) startMappings(ctx context.Context) {
-	ms := []mapping{
-		{fn: "ring", url: d.vars[awsconfig.EnvRingQueueURL], pollers: d.opts.RingPollers},
-		{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchFastURL], pollers: d.opts.FastPollers},
-		{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchSlowURL], pollers: d.opts.SlowPollers},
+	ms := []mapping{{fn: "ring", url: d.vars[awsconfig.EnvRingQueueURL], pollers: d.opts.RingPollers}}
+	if d.opts.SQSLanes {
+		ms = append(ms,
+			mapping{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchFastURL], pollers: d.opts.FastPollers},
+			mapping{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchSlowURL], pollers: d.opts.SlowPollers})
 	}
 	if url := d.vars[awsconfig.EnvResultsQueueURL]; url != "" {
 		ms = append(ms, mapping{fn: "dispatch", url: url, pollers: d.opts.ResultsPollers,

@@ -1,5 +1,6 @@
 // Package dispatchfn is the dispatch Lambda function: it triggers the
-// tasks of the fast and slow lane queues (an SQS event: one
+// tasks of the fast and slow lanes (an asynchronous lane event of package
+// lambdaqueue, or an SQS event of the lane queues: one
 // Dispatcher.DispatchMany, then Dispose per task) and manual triggers
 // invoked directly ({"jobId","executorParam","addressList"}).
 package dispatchfn
@@ -17,6 +18,7 @@ import (
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/httptarget"
+	"github.com/xjobdev/xjob/internal/adapter/lambdaqueue"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/targets"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
@@ -25,6 +27,7 @@ import (
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
 	"github.com/xjobdev/xjob/internal/scheduler/registry"
 	"github.com/xjobdev/xjob/internal/scheduler/route"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // Concurrency bounds the executor calls one dispatch invocation makes at
@@ -141,6 +144,7 @@ func (f *Function) Handle(ctx context.Context, raw json.RawMessage) (any, error)
 	var probe struct {
 		Records []json.RawMessage `json:"Records"`
 		JobID   json.RawMessage   `json:"jobId"`
+		Tasks   json.RawMessage   `json:"tasks"`
 	}
 	if err := json.Unmarshal(raw, &probe); err != nil {
 		return nil, fmt.Errorf("dispatch: payload is not a JSON object: %w", err)
@@ -152,6 +156,12 @@ func (f *Function) Handle(ctx context.Context, raw json.RawMessage) (any, error)
 			return nil, fmt.Errorf("dispatch: SQS event: %w", err)
 		}
 		return f.HandleSQS(ctx, ev)
+	case probe.Tasks != nil:
+		var ev lambdaqueue.Event
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("dispatch: lane event: %w", err)
+		}
+		return nil, f.HandleLane(ctx, ev)
 	case probe.JobID != nil:
 		var m ManualTrigger
 		dec := json.NewDecoder(bytes.NewReader(raw))
@@ -213,6 +223,76 @@ func (f *Function) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
 	}
 	return resp, nil
+}
+
+// MaxLaneReceives bounds the deliveries of a task of a lane event that
+// keeps failing for a reason a retry may change: past it the event fails,
+// Lambda retries it (its own two retries) and then sends it to the
+// dispatch function's on-failure destination, the dead-letter queue, as
+// SQS's redrive did after the lanes' maxReceiveCount.
+const MaxLaneReceives = 5
+
+// HandleLane dispatches one asynchronous lane event (package lambdaqueue)
+// as one DispatchMany. A task to retry goes back to its lane with its
+// delay (Dispose's RetryAfter): through the ring queue, which keeps the
+// delay, and with its delivery count grown. The event fails (and Lambda
+// retries it whole) only when that hand-back fails or a task has been
+// delivered MaxLaneReceives times; the tasks of it that were triggered
+// are then no-ops by their occurrence claims.
+func (f *Function) HandleLane(ctx context.Context, ev lambdaqueue.Event) error {
+	defer f.b.FlushReports(ctx)
+	defer f.targets.Drain(ctx)
+	if ev.Lane != fire.LaneFast && ev.Lane != fire.LaneSlow {
+		return fmt.Errorf("dispatch: lane event of unknown lane %q", ev.Lane)
+	}
+	valid := make([]fire.DispatchTask, 0, len(ev.Tasks))
+	for _, t := range ev.Tasks {
+		if err := t.Validate(); err != nil {
+			f.b.Log.WarnContext(ctx, "dispatch: invalid task dropped", "err", err)
+			continue
+		}
+		valid = append(valid, t)
+	}
+	if len(valid) == 0 {
+		return nil
+	}
+	receives := ev.Receives + 1
+	outs, errs := f.dispatcher.DispatchMany(ctx, valid)
+	var again []driver.Outgoing[fire.DispatchTask]
+	var exhausted int
+	for i, task := range valid {
+		out, err := outs[i], errs[i]
+		d := f.dispatcher.Dispose(err, receives)
+		if d.Ack {
+			if err != nil {
+				f.b.Log.WarnContext(ctx, "dispatch: task dropped", "occurrence", task.Occurrence.ID(0), "err", err)
+			} else if out.Dropped {
+				f.b.Log.InfoContext(ctx, "dispatch: task no longer applies", "occurrence", task.Occurrence.ID(0), "reason", out.Reason)
+			}
+			continue
+		}
+		if receives >= MaxLaneReceives {
+			f.b.Log.ErrorContext(ctx, "dispatch: task failed on every delivery", "occurrence", task.Occurrence.ID(0), "receives", receives, "err", err)
+			exhausted++
+			continue
+		}
+		f.b.Log.WarnContext(ctx, "dispatch: task will be retried", "occurrence", task.Occurrence.ID(0),
+			"retryAfter", d.RetryAfter, "receives", receives, "err", err)
+		again = append(again, driver.Outgoing[fire.DispatchTask]{Msg: task, VisibleAt: f.b.Clock.Now().Add(d.RetryAfter).UnixMilli()})
+	}
+	if len(again) > 0 {
+		lane := f.b.Lanes[ev.Lane]
+		if lane == nil {
+			return fmt.Errorf("dispatch: %d tasks to retry and no lanes on asynchronous invocations", len(again))
+		}
+		if err := lane.WithReceives(receives).Send(context.WithoutCancel(ctx), again); err != nil {
+			return fmt.Errorf("dispatch: retry %d tasks: %w", len(again), err)
+		}
+	}
+	if exhausted > 0 {
+		return fmt.Errorf("dispatch: %d tasks failed %d deliveries", exhausted, receives)
+	}
+	return nil
 }
 
 // DispatchManual triggers one job now, as the admin's "trigger once" does,

@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/xjobdev/xjob/internal/adapter/lambdaqueue"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/dispatchfn"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/pipeline"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/targets"
@@ -28,6 +29,7 @@ import (
 	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/scheduler/dispatch"
 	"github.com/xjobdev/xjob/internal/scheduler/ring"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // The ring function dispatches its buckets' fast lane in process
@@ -164,6 +166,12 @@ type record struct {
 // is dropped.
 func (f *Function) decode(ctx context.Context, records []events.SQSMessage) (recs []record, kept []events.SQSMessage) {
 	for _, r := range records {
+		if lambdaqueue.IsDeferred([]byte(r.Body)) {
+			if f.redeliver(ctx, r) {
+				kept = append(kept, r)
+			}
+			continue
+		}
 		var b fire.RingBucket
 		err := json.Unmarshal([]byte(r.Body), &b)
 		if err != nil {
@@ -175,6 +183,27 @@ func (f *Function) decode(ctx context.Context, records []events.SQSMessage) (rec
 		recs = append(recs, record{msg: r, bucket: b})
 	}
 	return recs, kept
+}
+
+// redeliver gives a lane task deferred through the ring queue (package
+// lambdaqueue: a retry's delay) back to its lane, now due; it reports
+// whether the record must come back (the hand-back failed).
+func (f *Function) redeliver(ctx context.Context, r events.SQSMessage) bool {
+	var d lambdaqueue.Deferred
+	if err := json.Unmarshal([]byte(r.Body), &d); err != nil {
+		return f.b.KeepUnread(ctx, "ring: deferred task", r, err)
+	}
+	lane := f.b.Lanes[d.Lane]
+	if lane == nil {
+		f.b.Log.ErrorContext(ctx, "ring: deferred task of a lane not on asynchronous invocations", "lane", d.Lane, "messageId", r.MessageId)
+		return true
+	}
+	err := lane.WithReceives(d.Receives).Send(ctx, []driver.Outgoing[fire.DispatchTask]{{Msg: d.Task, VisibleAt: d.VisibleAt}})
+	if err != nil {
+		f.b.Log.WarnContext(ctx, "ring: deferred task will be retried", "occurrence", d.Task.Occurrence.ID(0), "err", err)
+		return true
+	}
+	return false
 }
 
 // Handle fires an SQS batch of ring buckets. A bucket is acknowledged only

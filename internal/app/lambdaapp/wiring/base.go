@@ -19,7 +19,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
+	"github.com/xjobdev/xjob/internal/adapter/lambdaqueue"
 	"github.com/xjobdev/xjob/internal/adapter/snsalarm"
 	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
 	"github.com/xjobdev/xjob/internal/fallback"
@@ -36,6 +38,9 @@ import (
 type Deps struct {
 	DynamoDB dynamostore.API
 	SQS      sqsqueue.API
+	// Lambda invokes the dispatch function when Config.DispatchFunction
+	// is set: the lanes (package lambdaqueue).
+	Lambda lambdaqueue.API
 	// SNS publishes alarms when Config.AlarmTopicARN is set; nil logs them only.
 	SNS snsalarm.SNSAPI
 	// Secrets reads the secrets when Config names parameters (package
@@ -97,6 +102,9 @@ type Base struct {
 	Clock  clock.Clock
 	Store  *dynamostore.DB
 	Queues *sqsqueue.Queues
+	// Lanes are the dispatch lanes on asynchronous invocations, when
+	// Config.DispatchFunction is set (nil otherwise; Queues carries them).
+	Lanes map[fire.Lane]*lambdaqueue.Queue
 	// Alarmer logs alarms, and publishes them to the stack's topic when
 	// Config.AlarmTopicARN is set.
 	Alarmer driver.Alarmer
@@ -145,6 +153,22 @@ func NewBase(cfg Config, d Deps) (*Base, error) {
 	// after fire − the scan's ring lead); only the scan waits for the
 	// phase that makes them arrive just that early (scanfn).
 	b.Queues.PaceRing(sqsqueue.Pacing{Window: RingWindow})
+	if cfg.DispatchFunction != "" {
+		if d.Lambda == nil {
+			return nil, fmt.Errorf("lambda %s: %s set but no Lambda client", cfg.Function, awsconfig.EnvDispatchFunction)
+		}
+		// Tasks due later wait in the ring queue, unpaced (a lower bound,
+		// as the lanes' DelaySeconds was).
+		var later driver.Queue[lambdaqueue.Deferred]
+		if cfg.RingQueueURL != "" {
+			later = sqsqueue.NewQueue[lambdaqueue.Deferred](d.SQS, cfg.RingQueueURL, d.Clock)
+		}
+		b.Lanes = map[fire.Lane]*lambdaqueue.Queue{
+			fire.LaneFast: lambdaqueue.New(d.Lambda, cfg.DispatchFunction, fire.LaneFast, later, d.Clock),
+			fire.LaneSlow: lambdaqueue.New(d.Lambda, cfg.DispatchFunction, fire.LaneSlow, later, d.Clock),
+		}
+		b.Queues.SetLanes(b.Lanes[fire.LaneFast], b.Lanes[fire.LaneSlow])
+	}
 	b.Alarmer = alarm.Log{Logger: d.Logger}
 	if cfg.AlarmTopicARN != "" && d.SNS != nil {
 		b.Alarmer = alarm.Multi{b.Alarmer, snsalarm.SNS{API: d.SNS, TopicARN: cfg.AlarmTopicARN, Clock: d.Clock}}

@@ -90,6 +90,9 @@ type Config struct {
 	RingQueueURL    string
 	DispatchFastURL string
 	DispatchSlowURL string
+	// DispatchFunction, when set, carries the lanes on asynchronous
+	// invocations of the dispatch function (awsconfig.EnvDispatchFunction).
+	DispatchFunction string
 	// AccessToken and AdminToken are the tokens given directly
 	// (XJOB_ACCESS_TOKEN, XJOB_ADMIN_TOKEN: tests and the emulated stack);
 	// on AWS they are SSM parameters, named by the *Param fields, read by
@@ -194,6 +197,7 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 	cfg.RingQueueURL = get(awsconfig.EnvRingQueueURL)
 	cfg.DispatchFastURL = get(awsconfig.EnvDispatchFastURL)
 	cfg.DispatchSlowURL = get(awsconfig.EnvDispatchSlowURL)
+	cfg.DispatchFunction = get(awsconfig.EnvDispatchFunction)
 	cfg.ResultsQueueURL = get(awsconfig.EnvResultsQueueURL)
 	cfg.AccessToken = get(awsconfig.EnvAccessToken)
 	cfg.AdminToken = get(awsconfig.EnvAdminToken)
@@ -303,6 +307,16 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 		if err := cfg.LogLevel.UnmarshalText([]byte(lv)); err != nil {
 			problems = append(problems, fmt.Sprintf("%s=%q must be debug, info, warn or error", awsconfig.EnvLogLevel, lv))
 		}
+	}
+	// Every function sends to the lanes: on asynchronous invocations of
+	// the dispatch function, whose tasks due later wait in the ring
+	// queue, or on the two lane queues.
+	switch {
+	case cfg.DispatchFunction != "" && cfg.RingQueueURL == "":
+		problems = append(problems, fmt.Sprintf("%s needs %s (where tasks due later wait)", awsconfig.EnvDispatchFunction, awsconfig.EnvRingQueueURL))
+	case cfg.DispatchFunction == "" && (cfg.DispatchFastURL == "" || cfg.DispatchSlowURL == ""):
+		problems = append(problems, fmt.Sprintf("%s is required (or %s and %s)", awsconfig.EnvDispatchFunction,
+			awsconfig.EnvDispatchFastURL, awsconfig.EnvDispatchSlowURL))
 	}
 	if len(problems) > 0 {
 		return Config{}, fmt.Errorf("lambdaapp config (%s): %s", name, strings.Join(problems, "; "))

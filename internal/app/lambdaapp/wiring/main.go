@@ -11,6 +11,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awscfg "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -77,6 +78,9 @@ func Init(ctx context.Context, name string, build Builder, secrets SecretsFactor
 	}
 	if cfg.AlarmTopicARN != "" {
 		d.SNS = sns.NewFromConfig(awsConf)
+	}
+	if cfg.DispatchFunction != "" {
+		d.Lambda = awslambda.NewFromConfig(awsConf)
 	}
 	if names := cfg.SecretNames(); len(names) > 0 && secrets != nil {
 		d.Secrets = secrets(awsConf, names, cfg.SecretsRefresh, logger)

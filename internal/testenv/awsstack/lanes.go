@@ -1,0 +1,132 @@
+package awsstack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// DispatchFunction is the emulated deployment's XJOB_DISPATCH_FUNCTION:
+// the dispatch function's name, which its Invoke API serves.
+const DispatchFunction = TablePrefix + "-dispatch"
+
+// invokePrefix is the Lambda Invoke API's path prefix.
+const invokePrefix = "/2015-03-31/functions/"
+
+// Lambda's asynchronous invocation: the templates' EventInvokeConfig of
+// the dispatch function (MaximumRetryAttempts 2), and the waits Lambda
+// documents between a failed invocation and its retries (1 then 2
+// minutes; Options.AsyncRetryWait scales them for tests).
+const (
+	asyncRetries = 2
+)
+
+// lambdaClient returns a Lambda client for the deployment's Invoke API.
+// It is not metered: Lambda bills the invocation it starts, which the
+// meter counts where it runs (Invoke).
+func (d *Deployment) lambdaClient() *awslambda.Client {
+	return awslambda.NewFromConfig(d.config(), func(o *awslambda.Options) { o.BaseEndpoint = aws.String(d.lambdaURL) })
+}
+
+// serveInvoke plays the Lambda service's Invoke API for the dispatch
+// function's asynchronous invocations (the lanes, package lambdaqueue):
+//
+//	POST /2015-03-31/functions/{name or ARN}/invocations
+//	  X-Amz-Invocation-Type Event → 202 at once; the invocation runs after
+//
+// As Lambda does, an invocation that fails (an error, a timeout) is
+// retried asyncRetries times, after AsyncRetryWait and twice that, and
+// then its event goes to the on-failure destination, the dispatch
+// dead-letter queue, as an invocation record. Only asynchronous
+// invocations of the dispatch function are served: nothing else calls
+// Invoke.
+func (d *Deployment) serveInvoke(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), invokePrefix)
+	name, ok2 := strings.CutSuffix(rest, "/invocations")
+	if !ok || !ok2 || r.Method != http.MethodPost {
+		invokeError(w, http.StatusNotFound, "UnknownOperationException", "unknown operation "+r.Method+" "+r.URL.Path)
+		return
+	}
+	name, _ = url.PathUnescape(name)
+	if i := strings.LastIndex(name, ":function:"); i >= 0 {
+		name = name[i+len(":function:"):]
+	}
+	if name != DispatchFunction {
+		invokeError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+name)
+		return
+	}
+	if t := r.Header.Get("X-Amz-Invocation-Type"); t != "Event" {
+		invokeError(w, http.StatusBadRequest, "InvalidParameterValueException", "only Event invocations are emulated, not "+t)
+		return
+	}
+	// An asynchronous invocation's payload limit.
+	payload, err := io.ReadAll(io.LimitReader(r.Body, 256<<10+1))
+	if err != nil || len(payload) > 256<<10 {
+		invokeError(w, http.StatusRequestEntityTooLarge, "RequestTooLargeException", "payload over 256 KB")
+		return
+	}
+	d.asyncAccepted.Add(1)
+	d.wg.Go(func() { d.runAsync(d.runCtx, "dispatch", payload) })
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// runAsync runs one asynchronous invocation with Lambda's retries, and
+// sends its event to the dead-letter queue when every attempt failed. A
+// retry not yet due when the deployment closes is dropped (Lambda would
+// still run it).
+func (d *Deployment) runAsync(ctx context.Context, fn string, payload []byte) {
+	wait := d.opts.AsyncRetryWait
+	var err error
+	for attempt := 0; attempt <= asyncRetries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait *= 2
+		}
+		if _, err = d.Invoke(context.WithoutCancel(ctx), fn, fn, payload); err == nil {
+			return
+		}
+	}
+	rec, _ := json.Marshal(map[string]any{
+		"version": "1.0", "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
+		"requestContext": map[string]any{"functionArn": "arn:aws:lambda:" + Region + ":000000000000:function:" + DispatchFunction,
+			"condition": "RetriesExhausted", "approximateInvokeCount": asyncRetries + 1},
+		"responsePayload": map[string]string{"errorMessage": err.Error()},
+		"requestPayload":  json.RawMessage(payload),
+	})
+	_, sq, _ := d.clients("")
+	if _, serr := sq.SendMessage(context.WithoutCancel(ctx), &sqs.SendMessageInput{QueueUrl: aws.String(d.dlq),
+		MessageBody: aws.String(string(rec))}); serr != nil {
+		d.fail(fmt.Errorf("dispatch on-failure destination: %w", serr))
+	}
+}
+
+// DeadLetters returns the dispatch function's on-failure destination
+// queue (the lanes' dead-letter queue).
+func (d *Deployment) DeadLetters() string { return d.dlq }
+
+// AsyncInvocations counts the asynchronous invocations the Invoke API
+// accepted (Lambda's retries not included).
+func (d *Deployment) AsyncInvocations() int64 { return d.asyncAccepted.Load() }
+
+// invokeError writes an error as the Lambda service's REST-JSON protocol
+// does: the type in X-Amzn-ErrorType, the message in the body.
+func invokeError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Amzn-ErrorType", typ)
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]string{"Type": "User", "message": msg})
+	_, _ = w.Write(b)
+}
