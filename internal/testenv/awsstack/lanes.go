@@ -13,6 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/adapter/lambdaqueue"
+	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // DispatchFunction is the emulated deployment's XJOB_DISPATCH_FUNCTION:
@@ -129,4 +134,15 @@ func invokeError(w http.ResponseWriter, status int, typ, msg string) {
 	w.WriteHeader(status)
 	b, _ := json.Marshal(map[string]string{"Type": "User", "message": msg})
 	_, _ = w.Write(b)
+}
+
+// InvokeEndpoint is the base address of the deployment's Lambda Invoke
+// API ("" with Options.SQSLanes), for a Lambda client's BaseEndpoint.
+func (d *Deployment) InvokeEndpoint() string { return d.lambdaURL }
+
+// RingDeferrals is the ring queue as the functions defer lane tasks to it
+// (lambdaqueue.Deferred messages), unmetered: for tests that send one.
+func (d *Deployment) RingDeferrals() driver.Queue[lambdaqueue.Deferred] {
+	_, sq, _ := d.clients("")
+	return sqsqueue.NewQueue[lambdaqueue.Deferred](sq, d.vars[awsconfig.EnvRingQueueURL], nil)
 }
