@@ -36,12 +36,33 @@ import (
 // ring queue and is then dispatched; an event that fails on every attempt
 // is tried three times (Lambda's two retries) and lands in the
 // on-failure dead-letter queue.
+//
+// It runs twice: with the functions in process, and as the real bootstrap
+// binaries behind the Runtime API (the dispatch bootstrap receiving the
+// asynchronous events, the senders' Lambda clients pointed at the
+// deployment's Invoke API by AWS_ENDPOINT_URL_LAMBDA).
 func TestLanesOnAsyncInvocations(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	t.Parallel()
-	ctx := context.Background()
-	d := awsstack.StartFor(t, ctx, awsstack.Options{Shards: 1, RingPollers: 1, PollWait: time.Second, NoMaintenance: true,
-		AsyncRetryWait: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	for _, bootstraps := range []bool{false, true} {
+		name := "in process"
+		if bootstraps {
+			name = "bootstraps"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			opts := awsstack.Options{Shards: 1, RingPollers: 1, PollWait: time.Second, NoMaintenance: true,
+				AsyncRetryWait: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+			if bootstraps {
+				opts.Bootstraps = awsstack.BootstrapsFor(t, ctx)
+			}
+			lanes(t, ctx, awsstack.StartFor(t, ctx, opts))
+		})
+	}
+}
+
+func lanes(t *testing.T, ctx context.Context, d *awsstack.Deployment) {
 	if d.InvokeEndpoint() == "" {
 		t.Fatal("no Invoke API: the lanes are not asynchronous invocations by default")
 	}
