@@ -117,6 +117,8 @@ type Result struct {
 	Notes           []string `json:"notes,omitempty"`
 	// AWS is set by runs on the emulated AWS stack (SteadyAWS).
 	AWS *AWSResult `json:"aws,omitempty"`
+	// Memory is set by steady runs with HeapProfile.
+	Memory *MemoryFigures `json:"memory,omitempty"`
 	// Cluster is set by the cluster runs (RunCluster).
 	Cluster *ClusterFigures `json:"cluster,omitempty"`
 }
@@ -140,6 +142,11 @@ type SteadySpec struct {
 	Procs int
 	// Profile takes a CPU profile of the window through --pprof-listen.
 	Profile bool
+	// HeapProfile samples xjob's memory (RSS, runtime.MemStats,
+	// goroutines) every memSampleEvery from the window's start until the
+	// run stops, and keeps heap profiles of the window's middle and of the
+	// largest RSS (Result.Memory).
+	HeapProfile bool
 	// MinSettle is how long after the window receipts are awaited at least
 	// (chaos: a dispatch claimed by a killed process returns after the 30 s
 	// dispatch visibility timeout).
@@ -186,6 +193,20 @@ func Steady(ctx context.Context, env *Env, s SteadySpec) (*Result, error) {
 	}
 	defer stopAll(xs)
 	exe.SetAdmin(xs[0].URL())
+	var (
+		memStop = make(chan struct{})
+		memDone = make(chan *MemoryFigures, 1)
+		memWin  = make(chan Interval, 1)
+		memOnce sync.Once
+		memEnd  = func() { memOnce.Do(func() { close(memStop) }) }
+	)
+	defer memEnd() // an early return stops the sampler too
+	if s.HeapProfile {
+		prefix := filepath.Join(env.Results, s.Name+"-"+env.fileTag()+env.Stamp)
+		go func() { memDone <- sampleMemory(ctx, xs[0], memWin, prefix, memStop) }()
+	} else {
+		memDone <- nil
+	}
 
 	api, err := adminclient.New(xs[0].URL(), "bench-admin-token")
 	if err != nil {
@@ -201,6 +222,7 @@ func Steady(ctx context.Context, env *Env, s SteadySpec) (*Result, error) {
 	from := time.Now().Add(warmup).Truncate(time.Second).Add(time.Second)
 	win := Interval{From: from.UnixMilli(), To: from.Add(s.Window).UnixMilli()}
 	env.logf("%s: measuring %s from %s", s.Name, s.Window, from.Format("15:04:05"))
+	memWin <- win
 	counter, err := NewLogCounter(ctx, db, win)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
@@ -263,6 +285,10 @@ func Steady(ctx context.Context, env *Env, s SteadySpec) (*Result, error) {
 		return nil, err
 	}
 	res.SettleSeconds = math.Round(settled.Seconds()*10) / 10
+	memEnd()
+	if res.Memory = <-memDone; res.Memory != nil {
+		res.Memory.topTables(ctx, env.Bin)
+	}
 	stopAll(xs)
 	if s.Profile {
 		if err := <-profErr; err != nil {

@@ -44,6 +44,7 @@ func run() int {
 	raceJobs := fs.Int("race-jobs", 1000, "jobs of the race run")
 	raceWindow := fs.Duration("race-window", 30*time.Second, "measured window of the race run")
 	profile := fs.Int("profile-jobs", 10000, "CPU-profile the window of the steady run with this many jobs (0: none)")
+	heapProfile := fs.Int("heap-profile-jobs", 0, "sample memory (RSS, runtime.MemStats, goroutines) every 2 s of the steady run with this many jobs and keep heap profiles of its window's middle and its largest RSS (0: none)")
 	profileBurst := fs.Bool("profile-burst", true, "CPU-profile the burst (through xjob's --pprof-listen)")
 	baselineBin := fs.String("baseline-bin", "", "also run every scenario against this xjob binary, before the candidate, and print both side by side")
 	baselineRev := fs.String("baseline-rev", "auto", "like --baseline-bin, building cmd/xjob at this git revision (git archive into a temporary directory); auto: the merge base of HEAD with the last release tag v*, or with main before the first; none: no baseline")
@@ -169,7 +170,7 @@ func run() int {
 			}
 			each(func(e *harness.Env) (*harness.Result, error) {
 				return harness.Steady(ctx, e, harness.SteadySpec{Name: fmt.Sprintf("steady-%d", n), Jobs: n,
-					Window: *steadyWindow, Profile: n == *profile})
+					Window: *steadyWindow, Profile: n == *profile, HeapProfile: n == *heapProfile})
 			})
 		}
 	}
@@ -223,6 +224,11 @@ func run() int {
 			for _, l := range r.ProfileTop[:min(len(r.ProfileTop), 18)] {
 				fmt.Println("  " + l)
 			}
+		}
+	}
+	for _, r := range rs {
+		if r.Memory != nil {
+			harness.PrintMemory(os.Stdout, r)
 		}
 	}
 	if failed {
