@@ -43,7 +43,7 @@ func triggerMsgFmt(adminAddress string, t *trigger, address, trail string, ret p
 
 func TestTriggerMsgMatchesFormatted(t *testing.T) {
 	t.Parallel()
-	job := xjob.Job{RouteStrategy: xjob.RouteFirst, BlockStrategy: xjob.BlockSerialExecution, TimeoutSeconds: 30, GlueType: xjob.GlueBean}
+	job := triggerJob{RouteStrategy: xjob.RouteFirst, BlockStrategy: xjob.BlockSerialExecution, TimeoutSeconds: 30, GlueType: xjob.GlueBean}
 	cases := []struct {
 		name, admin, address, trail string
 		tr                          trigger
@@ -57,7 +57,7 @@ func TestTriggerMsgMatchesFormatted(t *testing.T) {
 			tr: trigger{job: job, group: xjob.Group{AddressType: xjob.AddressManual},
 				task: fire.DispatchTask{Occurrence: fire.Occurrence{Type: xjob.TriggerManual}}, retry: -1}},
 		{name: "target", ret: protocol.ReturnT{Code: 200, Msg: strings.Repeat("m", 20000)},
-			tr: trigger{job: xjob.Job{GlueType: xjob.GlueHTTP, TimeoutSeconds: -5}, target: true,
+			tr: trigger{job: triggerJob{GlueType: xjob.GlueHTTP, TimeoutSeconds: -5}, target: true,
 				task: fire.DispatchTask{Occurrence: fire.Occurrence{Type: xjob.TriggerRetry}, AddressList: []string{"x"}}}},
 		{name: "no addresses", ret: protocol.ReturnT{Code: 0}, tr: trigger{}},
 	}
@@ -76,7 +76,7 @@ func TestTriggerMsgMatchesFormatted(t *testing.T) {
 
 func BenchmarkTriggerMsg(b *testing.B) {
 	d := &Dispatcher{}
-	tr := trigger{job: xjob.Job{RouteStrategy: xjob.RouteFirst, BlockStrategy: xjob.BlockSerialExecution, GlueType: xjob.GlueBean},
+	tr := trigger{job: triggerJob{RouteStrategy: xjob.RouteFirst, BlockStrategy: xjob.BlockSerialExecution, GlueType: xjob.GlueBean},
 		task: fire.DispatchTask{Occurrence: fire.Occurrence{Type: xjob.TriggerCron}}, addrs: []string{"http://127.0.0.1:9999"}}
 	ret := protocol.ReturnT{Code: 200}
 	b.ReportAllocs()
@@ -86,7 +86,7 @@ func BenchmarkTriggerMsg(b *testing.B) {
 }
 
 func BenchmarkTriggerMsgFmt(b *testing.B) {
-	tr := trigger{job: xjob.Job{RouteStrategy: xjob.RouteFirst, BlockStrategy: xjob.BlockSerialExecution, GlueType: xjob.GlueBean},
+	tr := trigger{job: triggerJob{RouteStrategy: xjob.RouteFirst, BlockStrategy: xjob.BlockSerialExecution, GlueType: xjob.GlueBean},
 		task: fire.DispatchTask{Occurrence: fire.Occurrence{Type: xjob.TriggerCron}}, addrs: []string{"http://127.0.0.1:9999"}}
 	ret := protocol.ReturnT{Code: 200}
 	b.ReportAllocs()
