@@ -31,6 +31,8 @@ import (
 //	param:<name>          a parameter/variable, name lower-cased without _ (TablePrefix = table_prefix)
 //	httpapi:endpoint      the HTTP API's base address (https://…execute-api…)
 //	functionurl:<fn>      function fn's function URL
+//	function:<fn>         function fn's name or ARN (built from the stack name, not a
+//	                      reference, which would make a function depend on itself)
 //
 // Anything else stays as rendered ("${...}") and shows up verbatim in a
 // failure message.
@@ -186,7 +188,18 @@ var (
 		awsconfig.EnvMetricsPerJob:     "param:metricsperjob",
 		awsconfig.EnvLogRetentionDays:  "param:triggerlogretentiondays",
 		awsconfig.EnvAWSTargetARNs:     "param:awstargetarns",
+		awsconfig.EnvDispatchFunction:  "function:" + laneFunction,
 	}
+	// laneFunction is the function the lanes invoke asynchronously
+	// (awsconfig.EnvDispatchFunction), laneDestination the queue key of
+	// its on-failure destination: a dead-letter queue nothing consumes.
+	laneFunction, laneDestination = "dispatch", "dispatch-dlq"
+	// laneRetries is Lambda's retry count of a failed lane event, the one
+	// internal/testenv/awsstack emulates; laneMaxAgeMin is the least
+	// maximum event age that lets all three attempts run (Lambda waits
+	// about 1 then 2 minutes before its retries; each attempt may take
+	// the function's timeout), laneMaxAgeMax Lambda's ceiling (6 h).
+	laneRetries, laneMaxAgeMin, laneMaxAgeMax = 2, 180, 21600
 	// exposedSettings are optional variables the deployment must let an
 	// operator set on every function that reads them, with their safe
 	// defaults: switches off, no extra executor ranges, GLUE for admins,
@@ -232,10 +245,25 @@ func iamAction(a string) string {
 	return a
 }
 
-// wantGrants is the exact "action resource" set function f may hold.
-func wantGrants(t *testing.T, f awsconfig.Function) map[string]bool {
+// deployedEnv is the variables of f the deployment sets: the required
+// ones and the optional ones its template sets (set). awsconfig lists
+// both shapes of the lanes (asynchronous invocations, or the lane queue
+// URLs); the grants and event sources follow the one deployed.
+func deployedEnv(f awsconfig.Function, set map[string]string) []string {
+	env := slices.Clone(f.Env)
+	for _, e := range f.OptionalEnv {
+		if _, ok := set[e]; ok {
+			env = append(env, e)
+		}
+	}
+	return env
+}
+
+// wantGrants is the exact "action resource" set function f may hold,
+// given the variables its template sets (set).
+func wantGrants(t *testing.T, f awsconfig.Function, set map[string]string) map[string]bool {
 	t.Helper()
-	env := slices.Concat(f.Env, f.OptionalEnv)
+	env := deployedEnv(f, set)
 	specs := dynamostore.TableSpecs(dynamostore.TablesWithPrefix(""))
 	g := map[string]bool{}
 	for _, raw := range f.Actions {
@@ -288,6 +316,14 @@ func wantGrants(t *testing.T, f awsconfig.Function) map[string]bool {
 			if n == 0 {
 				t.Errorf("awsconfig %s: action %s but no secret parameter variable in Env", f.Name, raw)
 			}
+		case "lambda":
+			// The lanes: invoking exactly the dispatch function, when the
+			// deployment carries them on its asynchronous invocations.
+			if a != "lambda:InvokeFunction" || !slices.Contains(env, awsconfig.EnvDispatchFunction) {
+				t.Errorf("awsconfig %s: action %s: only lambda:InvokeFunction of the lanes' function (%s set) is granted", f.Name, raw, awsconfig.EnvDispatchFunction)
+				continue
+			}
+			g[a+" "+envSymbol[awsconfig.EnvDispatchFunction]] = true
 		case "sns":
 			if !slices.Contains(env, awsconfig.EnvAlarmTopicARN) {
 				t.Errorf("awsconfig %s: action %s but %s not in Env", f.Name, raw, awsconfig.EnvAlarmTopicARN)
@@ -297,7 +333,7 @@ func wantGrants(t *testing.T, f awsconfig.Function) map[string]bool {
 			t.Errorf("awsconfig %s: action %s: the infra test has no resource rule for service %q; extend wantGrants and the templates", f.Name, raw, svc)
 		}
 	}
-	for _, e := range f.Consumes {
+	for _, e := range deployedConsumes(f, set) {
 		for _, a := range consumeActions {
 			g[a+" queue:"+queueOfEnv[e]] = true
 		}
@@ -308,7 +344,23 @@ func wantGrants(t *testing.T, f awsconfig.Function) map[string]bool {
 	if f.NoAsyncRetries { // the failure destination: the alarm topic
 		g["sns:Publish topic:alarms"] = true
 	}
+	if f.Name == laneFunction { // Lambda sends a failed lane event with the function's role
+		g["sqs:SendMessage queue:"+laneDestination] = true
+	}
 	return g
+}
+
+// deployedConsumes is f's awsconfig Consumes whose variable the
+// deployment sets.
+func deployedConsumes(f awsconfig.Function, set map[string]string) []string {
+	env := deployedEnv(f, set)
+	var c []string
+	for _, e := range f.Consumes {
+		if slices.Contains(env, e) {
+			c = append(c, e)
+		}
+	}
+	return c
 }
 
 // describeGrants renders a grant set as statements (actions grouped by
@@ -566,6 +618,9 @@ func checkFunctions(t *testing.T, s *stack) {
 		if f.NoAsyncRetries && got.failureDest != "topic:alarms" {
 			t.Errorf("%s: failure destination %q, want the alarm topic: a failed scheduled run must say so", where, got.failureDest)
 		}
+		if f.Name == laneFunction {
+			checkLaneFunction(t, s, where, f, got)
+		}
 		if f.NoAsyncRetries && (got.asyncRetries != 0 || got.asyncMaxAge < 60 || got.asyncMaxAge > 120) {
 			t.Errorf("%s: asynchronous retries %d, maximum event age %d s; awsconfig wants no retries and events dropped after 60-120 s",
 				where, got.asyncRetries, got.asyncMaxAge)
@@ -602,14 +657,14 @@ func checkFunctions(t *testing.T, s *stack) {
 			}
 		}
 		// IAM: exactly the expected grants.
-		want := wantGrants(t, f)
+		want := wantGrants(t, f, got.env)
 		if missing, extra := diffSets(want, got.grants); len(missing)+len(extra) > 0 {
 			t.Errorf("%s: IAM policy differs from awsconfig (Actions %v, Consumes %v)\n   missing:%s\n   extra (not needed):%s\n   want exactly:%s",
 				where, f.Actions, f.Consumes, describeGrants(setOf(missing)), describeGrants(setOf(extra)), describeGrants(want))
 		}
 		// Queues consumed through event source mappings.
 		wantQ := map[string]bool{}
-		for _, e := range f.Consumes {
+		for _, e := range deployedConsumes(f, got.env) {
 			wantQ[queueOfEnv[e]] = true
 		}
 		gotQ := map[string]bool{}
@@ -645,6 +700,48 @@ func checkFunctions(t *testing.T, s *stack) {
 	for name := range s.functions {
 		if !known[name] {
 			t.Errorf("%s: function %s is not in awsconfig.Functions", s.format, name)
+		}
+	}
+}
+
+// checkLaneFunction wants the lanes on asynchronous invocations of the
+// dispatch function, as internal/testenv/awsstack runs them: every
+// function sets XJOB_DISPATCH_FUNCTION (checked with the environment)
+// and no lane queue URL, and the dispatch function keeps a failed event
+// through Lambda's two retries, for at least their span, then sends it
+// to its dead-letter queue, which exists and which nothing consumes.
+func checkLaneFunction(t *testing.T, s *stack, where string, f awsconfig.Function, got function) {
+	t.Helper()
+	for _, fn := range awsconfig.Functions {
+		sf := s.functions[fn.Name]
+		if _, ok := sf.env[awsconfig.EnvDispatchFunction]; !ok {
+			t.Errorf("%s: function %s does not set %s: its lanes would need the lane queues", s.format, fn.Name, awsconfig.EnvDispatchFunction)
+		}
+		for _, e := range []string{awsconfig.EnvDispatchFastURL, awsconfig.EnvDispatchSlowURL} {
+			if _, ok := sf.env[e]; ok {
+				t.Errorf("%s: function %s sets %s: the lanes are asynchronous invocations, not queues", s.format, fn.Name, e)
+			}
+		}
+	}
+	if got.asyncRetries != laneRetries || got.asyncMaxAge < laneMaxAgeMin+3*got.timeout || got.asyncMaxAge > laneMaxAgeMax {
+		t.Errorf("%s: asynchronous retries %d, maximum event age %d s; the lanes want %d retries and an age of %d..%d s",
+			where, got.asyncRetries, got.asyncMaxAge, laneRetries, laneMaxAgeMin+3*got.timeout, laneMaxAgeMax)
+	}
+	if got.failureDest != "queue:"+laneDestination {
+		t.Errorf("%s: failure destination %q, want the dead-letter queue %s (a lane event failing every attempt is kept, and alarmed)",
+			where, got.failureDest, laneDestination)
+	}
+	if _, ok := s.queues[laneDestination]; !ok {
+		t.Errorf("%s: no queue %s (the lanes' on-failure destination)", s.format, laneDestination)
+	}
+	for name, fn := range s.functions {
+		if _, ok := fn.consumes[laneDestination]; ok {
+			t.Errorf("%s: function %s consumes %s: dead letters wait for an operator", s.format, name, laneDestination)
+		}
+	}
+	for _, q := range []string{"dispatch-fast", "dispatch-slow"} {
+		if _, ok := s.queues[q]; ok {
+			t.Errorf("%s: the lane queue %s is still deployed", s.format, q)
 		}
 	}
 }
@@ -753,7 +850,8 @@ func checkConsumer(t *testing.T, s *stack, where, qk string, c consumer, timeout
 }
 
 // checkAlarms wants, on the alarm topic: errors and throttles of every
-// function, the oldest message of the ring and lane queues, read and
+// function, the oldest message of the ring queue, the lanes' oldest
+// event and dropped events and their dead-letter queue's depth, read and
 // write throttling of every table, the HTTP API's 5xx, the invocations of
 // the function behind the public executor URL, and the scan's
 // invocations (missing data breaching: a scan that stopped running is
@@ -775,9 +873,13 @@ func checkAlarms(t *testing.T, s *stack) {
 			want = append(want, metricKey("AWS/Lambda", m, map[string]string{"FunctionName": "function:" + f.Name}))
 		}
 	}
-	for _, q := range []string{"ring", "dispatch-fast", "dispatch-slow"} {
-		want = append(want, metricKey("AWS/SQS", "ApproximateAgeOfOldestMessage", map[string]string{"QueueName": "queuename:" + q}))
+	want = append(want, metricKey("AWS/SQS", "ApproximateAgeOfOldestMessage", map[string]string{"QueueName": "queuename:ring"}))
+	// The lanes: an event waiting for the dispatch function (the lane
+	// queues' oldest message before), one dropped, one dead-lettered.
+	for _, m := range []string{"AsyncEventAge", "AsyncEventsDropped"} {
+		want = append(want, metricKey("AWS/Lambda", m, map[string]string{"FunctionName": "function:" + laneFunction}))
 	}
+	want = append(want, metricKey("AWS/SQS", "ApproximateNumberOfMessagesVisible", map[string]string{"QueueName": "queuename:" + laneDestination}))
 	for _, spec := range dynamostore.TableSpecs(dynamostore.TablesWithPrefix("")) {
 		short := strings.TrimPrefix(*spec.TableName, "-")
 		for _, m := range []string{"ReadThrottleEvents", "WriteThrottleEvents"} {

@@ -103,6 +103,12 @@ func loadSAM(file string) (*stack, error) {
 			sym["${"+id+"}"] = "function:" + fn
 			// FunctionUrlConfig's URL, the resource SAM generates as <id>Url.
 			sym["${"+id+"Url.FunctionUrl}"] = "functionurl:" + fn
+			// Its name and ARN built from the stack name (FunctionName is
+			// "${AWS::StackName}-<fn>"), where a !Ref or !GetAtt would make
+			// the function or its role depend on itself: the lanes'
+			// XJOB_DISPATCH_FUNCTION and lambda:InvokeFunction grant.
+			sym[stackPrefix+fn] = "function:" + fn
+			sym["arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:"+stackPrefix+fn] = "function:" + fn
 		}
 	}
 	// Alarms: each metric they watch, in the neutral form.
@@ -209,6 +215,9 @@ func loadSAM(file string) (*stack, error) {
 				merged[k] = v
 			}
 			name := strings.ToLower(id[:1]) + strings.TrimSuffix(id[1:], "Function")
+			if fn := str(props["FunctionName"]); fn != stackPrefix+name {
+				s.problem("function %s: FunctionName %q, want %q (other functions invoke it by that name)", name, fn, stackPrefix+name)
+			}
 			f := function{handler: str(merged["Handler"]), runtime: str(merged["Runtime"]),
 				code: path.Clean(path.Join("infra/sam", str(merged["CodeUri"]))), env: map[string]string{},
 				consumes: map[string]consumer{}, grants: map[string]bool{}}

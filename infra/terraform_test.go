@@ -386,6 +386,10 @@ func (m *tfModule) stack() *stack {
 		// Its name as a for_each instance writes it: "${var.name}-${each.key}"
 		// (function_name is checked to be exactly that).
 		sym[namePrefix+n] = "function:" + n
+		// Its ARN built from its name, where a reference would make the
+		// function (or its role's policy) depend on itself: the lanes'
+		// XJOB_DISPATCH_FUNCTION and lambda:InvokeFunction grant.
+		sym["arn:${data.aws_partition.current.partition}:lambda:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:function:"+namePrefix+n] = "function:" + n
 	}
 	for n := range res("aws_iam_role") {
 		for _, a := range []string{"arn", "id", "name"} {

@@ -155,3 +155,51 @@ resource "aws_cloudwatch_metric_alarm" "scan_stalled" {
     return_data = true
   }
 }
+
+# The lanes (asynchronous invocations of the dispatch function): their backlog (the lane queues'
+# oldest message before; AsyncEventAge is in milliseconds, retries' waits included), events
+# dropped, and events in the dead-letter queue.
+resource "aws_cloudwatch_metric_alarm" "dispatch_event_age" {
+  alarm_name          = "${var.name}-dispatch-event-age"
+  alarm_description   = "xjob dispatch lanes: tasks wait longer than 5 minutes for the dispatch function (throttled, or failing and retried)"
+  namespace           = "AWS/Lambda"
+  metric_name         = "AsyncEventAge"
+  dimensions          = { FunctionName = aws_lambda_function.dispatch.function_name }
+  statistic           = "Maximum"
+  period              = 60
+  evaluation_periods  = 3
+  threshold           = 300000
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [aws_sns_topic.alarm.arn]
+}
+
+resource "aws_cloudwatch_metric_alarm" "dispatch_events_dropped" {
+  alarm_name          = "${var.name}-dispatch-events-dropped"
+  alarm_description   = "xjob dispatch lanes: events dropped (past their maximum age, or failed every attempt); an event with a destination is in the dispatch dead-letter queue"
+  namespace           = "AWS/Lambda"
+  metric_name         = "AsyncEventsDropped"
+  dimensions          = { FunctionName = aws_lambda_function.dispatch.function_name }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  threshold           = 0
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [aws_sns_topic.alarm.arn]
+}
+
+resource "aws_cloudwatch_metric_alarm" "dispatch_dlq" {
+  alarm_name          = "${var.name}-dispatch-dlq"
+  alarm_description   = "xjob dispatch lane events failed every attempt or expired (their tasks are in the dispatch dead-letter queue)"
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateNumberOfMessagesVisible"
+  dimensions          = { QueueName = aws_sqs_queue.dispatch_dlq.name }
+  statistic           = "Maximum"
+  period              = 60
+  evaluation_periods  = 1
+  threshold           = 0
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [aws_sns_topic.alarm.arn]
+}

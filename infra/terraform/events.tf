@@ -62,3 +62,20 @@ resource "aws_lambda_function_event_invoke_config" "registry" {
     }
   }
 }
+
+# The lanes' events: Lambda retries a failed one twice (about 1 then 2 minutes later); the occurrence
+# claim makes a repeat a no-op, so a late event is still dispatched, as the lane queues kept a task
+# for days: up to Lambda's ceiling, 6 hours (a backlog alarms at 5 minutes, dispatch_event_age).
+# Then the event goes to the dead-letter queue (sqs.tf), sent with the dispatch function's role.
+resource "aws_lambda_function_event_invoke_config" "dispatch" {
+  function_name                = aws_lambda_function.dispatch.function_name
+  maximum_retry_attempts       = 2
+  maximum_event_age_in_seconds = 21600
+  destination_config {
+    on_failure {
+      destination = aws_sqs_queue.dispatch_dlq.arn
+    }
+  }
+  # Lambda checks at creation that the role may send to the destination.
+  depends_on = [aws_iam_role_policy.function]
+}

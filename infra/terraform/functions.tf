@@ -1,4 +1,4 @@
-# The six functions (awsconfig.Functions) and the four queues, each by name: the per-function
+# The six functions (awsconfig.Functions) and the two queues, each by name: the per-function
 # roles, role policies and alarms and the per-queue queues, dead-letter queues and alarms expand
 # over these maps (for_each), so one change is made once for all of them. infra_test.go expands
 # them as Terraform does.
@@ -16,17 +16,13 @@ locals {
 
   # Visibility timeout = 6 x the consuming function's timeout (AWS guidance for SQS event sources).
   queues = {
-    ring            = { visibility = 300 } # ring timeout 50 s x 6 (a failed bucket sets its own, shorter retry delay)
-    "dispatch-fast" = { visibility = 180 } # dispatch timeout 30 s x 6
-    "dispatch-slow" = { visibility = 180 }
-    results         = { visibility = 180 } # executor results, applied by the dispatch function
+    ring    = { visibility = 300 } # ring timeout 50 s x 6 (a failed bucket sets its own, shorter retry delay)
+    results = { visibility = 180 } # executor results, applied by the dispatch function (timeout 30 s x 6)
   }
 
   # The oldest message's age past which a queue is not being consumed.
   queue_age_alarms = {
-    ring            = { seconds = 1020, description = "ring buckets are sent up to 14 minutes ahead (the scan advance); older than that plus two minutes, the ring is not consuming" }
-    "dispatch-fast" = { seconds = 300, description = "tasks wait longer than 5 minutes for the dispatch function" }
-    "dispatch-slow" = { seconds = 600, description = "slow-lane tasks wait longer than 10 minutes" }
+    ring = { seconds = 1020, description = "ring buckets are sent up to 14 minutes ahead (the scan advance); older than that plus two minutes, the ring is not consuming" }
   }
 
   # Every table, for its throttling alarm.
@@ -52,36 +48,6 @@ moved {
 moved {
   from = aws_sqs_queue.ring_dlq
   to   = aws_sqs_queue.dlq["ring"]
-}
-
-moved {
-  from = aws_sqs_queue.dispatch_fast
-  to   = aws_sqs_queue.queue["dispatch-fast"]
-}
-
-moved {
-  from = aws_sqs_queue.dispatch_fast_dlq
-  to   = aws_sqs_queue.dlq["dispatch-fast"]
-}
-
-moved {
-  from = aws_cloudwatch_metric_alarm.dlq["dispatch_fast"]
-  to   = aws_cloudwatch_metric_alarm.dlq["dispatch-fast"]
-}
-
-moved {
-  from = aws_sqs_queue.dispatch_slow
-  to   = aws_sqs_queue.queue["dispatch-slow"]
-}
-
-moved {
-  from = aws_sqs_queue.dispatch_slow_dlq
-  to   = aws_sqs_queue.dlq["dispatch-slow"]
-}
-
-moved {
-  from = aws_cloudwatch_metric_alarm.dlq["dispatch_slow"]
-  to   = aws_cloudwatch_metric_alarm.dlq["dispatch-slow"]
 }
 
 moved {
@@ -257,15 +223,5 @@ moved {
 moved {
   from = aws_cloudwatch_metric_alarm.ring_age
   to   = aws_cloudwatch_metric_alarm.queue_age["ring"]
-}
-
-moved {
-  from = aws_cloudwatch_metric_alarm.dispatch_fast_age
-  to   = aws_cloudwatch_metric_alarm.queue_age["dispatch-fast"]
-}
-
-moved {
-  from = aws_cloudwatch_metric_alarm.dispatch_slow_age
-  to   = aws_cloudwatch_metric_alarm.queue_age["dispatch-slow"]
 }
 

@@ -44,7 +44,12 @@ data "aws_iam_policy_document" "scan" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn]
+    resources = [aws_sqs_queue.queue["ring"].arn]
+  }
+  statement {
+    sid       = "Lanes" # the dispatch lanes: asynchronous invocations of the dispatch function (lambdaqueue)
+    actions   = ["lambda:InvokeFunction"]
+    resources = ["arn:${data.aws_partition.current.partition}:lambda:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:function:${var.name}-dispatch"] # its ARN from its name: a reference would make the dispatch policy depend on itself
   }
   statement {
     sid       = "Alarm" # the failure destination of its scheduled invocations
@@ -74,7 +79,12 @@ data "aws_iam_policy_document" "ring" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn]
+    resources = [aws_sqs_queue.queue["ring"].arn]
+  }
+  statement {
+    sid       = "Lanes" # the dispatch lanes: asynchronous invocations of the dispatch function (lambdaqueue)
+    actions   = ["lambda:InvokeFunction"]
+    resources = ["arn:${data.aws_partition.current.partition}:lambda:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:function:${var.name}-dispatch"] # its ARN from its name: a reference would make the dispatch policy depend on itself
   }
   statement {
     sid       = "Consume"
@@ -116,12 +126,22 @@ data "aws_iam_policy_document" "dispatch" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage", "sqs:ChangeMessageVisibility"]
-    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn, aws_sqs_queue.queue["results"].arn]
+    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["results"].arn]
+  }
+  statement {
+    sid       = "Lanes" # the dispatch lanes: asynchronous invocations of the dispatch function (lambdaqueue)
+    actions   = ["lambda:InvokeFunction"]
+    resources = ["arn:${data.aws_partition.current.partition}:lambda:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:function:${var.name}-dispatch"] # its ARN from its name: a reference would make the dispatch policy depend on itself
+  }
+  statement {
+    sid       = "Destination" # Lambda sends a lane event that failed every attempt with this role
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.dispatch_dlq.arn]
   }
   statement {
     sid       = "Consume"
     actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]
-    resources = [aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn, aws_sqs_queue.queue["results"].arn]
+    resources = [aws_sqs_queue.queue["results"].arn]
   }
   statement {
     sid       = "Alarm"
@@ -174,7 +194,12 @@ data "aws_iam_policy_document" "callback" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn, aws_sqs_queue.queue["results"].arn]
+    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["results"].arn]
+  }
+  statement {
+    sid       = "Lanes" # the dispatch lanes: asynchronous invocations of the dispatch function (lambdaqueue)
+    actions   = ["lambda:InvokeFunction"]
+    resources = ["arn:${data.aws_partition.current.partition}:lambda:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:function:${var.name}-dispatch"] # its ARN from its name: a reference would make the dispatch policy depend on itself
   }
   statement {
     sid       = "Alarm"
@@ -209,7 +234,12 @@ data "aws_iam_policy_document" "registry" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn]
+    resources = [aws_sqs_queue.queue["ring"].arn]
+  }
+  statement {
+    sid       = "Lanes" # the dispatch lanes: asynchronous invocations of the dispatch function (lambdaqueue)
+    actions   = ["lambda:InvokeFunction"]
+    resources = ["arn:${data.aws_partition.current.partition}:lambda:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:function:${var.name}-dispatch"] # its ARN from its name: a reference would make the dispatch policy depend on itself
   }
   statement {
     sid       = "Alarm"
@@ -237,7 +267,12 @@ data "aws_iam_policy_document" "web" {
   statement {
     sid       = "Send"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.queue["ring"].arn, aws_sqs_queue.queue["dispatch-fast"].arn, aws_sqs_queue.queue["dispatch-slow"].arn]
+    resources = [aws_sqs_queue.queue["ring"].arn]
+  }
+  statement {
+    sid       = "Lanes" # the dispatch lanes: asynchronous invocations of the dispatch function (lambdaqueue)
+    actions   = ["lambda:InvokeFunction"]
+    resources = ["arn:${data.aws_partition.current.partition}:lambda:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:function:${var.name}-dispatch"] # its ARN from its name: a reference would make the dispatch policy depend on itself
   }
   statement {
     sid       = "Alarm"

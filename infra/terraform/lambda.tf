@@ -31,13 +31,12 @@ resource "aws_lambda_function" "scan" {
   }
   environment {
     variables = {
-      XJOB_TABLE_PREFIX            = var.table_prefix
-      XJOB_SHARDS                  = tostring(var.shards)
-      XJOB_LOG_LEVEL               = var.log_level
-      XJOB_RING_QUEUE_URL          = aws_sqs_queue.queue["ring"].url
-      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.queue["dispatch-fast"].url
-      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.queue["dispatch-slow"].url
-      XJOB_SCAN_ADVANCE            = var.scan_advance
+      XJOB_TABLE_PREFIX      = var.table_prefix
+      XJOB_SHARDS            = tostring(var.shards)
+      XJOB_LOG_LEVEL         = var.log_level
+      XJOB_RING_QUEUE_URL    = aws_sqs_queue.queue["ring"].url
+      XJOB_DISPATCH_FUNCTION = "${var.name}-dispatch" # the lanes: its asynchronous invocations (its name, not a reference to itself)
+      XJOB_SCAN_ADVANCE      = var.scan_advance
     }
   }
 }
@@ -68,22 +67,21 @@ resource "aws_lambda_function" "ring" {
   }
   environment {
     variables = {
-      XJOB_TABLE_PREFIX            = var.table_prefix
-      XJOB_SHARDS                  = tostring(var.shards)
-      XJOB_LOG_LEVEL               = var.log_level
-      XJOB_RETRY_DELAY             = var.retry_delay
-      XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
-      XJOB_RING_QUEUE_URL          = aws_sqs_queue.queue["ring"].url
-      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.queue["dispatch-fast"].url
-      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.queue["dispatch-slow"].url
-      XJOB_ACCESS_TOKEN_PARAM      = var.access_token_parameter
-      XJOB_SECRETS_REFRESH         = var.secrets_refresh
-      XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
-      XJOB_DENY_CIDRS              = var.executor_deny_cidrs
-      XJOB_LOG_RETENTION_DAYS      = var.trigger_log_retention_days
-      XJOB_SESSION_KEY_PARAM       = var.session_key_parameter # HTTP jobs' secret headers
-      XJOB_AWS_TARGET_ARNS         = var.aws_target_arns
-      XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
+      XJOB_TABLE_PREFIX       = var.table_prefix
+      XJOB_SHARDS             = tostring(var.shards)
+      XJOB_LOG_LEVEL          = var.log_level
+      XJOB_RETRY_DELAY        = var.retry_delay
+      XJOB_RETRY_BACKOFF      = tostring(var.retry_backoff)
+      XJOB_RING_QUEUE_URL     = aws_sqs_queue.queue["ring"].url
+      XJOB_DISPATCH_FUNCTION  = "${var.name}-dispatch" # the lanes: its asynchronous invocations (its name, not a reference to itself)
+      XJOB_ACCESS_TOKEN_PARAM = var.access_token_parameter
+      XJOB_SECRETS_REFRESH    = var.secrets_refresh
+      XJOB_ALLOW_CIDRS        = var.executor_allow_cidrs
+      XJOB_DENY_CIDRS         = var.executor_deny_cidrs
+      XJOB_LOG_RETENTION_DAYS = var.trigger_log_retention_days
+      XJOB_SESSION_KEY_PARAM  = var.session_key_parameter # HTTP jobs' secret headers
+      XJOB_AWS_TARGET_ARNS    = var.aws_target_arns
+      XJOB_ALARM_TOPIC_ARN    = aws_sns_topic.alarm.arn
     }
   }
   dynamic "vpc_config" { # the executors' VPC, when given
@@ -105,7 +103,7 @@ resource "aws_cloudwatch_log_group" "dispatch" {
 
 resource "aws_lambda_function" "dispatch" {
   function_name    = "${var.name}-dispatch"
-  description      = "Dispatches the lane queues (slow lane, retries, child jobs, what the ring could not finish) and direct invocations (manual triggers)."
+  description      = "Dispatches the lanes, its asynchronous invocations (slow lane, retries, child jobs, manual triggers, what the ring could not finish), and applies executor results."
   filename         = "${path.module}/../../dist/dispatch.zip"
   source_code_hash = filebase64sha256("${path.module}/../../dist/dispatch.zip")
   handler          = "bootstrap"
@@ -128,8 +126,8 @@ resource "aws_lambda_function" "dispatch" {
       XJOB_RETRY_DELAY               = var.retry_delay
       XJOB_RETRY_BACKOFF             = tostring(var.retry_backoff)
       XJOB_ALLOW_ANY_TRIGGER_ADDRESS = tostring(var.allow_any_trigger_address)
-      XJOB_DISPATCH_FAST_QUEUE_URL   = aws_sqs_queue.queue["dispatch-fast"].url
-      XJOB_DISPATCH_SLOW_QUEUE_URL   = aws_sqs_queue.queue["dispatch-slow"].url
+      XJOB_RING_QUEUE_URL            = aws_sqs_queue.queue["ring"].url # tasks due later wait there (deferred)
+      XJOB_DISPATCH_FUNCTION         = "${var.name}-dispatch"          # the lanes: its asynchronous invocations (its name, not a reference to itself)
       XJOB_ACCESS_TOKEN_PARAM        = var.access_token_parameter
       XJOB_SECRETS_REFRESH           = var.secrets_refresh
       XJOB_RESULTS_QUEUE_URL         = aws_sqs_queue.queue["results"].url
@@ -192,22 +190,22 @@ resource "aws_lambda_function" "callback" {
   }
   environment {
     variables = {
-      XJOB_TABLE_PREFIX            = var.table_prefix
-      XJOB_SHARDS                  = tostring(var.shards)
-      XJOB_LOG_LEVEL               = var.log_level
-      XJOB_RETRY_DELAY             = var.retry_delay
-      XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
-      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.queue["dispatch-fast"].url
-      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.queue["dispatch-slow"].url
-      XJOB_ACCESS_TOKEN_PARAM      = var.access_token_parameter
-      XJOB_SECRETS_REFRESH         = var.secrets_refresh
-      XJOB_RESULTS_QUEUE_URL       = aws_sqs_queue.queue["results"].url
-      XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
-      XJOB_DENY_CIDRS              = var.executor_deny_cidrs
-      XJOB_LOG_RETENTION_DAYS      = var.trigger_log_retention_days
-      XJOB_WEB_URL                 = aws_apigatewayv2_api.http.api_endpoint
-      XJOB_METRICS_PER_JOB         = tostring(var.metrics_per_job)
-      XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
+      XJOB_TABLE_PREFIX       = var.table_prefix
+      XJOB_SHARDS             = tostring(var.shards)
+      XJOB_LOG_LEVEL          = var.log_level
+      XJOB_RETRY_DELAY        = var.retry_delay
+      XJOB_RETRY_BACKOFF      = tostring(var.retry_backoff)
+      XJOB_RING_QUEUE_URL     = aws_sqs_queue.queue["ring"].url # tasks due later wait there (deferred)
+      XJOB_DISPATCH_FUNCTION  = "${var.name}-dispatch"          # the lanes: its asynchronous invocations (its name, not a reference to itself)
+      XJOB_ACCESS_TOKEN_PARAM = var.access_token_parameter
+      XJOB_SECRETS_REFRESH    = var.secrets_refresh
+      XJOB_RESULTS_QUEUE_URL  = aws_sqs_queue.queue["results"].url
+      XJOB_ALLOW_CIDRS        = var.executor_allow_cidrs
+      XJOB_DENY_CIDRS         = var.executor_deny_cidrs
+      XJOB_LOG_RETENTION_DAYS = var.trigger_log_retention_days
+      XJOB_WEB_URL            = aws_apigatewayv2_api.http.api_endpoint
+      XJOB_METRICS_PER_JOB    = tostring(var.metrics_per_job)
+      XJOB_ALARM_TOPIC_ARN    = aws_sns_topic.alarm.arn
     }
   }
 }
@@ -262,18 +260,18 @@ resource "aws_lambda_function" "registry" {
   }
   environment {
     variables = {
-      XJOB_TABLE_PREFIX            = var.table_prefix
-      XJOB_SHARDS                  = tostring(var.shards)
-      XJOB_LOG_LEVEL               = var.log_level
-      XJOB_RETRY_DELAY             = var.retry_delay
-      XJOB_RETRY_BACKOFF           = tostring(var.retry_backoff)
-      XJOB_DISPATCH_FAST_QUEUE_URL = aws_sqs_queue.queue["dispatch-fast"].url
-      XJOB_DISPATCH_SLOW_QUEUE_URL = aws_sqs_queue.queue["dispatch-slow"].url
-      XJOB_ALLOW_CIDRS             = var.executor_allow_cidrs
-      XJOB_DENY_CIDRS              = var.executor_deny_cidrs
-      XJOB_LOG_RETENTION_DAYS      = var.trigger_log_retention_days
-      XJOB_METRICS_PER_JOB         = tostring(var.metrics_per_job)
-      XJOB_ALARM_TOPIC_ARN         = aws_sns_topic.alarm.arn
+      XJOB_TABLE_PREFIX       = var.table_prefix
+      XJOB_SHARDS             = tostring(var.shards)
+      XJOB_LOG_LEVEL          = var.log_level
+      XJOB_RETRY_DELAY        = var.retry_delay
+      XJOB_RETRY_BACKOFF      = tostring(var.retry_backoff)
+      XJOB_RING_QUEUE_URL     = aws_sqs_queue.queue["ring"].url # tasks due later wait there (deferred)
+      XJOB_DISPATCH_FUNCTION  = "${var.name}-dispatch"          # the lanes: its asynchronous invocations (its name, not a reference to itself)
+      XJOB_ALLOW_CIDRS        = var.executor_allow_cidrs
+      XJOB_DENY_CIDRS         = var.executor_deny_cidrs
+      XJOB_LOG_RETENTION_DAYS = var.trigger_log_retention_days
+      XJOB_METRICS_PER_JOB    = tostring(var.metrics_per_job)
+      XJOB_ALARM_TOPIC_ARN    = aws_sns_topic.alarm.arn
     }
   }
 }
@@ -312,8 +310,7 @@ resource "aws_lambda_function" "web" {
       XJOB_ALLOW_ANY_TRIGGER_ADDRESS = tostring(var.allow_any_trigger_address)
       XJOB_START_DECLARED_JOBS       = tostring(var.start_declared_jobs)
       XJOB_RING_QUEUE_URL            = aws_sqs_queue.queue["ring"].url
-      XJOB_DISPATCH_FAST_QUEUE_URL   = aws_sqs_queue.queue["dispatch-fast"].url
-      XJOB_DISPATCH_SLOW_QUEUE_URL   = aws_sqs_queue.queue["dispatch-slow"].url
+      XJOB_DISPATCH_FUNCTION         = "${var.name}-dispatch" # the lanes: its asynchronous invocations (its name, not a reference to itself)
       XJOB_ACCESS_TOKEN_PARAM        = var.access_token_parameter
       XJOB_SECRETS_REFRESH           = var.secrets_refresh
       XJOB_ADMIN_TOKEN_PARAM         = var.admin_token_parameter

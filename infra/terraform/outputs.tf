@@ -22,12 +22,9 @@ output "ring_queue_url" {
   value = aws_sqs_queue.queue["ring"].url
 }
 
-output "dispatch_fast_queue_url" {
-  value = aws_sqs_queue.queue["dispatch-fast"].url
-}
-
-output "dispatch_slow_queue_url" {
-  value = aws_sqs_queue.queue["dispatch-slow"].url
+output "dispatch_dead_letter_queue_url" {
+  description = "Lane events that failed every attempt or expired, as Lambda invocation records (requestPayload holds the tasks)."
+  value       = aws_sqs_queue.dispatch_dlq.url
 }
 
 output "alarm_topic_arn" {

@@ -18,7 +18,7 @@ resource "aws_sqs_queue" "queue" {
   })
 }
 
-# Event source mappings: partial batch failures, one concurrency ceiling per lane.
+# Event source mappings: partial batch failures, a concurrency ceiling each.
 resource "aws_lambda_event_source_mapping" "ring" {
   # The mapping checks at creation that the role may receive from the queue.
   depends_on = [aws_iam_role_policy.function]
@@ -33,32 +33,14 @@ resource "aws_lambda_event_source_mapping" "ring" {
   }
 }
 
-resource "aws_lambda_event_source_mapping" "dispatch_fast" {
-  # The mapping checks at creation that the role may receive from the queue.
-  depends_on = [aws_iam_role_policy.function]
-
-  event_source_arn                   = aws_sqs_queue.queue["dispatch-fast"].arn
-  function_name                      = aws_lambda_function.dispatch.arn
-  batch_size                         = 10
-  maximum_batching_window_in_seconds = 0
-  function_response_types            = ["ReportBatchItemFailures"]
-  scaling_config {
-    maximum_concurrency = var.fast_lane_concurrency
-  }
-}
-
-resource "aws_lambda_event_source_mapping" "dispatch_slow" {
-  # The mapping checks at creation that the role may receive from the queue.
-  depends_on = [aws_iam_role_policy.function]
-
-  event_source_arn                   = aws_sqs_queue.queue["dispatch-slow"].arn
-  function_name                      = aws_lambda_function.dispatch.arn
-  batch_size                         = 10
-  maximum_batching_window_in_seconds = 0
-  function_response_types            = ["ReportBatchItemFailures"]
-  scaling_config {
-    maximum_concurrency = var.slow_lane_concurrency
-  }
+# The lanes are asynchronous invocations of the dispatch function (XJOB_DISPATCH_FUNCTION, package
+# lambdaqueue): no lane queue, no mapping. An event that failed Lambda's two retries, or waited past
+# its maximum age, lands in this queue (events.tf, the dispatch function's event invoke config) as an
+# invocation record with its tasks; nothing consumes it: the alarm tells an operator.
+resource "aws_sqs_queue" "dispatch_dlq" {
+  name                      = "${var.name}-dispatch-dlq"
+  message_retention_seconds = 1209600
+  sqs_managed_sse_enabled   = true
 }
 
 # ---------------------------------------------------------------- results queue

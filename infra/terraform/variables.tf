@@ -218,18 +218,6 @@ variable "ring_concurrency" {
   default     = 10
 }
 
-variable "fast_lane_concurrency" {
-  description = "Maximum concurrent dispatch invocations fed by the fast lane queue (>= 2): retries, child jobs, fires the ring could not finish."
-  type        = number
-  default     = 50
-}
-
-variable "slow_lane_concurrency" {
-  description = "Maximum concurrent dispatch invocations fed by the slow lane (>= 2)."
-  type        = number
-  default     = 5
-}
-
 variable "log_retention_days" {
   description = "CloudWatch Logs retention of every function's log group."
   type        = number

@@ -289,9 +289,10 @@ var dispatcherActions = []string{
 	"dynamodb:PutItem",        // log pages: claims, executors' replies
 	"dynamodb:Query",          // live executors of an automatic group
 	"dynamodb:UpdateItem",
-	"sns:Publish",       // not exercised: alarm of a failed trigger (executor unreachable)
-	"sqs:SendMessage",   // retry task of a failed trigger; the ring's hand-off to the lanes (slow lane, and fast-lane tasks it cannot finish)
-	"ssm:GetParameters", // its secrets, at init and every refresh
+	"sns:Publish",           // not exercised: alarm of a failed trigger (executor unreachable)
+	"sqs:SendMessage",       // retry task of a failed trigger; the ring's hand-off to the lanes (slow lane, and fast-lane tasks it cannot finish)
+	"ssm:GetParameters",     // its secrets, at init and every refresh
+	"lambda:InvokeFunction", // the dispatch lanes (lambdaqueue): the ring's hand-offs; retries and child jobs due now
 }
 
 // Functions lists the six functions. Actions are what each function's
@@ -307,10 +308,11 @@ var Functions = []Function{
 		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvScanAdvance},
 		Tables:      []string{dynamostore.TableJobs, dynamostore.TableLeases},
 		Actions: []string{
-			"dynamodb:GetItem",    // not exercised: consistent read after a lost conditional write (job advance, lease)
-			"dynamodb:Query",      // due index; leases
-			"dynamodb:UpdateItem", // job advance; lease acquire/renew/release
-			"sqs:SendMessage",     // ring buckets; late fires to the dispatch lanes
+			"dynamodb:GetItem",      // not exercised: consistent read after a lost conditional write (job advance, lease)
+			"dynamodb:Query",        // due index; leases
+			"dynamodb:UpdateItem",   // job advance; lease acquire/renew/release
+			"sqs:SendMessage",       // ring buckets; late fires to the dispatch lanes
+			"lambda:InvokeFunction", // the dispatch lanes (lambdaqueue): late fires
 		},
 		// Consecutive minutes' invocations overlap by the lease hand-over.
 		ReservedConcurrency: 2, NoAsyncRetries: true, ChecksLayout: true},
@@ -383,6 +385,7 @@ var Functions = []Function{
 			"sns:Publish",             // alarm of a failed result
 			"sqs:SendMessage",         // results recorded on the results queue; retry and child-job tasks
 			"ssm:GetParameters",       // its secrets, at init and every refresh
+			"lambda:InvokeFunction",   // the dispatch lanes (lambdaqueue): retry and child-job tasks due now
 		},
 		URLRoutes: []string{"POST /api/callback", "POST /api/registry", "POST /api/registryRemove",
 			"POST /xxl-job-admin/api/callback", "POST /xxl-job-admin/api/registry", "POST /xxl-job-admin/api/registryRemove"},
@@ -411,8 +414,9 @@ var Functions = []Function{
 			"dynamodb:Query",
 			"dynamodb:Scan", // small tables: registry (all appnames), groups
 			"dynamodb:UpdateItem",
-			"sns:Publish",     // not exercised: alarms from the lost-job check and the sweep
-			"sqs:SendMessage", // not exercised: retries the sweep sends to the lanes
+			"sns:Publish",           // not exercised: alarms from the lost-job check and the sweep
+			"sqs:SendMessage",       // not exercised: retries the sweep sends to the lanes
+			"lambda:InvokeFunction", // not exercised: the dispatch lanes (lambdaqueue), the sweep's retries due now
 		},
 		// Consecutive minutes' runs may overlap.
 		ReservedConcurrency: 2, NoAsyncRetries: true},
@@ -440,9 +444,10 @@ var Functions = []Function{
 			"dynamodb:Query",
 			"dynamodb:Scan", // small tables: registry, reports, users; the jobs table once per deployment (name claims backfill)
 			"dynamodb:UpdateItem",
-			"sns:Publish",       // not exercised: alarm of a manual trigger's failure
-			"sqs:SendMessage",   // admin push of a new job's fires within the scan horizon (ring); manual trigger
-			"ssm:GetParameters", // its secrets, at init and every refresh
+			"sns:Publish",           // not exercised: alarm of a manual trigger's failure
+			"sqs:SendMessage",       // admin push of a new job's fires within the scan horizon (ring); manual trigger
+			"ssm:GetParameters",     // its secrets, at init and every refresh
+			"lambda:InvokeFunction", // the dispatch lanes (lambdaqueue): manual triggers
 		},
 		Routes:       []string{"$default"},
 		ChecksLayout: true,
