@@ -102,7 +102,7 @@
 //	pk "p<page>"  sk "p"     the page: v (version), b (logs), part, tkey, lo, jobs, groups, purgeAt
 //	pk "f<n>"     sk tkey    failed list: a failed, unalarmed log (id), n = id mod LogPartitions
 //	pk "r<n>"     sk tkey    parked list: a log still unfinished when LogsRunning passed it
-//	counters "logpages-span", "logpages-running-from"
+//	counters "logpages-span", "logpages-running-from" (tkey, parkGen, parkEmpty)
 //
 // Ids. A log id names its page and its place in it (logid.go):
 //
@@ -210,6 +210,18 @@
 // caller's before stays behind the trigger time of logs still to be
 // created (true for now − LostAfter). A running log in a page whose latest
 // trigger time is still after before is reported once before passes it.
+//
+// An idle minute costs the watermark's GetItem and the 16 Queries of
+// byTime: the watermark is written only when a call read a page past it,
+// and the parked list is walked only while the watermark's item says it
+// may hold entries. A call that parks logs bumps a generation (parkGen)
+// after writing them and before moving the watermark; a walk that finds
+// no live entry records the generation it read before walking
+// (parkEmpty, conditional on parkGen being still that). The list is
+// skipped while parkEmpty = parkGen: entries written after a walk began
+// are followed by a bump, and entries whose call died before its bump
+// are parked again by the next call, which reads their pages again from
+// the watermark the dead call left.
 //
 // Retention. Pages and list entries carry AttrPurgeAt (latest trigger
 // time + LogTTL, rewritten with every page write), and DynamoDB's TTL

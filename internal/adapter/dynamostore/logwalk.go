@@ -386,29 +386,46 @@ func (db *DB) recheckList(ctx context.Context, kind, hi string, live, keep func(
 // once: each unfinished log in them is parked and the watermark moves on.
 // Callers pass a before that stays behind the trigger time of logs still
 // to be created (the lost check passes now − LostAfter).
+//
+// An idle deployment's call costs one GetItem and the time index's
+// Queries: the parked list is walked only while the watermark's item says
+// it may hold entries (parkedState), and the watermark is written only
+// when the walk read a page past it (an empty range read again costs
+// what it did).
 func (db *DB) LogsRunning(ctx context.Context, before int64, limit int) ([]xjob.Log, error) {
 	limit = clampLimit(limit, 1000, 10000)
 	bKey := SortKey(before, math.MaxInt64)
-	var result []xjob.Log
-	seen := map[int64]bool{}
-	err := db.recheckList(ctx, "r", bKey, func(l xjob.Log) bool { return !l.Handled() }, func(l xjob.Log) bool {
-		if l.Running() && l.TriggerTime <= before && !seen[l.ID] {
-			seen[l.ID] = true
-			result = append(result, l)
-		}
-		return true
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dynamo logs running: parked: %w", err)
-	}
-
-	from, err := db.runningFrom(ctx)
+	st, err := db.runningState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo logs running: %w", err)
 	}
-	from = db.retention().floorKey(from) // pages older hold expired logs only
+	var result []xjob.Log
+	seen := map[int64]bool{}
+	if !st.parkedEmpty {
+		// The whole list, not only up to before: the list is marked empty
+		// only when no live entry is left anywhere in it.
+		live := 0
+		err := db.recheckList(ctx, "r", maxKey, func(l xjob.Log) bool { return !l.Handled() }, func(l xjob.Log) bool {
+			live++
+			if l.Running() && l.TriggerTime <= before && !seen[l.ID] {
+				seen[l.ID] = true
+				result = append(result, l)
+			}
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("dynamo logs running: parked: %w", err)
+		}
+		if live == 0 {
+			if err := db.markParkedEmpty(ctx, st.parkGen); err != nil {
+				return nil, fmt.Errorf("dynamo logs running: %w", err)
+			}
+		}
+	}
+
+	from := db.retention().floorKey(st.from) // pages older hold expired logs only
 	w := db.walkIndex(ctx, allLogParts(), from, bKey, false)
-	last, examined, exhausted := "", 0, false
+	last, examined, exhausted, parked := "", 0, false, false
 	for examined < runningExamine {
 		// The entry at the watermark was read by the call that set it.
 		refs, end, err := w.refs(readBatch, func(ref pageRef) bool { return ref.key != from })
@@ -440,17 +457,31 @@ func (db *DB) LogsRunning(ctx context.Context, before int64, limit int) ([]xjob.
 		if err := db.batchWrite(ctx, db.t.Logs, park); err != nil {
 			return nil, fmt.Errorf("dynamo logs running: park: %w", err)
 		}
+		parked = parked || len(park) > 0
 		if exhausted {
 			break
 		}
 	}
-	next := last
-	if exhausted {
-		next = bKey // everything up to before was read
-	}
-	if next > from {
-		if err := db.setRunningFrom(ctx, next); err != nil {
+	if parked {
+		// After the entries, before the watermark: a concurrent call that
+		// walked the list before they were written loses its empty mark
+		// (or has it undone), and a call that dies in between leaves the
+		// watermark where it was: the next call parks them again.
+		if err := db.bumpParkGen(ctx); err != nil {
 			return nil, fmt.Errorf("dynamo logs running: %w", err)
+		}
+	}
+	// Nothing read past the watermark: leave it (the next call reads the
+	// same empty range again, at the same price, and saves the write).
+	if last != "" {
+		next := last
+		if exhausted {
+			next = bKey // everything up to before was read
+		}
+		if next > from {
+			if err := db.setRunningFrom(ctx, next); err != nil {
+				return nil, fmt.Errorf("dynamo logs running: %w", err)
+			}
 		}
 	}
 	slices.SortFunc(result, func(a, b xjob.Log) int {
@@ -465,16 +496,74 @@ func keyTime(k string) int64 {
 	return t
 }
 
-// runningFrom reads the running watermark.
-func (db *DB) runningFrom(ctx context.Context) (string, error) {
+// Attributes of the watermark's counters item that say whether the parked
+// list may hold entries: parkGen grows (ADD) after a call's parked entries
+// are written and before it moves the watermark; parkEmpty is the parkGen
+// read before a walk of the whole list that found no live entry, written
+// conditional on parkGen being still that. The list is known empty while
+// parkEmpty = parkGen: entries written after the walk read the list are
+// followed by a bump, which either makes the mark lose its condition or
+// comes after it and moves parkGen past it; entries whose bump never came
+// (the call died) are parked again by the next call, which reads the same
+// pages from the watermark the dead call left.
+const (
+	attrParkGen   = "parkGen"
+	attrParkEmpty = "parkEmpty"
+)
+
+// runningState is the watermark's counters item as LogsRunning reads it.
+type runningState struct {
+	from        string // the running watermark
+	parkGen     int64
+	parkedEmpty bool // the parked list holds no live entry
+}
+
+// runningState reads the running watermark and the parked list's marks
+// (one strongly consistent GetItem).
+func (db *DB) runningState(ctx context.Context) (runningState, error) {
 	it, err := db.counter(ctx, runningFromKey)
 	if err != nil {
-		return "", fmt.Errorf("read running watermark: %w", err)
+		return runningState{}, fmt.Errorf("read running watermark: %w", err)
 	}
+	st := runningState{from: minKey, parkGen: it.int(attrParkGen)}
 	if k := it.str(AttrTimeKey); k != "" {
-		return k, nil
+		st.from = k
 	}
-	return minKey, nil
+	if _, ok := it[attrParkEmpty]; ok {
+		st.parkedEmpty = it.int(attrParkEmpty) == st.parkGen
+	}
+	return st, nil
+}
+
+// bumpParkGen marks the parked list as possibly holding entries.
+func (db *DB) bumpParkGen(ctx context.Context) error {
+	var u update
+	u.Add(attrParkGen, 1)
+	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Counters,
+		Key: item{AttrName: s(runningFromKey)}, UpdateExpression: aws.String(u.String()),
+		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
+	if err != nil {
+		return fmt.Errorf("mark parked list: %w", err)
+	}
+	return nil
+}
+
+// markParkedEmpty records that a walk begun at parkGen gen found the
+// parked list empty; a park since (parkGen moved) makes it a no-op.
+func (db *DB) markParkedEmpty(ctx context.Context, gen int64) error {
+	var u update
+	u.Set(attrParkEmpty, n(gen))
+	cond := "attribute_not_exists(" + u.name(attrParkGen) + ")"
+	if gen != 0 {
+		cond = u.name(attrParkGen) + " = " + u.val(n(gen))
+	}
+	_, err := db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &db.t.Counters,
+		Key: item{AttrName: s(runningFromKey)}, UpdateExpression: aws.String(u.String()), ConditionExpression: &cond,
+		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values})
+	if err != nil && !condFailed(err) {
+		return fmt.Errorf("mark parked list empty: %w", err)
+	}
+	return nil
 }
 
 // setRunningFrom moves the watermark forward only (a slower concurrent
