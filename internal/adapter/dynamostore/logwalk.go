@@ -389,7 +389,7 @@ func (db *DB) recheckList(ctx context.Context, kind, hi string, live, keep func(
 //
 // An idle deployment's call costs one GetItem and the time index's
 // Queries: the parked list is walked only while the watermark's item says
-// it may hold entries (parkedState), and the watermark is written only
+// it may hold entries (runningState), and the watermark is written only
 // when the walk read a page past it (an empty range read again costs
 // what it did).
 func (db *DB) LogsRunning(ctx context.Context, before int64, limit int) ([]xjob.Log, error) {
