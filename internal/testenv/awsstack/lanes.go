@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,15 +15,13 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/adapter/lambdaqueue"
 	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
+	"github.com/xjobdev/xjob/internal/testenv/lambdarun"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // DispatchFunction is the emulated deployment's XJOB_DISPATCH_FUNCTION:
 // the dispatch function's name, which its Invoke API serves.
 const DispatchFunction = TablePrefix + "-dispatch"
-
-// invokePrefix is the Lambda Invoke API's path prefix.
-const invokePrefix = "/2015-03-31/functions/"
 
 // Lambda's asynchronous invocation: the templates' EventInvokeConfig of
 // the dispatch function (MaximumRetryAttempts 2), and the waits Lambda
@@ -55,28 +51,22 @@ func (d *Deployment) lambdaClient() *awslambda.Client {
 // invocations of the dispatch function are served: nothing else calls
 // Invoke.
 func (d *Deployment) serveInvoke(w http.ResponseWriter, r *http.Request) {
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), invokePrefix)
-	name, ok2 := strings.CutSuffix(rest, "/invocations")
-	if !ok || !ok2 || r.Method != http.MethodPost {
-		invokeError(w, http.StatusNotFound, "UnknownOperationException", "unknown operation "+r.Method+" "+r.URL.Path)
+	name, ok := lambdarun.InvokedFunction(w, r)
+	if !ok {
 		return
 	}
-	name, _ = url.PathUnescape(name)
-	if i := strings.LastIndex(name, ":function:"); i >= 0 {
-		name = name[i+len(":function:"):]
-	}
 	if name != DispatchFunction {
-		invokeError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+name)
+		lambdarun.InvokeError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+name)
 		return
 	}
 	if t := r.Header.Get("X-Amz-Invocation-Type"); t != "Event" {
-		invokeError(w, http.StatusBadRequest, "InvalidParameterValueException", "only Event invocations are emulated, not "+t)
+		lambdarun.InvokeError(w, http.StatusBadRequest, "InvalidParameterValueException", "only Event invocations are emulated, not "+t)
 		return
 	}
 	// An asynchronous invocation's payload limit.
 	payload, err := io.ReadAll(io.LimitReader(r.Body, 256<<10+1))
 	if err != nil || len(payload) > 256<<10 {
-		invokeError(w, http.StatusRequestEntityTooLarge, "RequestTooLargeException", "payload over 256 KB")
+		lambdarun.InvokeError(w, http.StatusRequestEntityTooLarge, "RequestTooLargeException", "payload over 256 KB")
 		return
 	}
 	d.asyncAccepted.Add(1)
@@ -125,16 +115,6 @@ func (d *Deployment) DeadLetters() string { return d.dlq }
 // AsyncInvocations counts the asynchronous invocations the Invoke API
 // accepted (Lambda's retries not included).
 func (d *Deployment) AsyncInvocations() int64 { return d.asyncAccepted.Load() }
-
-// invokeError writes an error as the Lambda service's REST-JSON protocol
-// does: the type in X-Amzn-ErrorType, the message in the body.
-func invokeError(w http.ResponseWriter, status int, typ, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Amzn-ErrorType", typ)
-	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]string{"Type": "User", "message": msg})
-	_, _ = w.Write(b)
-}
 
 // InvokeEndpoint is the base address of the deployment's Lambda Invoke
 // API ("" with Options.SQSLanes), for a Lambda client's BaseEndpoint.

@@ -37,24 +37,18 @@ type InvokeAPI struct {
 
 // ServeHTTP serves one Invoke call.
 func (a *InvokeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), invokePrefix)
-	name, ok2 := strings.CutSuffix(rest, "/invocations")
-	if !ok || !ok2 || r.Method != http.MethodPost {
-		invokeError(w, http.StatusNotFound, "UnknownOperationException", "unknown operation "+r.Method+" "+r.URL.Path)
+	name, ok := InvokedFunction(w, r)
+	if !ok {
 		return
-	}
-	name, _ = url.PathUnescape(name)
-	if i := strings.LastIndex(name, ":function:"); i >= 0 {
-		name = name[i+len(":function:"):]
 	}
 	f := a.Functions[name]
 	if f == nil {
-		invokeError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+name)
+		InvokeError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+name)
 		return
 	}
 	payload, err := io.ReadAll(io.LimitReader(r.Body, 6<<20))
 	if err != nil {
-		invokeError(w, http.StatusBadRequest, "InvalidRequestContentException", err.Error())
+		InvokeError(w, http.StatusBadRequest, "InvalidRequestContentException", err.Error())
 		return
 	}
 	timeout := a.Timeout
@@ -72,7 +66,7 @@ func (a *InvokeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	default:
-		invokeError(w, http.StatusBadRequest, "InvalidParameterValueException", "unsupported invocation type")
+		InvokeError(w, http.StatusBadRequest, "InvalidParameterValueException", "unsupported invocation type")
 		return
 	}
 	out, err := f.Invoke(r.Context(), payload, timeout)
@@ -93,9 +87,27 @@ func (a *InvokeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Wait returns once every Event invocation accepted so far has ended.
 func (a *InvokeAPI) Wait() { a.wg.Wait() }
 
-// invokeError writes an error as the Lambda service's REST-JSON protocol
+// InvokedFunction reads the function an Invoke call names (its name, or
+// an ARN ending in ":function:name") from the request's path. Any other
+// request is answered with UnknownOperationException and ok is false.
+// Shared by InvokeAPI and the emulated deployment's asynchronous lanes.
+func InvokedFunction(w http.ResponseWriter, r *http.Request) (name string, ok bool) {
+	rest, ok1 := strings.CutPrefix(r.URL.EscapedPath(), invokePrefix)
+	name, ok2 := strings.CutSuffix(rest, "/invocations")
+	if !ok1 || !ok2 || r.Method != http.MethodPost {
+		InvokeError(w, http.StatusNotFound, "UnknownOperationException", "unknown operation "+r.Method+" "+r.URL.Path)
+		return "", false
+	}
+	name, _ = url.PathUnescape(name)
+	if i := strings.LastIndex(name, ":function:"); i >= 0 {
+		name = name[i+len(":function:"):]
+	}
+	return name, true
+}
+
+// InvokeError writes an error as the Lambda service's REST-JSON protocol
 // does: the type in X-Amzn-ErrorType, the message in the body.
-func invokeError(w http.ResponseWriter, status int, typ, msg string) {
+func InvokeError(w http.ResponseWriter, status int, typ, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Amzn-ErrorType", typ)
 	w.WriteHeader(status)
