@@ -245,6 +245,7 @@ func run() int {
 		printMonth("by function:", by)
 		printMonth("by service: ", bySvc)
 		printUnits(s)
+		printRequests(s)
 		printInvokes(s)
 		printMetrics(s)
 		w5Month = m
@@ -527,6 +528,28 @@ func printInvokes(s *harness.CostSample) {
 		}
 		fmt.Printf("  %s %.1f/min %.0f ms, %d cold starts", fn, float64(in.Invocations)*60/s.Seconds,
 			float64(in.Billed.Milliseconds())/float64(in.Invocations), in.ColdStarts)
+	}
+	fmt.Println()
+}
+
+// printRequests prints each function's billed requests per trigger, by
+// service and operation (DynamoDB, SQS, SNS, Lambda invocations): the
+// trace of what one fire costs request by request, beside printUnits'
+// units.
+func printRequests(s *harness.CostSample) {
+	if s.Triggers == 0 {
+		return
+	}
+	fmt.Printf("  requests/trigger:")
+	for _, fn := range slices.Sorted(maps.Keys(s.Usage.Ops)) {
+		ops := s.Usage.Ops[fn]
+		for _, op := range slices.Sorted(maps.Keys(ops)) {
+			r := float64(ops[op].Requests) / float64(s.Triggers)
+			if r < 0.005 {
+				continue
+			}
+			fmt.Printf("  %s %s %.2f", fn, op, r)
+		}
 	}
 	fmt.Println()
 }
