@@ -146,6 +146,11 @@ func TestRingDispatchesFastLaneInProcess(t *testing.T) {
 	if n := used.Invokes["dispatch"].Invocations; n != 0 {
 		t.Errorf("dispatch function invoked %d times, want 0", n)
 	}
+	// The group is the ring's one GetItem, eventually consistent: half a
+	// read unit (dynamostore.DB.GroupGetEventual).
+	if st := used.Ops["ring"]["dynamodb:GetItem"]; st.Requests != 1 || st.Reported+st.Derived > 0.5 {
+		t.Errorf("ring GetItem: %d requests, %.1f read units; want the group's one eventually consistent read, 0.5 units", st.Requests, st.Reported+st.Derived)
+	}
 	if n := e.queueDepth(t, e.vars[awsconfig.EnvDispatchFastURL]); n != 0 {
 		t.Errorf("fast queue holds %d messages, want 0", n)
 	}

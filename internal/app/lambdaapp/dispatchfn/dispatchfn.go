@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/adapter/execclient"
 	"github.com/xjobdev/xjob/internal/adapter/httptarget"
 	"github.com/xjobdev/xjob/internal/adapter/lambdaqueue"
@@ -41,7 +42,7 @@ const Concurrency = 32
 func NewDispatcher(b *wiring.Base, exec *execclient.Client, builtin *httptarget.Executor, reg *registry.Service, cb *callback.Service) (*dispatch.Dispatcher, error) {
 	executors := httptarget.Executors{Remote: exec, Local: builtin}
 	d, err := dispatch.New(dispatch.Config{
-		Store: b.Counted, Executors: executors, Targets: builtin, Router: route.New(route.Options{Clock: b.Clock, Prober: executors}),
+		Store: eventualGroups{Store: b.Counted, db: b.Store}, Executors: executors, Targets: builtin, Router: route.New(route.Options{Clock: b.Clock, Prober: executors}),
 		Addresses: reg, Completer: cb, Clock: b.Clock, Logger: b.Log, Metrics: b.Metrics,
 		AdminAddress: "xjob-lambda", AnyTriggerAddress: b.Config.AnyTriggerAddress,
 		BatchConcurrency: Concurrency, ClaimTTL: b.Deps.ClaimTTL,
@@ -50,6 +51,20 @@ func NewDispatcher(b *wiring.Base, exec *execclient.Client, builtin *httptarget.
 		return nil, fmt.Errorf("lambda %s: dispatch: %w", b.Config.Function, err)
 	}
 	return d, nil
+}
+
+// eventualGroups is the dispatcher's store: its group reads, one per
+// group per ring or lane invocation, are eventually consistent
+// (dynamostore.DB.GroupGetEventual: half the read units); everything else
+// goes to Store.
+type eventualGroups struct {
+	driver.Store
+	db *dynamostore.DB
+}
+
+// GroupGet reads the group eventually consistent (a missing one strongly).
+func (s eventualGroups) GroupGet(ctx context.Context, id int64) (xjob.Group, error) {
+	return s.db.GroupGetEventual(ctx, id)
 }
 
 // Function is the dispatch function.
