@@ -55,10 +55,11 @@ func (db *DB) GroupGet(ctx context.Context, id int64) (xjob.Group, error) {
 }
 
 // GroupGetEventual is GroupGet with an eventually consistent read, half
-// the read units of GroupGet's: what a dispatcher reads on every ring and
-// lane invocation (W5 paid 0.6 strongly consistent read units a trigger
-// for it), where a group edited in the last second may still dispatch as
-// it was, as it would have a second earlier. A group it does not find is
+// the read units of GroupGet's: what the ring's dispatcher reads on every
+// invocation (W5 paid 0.54 strongly consistent read units a trigger for
+// it), where a group edited in the last second may still dispatch as it
+// was, as it would have a second earlier. Paths that act on an edit just
+// made (the admin's manual trigger) use GroupGet. A group it does not find is
 // read again strongly consistent, so a group created just before a job's
 // first fire (a FIRE_ONCE_NOW, a manual trigger) is never "missing" for
 // a replica that has yet to see it.

@@ -572,9 +572,16 @@ func TestLambdaEndToEnd(t *testing.T) {
 
 	// Manual trigger: a direct invocation of the dispatch function.
 	manual := map[string]any{"jobId": okJob.ID, "executorParam": "by hand", "addressList": []string{rec.srv.URL + "/"}}
+	beforeManual := e.meter.Snapshot()
 	out, err := invoke(e, "dispatch", 10*time.Second, e.app("dispatch", "dispatch").Dispatch, manual)
 	if err != nil {
 		t.Fatalf("manual trigger: %v", err)
+	}
+	// The dispatch function, which serves the admin's triggers, reads
+	// the group strongly consistent (the ring's dispatcher does not): a
+	// trigger right after a group edit goes where the edit says.
+	if st := e.meter.Snapshot().Sub(beforeManual).Ops["dispatch"]["dynamodb:GetItem"]; st.Requests == 0 || st.Reported+st.Derived < float64(st.Requests) {
+		t.Errorf("dispatch GetItem: %d requests, %.1f read units; want each strongly consistent (1 unit)", st.Requests, st.Reported+st.Derived)
 	}
 	var mr lambdaapp.ManualResult
 	b, _ := json.Marshal(out)

@@ -38,11 +38,20 @@ const Concurrency = 32
 // NewDispatcher builds the dispatcher of the dispatch function (lane queues,
 // manual triggers) and of the ring function (its buckets' fast lane):
 // executors called through exec, HTTP and AWS jobs run by the built-in
-// executor builtin (package targets), as in local mode.
-func NewDispatcher(b *wiring.Base, exec *execclient.Client, builtin *httptarget.Executor, reg *registry.Service, cb *callback.Service) (*dispatch.Dispatcher, error) {
+// executor builtin (package targets), as in local mode. With
+// eventualGroupReads (the ring's) it reads groups eventually consistent, half
+// the read units of a strongly consistent read on every invocation; the
+// dispatch function's dispatcher, which also serves the admin's manual
+// triggers, reads them strongly consistent, so that a trigger right after
+// a group edit goes where the edit says.
+func NewDispatcher(b *wiring.Base, exec *execclient.Client, builtin *httptarget.Executor, reg *registry.Service, cb *callback.Service, eventualGroupReads bool) (*dispatch.Dispatcher, error) {
 	executors := httptarget.Executors{Remote: exec, Local: builtin}
+	store := b.Counted
+	if eventualGroupReads {
+		store = eventualGroups{Store: b.Counted, db: b.Store}
+	}
 	d, err := dispatch.New(dispatch.Config{
-		Store: eventualGroups{Store: b.Counted, db: b.Store}, Executors: executors, Targets: builtin, Router: route.New(route.Options{Clock: b.Clock, Prober: executors}),
+		Store: store, Executors: executors, Targets: builtin, Router: route.New(route.Options{Clock: b.Clock, Prober: executors}),
 		Addresses: reg, Completer: cb, Clock: b.Clock, Logger: b.Log, Metrics: b.Metrics,
 		AdminAddress: "xjob-lambda", AnyTriggerAddress: b.Config.AnyTriggerAddress,
 		BatchConcurrency: Concurrency, ClaimTTL: b.Deps.ClaimTTL,
@@ -53,8 +62,8 @@ func NewDispatcher(b *wiring.Base, exec *execclient.Client, builtin *httptarget.
 	return d, nil
 }
 
-// eventualGroups is the dispatcher's store: its group reads, one per
-// group per ring or lane invocation, are eventually consistent
+// eventualGroups is the ring dispatcher's store: its group reads, one per
+// group per ring invocation, are eventually consistent
 // (dynamostore.DB.GroupGetEventual: half the read units); everything else
 // goes to Store.
 type eventualGroups struct {
@@ -97,7 +106,7 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := NewDispatcher(b, exec, tg.Executor, reg, cb)
+	d, err := NewDispatcher(b, exec, tg.Executor, reg, cb, false)
 	if err != nil {
 		return nil, err
 	}

@@ -119,7 +119,9 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := dispatchfn.NewDispatcher(b, exec, tg.Executor, reg, cb)
+	// Groups are read eventually consistent: once per group and
+	// invocation, far from the admin's edits.
+	d, err := dispatchfn.NewDispatcher(b, exec, tg.Executor, reg, cb, true)
 	if err != nil {
 		return nil, err
 	}
