@@ -63,6 +63,9 @@ func (e *executor) last(t *testing.T) request {
 
 func newClient(t *testing.T, opts execclient.Options) *execclient.Client {
 	t.Helper()
+	if directRun && opts.HTTPClient == nil {
+		opts.Direct = true
+	}
 	c, err := execclient.New(opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)

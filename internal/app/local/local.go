@@ -342,7 +342,8 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 	// on every burst.
 	policy := cfg.egressPolicy()
 	exec, err := execclient.New(execclient.Options{AccessToken: cfg.AccessToken,
-		MaxIdleConnsPerHost: cfg.FastWorkers + cfg.SlowWorkers, Egress: &policy, ReadTimeout: cfg.executorReadTimeout})
+		MaxIdleConnsPerHost: cfg.FastWorkers + cfg.SlowWorkers, Egress: &policy, ReadTimeout: cfg.executorReadTimeout,
+		Direct: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("local: executor client: %w", err)
 	}

@@ -1,0 +1,166 @@
+package execclient_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xjobdev/xjob/internal/adapter/execclient"
+	"github.com/xjobdev/xjob/pkg/protocol"
+)
+
+// directEnv makes this test binary build every client of newClient with
+// Options.Direct (see TestDirectBattery).
+const directEnv = "XJOB_EXECCLIENT_TEST_DIRECT"
+
+var directRun = os.Getenv(directEnv) == "1"
+
+// The direct path must answer every call as the net/http path does:
+// the package's client tests run again, in a child of this test binary,
+// with Options.Direct on every client they build.
+func TestDirectBattery(t *testing.T) {
+	t.Parallel()
+	if directRun {
+		t.Skip("already the direct run")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^(TestCallsWireFormat|TestReplies|TestLogResult|TestStatusNot200|TestReplyTooLarge|TestTimeout|TestContextCanceled|TestConnectionRefused|TestBadAddress|TestConnectionReuse|TestConcurrentWavesReuseThePool|TestRunReturnsAtEndOfReplyValue|TestRepliesJudgedOnWholeBody|TestRedirectsNotFollowed|TestDNSErrorHidesResolver|TestEgressChecksDialledIP|TestGenerations|TestGenerationsRefusals)$", "-test.v")
+	cmd.Env = append(os.Environ(), directEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("client tests with Options.Direct: %v\n%s", err, out)
+	}
+}
+
+// rawExecutor answers each request on a connection with reply, then
+// closes the connection after closeAfter requests (0: never). It records
+// every request head it read.
+func rawExecutor(t *testing.T, reply string, closeAfter int) (addr string, heads func() []string, conns, closed func() int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var (
+		mu       sync.Mutex
+		seen     []string
+		accepted int
+		shut     int
+	)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			accepted++
+			mu.Unlock()
+			go func() {
+				defer func() {
+					_ = c.Close()
+					mu.Lock()
+					shut++
+					mu.Unlock()
+				}()
+				br := bufio.NewReader(c)
+				for n := 1; ; n++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					var head strings.Builder
+					_ = req.Header.Write(&head)
+					mu.Lock()
+					seen = append(seen, req.Method+" "+req.RequestURI+"\n"+head.String())
+					mu.Unlock()
+					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(reply), reply)
+					if n == closeAfter {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]string(nil), seen...)
+		}, func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return accepted
+		}, func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return shut
+		}
+}
+
+func TestDirect(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		closeAfter int
+		calls      int
+		wantConns  int
+	}{
+		{"keep-alive reuses one connection", 0, 5, 1},
+		// The executor closes each connection after its reply: the
+		// pooled connection is found closed before the next request is
+		// written on it, and every call still succeeds.
+		{"a connection the executor closed is not used", 1, 5, 5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			addr, heads, conns, closed := rawExecutor(t, `{"code":200}`, tc.closeAfter)
+			c, err := execclient.New(execclient.Options{Direct: true, AccessToken: "tok-0123456789"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			for i := range tc.calls {
+				if i > 0 && tc.closeAfter > 0 {
+					// Let the executor's FIN arrive, as it does between
+					// two triggers.
+					deadline := time.Now().Add(5 * time.Second)
+					for closed() < i && time.Now().Before(deadline) {
+						runtime.Gosched()
+					}
+				}
+				if r := c.Run(context.Background(), addr, protocol.TriggerParam{JobID: int64(i + 1)}); r.Code != 200 {
+					t.Fatalf("call %d: %d %s", i, r.Code, r.Msg)
+				}
+			}
+			if got := conns(); got != tc.wantConns {
+				t.Errorf("connections = %d, want %d", got, tc.wantConns)
+			}
+			h := heads()
+			if len(h) != tc.calls {
+				t.Fatalf("executor read %d requests, want %d", len(h), tc.calls)
+			}
+			for _, want := range []string{"POST /run\n", "Content-Type: application/json;charset=UTF-8", "Xxl-Job-Access-Token: tok-0123456789"} {
+				if !strings.Contains(h[0], want) {
+					t.Errorf("request head %q lacks %q", h[0], want)
+				}
+			}
+			// net/http's transport asks for gzip; the direct path does
+			// not, which shows the call took it.
+			if strings.Contains(h[0], "Accept-Encoding") {
+				t.Errorf("request head %q went through net/http", h[0])
+			}
+		})
+	}
+}
