@@ -2,6 +2,7 @@ package execclient
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +63,8 @@ type directConn struct {
 	conn   net.Conn
 	src    connReader
 	br     *bufio.Reader
-	buf    []byte    // the request, reused
+	buf    []byte // the request, reused
+	body   bytes.Reader
 	idleAt time.Time // when it went back to the pool
 }
 
@@ -223,6 +225,14 @@ func (d *direct) call(ctx context.Context, u string, payload []byte, token, app 
 	}
 
 	pc.src.left = maxReplyHead + limit + 4<<10
+	if _, err := pc.br.Peek(1); err != nil {
+		stop()
+		_ = pc.conn.Close()
+		return remotingError(d.cause(ctx, err), u), false, true
+	}
+	if r, ok := d.quick(pc, t.hostport, limit, u, stop); ok {
+		return r, false, true
+	}
 	resp, err := readResponse(pc.br)
 	if err != nil {
 		stop()
@@ -245,6 +255,30 @@ func (d *direct) call(ctx context.Context, u string, payload []byte, token, app 
 	}
 	d.done(pc, t.hostport, resp)
 	return r, false, true
+}
+
+// quick answers the call from a reply whose head and body have both
+// arrived and whose head quickHead reads; ok is false, with nothing
+// consumed, for any other.
+func (d *direct) quick(pc *directConn, hostport string, limit int64, u string, stop func() bool) (protocol.ReturnT, bool) {
+	buf, _ := pc.br.Peek(pc.br.Buffered())
+	start, n, closeConn, ok := quickHead(buf)
+	if !ok || start+n > len(buf) {
+		return protocol.ReturnT{}, false
+	}
+	pc.body.Reset(buf[start : start+n])
+	r := readReply(&pc.body, limit, u)
+	_, _ = pc.br.Discard(start + n)
+	pc.body.Reset(nil) // the bufio buffer is the connection's, not the reply's
+	if !stop() || closeConn || pc.br.Buffered() > 0 {
+		// The context ended during the call (the deadline is in the
+		// past), the executor closes the connection, or sent more than
+		// its reply.
+		_ = pc.conn.Close()
+		return r, true
+	}
+	d.put(pc, hostport)
+	return r, true
 }
 
 // bodyErr names the caller's context as the cause of a read that failed
