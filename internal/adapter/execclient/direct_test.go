@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
@@ -160,6 +161,38 @@ func TestDirect(t *testing.T) {
 			// not, which shows the call took it.
 			if strings.Contains(h[0], "Accept-Encoding") {
 				t.Errorf("request head %q went through net/http", h[0])
+			}
+		})
+	}
+}
+
+// BenchmarkRun is one /run to a loopback executor on keep-alive
+// connections, through net/http's transport and through the direct path,
+// in one run so that the two compare. The executor's own work is in both.
+func BenchmarkRun(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, `{"code":200}`)
+	}))
+	b.Cleanup(srv.Close)
+	p := protocol.TriggerParam{JobID: 7, ExecutorHandler: "demoJobHandler", GlueType: "BEAN", LogID: 123456, LogDateTime: 1764388800000, BroadcastTotal: 1}
+	for _, tc := range []struct {
+		name   string
+		direct bool
+	}{{"net-http", false}, {"direct", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			c, err := execclient.New(execclient.Options{Direct: tc.direct, AccessToken: "tok-0123456789"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(c.Close)
+			ctx, cancel := context.WithCancel(context.Background())
+			b.Cleanup(cancel)
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := c.Run(ctx, srv.URL, p); r.Code != 200 {
+					b.Fatalf("run: %d %s", r.Code, r.Msg)
+				}
 			}
 		})
 	}
