@@ -11,8 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,10 +136,10 @@ func TestDirect(t *testing.T) {
 			t.Cleanup(c.Close)
 			for i := range tc.calls {
 				if i > 0 && tc.closeAfter > 0 {
-					// Let the executor's FIN arrive, as it does between
-					// two triggers.
+					// Let the executor's FIN reach the client's socket,
+					// as it does between two triggers.
 					deadline := time.Now().Add(5 * time.Second)
-					for closed() < i && time.Now().Before(deadline) {
+					for (closed() < i || !closeWait(t, addr)) && time.Now().Before(deadline) {
 						runtime.Gosched()
 					}
 				}
@@ -196,4 +198,69 @@ func BenchmarkRun(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A context that ends while the executor holds its reply ends the call
+// with the context's error, and the connection is not used again: the
+// next call still succeeds.
+func TestDirectContextEndsDuringCall(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{}, 1)
+	var held atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if held.CompareAndSwap(false, true) {
+			arrived <- struct{}{}
+			<-r.Context().Done() // the client gives up and closes
+			return
+		}
+		_, _ = io.WriteString(w, `{"code":200}`)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := execclient.New(execclient.Options{Direct: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-arrived
+		cancel()
+	}()
+	if r := c.Run(ctx, srv.URL, protocol.TriggerParam{JobID: 1}); r.Code != 500 || !strings.Contains(r.Msg, "context canceled") {
+		t.Fatalf("got %d %q, want a 500 naming the cancellation", r.Code, r.Msg)
+	}
+	if r := c.Run(context.Background(), srv.URL, protocol.TriggerParam{JobID: 2}); r.Code != 200 {
+		t.Fatalf("next call: %d %s", r.Code, r.Msg)
+	}
+}
+
+// closeWait reports whether a client socket connected to addr has
+// received the executor's FIN (TCP state CLOSE_WAIT in /proc/net/tcp), or
+// true where that file cannot be read: the executor's close() returns
+// before the kernel has always delivered its FIN on loopback.
+func closeWait(t *testing.T, addr string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return true
+	}
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(addr, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Columns: sl local_address rem_address st ...; addresses are
+	// HEXIP:HEXPORT, state 08 is CLOSE_WAIT.
+	want := fmt.Sprintf(":%04X", p)
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 3 && strings.HasSuffix(f[2], want) && f[3] == "08" {
+			return true
+		}
+	}
+	return false
 }
