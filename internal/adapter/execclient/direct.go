@@ -184,7 +184,7 @@ func (d *direct) call(ctx context.Context, u string, payload []byte, token, app 
 	}
 	pc, err := d.get(ctx, t.hostport)
 	if err != nil {
-		return remotingError(err, u), false, true
+		return remotingError(d.cause(ctx, err), u), false, true
 	}
 	if rd := time.Now().Add(read); rd.Before(deadline) {
 		deadline = rd
