@@ -558,26 +558,32 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 	if calls == nil {
 		calls = make(chan struct{}, d.cfg.BatchConcurrency)
 	}
-	// A few workers take the calls in turn, each holding a slot of calls
-	// for one call at a time, rather than a goroutine a call: a call's
-	// stack (the executor client's included) grows once per worker, not
-	// once per trigger, which was 1–2 % of local mode's CPU at 10,000
-	// triggers a second.
+	// Workers take the calls in turn, rather than a goroutine a call: a
+	// call's stack (the executor client's included) grows once per worker,
+	// not once per trigger, which was 1–2 % of local mode's CPU at 10,000
+	// triggers a second. A worker is started only once it holds a slot of
+	// calls, and keeps that slot while this batch has calls left, so a
+	// batch never has more goroutines than slots it holds (the claimed
+	// chunks of a second all run at once and share the lane's slots).
 	var (
 		wg   sync.WaitGroup
 		next atomic.Int64
 	)
-	for range min(len(call), max(cap(calls), 1)) {
+	n := int64(len(call))
+	for {
+		calls <- struct{}{}
+		if next.Load() >= n {
+			<-calls
+			break
+		}
 		wg.Go(func() {
+			defer func() { <-calls }()
 			for {
-				calls <- struct{}{}
 				i := next.Add(1) - 1
-				if i >= int64(len(call)) {
-					<-calls
+				if i >= n {
 					return
 				}
 				d.call(ctx, call[i])
-				<-calls
 			}
 		})
 	}
