@@ -24,6 +24,7 @@ type fakeQueue struct {
 	mu      sync.Mutex
 	msgs    map[int]time.Time // message → visible at
 	polls   int
+	asked   int // NextVisible calls
 }
 
 func (q *fakeQueue) send(m int, at time.Time) {
@@ -62,15 +63,37 @@ func (q *fakeQueue) poll() *Poll {
 		NextVisible: func(context.Context) (int64, bool, error) {
 			q.mu.Lock()
 			defer q.mu.Unlock()
-			var next time.Time
-			for _, at := range q.msgs {
-				if next.IsZero() || at.Before(next) {
-					next = at
-				}
-			}
+			q.asked++
+			next := q.next()
 			return next.UnixMilli(), !next.IsZero(), nil
 		},
 	}
+}
+
+// next is the least visible-at of the queue, zero when it is empty; q.mu
+// held.
+func (q *fakeQueue) next() time.Time {
+	var next time.Time
+	for _, at := range q.msgs {
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next
+}
+
+// claimNext is claim for ReceiveNext: when it takes nothing it says when
+// the next message is due, as a store that reads it in the claim's
+// statement does.
+func (q *fakeQueue) claimNext(ctx context.Context) ([]int, Next, error) {
+	got, err := q.claim(ctx)
+	if len(got) > 0 || err != nil {
+		return got, Next{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	next := q.next()
+	return nil, Next{Known: true, At: next.UnixMilli(), Pending: !next.IsZero()}, nil
 }
 
 // TestReceive: the loop returns at once what is visible or, with no
@@ -178,6 +201,81 @@ func TestPollsAgainAtInterval(t *testing.T) {
 	}
 	if q.polls != 5 {
 		t.Fatalf("%d polls, want 5 (one per interval)", q.polls)
+	}
+}
+
+// TestReceiveNext: a claim that says when the queue's next message is
+// due spares the wait its NextVisible query, and the wait still wakes at
+// that instant (a delayed message), at the interval (an empty queue, so
+// another process's send is seen) and on a local send; a claim that does
+// not know leaves the wait to ask.
+func TestReceiveNext(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		unknown   bool // the claim does not say
+		before    func(q *fakeQueue)
+		meanwhile func(q *fakeQueue)
+		want      int
+		polls     int
+		asked     int
+		elapsed   time.Duration
+	}{
+		{name: "delayed message wakes at its instant",
+			before:    func(q *fakeQueue) { q.send(3, start.Add(10*time.Second)) },
+			meanwhile: func(q *fakeQueue) { q.clk.Advance(10 * time.Second) },
+			want:      3, polls: 2, elapsed: 10 * time.Second},
+		{name: "empty queue polls at the interval",
+			meanwhile: func(q *fakeQueue) {
+				q.mu.Lock()
+				q.msgs[4] = start // another process's send: no wake
+				q.mu.Unlock()
+				q.clk.Advance(time.Minute)
+			},
+			want: 4, polls: 2, elapsed: time.Minute},
+		{name: "local send wakes", meanwhile: func(q *fakeQueue) { q.send(5, start) }, want: 5, polls: 2},
+		{name: "unknown asks NextVisible", unknown: true,
+			before:    func(q *fakeQueue) { q.send(6, start.Add(10*time.Second)) },
+			meanwhile: func(q *fakeQueue) { q.clk.Advance(10 * time.Second) },
+			want:      6, polls: 2, asked: 1, elapsed: 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			q := &fakeQueue{clk: clock.NewFake(start), msgs: map[int]time.Time{}}
+			if tc.before != nil {
+				tc.before(q)
+			}
+			claim := q.claimNext
+			if tc.unknown {
+				claim = func(ctx context.Context) ([]int, Next, error) {
+					got, err := q.claim(ctx)
+					return got, Next{}, err
+				}
+			}
+			done := make(chan []int, 1)
+			go func() {
+				got, err := ReceiveNext(t.Context(), q.poll(), time.Hour, claim)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- got
+			}()
+			if err := q.clk.WaitForSleepers(t.Context(), 1); err != nil {
+				t.Fatal(err)
+			}
+			tc.meanwhile(q)
+			if got := <-done; len(got) != 1 || got[0] != tc.want {
+				t.Fatalf("received %v, want [%d]", got, tc.want)
+			}
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			if q.polls != tc.polls || q.asked != tc.asked {
+				t.Errorf("%d polls and %d NextVisible calls, want %d and %d", q.polls, q.asked, tc.polls, tc.asked)
+			}
+			if el := q.clk.Now().Sub(start); el != tc.elapsed {
+				t.Errorf("clock moved %v, want %v", el, tc.elapsed)
+			}
+		})
 	}
 }
 

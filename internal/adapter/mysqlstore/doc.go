@@ -71,7 +71,11 @@
 // Retry returns xjob.ErrNotFound). A message this code cannot decode is
 // set aside for SetAside, never deleted unread. A long-polling Receive
 // wakes at once for sends through the same *DB, at the earliest
-// visible_at, and every PollInterval for sends from other nodes.
+// visible_at, and every PollInterval for sends from other nodes. A claim
+// first reads the queue's least visible_at (one index dive) and opens its
+// transaction only when that is due: an empty poll, what most polls are
+// with a 100 ms interval and no notifications, is that one statement,
+// which also tells the wait when to poll again.
 //
 // # Batches
 //

@@ -98,7 +98,7 @@ func (q *queue[T]) Receive(ctx context.Context, p driver.ReceiveParams) ([]drive
 	if p.Visibility <= 0 {
 		p.Visibility = defaultVisibility
 	}
-	return longpoll.Receive(ctx, &q.poll, p.Wait, func(ctx context.Context) ([]driver.Delivery[T], error) {
+	return longpoll.ReceiveNext(ctx, &q.poll, p.Wait, func(ctx context.Context) ([]driver.Delivery[T], longpoll.Next, error) {
 		return q.claim(ctx, p)
 	})
 }
@@ -114,17 +114,19 @@ type claimed struct {
 // the oldest visible rows no other receiver holds (FOR UPDATE SKIP
 // LOCKED, so concurrent receivers on any node take disjoint messages
 // without waiting for each other) and hides them for the visibility
-// timeout under a fresh receipt.
-func (q *queue[T]) claim(ctx context.Context, p driver.ReceiveParams) ([]driver.Delivery[T], error) {
+// timeout under a fresh receipt. When it takes nothing because nothing
+// is visible, it says when the next message will be (longpoll.Next).
+func (q *queue[T]) claim(ctx context.Context, p driver.ReceiveParams) ([]driver.Delivery[T], longpoll.Next, error) {
 	now := q.db.opts.Clock.Now().UnixMilli()
-	// Look first: an empty poll should not open a transaction.
-	var one int
-	err := q.db.st.queuePeek.QueryRowContext(ctx, q.name, now).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+	// Look first, with the query the wait would ask anyway (one index
+	// dive): an empty poll costs this one round trip, opens no
+	// transaction, and tells the wait when to poll again.
+	var least sql.NullInt64
+	if err := q.db.st.queueNextVisible.QueryRowContext(ctx, q.name).Scan(&least); err != nil {
+		return nil, longpoll.Next{}, fmt.Errorf("mysql queue %s receive: %w", q.name, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("mysql queue %s receive: %w", q.name, err)
+	if !least.Valid || least.Int64 > now {
+		return nil, longpoll.Next{Known: true, At: least.Int64, Pending: least.Valid}, nil
 	}
 	// Once the claim has committed, it is returned even if ctx ends
 	// meanwhile: rows claimed but never returned would stay hidden for
@@ -132,7 +134,7 @@ func (q *queue[T]) claim(ctx context.Context, p driver.ReceiveParams) ([]driver.
 	wctx := context.WithoutCancel(ctx)
 	var got []claimed
 	receipt := randHex(8)
-	err = q.db.tx(wctx, "queue receive", func(tx *sql.Tx) error {
+	err := q.db.tx(wctx, "queue receive", func(tx *sql.Tx) error {
 		got = got[:0]
 		rows, err := tx.StmtContext(wctx, q.db.st.queueLock).QueryContext(wctx, q.name, now, p.Max)
 		if err != nil {
@@ -155,8 +157,10 @@ func (q *queue[T]) claim(ctx context.Context, p driver.ReceiveParams) ([]driver.
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("mysql queue %s receive: %w", q.name, err)
+		return nil, longpoll.Next{}, fmt.Errorf("mysql queue %s receive: %w", q.name, err)
 	}
+	// Taking nothing here means other receivers hold what was visible:
+	// the wait asks again when the next message is due.
 	out := make([]driver.Delivery[T], 0, len(got))
 	for _, c := range got {
 		d := driver.Delivery[T]{Receives: c.receives + 1, Token: strconv.FormatInt(c.id, 10) + "." + receipt}
@@ -166,7 +170,7 @@ func (q *queue[T]) claim(ctx context.Context, p driver.ReceiveParams) ([]driver.
 		}
 		out = append(out, d)
 	}
-	return out, nil
+	return out, longpoll.Next{}, nil
 }
 
 // SetAside is how long a message this code cannot decode stays hidden

@@ -27,7 +27,7 @@ type stmts struct {
 
 	leaseGet, leaseLock, leaseInsert, leaseTake, leaseRenew, leaseRelease *sql.Stmt
 
-	queuePeek, queueNextVisible, queueLock, queueRetry *sql.Stmt
+	queueNextVisible, queueLock, queueRetry *sql.Stmt
 }
 
 type stmtDef struct {
@@ -73,7 +73,6 @@ func (s *stmts) defs() []stmtDef {
 		{&s.leaseRenew, `UPDATE leases SET expires_at = ? WHERE name = ? AND owner = ? AND token = ? AND owner <> ''`},
 		{&s.leaseRelease, `UPDATE leases SET owner = '', expires_at = 0 WHERE name = ? AND owner = ? AND token = ? AND owner <> ''`},
 
-		{&s.queuePeek, `SELECT 1 FROM queue_messages WHERE queue = ? AND visible_at <= ? LIMIT 1`},
 		{&s.queueNextVisible, `SELECT MIN(visible_at) FROM queue_messages WHERE queue = ?`},
 		{&s.queueLock, `SELECT id, body, receives FROM queue_messages FORCE INDEX (queue_visible)
 			WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ? FOR UPDATE SKIP LOCKED`},
