@@ -94,8 +94,10 @@
 // visible_at, a Send through the same DB, a notification of a send on
 // another node (each DB keeps one connection LISTENing; Send, Retry and
 // the releases pg_notify in their statement: notify.go), or PollInterval,
-// the backstop for a lost notification, whichever is first. A message this version cannot decode
-// is set aside for SetAside, never deleted unread.
+// the backstop for a lost notification, whichever is first. A claim that
+// takes nothing returns the queue's least visible_at in the same
+// statement, so an empty poll is one round trip. A message this version
+// cannot decode is set aside for SetAside, never deleted unread.
 //
 // # Migrations
 //

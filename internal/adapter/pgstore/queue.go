@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/adapter/longpoll"
@@ -109,7 +110,7 @@ func (q *queue[T]) Receive(ctx context.Context, p driver.ReceiveParams) ([]drive
 	if p.Visibility <= 0 {
 		p.Visibility = defaultVisibility
 	}
-	return longpoll.Receive(ctx, &q.poll, p.Wait, func(ctx context.Context) ([]driver.Delivery[T], error) {
+	return longpoll.ReceiveNext(ctx, &q.poll, p.Wait, func(ctx context.Context) ([]driver.Delivery[T], longpoll.Next, error) {
 		return q.claim(ctx, p)
 	})
 }
@@ -118,17 +119,25 @@ func (q *queue[T]) Receive(ctx context.Context, p driver.ReceiveParams) ([]drive
 // LOCKED passes over rows another receive is claiming this instant, so
 // concurrent receivers on any node take disjoint messages without waiting
 // for each other; the claim pushes visible_at out by the visibility
-// timeout and stamps a fresh receipt.
-const sqlQueueClaim = `UPDATE queue_messages m
+// timeout and stamps a fresh receipt. When it claims nothing, the same
+// statement returns one more row, id NULL, with the queue's least
+// visible_at (NULL when the queue is empty): an empty poll, the common
+// case of a long poll, is then one round trip instead of the claim and
+// the wait's NextVisible query.
+const sqlQueueClaim = `WITH c AS (UPDATE queue_messages m
 	SET receives = m.receives + 1, visible_at = $1, receipt = $2, claimed_by = $3
 	FROM (SELECT id FROM queue_messages WHERE queue = $4 AND visible_at <= $5
 	      ORDER BY visible_at, id LIMIT $6 FOR UPDATE SKIP LOCKED) c
 	WHERE m.id = c.id
-	RETURNING m.id, m.body, m.receives`
+	RETURNING m.id, m.body, m.receives)
+	SELECT id, body, receives, NULL::bigint FROM c
+	UNION ALL
+	SELECT NULL, NULL, NULL, min(visible_at) FROM queue_messages WHERE queue = $4
+	HAVING NOT EXISTS (SELECT 1 FROM c)`
 
-func (q *queue[T]) claim(ctx context.Context, p driver.ReceiveParams) ([]driver.Delivery[T], error) {
+func (q *queue[T]) claim(ctx context.Context, p driver.ReceiveParams) ([]driver.Delivery[T], longpoll.Next, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, longpoll.Next{}, err
 	}
 	now := q.db.opts.Clock.Now().UnixMilli()
 	receipt := newReceipt()
@@ -138,29 +147,46 @@ func (q *queue[T]) claim(ctx context.Context, p driver.ReceiveParams) ([]driver.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
 	type claimed struct {
-		id       int64
-		body     string
-		receives int
+		id       pgtype.Int8
+		body     pgtype.Text
+		receives pgtype.Int4
+		least    pgtype.Int8 // the row of an empty claim: the queue's least visible_at
 	}
 	rows, err := q.db.pool.Query(cctx, sqlQueueClaim, now+p.Visibility.Milliseconds(), receipt, q.db.opts.Node, q.name, now, p.Max)
 	got, err := scanAll(rows, err, func(r pgx.Row) (claimed, error) {
 		var c claimed
-		err := r.Scan(&c.id, &c.body, &c.receives)
+		err := r.Scan(&c.id, &c.body, &c.receives, &c.least)
 		return c, err
 	})
 	if err != nil {
-		return nil, q.db.wrap("queue "+q.name+" receive", err)
+		return nil, longpoll.Next{}, q.db.wrap("queue "+q.name+" receive", err)
+	}
+	if len(got) == 1 && !got[0].id.Valid {
+		// Nothing claimed. The least visible_at is read in the claim's
+		// snapshot: when it is due already, the rows are another
+		// receiver's this instant, and the wait asks again (Next unknown)
+		// rather than poll at once on a stale answer.
+		switch least := got[0].least; {
+		case !least.Valid:
+			return nil, longpoll.Next{Known: true}, nil
+		case least.Int64 > now:
+			return nil, longpoll.Next{Known: true, At: least.Int64, Pending: true}, nil
+		}
+		return nil, longpoll.Next{}, nil
 	}
 	out := make([]driver.Delivery[T], 0, len(got))
 	for _, c := range got {
-		d := driver.Delivery[T]{Receives: c.receives, Token: strconv.FormatInt(c.id, 10) + "." + receipt}
-		if err := json.Unmarshal([]byte(c.body), &d.Msg); err != nil {
-			q.setAside(ctx, c.id, receipt, err)
+		if !c.id.Valid {
+			continue // the empty claim's row never comes with claimed ones
+		}
+		d := driver.Delivery[T]{Receives: int(c.receives.Int32), Token: strconv.FormatInt(c.id.Int64, 10) + "." + receipt}
+		if err := json.Unmarshal([]byte(c.body.String), &d.Msg); err != nil {
+			q.setAside(ctx, c.id.Int64, receipt, err)
 			continue
 		}
 		out = append(out, d)
 	}
-	return out, nil
+	return out, longpoll.Next{}, nil
 }
 
 // newReceipt draws a claim's random receipt.
