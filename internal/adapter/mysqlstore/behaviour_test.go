@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/internal/testenv/mariadb"
+	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/driver/drivertest"
 )
@@ -119,4 +121,73 @@ func TestSharedStoreContract(t *testing.T) {
 func TestNodeClaimsContract(t *testing.T) {
 	t.Parallel()
 	drivertest.ExerciseNodeClaims(t, sharedHarness())
+}
+
+// TestEmptyPollIsOneStatement: a long poll on a queue with nothing
+// visible costs the server one statement each time it polls (the least
+// visible_at, which also tells the wait when to poll again), not a peek
+// and then that query: every receiver of every node polls every 100 ms,
+// so this is what an idle cluster pays. The statements are the server's
+// own count for the store's one connection (Questions, session scope),
+// less what reading the count costs.
+func TestEmptyPollIsOneStatement(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		delayed bool // a message visible later than the wait
+		polls   int
+	}{
+		{name: "empty queue", polls: 4},
+		{name: "delayed message", delayed: true, polls: 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clk := clock.NewFake(epoch)
+			const interval = 100 * time.Millisecond
+			db := setup(t, Options{Clock: clk, PollInterval: interval})
+			db.db.SetMaxOpenConns(1) // one session: its counter is the store's
+			ctx := t.Context()
+			q := db.Ring()
+			if tc.delayed {
+				if err := q.Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: fire.RingBucket{Second: 1},
+					VisibleAt: epoch.Add(time.Hour).UnixMilli()}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := q.Receive(ctx, driver.ReceiveParams{Max: 10}); err != nil { // prepares on the session
+				t.Fatal(err)
+			}
+			questions := func() int {
+				var name string
+				var n int
+				if err := db.db.QueryRowContext(ctx, `SHOW SESSION STATUS LIKE 'Questions'`).Scan(&name, &n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			q0 := questions()
+			reading := questions() - q0 // what one reading adds
+			q1 := questions()
+			done := make(chan error, 1)
+			go func() {
+				got, err := q.Receive(ctx, driver.ReceiveParams{Max: 10, Wait: time.Duration(tc.polls-1) * interval})
+				if err == nil && len(got) > 0 {
+					err = fmt.Errorf("received %d messages, want none", len(got))
+				}
+				done <- err
+			}()
+			for range tc.polls - 1 {
+				if err := clk.WaitForSleepers(ctx, 1); err != nil {
+					t.Fatal(err)
+				}
+				clk.Advance(interval)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if got := questions() - q1 - reading; got != tc.polls {
+				t.Fatalf("%d polls ran %d statements, want one each", tc.polls, got)
+			}
+		})
+	}
 }
