@@ -100,6 +100,11 @@ type Policy struct {
 	Spacing time.Duration
 	// Margin (> 1) is the hysteresis of the switch back.
 	Margin float64
+	// Smooth is the span each minute's rate is averaged over: the scan
+	// plans a job's fires up to its advance ahead (14 minutes) once per
+	// about 11.5 minutes, so one minute's planned fires say little, and
+	// its mean over Smooth is the rate the fires run at.
+	Smooth time.Duration
 	// Min and Max bound each part's capacity units of each kind, as the
 	// stack's auto scaling does (TableCapacityMin, TableCapacityMax).
 	Min, Max float64
@@ -113,7 +118,7 @@ type Policy struct {
 // to on demand, a margin of 1.25, and the stacks' default auto scaling
 // (1–4,000 units, 70%).
 func DefaultPolicy() Policy {
-	return Policy{Quiet: time.Hour, Busy: 10 * time.Minute, Spacing: 12 * time.Hour, Margin: 1.25,
+	return Policy{Quiet: time.Hour, Busy: 10 * time.Minute, Spacing: 12 * time.Hour, Margin: 1.25, Smooth: 15 * time.Minute,
 		Min: 1, Max: 4000, Target: 0.7, Prices: ListPrices()}
 }
 
@@ -141,10 +146,12 @@ type Table interface {
 	Apply(ctx context.Context, s Switch) error
 }
 
-// sample is one observation: fires per second over the minute before At.
+// sample is one observation: the fires planned since the one before, and
+// the rate (fires per second) over Policy.Smooth up to it.
 type sample struct {
-	at   time.Time
-	rate float64
+	at    time.Time
+	fires int
+	rate  float64
 }
 
 // Keeper decides one table's billing mode from the fires observed.
@@ -154,8 +161,7 @@ type Keeper struct {
 	policy Policy
 	parts  []Part
 	clock  clock.Clock
-	since  time.Time // the window's start: the first observation, or the last switch
-	last   time.Time // the last observation
+	since  time.Time // the window's start: a minute before the first observation, or the last switch
 	hist   []sample
 	// known is the table's state as last read (at knownAt), reused for
 	// StateTTL: a quiet table on demand is not described every minute.
@@ -172,21 +178,27 @@ func New(p Policy, parts []Part, c clock.Clock) *Keeper {
 	return &Keeper{policy: p, parts: parts, clock: c}
 }
 
-// Observe records that fires were planned since the last observation (a
-// minute before the first one).
+// Observe records that fires were planned since the last observation.
 func (k *Keeper) Observe(fires int) {
 	now := k.clock.Now()
-	span := time.Minute
-	if !k.last.IsZero() && now.After(k.last) {
-		span = now.Sub(k.last)
-	}
 	if k.since.IsZero() {
-		k.since = now.Add(-span)
+		k.since = now.Add(-time.Minute)
 	}
-	k.last = now
-	k.hist = append(k.hist, sample{at: now, rate: float64(fires) / span.Seconds()})
+	k.hist = append(k.hist, sample{at: now, fires: fires})
+	// The rate over Smooth (or over what was observed, when less).
+	from := now.Add(-max(k.policy.Smooth, time.Minute))
+	if from.Before(k.since) {
+		from = k.since
+	}
+	n := 0
+	for _, s := range k.hist {
+		if s.at.After(from) {
+			n += s.fires
+		}
+	}
+	k.hist[len(k.hist)-1].rate = float64(n) / now.Sub(from).Seconds()
 	// Keep the longer window only.
-	keep := max(k.policy.Quiet, k.policy.Busy)
+	keep := max(k.policy.Quiet, k.policy.Busy, k.policy.Smooth)
 	i := 0
 	for i < len(k.hist) && now.Sub(k.hist[i].at) > keep {
 		i++

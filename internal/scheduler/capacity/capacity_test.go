@@ -11,7 +11,7 @@ import (
 
 // logPages is the log pages table as the scan wiring describes it: a
 // sparse fire's units on the table and its time index.
-var logPages = []Part{{Index: "", WritePerFire: 2.95, ReadPerFire: 1.2}, {Index: "byTime", WritePerFire: 0.93}}
+var logPages = []Part{{Index: "", WritePerFire: 2.95, ReadPerFire: 1.5}, {Index: "byTime", WritePerFire: 0.93}}
 
 var t0 = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 
@@ -72,20 +72,25 @@ func TestDecide(t *testing.T) {
 			State{Mode: Provisioned, Active: true, LastToOnDemand: t0.Add(-2 * time.Hour)}, flat(60, 0), false, 0, nil},
 		{"quiet an hour, 12 h after the last switch: on demand",
 			State{Mode: Provisioned, Active: true, LastToOnDemand: t0.Add(-12 * time.Hour)}, flat(60, 0), true, OnDemand, nil},
-		{"a busy minute in the hour restarts it", State{Mode: Provisioned, Active: true},
-			append(append(flat(30, 0), 100), flat(45, 0)...), false, 0, nil},
-		{"an hour after the busy minute: on demand", State{Mode: Provisioned, Active: true},
-			append(append(flat(30, 0), 100), flat(60, 0)...), true, OnDemand, nil},
+		{"100 fires in one minute of the hour are a light load: on demand", State{Mode: Provisioned, Active: true},
+			append(append(flat(30, 0), 100), flat(30, 0)...), true, OnDemand, nil},
+		{"a burst in the hour restarts it", State{Mode: Provisioned, Active: true},
+			append(append(flat(30, 0), 1000), flat(60, 0)...), false, 0, nil},
+		{"an hour after the burst left the 15-minute mean: on demand", State{Mode: Provisioned, Active: true},
+			append(append(flat(30, 0), 1000), flat(74, 0)...), true, OnDemand, nil},
 		{"W5's 100 fires a minute, on demand, 9 minutes: not yet", State{Mode: OnDemand, Active: true}, flat(9, 100), false, 0, nil},
 		{"W5's 100 fires a minute, on demand, 10 minutes: provisioned for it", State{Mode: OnDemand, Active: true}, flat(10, 100), true, Provisioned,
-			// 1.67 fires/s: table 4.9 WCU/s, 2 RCU/s; index 1.6 WCU/s; at 70%.
-			map[string]Units{"": {Read: 3, Write: 8}, "byTime": {Read: 1, Write: 3}}},
-		{"sized for the busiest minute", State{Mode: OnDemand, Active: true}, append(flat(9, 100), 200), true, Provisioned,
-			map[string]Units{"": {Read: 6, Write: 15}, "byTime": {Read: 1, Write: 5}}},
+			// 1.67 fires/s: table 4.9 WCU/s, 2.5 RCU/s; index 1.6 WCU/s; at 70%.
+			map[string]Units{"": {Read: 4, Write: 8}, "byTime": {Read: 1, Write: 3}}},
+		{"sized for the busiest 15-minute mean", State{Mode: OnDemand, Active: true}, append(flat(9, 100), 1100), true, Provisioned,
+			// 2,000 fires in 10 minutes: 3.33 fires/s.
+			map[string]Units{"": {Read: 8, Write: 15}, "byTime": {Read: 1, Write: 5}}},
 		{"near the break-even (15 a minute), on demand stays", State{Mode: OnDemand, Active: true}, flat(120, 15), false, 0, nil},
 		{"near the break-even (15 a minute), provisioned stays", State{Mode: Provisioned, Active: true}, flat(120, 15), false, 0, nil},
-		{"a quiet minute among busy ones holds the switch back", State{Mode: OnDemand, Active: true},
-			append(append(flat(5, 100), 0), flat(4, 100)...), false, 0, nil},
+		{"a minute without planned fires among busy ones does not hold it back (the scan plans in lumps)", State{Mode: OnDemand, Active: true},
+			append(append(flat(5, 100), 0), flat(4, 100)...), true, Provisioned, nil},
+		{"a light load after a busy one holds it back", State{Mode: OnDemand, Active: true},
+			append(flat(5, 100), flat(20, 5)...), false, 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,17 +206,17 @@ func TestTickReads(t *testing.T) {
 	if want := int(61*time.Minute/StateTTL) + 1; tbl.reads != want {
 		t.Errorf("%d reads in 61 quiet minutes on demand, want %d (one per %s)", tbl.reads, want, StateTTL)
 	}
-	// A load near the break-even keeps both windows mixed: no read.
+	// A load near the break-even rules both switches out: no read.
 	k2 := New(DefaultPolicy(), logPages, c)
 	tbl2 := &fakeTable{c: c, st: State{Mode: Provisioned, Active: true}, fail: errors.New("denied")}
 	for m := range 120 {
-		if _, _, err := k2.Tick(ctx, tbl2, []int{0, 100}[m%2]); err != nil {
+		if _, _, err := k2.Tick(ctx, tbl2, 15); err != nil {
 			t.Fatalf("minute %d: %v", m, err)
 		}
 		c.Advance(time.Minute)
 	}
 	if tbl2.reads != 0 {
-		t.Errorf("%d reads under a mixed load, want 0", tbl2.reads)
+		t.Errorf("%d reads under a load near the break-even, want 0", tbl2.reads)
 	}
 	// A failed read is the tick's error.
 	k3 := New(DefaultPolicy(), logPages, c)
