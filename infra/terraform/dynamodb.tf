@@ -4,15 +4,11 @@
 resource "aws_dynamodb_table" "jobs" {
   lifecycle {
     prevent_destroy = true # the data outlives the stack; see docs/aws.md to delete on purpose
-    # Auto scaling moves the table's capacity (TableBillingMode PROVISIONED).
-    ignore_changes = [read_capacity, write_capacity]
   }
 
-  name           = "${var.table_prefix}-jobs"
-  billing_mode   = var.table_billing_mode
-  read_capacity  = local.provisioned_tables ? var.table_capacity_min : null
-  write_capacity = local.provisioned_tables ? var.table_capacity_min : null
-  hash_key       = "id"
+  name         = "${var.table_prefix}-jobs"
+  billing_mode = "PAY_PER_REQUEST" # below its provisioned floor in a sparse deployment: see var.table_billing_mode
+  hash_key     = "id"
 
   attribute {
     name = "id"
@@ -41,16 +37,12 @@ resource "aws_dynamodb_table" "jobs" {
     hash_key        = "dueShard"
     range_key       = "dueKey"
     projection_type = "ALL"
-    read_capacity   = local.provisioned_tables ? var.table_capacity_min : null
-    write_capacity  = local.provisioned_tables ? var.table_capacity_min : null
   }
   global_secondary_index {
     name            = "byGroup"
     hash_key        = "groupId"
     range_key       = "id"
     projection_type = "KEYS_ONLY"
-    read_capacity   = local.provisioned_tables ? var.table_capacity_min : null
-    write_capacity  = local.provisioned_tables ? var.table_capacity_min : null
   }
   # Every job by its scan shard: the unfiltered job list, without a scan.
   global_secondary_index {
@@ -58,8 +50,6 @@ resource "aws_dynamodb_table" "jobs" {
     hash_key        = "shard"
     range_key       = "id"
     projection_type = "KEYS_ONLY"
-    read_capacity   = local.provisioned_tables ? var.table_capacity_min : null
-    write_capacity  = local.provisioned_tables ? var.table_capacity_min : null
   }
 
   point_in_time_recovery {
@@ -91,8 +81,12 @@ resource "aws_dynamodb_table" "groups" {
 resource "aws_dynamodb_table" "log_pages" {
   lifecycle {
     prevent_destroy = true # the data outlives the stack; see docs/aws.md to delete on purpose
-    # Auto scaling moves the table's capacity (TableBillingMode PROVISIONED).
-    ignore_changes = [read_capacity, write_capacity]
+    # With table_billing_mode PROVISIONED, auto scaling moves the table's and its index's capacity
+    # and the scan's capacity keeper switches the table to on demand when it is quiet and back
+    # when steady load returns (docs/aws.md#provisioned-capacity): Terraform leaves both alone,
+    # so a plan never undoes them. So changing table_billing_mode of an existing table is one
+    # `aws dynamodb update-table` (docs/aws.md), not a plan.
+    ignore_changes = [billing_mode, read_capacity, write_capacity, global_secondary_index]
   }
 
   name           = "${var.table_prefix}-logpages"

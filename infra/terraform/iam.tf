@@ -37,6 +37,11 @@ data "aws_iam_policy_document" "scan" {
     resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.leases.arn]
   }
   statement {
+    sid       = "Capacity" # the capacity keeper: the steady table's billing mode (internal/scheduler/capacity)
+    actions   = ["dynamodb:DescribeTable", "dynamodb:UpdateTable"]
+    resources = [aws_dynamodb_table.log_pages.arn]
+  }
+  statement {
     sid       = "Indexes"
     actions   = ["dynamodb:Query"]
     resources = ["${aws_dynamodb_table.jobs.arn}/index/*"]

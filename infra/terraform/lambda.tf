@@ -37,6 +37,11 @@ resource "aws_lambda_function" "scan" {
       XJOB_RING_QUEUE_URL    = aws_sqs_queue.queue["ring"].url
       XJOB_DISPATCH_FUNCTION = "${var.name}-dispatch" # the lanes: its asynchronous invocations (its name, not a reference to itself)
       XJOB_SCAN_ADVANCE      = var.scan_advance
+      # PROVISIONED: the capacity keeper runs on the log pages (docs/aws.md#provisioned-capacity).
+      XJOB_TABLE_BILLING_MODE       = var.table_billing_mode
+      XJOB_TABLE_CAPACITY_MIN       = tostring(var.table_capacity_min)
+      XJOB_TABLE_CAPACITY_MAX       = tostring(var.table_capacity_max)
+      XJOB_TABLE_TARGET_UTILIZATION = tostring(var.table_target_utilization)
     }
   }
 }

@@ -89,6 +89,15 @@ const (
 	// to the functions with CallsTargets, and nothing when it is empty,
 	// local mode's --aws-target-arns.
 	EnvAWSTargetARNs = "XJOB_AWS_TARGET_ARNS"
+	// EnvTableBillingMode is the stack's TableBillingMode (one of
+	// TableBillingModes): PROVISIONED runs the scan function's capacity
+	// keeper on SteadyTables, sizing capacity between EnvTableCapacityMin
+	// and EnvTableCapacityMax units at EnvTableTargetUtilization percent,
+	// as the stack's auto scaling does.
+	EnvTableBillingMode       = "XJOB_TABLE_BILLING_MODE"
+	EnvTableCapacityMin       = "XJOB_TABLE_CAPACITY_MIN"
+	EnvTableCapacityMax       = "XJOB_TABLE_CAPACITY_MAX"
+	EnvTableTargetUtilization = "XJOB_TABLE_TARGET_UTILIZATION"
 )
 
 // TargetActions are what AWS jobs call (package
@@ -304,15 +313,25 @@ var dispatcherActions = []string{
 // sqs:SendMessage, DeleteMessageBatch sqs:DeleteMessage).
 var Functions = []Function{
 	{Name: "scan",
-		Env:         []string{EnvTablePrefix, EnvShards, EnvRingQueueURL},
-		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvScanAdvance},
-		Tables:      []string{dynamostore.TableJobs, dynamostore.TableLeases},
+		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL},
+		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvScanAdvance,
+			EnvTableBillingMode, EnvTableCapacityMin, EnvTableCapacityMax, EnvTableTargetUtilization},
+		Tables: []string{dynamostore.TableJobs, dynamostore.TableLeases, dynamostore.TableLogs},
 		Actions: []string{
-			"dynamodb:GetItem",      // not exercised: consistent read after a lost conditional write (job advance, lease)
-			"dynamodb:Query",        // due index; leases
-			"dynamodb:UpdateItem",   // job advance; lease acquire/renew/release
-			"sqs:SendMessage",       // ring buckets; late fires to the dispatch lanes
-			"lambda:InvokeFunction", // the dispatch lanes (lambdaqueue): late fires
+			"dynamodb:GetItem",       // not exercised: consistent read after a lost conditional write (job advance, lease)
+			"dynamodb:Query",         // due index; leases
+			"dynamodb:UpdateItem",    // job advance; lease acquire/renew/release
+			"dynamodb:DescribeTable", // not exercised (the emulated stack is on demand): the capacity keeper, TableBillingMode PROVISIONED
+			"dynamodb:UpdateTable",   // not exercised: the keeper's switches between provisioned and on demand
+			"sqs:SendMessage",        // ring buckets; late fires to the dispatch lanes
+			"lambda:InvokeFunction",  // the dispatch lanes (lambdaqueue): late fires
+		},
+		// The capacity keeper reads and switches the steady tables only;
+		// the scan's data stays the jobs and leases.
+		TableActions: map[string][]string{
+			"dynamodb:GetItem": {dynamostore.TableJobs, dynamostore.TableLeases}, "dynamodb:Query": {dynamostore.TableJobs, dynamostore.TableLeases},
+			"dynamodb:UpdateItem":    {dynamostore.TableJobs, dynamostore.TableLeases},
+			"dynamodb:DescribeTable": SteadyTables, "dynamodb:UpdateTable": SteadyTables,
 		},
 		// Consecutive minutes' invocations overlap by the lease hand-over.
 		ReservedConcurrency: 2, NoAsyncRetries: true, ChecksLayout: true},
@@ -459,11 +478,16 @@ var Functions = []Function{
 
 // SteadyTables are the tables the templates' TableBillingMode
 // PROVISIONED puts on provisioned capacity under auto scaling (the
-// others stay on demand): the ones a running deployment loads every
-// second — the ring's claims and the results on log pages, the jobs' reads
-// and the scan's advances — where provisioned units cost about a seventh
-// of on-demand requests at the target utilisation.
-var SteadyTables = []string{dynamostore.TableJobs, dynamostore.TableLogs}
+// others stay on demand): the log pages, which every fire writes three
+// times (the ring's claim, the executor's reply, the result) — at 70%
+// utilisation a unit of capacity costs about 40% of the same load on
+// demand. The jobs table is not one: with its three indexes it pays at
+// least 4 write and 4 read units provisioned (about $2.25 a month) for
+// a load that costs less on demand below about 3 fires a second (W5's
+// 1.7 a second: $1.50 a month on demand, `make cost`), and the scan's
+// capacity keeper (internal/scheduler/capacity) switches the log pages
+// to on demand when they are quieter than their own break-even.
+var SteadyTables = []string{dynamostore.TableLogs}
 
 // TableBillingModes are the values TableBillingMode takes; the first is
 // the default.

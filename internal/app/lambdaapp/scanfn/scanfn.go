@@ -12,8 +12,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/adapter/dynamocapacity"
+	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/adapter/sqsqueue"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+	"github.com/xjobdev/xjob/internal/scheduler/capacity"
 	"github.com/xjobdev/xjob/internal/scheduler/scan"
 )
 
@@ -80,6 +84,52 @@ func Tunables(b *wiring.Base) scan.Tunables {
 type Function struct {
 	b       *wiring.Base
 	scanner *scan.Scanner
+	keepers []keeper
+}
+
+// keeper is the capacity keeper of one steady table (Config.Provisioned).
+type keeper struct {
+	name  string
+	k     *capacity.Keeper
+	table capacity.Table
+}
+
+// perFire is what a fire costs each steady table and index in units, for
+// the keeper's break-even: a sparse fire's, alone in its log page (three
+// page writes and an index entry, the callback's reads: W5's units a
+// trigger in `make cost`), where the choice between the modes is close; a
+// dense load is far past the break-even either way, and auto scaling
+// sizes its capacity from what it really consumes.
+var perFire = map[string][]capacity.Part{
+	dynamostore.TableLogs: {{Index: "", WritePerFire: 2.95, ReadPerFire: 1.5}, {Index: "byTime", WritePerFire: 0.93}},
+}
+
+// keepers builds the capacity keepers of awsconfig.SteadyTables when the
+// stack deploys them provisioned.
+func keepers(b *wiring.Base) ([]keeper, error) {
+	if !b.Config.Provisioned {
+		return nil, nil
+	}
+	api, ok := b.Deps.DynamoDB.(dynamocapacity.API)
+	if !ok {
+		return nil, fmt.Errorf("lambda scan: the DynamoDB client cannot describe or update tables (capacity keeper)")
+	}
+	p := capacity.DefaultPolicy()
+	p.Min = cmp.Or(b.Config.CapacityMin, p.Min)
+	p.Max = cmp.Or(b.Config.CapacityMax, p.Max)
+	if u := b.Config.TargetUtilization; u > 0 {
+		p.Target = u / 100
+	}
+	var out []keeper
+	for _, t := range awsconfig.SteadyTables {
+		parts, ok := perFire[t]
+		if !ok {
+			return nil, fmt.Errorf("lambda scan: no per-fire units for steady table %s", t)
+		}
+		name := b.Config.TablePrefix + "-" + t
+		out = append(out, keeper{name: name, k: capacity.New(p, parts, b.Clock), table: dynamocapacity.New(api, name)})
+	}
+	return out, nil
 }
 
 // New builds the scan function on b.
@@ -90,7 +140,11 @@ func New(b *wiring.Base) (*Function, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lambda scan: %w", err)
 	}
-	return &Function{b: b, scanner: s}, nil
+	ks, err := keepers(b)
+	if err != nil {
+		return nil, err
+	}
+	return &Function{b: b, scanner: s, keepers: ks}, nil
 }
 
 // Build is New as a wiring.Builder: the scan main's whole wiring.
@@ -119,5 +173,15 @@ func (f *Function) Handle(ctx context.Context, _ events.EventBridgeEvent) error 
 		wiring.MetricFires: float64(st.RingFires + st.NowFires), wiring.MetricMisfires: float64(st.MisfiredDoNothing + st.MisfiredFireOnceNow)})
 	f.b.Log.DebugContext(ctx, "scan tick", "shards", st.Shards, "jobs", st.Jobs, "ring", st.RingFires, "now", st.NowFires,
 		"misfires", st.Misfires, "conflicts", st.Conflicts, "truncated", st.Truncated, "took", st.Duration)
+	// The keepers count this tick's fires; a failed read or switch is
+	// tried again next minute and never fails the tick.
+	for _, k := range f.keepers {
+		sw, ok, err := k.k.Tick(ctx, k.table, st.RingFires+st.NowFires)
+		if err != nil {
+			f.b.Log.WarnContext(ctx, "capacity keeper", "table", k.name, "err", err)
+		} else if ok {
+			f.b.Log.InfoContext(ctx, "capacity keeper switched", "table", k.name, "to", sw.To.String(), "capacity", sw.Capacity)
+		}
+	}
 	return nil
 }

@@ -125,6 +125,14 @@ type Config struct {
 	// ScanAdvance is XJOB_SCAN_ADVANCE (zero: DefaultScanAdvance), the
 	// scan's scan.Tunables.Advance.
 	ScanAdvance time.Duration
+	// Provisioned is XJOB_TABLE_BILLING_MODE=PROVISIONED: the steady
+	// tables are deployed on provisioned capacity and the scan runs the
+	// capacity keeper on them, sizing between CapacityMin and
+	// CapacityMax units at TargetUtilization (XJOB_TABLE_CAPACITY_MIN,
+	// _MAX, XJOB_TABLE_TARGET_UTILIZATION in percent; zero: the
+	// templates' defaults, 1, 4000 and 70).
+	Provisioned                                 bool
+	CapacityMin, CapacityMax, TargetUtilization float64
 	// Egress is the executor address rule, at registration and on every
 	// dial: loopback refused (no executor runs inside a Lambda
 	// environment, but a registration naming 127.0.0.1 would reach the
@@ -232,6 +240,28 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 			problems = append(problems, fmt.Sprintf("%s=%q must be a duration from %s to %s", awsconfig.EnvScanAdvance, s, ScanHorizon, MaxScanAdvance))
 		}
 		cfg.ScanAdvance = d
+	}
+	if s := get(awsconfig.EnvTableBillingMode); s != "" {
+		if !slices.Contains(awsconfig.TableBillingModes, s) {
+			problems = append(problems, fmt.Sprintf("%s=%q must be one of %s", awsconfig.EnvTableBillingMode, s, strings.Join(awsconfig.TableBillingModes, ", ")))
+		}
+		cfg.Provisioned = s == "PROVISIONED"
+	}
+	for _, r := range []struct {
+		env    string
+		lo, hi float64
+		to     *float64
+	}{{awsconfig.EnvTableCapacityMin, 1, 40000, &cfg.CapacityMin}, {awsconfig.EnvTableCapacityMax, 1, 40000, &cfg.CapacityMax},
+		{awsconfig.EnvTableTargetUtilization, 20, 90, &cfg.TargetUtilization}} {
+		s := get(r.env)
+		if s == "" {
+			continue
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(f >= r.lo && f <= r.hi) {
+			problems = append(problems, fmt.Sprintf("%s=%q must be a number from %g to %g", r.env, s, r.lo, r.hi))
+		}
+		*r.to = f
 	}
 	if s := get(awsconfig.EnvAnyTriggerAddress); s != "" {
 		b, err := strconv.ParseBool(s)
