@@ -90,7 +90,12 @@ type CostSample struct {
 // ProvisionedDelta is what the window costs more (less, when negative)
 // with p's tables on provisioned capacity than on demand: capacity-hours
 // in place of their request units.
+//
+// The capacity keeper, when p models it, judges the window's trigger rate.
 func ProvisionedDelta(s *CostSample, p awsstack.Provisioned, on awsstack.Prices, cp awsstack.CapacityPrices) (delta float64, c awsstack.CapacityCost) {
+	if s.Seconds > 0 {
+		p.Rate = float64(s.Triggers) / s.Seconds
+	}
 	c = p.Price(s.Tables, s.Seconds, awsstack.TablePrefix, on, cp)
 	return c.Dollars - c.OnDemand, c
 }

@@ -36,6 +36,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -55,6 +56,8 @@ import (
 	"github.com/xjobdev/xjob/bench/harness"
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/scanfn"
+	"github.com/xjobdev/xjob/internal/scheduler/capacity"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 )
 
@@ -79,7 +82,8 @@ func run() int {
 	w2Lead := fs.Duration("w2-lead", 0, "W2's jobs are started without the admin's push of their first fires, a scan plans them at once, and each window opens 7 s after their first fires; a lead starts them with the admin's bulk start instead and opens the window this long after it (151 s: past the pushed fires, the scan horizon, 150 s; 61 s measures that transient)")
 	sync := fs.Bool("sync-callbacks", false, "deploy without the results queue: the callback function applies each request itself (the design before it), to compare")
 	reserved := fs.Bool("reserved", false, "deploy as ReservedConcurrency=true does (callback, web, scan and registry capped at their reservations), to compare; the templates' default is off")
-	provTables := fs.String("provisioned-tables", "logpages,jobs", "the tables the provisioned line puts on provisioned capacity with auto scaling (the stacks' ProvisionedTables), the others on demand")
+	provTables := fs.String("provisioned-tables", strings.Join(awsconfig.SteadyTables, ","), "the tables the provisioned line puts on provisioned capacity with auto scaling (the stacks' TableBillingMode PROVISIONED: awsconfig.SteadyTables), the others on demand")
+	noKeeper := fs.Bool("no-keeper", false, "provisioned line: leave out the scan's capacity keeper (which keeps a table on demand while its load costs less so), to compare")
 	provMin := fs.Float64("provisioned-min", 1, "provisioned line: minimum capacity units, each of read and write, per table and index")
 	provMax := fs.Float64("provisioned-max", 4000, "provisioned line: maximum capacity units per table and index")
 	provTarget := fs.Float64("provisioned-target", 0.7, "provisioned line: auto scaling's target utilisation")
@@ -173,13 +177,37 @@ func run() int {
 	var lags lagLine
 	prov := awsstack.Provisioned{Tables: strings.Split(*provTables, ","), Min: *provMin, Max: *provMax, Target: *provTarget}
 	cp := awsstack.ListCapacityPrices()
+	if !*noKeeper {
+		kp := capacity.DefaultPolicy()
+		kp.Min, kp.Max, kp.Target = *provMin, *provMax, *provTarget
+		kp.Prices = capacity.Prices{WRU: p.WRU, RRU: p.RRU, WCUHour: cp.WCUHour, RCUHour: cp.RCUHour}
+		prov.Keeper, prov.PerFire = &kp, scanfn.PerFire
+	}
 	provLine := map[string]string{}
 	printProv := func(name string, c awsstack.CapacityCost) {
 		var caps []string
 		for _, k := range slices.Sorted(maps.Keys(c.Capacity)) {
 			caps = append(caps, fmt.Sprintf("%s %.0f", strings.TrimPrefix(k, awsstack.TablePrefix+"-"), c.Capacity[k]))
 		}
-		fmt.Printf("  provisioned %s (%s at %.0f%%, min %.0f): capacity %s; throttled %.0f units\n", name, *provTables, *provTarget*100, *provMin, strings.Join(caps, ", "), c.Throttled)
+		keeper := "no keeper"
+		if prov.Keeper != nil {
+			keeper = "keeper: on demand " + cmp.Or(strings.Join(c.OnDemandTables, ","), "none")
+		}
+		fmt.Printf("  provisioned %s (%s at %.0f%%, min %.0f; %s): capacity %s; throttled %.0f units\n", name, *provTables, *provTarget*100, *provMin, keeper, strings.Join(caps, ", "), c.Throttled)
+		// Every table's mean load and what it costs on demand a month:
+		// which tables carry a load worth capacity.
+		var loads []string
+		for _, k := range slices.Sorted(maps.Keys(c.Load)) {
+			if c.Load[k] == 0 {
+				continue
+			}
+			unit := p.WRU
+			if strings.HasSuffix(k, " r") {
+				unit = p.RRU
+			}
+			loads = append(loads, fmt.Sprintf("%s %.2f/s $%.2f", strings.TrimPrefix(k, awsstack.TablePrefix+"-"), c.Load[k], c.Load[k]*unit*awsstack.MonthSeconds))
+		}
+		fmt.Printf("  table load %s (units a second, on demand a month): %s\n", name, strings.Join(loads, ", "))
 	}
 	for _, wl := range workloads {
 		if !want(wl.w.Name) {
@@ -278,6 +306,10 @@ func run() int {
 		if parts := prov.Parts(); parts > 0 {
 			fmt.Printf("alarms, provisioned: auto scaling's target tracking adds 2 alarms per table or index and dimension, %d: $%.2f per month, not in the provisioned line\n",
 				4*parts, float64(4*parts)*p.AlarmMonth)
+			if prov.Keeper != nil {
+				fmt.Printf("keeper: the hour before a switch to on demand costs $%.4f at the minimum capacity, once each time a load stops; its DescribeTable and UpdateTable are control-plane requests DynamoDB does not bill\n",
+					prov.KeeperQuietHour(cp))
+			}
 		}
 	}
 	var limits string

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
+	capkeeper "github.com/xjobdev/xjob/internal/scheduler/capacity"
 )
 
 // Provisioned is the stacks' provisioned-capacity option for a set of
@@ -20,6 +21,35 @@ type Provisioned struct {
 	Tables   []string // unprefixed names (dynamostore.TableLogs, …)
 	Min, Max float64  // capacity units, each of read and write, per table and index
 	Target   float64  // target utilisation, 0.2–0.9 (auto scaling's own range)
+	// Keeper, when set, models the scan function's capacity keeper
+	// (internal/scheduler/capacity) with PerFire's units: a table
+	// whose load, Rate fires a second, the keeper finds cheaper on demand
+	// is priced on demand, as the keeper leaves it after its quiet hour
+	// (a steady state: the hour itself is KeeperQuietHour's).
+	Keeper  *capkeeper.Policy
+	PerFire map[string][]capkeeper.Part
+	Rate    float64
+}
+
+// OnDemandByKeeper reports whether the keeper, in its steady state at
+// p.Rate, keeps table on demand: the load costs less so than on the
+// capacity it would need. Between the break-even and the keeper's margin
+// a table stays in the mode it is in, and is priced provisioned, the
+// stack's own.
+func (p Provisioned) OnDemandByKeeper(table string) bool {
+	parts, ok := p.PerFire[table]
+	if p.Keeper == nil || !ok {
+		return false
+	}
+	od, pr := capkeeper.New(*p.Keeper, parts, nil).Costs(p.Rate)
+	return od < pr
+}
+
+// KeeperQuietHour is what the hour before the keeper's switch to on
+// demand costs at the tables' minimum capacity (each table and index,
+// read and write): paid once each time a load stops, not per month.
+func (p Provisioned) KeeperQuietHour(cp CapacityPrices) float64 {
+	return float64(p.Parts()) * max(p.Min, 1) * (cp.WCUHour + cp.RCUHour)
 }
 
 // Parts counts the tables and indexes p puts on provisioned capacity:
@@ -69,6 +99,13 @@ type CapacityCost struct {
 	// Throttled is the units past capacity and burst credit: requests
 	// DynamoDB would have refused (and the SDK retried).
 	Throttled float64
+	// OnDemandTables are the tables the keeper keeps on demand at the
+	// interval's rate (priced so: no capacity).
+	OnDemandTables []string
+	// Load is each table's and index's mean units a second over the
+	// interval ("table/index" w|r), every table's, provisioned or not:
+	// what decides which tables carry a load worth provisioning.
+	Load map[string]float64
 }
 
 // Price prices load (Meter.TableSeconds over an interval of seconds) for
@@ -81,9 +118,15 @@ type CapacityCost struct {
 // ScaleUpDelay raises the capacity to the load over Target. Capacity is
 // billed per unit-second (AWS bills unit-hours), whether used or not.
 func (p Provisioned) Price(load map[string][]TableLoad, seconds float64, prefix string, on Prices, cp CapacityPrices) CapacityCost {
-	out := CapacityCost{Capacity: map[string]float64{}}
+	out := CapacityCost{Capacity: map[string]float64{}, Load: map[string]float64{}}
 	if seconds <= 0 || p.Target <= 0 {
 		return out
+	}
+	for part, secs := range load {
+		for _, s := range secs {
+			out.Load[part+" w"] += s.WCU / seconds
+			out.Load[part+" r"] += s.RCU / seconds
+		}
 	}
 	specs := map[string]*dynamodb.CreateTableInput{}
 	for _, s := range dynamostore.TableSpecs(dynamostore.TablesWithPrefix(prefix)) {
@@ -91,6 +134,10 @@ func (p Provisioned) Price(load map[string][]TableLoad, seconds float64, prefix 
 	}
 	for _, table := range p.Tables {
 		name := prefix + "-" + table
+		keptOnDemand := p.OnDemandByKeeper(table)
+		if keptOnDemand {
+			out.OnDemandTables = append(out.OnDemandTables, table)
+		}
 		// The table and each of its indexes has capacity of its own, and
 		// pays at least the minimum without any load.
 		parts := []string{name}
@@ -131,12 +178,16 @@ func (p Provisioned) Price(load map[string][]TableLoad, seconds float64, prefix 
 					series[i] += v
 					total += v
 				}
+				out.OnDemand += total * unit
+				if keptOnDemand {
+					out.Dollars += total * unit
+					continue
+				}
 				capacity := p.steady(series)
 				out.Capacity[part+" "+kind] = capacity
 				dollars, throttled := p.simulate(series, capacity, price)
 				out.Dollars += dollars
 				out.Throttled += throttled
-				out.OnDemand += total * unit
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package awsstack
 import (
 	"math"
 	"testing"
+
+	capkeeper "github.com/xjobdev/xjob/internal/scheduler/capacity"
 )
 
 // TestProvisionedPrice: capacity settles at the busiest minute's load
@@ -61,5 +63,48 @@ func TestProvisionedPrice(t *testing.T) {
 	}
 	if len(c.Capacity) != 8 || math.Abs(c.Dollars-8) > 1e-6 {
 		t.Errorf("jobs with no load: capacity %v, $%v; want 8 parts at 1 unit, $8", c.Capacity, c.Dollars)
+	}
+}
+
+// TestProvisionedKeeper: with the capacity keeper modelled, a table whose
+// rate costs less on demand than on its capacity (idle) is priced on
+// demand — no capacity-hours, its request units as they are — and a
+// steady load keeps its capacity.
+func TestProvisionedKeeper(t *testing.T) {
+	t.Parallel()
+	const prefix = "p"
+	cp := ListCapacityPrices()
+	on := ListPrices()
+	kp := capkeeper.DefaultPolicy()
+	perFire := map[string][]capkeeper.Part{"groups": {{WritePerFire: 3, ReadPerFire: 1}}}
+	load := map[string][]TableLoad{"p-groups": {{At: 1000, WCU: 0.3, RCU: 0.1}}}
+	tests := []struct {
+		name     string
+		rate     float64
+		onDemand bool
+	}{
+		{"idle: on demand", 0, true},
+		{"one fire a minute: on demand", 1.0 / 60, true},
+		{"W5's 1.7 fires a second: provisioned", 100.0 / 60, false},
+		{"W1's 1,000 a second: provisioned", 1000, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := Provisioned{Tables: []string{"groups"}, Min: 1, Max: 4000, Target: 0.7, Keeper: &kp, PerFire: perFire, Rate: tt.rate}
+			c := p.Price(load, 60, prefix, on, cp)
+			if got := len(c.OnDemandTables) == 1; got != tt.onDemand {
+				t.Fatalf("kept on demand %v, want %v", got, tt.onDemand)
+			}
+			if tt.onDemand && (c.Dollars != c.OnDemand || len(c.Capacity) != 0) {
+				t.Errorf("on demand: $%v against $%v on demand, capacity %v", c.Dollars, c.OnDemand, c.Capacity)
+			}
+			if !tt.onDemand && len(c.Capacity) != 2 {
+				t.Errorf("provisioned: capacity %v, want read and write", c.Capacity)
+			}
+		})
+	}
+	if h := (Provisioned{Tables: []string{"logpages"}, Min: 1}).KeeperQuietHour(cp); math.Abs(h-2*(cp.WCUHour+cp.RCUHour)) > 1e-12 {
+		t.Errorf("the quiet hour of the log pages and their index: $%v", h)
 	}
 }

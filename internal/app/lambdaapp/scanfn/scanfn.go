@@ -94,13 +94,13 @@ type keeper struct {
 	table capacity.Table
 }
 
-// perFire is what a fire costs each steady table and index in units, for
+// PerFire is what a fire costs each steady table and index in units, for
 // the keeper's break-even: a sparse fire's, alone in its log page (three
 // page writes and an index entry, the callback's reads: W5's units a
 // trigger in `make cost`), where the choice between the modes is close; a
 // dense load is far past the break-even either way, and auto scaling
 // sizes its capacity from what it really consumes.
-var perFire = map[string][]capacity.Part{
+var PerFire = map[string][]capacity.Part{
 	dynamostore.TableLogs: {{Index: "", WritePerFire: 2.95, ReadPerFire: 1.5}, {Index: "byTime", WritePerFire: 0.93}},
 }
 
@@ -122,7 +122,7 @@ func keepers(b *wiring.Base) ([]keeper, error) {
 	}
 	var out []keeper
 	for _, t := range awsconfig.SteadyTables {
-		parts, ok := perFire[t]
+		parts, ok := PerFire[t]
 		if !ok {
 			return nil, fmt.Errorf("lambda scan: no per-fire units for steady table %s", t)
 		}
