@@ -481,12 +481,14 @@ var Functions = []Function{
 // others stay on demand): the log pages, which every fire writes three
 // times (the ring's claim, the executor's reply, the result) — at 70%
 // utilisation a unit of capacity costs about 40% of the same load on
-// demand. The jobs table is not one: with its three indexes it pays at
-// least 4 write and 4 read units provisioned (about $2.25 a month) for
-// a load that costs less on demand below about 3 fires a second (W5's
-// 1.7 a second: $1.50 a month on demand, `make cost`), and the scan's
-// capacity keeper (internal/scheduler/capacity) switches the log pages
-// to on demand when they are quieter than their own break-even.
+// demand — and the scan's capacity keeper (internal/scheduler/capacity)
+// switches to on demand while they are quieter than their break-even.
+// The jobs table is not one: with its three indexes, two of which carry
+// no steady load, it pays at least 4 write and 4 read units provisioned
+// (about $2.25 a month) for a load that costs less on demand below about
+// 3 sparse fires a second (W5's 1.7 a second: $1.26 a month on demand,
+// `make cost`'s table load); at W1's 1,000 a second its reads would be
+// cheaper provisioned (docs/cost.md weighs the two).
 var SteadyTables = []string{dynamostore.TableLogs}
 
 // TableBillingModes are the values TableBillingMode takes; the first is
