@@ -1,14 +1,18 @@
-# Provisioned capacity for the steady table, the log pages (var.table_billing_mode = "PROVISIONED"):
-# Application Auto Scaling on the table and its index, read and write - one scalable target and one
+# Provisioned capacity for the steady tables, jobs and log pages (var.table_billing_mode =
+# "PROVISIONED"): Application Auto Scaling on each table and index, read and write - one scalable target and one
 # target-tracking policy each (AWS creates two CloudWatch alarms per policy, billed as alarms).
 # Registering a target creates the service-linked role it uses. While the scan's capacity keeper
-# has the table on demand, DynamoDB keeps these targets (their scaling fails then, harmlessly); they
-# take over again from the keeper's starting capacity when it switches the table back.
+# has a table on demand, DynamoDB keeps these targets (their scaling fails then, harmlessly); they
+# take over again from the keeper's starting capacity when it switches it back.
 
 locals {
   provisioned_tables = var.table_billing_mode == "PROVISIONED"
   # table or index → its resource id; every one of them scales on reads and writes.
   scaled_parts = {
+    "jobs"            = "table/${aws_dynamodb_table.jobs.name}"
+    "jobs-due"        = "table/${aws_dynamodb_table.jobs.name}/index/due"
+    "jobs-byGroup"    = "table/${aws_dynamodb_table.jobs.name}/index/byGroup"
+    "jobs-byShard"    = "table/${aws_dynamodb_table.jobs.name}/index/byShard"
     "logpages"        = "table/${aws_dynamodb_table.log_pages.name}"
     "logpages-byTime" = "table/${aws_dynamodb_table.log_pages.name}/index/byTime"
   }

@@ -4,11 +4,15 @@
 resource "aws_dynamodb_table" "jobs" {
   lifecycle {
     prevent_destroy = true # the data outlives the stack; see docs/aws.md to delete on purpose
+    # The capacity keeper and auto scaling own the mode and capacities: see log_pages below.
+    ignore_changes = [billing_mode, read_capacity, write_capacity, global_secondary_index]
   }
 
-  name         = "${var.table_prefix}-jobs"
-  billing_mode = "PAY_PER_REQUEST" # below its provisioned floor in a sparse deployment: see var.table_billing_mode
-  hash_key     = "id"
+  name           = "${var.table_prefix}-jobs"
+  billing_mode   = var.table_billing_mode
+  read_capacity  = local.provisioned_tables ? var.table_capacity_min : null
+  write_capacity = local.provisioned_tables ? var.table_capacity_min : null
+  hash_key       = "id"
 
   attribute {
     name = "id"
@@ -37,12 +41,16 @@ resource "aws_dynamodb_table" "jobs" {
     hash_key        = "dueShard"
     range_key       = "dueKey"
     projection_type = "ALL"
+    read_capacity   = local.provisioned_tables ? var.table_capacity_min : null
+    write_capacity  = local.provisioned_tables ? var.table_capacity_min : null
   }
   global_secondary_index {
     name            = "byGroup"
     hash_key        = "groupId"
     range_key       = "id"
     projection_type = "KEYS_ONLY"
+    read_capacity   = local.provisioned_tables ? var.table_capacity_min : null
+    write_capacity  = local.provisioned_tables ? var.table_capacity_min : null
   }
   # Every job by its scan shard: the unfiltered job list, without a scan.
   global_secondary_index {
@@ -50,6 +58,8 @@ resource "aws_dynamodb_table" "jobs" {
     hash_key        = "shard"
     range_key       = "id"
     projection_type = "KEYS_ONLY"
+    read_capacity   = local.provisioned_tables ? var.table_capacity_min : null
+    write_capacity  = local.provisioned_tables ? var.table_capacity_min : null
   }
 
   point_in_time_recovery {

@@ -37,9 +37,9 @@ data "aws_iam_policy_document" "scan" {
     resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.leases.arn]
   }
   statement {
-    sid       = "Capacity" # the capacity keeper: the steady table's billing mode (internal/scheduler/capacity)
+    sid       = "Capacity" # the capacity keeper: the steady tables' billing mode (internal/scheduler/capacity)
     actions   = ["dynamodb:DescribeTable", "dynamodb:UpdateTable"]
-    resources = [aws_dynamodb_table.log_pages.arn]
+    resources = [aws_dynamodb_table.jobs.arn, aws_dynamodb_table.log_pages.arn]
   }
   statement {
     sid       = "Indexes"

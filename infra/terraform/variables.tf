@@ -269,7 +269,7 @@ variable "executor_request_alarm" {
 }
 
 variable "table_billing_mode" {
-  description = "Billing of the steady table (logpages) and its index - PAY_PER_REQUEST (on demand) or PROVISIONED (capacity under auto scaling, table_capacity_min..table_capacity_max units each of read and write, tracking table_target_utilization), which the scan function switches to on demand after an hour too quiet to pay for it and back when steady load returns. The other tables stay on demand. Set when the table is created: later, Terraform leaves the table's billing mode to the keeper (see docs/aws.md)."
+  description = "Billing of the steady tables (jobs, logpages) and their indexes - PAY_PER_REQUEST (on demand) or PROVISIONED (capacity under auto scaling, table_capacity_min..table_capacity_max units each of read and write, tracking table_target_utilization), which the scan function switches to on demand table by table after an hour too quiet to pay for it and back when steady load returns. The other tables stay on demand. Set when the table is created: later, Terraform leaves the table's billing mode to the keeper (see docs/aws.md)."
   type        = string
   default     = "PAY_PER_REQUEST"
   validation {
@@ -279,7 +279,7 @@ variable "table_billing_mode" {
 }
 
 variable "table_capacity_min" {
-  description = "With table_billing_mode PROVISIONED, the least read and write units of the steady table and its index (each costs at least this much an hour while provisioned, loaded or not)."
+  description = "With table_billing_mode PROVISIONED, the least read and write units of each steady table and index (each costs at least this much an hour while provisioned, loaded or not)."
   type        = number
   default     = 1
   validation {
@@ -289,7 +289,7 @@ variable "table_capacity_min" {
 }
 
 variable "table_capacity_max" {
-  description = "With table_billing_mode PROVISIONED, the most read and write units auto scaling gives the steady table and its index (past it and the burst credit, requests are throttled)."
+  description = "With table_billing_mode PROVISIONED, the most read and write units auto scaling gives each steady table and index (past it and the burst credit, requests are throttled)."
   type        = number
   default     = 4000
   validation {

@@ -478,18 +478,17 @@ var Functions = []Function{
 
 // SteadyTables are the tables the templates' TableBillingMode
 // PROVISIONED puts on provisioned capacity under auto scaling (the
-// others stay on demand): the log pages, which every fire writes three
-// times (the ring's claim, the executor's reply, the result) — at 70%
-// utilisation a unit of capacity costs about 40% of the same load on
-// demand — and the scan's capacity keeper (internal/scheduler/capacity)
-// switches to on demand while they are quieter than their break-even.
-// The jobs table is not one: with its three indexes, two of which carry
-// no steady load, it pays at least 4 write and 4 read units provisioned
-// (about $2.25 a month) for a load that costs less on demand below about
-// 3 sparse fires a second (W5's 1.7 a second: $1.26 a month on demand,
-// `make cost`'s table load); at W1's 1,000 a second its reads would be
-// cheaper provisioned (docs/cost.md weighs the two).
-var SteadyTables = []string{dynamostore.TableLogs}
+// others stay on demand), and the scan's capacity keeper
+// (internal/scheduler/capacity) switches to on demand each while its
+// load costs less so: the log pages, which every fire writes three times
+// (the ring's claim, the executor's reply, the result), and the jobs,
+// which every dispatch reads — at 70% utilisation a unit of capacity
+// costs about 40% of the same load on demand. The jobs table with its
+// three indexes pays at least 4 write and 4 read units provisioned
+// (about $2.25 a month): W5's sparse load costs $1.26 a month on demand
+// and the keeper leaves it there, W1's reads cost $254 a month on demand
+// and are cheaper provisioned (`make cost`'s table load lines).
+var SteadyTables = []string{dynamostore.TableJobs, dynamostore.TableLogs}
 
 // TableBillingModes are the values TableBillingMode takes; the first is
 // the default.

@@ -102,6 +102,10 @@ type keeper struct {
 // sizes its capacity from what it really consumes.
 var PerFire = map[string][]capacity.Part{
 	dynamostore.TableLogs: {{Index: "", WritePerFire: 2.95, ReadPerFire: 1.5}, {Index: "byTime", WritePerFire: 0.93}},
+	// The scan's advance and the dispatch's reads of the job; byGroup and
+	// byShard change only when jobs are created or edited.
+	dynamostore.TableJobs: {{Index: "", WritePerFire: 0.084, ReadPerFire: 1.02}, {Index: "due", WritePerFire: 0.17, ReadPerFire: 0.03},
+		{Index: "byGroup"}, {Index: "byShard"}},
 }
 
 // keepers builds the capacity keepers of awsconfig.SteadyTables when the

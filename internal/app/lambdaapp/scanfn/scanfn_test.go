@@ -14,6 +14,7 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/scanfn"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
+	"github.com/xjobdev/xjob/internal/scheduler/capacity"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/pkg/clock"
 )
@@ -22,9 +23,9 @@ func TestMain(m *testing.M) { emulator.Main(m) }
 
 // TestKeeperTakesQuietTableOnDemand: a scan function of a stack deployed
 // with TableBillingMode PROVISIONED, on dynalite and a fake clock, with
-// no job: its log pages table (provisioned, as the templates create it)
-// stays provisioned for 59 quiet minutes and is on demand after the hour;
-// the jobs table is never touched. On an on-demand stack no keeper runs.
+// no job: its steady tables (provisioned, as the templates create them)
+// stay provisioned for 59 quiet minutes and are on demand after the hour.
+// On an on-demand stack no keeper runs and the tables stay on demand.
 func TestKeeperTakesQuietTableOnDemand(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -53,9 +54,10 @@ func TestKeeperTakesQuietTableOnDemand(t *testing.T) {
 			if err := b.Store.CreateTables(ctx); err != nil {
 				t.Fatal(err)
 			}
-			logs := prefix + "-" + dynamostore.TableLogs
+			logs, jobs := prefix+"-"+dynamostore.TableLogs, prefix+"-"+dynamostore.TableJobs
 			if mode == "PROVISIONED" {
-				provision(t, api, logs)
+				provision(t, api, logs, "byTime")
+				provision(t, api, jobs, "due", "byGroup", "byShard")
 			}
 			f, err := scanfn.New(b)
 			if err != nil {
@@ -69,26 +71,27 @@ func TestKeeperTakesQuietTableOnDemand(t *testing.T) {
 				if mode == "PAY_PER_REQUEST" || m >= 59 {
 					want = types.BillingModePayPerRequest
 				}
-				if got := billing(t, api, logs); got != want {
-					t.Fatalf("minute %d: log pages %s, want %s", m, got, want)
+				for _, tb := range []string{logs, jobs} {
+					if got := billing(t, api, tb); got != want {
+						t.Fatalf("minute %d: %s %s, want %s", m, tb, got, want)
+					}
 				}
 				clk.Advance(time.Minute)
-			}
-			if got := billing(t, api, prefix+"-"+dynamostore.TableJobs); got != types.BillingModePayPerRequest {
-				t.Errorf("jobs table %s, want it on demand as created", got)
 			}
 		})
 	}
 }
 
 // provision switches a table and its indexes to 1 read and 1 write unit,
-// as the templates create the steady table with TableCapacityMin 1.
-func provision(t *testing.T, api *dynamodb.Client, name string) {
+// as the templates create the steady tables with TableCapacityMin 1.
+func provision(t *testing.T, api *dynamodb.Client, name string, indexes ...string) {
 	t.Helper()
 	one := &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(1), WriteCapacityUnits: aws.Int64(1)}
-	in := &dynamodb.UpdateTableInput{TableName: aws.String(name), BillingMode: types.BillingModeProvisioned, ProvisionedThroughput: one,
-		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Update: &types.UpdateGlobalSecondaryIndexAction{
-			IndexName: aws.String("byTime"), ProvisionedThroughput: one}}}}
+	in := &dynamodb.UpdateTableInput{TableName: aws.String(name), BillingMode: types.BillingModeProvisioned, ProvisionedThroughput: one}
+	for _, ix := range indexes {
+		in.GlobalSecondaryIndexUpdates = append(in.GlobalSecondaryIndexUpdates, types.GlobalSecondaryIndexUpdate{
+			Update: &types.UpdateGlobalSecondaryIndexAction{IndexName: aws.String(ix), ProvisionedThroughput: one}})
+	}
 	if _, err := api.UpdateTable(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
@@ -104,4 +107,27 @@ func billing(t *testing.T, api *dynamodb.Client, name string) types.BillingMode 
 		return types.BillingModeProvisioned
 	}
 	return out.Table.BillingModeSummary.BillingMode
+}
+
+// TestPerFireBreakEven: with the per-fire units the scan gives its
+// keepers, the keepers' cost rule keeps the steady tables where the
+// meter's table loads say they cost least — both on demand idle, the log
+// pages provisioned and the jobs table on demand at W5's 100 fires a
+// minute, both provisioned at W1's 1,000 fires a second.
+func TestPerFireBreakEven(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		table    string
+		rate     float64
+		onDemand bool
+	}{
+		{dynamostore.TableLogs, 0, true}, {dynamostore.TableLogs, 100.0 / 60, false}, {dynamostore.TableLogs, 1000, false},
+		{dynamostore.TableJobs, 0, true}, {dynamostore.TableJobs, 100.0 / 60, true}, {dynamostore.TableJobs, 1000, false},
+	}
+	for _, tt := range tests {
+		od, pr := capacity.New(capacity.DefaultPolicy(), scanfn.PerFire[tt.table], nil).Costs(tt.rate)
+		if got := od < pr; got != tt.onDemand {
+			t.Errorf("%s at %.2f fires/s: on demand $%.5f/h, provisioned $%.5f/h: on demand %v, want %v", tt.table, tt.rate, od, pr, got, tt.onDemand)
+		}
+	}
 }
