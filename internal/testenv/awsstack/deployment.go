@@ -225,6 +225,7 @@ type Deployment struct {
 	lambdaURL     string
 	dlq           string
 	asyncAccepted atomic.Int64
+	asyncDone     atomic.Int64 // asynchronous invocations settled (AsyncSettled)
 	runCtx        context.Context
 }
 

@@ -79,6 +79,7 @@ func (d *Deployment) serveInvoke(w http.ResponseWriter, r *http.Request) {
 // retry not yet due when the deployment closes is dropped (Lambda would
 // still run it).
 func (d *Deployment) runAsync(ctx context.Context, fn string, payload []byte) {
+	defer d.asyncDone.Add(1)
 	wait := d.opts.AsyncRetryWait
 	var err error
 	for attempt := 0; attempt <= asyncRetries; attempt++ {
@@ -115,6 +116,12 @@ func (d *Deployment) DeadLetters() string { return d.dlq }
 // AsyncInvocations counts the asynchronous invocations the Invoke API
 // accepted (Lambda's retries not included).
 func (d *Deployment) AsyncInvocations() int64 { return d.asyncAccepted.Load() }
+
+// AsyncSettled counts the asynchronous invocations that have settled:
+// succeeded, or failed every attempt and gone to the dead-letter queue
+// (or dropped at Close). When it equals AsyncInvocations, no lane event
+// is running or waiting for a retry.
+func (d *Deployment) AsyncSettled() int64 { return d.asyncDone.Load() }
 
 // InvokeEndpoint is the base address of the deployment's Lambda Invoke
 // API ("" with Options.SQSLanes), for a Lambda client's BaseEndpoint.
