@@ -28,13 +28,15 @@ type AWSResult struct {
 	// holds the five functions, the pollers, the executor and the harness.
 	Emulators         []awsstack.ProcessUsage `json:"emulators"`
 	HarnessCPUSeconds float64                 `json:"harnessCpuSeconds"`
-	Pollers           [3]int                  `json:"pollers"` // ring, fast, slow
+	RingPollers       int                     `json:"ringPollers"` // the ring mapping's; the lanes are asynchronous invocations
 	InvocationErrors  []string                `json:"invocationErrors,omitempty"`
 }
 
 // AWSOptions tune the emulated deployment of an AWS run.
 type AWSOptions struct {
-	RingPollers, FastPollers, SlowPollers int
+	// RingPollers is the ring mapping's concurrent batches (the lanes
+	// have no mapping: they are asynchronous invocations).
+	RingPollers int
 }
 
 // SteadyAWS is Steady on the emulated AWS stack (internal/testenv/awsstack) instead
@@ -65,7 +67,7 @@ func SteadyAWS(ctx context.Context, env *Env, s SteadySpec, o AWSOptions) (*Resu
 	cpu0 := selfCPU()
 	d, err := awsstack.Start(ctx, awsstack.Options{Root: env.Root, Shards: env.Shards, Logger: slog.New(scanTickFilter{
 		slog.NewJSONHandler(logf, &slog.HandlerOptions{Level: slog.LevelDebug})}),
-		RingPollers: o.RingPollers, FastPollers: o.FastPollers, SlowPollers: o.SlowPollers})
+		RingPollers: o.RingPollers})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
@@ -119,7 +121,7 @@ func SteadyAWS(ctx context.Context, env *Env, s SteadySpec, o AWSOptions) (*Resu
 	_ = ReadPassed(logPath, passed)
 	res.Outcome = Analyze(Expectation{Jobs: jobs, Window: win, Period: 1000, Passed: passed}, logs, exe.Receipts())
 	aws := &AWSResult{Usage: window, Cost: window.Cost(len(logs), awsstack.ListPrices()), Emulators: d.EmulatorUsage(),
-		HarnessCPUSeconds: selfCPU() - cpu0, Pollers: [3]int{o.RingPollers, o.FastPollers, o.SlowPollers}, InvocationErrors: invErrs}
+		HarnessCPUSeconds: selfCPU() - cpu0, RingPollers: o.RingPollers, InvocationErrors: invErrs}
 	res.AWS = aws
 	res.Usage = Usage{CPUSeconds: aws.HarnessCPUSeconds, PeakRSSMB: selfRSSMB(), Processes: 1}
 	for _, e := range aws.Emulators {

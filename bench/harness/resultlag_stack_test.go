@@ -20,7 +20,7 @@ func TestResultLagOnStack(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	d := awsstack.StartFor(t, ctx, awsstack.Options{Root: "../..", Shards: 2, RingPollers: 1, FastPollers: 1, SlowPollers: 1,
+	d := awsstack.StartFor(t, ctx, awsstack.Options{Root: "../..", Shards: 2, RingPollers: 1,
 		PollWait: time.Second, NoMaintenance: true, Logger: slog.New(slog.DiscardHandler)})
 	exe, err := StartExecutor()
 	if err != nil {

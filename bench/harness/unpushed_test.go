@@ -23,7 +23,7 @@ import (
 func TestStartUnpushed(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	ctx := context.Background()
-	d := awsstack.StartFor(t, ctx, awsstack.Options{Root: "../..", Shards: 2, RingPollers: 1, FastPollers: 1, SlowPollers: 1,
+	d := awsstack.StartFor(t, ctx, awsstack.Options{Root: "../..", Shards: 2, RingPollers: 1,
 		PollWait: time.Second, NoMaintenance: true, Logger: slog.New(slog.DiscardHandler)})
 	exe, err := StartExecutor()
 	if err != nil {

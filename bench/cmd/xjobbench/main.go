@@ -53,8 +53,6 @@ func run() int {
 	root := fs.String("root", ".", "module root (where cmd/xjob is)")
 	onAWS := fs.Bool("aws", false, "run the steady scenario on the emulated AWS stack (dynalite + fauxqs, the five Lambda handlers) instead of xjob local, adding AWS requests and $ per trigger; other scenarios are skipped")
 	ringPollers := fs.Int("aws-ring-pollers", 10, "with --aws: concurrent batches of the ring event source mapping")
-	fastPollers := fs.Int("aws-fast-pollers", 20, "with --aws: concurrent batches of the fast-lane mapping")
-	slowPollers := fs.Int("aws-slow-pollers", 5, "with --aws: concurrent batches of the slow-lane mapping")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
@@ -101,7 +99,7 @@ func run() int {
 	want := strings.Split(*scenarios, ",")
 	if *onAWS {
 		return runAWS(ctx, env, want, *steadyJobs, *steadyWindow,
-			harness.AWSOptions{RingPollers: *ringPollers, FastPollers: *fastPollers, SlowPollers: *slowPollers})
+			harness.AWSOptions{RingPollers: *ringPollers})
 	}
 
 	// The binaries: the candidate (this tree) and, optionally, a baseline.

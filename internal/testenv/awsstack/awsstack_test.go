@@ -23,12 +23,12 @@ import (
 // job with the admin client (HTTP API) and waits for a successful result:
 // the scan schedule, the ring mapping (the ring function dispatches the
 // fast lane itself) and the function URL took part; a direct invocation of the dispatch function
-// triggers the job by hand, the lane mappings poll, and the meter saw each
+// triggers the job by hand, the results queue's mapping polls, and the meter saw each
 // function's requests.
 func TestDeploymentEndToEnd(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	ctx := context.Background()
-	d := awsstack.StartFor(t, ctx, awsstack.Options{Shards: 2, RingPollers: 2, FastPollers: 2, SlowPollers: 1,
+	d := awsstack.StartFor(t, ctx, awsstack.Options{Shards: 2, RingPollers: 2,
 		PollWait: time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if ddb, sq := d.Endpoints(); !strings.HasPrefix(ddb, "http://127.0.0.1:") || !strings.HasPrefix(sq, "http://127.0.0.1:") {
 		t.Errorf("emulators not on loopback: %s %s", ddb, sq)
@@ -76,8 +76,8 @@ func TestDeploymentEndToEnd(t *testing.T) {
 	if out, err := d.Invoke(ctx, "dispatch", "", []byte(manual)); err != nil || !strings.Contains(string(out), `"triggerCodes":[200]`) {
 		t.Errorf("manual trigger: %s, %v", out, err)
 	}
-	// The lane mappings long-poll (1 s) whether or not the ring leaves
-	// them anything.
+	// The results queue's mapping long-polls (1 s) whether or not a
+	// result comes.
 	for end := time.Now().Add(5 * time.Second); d.Meter().Snapshot().Requests("esm:dispatch", "") == 0 && time.Now().Before(end); {
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -102,6 +102,14 @@ func (d *Deployment) PutSecret(ctx context.Context, name, value string) error {
 	return nil
 }
 
+// dispatchEnvs bounds the dispatch bootstraps running lane events at once.
+// Lambda runs an asynchronous event as soon as the function has
+// concurrency (the account's pool without a reservation), so the bound is
+// the test machine's, not the deployment's: the 25 concurrent batches the
+// two lane queues' mappings had (20 fast, 5 slow). Environments start on
+// demand, so a test with fewer concurrent events starts fewer.
+const dispatchEnvs = 25
+
 // startBootstraps prepares one lambdarun.Function per function from
 // Options.Bootstraps, with the environment the templates give it plus
 // what Lambda adds (region, credentials) and the emulator endpoints
@@ -112,7 +120,7 @@ func (d *Deployment) startBootstraps(ctx context.Context) error {
 	if err := d.startSecrets(ctx); err != nil {
 		return err
 	}
-	maxEnvs := map[string]int{"scan": 2, "ring": d.opts.RingPollers, "dispatch": d.opts.FastPollers + d.opts.SlowPollers,
+	maxEnvs := map[string]int{"scan": 2, "ring": d.opts.RingPollers, "dispatch": dispatchEnvs + d.opts.ResultsPollers,
 		"callback": 16, "registry": 8, "web": 8}
 	for _, fn := range awsconfig.Functions {
 		path := filepath.Join(d.opts.Bootstraps, fn.Name)

@@ -68,7 +68,7 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	bin := awsstack.BootstrapsFor(t, ctx)
 	logs := &syncbuf.Buffer{}
-	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 3, FastPollers: 3, SlowPollers: 1,
+	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 3,
 		PollWait: time.Second, ScanPeriod: 4 * time.Second, ScanTimeout: 5500 * time.Millisecond, NoMaintenance: true,
 		SecretsRefresh: time.Second, Bootstraps: bin, BootstrapOutput: logs, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -31,7 +31,7 @@ import (
 func TestConsoleInBrowserOnAWS(t *testing.T) {
 	ctx := browser.Start(t, 90*time.Second)
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
-	d, err := awsstack.Start(context.Background(), awsstack.Options{Shards: 2, RingPollers: 1, FastPollers: 1, SlowPollers: 1,
+	d, err := awsstack.Start(context.Background(), awsstack.Options{Shards: 2, RingPollers: 1,
 		PollWait: time.Second, NoMaintenance: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		if errors.Is(err, emulator.ErrNotInstalled) {

@@ -66,10 +66,11 @@ type Options struct {
 	// ListenURL is the executor API's function URL's address (default
 	// 127.0.0.1:0).
 	ListenURL string
-	// RingPollers, FastPollers and SlowPollers are the concurrent batches
-	// of each event source mapping (the templates' MaximumConcurrency:
-	// default 10, 20 and 5).
-	RingPollers, FastPollers, SlowPollers int
+	// RingPollers is the ring queue mapping's concurrent batches (the
+	// templates' RingConcurrency, MaximumConcurrency: default 10). The
+	// lanes have no mapping: they are asynchronous invocations of the
+	// dispatch function (the deployment's Invoke API, DispatchFunction).
+	RingPollers int
 	// ResultsPollers, ResultsBatch and ResultsWindow are the results
 	// queue's mapping (to the dispatch function): concurrent batches
 	// (default 2, the templates' MaximumConcurrency), records per batch
@@ -124,11 +125,6 @@ type Options struct {
 	// functions' XJOB_AWS_TARGET_ARNS (TargetQueue gives them).
 	TargetQueues  []string
 	AWSTargetARNs []string
-	// SQSLanes deploys the dispatch lanes as SQS queues with event source
-	// mappings (FastPollers, SlowPollers), as before the lanes moved to
-	// asynchronous invocations of the dispatch function (the default:
-	// package lambdaqueue, served by the deployment's Invoke API).
-	SQSLanes bool
 	// AsyncRetryWait is the wait before Lambda's first retry of a failed
 	// asynchronous invocation, doubled for the second (default 1 minute,
 	// as Lambda's).
@@ -160,8 +156,6 @@ func (o *Options) applyDefaults() {
 		}
 	}
 	def(&o.RingPollers, 10)
-	def(&o.FastPollers, 20)
-	def(&o.SlowPollers, 5)
 	if o.AsyncRetryWait <= 0 {
 		o.AsyncRetryWait = time.Minute
 	}
@@ -218,7 +212,7 @@ type Deployment struct {
 
 	targetQs map[string][2]string // Options.TargetQueues: name → URL, ARN
 
-	// The dispatch function's Invoke API (the lanes, unless SQSLanes):
+	// The dispatch function's Invoke API (the lanes):
 	// its address, its on-failure destination, the asynchronous
 	// invocations it accepted, and the context its retries run in.
 	lambdaSrv     *http.Server
@@ -277,28 +271,24 @@ func Start(ctx context.Context, opts Options) (d *Deployment, err error) {
 	}
 	d.execURL = "http://" + urlLn.Addr().String()
 	d.urlSrv = &http.Server{Handler: http.HandlerFunc(d.serveURL), ReadHeaderTimeout: 10 * time.Second}
-	var lambdaLn net.Listener
-	if !opts.SQSLanes {
-		if lambdaLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			_ = ln.Close()
-			_ = urlLn.Close()
-			return nil, fmt.Errorf("awsstack lambda invoke api: %w", err)
-		}
-		d.lambdaURL = "http://" + lambdaLn.Addr().String()
-		d.lambdaSrv = &http.Server{Handler: http.HandlerFunc(d.serveInvoke), ReadHeaderTimeout: 10 * time.Second}
-		d.vars[awsconfig.EnvDispatchFunction] = DispatchFunction
+	lambdaLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = ln.Close()
+		_ = urlLn.Close()
+		return nil, fmt.Errorf("awsstack lambda invoke api: %w", err)
 	}
+	d.lambdaURL = "http://" + lambdaLn.Addr().String()
+	d.lambdaSrv = &http.Server{Handler: http.HandlerFunc(d.serveInvoke), ReadHeaderTimeout: 10 * time.Second}
+	d.vars[awsconfig.EnvDispatchFunction] = DispatchFunction
 	// The executor API forwards job declarations to the web function, at
 	// the HTTP API's address, as the templates configure it.
 	d.vars[awsconfig.EnvWebURL] = d.url
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = stop
 	d.runCtx = runCtx
-	if d.lambdaSrv != nil {
-		// Not in wg: the invocations wg waits for may invoke until they
-		// end (Shutdown closes it after them).
-		go func() { _ = d.lambdaSrv.Serve(lambdaLn) }()
-	}
+	// Not in wg: the invocations wg waits for may invoke until they
+	// end (Shutdown closes it after them).
+	go func() { _ = d.lambdaSrv.Serve(lambdaLn) }()
 	d.wg.Go(func() { _ = d.srv.Serve(ln) })
 	d.wg.Go(func() { _ = d.urlSrv.Serve(urlLn) })
 	if opts.Bootstraps != "" {
@@ -478,7 +468,7 @@ const (
 )
 
 // createResources makes what the templates declare: the tables, the ring
-// and lane queues and the alarm topic, and the functions' environment.
+// and results queues, the lanes' dead-letter queue and the alarm topic, and the functions' environment.
 func (d *Deployment) createResources(ctx context.Context) error {
 	ddb, sq, sn := d.clients("")
 	const prefix = TablePrefix
@@ -510,16 +500,8 @@ func (d *Deployment) createResources(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var fast, slow string
-	if d.opts.SQSLanes {
-		if fast, err = queue(prefix+"-dispatch-fast", dispatchVisibility); err != nil {
-			return err
-		}
-		if slow, err = queue(prefix+"-dispatch-slow", dispatchVisibility); err != nil {
-			return err
-		}
-	} else if d.dlq, err = queue(prefix+"-dispatch-dlq", "30"); err != nil {
-		// The dispatch function's on-failure destination: no mapping.
+	// The dispatch function's on-failure destination: no mapping.
+	if d.dlq, err = queue(prefix+"-dispatch-dlq", "30"); err != nil {
 		return err
 	}
 	results := ""
@@ -544,9 +526,6 @@ func (d *Deployment) createResources(ctx context.Context) error {
 	}
 	if results != "" {
 		d.vars[awsconfig.EnvResultsQueueURL] = results
-	}
-	if d.opts.SQSLanes {
-		d.vars[awsconfig.EnvDispatchFastURL], d.vars[awsconfig.EnvDispatchSlowURL] = fast, slow
 	}
 	allowed := slices.Clone(d.opts.AWSTargetARNs)
 	d.targetQs = map[string][2]string{}

@@ -9,10 +9,15 @@
 //	                                       tick planning 150 s ahead, then
 //	                                       the shard leases are released
 //	EventBridge rate(1 minute) → registry  maintenance
-//	SQS event source mappings  → ring, dispatch (fast and slow lanes):
-//	                                       long-poll, batches of ≤ 10, delete
+//	SQS event source mappings  → ring, dispatch (the results queue):
+//	                                       long-poll, batches of ≤ 10 (results:
+//	                                       ≤ 1,000 over a 1 s window), delete
 //	                                       what succeeded, leave the
 //	                                       BatchItemFailures to come back
+//	Lambda Invoke API (Event)  → dispatch  the fast and slow lanes: 202 at
+//	                                       once, two retries of a failed
+//	                                       invocation, then the dispatch
+//	                                       dead-letter queue
 //	Lambda function URL        → callback  (every request: the executor
 //	                                       routes /api/callback,
 //	                                       /api/registry{,Remove}, also

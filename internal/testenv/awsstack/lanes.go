@@ -124,7 +124,7 @@ func (d *Deployment) AsyncInvocations() int64 { return d.asyncAccepted.Load() }
 func (d *Deployment) AsyncSettled() int64 { return d.asyncDone.Load() }
 
 // InvokeEndpoint is the base address of the deployment's Lambda Invoke
-// API ("" with Options.SQSLanes), for a Lambda client's BaseEndpoint.
+// API, for a Lambda client's BaseEndpoint.
 func (d *Deployment) InvokeEndpoint() string { return d.lambdaURL }
 
 // RingDeferrals is the ring queue as the functions defer lane tasks to it

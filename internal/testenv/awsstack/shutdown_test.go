@@ -46,7 +46,7 @@ func TestShutdownFlushesReports(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			opts := awsstack.Options{Shards: 2, RingPollers: 1, FastPollers: 1, SlowPollers: 1, PollWait: time.Second,
+			opts := awsstack.Options{Shards: 2, RingPollers: 1, PollWait: time.Second,
 				NoMaintenance: true, Logger: slog.New(slog.DiscardHandler)}
 			logs := &syncbuf.Buffer{}
 			if bootstraps {

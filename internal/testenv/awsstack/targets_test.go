@@ -42,7 +42,7 @@ func TestTargetJobsOnBootstraps(t *testing.T) {
 	ctx := context.Background()
 	bin := awsstack.BootstrapsFor(t, ctx)
 	logs := &syncbuf.Buffer{}
-	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 2, FastPollers: 2, SlowPollers: 1,
+	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 2,
 		PollWait: time.Second, ScanPeriod: 4 * time.Second, ScanTimeout: 5500 * time.Millisecond, NoMaintenance: true,
 		Bootstraps: bin, BootstrapOutput: logs, Logger: slog.New(slog.DiscardHandler), TargetQueues: []string{"xjob-target"}})
 	if err != nil {
@@ -214,7 +214,7 @@ func v1Stop(t *testing.T, d *awsstack.Deployment, id int64) (xjob.Job, error) {
 func TestHangingTargetCutAtInvocationEnd(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	ctx := context.Background()
-	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 1, RingPollers: 1, FastPollers: 1, SlowPollers: 1,
+	d, err := awsstack.Start(ctx, awsstack.Options{Shards: 1, RingPollers: 1,
 		PollWait: time.Second, NoMaintenance: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		if errors.Is(err, emulator.ErrNotInstalled) {

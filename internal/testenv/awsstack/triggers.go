@@ -173,15 +173,10 @@ type mapping struct {
 	window time.Duration
 }
 
-// startMappings starts the ring mapping, the results queue's and, with
-// Options.SQSLanes, one per dispatch lane.
+// startMappings starts the ring mapping and the results queue's (the
+// lanes have none: the Invoke API runs their events).
 func (d *Deployment) startMappings(ctx context.Context) {
 	ms := []mapping{{fn: "ring", url: d.vars[awsconfig.EnvRingQueueURL], pollers: d.opts.RingPollers}}
-	if d.opts.SQSLanes {
-		ms = append(ms,
-			mapping{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchFastURL], pollers: d.opts.FastPollers},
-			mapping{fn: "dispatch", url: d.vars[awsconfig.EnvDispatchSlowURL], pollers: d.opts.SlowPollers})
-	}
 	if url := d.vars[awsconfig.EnvResultsQueueURL]; url != "" {
 		ms = append(ms, mapping{fn: "dispatch", url: url, pollers: d.opts.ResultsPollers,
 			batch: d.opts.ResultsBatch, window: d.opts.ResultsWindow})

@@ -32,7 +32,7 @@ import (
 func TestUpgradeKeepsRingFires(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	ctx := context.Background()
-	d := awsstack.StartFor(t, ctx, awsstack.Options{Shards: 2, RingPollers: 2, FastPollers: 1, SlowPollers: 1,
+	d := awsstack.StartFor(t, ctx, awsstack.Options{Shards: 2, RingPollers: 2,
 		PollWait: time.Second, NoMaintenance: true, Logger: slog.New(slog.DiscardHandler)})
 
 	const app = "upgrade"
