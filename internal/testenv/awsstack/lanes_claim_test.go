@@ -45,7 +45,10 @@ import (
 //     stays held fails its invocation; Lambda's two retries fail the same
 //     way and the event lands in the dispatch dead-letter queue with the
 //     task in its requestPayload, and the dispatch function logs the
-//     occurrence at ERROR. The executor is never called.
+//     occurrence at ERROR; the executor is not called. Once the claim has
+//     expired, the record's requestPayload invoked again without its
+//     receives (docs/aws.md's replay of the dead-letter queue) fires it
+//     once.
 //
 // Each fired job's result reaches /v1/logs (the executor's callback
 // through the results queue). It runs with the functions in process and
@@ -199,7 +202,11 @@ func laneRetryMeetsHeldClaim(t *testing.T, ctx context.Context, d *awsstack.Depl
 	// orphaned and exhausted: claims that no dispatcher will finish.
 	orphanTask, exhaustedTask := task(orphaned, "orphan-1"), task(exhausted, "exhausted-1")
 	claim(orphanTask, 5*time.Second)
-	claim(exhaustedTask, 10*time.Minute)
+	// Long enough for the exhausted task's three attempts, short
+	// against the claim TTL the others wait.
+	const exhaustedClaim = 15 * time.Second
+	claim(exhaustedTask, exhaustedClaim)
+	exhaustedUntil := time.Now().Add(exhaustedClaim)
 	invoke(lambdaqueue.Event{Lane: fire.LaneFast, Tasks: []fire.DispatchTask{orphanTask}})
 	invoke(lambdaqueue.Event{Lane: fire.LaneFast, Tasks: []fire.DispatchTask{exhaustedTask}, Receives: dispatchfn.MaxLaneReceives - 1})
 
@@ -246,6 +253,15 @@ func laneRetryMeetsHeldClaim(t *testing.T, ctx context.Context, d *awsstack.Depl
 	if l := logs.line("task failed on every delivery", exhaustedTask.Occurrence.ID(0)); !strings.Contains(l, "ERROR") {
 		t.Errorf("the exhausted task is not logged at ERROR: %q", l)
 	}
+	if n := runsOf(exhausted); n != 0 {
+		t.Errorf("exhausted job: /run received %d times before its replay, want 0 (its claim is held)", n)
+	}
+	// The operator's replay, once the claim has expired: the dead
+	// letter's requestPayload, its receives cleared.
+	time.Sleep(time.Until(exhaustedUntil) + 100*time.Millisecond)
+	replay := rec.RequestPayload
+	replay.Receives = 0
+	invoke(replay)
 
 	// held and orphaned: each redelivered a claim TTL later, through
 	// the ring queue.
@@ -277,19 +293,19 @@ func laneRetryMeetsHeldClaim(t *testing.T, ctx context.Context, d *awsstack.Depl
 	// The held job's redelivery (a claim TTL after its second delivery)
 	// comes through the ring queue: the ring function invokes the lane
 	// with it. Six lane events in all: the four above and the two
-	// redeliveries. Once they have all run, count.
-	waitSettled(t, d, 6)
+	// redeliveries, and the replay. Once they have all run, count.
+	waitSettled(t, d, 7)
 	if n := runsOf(held); n != 1 {
 		t.Errorf("held job's /run received %d times, want 1", n)
 	}
 	if n := runsOf(orphaned); n != 1 {
 		t.Errorf("orphaned claim's job: /run received %d times, want 1", n)
 	}
-	if n := runsOf(exhausted); n != 0 {
-		t.Errorf("exhausted job: /run received %d times, want 0 (its claim is held)", n)
+	if ls := result(exhausted); len(ls) != 1 || ls[0].TriggerCode != xjob.CodeSuccess || ls[0].HandleCode != xjob.CodeSuccess {
+		t.Errorf("exhausted job: /v1/logs %+v after the replay, want one log, taken over, triggered and handled", ls)
 	}
-	if ls, err := api.LogList(ctx, adminclient.LogListParams{Job: exhausted, Limit: 10}); err != nil || len(ls.Items) != 1 || ls.Items[0].TriggerCode != 0 {
-		t.Errorf("exhausted job: /v1/logs %+v %v, want only the held claim, untriggered", ls.Items, err)
+	if n := runsOf(exhausted); n != 1 {
+		t.Errorf("exhausted job: /run received %d times after its replay, want 1", n)
 	}
 }
 
