@@ -37,6 +37,10 @@ import (
 //     executor's /run is still open, goes back to its lane through the
 //     ring queue (the in-flight retry, a claim TTL later), and on its
 //     redelivery finds the fire triggered. One /run, one log.
+//   - ring: the ring function's fast-lane dispatch of a bucket holds the
+//     claim (its /run open) when a lane event with the same scheduled
+//     occurrence arrives; the lane task is redelivered a claim TTL later
+//     and finds the fire triggered. One /run, one log.
 //   - orphaned: a claim taken by a dispatcher that died before calling
 //     the executor (written straight to the store, 5 s long); the task's
 //     first delivery meets it, its redelivery a claim TTL later takes it
@@ -105,14 +109,13 @@ func (b *lockedBuffer) line(parts ...string) string {
 }
 
 func laneRetryMeetsHeldClaim(t *testing.T, ctx context.Context, d *awsstack.Deployment, logs *lockedBuffer) {
-	// The executor counts each /run per job; the held job's first /run
-	// waits until release (at most 2.5 s: the dispatcher's read timeout
-	// is 3 s) before the executor answers it.
+	// The executor counts each /run per job; a held job's first /run
+	// waits until its release (at most 2.5 s: the dispatcher's read
+	// timeout is 3 s) before the executor answers it.
+	type hold struct{ reached, release chan struct{} }
 	var mu sync.Mutex
 	runs := map[int64]int{}
-	var heldJob int64
-	release := make(chan struct{})
-	reached := make(chan struct{}, 1)
+	holds := map[int64]hold{}
 	count := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasSuffix(r.URL.Path, "/run") {
@@ -124,12 +127,13 @@ func laneRetryMeetsHeldClaim(t *testing.T, ctx context.Context, d *awsstack.Depl
 				if json.Unmarshal(body, &run) == nil {
 					mu.Lock()
 					runs[run.JobID]++
-					first := run.JobID == heldJob && runs[run.JobID] == 1
+					h, held := holds[run.JobID]
+					first := held && runs[run.JobID] == 1
 					mu.Unlock()
 					if first {
-						reached <- struct{}{}
+						close(h.reached)
 						select {
-						case <-release:
+						case <-h.release:
 						case <-time.After(2500 * time.Millisecond):
 						}
 					}
@@ -153,7 +157,7 @@ func laneRetryMeetsHeldClaim(t *testing.T, ctx context.Context, d *awsstack.Depl
 	if err != nil {
 		t.Fatalf("group: %v", err)
 	}
-	newJob := func(desc string) int64 {
+	newJob := func(desc string) xjob.Job {
 		job := xjob.Job{GroupID: g.ID, Description: desc, Author: "t", ScheduleType: xjob.ScheduleNone, Handler: "ok",
 			TriggerStatus: xjob.StatusStopped}
 		job.ApplyDefaults()
@@ -161,12 +165,31 @@ func laneRetryMeetsHeldClaim(t *testing.T, ctx context.Context, d *awsstack.Depl
 		if err != nil {
 			t.Fatalf("job: %v", err)
 		}
-		return j.ID
+		return j
 	}
-	held, orphaned, exhausted := newJob("held"), newJob("orphaned"), newJob("exhausted")
-	mu.Lock()
-	heldJob = held
-	mu.Unlock()
+	ringJob := newJob("ring")
+	held, orphaned, exhausted, ringHeld := newJob("held").ID, newJob("orphaned").ID, newJob("exhausted").ID, ringJob.ID
+	holdOf := func(job int64) hold {
+		mu.Lock()
+		defer mu.Unlock()
+		h := hold{reached: make(chan struct{}), release: make(chan struct{})}
+		holds[job] = h
+		return h
+	}
+	heldHold, ringHold := holdOf(held), holdOf(ringHeld)
+	// waitMet waits until the dispatch function has logged that tk's
+	// delivery met a held claim and goes back to its lane.
+	waitMet := func(tk fire.DispatchTask) {
+		t.Helper()
+		for end := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if logs.line("will be retried", tk.Occurrence.ID(0), dispatchErrInFlight) != "" {
+				return
+			}
+			if time.Now().After(end) {
+				t.Fatalf("the delivery of %s did not meet the held claim while /run was open", tk.Occurrence.ID(0))
+			}
+		}
+	}
 
 	client := awslambda.NewFromConfig(aws.Config{Region: awsstack.Region,
 		Credentials: credentials.NewStaticCredentialsProvider("t", "t", "")},
@@ -210,25 +233,42 @@ func laneRetryMeetsHeldClaim(t *testing.T, ctx context.Context, d *awsstack.Depl
 	invoke(lambdaqueue.Event{Lane: fire.LaneFast, Tasks: []fire.DispatchTask{orphanTask}})
 	invoke(lambdaqueue.Event{Lane: fire.LaneFast, Tasks: []fire.DispatchTask{exhaustedTask}, Receives: dispatchfn.MaxLaneReceives - 1})
 
+	// ring: a bucket of the job's scheduled fire, due in a few seconds,
+	// which the ring function dispatches itself (the fast lane).
+	second := time.Now().Truncate(time.Second).Add(4 * time.Second)
+	ringTask := fire.DispatchTask{Occurrence: fire.Occurrence{JobID: ringHeld, Type: xjob.TriggerCron, FireTime: second.UnixMilli()},
+		Revision: ringJob.Revision}
+	bucket, err := json.Marshal(fire.RingBucket{Shard: ringJob.Shard, Second: second.Unix(),
+		Items: []fire.RingItem{{JobID: ringHeld, FireTime: second.UnixMilli(), Revision: ringJob.Revision}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SendRing(ctx, time.Until(second)-1500*time.Millisecond, string(bucket)); err != nil {
+		t.Fatal(err)
+	}
+
 	// held: the first delivery calls the executor, which holds its /run;
 	// the second meets the claim and is sent back to its lane.
 	heldTask := task(held, "held-1")
 	invoke(lambdaqueue.Event{Lane: fire.LaneFast, Tasks: []fire.DispatchTask{heldTask}})
 	select {
-	case <-reached:
+	case <-heldHold.reached:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the held job's first delivery never reached the executor")
 	}
 	invoke(lambdaqueue.Event{Lane: fire.LaneFast, Tasks: []fire.DispatchTask{heldTask}})
-	for end := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if logs.line("will be retried", heldTask.Occurrence.ID(0), dispatchErrInFlight) != "" {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the second delivery of %s did not meet the held claim while /run was open", heldTask.Occurrence.ID(0))
-		}
+	waitMet(heldTask)
+	close(heldHold.release)
+
+	// ring: the lane event arrives while the ring's /run is open.
+	select {
+	case <-ringHold.reached:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the ring function never called the executor for its bucket")
 	}
-	close(release)
+	invoke(lambdaqueue.Event{Lane: fire.LaneFast, Tasks: []fire.DispatchTask{ringTask}})
+	waitMet(ringTask)
+	close(ringHold.release)
 
 	// exhausted: three failed attempts, then the dead-letter queue.
 	_, fauxqs := d.Endpoints()
@@ -290,13 +330,21 @@ func laneRetryMeetsHeldClaim(t *testing.T, ctx context.Context, d *awsstack.Depl
 	if ls := result(held); len(ls) != 1 || ls[0].TriggerCode != xjob.CodeSuccess || ls[0].HandleCode != xjob.CodeSuccess {
 		t.Errorf("held job: /v1/logs %+v, want one log, triggered and handled", ls)
 	}
+	if ls := result(ringHeld); len(ls) != 1 || ls[0].TriggerCode != xjob.CodeSuccess || ls[0].HandleCode != xjob.CodeSuccess ||
+		ls[0].ScheduledTime != second.UnixMilli() {
+		t.Errorf("ring's job: /v1/logs %+v, want one log of %v, triggered and handled", ls, second)
+	}
 	// The held job's redelivery (a claim TTL after its second delivery)
 	// comes through the ring queue: the ring function invokes the lane
-	// with it. Six lane events in all: the four above and the two
-	// redeliveries, and the replay. Once they have all run, count.
-	waitSettled(t, d, 7)
+	// with it. Nine lane events in all: the five above, the three
+	// redeliveries (orphaned, held, ring) and the replay. Once they have
+	// all run, count.
+	waitSettled(t, d, 9)
 	if n := runsOf(held); n != 1 {
 		t.Errorf("held job's /run received %d times, want 1", n)
+	}
+	if n := runsOf(ringHeld); n != 1 {
+		t.Errorf("ring's job: /run received %d times, want 1", n)
 	}
 	if n := runsOf(orphaned); n != 1 {
 		t.Errorf("orphaned claim's job: /run received %d times, want 1", n)
