@@ -44,6 +44,17 @@ const (
 	httpShutdownGrace  = 3 * time.Second
 )
 
+// localClaimAhead is how many fires of one instant and lane the ring
+// claims (creates their trigger logs) while it waits for the instant: a
+// burst of 10,000 jobs due in one second, whose bucket the ring holds
+// from the scan's ring lead (500 ms) ahead. At the instant only the
+// executor calls and their records remain. A process that dies in
+// between fires nothing and loses nothing: restarted, it takes back its
+// ring bucket and its claims (takeBackClaims) and fires them late, once
+// (TestClaimedAheadCrashFiresLateOnce); a cluster node's claims are taken
+// over by the others once they expire or it is seen gone.
+const localClaimAhead = 16384
+
 // services is everything Run wires, kept together for the demo and tests.
 type services struct {
 	db       backend
@@ -434,8 +445,11 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 	// The ring dispatches straight on the lanes' worker pools; the lane
 	// queues take what must wait (retries) and what comes from elsewhere
 	// (child jobs, manual triggers).
+	// Each hand-off's first localClaimAhead logs are claimed when the ring
+	// prepares it, ahead of its second, so that at the second only the
+	// executor calls and their records remain.
 	sink, err := dispatch.NewLaneSink(disp, dispatch.LaneSinkOptions{Base: laneCtx, Queues: db, Logger: logger,
-		Calls: map[fire.Lane]int{fire.LaneFast: cfg.FastWorkers, fire.LaneSlow: cfg.SlowWorkers}})
+		Calls: map[fire.Lane]int{fire.LaneFast: cfg.FastWorkers, fire.LaneSlow: cfg.SlowWorkers}, ClaimAhead: localClaimAhead})
 	if err != nil {
 		return fail(fmt.Errorf("local: lane sink: %w", err))
 	}

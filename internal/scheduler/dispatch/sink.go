@@ -60,15 +60,17 @@ type LaneSinkOptions struct {
 	SpillBudget time.Duration
 	Chunk       int
 	Chunks      int
-	// ClaimAhead is the largest prepared hand-off (Prepare) whose logs are
-	// claimed when it is prepared, ahead of its instant, rather than at
-	// the instant; 0 claims nothing ahead. On a store a network away (the
-	// AWS ring function on DynamoDB) that takes the claim's round trips off
-	// the path from the instant to the executor. The price: a hand-off
+	// ClaimAhead is how many tasks of a prepared hand-off (Prepare), from
+	// its first, have their logs claimed when it is prepared, ahead of
+	// their instant, rather than at the instant; 0 claims nothing ahead,
+	// and a larger hand-off claims the rest at the instant. On a store a
+	// network away (the AWS ring function on DynamoDB) that takes the
+	// claim's round trips off the path from the instant to the executor;
+	// locally it takes the claim's write transactions off it, so that a
+	// burst's second is only executor calls. The price: a hand-off
 	// prepared but never delivered (its process died in between) keeps
 	// its claims until they expire, and its fires are taken over then,
-	// late by the claim TTL. Local mode, where a claim is a local
-	// transaction, keeps it off.
+	// late by the claim TTL.
 	ClaimAhead int
 	Logger     *slog.Logger
 }
@@ -91,8 +93,8 @@ type LaneSinkOptions struct {
 // with ClaimAhead the claims too (Batch.Claim per chunk), so that at the
 // instant a claimed hand-off only calls and records (Claimed.Run):
 //
-//	ring ──Prepare──▶ LoadKnown ──▶ ≤ ClaimAhead tasks? ──yes──▶ Claim each chunk ··· instant ··▶ Claimed.Run
-//	                                     │no                                       (call slots only, never spilled)
+//	ring ──Prepare──▶ LoadKnown ──▶ first ClaimAhead tasks ──▶ Claim each chunk ··· instant ··▶ Claimed.Run
+//	                                     │the rest                                 (call slots only, never spilled)
 //	                                     ▼
 //	                     at the instant, the chunks as Deliver runs them
 //
@@ -164,10 +166,11 @@ func (s *LaneSink) Deliver(ctx context.Context, lane fire.Lane, tasks []fire.Dis
 
 // Prepare does now, ahead of the tasks' instant, what dispatching them
 // needs before the executor calls (the ring's Preparer): their reads
-// (Dispatcher.LoadKnown, given the jobs the ring read) and, for a hand-off
-// of at most ClaimAhead tasks, their claims, chunk by chunk. The returned
-// hand-off dispatches them as Deliver does, without doing that again;
-// claimed chunks are never spilled (they are this process's to run). A job
+// (Dispatcher.LoadKnown, given the jobs the ring read) and the claims of
+// its first ClaimAhead tasks, chunk by chunk. The returned hand-off
+// dispatches them as Deliver does, without doing that again, and the rest
+// as Deliver would; claimed chunks are never spilled (they are this
+// process's to run). A job
 // stopped between the two is caught by the ring's own check at receipt,
 // not at the instant.
 func (s *LaneSink) Prepare(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
@@ -177,11 +180,9 @@ func (s *LaneSink) Prepare(ctx context.Context, lane fire.Lane, tasks []fire.Dis
 	base := s.baseOf(ctx)
 	batch := s.disp.LoadKnown(base, tasks, jobs)
 	var claimed []claimedChunk
-	if len(tasks) <= s.ahead {
-		for start := 0; start < len(tasks); start += s.chunk {
-			idx := span(start, min(start+s.chunk, len(tasks)))
-			claimed = append(claimed, claimedChunk{idx: idx, c: batch.Claim(base, idx)})
-		}
+	for start, ahead := 0, min(len(tasks), s.ahead); start < ahead; start += s.chunk {
+		idx := span(start, min(start+s.chunk, ahead))
+		claimed = append(claimed, claimedChunk{idx: idx, c: batch.Claim(base, idx)})
 	}
 	return func(ctx context.Context) error { return s.deliver(ctx, lane, tasks, batch, claimed) }
 }
@@ -242,8 +243,8 @@ func (s *LaneSink) deliver(ctx context.Context, lane fire.Lane, tasks []fire.Dis
 				outs, errs := cc.c.Run(base, l.calls)
 				s.settleAll(tasks, cc.idx, outs, errs, requeue)
 			})
+			start += len(cc.idx)
 		}
-		start = len(tasks)
 	}
 	spill := time.NewTimer(s.spill)
 	defer spill.Stop()

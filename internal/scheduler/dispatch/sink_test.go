@@ -273,7 +273,8 @@ func TestLaneSinkRefusesUnservedLane(t *testing.T) {
 // A prepared hand-off of at most ClaimAhead tasks is claimed when it is
 // prepared: its logs exist, claimed until ClaimTTL past the instant and
 // stamped with the instant, before any executor call; at the instant only
-// the calls and the record remain. A larger one is only read ahead.
+// the calls and the record remain. A larger one has its first ClaimAhead
+// tasks claimed ahead, the rest at the instant.
 func TestLaneSinkClaimsPreparedHandOffAhead(t *testing.T) {
 	t.Parallel()
 	runs := new(atomic.Int64)
@@ -319,8 +320,8 @@ func TestLaneSinkClaimsPreparedHandOffAhead(t *testing.T) {
 				l.TriggerTime, l.ClaimUntil, l.TriggerCode, at.UnixMilli())
 		}
 	}
-	if ls := logs(large); len(ls) != 0 {
-		t.Fatalf("large hand-off: %d logs after Prepare, want none (more than ClaimAhead)", len(ls))
+	if ls := logs(large); len(ls) != 3 {
+		t.Fatalf("large hand-off: %d logs after Prepare, want its first 3 (ClaimAhead) claimed ahead, the 4th not", len(ls))
 	}
 	f.clk.Set(at)
 	for name, run := range map[string]func(context.Context) error{"small": runSmall, "large": runLarge} {

@@ -295,9 +295,30 @@ func (r *Ring) fire(ctx context.Context, b fire.RingBucket, threshold time.Durat
 	}
 	prepared, quit := r.prepareAll(ctx, instants, byID)
 	defer func() { <-prepared }()
+	if len(b.Items) >= burstLog && len(instants) > 0 {
+		go r.logPrepared(ctx, b, instants[0].at, received, prepared)
+	}
 	fired, maxLate, err := r.deliverAll(ctx, b, instants, quit)
 	st.Fired, st.MaxLate = fired, maxLate
+	if len(b.Items) >= burstLog && len(instants) > 0 {
+		r.log.DebugContext(ctx, "ring burst delivered", "second", b.Second, "fires", len(b.Items), "fired", fired,
+			"afterFirstMs", clock.Millis(r.clock)-instants[0].at)
+	}
 	return st, err
+}
+
+// burstLog is the size of a bucket whose preparation and delivery the
+// ring logs (at debug level): the timeline of a burst, when its
+// preparation ended and when its last hand-off returned, relative to its
+// first instant.
+const burstLog = 1000
+
+// logPrepared logs, once prepared is closed, how far ahead of first the
+// bucket received at received (Unix ms) was prepared.
+func (r *Ring) logPrepared(ctx context.Context, b fire.RingBucket, first, received int64, prepared <-chan struct{}) {
+	<-prepared
+	r.log.DebugContext(ctx, "ring burst prepared", "second", b.Second, "fires", len(b.Items),
+		"receivedAheadMs", first-received, "preparedAheadMs", first-clock.Millis(r.clock))
 }
 
 // handOff is one lane's share of one instant: the tasks the sink gets,

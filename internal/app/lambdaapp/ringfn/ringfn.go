@@ -39,8 +39,8 @@ import (
 // (LogTriggeredMany) for all its tasks: the write batches the packed log
 // layout makes cheap, so a chunk holds a whole instant of a busy bucket
 // (W1, 1,000 jobs every second over 4 shards, is ~250 fires a bucket).
-// A prepared hand-off of at most ringClaimAhead tasks (a busy second of
-// W1, all its buckets merged) is claimed when the ring receives it, about
+// The first ringClaimAhead tasks of a prepared hand-off (a busy second of
+// W1, all its buckets merged) are claimed when the ring receives it, about
 // a second early, so that at the instant only the executor calls remain:
 // on DynamoDB a claim is a read and a conditional put per page, tens of
 // milliseconds that would otherwise sit between the clock and the
