@@ -10,6 +10,7 @@ import (
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/fire"
+	"github.com/xjobdev/xjob/pkg/clock"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -167,20 +168,32 @@ func (s *LaneSink) Deliver(ctx context.Context, lane fire.Lane, tasks []fire.Dis
 // Prepare does now, ahead of the tasks' instant, what dispatching them
 // needs before the executor calls (the ring's Preparer): their reads
 // (Dispatcher.LoadKnown, given the jobs the ring read) and the claims of
-// its first ClaimAhead tasks, chunk by chunk. The returned hand-off
-// dispatches them as Deliver does, without doing that again, and the rest
-// as Deliver would; claimed chunks are never spilled (they are this
-// process's to run). A job
-// stopped between the two is caught by the ring's own check at receipt,
-// not at the instant.
+// its first ClaimAhead tasks, chunk by chunk, until the instant comes
+// (a large hand-off prepared late must not hold its calls back for its
+// claims). The returned hand-off dispatches them as Deliver does, without
+// doing that again, and the rest as Deliver would; claimed chunks are
+// never spilled (they are this process's to run). A job stopped between
+// the two is caught by the ring's own check at receipt, not at the
+// instant.
 func (s *LaneSink) Prepare(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
 	if _, ok := s.lanes[lane]; !ok {
 		return func(ctx context.Context) error { return s.deliver(ctx, lane, tasks, nil, nil) }
 	}
 	base := s.baseOf(ctx)
 	batch := s.disp.LoadKnown(base, tasks, jobs)
-	var claimed []claimedChunk
-	for start, ahead := 0, min(len(tasks), s.ahead); start < ahead; start += s.chunk {
+	// Claims ahead stop when the instant comes: from then on the claimed
+	// chunks' calls must start, and the rest is claimed as Deliver claims,
+	// chunk by chunk beside the calls. A hand-off whose instant is past
+	// (a late bucket) claims nothing ahead.
+	var (
+		claimed []claimedChunk
+		instant int64
+	)
+	for _, t := range tasks {
+		instant = max(instant, t.Occurrence.FireTime)
+	}
+	clk := s.disp.cfg.Clock
+	for start, ahead := 0, min(len(tasks), s.ahead); start < ahead && clock.Millis(clk) < instant; start += s.chunk {
 		idx := span(start, min(start+s.chunk, ahead))
 		claimed = append(claimed, claimedChunk{idx: idx, c: batch.Claim(base, idx)})
 	}

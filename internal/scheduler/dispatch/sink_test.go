@@ -274,7 +274,8 @@ func TestLaneSinkRefusesUnservedLane(t *testing.T) {
 // prepared: its logs exist, claimed until ClaimTTL past the instant and
 // stamped with the instant, before any executor call; at the instant only
 // the calls and the record remain. A larger one has its first ClaimAhead
-// tasks claimed ahead, the rest at the instant.
+// tasks claimed ahead, the rest at the instant; one prepared when its
+// instant has come claims nothing ahead.
 func TestLaneSinkClaimsPreparedHandOffAhead(t *testing.T) {
 	t.Parallel()
 	runs := new(atomic.Int64)
@@ -285,7 +286,7 @@ func TestLaneSinkClaimsPreparedHandOffAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handOff := func(n int) []fire.DispatchTask {
+	handOffAt := func(n int, at time.Time) []fire.DispatchTask {
 		tasks := make([]fire.DispatchTask, n)
 		for i := range tasks {
 			tasks[i] = f.task()
@@ -293,6 +294,7 @@ func TestLaneSinkClaimsPreparedHandOffAhead(t *testing.T) {
 		}
 		return tasks
 	}
+	handOff := func(n int) []fire.DispatchTask { return handOffAt(n, at) }
 	logs := func(tasks []fire.DispatchTask) []xjob.Log {
 		var out []xjob.Log
 		for _, task := range tasks {
@@ -304,9 +306,10 @@ func TestLaneSinkClaimsPreparedHandOffAhead(t *testing.T) {
 		}
 		return out
 	}
-	small, large := handOff(3), handOff(4)
+	small, large, due := handOff(3), handOff(4), handOffAt(2, f.t0)
 	runSmall := sink.Prepare(f.ctx, fire.LaneFast, small, nil)
 	runLarge := sink.Prepare(f.ctx, fire.LaneFast, large, nil)
+	runDue := sink.Prepare(f.ctx, fire.LaneFast, due, nil)
 	if n := runs.Load(); n != 0 {
 		t.Fatalf("executor called %d times while preparing, want 0", n)
 	}
@@ -323,6 +326,16 @@ func TestLaneSinkClaimsPreparedHandOffAhead(t *testing.T) {
 	if ls := logs(large); len(ls) != 3 {
 		t.Fatalf("large hand-off: %d logs after Prepare, want its first 3 (ClaimAhead) claimed ahead, the 4th not", len(ls))
 	}
+	if ls := logs(due); len(ls) != 0 {
+		t.Fatalf("hand-off prepared at its instant: %d logs after Prepare, want none (its calls must not wait for claims)", len(ls))
+	}
+	if err := runDue(f.ctx); err != nil {
+		t.Fatalf("due hand-off: %v", err)
+	}
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("executor ran %d tasks of the due hand-off, want 2", n)
+	}
+	runs.Store(0)
 	f.clk.Set(at)
 	for name, run := range map[string]func(context.Context) error{"small": runSmall, "large": runLarge} {
 		if err := run(f.ctx); err != nil {
