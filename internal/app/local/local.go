@@ -52,7 +52,9 @@ const (
 // between fires nothing and loses nothing: restarted, it takes back its
 // ring bucket and its claims (takeBackClaims) and fires them late, once
 // (TestClaimedAheadCrashFiresLateOnce); a cluster node's claims are taken
-// over by the others once they expire or it is seen gone.
+// over by the others once they expire or it is seen gone, and it re-reads
+// them at the second so as not to call what was taken over
+// (LaneSinkOptions.Recheck).
 const localClaimAhead = 16384
 
 // services is everything Run wires, kept together for the demo and tests.
@@ -447,9 +449,13 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 	// (child jobs, manual triggers).
 	// Each hand-off's first localClaimAhead logs are claimed when the ring
 	// prepares it, ahead of its second, so that at the second only the
-	// executor calls and their records remain.
+	// executor calls and their records remain. A cluster node re-reads
+	// them at the second (Recheck): the nodes that see it leave, or miss
+	// its beats, release its claims, and it must not call what another
+	// node has taken over since.
 	sink, err := dispatch.NewLaneSink(disp, dispatch.LaneSinkOptions{Base: laneCtx, Queues: db, Logger: logger,
-		Calls: map[fire.Lane]int{fire.LaneFast: cfg.FastWorkers, fire.LaneSlow: cfg.SlowWorkers}, ClaimAhead: localClaimAhead})
+		Calls:      map[fire.Lane]int{fire.LaneFast: cfg.FastWorkers, fire.LaneSlow: cfg.SlowWorkers},
+		ClaimAhead: localClaimAhead, Recheck: n.member != nil})
 	if err != nil {
 		return fail(fmt.Errorf("local: lane sink: %w", err))
 	}

@@ -459,6 +459,48 @@ func (b *Batch) Claim(ctx context.Context, idx []int) *Claimed {
 	return c
 }
 
+// Recheck re-reads, in one LogGetMany, the logs c claimed and is to
+// call, and keeps only those still as its claim left them: same version,
+// not triggered. It is for a claim made ahead of its instant on a store
+// where another process may end a live claim: a cluster node's claims
+// are expired by the nodes that see it leave (ReleaseNodeClaims), which
+// a node that is stopping, or whose beats the others missed, sees only
+// when it is about to call. Without it such a node would call at the
+// instant what another node has taken over meanwhile, and the executor
+// would run the fire twice; with it, what is left between the end of a
+// claim and this node's call is the few milliseconds from this read to
+// the call, as for a claim made at the instant. A log whose claim ended
+// ends with ErrInFlight (its task comes back after InFlightRetry and
+// finds the log triggered, or takes it over); a failed read ends every
+// log so, as the claim cannot be shown to be still this Run's.
+func (c *Claimed) Recheck(ctx context.Context) {
+	if len(c.call) == 0 {
+		return
+	}
+	ids := make([]int64, len(c.call))
+	for j, pl := range c.call {
+		ids[j] = pl.log.ID
+	}
+	stored, err := c.d.cfg.Store.LogGetMany(ctx, ids)
+	byID := make(map[int64]*xjob.Log, len(stored))
+	for i := range stored {
+		byID[stored[i].ID] = &stored[i]
+	}
+	keep := c.call[:0]
+	for _, pl := range c.call {
+		l := byID[pl.log.ID]
+		switch {
+		case err != nil:
+			pl.err = fmt.Errorf("dispatch %s: recheck claim: %w (%w)", pl.log.OccurrenceID, ErrInFlight, err)
+		case l == nil || l.Version != pl.log.Version || l.Triggered():
+			pl.err = fmt.Errorf("dispatch %s: claim ended before the instant: %w", pl.log.OccurrenceID, ErrInFlight)
+		default:
+			keep = append(keep, pl)
+		}
+	}
+	c.call = keep
+}
+
 // Run calls the executors of the logs c claimed and records their
 // replies: the second half of Batch.Run, whose results it returns.
 func (c *Claimed) Run(ctx context.Context, calls chan struct{}) ([]Outcome, []error) {

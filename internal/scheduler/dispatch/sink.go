@@ -73,7 +73,15 @@ type LaneSinkOptions struct {
 	// its claims until they expire, and its fires are taken over then,
 	// late by the claim TTL.
 	ClaimAhead int
-	Logger     *slog.Logger
+	// Recheck re-reads the logs claimed ahead at their instant, before
+	// calling, and leaves to the others those whose claim ended meanwhile
+	// (Claimed.Recheck): one read per chunk, for a store on which another
+	// process may end a live claim (a cluster's, where the nodes that see
+	// one leave release its claims). Off, the claims are trusted: a
+	// single process's (xjob local), or the AWS ring function's, which
+	// nothing releases.
+	Recheck bool
+	Logger  *slog.Logger
 }
 
 // LaneSink is the ring's in-process hand-off (a ring.Sink): each lane
@@ -109,15 +117,16 @@ type LaneSinkOptions struct {
 // occurrence id (and takes over the claims of the dead process once they
 // expire): no fire is lost, none runs twice.
 type LaneSink struct {
-	disp   *Dispatcher
-	base   context.Context
-	queues driver.Queues
-	log    *slog.Logger
-	lanes  map[fire.Lane]*sinkLane
-	spill  time.Duration
-	budget time.Duration
-	chunk  int
-	ahead  int
+	disp    *Dispatcher
+	base    context.Context
+	queues  driver.Queues
+	log     *slog.Logger
+	lanes   map[fire.Lane]*sinkLane
+	spill   time.Duration
+	budget  time.Duration
+	chunk   int
+	ahead   int
+	recheck bool
 }
 
 // sinkLane is one lane's capacity: chunks in flight and executor calls.
@@ -147,7 +156,7 @@ func NewLaneSink(d *Dispatcher, o LaneSinkOptions) (*LaneSink, error) {
 		o.Logger = d.cfg.Logger
 	}
 	s := &LaneSink{disp: d, base: o.Base, queues: o.Queues, log: o.Logger, spill: o.SpillAfter, budget: o.SpillBudget,
-		chunk: o.Chunk, ahead: o.ClaimAhead, lanes: map[fire.Lane]*sinkLane{}}
+		chunk: o.Chunk, ahead: o.ClaimAhead, recheck: o.Recheck, lanes: map[fire.Lane]*sinkLane{}}
 	for lane, calls := range o.Calls {
 		s.lanes[lane] = &sinkLane{chunks: make(chan struct{}, o.Chunks), calls: make(chan struct{}, max(calls, 1))}
 	}
@@ -253,6 +262,9 @@ func (s *LaneSink) deliver(ctx context.Context, lane fire.Lane, tasks []fire.Dis
 		// the lane's call slots, not its chunk slots.
 		for _, cc := range claimed {
 			wg.Go(func() {
+				if s.recheck {
+					cc.c.Recheck(base)
+				}
 				outs, errs := cc.c.Run(base, l.calls)
 				s.settleAll(tasks, cc.idx, outs, errs, requeue)
 			})

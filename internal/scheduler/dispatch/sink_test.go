@@ -2,9 +2,11 @@ package dispatch_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -395,5 +397,128 @@ func TestLaneSinkAbandonedClaimIsTakenOver(t *testing.T) {
 	}
 	if n := runs.Load(); n != 1 {
 		t.Errorf("executor ran %d times after the take-over, want 1", n)
+	}
+}
+
+// runsByLog is an executor that counts each log id's /run calls, and has
+// no log file of any run (/log fails), so that a take-over asks it and
+// calls /run again, as a real executor that never got the run would.
+func runsByLog(t *testing.T) (http.HandlerFunc, func() map[int64]int) {
+	var (
+		mu   sync.Mutex
+		runs = map[int64]int{}
+	)
+	h := func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/log" {
+			_, _ = io.WriteString(w, `{"code":500,"msg":"no such log"}`)
+			return
+		}
+		var p struct {
+			LogID int64 `json:"logId"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil || p.LogID == 0 {
+			t.Errorf("bad /run: %v", err)
+		}
+		mu.Lock()
+		runs[p.LogID]++
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{"code":200}`)
+	}
+	return h, func() map[int64]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(runs)
+	}
+}
+
+// A cluster node claims a hand-off ahead of its second; before the
+// second, the other nodes see it leave and release its claims (here the
+// store's ReleaseClaims, which ends every untriggered claim as
+// ReleaseNodeClaims ends one node's). Whether another node then takes
+// the fires over at the second (taken) or nobody has yet, the executor
+// runs each fire once: with Recheck the node re-reads its claims at the
+// second and leaves the ended ones (their tasks come back, find them
+// triggered or take them over). Without it the node calls what the
+// other took over: the duplicate TestClusterOnPostgres saw.
+func TestLaneSinkRecheckLeavesReleasedClaims(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		recheck bool
+		taken   bool // another node takes the fires over at the second
+		want    int  // /run calls per log
+	}{
+		{"recheck, taken over", true, true, 1},
+		{"recheck, released only", true, false, 1},
+		{"trusted, taken over", false, true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			exec, runs := runsByLog(t)
+			f := newSinkFixture(t, exec)
+			at := f.t0.Add(time.Second)
+			opts := dispatch.LaneSinkOptions{Base: f.ctx, Queues: f.db, Logger: f.quiet,
+				Calls: map[fire.Lane]int{fire.LaneFast: 2}, Chunk: 2, ClaimAhead: 10, Recheck: tc.recheck}
+			leaving, err := dispatch.NewLaneSink(f.disp, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks := make([]fire.DispatchTask, 3)
+			for i := range tasks {
+				tasks[i] = f.task()
+				tasks[i].Occurrence.FireTime = at.UnixMilli()
+			}
+			run := leaving.Prepare(f.ctx, fire.LaneFast, tasks, nil)
+			if _, err := f.db.ReleaseClaims(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+			f.clk.Set(at)
+			if tc.taken {
+				other, err := dispatch.NewLaneSink(f.disp, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := other.Deliver(f.ctx, fire.LaneFast, tasks); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := run(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+			// What the leaving node left comes back after InFlightRetry
+			// (the claim TTL here) and ends: dropped as triggered, or
+			// taken over and run.
+			f.clk.Set(at.Add(31 * time.Second))
+			if ds := f.queued(t, fire.LaneFast); len(ds) > 0 {
+				if !tc.recheck {
+					t.Fatalf("trusted claims queued %d tasks, want none", len(ds))
+				}
+				back := make([]fire.DispatchTask, len(ds))
+				for i, d := range ds {
+					back[i] = d.Msg
+				}
+				if err := leaving.Deliver(f.ctx, fire.LaneFast, back); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := runs()
+			if len(got) != len(tasks) {
+				t.Errorf("executor ran %d logs, want %d: %v", len(got), len(tasks), got)
+			}
+			for id, n := range got {
+				if n != tc.want {
+					t.Errorf("log %d: /run called %d times, want %d", id, n, tc.want)
+				}
+			}
+			for _, task := range tasks {
+				page, err := f.db.LogList(f.ctx, driver.LogListParams{JobID: task.Occurrence.JobID, Limit: 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(page.Logs) != 1 || page.Logs[0].TriggerCode != xjob.CodeSuccess {
+					t.Errorf("job %d: logs %+v, want one, triggered", task.Occurrence.JobID, page.Logs)
+				}
+			}
+		})
 	}
 }
