@@ -24,6 +24,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Stdout = stdout
+	applyMemoryLimit(cfg.MemoryLimit)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := Run(ctx, cfg); err != nil {

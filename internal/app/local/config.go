@@ -115,6 +115,12 @@ type Config struct {
 	// PprofListen, when set, serves net/http/pprof on its own listener
 	// (keep it on loopback: it is not authenticated).
 	PprofListen string
+	// MemoryLimit is the soft limit of the Go runtime's memory in bytes
+	// that Main and ServerMain set (debug.SetMemoryLimit; see
+	// DefaultMemoryLimit for why local mode has one). 0: none set by
+	// xjob; GOMEMLIMIT, when set and no XJOB_MEMORY_LIMIT or flag is
+	// given, is the runtime's own and wins over the default.
+	MemoryLimit int64
 
 	// Server is `xjob server`: DB is a PostgreSQL or MySQL URL shared by
 	// the nodes of a cluster (see server.go); the fields below are its own.
@@ -208,6 +214,9 @@ const (
 func ServerDefaults() Config {
 	c := Defaults()
 	c.Server, c.DB, c.Listen, c.LeaseTTL, c.DemoListen = true, "", DefaultServerListen, DefaultLeaseTTL, ""
+	// A node's memory is sized by its deployment (a container's limit,
+	// GOMEMLIMIT in deploy/), not guessed here.
+	c.MemoryLimit = 0
 	return c
 }
 
@@ -218,7 +227,7 @@ func Defaults() Config {
 		FastWorkers: DefaultFastWorkers, SlowWorkers: DefaultSlowWorkers, RingWorkers: DefaultRingWorkers,
 		Grace: DefaultGrace, LogRetentionDays: DefaultLogRetentionDays, LogLevel: slog.LevelInfo,
 		RetryDelay: DefaultRetryDelay, RetryBackoff: DefaultRetryBackoff,
-		DemoListen: DefaultDemoListen,
+		DemoListen: DefaultDemoListen, MemoryLimit: DefaultMemoryLimit,
 	}
 }
 
@@ -376,6 +385,14 @@ func options() []option {
 			func(c *Config) *time.Duration { return &c.LeaseTTL })),
 		strOpt("pprof-listen", "XJOB_PPROF_LISTEN", "serve net/http/pprof here (loopback only; empty: off)",
 			func(c *Config) *string { return &c.PprofListen }),
+		{flag: "memory-limit", env: "XJOB_MEMORY_LIMIT", kind: "size",
+			usage: "soft limit of the Go runtime's memory, as GOMEMLIMIT (e.g. 256MiB; off: none); GOMEMLIMIT wins over the default",
+			set: func(c *Config, v string) error {
+				n, err := parseMemoryLimit(v)
+				c.MemoryLimit = n
+				return err
+			},
+			get: func(c *Config) string { return formatMemoryLimit(c.MemoryLimit) }},
 	}
 }
 
@@ -491,6 +508,15 @@ func parse(def Config, args []string, getenv func(string) (string, bool), usageO
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}
+	if getenv != nil && !fs.Changed("memory-limit") {
+		// An operator's GOMEMLIMIT is already the runtime's limit: the
+		// default must not replace it (XJOB_MEMORY_LIMIT or the flag do).
+		if v, ok := getenv("XJOB_MEMORY_LIMIT"); !ok || v == "" {
+			if v, ok := getenv("GOMEMLIMIT"); ok && v != "" {
+				cfg.MemoryLimit = 0
+			}
+		}
+	}
 	if cfg.Server {
 		if err := cfg.readSecretFiles(); err != nil {
 			return Config{}, err
@@ -582,6 +608,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LogRetentionDays != -1 && c.LogRetentionDays < 7 {
 		bad("log-retention-days", "XJOB_LOG_RETENTION_DAYS", "must be at least 7 (or -1 to keep logs), got %d", c.LogRetentionDays)
+	}
+	if c.MemoryLimit != 0 && (c.MemoryLimit < minMemoryLimit || c.MemoryLimit > maxMemoryLimit) {
+		bad("memory-limit", "XJOB_MEMORY_LIMIT", "must be off or at least %s, got %d bytes", formatMemoryLimit(minMemoryLimit), c.MemoryLimit)
 	}
 	if c.PprofListen != "" {
 		if err := checkHostPort(c.PprofListen); err != nil {

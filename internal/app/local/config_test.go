@@ -317,6 +317,8 @@ func TestParseEveryFlag(t *testing.T) {
 		{[]string{"--demo", "--demo-listen", "127.0.0.1:9001"}, func(c *Config) { c.Demo, c.DemoListen = true, "127.0.0.1:9001" }},
 		{[]string{"--demo=false"}, func(*Config) {}},
 		{[]string{"--pprof-listen", "127.0.0.1:6060"}, func(c *Config) { c.PprofListen = "127.0.0.1:6060" }},
+		{[]string{"--memory-limit", "256MiB"}, func(c *Config) { c.MemoryLimit = 256 << 20 }},
+		{[]string{"--memory-limit=off"}, func(c *Config) { c.MemoryLimit = 0 }},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

@@ -164,6 +164,7 @@ func ServerMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Stdout = stdout
+	applyMemoryLimit(cfg.MemoryLimit)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := RunServer(ctx, cfg); err != nil {

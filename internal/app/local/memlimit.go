@@ -1,0 +1,91 @@
+package local
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+// DefaultMemoryLimit is `xjob local`'s soft limit of the Go runtime's
+// memory (debug.SetMemoryLimit). Most of local mode's resident memory is
+// the collector's slack, not live data: with GOGC=100 the heap grows to
+// twice what was live at the last collection, and freed pages go back to
+// the kernel only over seconds, so a process holding 40 MB of prepared
+// triggers peaked at 150–220 MB. Under the limit the collector runs
+// earlier and the scavenger returns freed pages at once when the runtime's
+// memory nears it; below it nothing changes. It is soft: a live heap
+// above it is kept (the collector then runs often, capped by the runtime
+// at about half the CPU), never an out-of-memory. SQLite's own pages
+// (modernc's allocator) and the executable are outside it: about 55 MB
+// at steady 10,000 jobs a second. docs/performance.md has the figures.
+const DefaultMemoryLimit int64 = 96 << 20
+
+// memoryUnits are GOMEMLIMIT's suffixes, largest first so that "MiB" is
+// not read as "B".
+var memoryUnits = []struct {
+	suffix string
+	shift  uint
+}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
+
+// minMemoryLimit is the smallest limit accepted: below it the runtime's
+// start-up memory alone (about 25 MB) would keep the collector running.
+const minMemoryLimit int64 = 32 << 20
+
+// maxMemoryLimit bounds a limit to what int64 holds with room to spare
+// (1 PiB); nothing larger is a setting, only a typo.
+const maxMemoryLimit int64 = 1 << 50
+
+// parseMemoryLimit reads a memory limit as GOMEMLIMIT writes it: a whole
+// number of bytes with an optional B, KiB, MiB, GiB or TiB suffix, or
+// "off" (0, as is "0"): no limit set by xjob.
+func parseMemoryLimit(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	if t == "off" || t == "0" {
+		return 0, nil
+	}
+	shift := uint(0)
+	for _, u := range memoryUnits {
+		if n, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, shift = strings.TrimSpace(n), u.shift
+			break
+		}
+	}
+	if t == "" || t[0] == '+' || t[0] == '-' {
+		return 0, fmt.Errorf("%q is not a size (e.g. 128MiB, 1GiB, or off)", s)
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size (e.g. 128MiB, 1GiB, or off)", s)
+	}
+	if n > maxMemoryLimit>>shift {
+		return 0, fmt.Errorf("%q is above 1024TiB", s)
+	}
+	return n << shift, nil
+}
+
+// formatMemoryLimit writes a limit back in the largest whole unit, for
+// --help and the start-up log.
+func formatMemoryLimit(n int64) string {
+	if n <= 0 {
+		return "off"
+	}
+	for _, u := range memoryUnits {
+		if u.shift > 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
+
+// applyMemoryLimit sets the process's soft memory limit when the
+// configuration has one and returns the limit in effect afterwards
+// (math.MaxInt64: none). It is called by Main and ServerMain only, never
+// by Run: a limit is the process's, and an embedding program or a test
+// keeps its own.
+func applyMemoryLimit(limit int64) int64 {
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+	return debug.SetMemoryLimit(-1)
+}
