@@ -277,7 +277,7 @@ func copyFile(from, to string) error {
 // top holders of its heap profiles.
 func PrintMemory(w io.Writer, r *Result) {
 	m := r.Memory
-	fmt.Fprintf(w, "\nMemory, %s (%s): window %.0f–%.0f s, peak sample at %.1f s, xjob peak RSS (rusage) %.0f MB\n", r.Scenario, r.Target,
+	fmt.Fprintf(w, "\nMemory, %s (%s): window %.0f–%.0f s, peak sample at %.1f s, xjob peak RSS (VmHWM) %.0f MB\n", r.Scenario, r.Target,
 		float64(m.WindowFromMs)/1000, float64(m.WindowToMs)/1000, float64(m.PeakAtMs)/1000, r.Usage.PeakRSSMB)
 	fmt.Fprintln(w, "| t s | RSS MB | HeapAlloc | HeapInuse | HeapIdle | HeapReleased | StackInuse | Sys | NextGC | GCs | goroutines | outside Go MB |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -160,6 +160,10 @@ type Xjob struct {
 	cmd   *exec.Cmd
 	done  chan struct{}
 	usage Usage
+	// hwmMB is the running child's own peak resident set (VmHWM), read
+	// just before it is signalled, when hwmRead.
+	hwmMB   float64
+	hwmRead bool
 }
 
 // NewXjob prepares a supervisor; nothing runs until Start.
@@ -251,9 +255,18 @@ func (x *Xjob) account(ps *os.ProcessState) {
 	defer x.mu.Unlock()
 	x.usage.Processes++
 	x.usage.CPUSeconds += (ps.UserTime() + ps.SystemTime()).Seconds()
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+	// The peak is the child's VmHWM when it was read. The rusage's
+	// ru_maxrss is not the child's own: Linux keeps, at exec, the high
+	// water of the memory the child left, and os/exec starts a child on
+	// its parent's memory (vfork), so ru_maxrss is at least this
+	// harness's resident size when it started xjob — after a baseline's
+	// run, often more than xjob ever used.
+	if x.hwmRead {
+		x.usage.PeakRSSMB = max(x.usage.PeakRSSMB, x.hwmMB)
+	} else if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 		x.usage.PeakRSSMB = max(x.usage.PeakRSSMB, float64(ru.Maxrss)/1024) // Linux: KiB
 	}
+	x.hwmMB, x.hwmRead = 0, false
 }
 
 // signal sends sig to the running child and waits for it to exit (at most
@@ -264,6 +277,11 @@ func (x *Xjob) signal(sig os.Signal, wait time.Duration) {
 	x.mu.Unlock()
 	if cmd == nil {
 		return
+	}
+	if mb, ok := statusMB(cmd.Process.Pid, "VmHWM:"); ok {
+		x.mu.Lock()
+		x.hwmMB, x.hwmRead = mb, true
+		x.mu.Unlock()
 	}
 	_ = cmd.Process.Signal(sig)
 	select {
@@ -329,17 +347,32 @@ func (x *Xjob) RSSMB() float64 {
 	if cmd == nil {
 		return 0
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	mb, _ := statusMB(cmd.Process.Pid, "VmRSS:")
+	return mb
+}
+
+// statusMB reads one kB field of /proc/PID/status (VmRSS, VmHWM) in MB,
+// to a tenth.
+func statusMB(pid int, field string) (float64, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return 0, false
 	}
+	return parseStatusMB(data, field)
+}
+
+// parseStatusMB finds field ("VmHWM:") in a /proc/PID/status text.
+func parseStatusMB(data []byte, field string) (float64, bool) {
 	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return math.Round(kb/1024*10) / 10
+		if v, ok := strings.CutPrefix(l, field); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			if err != nil {
+				return 0, false
+			}
+			return math.Round(kb/1024*10) / 10, true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // Profile fetches a CPU profile of d from the child's pprof endpoint into
