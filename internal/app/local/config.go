@@ -386,7 +386,7 @@ func options() []option {
 		strOpt("pprof-listen", "XJOB_PPROF_LISTEN", "serve net/http/pprof here (loopback only; empty: off)",
 			func(c *Config) *string { return &c.PprofListen }),
 		{flag: "memory-limit", env: "XJOB_MEMORY_LIMIT", kind: "size",
-			usage: "soft limit of the Go runtime's memory, as GOMEMLIMIT (e.g. 256MiB; off: none); GOMEMLIMIT wins over the default",
+			usage: "soft limit of the Go runtime's memory, as GOMEMLIMIT (e.g. 512MiB; off: none); GOMEMLIMIT wins over the default",
 			set: func(c *Config, v string) error {
 				n, err := parseMemoryLimit(v)
 				c.MemoryLimit = n

@@ -8,18 +8,18 @@ import (
 )
 
 // DefaultMemoryLimit is `xjob local`'s soft limit of the Go runtime's
-// memory (debug.SetMemoryLimit). Most of local mode's resident memory is
-// the collector's slack, not live data: with GOGC=100 the heap grows to
-// twice what was live at the last collection, and freed pages go back to
-// the kernel only over seconds, so a process holding 40 MB of prepared
-// triggers peaked at 150–220 MB. Under the limit the collector runs
-// earlier and the scavenger returns freed pages at once when the runtime's
-// memory nears it; below it nothing changes. It is soft: a live heap
-// above it is kept (the collector then runs often, capped by the runtime
-// at about half the CPU), never an out-of-memory. SQLite's own pages
-// (modernc's allocator) and the executable are outside it: about 55 MB
-// at steady 10,000 jobs a second. docs/performance.md has the figures.
-const DefaultMemoryLimit int64 = 96 << 20
+// memory (debug.SetMemoryLimit): a bound on how far the heap may grow
+// when a run falls far behind (the prepared seconds pile up, and with
+// GOGC=100 the heap doubles over them), not a squeeze on a run that
+// keeps up. Near the heap in use a limit is harmful: at 64MiB steady
+// 10,000 jobs a second (35–45 MB live, the Go runtime at about 75 MB)
+// had the collector run two to three times as often, fell behind and
+// never caught up, at 1.8× the CPU a trigger. 96MiB did not bind in the
+// runs that kept up; 256MiB leaves room for a backlog of several hundred
+// thousand prepared triggers. It is soft: a live heap above it is kept,
+// never an out-of-memory. SQLite's own pages (modernc's allocator) and
+// the executable are outside it. docs/performance.md has the figures.
+const DefaultMemoryLimit int64 = 256 << 20
 
 // memoryUnits are GOMEMLIMIT's suffixes, largest first so that "MiB" is
 // not read as "B".

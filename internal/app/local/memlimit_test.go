@@ -108,8 +108,8 @@ func TestMemoryLimitPrecedence(t *testing.T) {
 func TestApplyMemoryLimit(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(before) })
-	if got := applyMemoryLimit(96 << 20); got != 96<<20 {
-		t.Fatalf("after applyMemoryLimit(96MiB) the limit is %d", got)
+	if got := applyMemoryLimit(1 << 30); got != 1<<30 {
+		t.Fatalf("after applyMemoryLimit(1GiB) the limit is %d", got)
 	}
 	debug.SetMemoryLimit(math.MaxInt64)
 	if got := applyMemoryLimit(0); got != math.MaxInt64 {
