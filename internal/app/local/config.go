@@ -117,7 +117,7 @@ type Config struct {
 	PprofListen string
 	// MemoryLimit is the soft limit of the Go runtime's memory in bytes
 	// that Main and ServerMain set (debug.SetMemoryLimit; see
-	// DefaultMemoryLimit for why local mode has one). 0: none set by
+	// DefaultMemoryLimit for why there is none by default). 0: none set by
 	// xjob; GOMEMLIMIT, when set and no XJOB_MEMORY_LIMIT or flag is
 	// given, is the runtime's own and wins over the default.
 	MemoryLimit int64

@@ -8,18 +8,16 @@ import (
 )
 
 // DefaultMemoryLimit is `xjob local`'s soft limit of the Go runtime's
-// memory (debug.SetMemoryLimit): a bound on how far the heap may grow
-// when a run falls far behind (the prepared seconds pile up, and with
-// GOGC=100 the heap doubles over them), not a squeeze on a run that
-// keeps up. Near the heap in use a limit is harmful: at 64MiB steady
-// 10,000 jobs a second (35–45 MB live, the Go runtime at about 75 MB)
-// had the collector run two to three times as often, fell behind and
-// never caught up, at 1.8× the CPU a trigger. 96MiB did not bind in the
-// runs that kept up; 256MiB leaves room for a backlog of several hundred
-// thousand prepared triggers. It is soft: a live heap above it is kept,
-// never an out-of-memory. SQLite's own pages (modernc's allocator) and
-// the executable are outside it. docs/performance.md has the figures.
-const DefaultMemoryLimit int64 = 256 << 20
+// memory (debug.SetMemoryLimit): none. A limit that binds does the
+// opposite of what it is for: at 64MiB steady 10,000 jobs a second
+// (35–45 MB live, the Go runtime at about 75 MB) had the collector run
+// two to three times as often, fell behind and never caught up, at 1.8×
+// the CPU a trigger; 96MiB did not bind in a run that kept up and
+// changed nothing (×1.00). The run a limit would bound, one far behind,
+// is the one it slows further, so xjob sets none unless asked
+// (--memory-limit, XJOB_MEMORY_LIMIT): an operator sizing a container
+// sets it well above the heap in use. docs/performance.md has the runs.
+const DefaultMemoryLimit int64 = 0
 
 // memoryUnits are GOMEMLIMIT's suffixes, largest first so that "MiB" is
 // not read as "B".

@@ -66,9 +66,9 @@ func TestMemoryLimitPrecedence(t *testing.T) {
 		want    int64
 		wantErr string
 	}{
-		{name: "local default", want: DefaultMemoryLimit},
+		{name: "local default: none", want: 0},
 		{name: "server default", server: true, want: 0},
-		{name: "GOMEMLIMIT replaces the default", env: map[string]string{"GOMEMLIMIT": "1GiB"}, want: 0},
+		{name: "GOMEMLIMIT is left to the runtime", env: map[string]string{"GOMEMLIMIT": "1GiB"}, want: 0},
 		{name: "variable wins over GOMEMLIMIT", env: map[string]string{"GOMEMLIMIT": "1GiB", "XJOB_MEMORY_LIMIT": "200MiB"}, want: 200 << 20},
 		{name: "flag wins", args: []string{"--memory-limit", "64MiB"}, env: map[string]string{"GOMEMLIMIT": "1GiB", "XJOB_MEMORY_LIMIT": "200MiB"}, want: 64 << 20},
 		{name: "server takes the variable", server: true, env: map[string]string{"XJOB_MEMORY_LIMIT": "512MiB"}, want: 512 << 20},
