@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -60,24 +59,9 @@ import (
 func TestLaneRetryMeetsHeldClaim(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs); waits a claim TTL (30 s)")
 	t.Parallel()
-	for _, bootstraps := range []bool{false, true} {
-		name := "in process"
-		if bootstraps {
-			name = "bootstraps"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			logs := &lockedBuffer{}
-			opts := awsstack.Options{Shards: 1, RingPollers: 1, PollWait: time.Second, NoMaintenance: true,
-				AsyncRetryWait: 100 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(logs, nil))}
-			if bootstraps {
-				opts.Bootstraps = awsstack.BootstrapsFor(t, ctx)
-				opts.BootstrapOutput = logs
-			}
-			laneRetryMeetsHeldClaim(t, ctx, awsstack.StartFor(t, ctx, opts), logs)
-		})
-	}
+	onLaneStacks(t, true, func(t *testing.T, ctx context.Context, d *awsstack.Deployment, logs *lockedBuffer) {
+		laneRetryMeetsHeldClaim(t, ctx, d, logs)
+	})
 }
 
 // lockedBuffer collects the functions' logs, written concurrently.

@@ -2,7 +2,6 @@ package awsstack_test
 
 import (
 	"context"
-	"log/slog"
 	"math"
 	"net/http"
 	"testing"
@@ -28,59 +27,45 @@ import (
 func TestAsyncInvocationsPriced(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	t.Parallel()
-	for _, bootstraps := range []bool{false, true} {
-		name := "in process"
-		if bootstraps {
-			name = "bootstraps"
+	onLaneStacks(t, false, func(t *testing.T, ctx context.Context, d *awsstack.Deployment, _ *lockedBuffer) {
+		client := awslambda.NewFromConfig(aws.Config{Region: awsstack.Region,
+			Credentials: credentials.NewStaticCredentialsProvider("t", "t", "")},
+			func(o *awslambda.Options) { o.BaseEndpoint = aws.String(d.InvokeEndpoint()) })
+		before := d.Meter().Snapshot()
+		for _, payload := range []string{`{"lane":"fast","tasks":[]}`, `{"lane":"sideways","tasks":[]}`} {
+			out, err := client.Invoke(ctx, &awslambda.InvokeInput{FunctionName: aws.String(awsstack.DispatchFunction),
+				InvocationType: types.InvocationTypeEvent, Payload: []byte(payload)})
+			if err != nil || out.StatusCode != http.StatusAccepted {
+				t.Fatalf("invoke %s: %v %+v", payload, err, out)
+			}
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			opts := awsstack.Options{Shards: 1, RingPollers: 1, PollWait: time.Second, NoMaintenance: true,
-				AsyncRetryWait: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
-			if bootstraps {
-				opts.Bootstraps = awsstack.BootstrapsFor(t, ctx)
+		waitSettled(t, d, 2)
+		u := d.Meter().Snapshot().Sub(before)
+		inv := u.Invokes["dispatch"]
+		if inv.Invocations != 4 {
+			t.Fatalf("dispatch invocations metered: %d, want 4 (one, and a failed event's three attempts)", inv.Invocations)
+		}
+		if inv.Duration <= 0 || inv.Billed < inv.Duration || inv.Billed%time.Millisecond != 0 ||
+			inv.Billed > inv.Duration+4*time.Millisecond {
+			t.Errorf("dispatch duration %v billed %v: want each invocation rounded up to the millisecond", inv.Duration, inv.Billed)
+		}
+		p := awsstack.ListPrices()
+		c := u.Cost(1, p)
+		var found bool
+		for _, f := range c.Functions {
+			if f.Function != "dispatch" {
+				continue
 			}
-			d := awsstack.StartFor(t, ctx, opts)
-			client := awslambda.NewFromConfig(aws.Config{Region: awsstack.Region,
-				Credentials: credentials.NewStaticCredentialsProvider("t", "t", "")},
-				func(o *awslambda.Options) { o.BaseEndpoint = aws.String(d.InvokeEndpoint()) })
-			before := d.Meter().Snapshot()
-			for _, payload := range []string{`{"lane":"fast","tasks":[]}`, `{"lane":"sideways","tasks":[]}`} {
-				out, err := client.Invoke(ctx, &awslambda.InvokeInput{FunctionName: aws.String(awsstack.DispatchFunction),
-					InvocationType: types.InvocationTypeEvent, Payload: []byte(payload)})
-				if err != nil || out.StatusCode != http.StatusAccepted {
-					t.Fatalf("invoke %s: %v %+v", payload, err, out)
-				}
+			found = true
+			if want := 4 * 0.20; math.Abs(f.LambdaRequestsPerM-want) > 1e-9 {
+				t.Errorf("dispatch requests priced $%v for 4 invocations a trigger, per million triggers; want $%v", f.LambdaRequestsPerM, want)
 			}
-			waitSettled(t, d, 2)
-			u := d.Meter().Snapshot().Sub(before)
-			inv := u.Invokes["dispatch"]
-			if inv.Invocations != 4 {
-				t.Fatalf("dispatch invocations metered: %d, want 4 (one, and a failed event's three attempts)", inv.Invocations)
+			if want := inv.Billed.Seconds() * p.MemoryGB * p.LambdaGBSecond * 1e6; want <= 0 || math.Abs(f.LambdaDurationPerM-want) > 1e-9 {
+				t.Errorf("dispatch duration priced $%v per million, want $%v", f.LambdaDurationPerM, want)
 			}
-			if inv.Duration <= 0 || inv.Billed < inv.Duration || inv.Billed%time.Millisecond != 0 ||
-				inv.Billed > inv.Duration+4*time.Millisecond {
-				t.Errorf("dispatch duration %v billed %v: want each invocation rounded up to the millisecond", inv.Duration, inv.Billed)
-			}
-			p := awsstack.ListPrices()
-			c := u.Cost(1, p)
-			var found bool
-			for _, f := range c.Functions {
-				if f.Function != "dispatch" {
-					continue
-				}
-				found = true
-				if want := 4 * 0.20; math.Abs(f.LambdaRequestsPerM-want) > 1e-9 {
-					t.Errorf("dispatch requests priced $%v for 4 invocations a trigger, per million triggers; want $%v", f.LambdaRequestsPerM, want)
-				}
-				if want := inv.Billed.Seconds() * p.MemoryGB * p.LambdaGBSecond * 1e6; want <= 0 || math.Abs(f.LambdaDurationPerM-want) > 1e-9 {
-					t.Errorf("dispatch duration priced $%v per million, want $%v", f.LambdaDurationPerM, want)
-				}
-			}
-			if !found {
-				t.Errorf("no dispatch function in the cost: %+v", c.Functions)
-			}
-		})
-	}
+		}
+		if !found {
+			t.Errorf("no dispatch function in the cost: %+v", c.Functions)
+		}
+	})
 }

@@ -44,6 +44,18 @@ import (
 func TestLanesOnAsyncInvocations(t *testing.T) {
 	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
 	t.Parallel()
+	onLaneStacks(t, false, func(t *testing.T, ctx context.Context, d *awsstack.Deployment, _ *lockedBuffer) {
+		lanes(t, ctx, d)
+	})
+}
+
+// onLaneStacks runs body on a one-shard stack whose dispatch lanes are
+// asynchronous invocations retried after 100 ms, twice in parallel: with
+// the functions in process and as the real bootstrap binaries. Each run
+// gets its own buffer of the functions' logs (in process and the
+// bootstraps' output) when keepLogs is set; body's logs is nil otherwise.
+func onLaneStacks(t *testing.T, keepLogs bool, body func(t *testing.T, ctx context.Context, d *awsstack.Deployment, logs *lockedBuffer)) {
+	t.Helper()
 	for _, bootstraps := range []bool{false, true} {
 		name := "in process"
 		if bootstraps {
@@ -52,12 +64,21 @@ func TestLanesOnAsyncInvocations(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
+			var logs *lockedBuffer
+			handler := slog.DiscardHandler
+			if keepLogs {
+				logs = &lockedBuffer{}
+				handler = slog.NewJSONHandler(logs, nil)
+			}
 			opts := awsstack.Options{Shards: 1, RingPollers: 1, PollWait: time.Second, NoMaintenance: true,
-				AsyncRetryWait: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+				AsyncRetryWait: 100 * time.Millisecond, Logger: slog.New(handler)}
 			if bootstraps {
 				opts.Bootstraps = awsstack.BootstrapsFor(t, ctx)
+				if keepLogs {
+					opts.BootstrapOutput = logs
+				}
 			}
-			lanes(t, ctx, awsstack.StartFor(t, ctx, opts))
+			body(t, ctx, awsstack.StartFor(t, ctx, opts), logs)
 		})
 	}
 }
