@@ -186,6 +186,7 @@ var (
 		awsconfig.EnvGluePolicy:             "param:gluepolicy",
 		awsconfig.EnvWebURL:                 "httpapi:endpoint",
 		awsconfig.EnvMetricsPerJob:          "param:metricsperjob",
+		awsconfig.EnvCustomMetrics:          "param:custommetrics",
 		awsconfig.EnvLogRetentionDays:       "param:triggerlogretentiondays",
 		awsconfig.EnvAWSTargetARNs:          "param:awstargetarns",
 		awsconfig.EnvDispatchFunction:       "function:" + laneFunction,
@@ -207,9 +208,10 @@ var (
 	// exposedSettings are optional variables the deployment must let an
 	// operator set on every function that reads them, with their safe
 	// defaults: switches off, no extra executor ranges, GLUE for admins,
-	// trigger logs kept 30 days, no AWS targets.
+	// trigger logs kept 30 days, no AWS targets, no custom metrics (each
+	// one billed; no alarm reads them).
 	exposedSettings = map[string]string{
-		awsconfig.EnvAnyTriggerAddress: "false", awsconfig.EnvStartDeclaredJobs: "false",
+		awsconfig.EnvAnyTriggerAddress: "false", awsconfig.EnvStartDeclaredJobs: "false", awsconfig.EnvCustomMetrics: "false",
 		awsconfig.EnvAllowCIDRs: "", awsconfig.EnvDenyCIDRs: "", awsconfig.EnvGluePolicy: "admins",
 		awsconfig.EnvLogRetentionDays: "30", awsconfig.EnvAWSTargetARNs: "",
 	}

@@ -28,6 +28,7 @@ var paramValues = map[string][]string{
 	awsconfig.EnvAllowCIDRs:             cidrValues,
 	awsconfig.EnvDenyCIDRs:              cidrValues,
 	awsconfig.EnvGluePolicy:             {"admins", "everyone", "off", "ADMINS", "none"},
+	awsconfig.EnvCustomMetrics:          {"false", "true", "TRUE", "True", "1", "0", "yes", "on"},
 	awsconfig.EnvAWSTargetARNs:          arnValues,
 	awsconfig.EnvLogRetentionDays: {"-1", "0", "1", "6", "7", "9", "10", "30", "99", "100", "999", "1000", "2999", "3000",
 		"3599", "3600", "3649", "3650", "3651", "3700", "4000", "9999", "10000", "007", "+30", "30.0", "7.5", "1e3", "30d", "month"},

@@ -695,6 +695,10 @@ var (
 // templates use: can(regex(…)), a >= / <= range, contains([…]).
 func tfParam(name string, v *tfBlock) param {
 	p := param{def: v.attrs["default"], secret: v.attrs["sensitive"] == true}
+	if t := str(v.attrs["type"]); t == "bool" || t == "${bool}" {
+		// A bool reaches the functions through tostring: only these two.
+		p.allowed = []string{"false", "true"}
+	}
 	cond := str(v.block("validation").attrs["condition"])
 	if m := tfRegexCond.FindStringSubmatch(cond); m != nil && m[2] == name {
 		if pat, err := strconv.Unquote(`"` + m[1] + `"`); err == nil {

@@ -53,6 +53,10 @@ type Env struct {
 	// runs (how long before its second a ring bucket is visible), to
 	// compare leads.
 	RingLead time.Duration
+	// CustomMetrics deploys the AWS cost runs with the templates'
+	// CustomMetrics=true (default off, as the templates): the pipeline's
+	// counters as billed CloudWatch custom metrics.
+	CustomMetrics bool
 	// NoResultLag leaves out the AWS cost runs' result lag (ResultLag:
 	// the admin API's reads of a sample of results while the window runs).
 	NoResultLag bool

@@ -34,6 +34,7 @@ resource "aws_lambda_function" "scan" {
       XJOB_TABLE_PREFIX      = var.table_prefix
       XJOB_SHARDS            = tostring(var.shards)
       XJOB_LOG_LEVEL         = var.log_level
+      XJOB_CUSTOM_METRICS    = tostring(var.custom_metrics)
       XJOB_RING_QUEUE_URL    = aws_sqs_queue.queue["ring"].url
       XJOB_DISPATCH_FUNCTION = "${var.name}-dispatch" # the lanes: its asynchronous invocations (its name, not a reference to itself)
       XJOB_SCAN_ADVANCE      = var.scan_advance
@@ -75,6 +76,7 @@ resource "aws_lambda_function" "ring" {
       XJOB_TABLE_PREFIX       = var.table_prefix
       XJOB_SHARDS             = tostring(var.shards)
       XJOB_LOG_LEVEL          = var.log_level
+      XJOB_CUSTOM_METRICS     = tostring(var.custom_metrics)
       XJOB_RETRY_DELAY        = var.retry_delay
       XJOB_RETRY_BACKOFF      = tostring(var.retry_backoff)
       XJOB_RING_QUEUE_URL     = aws_sqs_queue.queue["ring"].url
@@ -128,6 +130,7 @@ resource "aws_lambda_function" "dispatch" {
       XJOB_TABLE_PREFIX              = var.table_prefix
       XJOB_SHARDS                    = tostring(var.shards)
       XJOB_LOG_LEVEL                 = var.log_level
+      XJOB_CUSTOM_METRICS            = tostring(var.custom_metrics)
       XJOB_RETRY_DELAY               = var.retry_delay
       XJOB_RETRY_BACKOFF             = tostring(var.retry_backoff)
       XJOB_ALLOW_ANY_TRIGGER_ADDRESS = tostring(var.allow_any_trigger_address)
@@ -198,6 +201,7 @@ resource "aws_lambda_function" "callback" {
       XJOB_TABLE_PREFIX       = var.table_prefix
       XJOB_SHARDS             = tostring(var.shards)
       XJOB_LOG_LEVEL          = var.log_level
+      XJOB_CUSTOM_METRICS     = tostring(var.custom_metrics)
       XJOB_RETRY_DELAY        = var.retry_delay
       XJOB_RETRY_BACKOFF      = tostring(var.retry_backoff)
       XJOB_RING_QUEUE_URL     = aws_sqs_queue.queue["ring"].url # tasks due later wait there (deferred)
@@ -268,6 +272,7 @@ resource "aws_lambda_function" "registry" {
       XJOB_TABLE_PREFIX       = var.table_prefix
       XJOB_SHARDS             = tostring(var.shards)
       XJOB_LOG_LEVEL          = var.log_level
+      XJOB_CUSTOM_METRICS     = tostring(var.custom_metrics)
       XJOB_RETRY_DELAY        = var.retry_delay
       XJOB_RETRY_BACKOFF      = tostring(var.retry_backoff)
       XJOB_RING_QUEUE_URL     = aws_sqs_queue.queue["ring"].url # tasks due later wait there (deferred)
@@ -310,6 +315,7 @@ resource "aws_lambda_function" "web" {
       XJOB_TABLE_PREFIX              = var.table_prefix
       XJOB_SHARDS                    = tostring(var.shards)
       XJOB_LOG_LEVEL                 = var.log_level
+      XJOB_CUSTOM_METRICS            = tostring(var.custom_metrics)
       XJOB_RETRY_DELAY               = var.retry_delay
       XJOB_RETRY_BACKOFF             = tostring(var.retry_backoff)
       XJOB_ALLOW_ANY_TRIGGER_ADDRESS = tostring(var.allow_any_trigger_address)

@@ -176,6 +176,12 @@ variable "metrics_per_job" {
   }
 }
 
+variable "custom_metrics" {
+  description = "Write the pipeline's counters (Triggers, Results, the scan's Fires and ScanJobs, the ring's LatenessMaxMs, ...) as CloudWatch custom metrics in namespace xjob (XJOB_CUSTOM_METRICS), about 8 metrics at $0.30 a month each while jobs run. Off by default - the same records are plain JSON lines in the functions' logs (CloudWatch Logs Insights sums them) and no alarm of this stack reads them. metrics_per_job is its own opt-in."
+  type        = bool
+  default     = false
+}
+
 variable "glue_policy" {
   description = "Who creates and edits GLUE jobs, whose source code executors run (XJOB_GLUE_POLICY): admins, everyone (xxl-job's behaviour; an installation imported from xxl-job that relies on it) or off."
   type        = string

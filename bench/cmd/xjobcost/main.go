@@ -87,6 +87,7 @@ func run() int {
 	provMin := fs.Float64("provisioned-min", 1, "provisioned line: minimum capacity units, each of read and write, per table and index")
 	provMax := fs.Float64("provisioned-max", 4000, "provisioned line: maximum capacity units per table and index")
 	provTarget := fs.Float64("provisioned-target", 0.7, "provisioned line: auto scaling's target utilisation")
+	customMetrics := fs.Bool("custom-metrics", false, "deploy as CustomMetrics=true does: the pipeline's counters as CloudWatch custom metrics (EMF directives), each priced; the templates' default is off (plain log lines)")
 	noInit := fs.Bool("no-init", false, "do not measure the functions' init durations with the real bootstraps (cold starts are then not priced)")
 	ringLead := fs.Duration("ring-lead", 0, "override the scan's ring lead (how long before its second a ring bucket is visible at the latest), to compare leads")
 	noLag := fs.Bool("no-result-lag", false, "do not read a sample of each window's results through the admin API (the result lag)")
@@ -96,7 +97,7 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root, SyncCallbacks: *sync, RingLead: *ringLead, ReservedConcurrency: *reserved, NoResultLag: *noLag}
+	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root, SyncCallbacks: *sync, RingLead: *ringLead, ReservedConcurrency: *reserved, NoResultLag: *noLag, CustomMetrics: *customMetrics}
 	p := awsstack.ListPrices()
 	if !*noInit {
 		init, err := measureInit(ctx, *root)
@@ -169,6 +170,11 @@ func run() int {
 	}
 	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64 (each invocation rounded up to 1 ms, cold starts' Init), DynamoDB storage and PITR for %d days, CloudWatch Logs ingestion (functions' output + %d B a invocation: system log level %s) and storage for %.0f month, custom metrics $%.2f each a month, retention deletes\n",
 		*shards, *window, awsstack.MemoryMB, 30, p.LambdaLogBytes, awsconfig.SystemLogLevel, p.LogsRetentionMonths, p.CustomMetricMonth)
+	if *customMetrics {
+		fmt.Println("custom metrics: on (CustomMetrics=true): the pipeline's EMF records carry their metric directive, each metric they define priced")
+	} else {
+		fmt.Println("custom metrics: off (CustomMetrics=false, the default): the pipeline's EMF records are plain log lines, priced as log ingestion; the functions' real output is metered either way")
+	}
 	fmt.Println("free tiers (never subtracted): Lambda 1 M requests and 400,000 GB-s a month; SQS 1 M requests; DynamoDB 25 GB storage; CloudWatch 10 custom metrics, 10 alarm metrics, 5 GB of logs ingested and stored")
 	want := func(name string) bool {
 		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
@@ -535,6 +541,9 @@ func measureInit(ctx context.Context, root string) (map[string]time.Duration, er
 // every hour it receives a value).
 func printMetrics(s *harness.CostSample) {
 	fmt.Printf("  custom metrics:")
+	if len(s.Usage.Metrics) == 0 {
+		fmt.Printf(" none written")
+	}
 	for _, fn := range slices.Sorted(maps.Keys(s.Usage.Metrics)) {
 		var names []string
 		for _, k := range s.Usage.MetricSeries(fn) {

@@ -74,6 +74,15 @@ const (
 	// metrics for that many jobs of the deployment, the others as "other"
 	// (optional, default 0: none), as local mode's XJOB_METRICS_PER_JOB.
 	EnvMetricsPerJob = "XJOB_METRICS_PER_JOB"
+	// EnvCustomMetrics=true writes the pipeline's counters (Triggers,
+	// Results, the scan's Fires and ScanJobs, the ring's LatenessMaxMs,
+	// …) as CloudWatch custom metrics, embedded-metric-format records
+	// that CloudWatch bills $0.30 a metric and month (optional; default
+	// false: the same records are written as plain JSON log lines, which
+	// CloudWatch Logs Insights reads and no template alarm needs). Every
+	// function reads it; the per-job metrics are their own opt-in
+	// (EnvMetricsPerJob).
+	EnvCustomMetrics = "XJOB_CUSTOM_METRICS"
 	// EnvLogRetentionDays is how many days trigger logs are kept, counted
 	// from their trigger time, a whole number matching
 	// LogRetentionDaysPattern (optional, default 30), local mode's
@@ -314,7 +323,7 @@ var dispatcherActions = []string{
 var Functions = []Function{
 	{Name: "scan",
 		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL},
-		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvScanAdvance,
+		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvScanAdvance,
 			EnvTableBillingMode, EnvTableCapacityMin, EnvTableCapacityMax, EnvTableTargetUtilization},
 		Tables: []string{dynamostore.TableJobs, dynamostore.TableLeases, dynamostore.TableLogs},
 		Actions: []string{
@@ -344,7 +353,7 @@ var Functions = []Function{
 		// key derived from it (the web function's), and opened here.
 		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvAccessTokenParam, EnvSessionKeyParam,
 			EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs,
+		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs,
 			EnvLogRetentionDays, EnvAWSTargetARNs},
 		CallsExecutors: true, CallsTargets: true,
 		// The retry delay of a bucket whose hand-off failed is a
@@ -357,7 +366,7 @@ var Functions = []Function{
 	{Name: "dispatch",
 		// The session key, as the ring's: HTTP jobs' secret headers.
 		Env: []string{EnvTablePrefix, EnvShards, EnvAccessTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken,
+		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken,
 			EnvResultsQueueURL, EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob, EnvLogRetentionDays, EnvAWSTargetARNs},
 		CallsExecutors: true, CallsTargets: true,
 		// Counters: the jobs with per-job metrics (results it applies).
@@ -380,7 +389,7 @@ var Functions = []Function{
 		// The address rule: registrations of addresses the dispatch would
 		// refuse to dial are refused. The web address: where job
 		// declarations are forwarded.
-		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL,
+		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL,
 			EnvAllowCIDRs, EnvDenyCIDRs, EnvWebURL, EnvMetricsPerJob, EnvLogRetentionDays},
 		// Results: log pages, their jobs (retry, children), report counters;
 		// heartbeats: the registry, and the groups when a new app name
@@ -417,7 +426,7 @@ var Functions = []Function{
 	// it serves no HTTP (heartbeats are the callback function's).
 	{Name: "registry",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob, EnvLogRetentionDays},
+		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob, EnvLogRetentionDays},
 		// Group refresh and stale entries; the sweep and the lost-job check finish logs
 		// (not exercised: their jobs and report counters, as the callback does).
 		// Console and leases: the maintenance resumes a change set an apply
@@ -444,7 +453,7 @@ var Functions = []Function{
 	{Name: "web",
 		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL,
 			EnvAccessTokenParam, EnvAdminTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
+		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
 			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs, EnvGluePolicy, EnvMetricsPerJob, EnvLogRetentionDays,
 			EnvAWSTargetARNs},
 		// Log views, kills and idle beats call executors; a target job's

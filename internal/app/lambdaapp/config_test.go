@@ -238,6 +238,22 @@ func TestLoadConfigAddressRuleAndGlue(t *testing.T) {
 			t.Errorf("%s %s=%q: %d, %v; want %d (error: %v)", tc.fn, awsconfig.EnvMetricsPerJob, tc.v, cfg.MetricsPerJob, err, tc.want, tc.wantErr)
 		}
 	}
+	// Custom metrics: off unless the stack says true, read by every
+	// function (each writes EMF records); only the templates' spellings.
+	for _, tc := range []struct {
+		fn, v   string
+		want    bool
+		wantErr bool
+	}{{"scan", "", false, false}, {"ring", "false", false, false}, {"ring", "true", true, false}, {"callback", "true", true, false},
+		{"web", "true", true, false}, {"registry", "true", true, false}, {"dispatch", "true", true, false},
+		{"ring", "TRUE", false, true}, {"scan", "1", false, true}, {"callback", "yes", false, true}} {
+		env := maps.Clone(base)
+		env[awsconfig.EnvCustomMetrics] = tc.v
+		cfg, err := lambdaapp.LoadConfig(tc.fn, func(k string) string { return env[k] })
+		if tc.wantErr != (err != nil) || tc.wantErr && !strings.Contains(err.Error(), awsconfig.EnvCustomMetrics) || cfg.CustomMetrics != tc.want {
+			t.Errorf("%s %s=%q: %v, %v; want %v (error: %v)", tc.fn, awsconfig.EnvCustomMetrics, tc.v, cfg.CustomMetrics, err, tc.want, tc.wantErr)
+		}
+	}
 	// Log retention: whole days from xxl-job's minimum to ten years, read
 	// by every function that reads or writes logs (the scan does neither).
 	for _, tc := range []struct {

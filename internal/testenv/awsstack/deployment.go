@@ -125,6 +125,12 @@ type Options struct {
 	// functions' XJOB_AWS_TARGET_ARNS (TargetQueue gives them).
 	TargetQueues  []string
 	AWSTargetARNs []string
+	// CustomMetrics deploys as the templates do with CustomMetrics=true
+	// (XJOB_CUSTOM_METRICS): the functions' EMF records carry their
+	// metric directive, and the meter prices the custom metrics they
+	// define. Off, the templates' default, the records are plain log
+	// lines the meter prices as log ingestion only.
+	CustomMetrics bool
 	// AsyncRetryWait is the wait before Lambda's first retry of a failed
 	// asynchronous invocation, doubled for the second (default 1 minute,
 	// as Lambda's).
@@ -526,6 +532,9 @@ func (d *Deployment) createResources(ctx context.Context) error {
 	}
 	if results != "" {
 		d.vars[awsconfig.EnvResultsQueueURL] = results
+	}
+	if d.opts.CustomMetrics {
+		d.vars[awsconfig.EnvCustomMetrics] = "true"
 	}
 	allowed := slices.Clone(d.opts.AWSTargetARNs)
 	d.targetQs = map[string][2]string{}

@@ -115,9 +115,10 @@ type Base struct {
 	// through it, what dispatch, callback and the admin write to.
 	Reports *tally.Batcher
 	Counted driver.Store
-	// EMF writes the pipeline's metrics into the log (embedded metric
-	// format): counters on the report's cadence (FlushReports, Shutdown),
-	// and what a function reports itself at once (EMF.Put).
+	// EMF writes the pipeline's metrics into the log (plain JSON lines, or
+	// embedded-metric-format records with Config.CustomMetrics): counters
+	// on the report's cadence (FlushReports, Shutdown), and what a
+	// function reports itself at once (EMF.Put).
 	EMF *EMF
 	// Secrets reads the parameters Config names; nil when the tokens are
 	// given directly. LoadSecrets reads them once, before any handler.
@@ -185,6 +186,7 @@ func NewBase(cfg Config, d Deps) (*Base, error) {
 	// Lambda names the function (<stack>-<function>) in its environment;
 	// the alarms address the metrics by it.
 	b.EMF = NewEMF(out, cmp.Or(os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), cfg.Function), d.Clock)
+	b.EMF.CustomMetrics(cfg.CustomMetrics)
 	if cfg.MetricsPerJob > 0 {
 		// Every environment counts each job's results and the EMF gives
 		// its own metric to the deployment's first MetricsPerJob jobs.
@@ -279,10 +281,12 @@ const ShutdownFlushTimeout = 400 * time.Millisecond
 // ReportFlushAge of its counts, which are best effort (the trigger logs
 // are the record). None of the templates' alarms reads these counters
 // or any xjob metric (ScanStalledAlarm reads AWS/Lambda's Invocations
-// and Errors of the scan); the scan's metrics and the ring's
-// LatenessMaxMs are written at once (EMF.Put). An alarm added on Triggers, Results or their failures
-// sees each minute's full count up to a minute (or an idle environment's
-// lifetime) later: give it an evaluation range of a few periods.
+// and Errors of the scan), which is why they are metrics only with
+// Config.CustomMetrics; the scan's metrics and the ring's LatenessMaxMs
+// are written at once (EMF.Put). An alarm added on Triggers, Results or
+// their failures (CustomMetrics on) sees each minute's full count up to
+// a minute (or an idle environment's lifetime) later: give it an
+// evaluation range of a few periods.
 //
 // A failure is logged; the counts stay pending for the environment's next
 // flush.

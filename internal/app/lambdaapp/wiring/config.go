@@ -148,6 +148,10 @@ type Config struct {
 	// MetricsPerJob is XJOB_METRICS_PER_JOB (default 0, none): per-job
 	// result metrics for that many jobs of the deployment (EMF.Jobs).
 	MetricsPerJob int
+	// CustomMetrics is XJOB_CUSTOM_METRICS (default false): the pipeline's
+	// EMF records carry their metric directive, so CloudWatch makes (and
+	// bills) custom metrics of them; off, they are plain log lines.
+	CustomMetrics bool
 	// LogRetention is XJOB_LOG_RETENTION_DAYS in days (zero: the store's
 	// default, awsconfig.DefaultLogRetentionDays): the store's LogTTL.
 	LogRetention time.Duration
@@ -312,6 +316,14 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 			problems = append(problems, fmt.Sprintf("%s=%q must be a number from 0 to %d", awsconfig.EnvMetricsPerJob, s, awsconfig.MaxMetricsPerJob))
 		}
 		cfg.MetricsPerJob = v
+	}
+	if s := get(awsconfig.EnvCustomMetrics); s != "" {
+		// Only the two spellings the templates allow: a value the stack
+		// refuses is one the functions refuse.
+		if s != "true" && s != "false" {
+			problems = append(problems, fmt.Sprintf("%s=%q must be true or false", awsconfig.EnvCustomMetrics, s))
+		}
+		cfg.CustomMetrics = s == "true"
 	}
 	if s := get(awsconfig.EnvLogRetentionDays); s != "" {
 		days, err := strconv.Atoi(s)

@@ -18,9 +18,9 @@ import (
 // MetricNamespace is the CloudWatch namespace of xjob's pipeline metrics;
 // every metric has one dimension, FunctionName (the Lambda function's
 // name, as AWS/Lambda's own metrics), so alarms address them per stack.
-// Each one is a custom metric CloudWatch bills monthly ($0.30): what
-// AWS/Lambda's own metrics say (a scan tick completed: an invocation
-// without an error) is not written again.
+// With XJOB_CUSTOM_METRICS each one is a custom metric CloudWatch bills
+// monthly ($0.30): what AWS/Lambda's own metrics say (a scan tick
+// completed: an invocation without an error) is not written again.
 const MetricNamespace = "xjob"
 
 // Pipeline metric names (CloudWatch, through the embedded metric format).
@@ -55,10 +55,17 @@ type JobSlots interface {
 	MetricJobs(ctx context.Context, jobs []int64, max int) (map[int64]bool, error)
 }
 
-// EMF writes CloudWatch embedded-metric-format records, one JSON line
-// each, to the function's log (stdout on Lambda): CloudWatch Logs turns
-// them into metrics with no PutMetricData call, nothing to batch or
-// retry, and no client in the function.
+// EMF writes the pipeline's metric records, one JSON line each, to the
+// function's log (stdout on Lambda). With CustomMetrics on, each carries
+// the embedded-metric-format directive (_aws), and CloudWatch Logs turns
+// it into metrics with no PutMetricData call, nothing to batch or retry,
+// and no client in the function — each metric billed $0.30 a month. Off,
+// the default, the records are the same values as plain log lines
+// (stamped with a top-level Timestamp): CloudWatch creates no metric and
+// bills none, and Logs Insights still sums them
+// (stats sum(Triggers) by bin(1m)). No template alarm reads an xjob
+// metric, so the default loses no alarm; the per-job metrics (PerJob)
+// are an opt-in of their own and always carry the directive.
 //
 // The pipeline counters and per-job results are written in two steps:
 // Collect, at the end of every invocation, adds what the invocation
@@ -74,8 +81,11 @@ type EMF struct {
 	w     io.Writer
 	fn    string
 	clock clock.Clock
-	mu    sync.Mutex
-	last  xjob.MetricsSnapshot // counters already collected (Collect)
+	// metrics says the pipeline records carry the metric directive
+	// (CustomMetrics).
+	metrics bool
+	mu      sync.Mutex
+	last    xjob.MetricsSnapshot // counters already collected (Collect)
 
 	// Collected and not yet written (Flush), per minute (Unix minutes).
 	counters map[int64]*counterBucket
@@ -102,9 +112,16 @@ func (e *EMF) PerJob(slots JobSlots, max int) {
 	e.slots, e.maxJobs = slots, max
 }
 
-// NewEMF writes records for function fn (its FunctionName dimension) to w.
+// NewEMF writes records for function fn (its FunctionName dimension) to
+// w, as plain log lines until CustomMetrics turns the directives on.
 func NewEMF(w io.Writer, fn string, clk clock.Clock) *EMF {
 	return &EMF{w: w, fn: fn, clock: clk}
+}
+
+// CustomMetrics turns the pipeline records' metric directive on (or off):
+// the deployment's XJOB_CUSTOM_METRICS. Call it before the first record.
+func (e *EMF) CustomMetrics(on bool) {
+	e.metrics = on
 }
 
 // Put writes one record of values (metric name → value); units are
@@ -112,7 +129,7 @@ func NewEMF(w io.Writer, fn string, clk clock.Clock) *EMF {
 // left out, and a record with none is not written: CloudWatch bills each
 // custom metric for every hour it receives a value ($0.30 a metric and
 // month), so an idle deployment that wrote its zeros paid for metrics
-// that say nothing. An alarm on a count treats the missing data as zero
+// that say nothing (and, as plain lines, log ingestion for them). An alarm on a count treats the missing data as zero
 // (TreatMissingData notBreaching, or FILL(m, 0) in metric math); the
 // alarm that needs a value every minute (ScanStalledAlarm) reads
 // AWS/Lambda's metrics, not these.
@@ -120,12 +137,14 @@ func (e *EMF) Put(values map[string]float64) {
 	if e == nil {
 		return
 	}
-	e.putAt(values, nil, e.clock.Now())
+	e.putAt(values, nil, e.clock.Now(), e.metrics)
 }
 
 // putAt writes one record of values, stamped at, with the dimensions
-// FunctionName and, in this order, the names of dims.
-func (e *EMF) putAt(values map[string]float64, dims [][2]string, at time.Time) {
+// FunctionName and, in this order, the names of dims; with directive, as
+// an embedded-metric-format record, else as a plain log line with the
+// same values.
+func (e *EMF) putAt(values map[string]float64, dims [][2]string, at time.Time, directive bool) {
 	if e == nil {
 		return
 	}
@@ -149,11 +168,15 @@ func (e *EMF) putAt(values map[string]float64, dims [][2]string, at time.Time) {
 		defs = append(defs, metricDef{name, unit})
 		rec[name] = values[name]
 	}
-	rec["_aws"] = map[string]any{
-		"Timestamp": at.UnixMilli(),
-		"CloudWatchMetrics": []any{map[string]any{
-			"Namespace": MetricNamespace, "Dimensions": [][]string{names}, "Metrics": defs,
-		}},
+	if directive {
+		rec["_aws"] = map[string]any{
+			"Timestamp": at.UnixMilli(),
+			"CloudWatchMetrics": []any{map[string]any{
+				"Namespace": MetricNamespace, "Dimensions": [][]string{names}, "Metrics": defs,
+			}},
+		}
+	} else {
+		rec["Timestamp"] = at.UnixMilli()
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -266,7 +289,7 @@ func (e *EMF) Flush(ctx context.Context) error {
 	e.mu.Unlock()
 	for _, minute := range slices.Sorted(maps.Keys(counters)) {
 		b := counters[minute]
-		e.putAt(b.values, nil, b.at)
+		e.putAt(b.values, nil, b.at, e.metrics)
 	}
 	var err error
 	if len(ask) > 0 {
@@ -298,10 +321,10 @@ func (e *EMF) Flush(ctx context.Context) error {
 				other[0], other[1] = other[0]+c[0], other[1]+c[1]
 				continue
 			}
-			e.putAt(jobValues(c), [][2]string{{"JobId", strconv.FormatInt(job, 10)}}, at)
+			e.putAt(jobValues(c), [][2]string{{"JobId", strconv.FormatInt(job, 10)}}, at, true)
 		}
 		if other != [2]int64{} {
-			e.putAt(jobValues(other), [][2]string{{"JobId", JobOther}}, at)
+			e.putAt(jobValues(other), [][2]string{{"JobId", JobOther}}, at, true)
 		}
 	}
 	return err

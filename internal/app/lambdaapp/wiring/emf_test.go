@@ -21,6 +21,7 @@ func TestEMF(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	e := wiring.NewEMF(&out, "stack-ring", clock.NewFake(time.UnixMilli(1_700_000_000_123)))
+	e.CustomMetrics(true)
 	e.Put(map[string]float64{wiring.MetricFires: 3, wiring.MetricLatenessMax: 42})
 	var rec struct {
 		AWS struct {
@@ -101,7 +102,9 @@ func TestEMFLeavesZerosOut(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var out bytes.Buffer
-			wiring.NewEMF(&out, "stack-scan", clock.NewFake(time.UnixMilli(1_700_000_000_000))).Put(tt.values)
+			e := wiring.NewEMF(&out, "stack-scan", clock.NewFake(time.UnixMilli(1_700_000_000_000)))
+			e.CustomMetrics(true)
+			e.Put(tt.values)
 			if tt.want == nil {
 				if out.Len() != 0 {
 					t.Fatalf("wrote %s, want nothing", out.String())
@@ -137,6 +140,7 @@ func TestEMFCountersByMinute(t *testing.T) {
 	start := time.UnixMilli(1_700_000_020_000) // 40 s into a minute
 	clk := clock.NewFake(start)
 	e := wiring.NewEMF(&out, "stack-dispatch", clk)
+	e.CustomMetrics(true)
 	var m metric.Metrics
 	step := func(d time.Duration, triggers int) {
 		clk.Advance(d)
@@ -181,5 +185,65 @@ func TestEMFCountersByMinute(t *testing.T) {
 	}
 	if !e.Oldest().IsZero() {
 		t.Errorf("oldest %v after Flush, want none", e.Oldest())
+	}
+}
+
+// TestEMFCustomMetricsOptIn: by default the records are plain log lines —
+// the same values, dimensions and minute stamp, but no _aws directive, so
+// CloudWatch creates no custom metric and bills none — and CustomMetrics
+// turns the directive back on, for what a function puts at once and for
+// the counters Flush writes alike.
+func TestEMFCustomMetricsOptIn(t *testing.T) {
+	t.Parallel()
+	at := time.UnixMilli(1_700_000_000_123)
+	tests := []struct {
+		name      string
+		on        bool
+		directive bool
+	}{{"default", false, false}, {"off", false, false}, {"on", true, true}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			e := wiring.NewEMF(&out, "stack-ring", clock.NewFake(at))
+			if tt.name != "default" {
+				e.CustomMetrics(tt.on)
+			}
+			e.Put(map[string]float64{wiring.MetricLatenessMax: 7})
+			var m metric.Metrics
+			m.Trigger(true, time.Millisecond)
+			m.Result(200)
+			e.Collect(&m)
+			if err := e.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if len(lines) != 2 {
+				t.Fatalf("%d records, want 2:\n%s", len(lines), out.String())
+			}
+			want := []map[string]float64{{wiring.MetricLatenessMax: 7}, {wiring.MetricTriggers: 1, wiring.MetricResults: 1}}
+			for i, line := range lines {
+				var rec map[string]any
+				if err := json.Unmarshal([]byte(line), &rec); err != nil {
+					t.Fatalf("record %q: %v", line, err)
+				}
+				aws, directive := rec["_aws"].(map[string]any)
+				if directive != tt.directive {
+					t.Errorf("record %s: directive %v, want %v", line, directive, tt.directive)
+				}
+				ts, _ := rec["Timestamp"].(float64)
+				if directive {
+					ts, _ = aws["Timestamp"].(float64)
+				}
+				if int64(ts) != at.UnixMilli() || rec["FunctionName"] != "stack-ring" {
+					t.Errorf("record %s: stamp %v, want %d, FunctionName stack-ring", line, ts, at.UnixMilli())
+				}
+				for name, v := range want[i] {
+					if rec[name] != v {
+						t.Errorf("record %s: %s = %v, want %v", line, name, rec[name], v)
+					}
+				}
+			}
+		})
 	}
 }

@@ -15,12 +15,15 @@ import (
 )
 
 // flushBase is a registry function's Base on its own tables in dynalite, on clk,
-// its EMF records in out.
-func flushBase(t *testing.T, clk clock.Clock, out *syncbuf.Buffer) *wiring.Base {
+// its EMF records in out; extra are variables set besides the required.
+func flushBase(t *testing.T, clk clock.Clock, out *syncbuf.Buffer, extra ...string) *wiring.Base {
 	t.Helper()
 	env := map[string]string{awsconfig.EnvTablePrefix: emulator.UniqueName("flush"), awsconfig.EnvShards: "2",
 		awsconfig.EnvDispatchFastURL: "http://q/fast", awsconfig.EnvDispatchSlowURL: "http://q/slow",
 		awsconfig.EnvAlarmTopicARN: "arn:aws:sns:x"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		env[extra[i]] = extra[i+1]
+	}
 	cfg, err := wiring.LoadConfig("registry", func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -143,3 +146,39 @@ func TestFlushReportsWritesManyCountersAtOnce(t *testing.T) {
 
 // records counts the lines written to out: the EMF records.
 func records(out *syncbuf.Buffer) int { return strings.Count(out.String(), "\n") }
+
+// TestBaseCustomMetrics: a function configured as the stack deploys it by
+// default writes its counters with no metric directive (no custom metric
+// for CloudWatch to bill), and with XJOB_CUSTOM_METRICS=true as
+// embedded-metric-format records.
+func TestBaseCustomMetrics(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		extra     []string
+		directive bool
+	}{
+		{"default", nil, false},
+		{"false", []string{awsconfig.EnvCustomMetrics, "false"}, false},
+		{"true", []string{awsconfig.EnvCustomMetrics, "true"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out := &syncbuf.Buffer{}
+			b := flushBase(t, clock.NewFake(time.UnixMilli(1_700_000_020_000)), out, tt.extra...)
+			b.Metrics.Trigger(true, time.Millisecond)
+			b.EMF.Put(map[string]float64{wiring.MetricLost: 1})
+			b.Shutdown(t.Context())
+			if n := records(out); n != 2 {
+				t.Fatalf("%d records, want 2:\n%s", n, out.String())
+			}
+			if got := strings.Count(out.String(), `"_aws"`); got != map[bool]int{true: 2}[tt.directive] {
+				t.Errorf("%d records with a metric directive, want them on %v:\n%s", got, tt.directive, out.String())
+			}
+			if !strings.Contains(out.String(), `"Triggers":1`) || !strings.Contains(out.String(), `"Lost":1`) {
+				t.Errorf("records lack their values:\n%s", out.String())
+			}
+		})
+	}
+}

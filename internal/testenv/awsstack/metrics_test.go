@@ -1,0 +1,113 @@
+package awsstack_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+	"github.com/xjobdev/xjob/internal/testenv/awsstack"
+	"github.com/xjobdev/xjob/internal/testenv/emulator"
+	"github.com/xjobdev/xjob/internal/testenv/tool"
+	"github.com/xjobdev/xjob/pkg/adminclient"
+	"github.com/xjobdev/xjob/pkg/driver"
+	"github.com/xjobdev/xjob/pkg/executor"
+)
+
+// TestCustomMetricsMetered: the meter prices the custom metrics the
+// functions really write. Deployed as the templates' default, a run and
+// its result write their counters as plain log lines (log bytes, no
+// custom metric); with CustomMetrics, the same records define the
+// Triggers and Results metrics, each priced per month.
+func TestCustomMetricsMetered(t *testing.T) {
+	tool.SkipIfShort(t, "the AWS emulators (dynalite, fauxqs)")
+	t.Parallel()
+	if _, err := emulator.Dir(""); err != nil {
+		if errors.Is(err, emulator.ErrNotInstalled) {
+			tool.Missing(t, err)
+		}
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		metrics bool
+	}{{"default", false}, {"custom metrics", true}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			d, err := awsstack.Start(ctx, awsstack.Options{Shards: 2, RingPollers: 1, PollWait: time.Second,
+				NoMaintenance: true, Logger: slog.New(slog.DiscardHandler), CustomMetrics: tt.metrics})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			addr, stop := sdkExecutor(t, d, "metrics", nil, map[string]executor.HandlerFunc{"ok": succeed})
+			defer stop()
+			api, err := adminclient.New(d.URL(), d.AdminToken())
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := api.GroupCreate(ctx, xjob.Group{AppName: "metrics", Title: "t", AddressType: xjob.AddressManual,
+				AddressList: []string{addr}})
+			if err != nil {
+				t.Fatalf("group: %v", err)
+			}
+			job := xjob.Job{GroupID: g.ID, Description: "by hand", Author: "t", ScheduleType: xjob.ScheduleNone, Handler: "ok"}
+			job.ApplyDefaults()
+			j, err := api.JobCreate(ctx, job)
+			if err != nil {
+				t.Fatalf("job: %v", err)
+			}
+			before := d.Meter().Snapshot()
+			out, err := d.Invoke(ctx, "dispatch", "dispatch", fmt.Appendf(nil, `{"jobId":%d}`, j.ID))
+			if err != nil {
+				t.Fatalf("manual trigger: %v", err)
+			}
+			var mr lambdaapp.ManualResult
+			if err := json.Unmarshal(out, &mr); err != nil || len(mr.LogIDs) != 1 || mr.TriggerCodes[0] != xjob.CodeSuccess {
+				t.Fatalf("manual trigger result %s (%v)", out, err)
+			}
+			if err := await(20*time.Second, func() (bool, string) {
+				page, err := d.Store().LogList(ctx, driver.LogListParams{JobID: j.ID, Limit: 10})
+				if err != nil {
+					return false, err.Error()
+				}
+				return len(page.Logs) == 1 && page.Logs[0].HandleCode == xjob.CodeSuccess, fmt.Sprintf("logs %+v; errors %v", page.Logs, d.Errors())
+			}); err != nil {
+				t.Fatal(err)
+			}
+			d.Shutdown() // the environments write the counters they hold
+			u := d.Meter().Snapshot().Sub(before)
+			series := u.MetricSeries("")
+			c := u.Cost(1, awsstack.ListPrices())
+			var priced float64
+			for _, f := range c.Functions {
+				priced += f.MetricsPerM
+			}
+			if !tt.metrics {
+				if len(series) != 0 || priced != 0 {
+					t.Errorf("default deployment: custom metrics %v priced $%v, want none", series, priced)
+				}
+				if u.LogBytes["dispatch"] == 0 {
+					t.Errorf("default deployment: dispatch logged nothing, want its counters as log lines")
+				}
+				return
+			}
+			var triggers, results bool
+			for _, s := range series {
+				triggers = triggers || strings.HasPrefix(s, "xjob/Triggers ")
+				results = results || strings.HasPrefix(s, "xjob/Results ")
+			}
+			if !triggers || !results || priced <= 0 {
+				t.Errorf("custom metrics: %v priced $%v, want Triggers and Results priced", series, priced)
+			}
+		})
+	}
+}
