@@ -14,6 +14,7 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 )
 
 // The checks below run on a neutral model (stack) that each loader builds
@@ -187,6 +188,7 @@ var (
 		awsconfig.EnvWebURL:                 "httpapi:endpoint",
 		awsconfig.EnvMetricsPerJob:          "param:metricsperjob",
 		awsconfig.EnvCustomMetrics:          "param:custommetrics",
+		awsconfig.EnvRingLead:               "param:ringlead",
 		awsconfig.EnvLogRetentionDays:       "param:triggerlogretentiondays",
 		awsconfig.EnvAWSTargetARNs:          "param:awstargetarns",
 		awsconfig.EnvDispatchFunction:       "function:" + laneFunction,
@@ -212,6 +214,7 @@ var (
 	// one billed; no alarm reads them).
 	exposedSettings = map[string]string{
 		awsconfig.EnvAnyTriggerAddress: "false", awsconfig.EnvStartDeclaredJobs: "false", awsconfig.EnvCustomMetrics: "false",
+		awsconfig.EnvRingLead:   wiring.DefaultRingLead.String(),
 		awsconfig.EnvAllowCIDRs: "", awsconfig.EnvDenyCIDRs: "", awsconfig.EnvGluePolicy: "admins",
 		awsconfig.EnvLogRetentionDays: "30", awsconfig.EnvAWSTargetARNs: "",
 	}

@@ -29,7 +29,9 @@ var paramValues = map[string][]string{
 	awsconfig.EnvDenyCIDRs:              cidrValues,
 	awsconfig.EnvGluePolicy:             {"admins", "everyone", "off", "ADMINS", "none"},
 	awsconfig.EnvCustomMetrics:          {"false", "true", "TRUE", "True", "1", "0", "yes", "on"},
-	awsconfig.EnvAWSTargetARNs:          arnValues,
+	awsconfig.EnvRingLead: {"0ms", "9ms", "49ms", "50ms", "99ms", "100ms", "150ms", "250ms", "999ms", "1000ms", "1001ms", "1s", "0.1s",
+		"100", "050ms", "100 ms", "-100ms", "soon"},
+	awsconfig.EnvAWSTargetARNs: arnValues,
 	awsconfig.EnvLogRetentionDays: {"-1", "0", "1", "6", "7", "9", "10", "30", "99", "100", "999", "1000", "2999", "3000",
 		"3599", "3600", "3649", "3650", "3651", "3700", "4000", "9999", "10000", "007", "+30", "30.0", "7.5", "1e3", "30d", "month"},
 }

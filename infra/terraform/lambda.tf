@@ -38,6 +38,7 @@ resource "aws_lambda_function" "scan" {
       XJOB_RING_QUEUE_URL    = aws_sqs_queue.queue["ring"].url
       XJOB_DISPATCH_FUNCTION = "${var.name}-dispatch" # the lanes: its asynchronous invocations (its name, not a reference to itself)
       XJOB_SCAN_ADVANCE      = var.scan_advance
+      XJOB_RING_LEAD         = var.ring_lead
       # PROVISIONED: the capacity keeper runs on the log pages (docs/aws.md#provisioned-capacity).
       XJOB_TABLE_BILLING_MODE       = var.table_billing_mode
       XJOB_TABLE_CAPACITY_MIN       = tostring(var.table_capacity_min)
@@ -320,6 +321,7 @@ resource "aws_lambda_function" "web" {
       XJOB_RETRY_BACKOFF             = tostring(var.retry_backoff)
       XJOB_ALLOW_ANY_TRIGGER_ADDRESS = tostring(var.allow_any_trigger_address)
       XJOB_START_DECLARED_JOBS       = tostring(var.start_declared_jobs)
+      XJOB_RING_LEAD                 = var.ring_lead # the admin's pushes of new fires
       XJOB_RING_QUEUE_URL            = aws_sqs_queue.queue["ring"].url
       XJOB_DISPATCH_FUNCTION         = "${var.name}-dispatch" # the lanes: its asynchronous invocations (its name, not a reference to itself)
       XJOB_ACCESS_TOKEN_PARAM        = var.access_token_parameter

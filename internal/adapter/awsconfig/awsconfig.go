@@ -83,6 +83,13 @@ const (
 	// function reads it; the per-job metrics are their own opt-in
 	// (EnvMetricsPerJob).
 	EnvCustomMetrics = "XJOB_CUSTOM_METRICS"
+	// EnvRingLead is how long before its second a ring bucket is visible
+	// at the latest, whole milliseconds matching RingLeadPattern
+	// (optional; default wiring.DefaultRingLead): the scan's, and the web
+	// function's admin pushes. The ring function is billed while it waits
+	// that long for the instant; the lead is its margin for SQS's delay
+	// and the mapping's delivery.
+	EnvRingLead = "XJOB_RING_LEAD"
 	// EnvLogRetentionDays is how many days trigger logs are kept, counted
 	// from their trigger time, a whole number matching
 	// LogRetentionDaysPattern (optional, default 30), local mode's
@@ -149,6 +156,11 @@ const (
 // sign or leading zeros. The templates carry it as the parameter's
 // pattern.
 const LogRetentionDaysPattern = "^([7-9]|[1-9][0-9]{1,2}|[12][0-9]{3}|3[0-5][0-9]{2}|36[0-4][0-9]|3650)$"
+
+// RingLeadPattern is what EnvRingLead must match, whole: 50 to 1000
+// whole milliseconds ("100ms"). The templates carry it as the
+// parameter's pattern.
+const RingLeadPattern = "^([5-9][0-9]|[1-9][0-9]{2}|1000)ms$"
 
 // MaxMetricsPerJob bounds EnvMetricsPerJob on AWS. Every per-job series
 // is a CloudWatch custom metric billed monthly ($0.30): a job with its
@@ -323,7 +335,7 @@ var dispatcherActions = []string{
 var Functions = []Function{
 	{Name: "scan",
 		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL},
-		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvScanAdvance,
+		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvScanAdvance, EnvRingLead,
 			EnvTableBillingMode, EnvTableCapacityMin, EnvTableCapacityMax, EnvTableTargetUtilization},
 		Tables: []string{dynamostore.TableJobs, dynamostore.TableLeases, dynamostore.TableLogs},
 		Actions: []string{
@@ -453,7 +465,7 @@ var Functions = []Function{
 	{Name: "web",
 		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL,
 			EnvAccessTokenParam, EnvAdminTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
+		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvRingLead, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
 			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs, EnvGluePolicy, EnvMetricsPerJob, EnvLogRetentionDays,
 			EnvAWSTargetARNs},
 		// Log views, kills and idle beats call executors; a target job's

@@ -254,6 +254,22 @@ func TestLoadConfigAddressRuleAndGlue(t *testing.T) {
 			t.Errorf("%s %s=%q: %v, %v; want %v (error: %v)", tc.fn, awsconfig.EnvCustomMetrics, tc.v, cfg.CustomMetrics, err, tc.want, tc.wantErr)
 		}
 	}
+	// Ring lead: whole milliseconds from 50 to 1000, read by the scan and
+	// web functions (the ring only waits for what the scan sent).
+	for _, tc := range []struct {
+		fn, v   string
+		want    time.Duration
+		wantErr bool
+	}{{"scan", "", 0, false}, {"scan", "100ms", 100 * time.Millisecond, false}, {"web", "50ms", 50 * time.Millisecond, false},
+		{"scan", "1000ms", time.Second, false}, {"ring", "100ms", 0, false}, {"scan", "49ms", 0, true}, {"scan", "1001ms", 0, true},
+		{"scan", "0.1s", 0, true}, {"web", "100", 0, true}, {"scan", "050ms", 0, true}} {
+		env := maps.Clone(base)
+		env[awsconfig.EnvRingLead] = tc.v
+		cfg, err := lambdaapp.LoadConfig(tc.fn, func(k string) string { return env[k] })
+		if tc.wantErr != (err != nil) || tc.wantErr && !strings.Contains(err.Error(), awsconfig.EnvRingLead) || cfg.RingLead != tc.want {
+			t.Errorf("%s %s=%q: %v, %v; want %v (error: %v)", tc.fn, awsconfig.EnvRingLead, tc.v, cfg.RingLead, err, tc.want, tc.wantErr)
+		}
+	}
 	// Log retention: whole days from xxl-job's minimum to ten years, read
 	// by every function that reads or writes logs (the scan does neither).
 	for _, tc := range []struct {

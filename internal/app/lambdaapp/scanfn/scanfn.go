@@ -33,26 +33,14 @@ const (
 	scanLease  = 45 * time.Second
 )
 
-// ringLead is how long before its second a ring bucket is visible at the
-// latest. The ring queue is paced (sqsqueue.Pacing): the scan waits for
-// the millisecond phase at which SQS's whole-second delay makes a bucket
-// visible between ringLead + wiring.RingWindow and ringLead before its
-// second (so the ring function waits about that long for the instant,
-// rather than anywhere up to a second), for at most ringPaceWait per page
-// of due jobs; a page that sends more than fits in the phase sends the
-// rest at once, visible up to a second earlier still — never later. The
-// lead covers the mapping's delivery and the ring's preparation (the
-// bucket's job reads and claims ahead), so that at the instant only the
-// executor calls remain.
-const ringLead = 250 * time.Millisecond
-
 // ringPaceWait bounds the scan's waits for the ring's phase per page of
 // due jobs (one ring send): one second holds the next phase whatever the
 // clock.
 const ringPaceWait = time.Second
 
-// Tunables are the scanner's tunables on AWS: the function's shards and
-// scan advance, the values above, and any overrides the Deps carry
+// Tunables are the scanner's tunables on AWS: the function's shards, scan
+// advance and ring lead (wiring.DefaultRingLead when the stack sets
+// none), the values above, and any overrides the Deps carry
 // (tests). The web function's admin pushes the fires of jobs it creates
 // or edits within the horizon with the same tunables.
 func Tunables(b *wiring.Base) scan.Tunables {
@@ -72,7 +60,7 @@ func Tunables(b *wiring.Base) scan.Tunables {
 		sc.LeaseTTL = scanLease
 	}
 	if sc.RingLead == 0 {
-		sc.RingLead = ringLead
+		sc.RingLead = cmp.Or(b.Config.RingLead, wiring.DefaultRingLead)
 	}
 	if o.AdvanceRate == 0 {
 		sc.AdvanceRate = wiring.DefaultScanAdvanceRate

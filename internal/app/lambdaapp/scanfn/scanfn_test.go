@@ -131,3 +131,35 @@ func TestPerFireBreakEven(t *testing.T) {
 		}
 	}
 }
+
+// TestTunablesRingLead: the scan's ring lead is the stack's RingLead
+// (XJOB_RING_LEAD) when set, wiring.DefaultRingLead otherwise, and a
+// test's override in Deps wins over both.
+func TestTunablesRingLead(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		env      string
+		override time.Duration
+		want     time.Duration
+	}{
+		{"default", "", 0, wiring.DefaultRingLead},
+		{"stack", "100ms", 0, 100 * time.Millisecond},
+		{"override", "100ms", 400 * time.Millisecond, 400 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{awsconfig.EnvTablePrefix: "p", awsconfig.EnvShards: "4", awsconfig.EnvRingQueueURL: "http://q/ring",
+				awsconfig.EnvDispatchFunction: "dispatch", awsconfig.EnvRingLead: tt.env}
+			cfg, err := wiring.LoadConfig("scan", func(k string) string { return env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := &wiring.Base{Config: cfg, Deps: wiring.Deps{Scan: wiring.ScanTunables{RingLead: tt.override}}}
+			if got := scanfn.Tunables(b).RingLead; got != tt.want {
+				t.Errorf("ring lead %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

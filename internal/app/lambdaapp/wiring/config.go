@@ -67,6 +67,25 @@ const DefaultScanAdvance = 14 * time.Minute
 // projection) cost more units per advance.
 const DefaultScanAdvanceRate = 180
 
+// DefaultRingLead is how long before its second a ring bucket is visible
+// at the latest (scan.Tunables.RingLead; XJOB_RING_LEAD). The ring queue
+// is paced (sqsqueue.Pacing): the scan waits for the millisecond phase at
+// which SQS's whole-second delay makes a bucket visible between the lead
+// + RingWindow and the lead before its second, so the ring function waits
+// about that long for the instant — billed — rather than anywhere up to a
+// second. The lead covers the mapping's delivery and the ring's
+// preparation (the bucket's job reads and claims ahead), so that at the
+// instant only the executor calls remain; AWS documents no bound for an
+// SQS delay or a mapping's delivery, so a lead shorter than what they
+// take makes every fire of a late bucket late by as much.
+const DefaultRingLead = 250 * time.Millisecond
+
+// The range of XJOB_RING_LEAD (awsconfig.RingLeadPattern).
+const (
+	MinRingLead = 50 * time.Millisecond
+	MaxRingLead = time.Second
+)
+
 // MaxScanAdvance keeps every bucket's SQS delay under SQS's 900 s ceiling
 // (sqsqueue caps DelaySeconds there: a later bucket would come too early
 // and hold a ring invocation).
@@ -125,6 +144,9 @@ type Config struct {
 	// ScanAdvance is XJOB_SCAN_ADVANCE (zero: DefaultScanAdvance), the
 	// scan's scan.Tunables.Advance.
 	ScanAdvance time.Duration
+	// RingLead is XJOB_RING_LEAD (zero: DefaultRingLead), the scan's
+	// scan.Tunables.RingLead.
+	RingLead time.Duration
 	// Provisioned is XJOB_TABLE_BILLING_MODE=PROVISIONED: the steady
 	// tables are deployed on provisioned capacity and the scan runs the
 	// capacity keeper on them, sizing between CapacityMin and
@@ -244,6 +266,14 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 			problems = append(problems, fmt.Sprintf("%s=%q must be a duration from %s to %s", awsconfig.EnvScanAdvance, s, ScanHorizon, MaxScanAdvance))
 		}
 		cfg.ScanAdvance = d
+	}
+	if s := get(awsconfig.EnvRingLead); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || !regexp.MustCompile(awsconfig.RingLeadPattern).MatchString(s) || d < MinRingLead || d > MaxRingLead {
+			problems = append(problems, fmt.Sprintf("%s=%q must be whole milliseconds from %s to %s (100ms)", awsconfig.EnvRingLead, s,
+				MinRingLead, MaxRingLead))
+		}
+		cfg.RingLead = d
 	}
 	if s := get(awsconfig.EnvTableBillingMode); s != "" {
 		if !slices.Contains(awsconfig.TableBillingModes, s) {
