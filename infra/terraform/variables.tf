@@ -179,7 +179,7 @@ variable "metrics_per_job" {
 variable "ring_lead" {
   description = "How long before its second a ring bucket is visible at the latest, 50ms-1000ms in whole milliseconds (XJOB_RING_LEAD, read by the scan and web functions). The ring function waits that long for the instant, billed; a shorter lead costs less and leaves less margin for SQS's delay and the queue mapping's delivery, which make every fire of a bucket that arrives after its second late by as much."
   type        = string
-  default     = "250ms"
+  default     = "100ms"
   validation {
     condition     = can(regex("^([5-9][0-9]|[1-9][0-9]{2}|1000)ms$", var.ring_lead))
     error_message = "ring_lead must be whole milliseconds from 50ms to 1000ms."
