@@ -378,30 +378,43 @@ func parseStatusMB(data []byte, field string) (float64, bool) {
 // Profile fetches a CPU profile of d from the child's pprof endpoint into
 // path (blocking for d).
 func (x *Xjob) Profile(ctx context.Context, d time.Duration, path string) error {
+	return x.fetchProfile(ctx, "profile", d, path)
+}
+
+// AllocProfile fetches the allocations of the next d from the child's
+// pprof endpoint into path (blocking for d): /debug/pprof/allocs with
+// seconds set is the difference of two heap profiles, so it counts what
+// the window allocated, not what job creation before it did.
+func (x *Xjob) AllocProfile(ctx context.Context, d time.Duration, path string) error {
+	return x.fetchProfile(ctx, "allocs", d, path)
+}
+
+// fetchProfile reads /debug/pprof/<what>?seconds=d into path.
+func (x *Xjob) fetchProfile(ctx context.Context, what string, d time.Duration, path string) error {
 	if x.spec.Pprof == "" {
 		return errors.New("xjob started without --pprof-listen")
 	}
 	secs := max(1, int(d.Round(time.Second)/time.Second))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", x.spec.Pprof, secs), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", x.spec.Pprof, what, secs), nil)
 	if err != nil {
 		return err
 	}
 	resp, err := (&http.Client{Timeout: d + 30*time.Second}).Do(req)
 	if err != nil {
-		return fmt.Errorf("cpu profile: %w", err)
+		return fmt.Errorf("%s profile: %w", what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("cpu profile: HTTP %d: %s", resp.StatusCode, b)
+		return fmt.Errorf("%s profile: HTTP %d: %s", what, resp.StatusCode, b)
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("cpu profile: %w", err)
+		return fmt.Errorf("%s profile: %w", what, err)
 	}
 	if _, err := io.Copy(f, resp.Body); err != nil {
 		f.Close()
-		return fmt.Errorf("cpu profile: %w", err)
+		return fmt.Errorf("%s profile: %w", what, err)
 	}
 	return f.Close()
 }

@@ -26,6 +26,9 @@ func WriteJSON(dir, stamp string, r *Result) (string, error) {
 	if out.Profile != "" {
 		out.Profile = filepath.Base(out.Profile)
 	}
+	if out.AllocProfile != "" {
+		out.AllocProfile = filepath.Base(out.AllocProfile)
+	}
 	data, err := json.MarshalIndent(&out, "", "  ")
 	if err != nil {
 		return "", fmt.Errorf("result json: %w", err)

@@ -118,7 +118,12 @@ type Result struct {
 	BurstAllFiredMs float64  `json:"burstAllFiredMs,omitempty"`
 	Profile         string   `json:"cpuProfile,omitempty"`
 	ProfileTop      []string `json:"cpuProfileTop,omitempty"`
-	Notes           []string `json:"notes,omitempty"`
+	// AllocProfile is the window's allocation profile (SteadySpec.
+	// AllocProfile); AllocTop its `go tool pprof -top` tables by bytes
+	// and by objects.
+	AllocProfile string   `json:"allocProfile,omitempty"`
+	AllocTop     []string `json:"allocProfileTop,omitempty"`
+	Notes        []string `json:"notes,omitempty"`
 	// AWS is set by runs on the emulated AWS stack (SteadyAWS).
 	AWS *AWSResult `json:"aws,omitempty"`
 	// Memory is set by steady runs with HeapProfile.
@@ -151,6 +156,9 @@ type SteadySpec struct {
 	// run stops, and keeps heap profiles of the window's middle and of the
 	// largest RSS (Result.Memory).
 	HeapProfile bool
+	// AllocProfile takes an allocation profile of the window (the
+	// difference of /debug/pprof/allocs at its start and end).
+	AllocProfile bool
 	// MinSettle is how long after the window receipts are awaited at least
 	// (chaos: a dispatch claimed by a killed process returns after the 30 s
 	// dispatch visibility timeout).
@@ -235,11 +243,12 @@ func Steady(ctx context.Context, env *Env, s SteadySpec) (*Result, error) {
 
 	// The window's start is sampled beside the kill loop (chaos).
 	var (
-		cpu0    time.Duration
-		hcpu0   time.Duration
-		m0      []xjob.MetricsSnapshot
-		sampled = make(chan struct{})
-		profErr = make(chan error, 1)
+		cpu0     time.Duration
+		hcpu0    time.Duration
+		m0       []xjob.MetricsSnapshot
+		sampled  = make(chan struct{})
+		profErr  = make(chan error, 1)
+		allocErr = make(chan error, 1)
 	)
 	go func() {
 		defer close(sampled)
@@ -251,6 +260,10 @@ func Steady(ctx context.Context, env *Env, s SteadySpec) (*Result, error) {
 		if s.Profile {
 			res.Profile = filepath.Join(env.Results, s.Name+"-"+env.fileTag()+env.Stamp+".cpu.pprof")
 			go func() { profErr <- xs[0].Profile(ctx, s.Window, res.Profile) }()
+		}
+		if s.AllocProfile {
+			res.AllocProfile = filepath.Join(env.Results, s.Name+"-"+env.fileTag()+env.Stamp+".allocs.pprof")
+			go func() { allocErr <- xs[0].AllocProfile(ctx, s.Window, res.AllocProfile) }()
 		}
 	}()
 	if s.KillEvery > 0 {
@@ -299,6 +312,14 @@ func Steady(ctx context.Context, env *Env, s SteadySpec) (*Result, error) {
 			res.Notes = append(res.Notes, "cpu profile: "+err.Error())
 		} else {
 			res.ProfileTop = pprofTop(ctx, env.Bin, res.Profile)
+		}
+	}
+	if s.AllocProfile {
+		if err := <-allocErr; err != nil {
+			res.Notes = append(res.Notes, "alloc profile: "+err.Error())
+		} else {
+			res.AllocTop = append(heapTop(ctx, env.Bin, res.AllocProfile, "alloc_space"),
+				heapTop(ctx, env.Bin, res.AllocProfile, "alloc_objects")...)
 		}
 	}
 	exp := Expectation{Jobs: jobs, Window: win, Period: 1000, Outages: res.Outages, Grace: steadyGrace.Milliseconds()}

@@ -45,6 +45,7 @@ func run() int {
 	raceWindow := fs.Duration("race-window", 30*time.Second, "measured window of the race run")
 	profile := fs.Int("profile-jobs", 10000, "CPU-profile the window of the steady run with this many jobs (0: none)")
 	heapProfile := fs.Int("heap-profile-jobs", 0, "sample memory (RSS, runtime.MemStats, goroutines) every 2 s of the steady run with this many jobs and keep heap profiles of its window's middle and its largest RSS (0: none)")
+	allocProfile := fs.Int("alloc-profile-jobs", 0, "take an allocation profile (/debug/pprof/allocs, bytes and objects) of the window of the steady run with this many jobs (0: none)")
 	profileBurst := fs.Bool("profile-burst", true, "CPU-profile the burst (through xjob's --pprof-listen)")
 	baselineBin := fs.String("baseline-bin", "", "also run every scenario against this xjob binary, before the candidate, and print both side by side")
 	baselineRev := fs.String("baseline-rev", "auto", "like --baseline-bin, building cmd/xjob at this git revision (git archive into a temporary directory); auto: the merge base of HEAD with the last release tag v*, or with main before the first; none: no baseline")
@@ -168,7 +169,7 @@ func run() int {
 			}
 			each(func(e *harness.Env) (*harness.Result, error) {
 				return harness.Steady(ctx, e, harness.SteadySpec{Name: fmt.Sprintf("steady-%d", n), Jobs: n,
-					Window: *steadyWindow, Profile: n == *profile, HeapProfile: n == *heapProfile})
+					Window: *steadyWindow, Profile: n == *profile, HeapProfile: n == *heapProfile, AllocProfile: n == *allocProfile})
 			})
 		}
 	}
@@ -220,6 +221,14 @@ func run() int {
 		if len(r.ProfileTop) > 0 {
 			fmt.Printf("\nCPU profile, %s (%s): %s\n", r.Scenario, r.Target, r.Profile)
 			for _, l := range r.ProfileTop[:min(len(r.ProfileTop), 18)] {
+				fmt.Println("  " + l)
+			}
+		}
+	}
+	for _, r := range rs {
+		if len(r.AllocTop) > 0 {
+			fmt.Printf("\nAllocation profile, %s (%s): %s\n", r.Scenario, r.Target, r.AllocProfile)
+			for _, l := range r.AllocTop {
 				fmt.Println("  " + l)
 			}
 		}
