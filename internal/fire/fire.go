@@ -41,14 +41,25 @@ type Occurrence struct {
 // A scheduled fire is named by its job and fire time alone, whether it was
 // fired on time (CRON) or by the misfire strategy (MISFIRE): two scanners
 // that classify the same fire differently still produce one id.
+//
+// It is appended in a buffer on the stack, so that the id is its one
+// allocation (one a trigger; concatenated, it was three).
 func (o Occurrence) ID(shard int) string {
-	id := "j" + strconv.FormatInt(o.JobID, 10)
+	var buf [64]byte
+	b := append(buf[:0], 'j')
+	b = strconv.AppendInt(b, o.JobID, 10)
 	if o.Scheduled() {
-		id += "/t" + strconv.FormatInt(o.FireTime, 10)
+		b = append(b, "/t"...)
+		b = strconv.AppendInt(b, o.FireTime, 10)
 	} else {
-		id += "/" + string(o.Type) + "/r" + o.Ref
+		b = append(b, '/')
+		b = append(b, o.Type...)
+		b = append(b, "/r"...)
+		b = append(b, o.Ref...)
 	}
-	return id + "/s" + strconv.Itoa(shard)
+	b = append(b, "/s"...)
+	b = strconv.AppendInt(b, int64(shard), 10)
+	return string(b)
 }
 
 // Scheduled reports whether the occurrence comes from the job's schedule

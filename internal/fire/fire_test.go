@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/xjobdev/xjob"
@@ -121,5 +122,40 @@ func TestDispatchTaskVersions(t *testing.T) {
 	}
 	if err := json.Unmarshal(body, &wire); err != nil || wire.V != fire.DispatchVersion {
 		t.Fatalf("%s: v = %d (%v), want %d", body, wire.V, err, fire.DispatchVersion)
+	}
+}
+
+// An occurrence id is the same string whatever builds it: logs are
+// claimed by it across versions and processes, so its bytes must not
+// move (scheduled by job and time, the others by type and ref).
+func TestOccurrenceID(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("r", 128)
+	cases := []struct {
+		occ   fire.Occurrence
+		shard int
+		want  string
+	}{
+		{fire.Occurrence{JobID: 7, Type: xjob.TriggerCron, FireTime: 1795000000000}, 0, "j7/t1795000000000/s0"},
+		{fire.Occurrence{JobID: 7, Type: xjob.TriggerMisfire, FireTime: 1795000000000}, 3, "j7/t1795000000000/s3"},
+		{fire.Occurrence{JobID: 9223372036854775807, Type: xjob.TriggerCron, FireTime: -1}, 12, "j9223372036854775807/t-1/s12"},
+		{fire.Occurrence{JobID: 1, Type: xjob.TriggerManual, Ref: "abc"}, 0, "j1/MANUAL/rabc/s0"},
+		{fire.Occurrence{JobID: 1, Type: xjob.TriggerParent, Ref: long}, 1, "j1/PARENT/r" + long + "/s1"},
+	}
+	for _, c := range cases {
+		t.Run(c.want[:min(len(c.want), 24)], func(t *testing.T) {
+			t.Parallel()
+			if got := c.occ.ID(c.shard); got != c.want {
+				t.Errorf("ID(%d) = %q, want %q", c.shard, got, c.want)
+			}
+		})
+	}
+}
+
+func BenchmarkOccurrenceID(b *testing.B) {
+	o := fire.Occurrence{JobID: 12345, Type: xjob.TriggerCron, FireTime: 1795000000000}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = o.ID(0)
 	}
 }

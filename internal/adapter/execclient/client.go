@@ -172,6 +172,9 @@ type Client struct {
 	// (xxl-job 3.5) rather than /run; see Run.
 	mu        sync.Mutex
 	triggerAt map[string]bool
+	// urls holds Endpoint(address, path) by both (under mu): two string
+	// allocations a call, made once per executor and path instead.
+	urls map[endpointKey]string
 	// direct is the own HTTP/1.1 path (Options.Direct), nil without it.
 	direct *direct
 }
@@ -263,21 +266,46 @@ func (c *Client) Close() {
 // remembers it. Neither refusal ran anything, so the second call cannot
 // run the job twice.
 func (c *Client) Run(ctx context.Context, address string, p protocol.TriggerParam) protocol.ReturnT {
+	bp := bodies.Get().(*[]byte)
+	payload := appendTriggerParam((*bp)[:0], p)
 	path := c.runPath(address)
-	r, _ := c.post(ctx, address, path, p, c.opts.MaxReplyBytes)
+	r, _, reuse := c.post(ctx, address, path, payload, c.opts.MaxReplyBytes)
 	if !notMapped(r, path) {
+		recycleBody(bp, payload, reuse)
 		return r
 	}
 	other := protocol.PathTrigger
 	if path == protocol.PathTrigger {
 		other = protocol.PathRun
 	}
-	r2, _ := c.post(ctx, address, other, p, c.opts.MaxReplyBytes)
+	r2, _, reuse2 := c.post(ctx, address, other, payload, c.opts.MaxReplyBytes)
+	recycleBody(bp, payload, reuse && reuse2)
 	if notMapped(r2, other) {
 		return r // neither path: report the first refusal
 	}
 	c.setRunPath(address, other)
 	return r2
+}
+
+// bodies are /run bodies for reuse (*[]byte, so that Get and Put do
+// not allocate): one a trigger was a third of a kilobyte of garbage at
+// 10,000 triggers a second.
+var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// maxPooledBody bounds the bodies kept: a job with a large GLUE source
+// must not pin its size in the pool.
+const maxPooledBody = 16 << 10
+
+// recycleBody returns payload's buffer to bodies when reuse says no one
+// holds it any more: only the direct path, which copies it into its
+// connection's buffer, had it. net/http's transport may still be writing a
+// body after Do returned (an executor that answered before reading it).
+func recycleBody(bp *[]byte, payload []byte, reuse bool) {
+	if !reuse || cap(payload) > maxPooledBody {
+		return
+	}
+	*bp = payload[:0]
+	bodies.Put(bp)
 }
 
 func (c *Client) runPath(address string) string {
@@ -314,20 +342,20 @@ func notMapped(r protocol.ReturnT, path string) bool {
 // Beat checks that the executor is alive (POST /beat, the FAILOVER probe).
 // The body is the JSON string "", which is what xxl-job's client sends.
 func (c *Client) Beat(ctx context.Context, address string) protocol.ReturnT {
-	r, _ := c.post(ctx, address, protocol.PathBeat, "", c.opts.MaxReplyBytes)
+	r, _ := c.postJSON(ctx, address, protocol.PathBeat, "", c.opts.MaxReplyBytes)
 	return r
 }
 
 // IdleBeat checks that the executor is not running or queueing jobID
 // (POST /idleBeat, the BUSYOVER probe).
 func (c *Client) IdleBeat(ctx context.Context, address string, jobID int64) protocol.ReturnT {
-	r, _ := c.post(ctx, address, protocol.PathIdleBeat, protocol.IdleBeatParam{JobID: jobID}, c.opts.MaxReplyBytes)
+	r, _ := c.postJSON(ctx, address, protocol.PathIdleBeat, protocol.IdleBeatParam{JobID: jobID}, c.opts.MaxReplyBytes)
 	return r
 }
 
 // Kill stops jobID's thread on the executor (POST /kill).
 func (c *Client) Kill(ctx context.Context, address string, jobID int64) protocol.ReturnT {
-	r, _ := c.post(ctx, address, protocol.PathKill, protocol.KillParam{JobID: jobID}, c.opts.MaxReplyBytes)
+	r, _ := c.postJSON(ctx, address, protocol.PathKill, protocol.KillParam{JobID: jobID}, c.opts.MaxReplyBytes)
 	return r
 }
 
@@ -339,7 +367,7 @@ func (c *Client) Log(ctx context.Context, address string, p protocol.LogParam) (
 	// Both spellings of the date: ≤ 3.4 executors read logDateTim, 3.5
 	// ones logDateTime, and each ignores the other.
 	p.LogDateTim, p.LogDateTime = p.Date(), p.Date()
-	r, u := c.post(ctx, address, protocol.PathLog, p, c.opts.MaxLogReplyBytes)
+	r, u := c.postJSON(ctx, address, protocol.PathLog, p, c.opts.MaxLogReplyBytes)
 	var lr protocol.LogResult
 	if r.Code != protocol.SuccessCode || len(r.Content) == 0 {
 		return lr, r
@@ -359,37 +387,68 @@ func Endpoint(address, path string) string {
 	return address + path
 }
 
-// post performs one call and returns the envelope and the URL it used.
-func (c *Client) post(ctx context.Context, address, path string, body any, limit int64) (protocol.ReturnT, string) {
-	address = strings.TrimSpace(address)
-	if address == "" {
-		return protocol.Fail("xxl-job remoting error(executor address is empty), for path : " + path), path
-	}
-	u := Endpoint(address, path)
-	var payload []byte
-	if tp, ok := body.(protocol.TriggerParam); ok {
-		payload = triggerBody(tp)
-	} else {
-		var err error
-		if payload, err = json.Marshal(body); err != nil {
-			return remotingError(fmt.Errorf("encode request: %w", err), u), u
-		}
-	}
+// endpointKey is an address and a path, the key of Client.urls.
+type endpointKey struct{ address, path string }
 
-	tokens := []string{c.token}
+// endpoint is Endpoint(address, path) of the address trimmed, remembered;
+// ok is false for a blank address.
+func (c *Client) endpoint(address, path string) (u string, ok bool) {
+	k := endpointKey{address, path}
+	c.mu.Lock()
+	u, ok = c.urls[k]
+	c.mu.Unlock()
+	if ok {
+		return u, true
+	}
+	trimmed := strings.TrimSpace(address)
+	if trimmed == "" {
+		return "", false
+	}
+	u = Endpoint(trimmed, path)
+	c.mu.Lock()
+	if c.urls == nil || len(c.urls) >= maxRemembered {
+		c.urls = map[endpointKey]string{}
+	}
+	c.urls[k] = u
+	c.mu.Unlock()
+	return u, true
+}
+
+// postJSON is post of body encoded as JSON.
+func (c *Client) postJSON(ctx context.Context, address, path string, body any, limit int64) (protocol.ReturnT, string) {
+	payload, err := json.Marshal(body)
+	if err != nil {
+		u, _ := c.endpoint(address, path)
+		return remotingError(fmt.Errorf("encode request: %w", err), u), u
+	}
+	r, u, _ := c.post(ctx, address, path, payload, limit)
+	return r, u
+}
+
+// post performs one call and returns the envelope and the URL it used;
+// reuse reports that payload was only read by the direct path, which is
+// done with it (see recycleBody).
+func (c *Client) post(ctx context.Context, address, path string, payload []byte, limit int64) (r protocol.ReturnT, u string, reuse bool) {
+	u, ok := c.endpoint(address, path)
+	if !ok {
+		return protocol.Fail("xxl-job remoting error(executor address is empty), for path : " + path), path, true
+	}
 	if c.opts.AccessTokens != nil {
-		if ts := c.opts.AccessTokens(); len(ts) > 0 {
-			tokens = ts
+		if tokens := c.opts.AccessTokens(); len(tokens) > 0 {
+			reuse = true
+			for i, token := range tokens {
+				var direct bool
+				r, direct = c.postOnce(ctx, u, payload, strings.TrimSpace(token), limit)
+				reuse = reuse && direct
+				if r.Msg != protocol.MsgWrongToken || i == len(tokens)-1 {
+					break
+				}
+			}
+			return r, u, reuse
 		}
 	}
-	var rt protocol.ReturnT
-	for i, token := range tokens {
-		rt = c.postOnce(ctx, u, payload, strings.TrimSpace(token), limit)
-		if rt.Msg != protocol.MsgWrongToken || i == len(tokens)-1 {
-			break
-		}
-	}
-	return rt, u
+	r, reuse = c.postOnce(ctx, u, payload, c.token, limit)
+	return r, u, reuse
 }
 
 // maxUnsent bounds the calls postOnce makes for one request when each
@@ -402,7 +461,9 @@ const maxUnsent = 4
 // (an expired fresh connection, or one the executor had closed), which
 // the executor cannot have seen. Any other failure is the answer, as
 // xxl-job gives it: a /run the executor may have read is never repeated.
-func (c *Client) postOnce(ctx context.Context, u string, payload []byte, token string, limit int64) protocol.ReturnT {
+//
+// direct reports that only the direct path had payload.
+func (c *Client) postOnce(ctx context.Context, u string, payload []byte, token string, limit int64) (r protocol.ReturnT, direct bool) {
 	if c.direct != nil {
 		// The direct path bounds the call by the same timeouts through
 		// the connection's deadline, without a context of its own.
@@ -413,7 +474,7 @@ func (c *Client) postOnce(ctx context.Context, u string, payload []byte, token s
 				break
 			}
 			if !unsent || attempt == maxUnsent || ctx.Err() != nil {
-				return r
+				return r, true
 			}
 		}
 	}
@@ -422,7 +483,7 @@ func (c *Client) postOnce(ctx context.Context, u string, payload []byte, token s
 	for attempt := 1; ; attempt++ {
 		r, unsent := c.call(ctx, u, payload, token, limit)
 		if !unsent || attempt == maxUnsent || ctx.Err() != nil {
-			return r
+			return r, false
 		}
 	}
 }

@@ -66,6 +66,50 @@ type directConn struct {
 	buf    []byte // the request, reused
 	body   bytes.Reader
 	idleAt time.Time // when it went back to the pool
+	peek   *peeker   // looks for the executor's close while pooled
+
+	// watched is the Done channel of the context whose end moves the
+	// connection's deadline to the past (context.AfterFunc), and unwatch
+	// stops that; nil when none. The watch outlives the call that set it:
+	// the next call on the same context (local mode's lanes call on one)
+	// keeps it, which saves the registration's three allocations and its
+	// two turns of the context's lock a call.
+	watched <-chan struct{}
+	unwatch func() bool
+}
+
+// watch makes the end of ctx stop the connection's current call, unless
+// it already does (see watched).
+func (pc *directConn) watch(ctx context.Context) {
+	done := ctx.Done()
+	if done == nil || done == pc.watched {
+		return
+	}
+	pc.watched = done
+	pc.unwatch = context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(time.Unix(1, 0)) })
+}
+
+// rewatch readies a pooled connection for a call on a context whose Done
+// channel is done: a watch on another context is stopped. It reports false
+// when that watch had fired (its context ended): it may still be moving
+// the deadline, so the connection must not be used.
+func (pc *directConn) rewatch(done <-chan struct{}) bool {
+	if pc.watched == nil || pc.watched == done {
+		return true
+	}
+	stopped := pc.unwatch()
+	pc.watched, pc.unwatch = nil, nil
+	return stopped
+}
+
+// close closes the connection and stops its watch (a context that lives
+// on, as the lanes' does, would otherwise keep every closed connection).
+func (pc *directConn) close() {
+	if pc.unwatch != nil {
+		pc.unwatch()
+		pc.watched, pc.unwatch = nil, nil
+	}
+	_ = pc.conn.Close()
 }
 
 // connReader is the bufio.Reader's source: it caps what one call may read
@@ -190,14 +234,17 @@ func (d *direct) call(ctx context.Context, u string, payload []byte, token, app 
 		deadline = rd
 	}
 	if err := pc.conn.SetDeadline(deadline); err != nil {
-		_ = pc.conn.Close()
+		pc.close()
 		return remotingError(err, u), true, true
 	}
 	// The caller's context ends the call by moving the deadline to the
-	// past; set after the deadline above, so that it wins.
-	stop := func() bool { return true }
-	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(time.Unix(1, 0)) })
+	// past. A watch kept from an earlier call may have done so before the
+	// deadline above was set: the context's error, set before its watches
+	// run, is looked at after it.
+	pc.watch(ctx)
+	if err := ctx.Err(); err != nil {
+		pc.close()
+		return remotingError(err, u), false, true
 	}
 
 	b := append(pc.buf[:0], t.head...)
@@ -219,38 +266,34 @@ func (d *direct) call(ctx context.Context, u string, payload []byte, token, app 
 	pc.buf = b
 	n, err := pc.conn.Write(b)
 	if err != nil {
-		stop()
-		_ = pc.conn.Close()
+		pc.close()
 		return remotingError(d.cause(ctx, err), u), n == 0, true
 	}
 
 	pc.src.left = maxReplyHead + limit + 4<<10
 	if _, err := pc.br.Peek(1); err != nil {
-		stop()
-		_ = pc.conn.Close()
+		pc.close()
 		return remotingError(d.cause(ctx, err), u), false, true
 	}
-	if r, ok := d.quick(pc, t.hostport, limit, u, stop); ok {
+	if r, ok := d.quick(ctx, pc, t.hostport, limit, u); ok {
 		return r, false, true
 	}
 	resp, err := readResponse(pc.br)
 	if err != nil {
-		stop()
-		_ = pc.conn.Close()
+		pc.close()
 		return remotingError(d.cause(ctx, err), u), false, true
 	}
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		stop()
-		_ = pc.conn.Close()
+		pc.close()
 		return protocol.Fail(fmt.Sprintf(
 			"xxl-job remoting fail, StatusCode(%d) invalid. for url : %s", resp.StatusCode, u)), false, true
 	}
 	r = readReply(bodyErr{resp.Body, d, ctx}, limit, u)
-	if !stop() {
+	if ctx.Err() != nil {
 		// The context ended during the call: the connection's deadline
 		// is in the past, and it must not go back to the pool.
-		_ = pc.conn.Close()
+		pc.close()
 		return r, false, true
 	}
 	d.done(pc, t.hostport, resp)
@@ -260,21 +303,28 @@ func (d *direct) call(ctx context.Context, u string, payload []byte, token, app 
 // quick answers the call from a reply whose head and body have both
 // arrived and whose head quickHead reads; ok is false, with nothing
 // consumed, for any other.
-func (d *direct) quick(pc *directConn, hostport string, limit int64, u string, stop func() bool) (protocol.ReturnT, bool) {
+func (d *direct) quick(ctx context.Context, pc *directConn, hostport string, limit int64, u string) (protocol.ReturnT, bool) {
 	buf, _ := pc.br.Peek(pc.br.Buffered())
 	start, n, closeConn, ok := quickHead(buf)
 	if !ok || start+n > len(buf) {
 		return protocol.ReturnT{}, false
 	}
-	pc.body.Reset(buf[start : start+n])
-	r := readReply(&pc.body, limit, u)
+	var r protocol.ReturnT
+	if code, ok := codeOnly(buf[start : start+n]); ok && int64(n) <= limit {
+		// readReply's fast path, without the copy into its buffer (an
+		// allocation a call: the buffer escapes through the Read).
+		r = protocol.ReturnT{Code: code}
+	} else {
+		pc.body.Reset(buf[start : start+n])
+		r = readReply(&pc.body, limit, u)
+		pc.body.Reset(nil) // the bufio buffer is the connection's, not the reply's
+	}
 	_, _ = pc.br.Discard(start + n)
-	pc.body.Reset(nil) // the bufio buffer is the connection's, not the reply's
-	if !stop() || closeConn || pc.br.Buffered() > 0 {
+	if ctx.Err() != nil || closeConn || pc.br.Buffered() > 0 {
 		// The context ended during the call (the deadline is in the
 		// past), the executor closes the connection, or sent more than
 		// its reply.
-		_ = pc.conn.Close()
+		pc.close()
 		return r, true
 	}
 	d.put(pc, hostport)
@@ -334,7 +384,7 @@ func (d *direct) done(pc *directConn, hostport string, resp *http.Response) {
 		reusable = n == 0 && err == io.EOF && pc.br.Buffered() == 0
 	}
 	if !reusable {
-		_ = pc.conn.Close()
+		pc.close()
 		return
 	}
 	d.put(pc, hostport)
@@ -355,16 +405,16 @@ func (d *direct) get(ctx context.Context, hostport string) (*directConn, error) 
 		list[len(list)-1] = nil
 		d.idle[hostport] = list[:len(list)-1]
 		d.mu.Unlock()
-		if now.Sub(pc.idleAt) < DefaultIdleConnTimeout && alive(pc.conn) {
+		if now.Sub(pc.idleAt) < DefaultIdleConnTimeout && pc.rewatch(ctx.Done()) && pc.peek.alive() {
 			return pc, nil
 		}
-		_ = pc.conn.Close()
+		pc.close()
 	}
 	c, err := d.dial(ctx, "tcp", hostport)
 	if err != nil {
 		return nil, err
 	}
-	pc := &directConn{conn: c, src: connReader{conn: c}}
+	pc := &directConn{conn: c, src: connReader{conn: c}, peek: newPeeker(c)}
 	pc.br = bufio.NewReaderSize(&pc.src, 4<<10)
 	return pc, nil
 }
@@ -402,10 +452,10 @@ func (d *direct) put(pc *directConn, hostport string) {
 	}
 	d.mu.Unlock()
 	if !keep {
-		_ = pc.conn.Close()
+		pc.close()
 	}
 	for _, c := range stale {
-		_ = c.conn.Close()
+		c.close()
 	}
 }
 
@@ -417,7 +467,7 @@ func (d *direct) closeIdle() {
 	d.mu.Unlock()
 	for _, l := range idle {
 		for _, c := range l {
-			_ = c.conn.Close()
+			c.close()
 		}
 	}
 }

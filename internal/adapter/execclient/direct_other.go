@@ -4,6 +4,10 @@ package execclient
 
 import "net"
 
-// alive cannot peek on this platform: a pooled connection is assumed
+// peeker cannot peek on this platform: a pooled connection is assumed
 // live, and one the executor closed fails its call.
-func alive(net.Conn) bool { return true }
+type peeker struct{}
+
+func newPeeker(net.Conn) *peeker { return &peeker{} }
+
+func (*peeker) alive() bool { return true }

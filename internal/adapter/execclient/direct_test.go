@@ -178,10 +178,14 @@ func BenchmarkRun(b *testing.B) {
 	}))
 	b.Cleanup(srv.Close)
 	p := protocol.TriggerParam{JobID: 7, ExecutorHandler: "demoJobHandler", GlueType: "BEAN", LogID: 123456, LogDateTime: 1764388800000, BroadcastTotal: 1}
+	// Local mode calls on its lanes' context, which shutdown cancels, with
+	// the group's appname: "direct" calls so; "direct-background" on a
+	// context that never ends (nothing to watch during the call).
 	for _, tc := range []struct {
-		name   string
-		direct bool
-	}{{"net-http", false}, {"direct", true}} {
+		name       string
+		direct     bool
+		background bool
+	}{{"net-http", false, false}, {"direct", true, false}, {"direct-background", true, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			c, err := execclient.New(execclient.Options{Direct: tc.direct, AccessToken: "tok-0123456789"})
 			if err != nil {
@@ -190,6 +194,10 @@ func BenchmarkRun(b *testing.B) {
 			b.Cleanup(c.Close)
 			ctx, cancel := context.WithCancel(context.Background())
 			b.Cleanup(cancel)
+			ctx = protocol.WithAppName(ctx, "demo-app")
+			if tc.background {
+				ctx = context.Background()
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				if r := c.Run(ctx, srv.URL, p); r.Code != 200 {
@@ -263,4 +271,58 @@ func closeWait(t *testing.T, addr string) bool {
 		}
 	}
 	return false
+}
+
+// A pooled connection keeps watching the context of its last call: calls
+// on that context reuse it, a call on another context moves the watch,
+// and a connection whose context ended while it sat in the pool is not
+// used again (its watch may still be moving its deadline), so the next
+// call dials and succeeds.
+func TestDirectWatchOutlivesCall(t *testing.T) {
+	t.Parallel()
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, `{"code":200}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c, err := execclient.New(execclient.Options{Direct: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	run := func(ctx context.Context) {
+		t.Helper()
+		if r := c.Run(ctx, srv.URL, protocol.TriggerParam{JobID: 1}); r.Code != 200 {
+			t.Fatalf("run: %d %s", r.Code, r.Msg)
+		}
+	}
+	first, cancelFirst := context.WithCancel(context.Background())
+	for range 3 {
+		run(first)
+	}
+	second, cancelSecond := context.WithCancel(context.Background())
+	defer cancelSecond()
+	run(protocol.WithAppName(second, "demo-app")) // the watch moves to second
+	run(context.Background())                     // and is stopped
+	run(second)
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections for calls on live contexts, want 1", n)
+	}
+	cancelSecond() // while the connection sits in the pool, watched by second
+	run(first)
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want a second one after the watched context ended", n)
+	}
+	cancelFirst()
+	run(context.Background())
+	if n := conns.Load(); n != 3 {
+		t.Fatalf("%d connections, want a third one after the watched context ended", n)
+	}
 }

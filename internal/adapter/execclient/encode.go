@@ -13,14 +13,7 @@ import (
 // trigger, about a sixth of a /run call's CPU in local mode's steady
 // profile. appendTriggerParam writes the same bytes by hand:
 // FuzzTriggerParamJSON holds it to json.Marshal's output for any field
-// values.
-
-// triggerBody is p's /run body, in one allocation when no string needs
-// escaping.
-func triggerBody(p protocol.TriggerParam) []byte {
-	n := 256 + len(p.ExecutorHandler) + len(p.ExecutorParams) + len(p.ExecutorBlockStrategy) + len(p.GlueType) + len(p.GlueSource)
-	return appendTriggerParam(make([]byte, 0, n), p)
-}
+// values. Client.Run appends it into a pooled buffer (bodies).
 
 // appendTriggerParam appends p as json.Marshal encodes it.
 func appendTriggerParam(b []byte, p protocol.TriggerParam) []byte {

@@ -272,7 +272,12 @@ type groupRead struct {
 // each once, in first-seen order.
 func (d *Dispatcher) newTriggers(b *Batch, tasks []fire.DispatchTask, byID map[int64]*xjob.Job, readErr error) []*groupRead {
 	groups := map[int64]*groupRead{}
-	var order []*groupRead
+	var (
+		order []*groupRead
+		// The batch's triggers, in one allocation rather than one a task:
+		// they live as long as the batch does either way.
+		triggers []trigger
+	)
 	for i, task := range tasks {
 		bt := &b.tasks[i]
 		if bt.done {
@@ -288,7 +293,11 @@ func (d *Dispatcher) newTriggers(b *Batch, tasks []fire.DispatchTask, byID map[i
 			*bt = batchTask{done: true, out: Outcome{Dropped: true, Reason: reason}}
 			continue
 		}
-		bt.t = d.newTrigger(job, task)
+		if triggers == nil {
+			triggers = make([]trigger, len(tasks))
+		}
+		bt.t = &triggers[i]
+		fillTrigger(bt.t, job, task)
 		g := groups[job.GroupID]
 		if g == nil {
 			g = &groupRead{id: job.GroupID}
@@ -429,6 +438,20 @@ type Claimed struct {
 func (b *Batch) Claim(ctx context.Context, idx []int) *Claimed {
 	d := b.d
 	c := &Claimed{d: d, outs: make([]Outcome, len(idx)), errs: make([]error, len(idx)), now: clock.Millis(d.cfg.Clock)}
+	// The claim's pending logs, in one allocation rather than one a log
+	// (append below never outgrows it: n counts them first).
+	n := 0
+	for _, i := range idx {
+		if bt := &b.tasks[i]; !bt.done {
+			n += logsOf(bt.t)
+		}
+	}
+	pls := make([]pendingLog, 0, n)
+	add := func(pl pendingLog) {
+		pls = append(pls, pl)
+		c.logs = append(c.logs, &pls[len(pls)-1])
+	}
+	c.logs = make([]*pendingLog, 0, n)
 	for k, i := range idx {
 		bt := &b.tasks[i]
 		if bt.done {
@@ -444,19 +467,28 @@ func (b *Batch) Claim(ctx context.Context, idx []int) *Claimed {
 		switch {
 		case t.broadcast && task.ShardTotal > 0:
 			// A retried shard re-runs only itself.
-			c.logs = append(c.logs, &pendingLog{k: k, t: t, index: task.ShardIndex, total: task.ShardTotal})
+			add(pendingLog{k: k, t: t, index: task.ShardIndex, total: task.ShardTotal})
 		case t.broadcast && t.fail == "" && len(t.addrs) > 0:
 			for i := range t.addrs {
-				c.logs = append(c.logs, &pendingLog{k: k, t: t, index: i, total: len(t.addrs)})
+				add(pendingLog{k: k, t: t, index: i, total: len(t.addrs)})
 			}
 		default:
-			c.logs = append(c.logs, &pendingLog{k: k, t: t, index: 0, total: 1})
+			add(pendingLog{k: k, t: t, index: 0, total: 1})
 		}
 	}
 	if len(c.logs) > 0 {
 		c.call = d.claimLogs(ctx, c.logs, c.now)
 	}
 	return c
+}
+
+// logsOf is how many pending logs Claim makes for t: one per executor
+// for a sharding broadcast (or its one retried shard), else one.
+func logsOf(t *trigger) int {
+	if t.broadcast && t.task.ShardTotal == 0 && t.fail == "" && len(t.addrs) > 0 {
+		return len(t.addrs)
+	}
+	return 1
 }
 
 // Recheck re-reads, in one LogGetMany, the logs c claimed and is to
@@ -507,13 +539,22 @@ func (c *Claimed) Run(ctx context.Context, calls chan struct{}) ([]Outcome, []er
 	if len(c.call) > 0 {
 		c.d.callLogs(ctx, c.call, calls, c.now)
 	}
-	for _, pl := range c.logs {
+	// The outcomes' logs share one backing array, a log's slot capped at
+	// itself so that a broadcast's second log appends elsewhere.
+	var logs []xjob.Log
+	for j, pl := range c.logs {
 		out := &c.outs[pl.k]
 		switch {
 		case pl.err != nil:
 			c.errs[pl.k] = errors.Join(c.errs[pl.k], pl.err)
 		case pl.duplicate:
 			out.Duplicates++
+		case pl.recorded && out.Logs == nil:
+			if logs == nil {
+				logs = make([]xjob.Log, len(c.logs))
+			}
+			logs[j] = pl.log
+			out.Logs = logs[j : j+1 : j+1]
 		case pl.recorded:
 			out.Logs = append(out.Logs, pl.log)
 		}
@@ -620,12 +661,13 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 		}
 		wg.Go(func() {
 			defer func() { <-calls }()
+			app := appContext{parent: ctx}
 			for {
 				i := next.Add(1) - 1
 				if i >= n {
 					return
 				}
-				d.call(ctx, call[i])
+				d.call(app.of(call[i].t.group.AppName), call[i])
 			}
 		})
 	}
@@ -651,8 +693,10 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 	var failed []xjob.Log
 	// The report counts per day and group, so a user limited to some
 	// groups reads their counters instead of counting their logs.
+	// A day is keyed by its number since the epoch and formatted once:
+	// formatting it a trigger was one allocation a trigger.
 	type counter struct {
-		day   string
+		day   int64
 		group int64
 	}
 	days := map[counter]*xjob.ReportDay{}
@@ -676,10 +720,10 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 			delay = time.Duration(pl.called-occ.FireTime) * time.Millisecond
 		}
 		d.cfg.Metrics.TriggerOf(string(pl.t.task.Occurrence.Type), ok, delay)
-		day := time.UnixMilli(pl.log.TriggerTime).UTC().Format(time.DateOnly)
-		k := counter{day, pl.log.GroupID}
+		k := counter{floorDiv(pl.log.TriggerTime, msPerDay), pl.log.GroupID}
 		delta := days[k]
 		if delta == nil {
+			day := time.UnixMilli(pl.log.TriggerTime).UTC().Format(time.DateOnly)
 			delta = &xjob.ReportDay{Day: day, GroupID: pl.log.GroupID}
 			days[k] = delta
 		}
@@ -708,11 +752,25 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 	})
 }
 
+// msPerDay is a UTC day in milliseconds.
+const msPerDay = 24 * 60 * 60 * 1000
+
+// floorDiv is a / b rounded down (b > 0), so that times before the epoch
+// fall in their own day.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
 // route picks each pending log's executor: a broadcast's logs their own address,
 // other tasks through the Router (FAILOVER and BUSYOVER probe executors,
 // so those run concurrently; the rest decide in memory).
 func (d *Dispatcher) route(ctx context.Context, pending []*pendingLog) {
 	var probing []*pendingLog
+	app := appContext{parent: ctx}
 	for _, pl := range pending {
 		t := pl.t
 		switch {
@@ -730,15 +788,17 @@ func (d *Dispatcher) route(ctx context.Context, pending []*pendingLog) {
 		case t.job.RouteStrategy == xjob.RouteFailover || t.job.RouteStrategy == xjob.RouteBusyover:
 			probing = append(probing, pl)
 		default:
-			d.routeOne(ctx, pl)
+			d.routeOne(app.of(pl.t.group.AppName), pl)
 		}
 	}
-	each(len(probing), d.cfg.BatchConcurrency, func(j int) { d.routeOne(ctx, probing[j]) })
+	each(len(probing), d.cfg.BatchConcurrency, func(j int) {
+		d.routeOne(protocol.WithAppName(ctx, probing[j].t.group.AppName), probing[j])
+	})
 }
 
+// routeOne routes pl; ctx carries its group's appname (route probes name
+// the group: xxl-job 3.5 executors require XXL-JOB-APPNAME).
 func (d *Dispatcher) routeOne(ctx context.Context, pl *pendingLog) {
-	// Route probes name the group: xxl-job 3.5 executors require XXL-JOB-APPNAME.
-	ctx = protocol.WithAppName(ctx, pl.t.group.AppName)
 	res, err := d.cfg.Router.Route(ctx, pl.t.job.RouteStrategy, pl.t.job.ID, pl.t.addrs)
 	pl.address, pl.trail = res.Address, res.Trail
 	if err != nil {
@@ -776,10 +836,11 @@ func (d *Dispatcher) newLog(pl *pendingLog, now int64) xjob.Log {
 
 // call POSTs /run for one claimed log (or, for a log taken over from a
 // dead dispatcher, first asks its executor whether the run got there).
+//
+// Every executor call (/run, the take-over probe) names the group: xxl-job
+// 3.5 executors require XXL-JOB-APPNAME, so ctx must carry pl's group's
+// appname (protocol.WithAppName; appContext).
 func (d *Dispatcher) call(ctx context.Context, pl *pendingLog) {
-	// Every executor call (/run, the take-over probe) names the group:
-	// xxl-job 3.5 executors require XXL-JOB-APPNAME.
-	ctx = protocol.WithAppName(ctx, pl.t.group.AppName)
 	pl.called = clock.Millis(d.cfg.Clock)
 	if pl.takenOver && pl.prev.ExecutorAddress != "" && pl.prev.ExecutorAddress != target.Address {
 		if rt, ok := d.probe(ctx, pl.prev); ok {
@@ -817,6 +878,24 @@ func (d *Dispatcher) call(ctx context.Context, pl *pendingLog) {
 		// A taken-over log the executor still holds in its queue.
 		pl.ret = protocol.ReturnT{Code: xjob.CodeSuccess, Msg: "recovered: " + pl.ret.Msg}
 	}
+}
+
+// appContext is parent carrying an appname (protocol.WithAppName), kept
+// for the next call of the same group: a worker calls a chunk's triggers
+// in turn, mostly of one group, and a context a trigger (two allocations)
+// was 2 of the 30-odd allocations a trigger.
+type appContext struct {
+	parent context.Context
+	app    string
+	ctx    context.Context
+}
+
+// of is parent carrying app, reused while app is the same.
+func (a *appContext) of(app string) context.Context {
+	if a.ctx == nil || a.app != app {
+		a.app, a.ctx = app, protocol.WithAppName(a.parent, app)
+	}
+	return a.ctx
 }
 
 // each runs fn(0..n-1), at most limit at a time; one call runs inline.
@@ -870,8 +949,15 @@ type triggerJob struct {
 }
 
 func (d *Dispatcher) newTrigger(job *xjob.Job, task fire.DispatchTask) *trigger {
+	t := new(trigger)
+	fillTrigger(t, job, task)
+	return t
+}
+
+// fillTrigger sets *t to task's trigger of job, before routing.
+func fillTrigger(t *trigger, job *xjob.Job, task fire.DispatchTask) {
 	isTarget := job.GlueType.Target()
-	t := &trigger{job: triggerJob{ID: job.ID, GroupID: job.GroupID, Handler: job.Handler, RouteStrategy: job.RouteStrategy,
+	*t = trigger{job: triggerJob{ID: job.ID, GroupID: job.GroupID, Handler: job.Handler, RouteStrategy: job.RouteStrategy,
 		BlockStrategy: job.BlockStrategy, TimeoutSeconds: job.TimeoutSeconds, GlueType: job.GlueType,
 		GlueSource: job.GlueSource, GlueUpdatedAt: job.GlueUpdatedAt}, task: task, param: job.Param, retry: job.FailRetryCount, target: isTarget,
 		broadcast: !isTarget && job.RouteStrategy == xjob.RouteShardingBroadcast}
@@ -881,7 +967,6 @@ func (d *Dispatcher) newTrigger(job *xjob.Job, task fire.DispatchTask) *trigger 
 	if task.FailRetryCount != nil {
 		t.retry = *task.FailRetryCount
 	}
-	return t
 }
 
 // msgRepeatTrigger starts an xxl-job executor's refusal of a log id it
@@ -917,7 +1002,10 @@ func (d *Dispatcher) triggerMsg(t *trigger, address, trail string, ret protocol.
 	}
 	// Appended, not formatted: one message a trigger, and fmt's
 	// reflection over a dozen verbs was about 1% of a steady second's CPU.
-	b := make([]byte, 0, 400+len(d.cfg.AdminAddress)+len(trail)+len(address)+len(ret.Msg)+32*len(t.addrs))
+	// Built in a buffer on the stack (one that does not fit grows on the
+	// heap): the string is then the message's one allocation.
+	var buf [1024]byte
+	b := buf[:0]
 	b = append(b, "Trigger type: "...)
 	b = append(b, t.task.Occurrence.Type...)
 	b = append(b, "<br>"...)
