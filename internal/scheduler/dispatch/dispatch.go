@@ -355,12 +355,12 @@ func (d *Dispatcher) applyGroups(b *Batch, groups []*groupRead) {
 		case t.target:
 			// The built-in executor runs it: no address to look up, and
 			// an override cannot send its spec anywhere else.
-			t.group, t.addrs = g.group, []string{target.Address}
+			t.group, t.addrs = groupOf(g.group), []string{target.Address}
 			if d.cfg.Targets == nil {
 				t.fail = "HTTP jobs are not run on this deployment"
 			}
 		default:
-			t.group = g.group
+			t.group = groupOf(g.group)
 			t.addrs = t.task.AddressList
 			if (len(t.addrs) == 0 || !d.cfg.AnyTriggerAddress) && g.addrsErr != nil {
 				*bt = batchTask{done: true, err: fmt.Errorf("dispatch job %d: addresses: %w", t.job.ID, g.addrsErr)}
@@ -578,8 +578,11 @@ type pendingLog struct {
 
 	address, trail, fail string
 	log                  xjob.Log // to create; then as stored
-	prev                 xjob.Log // a taken-over log as its dead dispatcher left it
-	takenOver            bool
+	// prev is a taken-over log as its dead dispatcher left it (takenOver),
+	// by pointer: every trigger has a pendingLog, and a take-over is rare
+	// (held by value, it was a third of the pendingLog's 648 bytes).
+	prev      *xjob.Log
+	takenOver bool
 
 	ret       protocol.ReturnT
 	called    int64 // when its call started (Unix ms)
@@ -621,7 +624,8 @@ func (d *Dispatcher) claimLogs(ctx context.Context, pending []*pendingLog, now i
 			mine[c.Log.ID] = true
 		case driver.ClaimTakenOver:
 			// Keep what this attempt routed; the stored log keeps its id.
-			pl.log, pl.prev, pl.takenOver = c.Log, c.Prev, true
+			prev := c.Prev
+			pl.log, pl.prev, pl.takenOver = c.Log, &prev, true
 			pl.log.ExecutorAddress = pl.address
 			mine[c.Log.ID] = true
 		case driver.ClaimTriggered:
@@ -673,7 +677,7 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 				if i >= n {
 					return
 				}
-				d.call(app.of(call[i].t.group.AppName), call[i])
+				d.call(app.of(call[i].t.group.appName), call[i])
 			}
 		})
 	}
@@ -794,11 +798,11 @@ func (d *Dispatcher) route(ctx context.Context, pending []*pendingLog) {
 		case t.job.RouteStrategy == xjob.RouteFailover || t.job.RouteStrategy == xjob.RouteBusyover:
 			probing = append(probing, pl)
 		default:
-			d.routeOne(app.of(pl.t.group.AppName), pl)
+			d.routeOne(app.of(pl.t.group.appName), pl)
 		}
 	}
 	each(len(probing), d.cfg.BatchConcurrency, func(j int) {
-		d.routeOne(protocol.WithAppName(ctx, probing[j].t.group.AppName), probing[j])
+		d.routeOne(protocol.WithAppName(ctx, probing[j].t.group.appName), probing[j])
 	})
 }
 
@@ -849,7 +853,7 @@ func (d *Dispatcher) newLog(pl *pendingLog, now int64) xjob.Log {
 func (d *Dispatcher) call(ctx context.Context, pl *pendingLog) {
 	pl.called = clock.Millis(d.cfg.Clock)
 	if pl.takenOver && pl.prev.ExecutorAddress != "" && pl.prev.ExecutorAddress != target.Address {
-		if rt, ok := d.probe(ctx, pl.prev); ok {
+		if rt, ok := d.probe(ctx, *pl.prev); ok {
 			pl.ret, pl.address, pl.fail = rt, pl.prev.ExecutorAddress, ""
 			return
 		}
@@ -928,11 +932,12 @@ func each(n, limit int, fn func(int)) {
 // job a dispatch reads (triggerJob), not a copy of the whole job, which
 // made a trigger 712 bytes instead of 408, kept every string of the job
 // alive, and was 60 % of local mode's live heap (docs/performance.md,
-// "Where the memory goes").
+// "Where the memory goes"); of the group, likewise, the two fields it
+// reads (triggerGroup). A batch's triggers are one array (newTriggers).
 type trigger struct {
 	job       triggerJob
 	task      fire.DispatchTask
-	group     xjob.Group
+	group     triggerGroup
 	addrs     []string
 	param     string
 	retry     int
@@ -952,6 +957,17 @@ type triggerJob struct {
 	GlueType       xjob.GlueType
 	GlueSource     string
 	GlueUpdatedAt  int64
+}
+
+// triggerGroup is what a dispatch reads of its job's group (the whole
+// xjob.Group was 88 of a trigger's 392 bytes).
+type triggerGroup struct {
+	appName     string
+	addressType xjob.AddressType
+}
+
+func groupOf(g xjob.Group) triggerGroup {
+	return triggerGroup{appName: g.AppName, addressType: g.AddressType}
 }
 
 func (d *Dispatcher) newTrigger(job *xjob.Job, task fire.DispatchTask) *trigger {
@@ -1003,7 +1019,7 @@ func (d *Dispatcher) triggerMsg(t *trigger, address, trail string, ret protocol.
 	switch {
 	case t.target:
 		reg = "built-in (" + string(t.job.GlueType) + " job)"
-	case t.group.AddressType == xjob.AddressManual || len(t.task.AddressList) > 0:
+	case t.group.addressType == xjob.AddressManual || len(t.task.AddressList) > 0:
 		reg = "manual"
 	}
 	// Appended, not formatted: one message a trigger, and fmt's

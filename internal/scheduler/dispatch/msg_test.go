@@ -19,7 +19,7 @@ func triggerMsgFmt(adminAddress string, t *trigger, address, trail string, ret p
 	switch {
 	case t.target:
 		reg = "built-in (" + string(t.job.GlueType) + " job)"
-	case t.group.AddressType == xjob.AddressManual || len(t.task.AddressList) > 0:
+	case t.group.addressType == xjob.AddressManual || len(t.task.AddressList) > 0:
 		reg = "manual"
 	}
 	fmt.Fprintf(&b, "Trigger type: %s<br>", t.task.Occurrence.Type)
@@ -54,7 +54,7 @@ func TestTriggerMsgMatchesFormatted(t *testing.T) {
 				addrs: []string{"http://127.0.0.1:9999", "http://127.0.0.1:9998"}, retry: 2}},
 		{name: "manual with admin and trail", admin: "http://admin:8080/xxl-job-admin", address: "http://a:1",
 			trail: "route trail <b>x</b>", ret: protocol.ReturnT{Code: 500, Msg: "boom, ünïcode\n"},
-			tr: trigger{job: job, group: xjob.Group{AddressType: xjob.AddressManual},
+			tr: trigger{job: job, group: groupOf(xjob.Group{AddressType: xjob.AddressManual}),
 				task: fire.DispatchTask{Occurrence: fire.Occurrence{Type: xjob.TriggerManual}}, retry: -1}},
 		{name: "target", ret: protocol.ReturnT{Code: 200, Msg: strings.Repeat("m", 20000)},
 			tr: trigger{job: triggerJob{GlueType: xjob.GlueHTTP, TimeoutSeconds: -5}, target: true,
