@@ -122,7 +122,7 @@ func PrintComparison(w io.Writer, rs []*Result) {
 	row("---", "---", "---", "---", "---")
 	for _, c := range rs {
 		b, ok := base[c.Scenario]
-		if !ok || c.Target != TargetCandidate {
+		if !ok || c.Target == TargetBaseline {
 			continue
 		}
 		for _, fig := range comparedFigures {

@@ -60,6 +60,10 @@ type Env struct {
 	// NoResultLag leaves out the AWS cost runs' result lag (ResultLag:
 	// the admin API's reads of a sample of results while the window runs).
 	NoResultLag bool
+	// ChildEnv is added to the environment of every `xjob local` the
+	// local scenarios start (a variant target: the candidate binary under
+	// another GOGC, say).
+	ChildEnv []string
 }
 
 func (e *Env) logf(format string, args ...any) {
@@ -617,6 +621,8 @@ func (e *Env) fileTag() string {
 const (
 	TargetCandidate = "candidate"
 	TargetBaseline  = "baseline"
+	// TargetVariant is the candidate binary run with Env.ChildEnv.
+	TargetVariant = "variant"
 )
 
 // startXjobs starts n `xjob local` processes on one file, each with its
@@ -635,7 +641,7 @@ func startXjobs(ctx context.Context, env *Env, dir, db string, n int, timeout ti
 			return nil, err
 		}
 		xs[i] = NewXjob(XjobSpec{Bin: env.Bin, DB: db, Listen: addr, Token: "bench-admin-token", Shards: env.Shards,
-			LogPath: filepath.Join(dir, fmt.Sprintf("xjob-%d.log", i)), Pprof: pp})
+			LogPath: filepath.Join(dir, fmt.Sprintf("xjob-%d.log", i)), Pprof: pp, Env: env.ChildEnv})
 		if err := xs[i].Start(ctx, timeout); err != nil {
 			stopAll(xs)
 			return nil, err

@@ -49,6 +49,7 @@ func run() int {
 	profileBurst := fs.Bool("profile-burst", true, "CPU-profile the burst (through xjob's --pprof-listen)")
 	baselineBin := fs.String("baseline-bin", "", "also run every scenario against this xjob binary, before the candidate, and print both side by side")
 	baselineRev := fs.String("baseline-rev", "auto", "like --baseline-bin, building cmd/xjob at this git revision (git archive into a temporary directory); auto: the merge base of HEAD with the last release tag v*, or with main before the first; none: no baseline")
+	variant := fs.String("variant", "", "also run every local scenario against the candidate binary with these KEY=VALUE environment settings (comma-separated, e.g. GOGC=200), after the candidate: a third target, compared to the baseline as the candidate is")
 	shards := fs.Int("shards", 16, "scan shards")
 	out := fs.String("out", "bench/results", "directory of the JSON results and profiles")
 	root := fs.String("root", ".", "module root (where cmd/xjob is)")
@@ -138,6 +139,18 @@ func run() int {
 		return 1
 	}
 	targets = append(targets, c)
+	if *variant != "" {
+		v := c
+		v.Target, v.Label = harness.TargetVariant, c.Label+" "+*variant
+		v.ChildEnv = strings.Split(*variant, ",")
+		for _, kv := range v.ChildEnv {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				fmt.Fprintf(os.Stderr, "xjobbench: --variant: %q is not KEY=VALUE\n", kv)
+				return 2
+			}
+		}
+		targets = append(targets, v)
+	}
 
 	var rs []*harness.Result
 	failed := false
