@@ -658,6 +658,14 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 	// calls, and keeps that slot while this batch has calls left, so a
 	// batch never has more goroutines than slots it holds (the claimed
 	// chunks of a second all run at once and share the lane's slots).
+	// Each call's context names its group (see call), made here once per
+	// run of calls of one group: a worker often takes only a few calls of
+	// a chunk, so a context kept per worker was made again by most.
+	ctxs := make([]context.Context, len(call))
+	app := appContext{parent: ctx}
+	for i, pl := range call {
+		ctxs[i] = app.of(pl.t.group.appName)
+	}
 	var (
 		wg   sync.WaitGroup
 		next atomic.Int64
@@ -671,13 +679,12 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 		}
 		wg.Go(func() {
 			defer func() { <-calls }()
-			app := appContext{parent: ctx}
 			for {
 				i := next.Add(1) - 1
 				if i >= n {
 					return
 				}
-				d.call(app.of(call[i].t.group.appName), call[i])
+				d.call(ctxs[i], call[i])
 			}
 		})
 	}
@@ -891,9 +898,9 @@ func (d *Dispatcher) call(ctx context.Context, pl *pendingLog) {
 }
 
 // appContext is parent carrying an appname (protocol.WithAppName), kept
-// for the next call of the same group: a worker calls a chunk's triggers
-// in turn, mostly of one group, and a context a trigger (two allocations)
-// was 2 of the 30-odd allocations a trigger.
+// for the next trigger of the same group: a chunk's triggers are mostly
+// of one group, and a context a trigger (two allocations) was 2 of the
+// 30-odd allocations a trigger.
 type appContext struct {
 	parent context.Context
 	app    string

@@ -2,13 +2,16 @@ package dispatch_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/protocol"
 )
 
@@ -48,5 +51,48 @@ func TestDispatchXxlJob35Executor(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) != 3 || seen[0] != "/beat" || seen[1] != "/run" || seen[2] != "/trigger" {
 		t.Fatalf("executor saw %v, want /beat /run /trigger", seen)
+	}
+}
+
+// A batch of triggers of several groups, interleaved, sends each /run
+// with its own group's appname: the context that carries it is reused
+// from one trigger to the next of the same group only.
+func TestDispatchManyNamesEachGroup(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var mu sync.Mutex
+	got := map[string][]string{} // handler -> appnames seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p protocol.TriggerParam
+		_ = json.NewDecoder(r.Body).Decode(&p)
+		mu.Lock()
+		got[p.ExecutorHandler] = append(got[p.ExecutorHandler], r.Header.Get(protocol.AppNameHeader))
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{"code":200}`)
+	}))
+	t.Cleanup(srv.Close)
+	var tasks []fire.DispatchTask
+	apps := []string{"app-a", "app-b", "app-a", "app-c", "app-c", "app-b"}
+	for i, app := range apps {
+		g, err := e.db.GroupInsert(context.Background(), xjob.Group{AppName: app, Title: app,
+			AddressType: xjob.AddressManual, AddressList: []string{srv.URL}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := e.job(t, g, func(j *xjob.Job) { j.Handler = "h" + strconv.Itoa(i) })
+		tasks = append(tasks, cronTask(j))
+	}
+	_, errs := e.d.DispatchMany(context.Background(), tasks)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("task %d: %v", i, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, app := range apps {
+		if seen := got["h"+strconv.Itoa(i)]; len(seen) != 1 || seen[0] != app {
+			t.Errorf("job %d of %s: /run carried appnames %q", i, app, seen)
+		}
 	}
 }
