@@ -76,7 +76,8 @@ FUZZ_TARGETS := .:FuzzJobJSON .:FuzzAddress ./internal/fire:FuzzRingBucket ./pkg
 	.:FuzzDeclaration ./internal/cli:FuzzParseManifest ./internal/xxlimport:FuzzMap ./internal/xxlimport:FuzzTriggerType ./pkg/schedule:FuzzParseOnce ./pkg/schedule:FuzzParseFixDelay \
 	./deploy:FuzzDockerfile ./internal/web/clientip:FuzzXForwardedFor ./pkg/protocol:FuzzDecodeCallbacks ./internal/adapter/dynamostore:FuzzOccurrenceFireTime ./internal/adapter/dynamostore:FuzzPageBody \
 	./internal/adapter/mysqlstore:FuzzParseURL ./internal/target:FuzzParse ./internal/target:FuzzParseAWS \
-	./internal/adapter/execclient:FuzzTriggerParamJSON ./internal/web/executorapi:FuzzPlainCallbacks ./internal/adapter/execclient:FuzzReadReply ./internal/adapter/execclient:FuzzQuickHead ./internal/app/local:FuzzParseMemoryLimit
+	./internal/adapter/execclient:FuzzTriggerParamJSON ./internal/web/executorapi:FuzzPlainCallbacks ./internal/adapter/execclient:FuzzReadReply ./internal/adapter/execclient:FuzzQuickHead ./internal/app/local:FuzzParseMemoryLimit \
+	./pkg/protocol:FuzzPlainCallbacksMatchJSON
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 20s) each

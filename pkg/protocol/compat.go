@@ -24,7 +24,10 @@ func DecodeCallbacks(body []byte) ([]HandleCallbackParam, error) {
 	var items []HandleCallbackParam
 	switch b := bytes.TrimLeft(body, " \t\r\n"); {
 	case len(b) > 0 && b[0] == '[':
-		if err := json.Unmarshal(b, &items); err != nil {
+		// The plain body most executors send is read by hand (plain.go).
+		if plain, ok := decodePlainCallbacks(b); ok {
+			items = plain
+		} else if err := json.Unmarshal(b, &items); err != nil {
 			return nil, fmt.Errorf("callback array: %w", err)
 		}
 	case len(b) > 0 && b[0] == '{':
