@@ -546,16 +546,25 @@ type Merged[R any] struct {
 // occurrences share one hand-off (one dispatch batch, chunked), and its
 // records are acknowledged (or retried) together once it has fired. Serve
 // and the AWS ring function both merge this way.
+//
+// Each second's items are counted first and copied into one array of that
+// size: appended bucket by bucket, a second of 10,000 items outgrew its
+// array a dozen times.
 func MergeBySecond[R any](recs []R, bucket func(R) fire.RingBucket) []Merged[R] {
 	var out []Merged[R]
 	at := map[int64]int{}
+	size := map[int64]int{}
+	for _, r := range recs {
+		size[bucket(r).Second] += len(bucket(r).Items)
+	}
 	for _, r := range recs {
 		b := bucket(r)
 		i, ok := at[b.Second]
 		if !ok {
 			i = len(out)
 			at[b.Second] = i
-			out = append(out, Merged[R]{Bucket: fire.RingBucket{Shard: b.Shard, Second: b.Second}})
+			out = append(out, Merged[R]{Bucket: fire.RingBucket{Shard: b.Shard, Second: b.Second,
+				Items: make([]fire.RingItem, 0, size[b.Second])}})
 		}
 		m := &out[i]
 		m.Bucket.Items = append(m.Bucket.Items, b.Items...)
