@@ -155,7 +155,8 @@ func New(cfg Config) (*Dispatcher, error) {
 
 // Outcome says what happened to one task.
 type Outcome struct {
-	// Logs are the logs created or taken over (one per broadcast shard).
+	// Logs are the logs created or taken over (one per broadcast shard);
+	// the lane sink's batches, which never read them, leave them out.
 	Logs []xjob.Log
 	// Duplicates counts shards that were already triggered.
 	Duplicates int
@@ -191,6 +192,9 @@ func (d *Dispatcher) DispatchMany(ctx context.Context, tasks []fire.DispatchTask
 type Batch struct {
 	d     *Dispatcher
 	tasks []batchTask
+	// noLogs leaves Outcome.Logs empty: a caller that never reads them
+	// (the lane sink) saves a copy of every log, 224 bytes a trigger.
+	noLogs bool
 }
 
 // batchTask is one task's state after Load: done with (out, err) when
@@ -429,12 +433,13 @@ func (b *Batch) Run(ctx context.Context, idx []int, calls chan struct{}) ([]Outc
 // their ClaimUntil, and the next delivery of the occurrence takes them
 // over then (late by the claim TTL, never twice).
 type Claimed struct {
-	d    *Dispatcher
-	outs []Outcome
-	errs []error
-	logs []*pendingLog
-	call []*pendingLog // claimed by this Run: to call and record
-	now  int64
+	d      *Dispatcher
+	noLogs bool // Batch.noLogs
+	outs   []Outcome
+	errs   []error
+	logs   []*pendingLog
+	call   []*pendingLog // claimed by this Run: to call and record
+	now    int64
 }
 
 // Claim routes the tasks idx of b and claims their logs in one
@@ -443,7 +448,7 @@ type Claimed struct {
 // when its executor is called), and its claim runs ClaimTTL from there.
 func (b *Batch) Claim(ctx context.Context, idx []int) *Claimed {
 	d := b.d
-	c := &Claimed{d: d, outs: make([]Outcome, len(idx)), errs: make([]error, len(idx)), now: clock.Millis(d.cfg.Clock)}
+	c := &Claimed{d: d, noLogs: b.noLogs, outs: make([]Outcome, len(idx)), errs: make([]error, len(idx)), now: clock.Millis(d.cfg.Clock)}
 	// The claim's pending logs, in one allocation rather than one a log
 	// (append below never outgrows it: n counts them first).
 	n := 0
@@ -555,6 +560,7 @@ func (c *Claimed) Run(ctx context.Context, calls chan struct{}) ([]Outcome, []er
 			c.errs[pl.k] = errors.Join(c.errs[pl.k], pl.err)
 		case pl.duplicate:
 			out.Duplicates++
+		case c.noLogs:
 		case pl.recorded && out.Logs == nil:
 			if logs == nil {
 				logs = make([]xjob.Log, len(c.logs))

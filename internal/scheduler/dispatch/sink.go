@@ -190,6 +190,7 @@ func (s *LaneSink) Prepare(ctx context.Context, lane fire.Lane, tasks []fire.Dis
 	}
 	base := s.baseOf(ctx)
 	batch := s.disp.LoadKnown(base, tasks, jobs)
+	batch.noLogs = true // settle reads errors and drops only
 	// Claims ahead stop when the instant comes: from then on the claimed
 	// chunks' calls must start, and the rest is claimed as Deliver claims,
 	// chunk by chunk beside the calls. A hand-off whose instant is past
@@ -255,6 +256,7 @@ func (s *LaneSink) deliver(ctx context.Context, lane fire.Lane, tasks []fire.Dis
 	}
 	if batch == nil {
 		batch = s.disp.Load(base, tasks)
+		batch.noLogs = true
 	}
 	start := 0
 	if claimed != nil {
