@@ -125,12 +125,16 @@ func PrintComparison(w io.Writer, rs []*Result) {
 		if !ok || c.Target == TargetBaseline {
 			continue
 		}
+		name := c.Scenario
+		if c.Target != TargetCandidate {
+			name += " (" + c.Target + ")" // a --variant's rows
+		}
 		for _, fig := range comparedFigures {
 			bv, cv := fig.get(b), fig.get(c)
 			if bv == 0 && cv == 0 && fig.skipZero {
 				continue
 			}
-			row(c.Scenario, fig.name, fig.format(bv), fig.format(cv), ratio(bv, cv, fig.count))
+			row(name, fig.name, fig.format(bv), fig.format(cv), ratio(bv, cv, fig.count))
 		}
 	}
 	_ = tw.Flush()
