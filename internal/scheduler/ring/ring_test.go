@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -498,5 +499,51 @@ func markSlow(t *testing.T, db *sqlitestore.DB, j xjob.Job) {
 		if err := db.JobRecordSlow(context.Background(), j.ID, t0.UnixMilli()/60000); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// One instant's fast and slow jobs, interleaved in the bucket, reach each
+// lane in the bucket's order, and a sink that appends to the fast lane's
+// tasks cannot write over the slow lane's (they share one array).
+func TestFireSplitsAnInstantInOrder(t *testing.T) {
+	t.Parallel()
+	sink := newChanSink(false)
+	db, clk, r := setupSink(t, sink)
+	at := t0.Add(time.Second).UnixMilli()
+	var items []fire.RingItem
+	var wantFast, wantSlow []int64
+	for i := range 6 {
+		j := addJob(t, db)
+		if i%2 == 1 {
+			markSlow(t, db, j)
+			wantSlow = append(wantSlow, j.ID)
+		} else {
+			wantFast = append(wantFast, j.ID)
+		}
+		items = append(items, fire.RingItem{JobID: j.ID, FireTime: at, Revision: j.Revision})
+	}
+	clk.Set(time.UnixMilli(at))
+	st, err := r.Fire(context.Background(), fire.RingBucket{Second: at / 1000, Items: items})
+	if err != nil || st.Fired != 6 {
+		t.Fatalf("Fire = %+v, %v; want 6 fired", st, err)
+	}
+	got := map[fire.Lane][]fire.DispatchTask{}
+	for range 2 {
+		d := sink.next(t)
+		got[d.lane] = d.tasks
+	}
+	ids := func(ts []fire.DispatchTask) []int64 {
+		var out []int64
+		for _, task := range ts {
+			out = append(out, task.Occurrence.JobID)
+		}
+		return out
+	}
+	if !slices.Equal(ids(got[fire.LaneFast]), wantFast) || !slices.Equal(ids(got[fire.LaneSlow]), wantSlow) {
+		t.Fatalf("fast %v, slow %v; want %v and %v", ids(got[fire.LaneFast]), ids(got[fire.LaneSlow]), wantFast, wantSlow)
+	}
+	_ = append(got[fire.LaneFast], fire.DispatchTask{Occurrence: fire.Occurrence{JobID: -1}})
+	if !slices.Equal(ids(got[fire.LaneSlow]), wantSlow) {
+		t.Fatalf("appending to the fast lane's tasks changed the slow lane's: %v", ids(got[fire.LaneSlow]))
 	}
 }
