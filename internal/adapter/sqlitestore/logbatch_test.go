@@ -33,21 +33,21 @@ func newLogs(t *testing.T, db *DB, n int, at int64) []xjob.Log {
 	return logs
 }
 
-// The batched results write exactly what the statement-per-log path
-// writes, byte for byte (quotes, backslashes, control characters,
-// non-ASCII), and decide winners the same way: the first result for a log
-// wins, a later one in the same batch or after is a conflict, an unknown
-// id is not found. Strings JSON cannot carry intact take the per-log path.
-func TestLogBatchesMatchPerLogPath(t *testing.T) {
+// The batched statements write exactly what they are given, byte for
+// byte (quotes, backslashes, control characters, non-ASCII, invalid
+// UTF-8, NUL), return the logs as stored, and decide winners as one by
+// one would: the first result for a log wins, a later one in the same
+// batch or after is a conflict, an unknown id is not found.
+func TestLogBatchesRecordExactly(t *testing.T) {
 	t.Parallel()
 	msgs := []string{"ok", `a "quoted" \ back\slash`, "tab\tnew\nline\x01\x1f", "Ωmega ✓ 日本", "", "<br>&amp;"}
 	tests := []struct {
 		name string
 		msg  func(i int) string
 	}{
-		{"json-safe strings: one batch", func(i int) string { return msgs[i%len(msgs)] }},
-		{"invalid UTF-8: per log", func(i int) string { return "bad\xff" + msgs[i%len(msgs)] }},
-		{"NUL: per log", func(i int) string { return "nul\x00" + msgs[i%len(msgs)] }},
+		{"plain strings", func(i int) string { return msgs[i%len(msgs)] }},
+		{"invalid UTF-8", func(i int) string { return "bad\xff" + msgs[i%len(msgs)] }},
+		{"NUL", func(i int) string { return "nul\x00" + msgs[i%len(msgs)] }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,8 +121,15 @@ func TestLogBatchesMatchPerLogPath(t *testing.T) {
 func TestLogBatchPlansUseTheKey(t *testing.T) {
 	t.Parallel()
 	db := setup(t, Options{})
-	for _, q := range []string{sqlLogFinishBatch, sqlLogsByIDs} {
-		joined := strings.Join(queryPlan(t, db, q, "[1,2]"), "; ")
+	for _, c := range []struct {
+		q    string
+		args []any
+	}{
+		{sqlLogFinishRows(2), []any{1, 1, 200, "", 2, 1, 200, ""}},
+		{sqlLogIDsIn, []any{"[1,2]"}},
+	} {
+		q := c.q
+		joined := strings.Join(queryPlan(t, db, q, c.args...), "; ")
 		if strings.Contains(joined, "SCAN logs") || !strings.Contains(joined, "logs USING INTEGER PRIMARY KEY") {
 			t.Errorf("%s\nplan: %s", firstLine(q), joined)
 		}
