@@ -43,7 +43,7 @@ type writeStmts struct {
 type readStmts struct {
 	jobGet, jobGetMany, jobsDue *sql.Stmt
 	jobVersions                 *sql.Stmt
-	logGet, logGetMany          *sql.Stmt
+	logGet, logGetMany, logJobs *sql.Stmt
 	groupGet                    *sql.Stmt
 	registryList, registryByKey *sql.Stmt
 	leaseGet, reportList        *sql.Stmt
@@ -168,6 +168,7 @@ func (s *readStmts) defs() []stmtDef {
 		{&s.logGet, `SELECT ` + logColumns + ` FROM logs WHERE id = ?`},
 		{&s.logGetMany, `SELECT ` + logColumns + ` FROM logs
 			WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`},
+		{&s.logJobs, sqlLogJobs},
 		{&s.groupGet, `SELECT ` + groupColumns + ` FROM groups WHERE id = ?`},
 		{&s.registryList, `SELECT grp, key, value, updated_at FROM registry WHERE updated_at >= ?
 			ORDER BY grp, key, value`},

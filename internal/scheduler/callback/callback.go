@@ -214,9 +214,25 @@ func (s *Service) logRejected(ctx context.Context, items []protocol.HandleCallba
 		slog.Any("logIds", sample), slog.String("reasons", b.String()))
 }
 
+// LogJobser is what a store may offer the callback in place of reading
+// the logs whole and then their jobs (sqlitestore does): the job id of
+// each log among logIDs that exists, and those jobs that exist, read
+// together. Their slow-dispatch counters may be stale; nothing here reads
+// them.
+type LogJobser interface {
+	LogJobs(ctx context.Context, logIDs []int64) (jobOf map[int64]int64, jobs []xjob.Job, err error)
+}
+
 // callbackMany records the items of a Callback that passed validation
 // (errs[i] nil); ids are their log ids. ats, when not nil, are the items'
 // handle times (default: now).
+//
+// Before recording, it needs each log's job id (a success's message
+// names the job's children) and, for successes, the job (to complete
+// them): from LogJobs when the store has it, else from the logs read
+// whole and JobGetMany. Whether a result is recorded — a repeat, a late
+// result, a log another path finished — is decided by LogFinishMany's
+// condition alone.
 func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallbackParam, errs []error, ids []int64, ats []int64) {
 	fail := func(err error) {
 		for i := range items {
@@ -225,14 +241,39 @@ func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallb
 			}
 		}
 	}
-	logs, err := s.cfg.Store.LogGetMany(ctx, ids)
-	if err != nil {
-		fail(fmt.Errorf("callback log get: %w", err))
-		return
-	}
-	byID := make(map[int64]xjob.Log, len(logs))
-	for _, l := range logs {
-		byID[l.ID] = l
+	var jobOf map[int64]int64
+	var jobs map[int64]*jobRef
+	if lj, ok := s.cfg.Store.(LogJobser); ok {
+		var found []xjob.Job
+		var err error
+		if jobOf, found, err = lj.LogJobs(ctx, ids); err != nil {
+			fail(fmt.Errorf("callback log jobs: %w", err))
+			return
+		}
+		jobs = make(map[int64]*jobRef, len(found))
+		for _, j := range found {
+			jobs[j.ID] = &jobRef{loaded: true, found: true, job: j}
+		}
+	} else {
+		logs, err := s.cfg.Store.LogGetMany(ctx, ids)
+		if err != nil {
+			fail(fmt.Errorf("callback log get: %w", err))
+			return
+		}
+		jobOf = make(map[int64]int64, len(logs))
+		handled := map[int64]bool{}
+		for _, l := range logs {
+			if l.Handled() {
+				handled[l.ID] = true // a cheap early answer
+				continue
+			}
+			jobOf[l.ID] = l.JobID
+		}
+		for i, it := range items {
+			if errs[i] == nil && handled[it.LogID] {
+				errs[i] = ErrRepeatCallback
+			}
+		}
 	}
 	var reqs []finishReq
 	var at []int // at[k] is the item of reqs[k]
@@ -240,22 +281,18 @@ func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallb
 		if errs[i] != nil {
 			continue
 		}
-		l, ok := byID[it.LogID]
-		switch {
-		case !ok:
+		jobID, ok := jobOf[it.LogID]
+		if !ok {
 			errs[i] = ErrLogNotFound
-		case l.Handled():
-			// A cheap early answer; correctness rests on LogFinishMany's condition.
-			errs[i] = ErrRepeatCallback
-		default:
-			r := finishReq{log: l, code: it.HandleCode, msg: it.HandleMsg}
-			if ats != nil {
-				r.at = ats[i]
-			}
-			reqs, at = append(reqs, r), append(at, i)
+			continue
 		}
+		r := finishReq{log: xjob.Log{ID: it.LogID, JobID: jobID}, code: it.HandleCode, msg: it.HandleMsg}
+		if ats != nil {
+			r.at = ats[i]
+		}
+		reqs, at = append(reqs, r), append(at, i)
 	}
-	for k, r := range s.finishMany(ctx, reqs) {
+	for k, r := range s.finishMany(ctx, reqs, jobs) {
 		errs[at[k]] = r.Err
 	}
 }
@@ -269,11 +306,11 @@ type finishReq struct {
 }
 
 // finishMany records the results of reqs in one LogFinishMany (after one
-// JobGetMany for the child summaries of successes), counts them in the
-// report once per day, and completes each recorded log. The k-th result is
-// reqs[k]'s: the finished log, or ErrRepeatCallback, ErrLogNotFound or a
-// store error.
-func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.LogFinished {
+// JobGetMany for the child summaries of successes, unless read holds the
+// jobs already), counts them in the report once per day, and completes
+// each recorded log. The k-th result is reqs[k]'s: the finished log, or
+// ErrRepeatCallback, ErrLogNotFound or a store error.
+func (s *Service) finishMany(ctx context.Context, reqs []finishReq, read map[int64]*jobRef) []driver.LogFinished {
 	out := make([]driver.LogFinished, len(reqs))
 	if len(reqs) == 0 {
 		return out
@@ -291,7 +328,19 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.Log
 		}
 	}
 	jobs := map[int64]*jobRef{}
-	if len(jobIDs) > 0 {
+	switch {
+	case len(jobIDs) > 0 && read != nil:
+		// Only successes are completed with the job read before the
+		// write; a failure reads its job when it completes (it may first
+		// wait for its trigger to be recorded).
+		for _, id := range jobIDs {
+			if jr := read[id]; jr != nil {
+				jobs[id] = jr
+			} else {
+				jobs[id] = &jobRef{loaded: true}
+			}
+		}
+	case len(jobIDs) > 0:
 		slices.Sort(jobIDs)
 		jobIDs = slices.Compact(jobIDs)
 		found, err := s.cfg.Store.JobGetMany(ctx, jobIDs)
@@ -369,6 +418,9 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.Log
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, s.cfg.Parallel)
 	for _, k := range done {
+		if idle(out[k].Log, jobs[out[k].Log.JobID]) {
+			continue // most of a steady second's results: no goroutine for nothing
+		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -385,6 +437,21 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq) []driver.Log
 	return out
 }
 
+// idle reports whether completing l with its job as jr would do nothing:
+// a success whose job is read and is gone, or has no children, no fixed
+// delay to plan and no one-time run to end. It follows complete's three
+// steps: triggerChildren, rescheduleFixDelay and afterCompletion.
+func idle(l xjob.Log, jr *jobRef) bool {
+	if !l.Handled() || l.HandleCode != xjob.CodeSuccess || jr == nil || !jr.loaded {
+		return false
+	}
+	if !jr.found {
+		return true
+	}
+	j := &jr.job
+	return len(j.ChildJobIDs) == 0 && j.ScheduleType != xjob.ScheduleFixDelay && j.ScheduleType != xjob.ScheduleOnce
+}
+
 // Finish records result code/msg for l (a log as read from the store) if no
 // result is recorded yet, counts it in the report, and completes it. It is
 // the entry for every path that ends a running log: executor callback,
@@ -394,7 +461,7 @@ func (s *Service) Finish(ctx context.Context, l xjob.Log, code int, msg string) 
 	if code == xjob.CodeNone {
 		return xjob.Log{}, &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "handleCode", Message: "must not be 0"}}}
 	}
-	r := s.finishMany(ctx, []finishReq{{log: l, code: code, msg: msg}})[0]
+	r := s.finishMany(ctx, []finishReq{{log: l, code: code, msg: msg}}, nil)[0]
 	return r.Log, r.Err
 }
 
