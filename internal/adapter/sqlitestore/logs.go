@@ -270,7 +270,6 @@ func (db *DB) LogFinishMany(ctx context.Context, ps []driver.LogFinishParams) ([
 	}
 	out := make([]driver.LogFinished, len(ps))
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
-		clear(out) // a retried transaction starts over
 		return db.logFinishBatch(ctx, ps, out)
 	})
 	if err != nil {

@@ -148,10 +148,11 @@ func New(cfg Config) (*Service, error) {
 //
 // The batch is one unit of durable work (an executor's batch holds
 // everything it finished since its last callback, up to thousands): its
-// logs are read in one LogGetMany, their jobs in one JobGetMany, every
-// result is recorded in one LogFinishMany, the report counters once per
-// day; then each recorded log is completed (children, retry, alarm), at
-// most Config.Parallel at once. A repeat of a log id within the batch is
+// logs' job ids and jobs are read once (one LogJobs, or one LogGetMany
+// and one JobGetMany), every result is recorded in one LogFinishMany, the
+// report counters once per day; then each recorded log that has anything
+// left to do is completed (children, retry, alarm), at most
+// Config.Parallel at once. A repeat of a log id within the batch is
 // recorded after the first, so the first result in the batch wins as it
 // would one by one.
 func (s *Service) Callback(ctx context.Context, items []protocol.HandleCallbackParam) []error {

@@ -26,9 +26,10 @@
 //
 // # Why this is safe under duplicates and crashes
 //
-// A callback request is one unit of durable work: its logs and jobs are
-// read once (LogGetMany, JobGetMany) and its results recorded in one
-// LogFinishMany, each item still conditional on its own log.
+// A callback request is one unit of durable work: its logs' jobs are read
+// once (LogJobs, or LogGetMany and JobGetMany) and its results recorded in
+// one LogFinishMany, each item still conditional on its own log: that
+// condition alone decides whether a result is recorded.
 //
 // Only the caller whose LogFinish wins the conditional write goes on to
 // trigger children, so duplicate or concurrent callbacks have one effect.

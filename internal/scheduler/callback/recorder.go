@@ -147,8 +147,8 @@ func validItem(it protocol.HandleCallbackParam) error {
 	return nil
 }
 
-// Apply records the results of many recorded requests at once: one
-// LogGetMany, one JobGetMany and one LogFinishMany over all their items
+// Apply records the results of many recorded requests at once: one read
+// of their logs' jobs (as Callback) and one LogFinishMany over all their items
 // (so a log page is written once per Apply however many requests named
 // it), each result with the handle time of its arrival, then completes
 // the logs recorded. It returns, per recorded request, whether it must be
