@@ -130,6 +130,8 @@ func (c *Config) applyDefaults() {
 // once is a conditional write in the store.
 type Service struct {
 	cfg Config
+	// logJobs is the store's LogJobs, found through its wrappers, or nil.
+	logJobs LogJobser
 }
 
 // New validates cfg and returns a Service.
@@ -138,7 +140,25 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	cfg.applyDefaults()
-	return &Service{cfg: cfg}, nil
+	return &Service{cfg: cfg, logJobs: logJobserOf(cfg.Store)}, nil
+}
+
+// logJobserOf returns st's LogJobs, looking through wrappers that expose
+// the store they wrap with Unwrap (local mode's report batcher wraps the
+// SQLite store, and an embedded interface does not carry the methods
+// beyond it), or nil when no store in the chain has it.
+func logJobserOf(st driver.Store) LogJobser {
+	for st != nil {
+		if lj, ok := st.(LogJobser); ok {
+			return lj
+		}
+		u, ok := st.(interface{ Unwrap() driver.Store })
+		if !ok {
+			return nil
+		}
+		st = u.Unwrap()
+	}
+	return nil
 }
 
 // Callback records a batch of executor results (the body of POST
@@ -244,10 +264,10 @@ func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallb
 	}
 	var jobOf map[int64]int64
 	var jobs map[int64]*jobRef
-	if lj, ok := s.cfg.Store.(LogJobser); ok {
+	if s.logJobs != nil {
 		var found []xjob.Job
 		var err error
-		if jobOf, found, err = lj.LogJobs(ctx, ids); err != nil {
+		if jobOf, found, err = s.logJobs.LogJobs(ctx, ids); err != nil {
 			fail(fmt.Errorf("callback log jobs: %w", err))
 			return
 		}

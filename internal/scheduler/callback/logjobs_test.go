@@ -1,8 +1,10 @@
 package callback_test
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/xjobdev/xjob"
@@ -12,11 +14,27 @@ import (
 )
 
 // plainStore is the SQLite store without its LogJobs: what the callback
-// sees of a store that does not offer it (the other stores).
-type plainStore struct{ driver.Store }
+// sees of a store that does not offer it (the other stores). It counts
+// the whole-log reads.
+type plainStore struct {
+	driver.Store
+	reads *atomic.Int64
+}
 
-// Both ways of reading before the write — LogJobs, and the logs read
-// whole then JobGetMany — give every item the same outcome: a success
+func (s plainStore) LogGetMany(ctx context.Context, ids []int64) ([]xjob.Log, error) {
+	s.reads.Add(1)
+	return s.Store.LogGetMany(ctx, ids)
+}
+
+// wrappedStore hides the store's LogJobs as local mode's report batcher
+// does, and gives it back through Unwrap.
+type wrappedStore struct{ plainStore }
+
+func (s wrappedStore) Unwrap() driver.Store { return s.plainStore.Store }
+
+// Both ways of reading before the write — LogJobs (found on the store or
+// through a wrapper's Unwrap), and the logs read whole then JobGetMany —
+// give every item the same outcome: a success
 // recorded with its job's child summary and its children triggered, a
 // failure recorded, a repeat in the batch and a log already finished
 // answered as repeats, an unknown id as not found, a log whose job was
@@ -25,19 +43,21 @@ func TestCallbackReadPathsAgree(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		store func(e *env) driver.Store
+		store func(e *env, reads *atomic.Int64) driver.Store
+		reads bool // whether the logs are read whole
 	}{
-		{"LogJobs", func(e *env) driver.Store { return e.db }},
-		{"LogGetMany and JobGetMany", func(e *env) driver.Store { return plainStore{e.db} }},
+		{"LogJobs", func(e *env, reads *atomic.Int64) driver.Store { return e.db }, false},
+		{"LogJobs through Unwrap", func(e *env, reads *atomic.Int64) driver.Store {
+			return wrappedStore{plainStore{e.db, reads}}
+		}, false},
+		{"LogGetMany and JobGetMany", func(e *env, reads *atomic.Int64) driver.Store { return plainStore{e.db, reads} }, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
-			st := tc.store(e)
-			if _, ok := st.(callback.LogJobser); ok != (tc.name == "LogJobs") {
-				t.Fatalf("store offers LogJobs: %v", ok)
-			}
+			var reads atomic.Int64
+			st := tc.store(e, &reads)
 			svc, err := callback.New(callback.Config{Store: st, Queues: e.db, Alarmer: e.alarm, Clock: e.clk})
 			if err != nil {
 				t.Fatal(err)
@@ -82,6 +102,9 @@ func TestCallbackReadPathsAgree(t *testing.T) {
 			}
 			if got := e.get(orphan.ID); got.HandleCode != 200 || got.HandleMsg != "alone" {
 				t.Errorf("orphan stored as %d %q", got.HandleCode, got.HandleMsg)
+			}
+			if got := reads.Load() > 0; got != tc.reads {
+				t.Errorf("logs read whole: %v, want %v", got, tc.reads)
 			}
 			tasks := e.tasks()
 			if len(tasks) != 1 || tasks[0].Occurrence.JobID != child.ID || tasks[0].Occurrence.Type != xjob.TriggerParent {

@@ -284,6 +284,11 @@ type batchedStore struct {
 	b *Batcher
 }
 
+// Unwrap returns the store s batches the counters of, so that a caller
+// can find a method that store has beyond driver.Store (the callback's
+// LogJobs): an embedded interface carries only the interface's methods.
+func (s batchedStore) Unwrap() driver.Store { return s.Store }
+
 func (s batchedStore) ReportAdd(ctx context.Context, d xjob.ReportDay) error {
 	return s.b.ReportAdd(ctx, d)
 }

@@ -365,3 +365,14 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// The batched store gives back the store it wraps, so that the callback
+// finds the SQLite store's LogJobs behind it.
+func TestStoreUnwraps(t *testing.T) {
+	t.Parallel()
+	db, _, _, b := setup(t, tally.Options{})
+	u, ok := b.Store(db).(interface{ Unwrap() driver.Store })
+	if !ok || u.Unwrap() != driver.Store(db) {
+		t.Fatalf("batched store unwraps: %v", ok)
+	}
+}
