@@ -2,160 +2,142 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
-// Batched results.
+// Batched log updates.
 //
 // A steady second of local mode records one result per trigger. Written
 // as an UPDATE and a read back per log, database/sql's and the driver's
 // per-statement work (binding, a result or rows object, locks) cost as
-// much as SQLite's own. Reading the batch's rows first to decide the
-// winners in Go, then writing them in one UPDATE … FROM jsonb_each, still
-// read every row twice (SQLite's JSON functions and the read back cost as
-// much as the write). Here the UPDATE itself decides: each result is a
-// row of a VALUES list bound as parameters (the shape LogTriggeredMany
-// uses, logcreate.go), the statement's condition handle_code = 0 lets the
-// first result win, and RETURNING hands back each row it wrote as it
-// left it — one statement per chunk of logFinishRows results that both
-// writes and reads, no JSON, no second read. Only the items the
-// statement did not write (a repeat, an unknown id: rare) are looked up
-// again, to tell a conflict from a missing log.
+// much as SQLite's own. Here a batch of results reads the rows it touches
+// in one statement, decides in Go which results win (the writer holds the
+// write transaction, so nothing changes in between), and applies the
+// winners in one UPDATE … FROM jsonb_each: two statements a batch whatever
+// its size. The executors' replies (LogTriggeredMany) batched the same
+// way cost no less CPU (SQLite runs an UPDATE … FROM through a temporary
+// table, and a reply's message is long to carry through JSON); bound as
+// a VALUES list instead, they do (logcreate.go).
 
-// logFinishRows are the row counts of the prepared batched finishes,
-// largest first: a batch takes the largest that fit, then smaller ones,
-// down to one row.
-var logFinishRows = [...]int{128, 32, 8, 2, 1}
+// sqlLogFinishBatch applies results given as a JSON array of
+// [id, handle_time, handle_code, handle_msg].
+const sqlLogFinishBatch = `UPDATE logs SET handle_time = p.value ->> 1,
+	handle_code = p.value ->> 2, handle_msg = p.value ->> 3, version = version + 1
+	FROM jsonb_each(?) AS p WHERE logs.id = p.value ->> 0 AND logs.handle_code = 0`
 
-// logFinishParams is the number of bound parameters a result's row has.
-const logFinishParams = 4
+// sqlLogsByIDs reads the logs among a JSON array of ids, on the writer.
+const sqlLogsByIDs = `SELECT ` + logColumns + ` FROM logs WHERE id IN (SELECT value FROM json_each(?))`
 
-// sqlLogFinishRows records n results given as (id, handle_time,
-// handle_code, handle_msg) rows, each only on a log without a result, and
-// returns the logs it wrote.
-func sqlLogFinishRows(n int) string {
-	row := "(?,?,?,?)"
-	return `UPDATE logs SET handle_time = p.column2, handle_code = p.column3,
-	handle_msg = p.column4, version = version + 1
-	FROM (VALUES ` + strings.Repeat(row+",", n-1) + row + `) AS p
-	WHERE logs.id = p.column1 AND logs.handle_code = 0
-	RETURNING ` + logColumns
+// jsonSafe reports whether s survives a round trip through SQLite's JSON
+// functions byte for byte: valid UTF-8 (encoding would replace the rest)
+// without NUL (SQLite's text functions stop at it). A batch holding any
+// other string takes the statement-per-log path.
+func jsonSafe(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
-// sqlLogIDsIn reads which ids of a JSON array have a log, on the writer.
-const sqlLogIDsIn = `SELECT id FROM logs WHERE id IN (SELECT value FROM json_each(?))`
-
-// logFinishBatch is LogFinishMany's transaction body: out[i] is the log
-// as the result of ps[i] left it, or an error (ErrConflict: a result is
-// recorded, by an earlier item of ps or before; ErrNotFound).
-//
-// A log named twice in ps goes to the statement once, with its first
-// result: a VALUES list naming one log twice would let SQLite pick either
-// row, and the first result in the batch must win as it would one by one.
-func (db *DB) logFinishBatch(ctx context.Context, ps []driver.LogFinishParams, out []driver.LogFinished) error {
-	first := make(map[int64]int, len(ps)) // id → the item that carries it to the statement
-	send := make([]int, 0, len(ps))
-	for i, p := range ps {
-		if _, dup := first[p.ID]; !dup {
-			first[p.ID] = i
-			send = append(send, i)
-		}
-	}
-	won := make([]bool, len(ps))
-	args := make([]any, 0, logFinishParams*min(len(send), logFinishRows[0]))
-	for rest := send; len(rest) > 0; {
-		k, n := len(logFinishRows)-1, 1
-		for j, r := range logFinishRows {
-			if r <= len(rest) {
-				n, k = r, j
-				break
-			}
-		}
-		args = args[:0]
-		for _, i := range rest[:n] {
-			p := ps[i]
-			args = append(args, p.ID, p.HandleTime, p.HandleCode, p.HandleMsg)
-		}
-		if err := db.finishChunk(ctx, db.ws.logFinishN[k], args, ps, first, won, out); err != nil {
-			return err
-		}
-		rest = rest[n:]
-	}
-	var lost []int64
-	for _, i := range send {
-		if !won[i] {
-			lost = append(lost, ps[i].ID)
-		}
-	}
-	exists, err := db.logIDsIn(ctx, lost)
-	if err != nil {
-		return err
-	}
-	for i, p := range ps {
-		f := first[p.ID]
-		switch {
-		case won[i]:
-		case f != i && won[f]:
-			out[i].Err = fmt.Errorf("sqlite log finish %d: %w", p.ID, xjob.ErrConflict)
-		case exists[p.ID]:
-			out[i].Err = fmt.Errorf("sqlite log finish %d: %w", p.ID, xjob.ErrConflict)
+// appendJSONString appends s, valid UTF-8 without NUL, as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		default:
-			out[i].Err = fmt.Errorf("sqlite log finish %d: %w", p.ID, xjob.ErrNotFound)
+			b = append(b, c)
 		}
 	}
-	return nil
+	return append(b, '"')
 }
 
-// finishChunk runs one prepared finish and puts each log it returns in
-// out at the item that sent it.
-func (db *DB) finishChunk(ctx context.Context, stmt *sql.Stmt, args []any, ps []driver.LogFinishParams,
-	first map[int64]int, won []bool, out []driver.LogFinished) error {
-	rows, err := stmt.QueryContext(ctx, args...)
-	if err != nil {
-		return fmt.Errorf("record results: %w", err)
+// appendResult appends [id, handle_time, handle_code, handle_msg] to a
+// JSON array being built.
+func appendResult(b []byte, p driver.LogFinishParams) []byte {
+	if len(b) > 1 {
+		b = append(b, ',')
 	}
-	defer rows.Close()
+	b = append(b, '[')
+	b = strconv.AppendInt(b, p.ID, 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, p.HandleTime, 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(p.HandleCode), 10)
+	b = append(b, ',')
+	b = appendJSONString(b, p.HandleMsg)
+	return append(b, ']')
+}
+
+// finishBatchable reports whether every result of ps can go through the
+// JSON batch.
+func finishBatchable(ps []driver.LogFinishParams) bool {
+	for _, p := range ps {
+		if !jsonSafe(p.HandleMsg) {
+			return false
+		}
+	}
+	return len(ps) > 1
+}
+
+// logFinishBatch is LogFinishMany's transaction body for a batch: out[i]
+// is the log as the result of ps[i] left it, or an error (ErrConflict: a
+// result is recorded, by another item of ps or before; ErrNotFound).
+func (db *DB) logFinishBatch(ctx context.Context, ps []driver.LogFinishParams, out []driver.LogFinished) error {
+	ids := make([]int64, len(ps))
+	for i, p := range ps {
+		ids[i] = p.ID
+	}
+	rows, err := db.ws.logsByIDs.QueryContext(ctx, idsJSON(ids))
+	if err != nil {
+		return fmt.Errorf("read logs: %w", err)
+	}
+	byID := make(map[int64]*xjob.Log, len(ps))
 	for rows.Next() {
 		l, err := scanLog(rows)
 		if err != nil {
-			return fmt.Errorf("record results: %w", err)
+			rows.Close()
+			return fmt.Errorf("read logs: %w", err)
 		}
-		i, ok := first[l.ID]
-		if !ok || won[i] {
-			return fmt.Errorf("record results: log %d written but not asked for once", l.ID)
-		}
-		won[i], out[i].Log = true, l
+		byID[l.ID] = &l
 	}
 	if err := rows.Close(); err != nil {
+		return fmt.Errorf("read logs: %w", err)
+	}
+	b := make([]byte, 0, len(ps)*48)
+	b = append(b, '[')
+	won := int64(0)
+	for i, p := range ps {
+		l, ok := byID[p.ID]
+		switch {
+		case !ok:
+			out[i].Err = fmt.Errorf("sqlite log finish %d: %w", p.ID, xjob.ErrNotFound)
+		case l.HandleCode != xjob.CodeNone:
+			out[i].Err = fmt.Errorf("sqlite log finish %d: %w", p.ID, xjob.ErrConflict)
+		default:
+			// What the UPDATE below writes, so the row need not be read back.
+			l.HandleTime, l.HandleCode, l.HandleMsg, l.Version = p.HandleTime, p.HandleCode, p.HandleMsg, l.Version+1
+			out[i].Log = *l
+			b = appendResult(b, p)
+			won++
+		}
+	}
+	if won == 0 {
+		return nil
+	}
+	n, err := rowsAffected(db.ws.logFinishBatch.ExecContext(ctx, string(append(b, ']'))))
+	if err != nil {
 		return fmt.Errorf("record results: %w", err)
 	}
+	if n != won {
+		return fmt.Errorf("record results: %d rows updated, %d expected", n, won)
+	}
 	return nil
-}
-
-// logIDsIn returns which of ids have a log, inside the write transaction.
-func (db *DB) logIDsIn(ctx context.Context, ids []int64) (map[int64]bool, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	rows, err := db.wc.QueryContext(ctx, sqlLogIDsIn, idsJSON(ids))
-	if err != nil {
-		return nil, fmt.Errorf("read log ids: %w", err)
-	}
-	found, err := scanAll(rows, func(s scanner) (int64, error) {
-		var id int64
-		return id, s.Scan(&id)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read log ids: %w", err)
-	}
-	exists := make(map[int64]bool, len(found))
-	for _, id := range found {
-		exists[id] = true
-	}
-	return exists, nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/fire"
@@ -33,21 +35,21 @@ func newLogs(t *testing.T, db *DB, n int, at int64) []xjob.Log {
 	return logs
 }
 
-// The batched statements write exactly what they are given, byte for
-// byte (quotes, backslashes, control characters, non-ASCII, invalid
-// UTF-8, NUL), return the logs as stored, and decide winners as one by
-// one would: the first result for a log wins, a later one in the same
-// batch or after is a conflict, an unknown id is not found.
-func TestLogBatchesRecordExactly(t *testing.T) {
+// The batched results write exactly what the statement-per-log path
+// writes, byte for byte (quotes, backslashes, control characters,
+// non-ASCII), and decide winners the same way: the first result for a log
+// wins, a later one in the same batch or after is a conflict, an unknown
+// id is not found. Strings JSON cannot carry intact take the per-log path.
+func TestLogBatchesMatchPerLogPath(t *testing.T) {
 	t.Parallel()
 	msgs := []string{"ok", `a "quoted" \ back\slash`, "tab\tnew\nline\x01\x1f", "Ωmega ✓ 日本", "", "<br>&amp;"}
 	tests := []struct {
 		name string
 		msg  func(i int) string
 	}{
-		{"plain strings", func(i int) string { return msgs[i%len(msgs)] }},
-		{"invalid UTF-8", func(i int) string { return "bad\xff" + msgs[i%len(msgs)] }},
-		{"NUL", func(i int) string { return "nul\x00" + msgs[i%len(msgs)] }},
+		{"json-safe strings: one batch", func(i int) string { return msgs[i%len(msgs)] }},
+		{"invalid UTF-8: per log", func(i int) string { return "bad\xff" + msgs[i%len(msgs)] }},
+		{"NUL: per log", func(i int) string { return "nul\x00" + msgs[i%len(msgs)] }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,17 +123,63 @@ func TestLogBatchesRecordExactly(t *testing.T) {
 func TestLogBatchPlansUseTheKey(t *testing.T) {
 	t.Parallel()
 	db := setup(t, Options{})
-	for _, c := range []struct {
-		q    string
-		args []any
-	}{
-		{sqlLogFinishRows(2), []any{1, 1, 200, "", 2, 1, 200, ""}},
-		{sqlLogIDsIn, []any{"[1,2]"}},
-	} {
-		q := c.q
-		joined := strings.Join(queryPlan(t, db, q, c.args...), "; ")
+	for _, q := range []string{sqlLogFinishBatch, sqlLogsByIDs} {
+		joined := strings.Join(queryPlan(t, db, q, "[1,2]"), "; ")
 		if strings.Contains(joined, "SCAN logs") || !strings.Contains(joined, "logs USING INTEGER PRIMARY KEY") {
 			t.Errorf("%s\nplan: %s", firstLine(q), joined)
 		}
 	}
+}
+
+// BenchmarkLogFinishMany records one callback request's 500 successes on
+// logs triggered as dispatch leaves them (the writer's share of
+// BenchmarkCallbackBatch), reporting CPU time per result.
+func BenchmarkLogFinishMany(b *testing.B) {
+	const batch = 500
+	ctx := context.Background()
+	db := setup(b, Options{})
+	fins := make([][]driver.LogFinishParams, b.N)
+	for n := range fins {
+		at := int64(1_800_000_000_000 + n*1000)
+		logs := make([]xjob.Log, batch)
+		for i := range logs {
+			o := fire.Occurrence{JobID: int64(i + 1), Type: xjob.TriggerCron, FireTime: at}
+			logs[i] = xjob.Log{OccurrenceID: o.ID(0), JobID: o.JobID, GroupID: 1, TriggerType: o.Type,
+				ScheduledTime: at, TriggerTime: at, ExecutorHandler: "h", ClaimUntil: at + 30_000}
+		}
+		claims, err := db.LogCreateMany(ctx, logs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		replies := make([]driver.LogTriggeredParams, batch)
+		fins[n] = make([]driver.LogFinishParams, batch)
+		for i, c := range claims {
+			replies[i] = driver.LogTriggeredParams{ID: c.Log.ID, ExecutorAddress: "http://127.0.0.1:9999",
+				TriggerCode: xjob.CodeSuccess, TriggerMsg: "Trigger type: CRON<br>Route strategy: FIRST<br>Run: ok"}
+			fins[n][i] = driver.LogFinishParams{ID: c.Log.ID, HandleTime: at + 5, HandleCode: xjob.CodeSuccess}
+		}
+		if _, err := db.LogTriggeredMany(ctx, replies); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	cpu0 := cpuNow(b)
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		res, err := db.LogFinishMany(ctx, fins[n])
+		if err != nil || res[0].Err != nil {
+			b.Fatal(err, res[0].Err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuNow(b)-cpu0).Nanoseconds())/float64(b.N*batch), "cpu-ns/result")
+}
+
+// cpuNow is the process's user and system CPU time so far.
+func cpuNow(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

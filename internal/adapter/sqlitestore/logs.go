@@ -260,8 +260,7 @@ func (db *DB) LogFinish(ctx context.Context, p driver.LogFinishParams) (xjob.Log
 }
 
 // LogFinishMany records every result in one write transaction, in order
-// (a second result for one log loses to the first), through the batched
-// statements of logbatch.go.
+// (a second result for one log loses to the first).
 func (db *DB) LogFinishMany(ctx context.Context, ps []driver.LogFinishParams) ([]driver.LogFinished, error) {
 	for _, p := range ps {
 		if p.HandleCode == xjob.CodeNone {
@@ -270,7 +269,32 @@ func (db *DB) LogFinishMany(ctx context.Context, ps []driver.LogFinishParams) ([
 	}
 	out := make([]driver.LogFinished, len(ps))
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
-		return db.logFinishBatch(ctx, ps, out)
+		if finishBatchable(ps) {
+			return db.logFinishBatch(ctx, ps, out)
+		}
+		for i, p := range ps {
+			var l xjob.Log
+			res, err := db.ws.logFinish.ExecContext(ctx, p.HandleTime, p.HandleCode, p.HandleMsg, p.ID)
+			var n int64
+			if err == nil {
+				n, err = res.RowsAffected()
+			}
+			switch {
+			case err == nil && n == 1:
+				l, err = scanLog(db.ws.logByID.QueryRowContext(ctx, p.ID))
+			case err == nil:
+				err = missingOr(ctx, db.ws.logExists, p.ID, xjob.ErrConflict)
+			}
+			switch {
+			case errors.Is(err, xjob.ErrConflict), errors.Is(err, xjob.ErrNotFound):
+				out[i].Err = fmt.Errorf("sqlite log finish %d: %w", p.ID, err)
+			case err != nil:
+				return fmt.Errorf("sqlite log finish %d: %w", p.ID, err)
+			default:
+				out[i].Log = l
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite log finish many: %w", err)

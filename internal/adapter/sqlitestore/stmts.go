@@ -23,12 +23,12 @@ type writeStmts struct {
 
 	jobInsert, jobSetShard, jobAdvance, jobStop, jobRecordSlow, jobExists *sql.Stmt
 
-	logCreate, logByOccurrence, logByID, logClaim, logTriggered, logSetAlarm, logExists *sql.Stmt
-	logFinishN                                                                          [len(logFinishRows)]*sql.Stmt
-	logCreateN                                                                          [len(logCreateRows)]*sql.Stmt
-	logMaxID                                                                            *sql.Stmt
-	logTriggeredN                                                                       [len(logCreateRows)]*sql.Stmt
-	chunkSavepoint, chunkRelease, chunkRollbackTo                                       *sql.Stmt
+	logCreate, logByOccurrence, logByID, logClaim, logTriggered, logFinish, logSetAlarm, logExists *sql.Stmt
+	logsByIDs, logFinishBatch                                                                      *sql.Stmt
+	logCreateN                                                                                     [len(logCreateRows)]*sql.Stmt
+	logMaxID                                                                                       *sql.Stmt
+	logTriggeredN                                                                                  [len(logCreateRows)]*sql.Stmt
+	chunkSavepoint, chunkRelease, chunkRollbackTo                                                  *sql.Stmt
 
 	groupExists *sql.Stmt
 
@@ -60,9 +60,6 @@ func (s *writeStmts) defs() []stmtDef {
 	for k, n := range logCreateRows {
 		defs = append(defs, stmtDef{&s.logCreateN[k], sqlLogCreateRows(n)},
 			stmtDef{&s.logTriggeredN[k], sqlLogTriggeredRows(n)})
-	}
-	for k, n := range logFinishRows {
-		defs = append(defs, stmtDef{&s.logFinishN[k], sqlLogFinishRows(n)})
 	}
 	return defs
 }
@@ -119,6 +116,13 @@ func (s *writeStmts) fixedDefs() []stmtDef {
 			WHERE id = ? AND version = ? AND trigger_code = 0 RETURNING ` + logColumns},
 		{&s.logTriggered, `UPDATE logs SET executor_address = ?, trigger_code = ?,
 			trigger_msg = ?, version = version + 1 WHERE id = ? AND trigger_code = 0`},
+		// No RETURNING on the hot path: SQLite codes RETURNING as a trigger,
+		// which makes even a one-row statement open (and free) a statement
+		// journal; an Exec and a read by key cost less.
+		{&s.logFinish, `UPDATE logs SET handle_time = ?, handle_code = ?, handle_msg = ?,
+			version = version + 1 WHERE id = ? AND handle_code = 0`},
+		{&s.logsByIDs, sqlLogsByIDs},
+		{&s.logFinishBatch, sqlLogFinishBatch},
 		{&s.logSetAlarm, `UPDATE logs SET alarm_status = ?, version = version + 1
 			WHERE id = ? AND alarm_status = ?`},
 		{&s.logExists, `SELECT 1 FROM logs WHERE id = ?`},
