@@ -208,39 +208,48 @@ func (db *DB) jobsStamped(ctx context.Context, stamps []jobStamp, slow bool) ([]
 }
 
 // sqlLogJobs reads the job of each log among a JSON array of log ids,
-// with the stamp of that job (version 0 when it is gone).
-const sqlLogJobs = `SELECT l.id, l.job_id, coalesce(j.version, 0), coalesce(j.created_at, 0)
+// whether the log has a result, and the stamp of that job (version 0
+// when it is gone).
+const sqlLogJobs = `SELECT l.id, l.job_id, l.handle_code != 0, coalesce(j.version, 0), coalesce(j.created_at, 0)
 	FROM logs AS l LEFT JOIN jobs AS j ON j.id = l.job_id
 	WHERE l.id IN (SELECT value FROM json_each(?))`
 
 // LogJobs returns, for the logs among logIDs that exist, each one's job
-// id (jobOf) and those of their jobs that exist, in one statement. It is
-// what the callback needs before it records results (the job's children
-// go into a success's message) and costs a fraction of LogGetMany and
-// JobGetMany: four integers a log instead of every column of the log,
-// then of a version stamp. The jobs are as JobGetMany returns them but
-// for the slow-dispatch counters, which may be as last read: the
-// callback does not use them.
-func (db *DB) LogJobs(ctx context.Context, logIDs []int64) (map[int64]int64, []xjob.Job, error) {
+// id (jobOf), whether it has a result already (handled), and those of
+// their jobs that exist, in one statement. It is what the callback needs
+// before it records results (the job's children go into a success's
+// message; a log with a result is answered as a repeat at once) and
+// costs a fraction of LogGetMany and JobGetMany: five integers a log
+// instead of every column of the log, then of a version stamp. The jobs
+// are as JobGetMany returns them but for the slow-dispatch counters,
+// which may be as last read: the callback does not use them.
+func (db *DB) LogJobs(ctx context.Context, logIDs []int64) (jobOf map[int64]int64, handled map[int64]bool, jobs []xjob.Job, err error) {
 	if len(logIDs) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	rows, err := db.rs.logJobs.QueryContext(ctx, idsJSON(logIDs))
 	if err != nil {
-		return nil, nil, fmt.Errorf("sqlite log jobs: %w", err)
+		return nil, nil, nil, fmt.Errorf("sqlite log jobs: %w", err)
 	}
-	jobOf := make(map[int64]int64, len(logIDs))
+	jobOf = make(map[int64]int64, len(logIDs))
 	var stamps []jobStamp
 	seen := make(map[int64]bool)
 	err = func() error {
 		defer rows.Close()
 		for rows.Next() {
 			var logID int64
+			var done bool
 			var st jobStamp
-			if err := rows.Scan(&logID, &st.id, &st.version, &st.createdAt); err != nil {
+			if err := rows.Scan(&logID, &st.id, &done, &st.version, &st.createdAt); err != nil {
 				return err
 			}
 			jobOf[logID] = st.id
+			if done {
+				if handled == nil {
+					handled = map[int64]bool{}
+				}
+				handled[logID] = true
+			}
 			if st.version != 0 && !seen[st.id] {
 				seen[st.id] = true
 				stamps = append(stamps, st)
@@ -249,13 +258,12 @@ func (db *DB) LogJobs(ctx context.Context, logIDs []int64) (map[int64]int64, []x
 		return rows.Err()
 	}()
 	if err != nil {
-		return nil, nil, fmt.Errorf("sqlite log jobs: %w", err)
+		return nil, nil, nil, fmt.Errorf("sqlite log jobs: %w", err)
 	}
-	jobs, err := db.jobsStamped(ctx, stamps, false)
-	if err != nil {
-		return nil, nil, fmt.Errorf("sqlite log jobs: %w", err)
+	if jobs, err = db.jobsStamped(ctx, stamps, false); err != nil {
+		return nil, nil, nil, fmt.Errorf("sqlite log jobs: %w", err)
 	}
-	return jobOf, jobs, nil
+	return jobOf, handled, jobs, nil
 }
 
 // jobCache holds jobs as JobGetMany last read them whole, for serving

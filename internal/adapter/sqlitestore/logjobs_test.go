@@ -57,9 +57,12 @@ func TestLogJobsMatchesTheStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.change(t, db, j)
-			jobOf, jobs, err := db.LogJobs(ctx, []int64{l.ID, l.ID + 1000})
+			jobOf, handled, jobs, err := db.LogJobs(ctx, []int64{l.ID, l.ID + 1000})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if len(handled) != 0 {
+				t.Errorf("handled = %v for a log without a result", handled)
 			}
 			if len(jobOf) != 1 || jobOf[l.ID] != j.ID {
 				t.Errorf("jobOf = %v, want only %d → %d", jobOf, l.ID, j.ID)
@@ -77,5 +80,24 @@ func TestLogJobsMatchesTheStore(t *testing.T) {
 				t.Errorf("%d jobs, found %v", len(jobs), tc.found)
 			}
 		})
+	}
+}
+
+// A log with a result is reported as handled, so that the callback
+// answers a repeat without a write.
+func TestLogJobsSaysHandled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := setup(t, Options{})
+	logs := newLogs(t, db, 2, 1_800_000_000_000)
+	if _, err := db.LogFinish(ctx, driver.LogFinishParams{ID: logs[0].ID, HandleTime: 1, HandleCode: xjob.CodeSuccess}); err != nil {
+		t.Fatal(err)
+	}
+	jobOf, handled, _, err := db.LogJobs(ctx, []int64{logs[0].ID, logs[1].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobOf) != 2 || !handled[logs[0].ID] || handled[logs[1].ID] {
+		t.Fatalf("jobOf %v, handled %v: want both logs, only the first handled", jobOf, handled)
 	}
 }

@@ -236,12 +236,12 @@ func (s *Service) logRejected(ctx context.Context, items []protocol.HandleCallba
 }
 
 // LogJobser is what a store may offer the callback in place of reading
-// the logs whole and then their jobs (sqlitestore does): the job id of
-// each log among logIDs that exists, and those jobs that exist, read
-// together. Their slow-dispatch counters may be stale; nothing here reads
-// them.
+// the logs whole and then their jobs (sqlitestore does): for the logs
+// among logIDs that exist, each one's job id, whether it has a result
+// already, and those of their jobs that exist, read together. The jobs'
+// slow-dispatch counters may be stale; nothing here reads them.
 type LogJobser interface {
-	LogJobs(ctx context.Context, logIDs []int64) (jobOf map[int64]int64, jobs []xjob.Job, err error)
+	LogJobs(ctx context.Context, logIDs []int64) (jobOf map[int64]int64, handled map[int64]bool, jobs []xjob.Job, err error)
 }
 
 // callbackMany records the items of a Callback that passed validation
@@ -249,11 +249,12 @@ type LogJobser interface {
 // handle times (default: now).
 //
 // Before recording, it needs each log's job id (a success's message
-// names the job's children) and, for successes, the job (to complete
-// them): from LogJobs when the store has it, else from the logs read
-// whole and JobGetMany. Whether a result is recorded — a repeat, a late
-// result, a log another path finished — is decided by LogFinishMany's
-// condition alone.
+// names the job's children), whether the log has a result already (a
+// repeat is answered at once, without a write) and, for successes, the
+// job (to complete them): from LogJobs when the store has it, else from
+// the logs read whole and JobGetMany. Whether a result is recorded — a
+// repeat, a late result, a log another path finished since the read —
+// is decided by LogFinishMany's condition.
 func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallbackParam, errs []error, ids []int64, ats []int64) {
 	fail := func(err error) {
 		for i := range items {
@@ -263,11 +264,12 @@ func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallb
 		}
 	}
 	var jobOf map[int64]int64
+	var handled map[int64]bool
 	var jobs map[int64]*jobRef
 	if s.logJobs != nil {
 		var found []xjob.Job
 		var err error
-		if jobOf, found, err = s.logJobs.LogJobs(ctx, ids); err != nil {
+		if jobOf, handled, found, err = s.logJobs.LogJobs(ctx, ids); err != nil {
 			fail(fmt.Errorf("callback log jobs: %w", err))
 			return
 		}
@@ -282,17 +284,13 @@ func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallb
 			return
 		}
 		jobOf = make(map[int64]int64, len(logs))
-		handled := map[int64]bool{}
 		for _, l := range logs {
-			if l.Handled() {
-				handled[l.ID] = true // a cheap early answer
-				continue
-			}
 			jobOf[l.ID] = l.JobID
-		}
-		for i, it := range items {
-			if errs[i] == nil && handled[it.LogID] {
-				errs[i] = ErrRepeatCallback
+			if l.Handled() {
+				if handled == nil {
+					handled = map[int64]bool{}
+				}
+				handled[l.ID] = true
 			}
 		}
 	}
@@ -303,8 +301,14 @@ func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallb
 			continue
 		}
 		jobID, ok := jobOf[it.LogID]
-		if !ok {
+		switch {
+		case !ok:
 			errs[i] = ErrLogNotFound
+			continue
+		case handled[it.LogID]:
+			// A cheap early answer that keeps repeats off the writer;
+			// correctness rests on LogFinishMany's condition.
+			errs[i] = ErrRepeatCallback
 			continue
 		}
 		r := finishReq{log: xjob.Log{ID: it.LogID, JobID: jobID}, code: it.HandleCode, msg: it.HandleMsg}

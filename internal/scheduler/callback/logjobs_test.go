@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -18,7 +19,15 @@ import (
 // the whole-log reads.
 type plainStore struct {
 	driver.Store
-	reads *atomic.Int64
+	reads    *atomic.Int64
+	finished *sync.Map // the log ids LogFinishMany was asked to write
+}
+
+func (s plainStore) LogFinishMany(ctx context.Context, ps []driver.LogFinishParams) ([]driver.LogFinished, error) {
+	for _, p := range ps {
+		s.finished.Store(p.ID, true)
+	}
+	return s.Store.LogFinishMany(ctx, ps)
 }
 
 func (s plainStore) LogGetMany(ctx context.Context, ids []int64) ([]xjob.Log, error) {
@@ -43,21 +52,20 @@ func TestCallbackReadPathsAgree(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		store func(e *env, reads *atomic.Int64) driver.Store
+		store func(e *env, p plainStore) driver.Store
 		reads bool // whether the logs are read whole
 	}{
-		{"LogJobs", func(e *env, reads *atomic.Int64) driver.Store { return e.db }, false},
-		{"LogJobs through Unwrap", func(e *env, reads *atomic.Int64) driver.Store {
-			return wrappedStore{plainStore{e.db, reads}}
-		}, false},
-		{"LogGetMany and JobGetMany", func(e *env, reads *atomic.Int64) driver.Store { return plainStore{e.db, reads} }, true},
+		{"LogJobs", func(e *env, _ plainStore) driver.Store { return e.db }, false},
+		{"LogJobs through Unwrap", func(e *env, p plainStore) driver.Store { return wrappedStore{p} }, false},
+		{"LogGetMany and JobGetMany", func(e *env, p plainStore) driver.Store { return p }, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
 			var reads atomic.Int64
-			st := tc.store(e, &reads)
+			var finished sync.Map
+			st := tc.store(e, plainStore{Store: e.db, reads: &reads, finished: &finished})
 			svc, err := callback.New(callback.Config{Store: st, Queues: e.db, Alarmer: e.alarm, Clock: e.clk})
 			if err != nil {
 				t.Fatal(err)
@@ -102,6 +110,9 @@ func TestCallbackReadPathsAgree(t *testing.T) {
 			}
 			if got := e.get(orphan.ID); got.HandleCode != 200 || got.HandleMsg != "alone" {
 				t.Errorf("orphan stored as %d %q", got.HandleCode, got.HandleMsg)
+			}
+			if _, asked := finished.Load(done.ID); asked {
+				t.Errorf("the repeat of a finished log went to the write")
 			}
 			if got := reads.Load() > 0; got != tc.reads {
 				t.Errorf("logs read whole: %v, want %v", got, tc.reads)
