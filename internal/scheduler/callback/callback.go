@@ -274,8 +274,10 @@ func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallb
 			return
 		}
 		jobs = make(map[int64]*jobRef, len(found))
-		for _, j := range found {
-			jobs[j.ID] = &jobRef{loaded: true, found: true, job: j}
+		refs := make([]jobRef, len(found)) // one allocation, not one a job
+		for i, j := range found {
+			refs[i] = jobRef{loaded: true, found: true, job: j}
+			jobs[j.ID] = &refs[i]
 		}
 	} else {
 		logs, err := s.cfg.Store.LogGetMany(ctx, ids)
@@ -294,8 +296,8 @@ func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallb
 			}
 		}
 	}
-	var reqs []finishReq
-	var at []int // at[k] is the item of reqs[k]
+	reqs := make([]finishReq, 0, len(ids))
+	at := make([]int, 0, len(ids)) // at[k] is the item of reqs[k]
 	for i, it := range items {
 		if errs[i] != nil {
 			continue
@@ -311,7 +313,7 @@ func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallb
 			errs[i] = ErrRepeatCallback
 			continue
 		}
-		r := finishReq{log: xjob.Log{ID: it.LogID, JobID: jobID}, code: it.HandleCode, msg: it.HandleMsg}
+		r := finishReq{id: it.LogID, jobID: jobID, code: it.HandleCode, msg: it.HandleMsg}
 		if ats != nil {
 			r.at = ats[i]
 		}
@@ -322,12 +324,14 @@ func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallb
 	}
 }
 
-// finishReq is one result to record: for log, code and msg.
+// finishReq is one result to record: for log id (of job jobID), code
+// and msg. It names the log rather than carrying it: a batch holds
+// thousands, and finishMany needs only these two fields of the log.
 type finishReq struct {
-	log  xjob.Log
-	code int
-	msg  string
-	at   int64 // handle time (0: now)
+	id, jobID int64
+	code      int
+	msg       string
+	at        int64 // handle time (0: now)
 }
 
 // finishMany records the results of reqs in one LogFinishMany (after one
@@ -349,7 +353,7 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq, read map[int
 	var jobIDs []int64
 	for _, r := range reqs {
 		if r.code == xjob.CodeSuccess {
-			jobIDs = append(jobIDs, r.log.JobID)
+			jobIDs = append(jobIDs, r.jobID)
 		}
 	}
 	jobs := map[int64]*jobRef{}
@@ -383,14 +387,14 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq, read map[int
 	ps := make([]driver.LogFinishParams, len(reqs))
 	for k, r := range reqs {
 		summary := ""
-		if jr := jobs[r.log.JobID]; r.code == xjob.CodeSuccess && jr.found {
+		if jr := jobs[r.jobID]; r.code == xjob.CodeSuccess && jr.found {
 			summary = ChildSummary(jr.job.ChildJobIDs)
 		}
 		ht := now
 		if r.at > 0 {
 			ht = r.at
 		}
-		ps[k] = driver.LogFinishParams{ID: r.log.ID, HandleTime: ht, HandleCode: r.code, HandleMsg: HandleMsg(ResultMsg(r.code, r.msg), summary)}
+		ps[k] = driver.LogFinishParams{ID: r.id, HandleTime: ht, HandleCode: r.code, HandleMsg: HandleMsg(ResultMsg(r.code, r.msg), summary)}
 	}
 	// On Sparse's direct path ctx carries driver.OneRound: a page another
 	// environment changed first is not retried here but recorded on the
@@ -486,7 +490,7 @@ func (s *Service) Finish(ctx context.Context, l xjob.Log, code int, msg string) 
 	if code == xjob.CodeNone {
 		return xjob.Log{}, &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "handleCode", Message: "must not be 0"}}}
 	}
-	r := s.finishMany(ctx, []finishReq{{log: l, code: code, msg: msg}}, nil)[0]
+	r := s.finishMany(ctx, []finishReq{{id: l.ID, jobID: l.JobID, code: code, msg: msg}}, nil)[0]
 	return r.Log, r.Err
 }
 
