@@ -38,11 +38,25 @@ func BenchmarkQueueSendReceiveAck(b *testing.B) { storebench.QueueSendReceiveAck
 // -benchtime=30x so that the table grows as a 30 s run's does.
 func BenchmarkSteadySecond(b *testing.B) { storebench.SteadySecond(b, bench, 10000, 1) }
 
-// reportBatching reports how many write requests shared a transaction.
+// reportBatching reports what the writer did: how many write requests
+// shared a transaction, the pages (WAL frames) a commit wrote, how long a
+// request waited for its answer, and the frames checkpoints copied into
+// the file, per op (one op of BenchmarkSteadySecond is a second).
 func reportBatching(b *testing.B, db *DB) {
-	if c := db.commits.Load(); c > 0 {
-		b.ReportMetric(float64(db.committed.Load())/float64(c), "reqs/commit")
+	s := db.WriterStats()
+	if s.Commits == 0 {
+		return
 	}
+	n := float64(b.N)
+	b.ReportMetric(float64(s.Commits)/n, "commits/op")
+	b.ReportMetric(float64(s.Requests)/float64(s.Commits), "reqs/commit")
+	b.ReportMetric(float64(s.Pages)/float64(s.Commits), "pages/commit")
+	b.ReportMetric(float64(s.Pages)/n, "pages/op")
+	b.ReportMetric(float64(s.CacheMisses)/n, "misses/op")
+	b.ReportMetric(float64(s.Waited.Microseconds())/float64(s.Requests), "µs-wait/req")
+	b.ReportMetric(float64(s.MaxWait.Microseconds()), "µs-maxwait")
+	b.ReportMetric(float64(s.Checkpoints)/n, "ckpts/op")
+	b.ReportMetric(float64(s.Backfilled)/n, "ckpt-frames/op")
 }
 
 // seedJobs bulk-inserts stored jobs into shard 0, due of them at or before 1000.

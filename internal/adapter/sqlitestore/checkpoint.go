@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -36,14 +37,16 @@ func (db *DB) runCheckpointer() {
 	defer close(db.checkpointerDone)
 	tick := time.NewTicker(checkpointEvery)
 	defer tick.Stop()
-	last := db.commits.Load()
+	last := db.stats.commits.Load()
+	logged := db.WriterStats()
 	for {
 		select {
 		case <-db.closing:
 			return
 		case <-tick.C:
 		}
-		if n := db.commits.Load(); n != last {
+		logged = db.logStats(logged, checkpointEvery)
+		if n := db.stats.commits.Load(); n != last {
 			last = n
 			// A failed checkpoint is left to the next one, and to the
 			// automatic checkpoint that bounds the WAL.
@@ -56,6 +59,10 @@ func (db *DB) runCheckpointer() {
 // it has copied into the database file, of those the WAL holds.
 func (db *DB) checkpoint(ctx context.Context) (copied, frames int, err error) {
 	var busy int
-	err = db.ck.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
-	return copied, frames, err
+	salt := walSalt(db.walPath)
+	if err = db.ck.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied); err != nil {
+		return 0, 0, fmt.Errorf("sqlite checkpoint: %w", err)
+	}
+	db.countBackfilled(salt, copied)
+	return copied, frames, nil
 }

@@ -33,7 +33,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
@@ -114,9 +113,14 @@ type DB struct {
 	checkpointerDone chan struct{}
 	closeOnce        sync.Once
 	closeErr         error
-	jobs             jobCache     // JobGetMany's jobs by version
-	commits          atomic.Int64 // write transactions run, for benchmarks
-	committed        atomic.Int64 // requests they carried
+	jobs             jobCache // JobGetMany's jobs by version
+	stats            writerStats
+	// walPath is the WAL file's; ckMu guards the salt and the copied
+	// frames of the WAL the last checkpoint saw (stats.go).
+	walPath  string
+	ckMu     sync.Mutex
+	ckSalt   uint32
+	ckCopied int
 
 	ring  *queue[fire.RingBucket]
 	fast  *queue[fire.DispatchTask]
@@ -170,7 +174,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite open %s: %w", path, err)
 	}
 
-	db := &DB{opts: opts, w: w, r: r, ck: ck,
+	db := &DB{opts: opts, w: w, r: r, ck: ck, walPath: path + "-wal",
 		reqs: make(chan *writeReq), closing: make(chan struct{}), writerDone: make(chan struct{}),
 		checkpointerDone: make(chan struct{})}
 	if err := db.startRetrying(ctx); err != nil {

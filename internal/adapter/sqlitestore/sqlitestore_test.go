@@ -194,11 +194,11 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		}
 		batch[i] = &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	}
-	commits, committed := db.commits.Load(), db.committed.Load()
+	commits, committed := db.stats.commits.Load(), db.stats.requests.Load()
 	if rest := db.runBatch(batch); len(rest) != 0 {
 		t.Fatalf("runBatch handed back %d requests", len(rest))
 	}
-	if c, r := db.commits.Load()-commits, db.committed.Load()-committed; c != 1 || r != n {
+	if c, r := db.stats.commits.Load()-commits, db.stats.requests.Load()-committed; c != 1 || r != n {
 		t.Fatalf("%d transactions carried %d requests, want 1 carrying %d", c, r, n)
 	}
 	for i, r := range batch {

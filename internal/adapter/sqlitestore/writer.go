@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // Group commit.
@@ -46,6 +47,7 @@ const (
 type writeReq struct {
 	ctx   context.Context // without cancellation: see run
 	fn    func(ctx context.Context, c *sql.Conn) error
+	at    time.Time // handed over to the writer
 	state atomic.Int32
 	done  chan error // buffered: the writer never blocks on a caller
 }
@@ -58,6 +60,7 @@ func (db *DB) write(ctx context.Context, fn func(ctx context.Context, c *sql.Con
 		return err
 	}
 	r := &writeReq{ctx: context.WithoutCancel(ctx), fn: fn, done: make(chan error, 1)}
+	r.at = time.Now()
 	select {
 	case db.reqs <- r:
 	case <-ctx.Done():
@@ -67,12 +70,15 @@ func (db *DB) write(ctx context.Context, fn func(ctx context.Context, c *sql.Con
 	}
 	select {
 	case err := <-r.done:
+		db.stats.answered(r.at)
 		return err
 	case <-ctx.Done():
 		if r.state.CompareAndSwap(reqPending, reqAbandoned) {
 			return ctx.Err()
 		}
-		return <-r.done // already running: its outcome is the caller's
+		err := <-r.done // already running: its outcome is the caller's
+		db.stats.answered(r.at)
+		return err
 	}
 }
 
@@ -125,8 +131,8 @@ func (db *DB) runBatch(batch []*writeReq) []*writeReq {
 	if len(live) == 0 {
 		return nil
 	}
-	db.commits.Add(1)
-	db.committed.Add(int64(len(live)))
+	db.stats.commits.Add(1)
+	db.stats.requests.Add(int64(len(live)))
 	if _, err := db.ws.begin.ExecContext(ctx); err != nil {
 		answerAll(live, fmt.Errorf("begin: %w", err))
 		return nil
@@ -192,6 +198,7 @@ func answerAll(rs []*writeReq, err error) {
 // leaves the transaction open) it rolls back, so the next BEGIN starts
 // clean and no request is reported both failed and applied.
 func (db *DB) commit(ctx context.Context) error {
+	defer db.countPages()
 	if _, err := db.ws.commit.ExecContext(ctx); err != nil {
 		_, _ = db.ws.rollback.ExecContext(ctx)
 		return fmt.Errorf("sqlite commit: %w", err)

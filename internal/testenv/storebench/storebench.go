@@ -41,7 +41,8 @@ type Harness[S Store] struct {
 	// fastest bulk way; their ids are 1 to stored.
 	Seed func(b *testing.B, s S, stored, due int)
 	// Report, when set, adds the store's own metrics after the parallel
-	// LogCreate run (SQLite: requests per group commit).
+	// LogCreate run and after SteadySecond (SQLite: requests, pages and
+	// waits per group commit, checkpoints).
 	Report func(b *testing.B, s S)
 }
 
@@ -285,6 +286,9 @@ func SteadySecond[S Store](b *testing.B, h Harness[S], jobs, handles int) {
 	}
 	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N*jobs), "cpu-µs/trigger")
 	b.ReportMetric(float64(b.N*jobs)/b.Elapsed().Seconds(), "triggers/s")
+	if h.Report != nil {
+		h.Report(b, dbs[0])
+	}
 }
 
 // cpuTime is the process's user + system CPU time so far.
