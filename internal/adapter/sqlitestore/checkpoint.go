@@ -63,6 +63,8 @@ func (db *DB) checkpoint(ctx context.Context) (copied, frames int, err error) {
 	if err = db.ck.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied); err != nil {
 		return 0, 0, fmt.Errorf("sqlite checkpoint: %w", err)
 	}
-	db.countBackfilled(salt, copied)
+	if copied >= 0 { // -1: the checkpoint could not run (SQLITE_BUSY)
+		db.countBackfilled(salt, copied)
+	}
 	return copied, frames, nil
 }
