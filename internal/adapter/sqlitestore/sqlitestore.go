@@ -72,13 +72,8 @@ type Options struct {
 	// within this process wake waiters at once).
 	PollInterval time.Duration
 	// Logger hears about queue messages this code cannot read (default:
-	// discarded), and at debug level what the writer did (stats.go).
+	// discarded).
 	Logger *slog.Logger
-
-	// groupPages and groupWait are the group commit's wait (writer.go),
-	// set by tests only.
-	groupPages int
-	groupWait  time.Duration
 }
 
 func (o *Options) applyDefaults() {
@@ -97,12 +92,6 @@ func (o *Options) applyDefaults() {
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = 100 * time.Millisecond
-	}
-	if o.groupPages <= 0 {
-		o.groupPages = groupPages
-	}
-	if o.groupWait <= 0 {
-		o.groupWait = groupWait
 	}
 }
 
@@ -126,10 +115,6 @@ type DB struct {
 	closeErr         error
 	jobs             jobCache // JobGetMany's jobs by version
 	stats            writerStats
-	// lastPages is the pages the last commit wrote; the writer waits up
-	// to groupWait for more requests after one of groupPages or more
-	// (writer.go). Only the writer goroutine uses it.
-	lastPages int
 	// walPath is the WAL file's; ckMu guards the salt and the copied
 	// frames of the WAL the last checkpoint saw (stats.go).
 	walPath  string

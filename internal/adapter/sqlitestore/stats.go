@@ -84,11 +84,8 @@ func (s *writerStats) answered(since time.Time) {
 }
 
 // countPages adds the pages the writer connection wrote and missed since
-// the last call (the connection's counters are reset on each read), and
-// keeps the pages written as lastPages: the writer calls it after every
-// commit.
+// the last call (the connection's counters are reset on each read).
 func (db *DB) countPages() {
-	db.lastPages = 0
 	_ = db.wc.Raw(func(dc any) error {
 		st, ok := dc.(sqlite.DBStatus)
 		if !ok {
@@ -96,7 +93,6 @@ func (db *DB) countPages() {
 		}
 		if n, _, err := st.Status(sqlite.DBStatusCacheWrite, true); err == nil {
 			db.stats.pages.Add(int64(n))
-			db.lastPages = n
 		}
 		if n, _, err := st.Status(sqlite.DBStatusCacheMiss, true); err == nil {
 			db.stats.misses.Add(int64(n))

@@ -32,29 +32,6 @@ import (
 // checkpoints.
 const maxBatch = 128
 
-// Waiting for company.
-//
-// A commit writes every page its transaction changed to the WAL, two
-// pwrite calls a page, however few rows of the page changed. Under load
-// the requests come a few milliseconds apart (a steady second of 10,000
-// jobs is a few hundred claims, replies and finishes of a chunk of logs
-// each) and each found the writer idle and committed alone: the newest
-// leaf of the log table and of each time-ordered index was written once
-// per request instead of once per commit. So when the previous commit
-// was large (groupPages pages or more, which a lone job update never is)
-// and only one request is waiting, the writer waits up to groupWait for
-// more before it commits; a request waits at most that much longer for
-// its answer, against the second a fire has. Below that load nothing
-// waits, and neither does a writer that already has company (a burst,
-// where requests queue while it commits): it would only idle.
-//
-// The wait is on the wall clock on purpose: it trades the OS's
-// scheduling of the callers against the writer's, not scheduling time.
-const (
-	groupPages = 32
-	groupWait  = 2 * time.Millisecond
-)
-
 // errClosed is returned for writes submitted after Close.
 var errClosed = errors.New("sqlite: store closed")
 
@@ -110,8 +87,6 @@ func (db *DB) write(ctx context.Context, fn func(ctx context.Context, c *sql.Con
 func (db *DB) runWriter() {
 	defer close(db.writerDone)
 	batch := make([]*writeReq, 0, maxBatch)
-	wait := time.NewTimer(time.Hour)
-	wait.Stop()
 	for {
 		batch = batch[:0]
 		select {
@@ -133,31 +108,10 @@ func (db *DB) runWriter() {
 				break collect
 			}
 		}
-		if len(batch) == 1 && db.lastPages >= db.opts.groupPages {
-			batch = db.gather(batch, wait)
-		}
 		for len(batch) > 0 {
 			batch = db.runBatch(batch)
 		}
 	}
-}
-
-// gather adds to batch the requests that come within groupWait (or until
-// it is full or the DB closes), on the stopped timer wait.
-func (db *DB) gather(batch []*writeReq, wait *time.Timer) []*writeReq {
-	wait.Reset(db.opts.groupWait)
-	defer wait.Stop()
-	for len(batch) < maxBatch {
-		select {
-		case r := <-db.reqs:
-			batch = append(batch, r)
-		case <-wait.C:
-			return batch
-		case <-db.closing:
-			return batch
-		}
-	}
-	return batch
 }
 
 // runBatch runs batch in one transaction and answers every request it ran.
