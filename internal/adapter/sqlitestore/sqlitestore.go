@@ -207,18 +207,6 @@ func (db *DB) Close() error {
 	return db.closeErr
 }
 
-// writerCacheKiB is the writer connection's page cache, in KiB. SQLite's
-// default, 2 MiB, holds less than a steady second of 10,000 jobs touches:
-// the jobs, the newest log rows, and the last leaf of every job's run in
-// the log index by job (logs_job_time), 10,000 leaves, 40 MiB once the
-// table is large. With the default the writer re-read pages from the WAL
-// or the file (a pread each, 3% of the CPU) and spilled dirty pages to the
-// WAL before its commit. The cache fills only as far as pages are used,
-// and only the writer's is this large: the readers' caches are emptied
-// whenever another connection has written, so a large one would not help
-// them.
-const writerCacheKiB = 64 << 10
-
 // openOne opens a pool of one long-lived connection to dsn: the writer's,
 // and the checkpointer's.
 func openOne(dsn string) (*sql.DB, error) {
@@ -267,9 +255,6 @@ func (db *DB) start(ctx context.Context) error {
 			return fmt.Errorf("sqlite open writer: %w", err)
 		}
 		db.wc = c
-		if _, err := c.ExecContext(ctx, "PRAGMA cache_size = "+strconv.Itoa(-writerCacheKiB)); err != nil {
-			return fmt.Errorf("sqlite open writer: %w", err)
-		}
 	}
 	if err := db.migrate(ctx); err != nil {
 		return err
