@@ -72,7 +72,7 @@ type Options struct {
 	// within this process wake waiters at once).
 	PollInterval time.Duration
 	// Logger hears about queue messages this code cannot read (default:
-	// discarded).
+	// discarded), and at debug level what the writer did (stats.go).
 	Logger *slog.Logger
 }
 
