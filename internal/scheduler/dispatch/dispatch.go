@@ -440,6 +440,10 @@ type Claimed struct {
 	logs   []*pendingLog
 	call   []*pendingLog // claimed by this Run: to call and record
 	now    int64
+	// called is when Run's last executor call returned (Unix ms on the
+	// dispatcher's clock; 0 before Run, or when it had nothing to call):
+	// the lane sink's burst timeline tells calls from their record by it.
+	called int64
 }
 
 // Claim routes the tasks idx of b and claims their logs in one
@@ -548,7 +552,7 @@ func (c *Claimed) Recheck(ctx context.Context) {
 // replies: the second half of Batch.Run, whose results it returns.
 func (c *Claimed) Run(ctx context.Context, calls chan struct{}) ([]Outcome, []error) {
 	if len(c.call) > 0 {
-		c.d.callLogs(ctx, c.call, calls, c.now)
+		c.called = c.d.callLogs(ctx, c.call, calls, c.now)
 	}
 	// The outcomes' logs share one backing array, a log's slot capped at
 	// itself so that a broadcast's second log appends elsewhere.
@@ -652,8 +656,9 @@ func (d *Dispatcher) claimLogs(ctx context.Context, pending []*pendingLog, now i
 
 // callLogs calls the executors of claimed logs, records their replies
 // in one LogTriggeredMany, and does what follows a trigger (counters, slow
-// marks, failed triggers completed).
-func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls chan struct{}, now int64) {
+// marks, failed triggers completed). It returns when the last call
+// returned (Unix ms), before the record.
+func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls chan struct{}, now int64) (called int64) {
 	if calls == nil {
 		calls = make(chan struct{}, d.cfg.BatchConcurrency)
 	}
@@ -695,6 +700,7 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 		})
 	}
 	wg.Wait()
+	called = clock.Millis(d.cfg.Clock)
 
 	replies := make([]driver.LogTriggeredParams, len(call))
 	for j, pl := range call {
@@ -773,6 +779,7 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 			d.cfg.Logger.WarnContext(ctx, "dispatch complete failed trigger", "log", failed[j].ID, "err", err)
 		}
 	})
+	return called
 }
 
 // msPerDay is a UTC day in milliseconds.

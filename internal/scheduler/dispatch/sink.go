@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,6 +35,10 @@ const (
 	DefaultSpillBudget = 10 * time.Second
 	DefaultSinkChunk   = 256
 	DefaultSinkChunks  = 4
+	// DefaultTimelineFires is the size of a prepared hand-off whose
+	// timeline the sink logs at debug level (see LaneSinkOptions): a
+	// burst's, as the ring's "ring burst" lines are.
+	DefaultTimelineFires = 1000
 )
 
 // LaneSinkOptions configure a LaneSink. Zero values take the defaults.
@@ -81,7 +86,14 @@ type LaneSinkOptions struct {
 	// single process's (xjob local), or the AWS ring function's, which
 	// nothing releases.
 	Recheck bool
-	Logger  *slog.Logger
+	// TimelineFires is the size from which a prepared hand-off logs, at
+	// debug level, one "lane sink burst timeline" line once delivered:
+	// when its claims ahead ended, and when its chunks' calls and records
+	// ended, relative to its instant. It is what tells a burst's last
+	// receipt waiting on the claims from waiting on the calls (see
+	// docs/performance.md). 0 means DefaultTimelineFires.
+	TimelineFires int
+	Logger        *slog.Logger
 }
 
 // LaneSink is the ring's in-process hand-off (a ring.Sink): each lane
@@ -117,16 +129,17 @@ type LaneSinkOptions struct {
 // occurrence id (and takes over the claims of the dead process once they
 // expire): no fire is lost, none runs twice.
 type LaneSink struct {
-	disp    *Dispatcher
-	base    context.Context
-	queues  driver.Queues
-	log     *slog.Logger
-	lanes   map[fire.Lane]*sinkLane
-	spill   time.Duration
-	budget  time.Duration
-	chunk   int
-	ahead   int
-	recheck bool
+	disp     *Dispatcher
+	base     context.Context
+	queues   driver.Queues
+	log      *slog.Logger
+	lanes    map[fire.Lane]*sinkLane
+	spill    time.Duration
+	budget   time.Duration
+	chunk    int
+	ahead    int
+	recheck  bool
+	timeline int
 }
 
 // sinkLane is one lane's capacity: chunks in flight and executor calls.
@@ -152,11 +165,14 @@ func NewLaneSink(d *Dispatcher, o LaneSinkOptions) (*LaneSink, error) {
 	if o.Chunks <= 0 {
 		o.Chunks = DefaultSinkChunks
 	}
+	if o.TimelineFires <= 0 {
+		o.TimelineFires = DefaultTimelineFires
+	}
 	if o.Logger == nil {
 		o.Logger = d.cfg.Logger
 	}
 	s := &LaneSink{disp: d, base: o.Base, queues: o.Queues, log: o.Logger, spill: o.SpillAfter, budget: o.SpillBudget,
-		chunk: o.Chunk, ahead: o.ClaimAhead, recheck: o.Recheck, lanes: map[fire.Lane]*sinkLane{}}
+		chunk: o.Chunk, ahead: o.ClaimAhead, recheck: o.Recheck, timeline: o.TimelineFires, lanes: map[fire.Lane]*sinkLane{}}
 	for lane, calls := range o.Calls {
 		s.lanes[lane] = &sinkLane{chunks: make(chan struct{}, o.Chunks), calls: make(chan struct{}, max(calls, 1))}
 	}
@@ -171,7 +187,7 @@ func NewLaneSink(d *Dispatcher, o LaneSinkOptions) (*LaneSink, error) {
 // means that send failed (or ctx ended before every task was started), and
 // the ring delivers the bucket again.
 func (s *LaneSink) Deliver(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask) error {
-	return s.deliver(ctx, lane, tasks, nil, nil)
+	return s.deliver(ctx, lane, tasks, nil, nil, nil)
 }
 
 // Prepare does now, ahead of the tasks' instant, what dispatching them
@@ -186,7 +202,7 @@ func (s *LaneSink) Deliver(ctx context.Context, lane fire.Lane, tasks []fire.Dis
 // instant.
 func (s *LaneSink) Prepare(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask, jobs map[int64]*xjob.Job) func(context.Context) error {
 	if _, ok := s.lanes[lane]; !ok {
-		return func(ctx context.Context) error { return s.deliver(ctx, lane, tasks, nil, nil) }
+		return func(ctx context.Context) error { return s.deliver(ctx, lane, tasks, nil, nil, nil) }
 	}
 	base := s.baseOf(ctx)
 	batch := s.disp.LoadKnown(base, tasks, jobs)
@@ -203,11 +219,65 @@ func (s *LaneSink) Prepare(ctx context.Context, lane fire.Lane, tasks []fire.Dis
 		instant = max(instant, t.Occurrence.FireTime)
 	}
 	clk := s.disp.cfg.Clock
+	var tl *timeline
+	if len(tasks) >= s.timeline {
+		tl = &timeline{instant: instant, prepared: clock.Millis(clk)}
+	}
 	for start, ahead := 0, min(len(tasks), s.ahead); start < ahead && clock.Millis(clk) < instant; start += s.chunk {
 		idx := span(start, min(start+s.chunk, ahead))
 		claimed = append(claimed, claimedChunk{idx: idx, c: batch.Claim(base, idx)})
 	}
-	return func(ctx context.Context) error { return s.deliver(ctx, lane, tasks, batch, claimed) }
+	if tl != nil {
+		tl.claimed = clock.Millis(clk)
+	}
+	return func(ctx context.Context) error { return s.deliver(ctx, lane, tasks, batch, claimed, tl) }
+}
+
+// timeline is what a large prepared hand-off logs once delivered: Unix ms
+// on the dispatcher's clock, and per chunk claimed ahead when its calls
+// and its record ended.
+type timeline struct {
+	instant, prepared, claimed int64
+	mu                         sync.Mutex
+	called, recorded           []int64
+}
+
+// chunk notes that a chunk claimed ahead ended its calls at called and
+// its record at recorded (called is 0 when it had nothing to call).
+func (tl *timeline) chunk(called, recorded int64) {
+	if tl == nil {
+		return
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if called > 0 {
+		tl.called = append(tl.called, called)
+	}
+	tl.recorded = append(tl.recorded, recorded)
+}
+
+// log writes the timeline of a hand-off of fires on lane, of which ahead
+// were claimed ahead, delivered at delivered: every figure in ms after
+// the instant (negative: before it).
+func (tl *timeline) log(ctx context.Context, log *slog.Logger, lane fire.Lane, fires, ahead int, delivered int64) {
+	if tl == nil {
+		return
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	rel := func(ms []int64) (first, median, last int64) {
+		if len(ms) == 0 {
+			return 0, 0, 0
+		}
+		slices.Sort(ms)
+		return ms[0] - tl.instant, ms[len(ms)/2] - tl.instant, ms[len(ms)-1] - tl.instant
+	}
+	cf, cm, cl := rel(tl.called)
+	rf, rm, rl := rel(tl.recorded)
+	log.DebugContext(ctx, "lane sink burst timeline", "lane", lane, "fires", fires, "claimedAhead", ahead,
+		"chunksAhead", len(tl.recorded), "preparedMs", tl.prepared-tl.instant, "claimsEndedMs", tl.claimed-tl.instant,
+		"callsEndedFirstMs", cf, "callsEndedMedianMs", cm, "callsEndedLastMs", cl,
+		"recordedFirstMs", rf, "recordedMedianMs", rm, "recordedLastMs", rl, "deliveredMs", delivered-tl.instant)
 }
 
 // claimedChunk is a chunk of a prepared hand-off claimed ahead.
@@ -236,8 +306,8 @@ func (s *LaneSink) baseOf(ctx context.Context) context.Context {
 
 // deliver dispatches tasks on lane, with their reads done already when
 // batch is not nil, and the whole hand-off claimed already when claimed is
-// not nil.
-func (s *LaneSink) deliver(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask, batch *Batch, claimed []claimedChunk) error {
+// not nil; tl, when not nil, notes the chunks claimed ahead and is logged.
+func (s *LaneSink) deliver(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask, batch *Batch, claimed []claimedChunk, tl *timeline) error {
 	l, ok := s.lanes[lane]
 	if !ok {
 		return fmt.Errorf("lane sink: lane %q is not served in process", lane)
@@ -268,11 +338,13 @@ func (s *LaneSink) deliver(ctx context.Context, lane fire.Lane, tasks []fire.Dis
 					cc.c.Recheck(base)
 				}
 				outs, errs := cc.c.Run(base, l.calls)
+				tl.chunk(cc.c.called, clock.Millis(clk))
 				s.settleAll(tasks, cc.idx, outs, errs, requeue)
 			})
 			start += len(cc.idx)
 		}
 	}
+	ahead := start
 	spill := time.NewTimer(s.spill)
 	defer spill.Stop()
 	budget := time.NewTimer(s.budget)
@@ -308,6 +380,7 @@ func (s *LaneSink) deliver(ctx context.Context, lane fire.Lane, tasks []fire.Dis
 		start = end
 	}
 	wg.Wait()
+	tl.log(ctx, s.log, lane, len(tasks), ahead, clock.Millis(clk))
 	if len(back) == 0 {
 		return nil
 	}

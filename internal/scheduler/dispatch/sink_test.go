@@ -522,3 +522,95 @@ func TestLaneSinkRecheckLeavesReleasedClaims(t *testing.T) {
 		})
 	}
 }
+
+// recordsHandler keeps every record whose message is msg, with its
+// attributes: how a test reads what the sink logged.
+type recordsHandler struct {
+	msg  string
+	mu   *sync.Mutex
+	seen *[]map[string]any
+}
+
+func (h recordsHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordsHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != h.msg {
+		return nil
+	}
+	attrs := map[string]any{}
+	r.Attrs(func(a slog.Attr) bool {
+		attrs[a.Key] = a.Value.Any()
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	*h.seen = append(*h.seen, attrs)
+	return nil
+}
+func (h recordsHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h recordsHandler) WithGroup(string) slog.Handler      { return h }
+
+// A prepared hand-off of TimelineFires or more logs its timeline once
+// delivered (when its claims ahead ended, when its chunks' calls and
+// records ended, relative to its instant), and a smaller one logs none:
+// the line is how a burst's tail is told apart (claims or calls).
+func TestLaneSinkLogsBurstTimeline(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		fires int
+		want  bool
+	}{
+		{"burst", 5, true},
+		{"below the threshold", 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			runs := new(atomic.Int64)
+			f := newSinkFixture(t, countRuns(runs))
+			var (
+				mu   sync.Mutex
+				seen []map[string]any
+			)
+			log := slog.New(recordsHandler{msg: "lane sink burst timeline", mu: &mu, seen: &seen})
+			sink, err := dispatch.NewLaneSink(f.disp, dispatch.LaneSinkOptions{Base: f.ctx, Queues: f.db, Logger: log,
+				Calls: map[fire.Lane]int{fire.LaneFast: 2}, Chunk: 2, ClaimAhead: 4, TimelineFires: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := f.t0.Add(time.Second)
+			tasks := make([]fire.DispatchTask, tc.fires)
+			for i := range tasks {
+				tasks[i] = f.task()
+				tasks[i].Occurrence.FireTime = at.UnixMilli()
+			}
+			run := sink.Prepare(f.ctx, fire.LaneFast, tasks, nil)
+			f.clk.Set(at.Add(20 * time.Millisecond))
+			if err := run(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := runs.Load(); n != int64(tc.fires) {
+				t.Fatalf("executor ran %d tasks, want %d", n, tc.fires)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !tc.want {
+				if len(seen) != 0 {
+					t.Fatalf("logged %d timelines for %d fires, want none below TimelineFires", len(seen), tc.fires)
+				}
+				return
+			}
+			if len(seen) != 1 {
+				t.Fatalf("logged %d timelines, want 1", len(seen))
+			}
+			got := seen[0]
+			want := map[string]any{"fires": int64(tc.fires), "claimedAhead": int64(4), "chunksAhead": int64(2),
+				"preparedMs": int64(-1000), "claimsEndedMs": int64(-1000),
+				"callsEndedFirstMs": int64(20), "callsEndedLastMs": int64(20), "recordedLastMs": int64(20), "deliveredMs": int64(20)}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s = %v, want %v (line %v)", k, got[k], v, got)
+				}
+			}
+		})
+	}
+}
