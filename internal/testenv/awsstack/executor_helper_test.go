@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
+	"github.com/xjobdev/xjob/pkg/adminclient"
 	"github.com/xjobdev/xjob/pkg/executor"
 )
 
@@ -48,6 +50,34 @@ func sdkExecutor(t *testing.T, d *awsstack.Deployment, app string, wrap func(htt
 		_ = exe.Shutdown(ctx)
 		srv.Close()
 	}
+}
+
+// manualJob starts an SDK executor for app whose handler "ok" succeeds,
+// creates its group (manual address) and a job with no schedule through
+// d's admin API, and returns the job and the executor's stop, which the
+// caller defers: the set-up of the tests that trigger one job by hand.
+func manualJob(ctx context.Context, t *testing.T, d *awsstack.Deployment, app string) (xjob.Job, func()) {
+	t.Helper()
+	addr, stop := sdkExecutor(t, d, app, nil, map[string]executor.HandlerFunc{"ok": succeed})
+	api, err := adminclient.New(d.URL(), d.AdminToken())
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	g, err := api.GroupCreate(ctx, xjob.Group{AppName: app, Title: "t", AddressType: xjob.AddressManual,
+		AddressList: []string{addr}})
+	if err != nil {
+		stop()
+		t.Fatalf("group: %v", err)
+	}
+	job := xjob.Job{GroupID: g.ID, Description: "by hand", Author: "t", ScheduleType: xjob.ScheduleNone, Handler: "ok"}
+	job.ApplyDefaults()
+	j, err := api.JobCreate(ctx, job)
+	if err != nil {
+		stop()
+		t.Fatalf("job: %v", err)
+	}
+	return j, stop
 }
 
 // succeed is a handler that succeeds at once.

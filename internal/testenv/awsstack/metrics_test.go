@@ -15,9 +15,7 @@ import (
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
-	"github.com/xjobdev/xjob/pkg/adminclient"
 	"github.com/xjobdev/xjob/pkg/driver"
-	"github.com/xjobdev/xjob/pkg/executor"
 )
 
 // TestCustomMetricsMetered: the meter prices the custom metrics the
@@ -48,23 +46,8 @@ func TestCustomMetricsMetered(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.Close()
-			addr, stop := sdkExecutor(t, d, "metrics", nil, map[string]executor.HandlerFunc{"ok": succeed})
+			j, stop := manualJob(ctx, t, d, "metrics")
 			defer stop()
-			api, err := adminclient.New(d.URL(), d.AdminToken())
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := api.GroupCreate(ctx, xjob.Group{AppName: "metrics", Title: "t", AddressType: xjob.AddressManual,
-				AddressList: []string{addr}})
-			if err != nil {
-				t.Fatalf("group: %v", err)
-			}
-			job := xjob.Job{GroupID: g.ID, Description: "by hand", Author: "t", ScheduleType: xjob.ScheduleNone, Handler: "ok"}
-			job.ApplyDefaults()
-			j, err := api.JobCreate(ctx, job)
-			if err != nil {
-				t.Fatalf("job: %v", err)
-			}
 			before := d.Meter().Snapshot()
 			out, err := d.Invoke(ctx, "dispatch", "dispatch", fmt.Appendf(nil, `{"jobId":%d}`, j.ID))
 			if err != nil {

@@ -16,9 +16,7 @@ import (
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/syncbuf"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
-	"github.com/xjobdev/xjob/pkg/adminclient"
 	"github.com/xjobdev/xjob/pkg/driver"
-	"github.com/xjobdev/xjob/pkg/executor"
 )
 
 // TestShutdownFlushesReports: an execution environment keeps its
@@ -66,23 +64,8 @@ func TestShutdownFlushesReports(t *testing.T) {
 				}
 			}()
 
-			addr, stop := sdkExecutor(t, d, "shutdown", nil, map[string]executor.HandlerFunc{"ok": succeed})
+			j, stop := manualJob(ctx, t, d, "shutdown")
 			defer stop()
-			api, err := adminclient.New(d.URL(), d.AdminToken())
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := api.GroupCreate(ctx, xjob.Group{AppName: "shutdown", Title: "t", AddressType: xjob.AddressManual,
-				AddressList: []string{addr}})
-			if err != nil {
-				t.Fatalf("group: %v", err)
-			}
-			job := xjob.Job{GroupID: g.ID, Description: "by hand", Author: "t", ScheduleType: xjob.ScheduleNone, Handler: "ok"}
-			job.ApplyDefaults()
-			j, err := api.JobCreate(ctx, job)
-			if err != nil {
-				t.Fatalf("job: %v", err)
-			}
 
 			out, err := d.Invoke(ctx, "dispatch", "dispatch", fmt.Appendf(nil, `{"jobId":%d}`, j.ID))
 			if err != nil {
