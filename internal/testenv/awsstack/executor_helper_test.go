@@ -2,6 +2,8 @@ package awsstack_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -9,8 +11,10 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/pkg/adminclient"
+	"github.com/xjobdev/xjob/pkg/driver"
 	"github.com/xjobdev/xjob/pkg/executor"
 )
 
@@ -78,6 +82,30 @@ func manualJob(ctx context.Context, t *testing.T, d *awsstack.Deployment, app st
 		t.Fatalf("job: %v", err)
 	}
 	return j, stop
+}
+
+// runByHand triggers job by hand through the dispatch function, as the
+// admin's manual trigger does, and waits until its one run has recorded
+// a success.
+func runByHand(ctx context.Context, t *testing.T, d *awsstack.Deployment, job int64) {
+	t.Helper()
+	out, err := d.Invoke(ctx, "dispatch", "dispatch", fmt.Appendf(nil, `{"jobId":%d}`, job))
+	if err != nil {
+		t.Fatalf("manual trigger: %v", err)
+	}
+	var mr lambdaapp.ManualResult
+	if err := json.Unmarshal(out, &mr); err != nil || len(mr.LogIDs) != 1 || mr.TriggerCodes[0] != xjob.CodeSuccess {
+		t.Fatalf("manual trigger result %s (%v)", out, err)
+	}
+	if err := await(20*time.Second, func() (bool, string) {
+		page, err := d.Store().LogList(ctx, driver.LogListParams{JobID: job, Limit: 10})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(page.Logs) == 1 && page.Logs[0].HandleCode == xjob.CodeSuccess, fmt.Sprintf("logs %+v; errors %v", page.Logs, d.Errors())
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // succeed is a handler that succeeds at once.

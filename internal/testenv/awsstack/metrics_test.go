@@ -2,20 +2,15 @@ package awsstack_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 	"github.com/xjobdev/xjob/internal/testenv/emulator"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
-	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // TestCustomMetricsMetered: the meter prices the custom metrics the
@@ -49,23 +44,7 @@ func TestCustomMetricsMetered(t *testing.T) {
 			j, stop := manualJob(ctx, t, d, "metrics")
 			defer stop()
 			before := d.Meter().Snapshot()
-			out, err := d.Invoke(ctx, "dispatch", "dispatch", fmt.Appendf(nil, `{"jobId":%d}`, j.ID))
-			if err != nil {
-				t.Fatalf("manual trigger: %v", err)
-			}
-			var mr lambdaapp.ManualResult
-			if err := json.Unmarshal(out, &mr); err != nil || len(mr.LogIDs) != 1 || mr.TriggerCodes[0] != xjob.CodeSuccess {
-				t.Fatalf("manual trigger result %s (%v)", out, err)
-			}
-			if err := await(20*time.Second, func() (bool, string) {
-				page, err := d.Store().LogList(ctx, driver.LogListParams{JobID: j.ID, Limit: 10})
-				if err != nil {
-					return false, err.Error()
-				}
-				return len(page.Logs) == 1 && page.Logs[0].HandleCode == xjob.CodeSuccess, fmt.Sprintf("logs %+v; errors %v", page.Logs, d.Errors())
-			}); err != nil {
-				t.Fatal(err)
-			}
+			runByHand(ctx, t, d, j.ID)
 			d.Shutdown() // the environments write the counters they hold
 			u := d.Meter().Snapshot().Sub(before)
 			series := u.MetricSeries("")
