@@ -376,6 +376,42 @@ type LogExpirer interface {
 	LogExpiry() time.Duration
 }
 
+
+// CallFence is a LogStore on which a claim can end before its
+// ClaimUntil: the nodes of a cluster end the claims of a node they see
+// leave (its beats stopped), so that the fires it held go out at once
+// rather than after the claim TTL. A node that is only slow, not dead,
+// may then still be about to call what another node has taken over, or
+// already calling it. So a caller on such a store marks its claims as
+// calling, in one conditional write, between its claim and its executor
+// calls, and calls only the logs the write kept:
+//
+//	claimed (names its node) ──LogsCalling──▶ calling (names no node) ──LogTriggered──▶ triggered
+//	     │ the node is seen leaving                 │ only ClaimUntil ends it
+//	     ▼                                          ▼
+//	released: taken over at once            taken over after ClaimUntil
+//
+// Claim release and LogsCalling are conditional on the same row, so one
+// of them wins: either the node calls and the claim lasts until its
+// ClaimUntil, or another node takes the log over and this one does not
+// call.
+type CallFence interface {
+	// LogsCalling keeps, of logs, those still as the caller's claim left
+	// them (the same Version, untriggered), and makes each kept log's
+	// claim one that only its ClaimUntil ends: no release of a node's
+	// claims touches it. It returns the kept logs with their new
+	// versions, in no set order; a log changed since, triggered or gone
+	// is left out. On error, any subset may have been marked, and
+	// the caller calls none of them (a marked log is taken over after
+	// its ClaimUntil, late but once).
+	LogsCalling(ctx context.Context, logs []LogRef) ([]LogRef, error)
+}
+
+// LogRef names one version of a log.
+type LogRef struct {
+	ID      int64
+	Version int64
+}
 // LogCountParams filters LogStore.LogCount as LogListParams filters
 // LogList, over several groups at once.
 type LogCountParams struct {

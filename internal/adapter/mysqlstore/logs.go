@@ -320,6 +320,63 @@ func (db *DB) LogClaim(ctx context.Context, p driver.LogClaimParams) (xjob.Log, 
 	return l, nil
 }
 
+// LogsCalling is driver.CallFence's. MySQL's UPDATE returns no rows, and
+// a count of rows changed does not say which: the transaction locks the
+// logs first (SELECT … FOR UPDATE), keeps those still at their expected
+// version and untriggered, and marks only those, so a concurrent
+// ReleaseNodeClaims either waits and then finds them no longer its
+// node's, or ran first and bumped their versions.
+func (db *DB) LogsCalling(ctx context.Context, logs []driver.LogRef) ([]driver.LogRef, error) {
+	if len(logs) == 0 {
+		return nil, nil
+	}
+	expect := make(map[int64]int64, len(logs))
+	ids := make([]int64, 0, len(logs))
+	for _, l := range logs {
+		if _, dup := expect[l.ID]; !dup {
+			expect[l.ID] = l.Version
+			ids = append(ids, l.ID)
+		}
+	}
+	var kept []driver.LogRef
+	err := db.tx(ctx, "logs calling", func(tx *sql.Tx) error {
+		kept = kept[:0]
+		rows, err := tx.QueryContext(ctx, `SELECT id, version, trigger_code FROM logs WHERE id IN (`+marks(len(ids))+`) FOR UPDATE`,
+			int64Args(ids)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r driver.LogRef
+			var code int
+			if err := rows.Scan(&r.ID, &r.Version, &code); err != nil {
+				return err
+			}
+			if code == 0 && r.Version == expect[r.ID] {
+				kept = append(kept, driver.LogRef{ID: r.ID, Version: r.Version + 1})
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(kept) == 0 {
+			return nil
+		}
+		marked := make([]int64, len(kept))
+		for i, k := range kept {
+			marked[i] = k.ID
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE logs SET claimed_by = '', version = version + 1 WHERE id IN (`+marks(len(marked))+`)`,
+			int64Args(marked)...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mysql logs calling: %w", err)
+	}
+	return kept, nil
+}
+
 // LogTriggered records the executor's reply to /run if none is recorded
 // yet: one conditional UPDATE.
 func (db *DB) LogTriggered(ctx context.Context, p driver.LogTriggeredParams) error {

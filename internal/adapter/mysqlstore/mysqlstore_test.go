@@ -38,6 +38,13 @@ func openAt(t testing.TB, dsn string, opts Options) *DB {
 	return db
 }
 
+func TestCallFenceContract(t *testing.T) {
+	t.Parallel()
+	drivertest.ExerciseCallFence(t, func(t *testing.T) *DB {
+		return setup(t, Options{Clock: clock.NewFake(epoch)})
+	})
+}
+
 func TestNodeStoreContract(t *testing.T) {
 	t.Parallel()
 	drivertest.ExerciseNodeStore(t, func(t *testing.T) driver.NodeStore {

@@ -358,6 +358,36 @@ func (db *DB) LogClaim(ctx context.Context, p driver.LogClaimParams) (xjob.Log, 
 	return l, nil
 }
 
+// sqlLogsCalling marks claims as calling, each conditional on its
+// version: the claim no longer names its node, so ReleaseNodeClaims
+// leaves it to its ClaimUntil.
+var sqlLogsCalling = `UPDATE logs l SET claimed_by = '', version = l.version + 1
+	FROM unnest($1::bigint[], $2::bigint[]) AS c(id, expect)
+	WHERE l.id = c.id AND l.version = c.expect AND l.trigger_code = 0
+	RETURNING l.id, l.version`
+
+// LogsCalling is driver.CallFence's: one conditional UPDATE for the
+// batch, under the same row locks as ReleaseNodeClaims, so either the
+// release or the mark wins each log.
+func (db *DB) LogsCalling(ctx context.Context, logs []driver.LogRef) ([]driver.LogRef, error) {
+	if len(logs) == 0 {
+		return nil, nil
+	}
+	ids, expect := make([]int64, len(logs)), make([]int64, len(logs))
+	for i, l := range logs {
+		ids[i], expect[i] = l.ID, l.Version
+	}
+	rows, err := db.pool.Query(ctx, sqlLogsCalling, ids, expect)
+	kept, err := scanAll(rows, err, func(s pgx.Row) (driver.LogRef, error) {
+		var r driver.LogRef
+		return r, s.Scan(&r.ID, &r.Version)
+	})
+	if err != nil {
+		return nil, db.wrap("logs calling", err)
+	}
+	return kept, nil
+}
+
 // LogTriggered records the executor's reply to /run if none is recorded yet.
 func (db *DB) LogTriggered(ctx context.Context, p driver.LogTriggeredParams) error {
 	errs, err := db.LogTriggeredMany(ctx, []driver.LogTriggeredParams{p})

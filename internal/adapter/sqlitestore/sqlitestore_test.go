@@ -49,6 +49,13 @@ func TestStoreContract(t *testing.T) {
 	})
 }
 
+func TestCallFenceContract(t *testing.T) {
+	t.Parallel()
+	drivertest.ExerciseCallFence(t, func(t *testing.T) *DB {
+		return setup(t, Options{Clock: clock.NewFake(epoch)})
+	})
+}
+
 func TestNodeStoreContract(t *testing.T) {
 	t.Parallel()
 	drivertest.ExerciseNodeStore(t, func(t *testing.T) driver.NodeStore {

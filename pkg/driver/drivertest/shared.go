@@ -39,8 +39,9 @@ type SharedStore interface {
 // live node hands back only what one dead node held.
 type NodeClaimStore interface {
 	SharedStore
+	driver.CallFence
 	// ReleaseNodeClaims is ReleaseClaims for the messages and log claims
-	// of one node.
+	// of one node, except the claims it marked as calling.
 	ReleaseNodeClaims(ctx context.Context, node string) (int, error)
 }
 
@@ -198,6 +199,12 @@ func ExerciseNodeClaims[S NodeClaimStore](t *testing.T, h SharedHarness[S]) {
 		clk := clock.NewFake(sharedEpoch)
 		live, dead := h.Open(t, SharedOptions{Fake: clk})
 		testReleaseNodeClaimsExpiresLogClaims(t, clk, live, dead)
+	})
+	t.Run("CallingClaimsOutliveRelease", func(t *testing.T) {
+		t.Parallel()
+		clk := clock.NewFake(sharedEpoch)
+		live, dead := h.Open(t, SharedOptions{Fake: clk})
+		testCallingClaimsOutliveRelease(t, clk, live, dead)
 	})
 }
 
@@ -740,6 +747,47 @@ func testReleaseNodeClaimsExpiresLogClaims(t *testing.T, clk *clock.Fake, live, 
 		if res[i].Outcome != want {
 			t.Errorf("log %d after releasing the dead node's claims: %v, want %v", i+1, res[i].Outcome, want)
 		}
+	}
+}
+
+// testCallingClaimsOutliveRelease: a node seen leaving while it is only
+// slow keeps the claims it marked as calling (it may be calling them
+// now: taking them over would run them twice) and loses the others,
+// which a live node takes over at once; the slow node's mark of a lost
+// claim then keeps nothing, so it does not call what was taken over.
+func testCallingClaimsOutliveRelease(t *testing.T, clk *clock.Fake, live, dead NodeClaimStore) {
+	ctx := t.Context()
+	now := clk.Now().UnixMilli()
+	claim := func(occ string, job int64) xjob.Log {
+		return xjob.Log{OccurrenceID: occ, JobID: job, TriggerType: xjob.TriggerCron, TriggerTime: now, ClaimUntil: now + 30_000}
+	}
+	held, err := dead.LogCreateMany(ctx, []xjob.Log{claim("j1/t1/s0", 1), claim("j2/t1/s0", 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calling, ahead := held[0].Log, held[1].Log
+	kept, err := dead.LogsCalling(ctx, []driver.LogRef{{ID: calling.ID, Version: calling.Version}})
+	if err != nil || len(kept) != 1 {
+		t.Fatalf("the slow node marks its first claim: %+v, %v", kept, err)
+	}
+	if _, err := live.ReleaseNodeClaims(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := live.LogCreateMany(ctx, []xjob.Log{claim("j1/t1/s0", 1), claim("j2/t1/s0", 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Outcome != driver.ClaimHeld || res[1].Outcome != driver.ClaimTakenOver {
+		t.Fatalf("after the release: calling claim %v, claim ahead %v; want held, taken over", res[0].Outcome, res[1].Outcome)
+	}
+	late, err := dead.LogsCalling(ctx, []driver.LogRef{{ID: ahead.ID, Version: ahead.Version}})
+	if err != nil || len(late) != 0 {
+		t.Fatalf("the slow node marks the claim taken from it: %+v, %v; want nothing kept", late, err)
+	}
+	// The live node's own claim, marked, is its to call.
+	mine, err := live.LogsCalling(ctx, []driver.LogRef{{ID: res[1].Log.ID, Version: res[1].Log.Version}})
+	if err != nil || len(mine) != 1 {
+		t.Fatalf("the live node marks what it took over: %+v, %v", mine, err)
 	}
 }
 
