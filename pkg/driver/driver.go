@@ -376,7 +376,6 @@ type LogExpirer interface {
 	LogExpiry() time.Duration
 }
 
-
 // CallFence is a LogStore on which a claim can end before its
 // ClaimUntil: the nodes of a cluster end the claims of a node they see
 // leave (its beats stopped), so that the fires it held go out at once
@@ -412,6 +411,7 @@ type LogRef struct {
 	ID      int64
 	Version int64
 }
+
 // LogCountParams filters LogStore.LogCount as LogListParams filters
 // LogList, over several groups at once.
 type LogCountParams struct {

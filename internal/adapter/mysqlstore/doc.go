@@ -77,6 +77,29 @@
 // with a 100 ms interval and no notifications, is that one statement,
 // which also tells the wait when to poll again.
 //
+// # Log claims across nodes
+//
+// A claim (LogCreateMany, LogClaim) stamps logs.claimed_by with this
+// node's name, so that the nodes that see it leave can end its claims at
+// once (ReleaseNodeClaims) instead of after the claim TTL. A node marks
+// its claims as calling right before its executor calls (LogsCalling,
+// driver.CallFence): in one transaction it locks the logs (SELECT … FOR
+// UPDATE), keeps those at the version it claimed and untriggered, and
+// clears their claimed_by; from then on only claim_until ends the claim,
+// because the node may be calling:
+//
+//	created / taken over (claimed_by = node, claim_until = t + TTL)
+//	   ├── ReleaseNodeClaims(node): claim_until = now, version + 1 ──▶ free: the next delivery takes it over
+//	   └── LogsCalling (version as claimed): claimed_by = '', version + 1
+//	         ▼
+//	       calling ──LogTriggered──▶ triggered (a later delivery is a duplicate)
+//	         └── claim_until passes (the caller died mid-call) ──▶ free
+//
+// The release waits on the mark's row locks or runs first and bumps the
+// versions, so one wins: a node seen leaving while it was only slow
+// either calls and keeps the log until claim_until, or finds its mark
+// kept nothing and does not call what another node takes over.
+//
 // # Batches
 //
 // The write path of a ring bucket costs a few statements whatever its

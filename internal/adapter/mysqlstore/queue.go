@@ -301,7 +301,8 @@ func (db *DB) ReleaseClaims(ctx context.Context) (int, error) {
 // tokens: for the node that sees a peer leave or expire, so that the ring
 // buckets and lane tasks the dead node held come back now instead of
 // after their visibility timeouts. The claims the dead node holds on
-// trigger logs created and never triggered expire too (a ring bucket's
+// trigger logs created and never triggered expire too, except those it
+// marked as calling (LogsCalling: it may be calling them) (a ring bucket's
 // logs are claimed a second or so before their instant): the redelivered
 // bucket takes them over at once, not after the claim TTL. It returns how
 // many messages it released (logs not counted).

@@ -67,6 +67,27 @@
 // conditional UPDATE, which, if another node took the log first, is
 // decided again on the log as that node left it.
 //
+// # Log claims across nodes
+//
+// A claim (LogCreateMany, LogClaim) stamps logs.claimed_by with this
+// node's name, so that the nodes that see it leave can end its claims at
+// once (ReleaseNodeClaims) instead of after the claim TTL. A node marks
+// its claims as calling right before its executor calls (LogsCalling,
+// driver.CallFence): the mark clears claimed_by, and from then on only
+// claim_until ends the claim, because the node may be calling:
+//
+//	created / taken over (claimed_by = node, claim_until = t + TTL)
+//	   ├── ReleaseNodeClaims(node): claim_until = now, version + 1 ──▶ free: the next delivery takes it over
+//	   └── LogsCalling (version as claimed): claimed_by = '', version + 1
+//	         ▼
+//	       calling ──LogTriggered──▶ triggered (a later delivery is a duplicate)
+//	         └── claim_until passes (the caller died mid-call) ──▶ free
+//
+// The release and the mark are conditional UPDATEs of the same row, so
+// one wins: a node seen leaving while it was only slow either calls and
+// keeps the log until claim_until, or finds its mark kept nothing and
+// does not call what another node takes over.
+//
 // # Queues
 //
 // A message is a row of queue_messages. Receive claims the oldest visible

@@ -319,7 +319,8 @@ func (db *DB) notifyAll(ctx context.Context) {
 
 // ReleaseNodeClaims makes the messages node received and has not acked
 // visible again at once, invalidating its tokens, and expires the claims
-// it holds on logs created but never triggered: for the node that sees
+// it holds on logs created but never triggered, except those it marked
+// as calling (LogsCalling: it may be calling them): for the node that sees
 // another leave the cluster (its beat expired, or NodeLeave), so that
 // what the dead node held comes back now instead of after the visibility
 // timeouts and the log claim TTL. (A ring bucket's logs are claimed a

@@ -52,10 +52,29 @@ const (
 // between fires nothing and loses nothing: restarted, it takes back its
 // ring bucket and its claims (takeBackClaims) and fires them late, once
 // (TestClaimedAheadCrashFiresLateOnce); a cluster node's claims are taken
-// over by the others once they expire or it is seen gone, and it re-reads
-// them at the second so as not to call what was taken over
-// (LaneSinkOptions.Recheck).
+// over by the others once they expire or it is seen gone, and it marks
+// them as calling at the second, calling only what the mark kept, so as
+// not to call what was taken over (dispatch.Config.Fence).
 const localClaimAhead = 16384
+
+// fenceOf is the dispatcher's Fence: a cluster node's store whose claims
+// the other nodes release when they see this node leave (a node is seen
+// leaving when its beats stop for one lease TTL, which a node that is
+// only slow, not dead, survives). Such a node must mark each claim as
+// calling before its call, and call only what the mark kept; nothing
+// releases a single process's claims early, so xjob local trusts them.
+func fenceOf(n node, db backend) driver.CallFence {
+	if n.member == nil {
+		return nil
+	}
+	if f, ok := db.(interface {
+		driver.CallFence
+		nodeClaims
+	}); ok {
+		return f
+	}
+	return nil
+}
 
 // services is everything Run wires, kept together for the demo and tests.
 type services struct {
@@ -422,14 +441,16 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 	router := route.New(route.Options{Clock: clk, Prober: executors})
 	// A cluster node rechecks an occurrence another node holds every
 	// second: when that node dies, its claims are released as soon as
-	// the others see it gone, and its fires should go out then.
+	// the others see it gone, and its fires should go out then (the
+	// claims it had marked as calling last until their ClaimUntil: it
+	// may have called them).
 	var inFlightRetry time.Duration
 	if n.member != nil {
 		inFlightRetry = time.Second
 	}
 	disp, err := dispatch.New(dispatch.Config{
 		Store: counted, Executors: executors, Targets: targets, Router: router, Addresses: reg, Completer: cb,
-		Clock: clk, Logger: logger, Metrics: metrics, InFlightRetry: inFlightRetry,
+		Clock: clk, Logger: logger, Metrics: metrics, InFlightRetry: inFlightRetry, Fence: fenceOf(n, db),
 		AdminAddress: baseURL, AnyTriggerAddress: cfg.AnyTriggerAddress,
 	})
 	if err != nil {
@@ -449,13 +470,10 @@ func wire(laneCtx context.Context, n node) (*services, *parts, error) {
 	// (child jobs, manual triggers).
 	// Each hand-off's first localClaimAhead logs are claimed when the ring
 	// prepares it, ahead of its second, so that at the second only the
-	// executor calls and their records remain. A cluster node re-reads
-	// them at the second (Recheck): the nodes that see it leave, or miss
-	// its beats, release its claims, and it must not call what another
-	// node has taken over since.
+	// executor calls and their records remain.
 	sink, err := dispatch.NewLaneSink(disp, dispatch.LaneSinkOptions{Base: laneCtx, Queues: db, Logger: logger,
 		Calls:      map[fire.Lane]int{fire.LaneFast: cfg.FastWorkers, fire.LaneSlow: cfg.SlowWorkers},
-		ClaimAhead: localClaimAhead, Recheck: n.member != nil})
+		ClaimAhead: localClaimAhead})
 	if err != nil {
 		return fail(fmt.Errorf("local: lane sink: %w", err))
 	}

@@ -218,7 +218,10 @@ func RunServer(ctx context.Context, cfg Config) error {
 	var gone func(context.Context, []string)
 	if nc, ok := db.(nodeClaims); ok {
 		// What a dead node had received and not finished comes back now,
-		// not after the queues' visibility timeouts.
+		// not after the queues' visibility timeouts. A node only slow, not
+		// dead, may be seen leaving too: it marks each claim as calling
+		// before its call (dispatch.Config.Fence), and a release ends only
+		// the claims it has not marked, so no log is called by two nodes.
 		gone = func(ctx context.Context, ids []string) {
 			for _, id := range ids {
 				if n, err := nc.ReleaseNodeClaims(ctx, id); err != nil {

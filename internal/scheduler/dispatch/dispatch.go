@@ -114,6 +114,13 @@ type Config struct {
 	// TTL), well before the claim TTL, and its fires should follow then,
 	// not 30 s later; a live holder's claim costs one more read a retry.
 	InFlightRetry time.Duration
+	// Fence, if set, marks every claim as calling right before its
+	// executor call and calls only what the mark kept (Claimed.fence):
+	// for a store on which other processes end live claims, a cluster's,
+	// where the nodes that see one leave release its claims. Nil trusts
+	// the claims: a single process's (xjob local), or the AWS functions',
+	// whose claims nothing ends before their ClaimUntil.
+	Fence driver.CallFence
 	// AdminAddress is shown in trigger messages (xxl-job shows the admin IP).
 	AdminAddress string
 	// AnyTriggerAddress lets a task's address override name any address.
@@ -506,51 +513,52 @@ func logsOf(t *trigger) int {
 	return 1
 }
 
-// Recheck re-reads, in one LogGetMany, the logs c claimed and is to
-// call, and keeps only those still as its claim left them: same version,
-// not triggered. It is for a claim made ahead of its instant on a store
-// where another process may end a live claim: a cluster node's claims
-// are expired by the nodes that see it leave (ReleaseNodeClaims), which
-// a node that is stopping, or whose beats the others missed, sees only
-// when it is about to call. Without it such a node would call at the
-// instant what another node has taken over meanwhile, and the executor
-// would run the fire twice; with it, what is left between the end of a
-// claim and this node's call is the few milliseconds from this read to
-// the call, as for a claim made at the instant. A log whose claim ended
-// ends with ErrInFlight (its task comes back after InFlightRetry and
-// finds the log triggered, or takes it over); a failed read ends every
-// log so, as the claim cannot be shown to be still this Run's.
-func (c *Claimed) Recheck(ctx context.Context) {
-	if len(c.call) == 0 {
-		return
-	}
-	ids := make([]int64, len(c.call))
+// fence marks the logs c claimed and is to call as calling
+// (driver.CallFence), in one LogsCalling, and keeps only those the mark
+// kept: for a store on which another process may end a live claim. A
+// cluster node's claims are released by the nodes that see it leave
+// (ReleaseNodeClaims); a node that is only slow, whose beats the others
+// missed, learns it here: a claim it lost was taken over or is free to
+// be, and calling it would run the fire twice. A kept log's claim no
+// longer names the node and lasts until its ClaimUntil whatever the
+// others see, so its call and the record of the reply cannot overlap a
+// take-over. A log not kept ends with ErrInFlight (its task comes back
+// after InFlightRetry and finds the log triggered, or takes it over); a
+// failed mark ends every log so, as no claim can be shown to be still
+// this Run's (a log marked by the failed write is taken over after its
+// ClaimUntil: late, never twice).
+func (c *Claimed) fence(ctx context.Context, f driver.CallFence) {
+	refs := make([]driver.LogRef, len(c.call))
 	for j, pl := range c.call {
-		ids[j] = pl.log.ID
+		refs[j] = driver.LogRef{ID: pl.log.ID, Version: pl.log.Version}
 	}
-	stored, err := c.d.cfg.Store.LogGetMany(ctx, ids)
-	byID := make(map[int64]*xjob.Log, len(stored))
-	for i := range stored {
-		byID[stored[i].ID] = &stored[i]
+	kept, err := f.LogsCalling(ctx, refs)
+	version := make(map[int64]int64, len(kept))
+	for _, k := range kept {
+		version[k.ID] = k.Version
 	}
-	keep := c.call[:0]
+	call := c.call[:0]
 	for _, pl := range c.call {
-		l := byID[pl.log.ID]
+		v, ok := version[pl.log.ID]
 		switch {
 		case err != nil:
-			pl.err = fmt.Errorf("dispatch %s: recheck claim: %w (%w)", pl.log.OccurrenceID, ErrInFlight, err)
-		case l == nil || l.Version != pl.log.Version || l.Triggered():
-			pl.err = fmt.Errorf("dispatch %s: claim ended before the instant: %w", pl.log.OccurrenceID, ErrInFlight)
+			pl.err = fmt.Errorf("dispatch %s: mark claim as calling: %w (%w)", pl.log.OccurrenceID, ErrInFlight, err)
+		case !ok:
+			pl.err = fmt.Errorf("dispatch %s: claim ended before the call: %w", pl.log.OccurrenceID, ErrInFlight)
 		default:
-			keep = append(keep, pl)
+			pl.log.Version = v
+			call = append(call, pl)
 		}
 	}
-	c.call = keep
+	c.call = call
 }
 
 // Run calls the executors of the logs c claimed and records their
 // replies: the second half of Batch.Run, whose results it returns.
 func (c *Claimed) Run(ctx context.Context, calls chan struct{}) ([]Outcome, []error) {
+	if f := c.d.cfg.Fence; f != nil && len(c.call) > 0 {
+		c.fence(ctx, f)
+	}
 	if len(c.call) > 0 {
 		c.called = c.d.callLogs(ctx, c.call, calls, c.now)
 	}

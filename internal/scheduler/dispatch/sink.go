@@ -76,16 +76,11 @@ type LaneSinkOptions struct {
 	// burst's second is only executor calls. The price: a hand-off
 	// prepared but never delivered (its process died in between) keeps
 	// its claims until they expire, and its fires are taken over then,
-	// late by the claim TTL.
+	// late by the claim TTL (on a cluster, at once: the nodes that see
+	// its process leave release them). A dispatcher with a Fence marks
+	// the claims as calling at the instant, one write a chunk, and calls
+	// only what the mark kept (Config.Fence).
 	ClaimAhead int
-	// Recheck re-reads the logs claimed ahead at their instant, before
-	// calling, and leaves to the others those whose claim ended meanwhile
-	// (Claimed.Recheck): one read per chunk, for a store on which another
-	// process may end a live claim (a cluster's, where the nodes that see
-	// one leave release its claims). Off, the claims are trusted: a
-	// single process's (xjob local), or the AWS ring function's, which
-	// nothing releases.
-	Recheck bool
 	// TimelineFires is the size from which a prepared hand-off logs, at
 	// debug level, one "lane sink burst timeline" line once delivered:
 	// when its claims ahead ended, and when its chunks' calls and records
@@ -138,7 +133,6 @@ type LaneSink struct {
 	budget   time.Duration
 	chunk    int
 	ahead    int
-	recheck  bool
 	timeline int
 }
 
@@ -172,7 +166,7 @@ func NewLaneSink(d *Dispatcher, o LaneSinkOptions) (*LaneSink, error) {
 		o.Logger = d.cfg.Logger
 	}
 	s := &LaneSink{disp: d, base: o.Base, queues: o.Queues, log: o.Logger, spill: o.SpillAfter, budget: o.SpillBudget,
-		chunk: o.Chunk, ahead: o.ClaimAhead, recheck: o.Recheck, timeline: o.TimelineFires, lanes: map[fire.Lane]*sinkLane{}}
+		chunk: o.Chunk, ahead: o.ClaimAhead, timeline: o.TimelineFires, lanes: map[fire.Lane]*sinkLane{}}
 	for lane, calls := range o.Calls {
 		s.lanes[lane] = &sinkLane{chunks: make(chan struct{}, o.Chunks), calls: make(chan struct{}, max(calls, 1))}
 	}
@@ -334,9 +328,6 @@ func (s *LaneSink) deliver(ctx context.Context, lane fire.Lane, tasks []fire.Dis
 		// the lane's call slots, not its chunk slots.
 		for _, cc := range claimed {
 			wg.Go(func() {
-				if s.recheck {
-					cc.c.Recheck(base)
-				}
 				outs, errs := cc.c.Run(base, l.calls)
 				tl.chunk(cc.c.called, clock.Millis(clk))
 				s.settleAll(tasks, cc.idx, outs, errs, requeue)

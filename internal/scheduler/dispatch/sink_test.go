@@ -32,13 +32,15 @@ import (
 // sinkFixture is a dispatcher on SQLite whose one manual group's executor
 // is exec, and a maker of tasks for fresh jobs of that group.
 type sinkFixture struct {
-	ctx   context.Context
-	t0    time.Time
-	clk   *clock.Fake
-	db    *sqlitestore.DB
-	disp  *dispatch.Dispatcher
-	quiet *slog.Logger
-	task  func() fire.DispatchTask
+	ctx  context.Context
+	t0   time.Time
+	clk  *clock.Fake
+	db   *sqlitestore.DB
+	disp *dispatch.Dispatcher
+	// fenced is disp with the store as its Fence (a cluster node's).
+	fenced *dispatch.Dispatcher
+	quiet  *slog.Logger
+	task   func() fire.DispatchTask
 }
 
 func newSinkFixture(t *testing.T, exec http.HandlerFunc) *sinkFixture {
@@ -66,10 +68,16 @@ func newSinkFixture(t *testing.T, exec http.HandlerFunc) *sinkFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	disp, err := dispatch.New(dispatch.Config{
+	cfg := dispatch.Config{
 		Store: db, Executors: client,
 		Router: route.New(route.Options{Clock: clk, Prober: client}), Addresses: reg, Completer: cb, Clock: clk, Logger: quiet,
-	})
+	}
+	disp, err := dispatch.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Fence = db
+	fenced, err := dispatch.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +85,7 @@ func newSinkFixture(t *testing.T, exec http.HandlerFunc) *sinkFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &sinkFixture{ctx: ctx, t0: t0, clk: clk, db: db, disp: disp, quiet: quiet}
+	f := &sinkFixture{ctx: ctx, t0: t0, clk: clk, db: db, disp: disp, fenced: fenced, quiet: quiet}
 	f.task = func() fire.DispatchTask {
 		j := xjob.Job{GroupID: g.ID, Description: "d", Author: "a", ScheduleType: xjob.ScheduleFixRate, ScheduleConf: "60",
 			Handler: "demo", TriggerStatus: xjob.StatusRunning, TriggerNextTime: t0.Add(time.Hour).UnixMilli()}
@@ -436,20 +444,21 @@ func runsByLog(t *testing.T) (http.HandlerFunc, func() map[int64]int) {
 // store's ReleaseClaims, which ends every untriggered claim as
 // ReleaseNodeClaims ends one node's). Whether another node then takes
 // the fires over at the second (taken) or nobody has yet, the executor
-// runs each fire once: with Recheck the node re-reads its claims at the
-// second and leaves the ended ones (their tasks come back, find them
-// triggered or take them over). Without it the node calls what the
-// other took over: the duplicate TestClusterOnPostgres saw.
-func TestLaneSinkRecheckLeavesReleasedClaims(t *testing.T) {
+// runs each fire once: with a Fence the node marks its claims as calling
+// at the second, the mark keeps none of the ended ones, and it leaves
+// them (their tasks come back, find them triggered or take them over).
+// Trusting its claims, the node calls what the other took over: the
+// duplicate TestClusterOnPostgres saw.
+func TestLaneSinkFenceLeavesReleasedClaims(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name    string
-		recheck bool
-		taken   bool // another node takes the fires over at the second
-		want    int  // /run calls per log
+		name  string
+		fence bool
+		taken bool // another node takes the fires over at the second
+		want  int  // /run calls per log
 	}{
-		{"recheck, taken over", true, true, 1},
-		{"recheck, released only", true, false, 1},
+		{"fenced, taken over", true, true, 1},
+		{"fenced, released only", true, false, 1},
 		{"trusted, taken over", false, true, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -458,8 +467,12 @@ func TestLaneSinkRecheckLeavesReleasedClaims(t *testing.T) {
 			f := newSinkFixture(t, exec)
 			at := f.t0.Add(time.Second)
 			opts := dispatch.LaneSinkOptions{Base: f.ctx, Queues: f.db, Logger: f.quiet,
-				Calls: map[fire.Lane]int{fire.LaneFast: 2}, Chunk: 2, ClaimAhead: 10, Recheck: tc.recheck}
-			leaving, err := dispatch.NewLaneSink(f.disp, opts)
+				Calls: map[fire.Lane]int{fire.LaneFast: 2}, Chunk: 2, ClaimAhead: 10}
+			disp := f.disp
+			if tc.fence {
+				disp = f.fenced
+			}
+			leaving, err := dispatch.NewLaneSink(disp, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -490,7 +503,7 @@ func TestLaneSinkRecheckLeavesReleasedClaims(t *testing.T) {
 			// taken over and run.
 			f.clk.Set(at.Add(31 * time.Second))
 			if ds := f.queued(t, fire.LaneFast); len(ds) > 0 {
-				if !tc.recheck {
+				if !tc.fence {
 					t.Fatalf("trusted claims queued %d tasks, want none", len(ds))
 				}
 				back := make([]fire.DispatchTask, len(ds))
