@@ -36,8 +36,11 @@ type receipt struct {
 type recorder struct {
 	srv  *httptest.Server
 	exec atomic.Pointer[executor.Executor]
-	mu   sync.Mutex
-	runs []receipt
+	// onRun, if set, sees each /run once recorded, before the executor
+	// does: a test's way to hold a call in flight.
+	onRun atomic.Pointer[func(protocol.TriggerParam)]
+	mu    sync.Mutex
+	runs  []receipt
 }
 
 func newRecorder(t *testing.T) *recorder {
@@ -51,6 +54,9 @@ func newRecorder(t *testing.T) *recorder {
 				r.mu.Lock()
 				r.runs = append(r.runs, receipt{LogID: p.LogID, JobID: p.JobID, At: time.Now()})
 				r.mu.Unlock()
+				if f := r.onRun.Load(); f != nil {
+					(*f)(p)
+				}
 			}
 			req.Body = io.NopCloser(bytes.NewReader(body))
 		}

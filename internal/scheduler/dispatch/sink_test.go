@@ -627,3 +627,34 @@ func TestLaneSinkLogsBurstTimeline(t *testing.T) {
 		})
 	}
 }
+
+// A fenced dispatcher's claims made at the instant (a lane's tasks, not
+// a prepared hand-off) are marked as calling too: each log is called
+// once and recorded, and its version shows the claim and the mark.
+func TestFenceMarksClaimsMadeAtTheInstant(t *testing.T) {
+	t.Parallel()
+	exec, runs := runsByLog(t)
+	f := newSinkFixture(t, exec)
+	tasks := []fire.DispatchTask{f.task(), f.task()}
+	outs, errs := f.fenced.DispatchMany(f.ctx, tasks)
+	for i := range tasks {
+		if errs[i] != nil {
+			t.Fatalf("task %d: %v", i, errs[i])
+		}
+		l, err := f.db.LogGet(f.ctx, outs[i].Logs[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.TriggerCode != xjob.CodeSuccess {
+			t.Errorf("log %d: trigger code %d, want %d", l.ID, l.TriggerCode, xjob.CodeSuccess)
+		}
+		if outs[i].Logs[0].Version < 2 {
+			t.Errorf("log %d: version %d in the outcome, want the mark's (≥ 2)", l.ID, outs[i].Logs[0].Version)
+		}
+	}
+	for id, n := range runs() {
+		if n != 1 {
+			t.Errorf("log %d: /run called %d times, want 1", id, n)
+		}
+	}
+}
