@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -373,14 +374,22 @@ func (db *DB) LogsCalling(ctx context.Context, logs []driver.LogRef) ([]driver.L
 	if len(logs) == 0 {
 		return nil, nil
 	}
-	ids, expect := make([]int64, len(logs)), make([]int64, len(logs))
-	for i, l := range logs {
+	// In id order, as the plan's nested loop over the arrays then locks
+	// the rows; a deadlock (with a release, whose order is the index's)
+	// is rolled back whole and run again.
+	sorted := slices.SortedFunc(slices.Values(logs), func(a, b driver.LogRef) int { return cmp.Compare(a.ID, b.ID) })
+	ids, expect := make([]int64, len(sorted)), make([]int64, len(sorted))
+	for i, l := range sorted {
 		ids[i], expect[i] = l.ID, l.Version
 	}
-	rows, err := db.pool.Query(ctx, sqlLogsCalling, ids, expect)
-	kept, err := scanAll(rows, err, func(s pgx.Row) (driver.LogRef, error) {
-		var r driver.LogRef
-		return r, s.Scan(&r.ID, &r.Version)
+	var kept []driver.LogRef
+	err := retry(func() error {
+		rows, err := db.pool.Query(ctx, sqlLogsCalling, ids, expect)
+		kept, err = scanAll(rows, err, func(s pgx.Row) (driver.LogRef, error) {
+			var r driver.LogRef
+			return r, s.Scan(&r.ID, &r.Version)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, db.wrap("logs calling", err)
