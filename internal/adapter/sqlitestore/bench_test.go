@@ -3,10 +3,15 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
+	"github.com/xjobdev/xjob"
 	"github.com/xjobdev/xjob/internal/testenv/storebench"
+	"github.com/xjobdev/xjob/pkg/driver"
 )
 
 // The benchmarks' bodies are storebench's, shared with pgstore and
@@ -19,6 +24,9 @@ var bench = storebench.Harness[*DB]{
 		dbs := make([]*DB, handles)
 		for i := range dbs {
 			dbs[i] = openAt(b, path, Options{Shards: shards})
+			if n, err := strconv.ParseInt(os.Getenv("XJOB_BENCH_JOB_INDEX_BATCH"), 10, 64); err == nil && n > 0 {
+				dbs[i].jobIndexBatch = n // to weigh another batch in one run
+			}
 		}
 		return dbs
 	},
@@ -57,6 +65,7 @@ func reportBatching(b *testing.B, db *DB) {
 	b.ReportMetric(float64(s.MaxWait.Microseconds()), "µs-maxwait")
 	b.ReportMetric(float64(s.Checkpoints)/n, "ckpts/op")
 	b.ReportMetric(float64(s.Backfilled)/n, "ckpt-frames/op")
+	b.ReportMetric(float64(s.JobIndexed)/n, "job-indexed/op")
 }
 
 // seedJobs bulk-inserts stored jobs into shard 0, due of them at or before 1000.
@@ -90,5 +99,39 @@ func seedJobs(b *testing.B, db *DB, stored, due int) {
 	})
 	if err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkLogListJob is a console page of one job's logs, newest first,
+// with 1,000 jobs' logs stored and a batch's worth less one waiting for
+// their per-job index entry: the longest walk past the index a page
+// takes (logjobindex.go).
+func BenchmarkLogListJob(b *testing.B) {
+	const jobs, perJob = 1000, 96
+	db := openAt(b, filepath.Join(b.TempDir(), "xjob.db"), Options{})
+	ctx := context.Background()
+	for r := range perJob {
+		logs := make([]xjob.Log, jobs)
+		for j := range logs {
+			at := int64(1_800_000_000_000 + r*1000)
+			logs[j] = xjob.Log{OccurrenceID: fmt.Sprintf("j%d/r%d", j+1, r), JobID: int64(j + 1), GroupID: 1,
+				TriggerType: xjob.TriggerCron, ScheduledTime: at, TriggerTime: at, ExecutorHandler: "demoHandler"}
+		}
+		if _, err := db.LogCreateMany(ctx, logs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var waiting int
+	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM logs WHERE job_unindexed = 1`).Scan(&waiting); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(waiting), "waiting")
+	j := int64(0)
+	for b.Loop() {
+		j = j%jobs + 1
+		page, err := db.LogList(ctx, driver.LogListParams{JobID: j, Limit: 100})
+		if err != nil || len(page.Logs) != 96 {
+			b.Fatalf("job %d: %d logs, %v", j, len(page.Logs), err)
+		}
 	}
 }

@@ -44,7 +44,8 @@ func (db *DB) JobCount(ctx context.Context, p driver.JobCountParams) (int, error
 }
 
 // logFilters adds the status and trigger-time conditions that LogList and
-// LogCount share, so that a count walks the same indexes as the list.
+// LogCount share, so that a count walks the same indexes as the list
+// (for logsOf, which names the columns).
 func logFilters(where []string, args []any, status xjob.LogStatus, from, to int64) ([]string, []any) {
 	switch status {
 	case xjob.LogSuccess:
@@ -55,10 +56,10 @@ func logFilters(where []string, args []any, status xjob.LogStatus, from, to int6
 		where = append(where, sqlLogRunning)
 	}
 	if from != 0 {
-		where, args = append(where, "trigger_time >= ?"), append(args, from)
+		where, args = append(where, "$trigger_time >= ?"), append(args, from)
 	}
 	if to != 0 {
-		where, args = append(where, "trigger_time <= ?"), append(args, to)
+		where, args = append(where, "$trigger_time <= ?"), append(args, to)
 	}
 	return where, args
 }
@@ -66,20 +67,22 @@ func logFilters(where []string, args []any, status xjob.LogStatus, from, to int6
 // LogCount counts logs through the same indexes as LogList; the inner
 // LIMIT stops the walk at p.Limit.
 func (db *DB) LogCount(ctx context.Context, p driver.LogCountParams) (int, error) {
-	where, args := inGroups([]string{"1 = 1"}, nil, "group_id", p.GroupIDs)
-	if p.JobID != 0 {
-		where, args = append(where, "job_id = ?"), append(args, p.JobID)
+	q, args := logCountQuery(p)
+	var n int
+	if err := db.r.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite log count: %w", err)
 	}
+	return n, nil
+}
+
+// logCountQuery is LogCount's statement.
+func logCountQuery(p driver.LogCountParams) (string, []any) {
+	where, args := inGroups(nil, nil, "group_id", p.GroupIDs)
 	where, args = logFilters(where, args, p.Status, p.From, p.To)
 	limit := -1 // SQLite: no bound
 	if p.Limit > 0 {
 		limit = p.Limit
 	}
-	var n int
-	err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM logs WHERE `+
-		strings.Join(where, " AND ")+` LIMIT ?)`, append(args, limit)...).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite log count: %w", err)
-	}
-	return n, nil
+	sel, args := logsOf("1", where, args, p.JobID)
+	return `SELECT COUNT(*) FROM (` + sel + ` LIMIT ?)`, append(args, limit)
 }

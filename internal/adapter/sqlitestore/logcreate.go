@@ -100,7 +100,7 @@ func (db *DB) claimMany(ctx context.Context, logs []xjob.Log, out []driver.LogCr
 		floor = max(floor, last)
 		idx = idx[n:]
 	}
-	return nil
+	return db.enterJobIndex(ctx, floor) // floor: now the largest log id
 }
 
 // claimChunk inserts the n logs named by idx in one statement, fills

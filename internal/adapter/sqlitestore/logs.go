@@ -73,7 +73,10 @@ func (db *DB) LogCreate(ctx context.Context, l xjob.Log) (xjob.Log, error) {
 	err := db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
 		var err error
 		l.ID, existing, err = db.insertLog(ctx, l)
-		return err
+		if err != nil || existing != nil {
+			return err
+		}
+		return db.enterJobIndex(ctx, l.ID)
 	})
 	if err != nil {
 		return xjob.Log{}, fmt.Errorf("sqlite log create %s: %w", l.OccurrenceID, err)
@@ -321,27 +324,11 @@ func (db *DB) LogSetAlarm(ctx context.Context, p driver.LogSetAlarmParams) error
 // last log served.
 func (db *DB) LogList(ctx context.Context, p driver.LogListParams) (driver.LogPage, error) {
 	limit := clampLimit(p.Limit, 100, 1000)
-	where := []string{"1 = 1"}
-	var args []any
-	if p.Cursor != "" {
-		ts, id, ok := strings.Cut(p.Cursor, ":")
-		t, err1 := strconv.ParseInt(ts, 10, 64)
-		i, err2 := strconv.ParseInt(id, 10, 64)
-		if !ok || err1 != nil || err2 != nil {
-			return driver.LogPage{}, fmt.Errorf("sqlite log list: %w", badCursor(p.Cursor))
-		}
-		where, args = append(where, "(trigger_time, id) < (?, ?)"), append(args, t, i)
+	q, args, err := logListQuery(p, limit)
+	if err != nil {
+		return driver.LogPage{}, fmt.Errorf("sqlite log list: %w", err)
 	}
-	if p.JobID != 0 {
-		where, args = append(where, "job_id = ?"), append(args, p.JobID)
-	}
-	if p.GroupID != 0 {
-		where, args = append(where, "group_id = ?"), append(args, p.GroupID)
-	}
-	where, args = logFilters(where, args, p.Status, p.From, p.To)
-	args = append(args, limit+1)
-	rows, err := db.r.QueryContext(ctx, `SELECT `+logColumns+` FROM logs WHERE `+
-		strings.Join(where, " AND ")+` ORDER BY trigger_time DESC, id DESC LIMIT ?`, args...)
+	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return driver.LogPage{}, fmt.Errorf("sqlite log list: %w", err)
 	}
@@ -408,35 +395,62 @@ func (db *DB) LogDeleteBefore(ctx context.Context, before int64, limit int) (int
 	return int(n), nil
 }
 
+// logListQuery is LogList's statement for a page of limit logs (and one
+// more, which says whether there is a next page).
+func logListQuery(p driver.LogListParams, limit int) (string, []any, error) {
+	var where []string
+	var args []any
+	if p.Cursor != "" {
+		ts, id, ok := strings.Cut(p.Cursor, ":")
+		t, err1 := strconv.ParseInt(ts, 10, 64)
+		i, err2 := strconv.ParseInt(id, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return "", nil, badCursor(p.Cursor)
+		}
+		where, args = append(where, "($trigger_time, $id) < (?, ?)"), append(args, t, i)
+	}
+	if p.GroupID != 0 {
+		where, args = append(where, "group_id = ?"), append(args, p.GroupID)
+	}
+	where, args = logFilters(where, args, p.Status, p.From, p.To)
+	q, args := logsOf(logColumns, where, args, p.JobID)
+	return q + ` ORDER BY trigger_time DESC, id DESC LIMIT ?`, append(args, limit+1), nil
+}
+
 // LogClear deletes up to p.Limit of the oldest logs of p's scope outside
 // its newest p.KeepNewest and before p.Before, in one write transaction.
 func (db *DB) LogClear(ctx context.Context, p driver.LogClearParams) (int, error) {
-	scope, args := []string{"1 = 1"}, []any{}
-	if p.GroupID != 0 {
-		scope, args = append(scope, "group_id = ?"), append(args, p.GroupID)
-	}
-	if p.JobID != 0 {
-		scope, args = append(scope, "job_id = ?"), append(args, p.JobID)
-	}
-	where := strings.Join(scope, " AND ")
-	cond, condArgs := where, slices.Clone(args)
-	if p.KeepNewest > 0 {
-		cond += ` AND id NOT IN (SELECT id FROM logs WHERE ` + where + ` ORDER BY trigger_time DESC, id DESC LIMIT ?)`
-		condArgs = append(append(condArgs, args...), p.KeepNewest)
-	}
-	if p.Before != 0 {
-		cond, condArgs = cond+" AND trigger_time < ?", append(condArgs, p.Before)
-	}
-	condArgs = append(condArgs, clampLimit(p.Limit, 1000, 100000))
+	q, args := logClearQuery(p)
 	var n int64
 	err := db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 		var err error
-		n, err = rowsAffected(c.ExecContext(ctx, `DELETE FROM logs WHERE id IN (
-			SELECT id FROM logs WHERE `+cond+` ORDER BY trigger_time, id LIMIT ?)`, condArgs...))
+		n, err = rowsAffected(c.ExecContext(ctx, q, args...))
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite log clear: %w", err)
 	}
 	return int(n), nil
+}
+
+// logClearQuery is LogClear's statement: the oldest first of p's scope,
+// less its newest p.KeepNewest, each found through logsOf.
+func logClearQuery(p driver.LogClearParams) (string, []any) {
+	var scope []string
+	var args []any
+	if p.GroupID != 0 {
+		scope, args = append(scope, "group_id = ?"), append(args, p.GroupID)
+	}
+	cond, condArgs := slices.Clone(scope), slices.Clone(args)
+	if p.KeepNewest > 0 {
+		keep, keepArgs := logsOf("id, trigger_time", scope, args, p.JobID)
+		cond = append(cond, `$id NOT IN (SELECT id FROM (`+keep+` ORDER BY trigger_time DESC, id DESC LIMIT ?))`)
+		condArgs = append(append(condArgs, keepArgs...), p.KeepNewest)
+	}
+	if p.Before != 0 {
+		cond, condArgs = append(cond, "$trigger_time < ?"), append(condArgs, p.Before)
+	}
+	sel, selArgs := logsOf("id, trigger_time", cond, condArgs, p.JobID)
+	return `DELETE FROM logs WHERE id IN (SELECT id FROM (` + sel + ` ORDER BY trigger_time, id LIMIT ?))`,
+		append(selArgs, clampLimit(p.Limit, 1000, 100000))
 }

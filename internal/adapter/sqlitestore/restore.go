@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -66,6 +67,19 @@ func (db *DB) LogRestore(ctx context.Context, logs []xjob.Log) error {
 				}
 				return fmt.Errorf("log %d (%s): %w", l.ID, l.OccurrenceID, err)
 			}
+		}
+		// Logs at or below the job index's mark are read through their
+		// entry only (logjobindex.go): enter them now.
+		ids := make([]int64, len(logs))
+		for i, l := range logs {
+			ids[i] = l.ID
+		}
+		list, err := json.Marshal(ids)
+		if err != nil {
+			return err
+		}
+		if _, err := c.ExecContext(ctx, sqlJobIndexRestored, string(list)); err != nil {
+			return fmt.Errorf("enter restored logs into the job index: %w", err)
 		}
 		return nil
 	})

@@ -114,7 +114,11 @@ type DB struct {
 	closeOnce        sync.Once
 	closeErr         error
 	jobs             jobCache // JobGetMany's jobs by version
-	stats            writerStats
+	// jobIndexBatch is how many logs wait for their per-job index entry;
+	// jobIndexNext the log id at which the writer looks again (only the
+	// writer goroutine uses it; logjobindex.go).
+	jobIndexBatch, jobIndexNext int64
+	stats                       writerStats
 	// walPath is the WAL file's; ckMu guards the salt and the copied
 	// frames of the WAL the last checkpoint saw (stats.go).
 	walPath  string
@@ -174,7 +178,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite open %s: %w", path, err)
 	}
 
-	db := &DB{opts: opts, w: w, r: r, ck: ck, walPath: path + "-wal",
+	db := &DB{opts: opts, w: w, r: r, ck: ck, walPath: path + "-wal", jobIndexBatch: jobIndexBatch,
 		reqs: make(chan *writeReq), closing: make(chan struct{}), writerDone: make(chan struct{}),
 		checkpointerDone: make(chan struct{})}
 	if err := db.startRetrying(ctx); err != nil {

@@ -39,6 +39,9 @@ type WriterStats struct {
 	// Checkpoints is the number of checkpoints the checkpointer ran;
 	// Backfilled the WAL frames they copied into the database file.
 	Checkpoints, Backfilled int64
+	// JobIndexed is the number of logs the writer entered into the per-job
+	// log index in batches (logjobindex.go).
+	JobIndexed int64
 }
 
 // writerStats holds WriterStats' counters, updated by the writer and the
@@ -48,6 +51,7 @@ type writerStats struct {
 	pages, misses        atomic.Int64
 	waited, maxWait      atomic.Int64 // nanoseconds
 	checkpoints, backfil atomic.Int64
+	jobIndexed           atomic.Int64
 }
 
 // WriterStats returns the counters so far.
@@ -58,6 +62,7 @@ func (db *DB) WriterStats() WriterStats {
 		Pages: s.pages.Load(), CacheMisses: s.misses.Load(),
 		Waited: time.Duration(s.waited.Load()), MaxWait: time.Duration(s.maxWait.Load()),
 		Checkpoints: s.checkpoints.Load(), Backfilled: s.backfil.Load(),
+		JobIndexed: s.jobIndexed.Load(),
 	}
 }
 
@@ -68,6 +73,7 @@ func (s WriterStats) Sub(prev WriterStats) WriterStats {
 		Pages: s.Pages - prev.Pages, CacheMisses: s.CacheMisses - prev.CacheMisses,
 		Waited: s.Waited - prev.Waited, MaxWait: s.MaxWait,
 		Checkpoints: s.Checkpoints - prev.Checkpoints, Backfilled: s.Backfilled - prev.Backfilled,
+		JobIndexed: s.JobIndexed - prev.JobIndexed,
 	}
 }
 
@@ -121,7 +127,8 @@ func (db *DB) logStats(prev WriterStats, every time.Duration) WriterStats {
 		"cache_misses", d.CacheMisses,
 		"mean_wait", time.Duration(ratio(int64(d.Waited), d.Requests)).String(),
 		"checkpoints", d.Checkpoints,
-		"backfilled", d.Backfilled)
+		"backfilled", d.Backfilled,
+		"job_indexed", d.JobIndexed)
 	return now
 }
 

@@ -27,6 +27,7 @@ type writeStmts struct {
 	logsByIDs, logFinishBatch                                                                      *sql.Stmt
 	logCreateN                                                                                     [len(logCreateRows)]*sql.Stmt
 	logMaxID                                                                                       *sql.Stmt
+	jobIndexedRead, jobIndexEnter, jobIndexedSet                                                   *sql.Stmt
 	logTriggeredN                                                                                  [len(logCreateRows)]*sql.Stmt
 	chunkSavepoint, chunkRelease, chunkRollbackTo                                                  *sql.Stmt
 
@@ -110,6 +111,9 @@ func (s *writeStmts) fixedDefs() []stmtDef {
 
 		{&s.logCreate, sqlLogCreate},
 		{&s.logMaxID, `SELECT coalesce(max(id), 0) FROM logs`},
+		{&s.jobIndexedRead, sqlJobIndexedRead},
+		{&s.jobIndexEnter, sqlJobIndexEnter},
+		{&s.jobIndexedSet, sqlJobIndexedSet},
 		{&s.logByOccurrence, sqlLogByOccurrence},
 		{&s.logByID, `SELECT ` + logColumns + ` FROM logs WHERE id = ?`},
 		{&s.logClaim, `UPDATE logs SET claim_until = ?, trigger_time = ?, version = version + 1
