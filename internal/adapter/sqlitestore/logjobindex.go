@@ -66,10 +66,12 @@ func (db *DB) enterJobIndex(ctx context.Context, newest int64) error {
 }
 
 // Statements of the batch entry, on the writer. The ORDER BY makes the
-// insert walk logs_by_job's leaves once each, in order.
+// insert walk logs_by_job's leaves once each, in order. OR IGNORE: an
+// entry that exists already is the same entry (its key is the whole
+// row), and a batch that failed on it would fail every claim after it.
 const (
 	sqlJobIndexedRead = `SELECT through FROM logs_by_job_through WHERE one = 1`
-	sqlJobIndexEnter  = `INSERT INTO logs_by_job (job_id, trigger_time, id)
+	sqlJobIndexEnter  = `INSERT OR IGNORE INTO logs_by_job (job_id, trigger_time, id)
 		SELECT job_id, trigger_time, id FROM logs WHERE id > ? AND id <= ?
 		ORDER BY job_id, trigger_time, id`
 	sqlJobIndexedSet = `UPDATE logs_by_job_through SET through = ? WHERE one = 1`
