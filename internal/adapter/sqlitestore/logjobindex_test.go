@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,23 @@ func TestStoreContractJobIndexBatched(t *testing.T) {
 		db := setup(t, Options{Shards: 4, Clock: clock.NewFake(epoch)})
 		db.jobIndexBatch = 2
 		return db
+	})
+}
+
+// Two handles on one file, as two processes, entering batches of two:
+// either may enter the other's logs, and the stored mark decides.
+func TestSharedStoreContractJobIndexBatched(t *testing.T) {
+	t.Parallel()
+	drivertest.ExerciseSharedStore(t, drivertest.SharedHarness[*DB]{
+		Open: func(t *testing.T, o drivertest.SharedOptions) (*DB, *DB) {
+			path := filepath.Join(t.TempDir(), "xjob.db")
+			opts := Options{Shards: 4, Clock: o.Clock(), Logger: o.Logger}
+			a, b := openAt(t, path, opts), openAt(t, path, opts)
+			a.jobIndexBatch, b.jobIndexBatch = 2, 2
+			return a, b
+		},
+		RawRing:  func(db *DB) driver.Queue[json.RawMessage] { return newQueue[json.RawMessage](db, "ring") },
+		SetAside: SetAside,
 	})
 }
 
@@ -283,5 +301,43 @@ func TestJobIndexMigration(t *testing.T) {
 	}
 	if got, want := logIDs(page.Logs), []int64{6, 5, 4}; !slices.Equal(got, want) {
 		t.Errorf("job 4's logs before 9500 after log 3 moved to 10000: %v, want %v", got, want)
+	}
+}
+
+// Two processes claiming on one file enter each other's logs: every log
+// up to the stored mark has its entry once, and both list a job whole.
+func TestJobIndexTwoHandles(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "xjob.db")
+	dbs := []*DB{openAt(t, path, Options{}), openAt(t, path, Options{})}
+	dbs[0].jobIndexBatch, dbs[1].jobIndexBatch = 3, 5
+	const rounds = 20
+	for r := range rounds {
+		at := int64(1_800_000_000_000 + r*1000)
+		var batch []xjob.Log
+		for j := int64(1); j <= 2; j++ {
+			batch = append(batch, xjob.Log{OccurrenceID: fmt.Sprintf("j%d/r%d", j, r), JobID: j, GroupID: 1,
+				TriggerType: xjob.TriggerCron, ScheduledTime: at, TriggerTime: at, ExecutorHandler: "h"})
+		}
+		if _, err := dbs[r%2].LogCreateMany(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var through, entries, distinct int64
+	if err := dbs[0].r.QueryRowContext(ctx, `SELECT through, (SELECT count(*) FROM logs_by_job),
+		(SELECT count(DISTINCT id) FROM logs_by_job) FROM logs_by_job_through`).Scan(&through, &entries, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if through < 2*rounds-5 || entries != through || distinct != through {
+		t.Fatalf("mark %d, %d entries of %d logs: want every log up to the mark entered once, the mark within a batch of %d",
+			through, entries, distinct, 2*rounds)
+	}
+	for i, db := range dbs {
+		for j := int64(1); j <= 2; j++ {
+			if n, err := db.LogCount(ctx, driver.LogCountParams{JobID: j}); err != nil || n != rounds {
+				t.Errorf("handle %d, job %d: %d logs, %v; want %d", i, j, n, err, rounds)
+			}
+		}
 	}
 }
