@@ -653,8 +653,8 @@ func (c *Config) egressPolicy() egress.Policy {
 // ringVisibility is how long a received ring bucket stays hidden from
 // other consumers. In a cluster it is the lease TTL, so that the buckets a
 // killed node held are fired by another node as soon as its shards pass
-// on; a bucket redelivered while its first receiver still fires it is
-// harmless (dispatch deduplicates).
+// on. A live receiver keeps the buckets it still fires hidden
+// (ring.ServeOptions.Visibility), so only a dead node's come back.
 func (c *Config) ringVisibility() time.Duration {
 	if c.Server && c.LeaseTTL > 0 {
 		return c.LeaseTTL

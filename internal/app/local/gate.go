@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob/internal/fire"
+	"github.com/xjobdev/xjob/internal/scheduler/ring"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -180,6 +181,22 @@ func (g *gate[T]) Retry(ctx context.Context, token string, delay time.Duration) 
 	return err
 }
 
+// Extend keeps a delivery hidden for visibility more while its consumer
+// still works on it (ring.Extender), and keeps counting it in flight
+// until then, unless it was acked or retried meanwhile.
+func (g *gate[T]) Extend(ctx context.Context, token string, visibility time.Duration) error {
+	if err := g.q.Retry(ctx, token, visibility); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.inflight[token]; ok {
+		g.inflight[token] = g.now().Add(visibility)
+		g.notifyLocked()
+	}
+	return nil
+}
+
 // ringQueues is the driver.Queues the ring consumes: its own queue behind
 // a gate, the dispatch lanes as they are (the ring only sends to them).
 type ringQueues struct {
@@ -192,4 +209,5 @@ func (r ringQueues) Ring() driver.Queue[fire.RingBucket] { return r.ring }
 var (
 	_ driver.Queue[fire.RingBucket] = (*gate[fire.RingBucket])(nil)
 	_ driver.Queues                 = ringQueues{}
+	_ ring.Extender                 = (*gate[fire.RingBucket])(nil)
 )

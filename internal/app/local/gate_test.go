@@ -62,3 +62,59 @@ func TestGateAckDoesNotInterruptLongPoll(t *testing.T) {
 		t.Fatal("long poll never returned")
 	}
 }
+
+// A delivery the ring keeps hidden (Extend) stays in flight past its
+// first visibility, so shutdown waits for it; once acked, a late Extend
+// neither fails silently nor brings it back in flight.
+func TestGateExtendKeepsADeliveryInFlight(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	clk := clock.NewFake(time.UnixMilli(1_800_000_000_000))
+	db, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "x.db"), sqlitestore.Options{Clock: clk, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	g := newGate(db.Ring())
+	now := clk.Now()
+	g.now = func() time.Time { return now }
+	if err := g.Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: fire.RingBucket{Second: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	const visibility = 10 * time.Second
+	ds, err := g.Receive(ctx, driver.ReceiveParams{Max: 1, Visibility: visibility})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("receive = %v, %v", ds, err)
+	}
+	g.drain()
+	if rest, err := g.Receive(ctx, driver.ReceiveParams{Max: 1, Visibility: visibility}); err != nil || len(rest) != 0 {
+		t.Fatalf("receive while draining = %v, %v; want nothing (the gate closes)", rest, err)
+	}
+	idleWithin := func(d time.Duration) bool {
+		wctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		return g.waitIdle(wctx) == nil
+	}
+
+	now = now.Add(visibility / 2)
+	if err := g.Extend(ctx, ds[0].Token, visibility); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(visibility * 3 / 4) // past the first visibility, within the extension
+	if idleWithin(50 * time.Millisecond) {
+		t.Fatal("idle while an extended delivery is in flight")
+	}
+	if err := g.Ack(ctx, []string{ds[0].Token}); err != nil {
+		t.Fatalf("ack with the token extended: %v", err)
+	}
+	if !idleWithin(10 * time.Second) {
+		t.Fatal("not idle once the extended delivery is acked")
+	}
+	if err := g.Extend(ctx, ds[0].Token, visibility); err == nil {
+		t.Fatal("extending an acked delivery succeeded")
+	}
+	if !idleWithin(10 * time.Second) {
+		t.Fatal("an extension after the ack put the delivery back in flight")
+	}
+}

@@ -36,8 +36,10 @@ import (
 // dispatch worker (at most dispatch.DefaultSpillAfter, 1 s) and while they are dispatched
 // (at most the executor client's 3 s + 3 s, plus a few store calls): 10 s
 // covers that, and still brings back the bucket of a killed process
-// quickly. Redelivery while it still fires is harmless (dispatch
-// deduplicates). A dispatch from the lane queue takes at most 3 s + 3 s.
+// quickly. A hand-off that takes longer (the ring far behind) keeps its
+// bucket hidden (ring.ServeOptions.Visibility) rather than have it
+// received and claimed again. A dispatch from the lane queue takes at
+// most 3 s + 3 s.
 const (
 	ringVisibility     = 10 * time.Second
 	dispatchVisibility = 30 * time.Second

@@ -514,6 +514,9 @@ type ServeOptions struct {
 	// different shards due in the same second must not wait on each other.
 	Workers int
 	// Visibility hides a received bucket while it fires (default 30 s).
+	// A bucket still firing after half of it is hidden for another
+	// Visibility, and so on until it is acknowledged (keepHidden), so
+	// only a receiver that died (or stopped) gives its buckets back.
 	Visibility time.Duration
 	// Wait is the receive long-poll (default 1 s).
 	Wait time.Duration
@@ -625,6 +628,7 @@ func (r *Ring) Serve(ctx context.Context, o ServeOptions) error {
 					st  Stats
 					err error
 				)
+				stop := r.keepHidden(ctx, q, g.tokens, o.Visibility)
 				if g.again {
 					// Held by a receiver that did not finish it, for up
 					// to the visibility timeout.
@@ -632,6 +636,7 @@ func (r *Ring) Serve(ctx context.Context, o ServeOptions) error {
 				} else {
 					st, err = r.Fire(ctx, g.bucket)
 				}
+				stop()
 				if err != nil {
 					if ctx.Err() == nil {
 						r.log.ErrorContext(ctx, "ring fire", "err", err, "buckets", len(g.tokens))
@@ -649,4 +654,54 @@ func (r *Ring) Serve(ctx context.Context, o ServeOptions) error {
 		}
 	}
 	return nil
+}
+
+// Extender is a ring queue that can keep a delivery hidden for longer
+// while its receiver still fires it, without handing it back: local
+// mode's gate, which must go on counting the delivery in flight. Any
+// other queue is extended by Retry with the visibility as its delay,
+// which moves the delivery's hidden-until time and keeps its token.
+type Extender interface {
+	Extend(ctx context.Context, token string, visibility time.Duration) error
+}
+
+// keepHidden keeps the deliveries tokens hidden while their bucket fires:
+// every half visibility it hides them for another visibility, until stop
+// is called (stop returns once no extension is under way, so that none
+// can follow the acknowledgement). A hand-off that outlasts the
+// visibility (a ring far behind, a slow executor) would otherwise bring
+// its bucket back to be received, read and claimed again while the first
+// receiver still fires it: work repeated when there is least CPU for it.
+// A receiver that dies stops extending, so its buckets come back within
+// a visibility, as before.
+func (r *Ring) keepHidden(ctx context.Context, q driver.Queue[fire.RingBucket], tokens []string, visibility time.Duration) (stop func()) {
+	kctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	ext, _ := q.(Extender)
+	go func() {
+		defer close(done)
+		for {
+			if r.clock.SleepUntil(kctx, r.clock.Now().Add(visibility/2)) != nil {
+				return
+			}
+			for _, tok := range tokens {
+				var err error
+				if ext != nil {
+					err = ext.Extend(kctx, tok, visibility)
+				} else {
+					err = q.Retry(kctx, tok, visibility)
+				}
+				if err != nil && kctx.Err() == nil {
+					// Acknowledged or redelivered meanwhile, or a store
+					// error: at worst the bucket comes back, as it did
+					// without the extension.
+					r.log.WarnContext(ctx, "ring: keep bucket hidden", "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

@@ -547,3 +547,96 @@ func TestFireSplitsAnInstantInOrder(t *testing.T) {
 		t.Fatalf("appending to the fast lane's tasks changed the slow lane's: %v", ids(got[fire.LaneSlow]))
 	}
 }
+
+// A bucket whose hand-off outlasts the visibility timeout is kept hidden
+// while Serve still fires it, and acknowledged once: it is received once,
+// not read and claimed again by the next receive (which would happen
+// every visibility for as long as the hand-off runs).
+func TestServeKeepsABucketInHandHidden(t *testing.T) {
+	t.Parallel()
+	sink := newChanSink(true)
+	db, clk, _ := setup(t)
+	acks := &ackedRing{Queue: db.Ring(), acked: make(chan []string, 8)}
+	r, err := ring.New(ring.Config{Jobs: db, Queues: ackQueues{db, acks}, Sink: sink, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	j := addJob(t, db)
+	at := t0.Add(2 * time.Second)
+	b := fire.RingBucket{Second: at.Unix(), Items: []fire.RingItem{{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision}}}
+	if err := db.Ring().Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: b}}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(at)
+	const visibility = 10 * time.Second
+	done := make(chan error, 1)
+	go func() {
+		done <- r.Serve(ctx, ring.ServeOptions{Workers: 8, Visibility: visibility, Wait: time.Second})
+	}()
+	first := sink.next(t)
+	if len(first.tasks) != 1 {
+		t.Fatalf("first hand-off %+v, want the one fire", first)
+	}
+	// The hand-off runs for three visibilities. Each step waits until the
+	// keeper and the receive loop sleep again, so that every extension is
+	// made before the clock moves on.
+	waitCtx, cancelWait := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelWait()
+	for range 30 {
+		if err := clk.WaitForSleepers(waitCtx, 2); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Second)
+	}
+	if err := clk.WaitForSleepers(waitCtx, 2); err != nil {
+		t.Fatal(err)
+	}
+	sink.none(t) // not received and handed off again
+	if ds, err := db.Ring().Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute}); err != nil || len(ds) != 0 {
+		t.Fatalf("receive while the hand-off runs: %+v, %v; want the bucket still hidden", ds, err)
+	}
+	first.reply <- nil
+	select {
+	case tokens := <-acks.acked:
+		if len(tokens) != 1 {
+			t.Fatalf("acknowledged %v, want the one delivery", tokens)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the bucket was not acknowledged")
+	}
+	// Acknowledged with the token it was received with, extended or not:
+	// it does not come back after its visibility.
+	clk.Advance(2 * visibility)
+	if ds, err := db.Ring().Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute}); err != nil || len(ds) != 0 {
+		t.Fatalf("receive after the hand-off: %+v, %v; want nothing (acknowledged)", ds, err)
+	}
+	sink.none(t)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ackedRing is the ring queue, reporting each acknowledgement. It is no
+// Extender: Serve keeps its deliveries hidden through Retry.
+type ackedRing struct {
+	driver.Queue[fire.RingBucket]
+	acked chan []string
+}
+
+func (q *ackedRing) Ack(ctx context.Context, tokens []string) error {
+	err := q.Queue.Ack(ctx, tokens)
+	q.acked <- tokens
+	return err
+}
+
+// ackQueues is a store's queues with ackedRing as the ring queue.
+type ackQueues struct {
+	driver.Queues
+	ring *ackedRing
+}
+
+func (q ackQueues) Ring() driver.Queue[fire.RingBucket] { return q.ring }
