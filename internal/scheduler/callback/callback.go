@@ -275,9 +275,9 @@ func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallb
 		}
 		jobs = make(map[int64]*jobRef, len(found))
 		refs := make([]jobRef, len(found)) // one allocation, not one a job
-		for i, j := range found {
-			refs[i] = jobRef{loaded: true, found: true, job: j}
-			jobs[j.ID] = &refs[i]
+		for i := range found {
+			refs[i] = jobRef{loaded: true, found: true, job: &found[i]}
+			jobs[found[i].ID] = &refs[i]
 		}
 	} else {
 		logs, err := s.cfg.Store.LogGetMany(ctx, ids)
@@ -319,8 +319,9 @@ func (s *Service) callbackMany(ctx context.Context, items []protocol.HandleCallb
 		}
 		reqs, at = append(reqs, r), append(at, i)
 	}
-	for k, r := range s.finishMany(ctx, reqs, jobs) {
-		errs[at[k]] = r.Err
+	res := s.finishMany(ctx, reqs, jobs)
+	for k := range res {
+		errs[at[k]] = res[k].Err
 	}
 }
 
@@ -340,11 +341,11 @@ type finishReq struct {
 // each recorded log. The k-th result is reqs[k]'s: the finished log, or
 // ErrRepeatCallback, ErrLogNotFound or a store error.
 func (s *Service) finishMany(ctx context.Context, reqs []finishReq, read map[int64]*jobRef) []driver.LogFinished {
-	out := make([]driver.LogFinished, len(reqs))
 	if len(reqs) == 0 {
-		return out
+		return nil
 	}
 	fail := func(err error) []driver.LogFinished {
+		out := make([]driver.LogFinished, len(reqs))
 		for k := range out {
 			out[k].Err = err
 		}
@@ -379,8 +380,8 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq, read map[int
 		for _, id := range jobIDs {
 			jobs[id] = &jobRef{loaded: true}
 		}
-		for _, j := range found {
-			jobs[j.ID] = &jobRef{loaded: true, found: true, job: j}
+		for i := range found {
+			jobs[found[i].ID] = &jobRef{loaded: true, found: true, job: &found[i]}
 		}
 	}
 	now := clock.Millis(s.cfg.Clock)
@@ -403,25 +404,31 @@ func (s *Service) finishMany(ctx context.Context, reqs []finishReq, read map[int
 	if err != nil {
 		return fail(fmt.Errorf("callback log finish: %w", err))
 	}
+	if len(res) != len(reqs) {
+		return fail(fmt.Errorf("callback log finish: %d results for %d logs", len(res), len(reqs)))
+	}
+	// The results are answered in place: a second array of finished logs
+	// was the callback's second largest allocation.
+	out := res
 	type counter struct {
 		day   string
 		group int64
 	}
 	days := map[counter]*xjob.ReportDay{}
 	var done []int
-	for k, r := range res {
+	for k := range out {
+		r := &out[k]
 		switch {
 		case errors.Is(r.Err, xjob.ErrConflict):
-			out[k].Err = ErrRepeatCallback
+			r.Err = ErrRepeatCallback
 			continue
 		case errors.Is(r.Err, xjob.ErrNotFound):
-			out[k].Err = ErrLogNotFound
+			r.Err = ErrLogNotFound
 			continue
 		case r.Err != nil:
-			out[k].Err = fmt.Errorf("callback log finish: %w", r.Err)
+			r.Err = fmt.Errorf("callback log finish: %w", r.Err)
 			continue
 		}
-		out[k].Log = r.Log
 		done = append(done, k)
 		s.cfg.Metrics.Result(r.Log.HandleCode)
 		s.cfg.Metrics.JobResult(r.Log.JobID, r.Log.HandleCode)
@@ -477,7 +484,7 @@ func idle(l xjob.Log, jr *jobRef) bool {
 	if !jr.found {
 		return true
 	}
-	j := &jr.job
+	j := jr.job
 	return len(j.ChildJobIDs) == 0 && j.ScheduleType != xjob.ScheduleFixDelay && j.ScheduleType != xjob.ScheduleOnce
 }
 
@@ -537,7 +544,7 @@ func (s *Service) afterCompletion(ctx context.Context, l xjob.Log, jr *jobRef) e
 	if err := jr.load(ctx, s.cfg.Store, l.JobID); err != nil {
 		return err
 	}
-	j := &jr.job
+	j := jr.job
 	if !jr.found || j.ScheduleType != xjob.ScheduleOnce || j.AfterCompletion != xjob.AfterDelete {
 		return nil
 	}
@@ -584,7 +591,7 @@ func (s *Service) triggerChildren(ctx context.Context, l xjob.Log, jr *jobRef) e
 			slog.Int64("logId", l.ID), slog.String("reason", stop))
 		stopped := l
 		stopped.HandleMsg = "Child jobs not triggered: " + stop
-		if err := s.cfg.Alarmer.Alarm(ctx, driver.Alarm{Job: jr.job, Log: stopped}); err != nil {
+		if err := s.cfg.Alarmer.Alarm(ctx, driver.Alarm{Job: *jr.job, Log: stopped}); err != nil {
 			s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "child job chain alarm failed", slog.Int64("logId", l.ID),
 				slog.String("error", err.Error()))
 		}
@@ -719,7 +726,7 @@ func (s *Service) handleFailure(ctx context.Context, l xjob.Log, jr *jobRef) err
 	}
 	var alarmErr error
 	if jr.found {
-		alarmErr = s.cfg.Alarmer.Alarm(ctx, driver.Alarm{Job: jr.job, Log: l})
+		alarmErr = s.cfg.Alarmer.Alarm(ctx, driver.Alarm{Job: *jr.job, Log: l})
 		if alarmErr != nil {
 			s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "job alarm failed",
 				slog.Int64("jobId", l.JobID), slog.Int64("logId", l.ID), slog.String("error", alarmErr.Error()))
@@ -800,11 +807,14 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// jobRef loads a log's job at most once per completion.
+// jobRef loads a log's job at most once per completion. job points into
+// the jobs a batch read (shared by its completions, which only read it):
+// copied into each ref, a steady second's jobs were the callback's
+// largest allocation. It is set (not nil) when found.
 type jobRef struct {
 	loaded bool
 	found  bool
-	job    xjob.Job
+	job    *xjob.Job
 }
 
 func (r *jobRef) load(ctx context.Context, st driver.JobStore, id int64) error {
@@ -817,7 +827,7 @@ func (r *jobRef) load(ctx context.Context, st driver.JobStore, id int64) error {
 	case err != nil:
 		return fmt.Errorf("callback job get %d: %w", id, err)
 	default:
-		r.found, r.job = true, j
+		r.found, r.job = true, &j
 	}
 	r.loaded = true
 	return nil

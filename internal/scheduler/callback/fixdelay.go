@@ -50,7 +50,7 @@ func (s *Service) rescheduleFixDelay(ctx context.Context, l xjob.Log, jr *jobRef
 	if !l.Handled() {
 		end = l.TriggerTime
 	}
-	j := jr.job
+	j := *jr.job
 	for attempt := 1; ; attempt++ {
 		next, ok := fixDelayNext(j, ran, end)
 		if !ok {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/xjobdev/xjob"
@@ -242,9 +243,34 @@ func HandleMsg(msg, summary string) string {
 }
 
 // Day returns the report day (UTC yyyy-mm-dd) of an instant in Unix ms.
+// Every result counts in the report under its day, and nearly all of a
+// batch fall on the same one: the last day formatted is kept, so that a
+// result costs a division and a compare instead of a Format and its
+// allocation.
 func Day(ms int64) string {
-	return time.UnixMilli(ms).UTC().Format(time.DateOnly)
+	n := ms / msPerDay
+	if ms%msPerDay < 0 {
+		n-- // floor: the day before the epoch for a negative instant
+	}
+	if d := lastDay.Load(); d != nil && d.n == n {
+		return d.s
+	}
+	s := time.UnixMilli(ms).UTC().Format(time.DateOnly)
+	lastDay.Store(&dayName{n: n, s: s})
+	return s
 }
+
+// msPerDay is a UTC day in Unix ms (Unix time has no leap seconds).
+const msPerDay = 24 * 60 * 60 * 1000
+
+// dayName is a day number since the epoch (UTC) and its Day.
+type dayName struct {
+	n int64
+	s string
+}
+
+// lastDay is the day Day formatted last.
+var lastDay atomic.Pointer[dayName]
 
 // FinishDelta is the report change for log l having just been finished (l
 // as LogFinish returned it). See the package doc for the counting rule; a

@@ -272,3 +272,26 @@ func TestPlanRetry(t *testing.T) {
 		})
 	}
 }
+
+// Day answers from the day it formatted last only for an instant of that
+// same UTC day: each instant, taken in an order that moves between days
+// and back, gets its own day as time.Format names it.
+func TestDayKeepsTheLastDayOnlyWithinIt(t *testing.T) {
+	t.Parallel()
+	midnight := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC).UnixMilli()
+	instants := []int64{
+		midnight, midnight - 1, midnight + msPerDay - 1, midnight + msPerDay, midnight + 1,
+		0, -1, -msPerDay, -msPerDay - 1, 1, midnight - msPerDay, midnight,
+		time.Date(2028, 2, 29, 23, 59, 59, 999e6, time.UTC).UnixMilli(),
+		time.Date(2028, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
+	}
+	for _, ms := range instants {
+		want := time.UnixMilli(ms).UTC().Format(time.DateOnly)
+		// Twice: formatted, then from the kept day.
+		for range 2 {
+			if got := Day(ms); got != want {
+				t.Errorf("Day(%d) = %s, want %s", ms, got, want)
+			}
+		}
+	}
+}
