@@ -28,6 +28,13 @@
 // (tasks queued, or dispatched, as the sink defines it); if the process
 // dies first, the bucket comes back after its visibility timeout and is
 // handed off again, and dispatch drops the repeats by occurrence id.
+// While its hand-offs run, Serve keeps it hidden (keepHidden), so a live
+// receiver's slow hand-off is not received and claimed a second time:
+//
+//	received ──▶ firing ──every visibility/2──▶ hidden for another visibility
+//	                │ done                     receiver dies ──▶ back after ≤ visibility
+//	                ▼
+//	             acked
 //
 // A bucket received more than the misfire threshold after an occurrence's
 // fire time (the process was stopped, or the ring fell that far behind)
@@ -673,7 +680,12 @@ type Extender interface {
 // its bucket back to be received, read and claimed again while the first
 // receiver still fires it: work repeated when there is least CPU for it.
 // A receiver that dies stops extending, so its buckets come back within
-// a visibility, as before.
+// a visibility, as before; but within a visibility of its last
+// extension, so a bucket whose hand-off had run for more than half a
+// visibility comes back later than FireAgain's widening (one visibility)
+// allows for, and its fires not yet dispatched are decided as misfires
+// by their jobs' strategies rather than fired late: they were that late
+// already on the receiver that died.
 func (r *Ring) keepHidden(ctx context.Context, q driver.Queue[fire.RingBucket], tokens []string, visibility time.Duration) (stop func()) {
 	kctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
