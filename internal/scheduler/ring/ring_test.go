@@ -620,6 +620,62 @@ func TestServeKeepsABucketInHandHidden(t *testing.T) {
 	}
 }
 
+// A receiver that stops while it fires a bucket it kept hidden stops
+// extending it: the bucket comes back one visibility after the last
+// extension, for another receiver to fire (FireAgain), not later.
+func TestServeStoppedGivesABucketBack(t *testing.T) {
+	t.Parallel()
+	sink := newChanSink(true)
+	db, clk, r := setupSink(t, sink)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	j := addJob(t, db)
+	at := t0.Add(2 * time.Second)
+	b := fire.RingBucket{Second: at.Unix(), Items: []fire.RingItem{{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision}}}
+	if err := db.Ring().Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: b}}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(at)
+	const visibility = 10 * time.Second
+	serveCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- r.Serve(serveCtx, ring.ServeOptions{Workers: 8, Visibility: visibility, Wait: time.Second})
+	}()
+	sink.next(t)
+	waitCtx, cancelWait := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelWait()
+	for range 6 { // one extension, at +5 s: hidden until +15 s
+		if err := clk.WaitForSleepers(waitCtx, 2); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Second)
+	}
+	if err := clk.WaitForSleepers(waitCtx, 2); err != nil {
+		t.Fatal(err)
+	}
+	stop() // the receiver dies mid hand-off
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	receive := func() []driver.Delivery[fire.RingBucket] {
+		ds, err := db.Ring().Receive(ctx, driver.ReceiveParams{Max: 10, Visibility: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	clk.Set(at.Add(15*time.Second - time.Millisecond))
+	if ds := receive(); len(ds) != 0 {
+		t.Fatalf("received %+v before the extension ran out", ds)
+	}
+	clk.Set(at.Add(15 * time.Second))
+	ds := receive()
+	if len(ds) != 1 || ds[0].Receives != 2 || ds[0].Msg.Second != b.Second {
+		t.Fatalf("received %+v once the extension ran out, want the bucket, received a second time", ds)
+	}
+}
+
 // ackedRing is the ring queue, reporting each acknowledgement. It is no
 // Extender: Serve keeps its deliveries hidden through Retry.
 type ackedRing struct {
