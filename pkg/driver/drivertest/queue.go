@@ -234,6 +234,24 @@ func ExerciseQueue(t *testing.T, newQueue func(t *testing.T) QueueHarness) {
 		requireNoErr(t, h.Queue.Ack(ctx, []string{d3.Token}), "ack")
 	})
 
+	// A receiver still working on a delivery keeps it hidden with Retry
+	// and its delay (the ring's keepHidden): the delivery stays its, and
+	// its token still acknowledges it.
+	t.Run("RetryKeepsTheDelivery", func(t *testing.T) {
+		t.Parallel()
+		h, ctx := newQueue(t), t.Context()
+		requireNoErr(t, h.Queue.Send(ctx, out(h.Now(), 0, bucket(5))), "send")
+		d := receiveUntil(t, h, driver.ReceiveParams{Max: 1, Visibility: 2 * time.Second}, atLeast(1))[0]
+		h.Advance(time.Second)
+		requireNoErr(t, h.Queue.Retry(ctx, d.Token, 4*time.Second), "hide for longer")
+		h.Advance(2 * time.Second)
+		receiveNone(t, h, "past the first visibility, hidden for longer")
+		requireNoErr(t, h.Queue.Retry(ctx, d.Token, 4*time.Second), "hide for longer again, same token")
+		requireNoErr(t, h.Queue.Ack(ctx, []string{d.Token}), "ack with the first token")
+		h.Advance(5 * time.Second)
+		receiveNone(t, h, "after the ack")
+	})
+
 	t.Run("MaxRespected", func(t *testing.T) {
 		t.Parallel()
 		h, ctx := newQueue(t), t.Context()
