@@ -110,6 +110,10 @@ type Outcome struct {
 	LatenessP90 float64 `json:"latenessP90Ms"`
 	LatenessP99 float64 `json:"latenessP99Ms"`
 	LatenessMax float64 `json:"latenessMaxMs"`
+	// InTimePct is the share of the expected fires first received within
+	// InTimeMs of their fire time: the goal's measure ("99.9 % within
+	// 1 s"), which a p99 does not tell.
+	InTimePct float64 `json:"inTimePct"`
 	// WindowSeconds and Rate: fired pairs per second of window.
 	// LostAt counts lost fires per scheduled second (Unix seconds), to
 	// tell a stall from a steady leak.
@@ -197,8 +201,12 @@ func Analyze(exp Expectation, logs []LogRow, receipts []Receipt) Outcome {
 	}
 	late := make([]float64, 0, len(first))
 	var lastAt int64
+	inTime := 0
 	for k, at := range first {
 		late = append(late, float64(at-k.t*1000)/1000)
+		if at-k.t*1000 <= InTimeMs*1000 {
+			inTime++
+		}
 		lastAt = max(lastAt, at)
 		if exp.Grace > 0 && at >= (exp.Window.To+exp.Grace)*1000 {
 			out.FiredLate++
@@ -231,6 +239,9 @@ func Analyze(exp Expectation, logs []LogRow, receipts []Receipt) Outcome {
 				out.LostAt[t/1000]++
 			}
 		}
+	}
+	if out.Expected > 0 {
+		out.InTimePct = math.Round(100_000*float64(inTime)/float64(out.Expected)) / 1000
 	}
 	slices.Sort(late)
 	out.LatenessP50 = quantile(late, 0.50)

@@ -261,3 +261,26 @@ func TestMisfireNote(t *testing.T) {
 		})
 	}
 }
+
+// InTimePct counts the expected fires first received within a second of
+// their fire time, over every expected fire (a late, a lost and a
+// misfired fire all count against it).
+func TestAnalyzeInTimePct(t *testing.T) {
+	t.Parallel()
+	exp := Expectation{Jobs: []int64{1}, Window: Interval{From: 10_000, To: 14_000}, Period: 1000}
+	logs := []LogRow{
+		{ID: 1, JobID: 1, Scheduled: 10_000, TriggerType: "CRON", TriggerCode: 200},
+		{ID: 2, JobID: 1, Scheduled: 11_000, TriggerType: "CRON", TriggerCode: 200},
+		{ID: 3, JobID: 1, Scheduled: 12_000, TriggerType: "CRON", TriggerCode: 200},
+	}
+	ms := func(v int64) int64 { return v * 1000 }
+	receipts := []Receipt{
+		{JobID: 1, LogID: 1, At: ms(10_999)}, // in time
+		{JobID: 1, LogID: 2, At: ms(12_000)}, // exactly a second: in time
+		{JobID: 1, LogID: 3, At: ms(13_001)}, // a millisecond over
+	} // the fire at 13 s never came
+	got := Analyze(exp, logs, receipts)
+	if got.Expected != 4 || got.InTimePct != 50 {
+		t.Fatalf("expected %d, in time %v %%, want 4 and 50 %%", got.Expected, got.InTimePct)
+	}
+}

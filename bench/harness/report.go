@@ -161,6 +161,7 @@ var comparedFigures = []figure{
 		}
 		return math.Round(1000*float64(r.Fired)/float64(r.Expected)) / 10
 	}},
+	{name: "within 1 s %", get: func(r *Result) float64 { return r.InTimePct }},
 	{name: "trig/s", get: func(r *Result) float64 { return r.Rate }},
 	{name: "lateness p50 ms", get: func(r *Result) float64 { return r.LatenessP50 }},
 	{name: "lateness p99 ms", get: func(r *Result) float64 { return r.LatenessP99 }},
