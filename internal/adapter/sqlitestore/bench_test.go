@@ -28,10 +28,16 @@ var bench = storebench.Harness[*DB]{
 				dbs[i].jobIndexBatch = n // to weigh another batch in one run
 			}
 		}
+		if os.Getenv("XJOB_BENCH_WAL_TREES") == "1" {
+			pinWAL(b, dbs[0], path) // walpages_test.go
+		}
 		return dbs
 	},
-	Seed:   seedJobs,
-	Report: reportBatching,
+	Seed: seedJobs,
+	Report: func(b *testing.B, db *DB) {
+		reportBatching(b, db)
+		reportWALTrees(b, db)
+	},
 }
 
 func BenchmarkLogCreate(b *testing.B)           { storebench.LogCreate(b, bench) }
