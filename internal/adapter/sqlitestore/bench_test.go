@@ -52,6 +52,13 @@ func BenchmarkQueueSendReceiveAck(b *testing.B) { storebench.QueueSendReceiveAck
 // -benchtime=30x so that the table grows as a 30 s run's does.
 func BenchmarkSteadySecond(b *testing.B) { storebench.SteadySecond(b, bench, 10000, 1) }
 
+// BenchmarkSteadySecondAdvancing adds the scan's job advances to
+// BenchmarkSteadySecond: a fifth of the 10,000 stored jobs a second, one
+// call a scan shard.
+func BenchmarkSteadySecondAdvancing(b *testing.B) {
+	storebench.SteadySecondAdvancing(b, bench, 10000, 1)
+}
+
 // reportBatching reports what the writer did: how many write requests
 // shared a transaction, the pages (WAL frames) a commit wrote, how long a
 // request waited for its answer, and the frames checkpoints copied into

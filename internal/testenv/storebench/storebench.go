@@ -207,11 +207,34 @@ func QueueSendReceiveAck[S Store](b *testing.B, h Harness[S]) {
 // this process's CPU (user + system, every goroutine) per trigger; a
 // database server's CPU is not in it.
 func SteadySecond[S Store](b *testing.B, h Harness[S], jobs, handles int) {
+	steadySecond(b, h, jobs, handles, false)
+}
+
+// SteadySecondAdvancing is SteadySecond with the scan's share added: the
+// jobs are stored (Harness.Seed, ids 1 to jobs), and every second a
+// fifth of them is advanced, one JobAdvanceMany a scan shard, four
+// shards at once, beside the claims, as local mode's scan advances an
+// every-second job about once per five seconds (it plans Advance past
+// the pre-read window). The fifth is a range of ids, as in make bench's
+// steady run, whose jobs, created one after another, come due in the
+// order they were created. Its pages and CPU are not comparable with
+// SteadySecond's.
+func SteadySecondAdvancing[S Store](b *testing.B, h Harness[S], jobs, handles int) {
+	steadySecond(b, h, jobs, handles, true)
+}
+
+func steadySecond[S Store](b *testing.B, h Harness[S], jobs, handles int, advancing bool) {
 	const (
 		chunk      = 256
 		inFlight   = 4
 		results    = 100
 		scanShards = 16 // local mode's default
+		// advanceEvery is how many seconds apart the scan advances one
+		// every-second job (local mode: about five).
+		advanceEvery = 5
+		// scanParallel is how many shards a scan tick advances at once
+		// (package scan's default Parallel).
+		scanParallel = 4
 	)
 	order := make([]int64, jobs)
 	for i := range order {
@@ -222,6 +245,25 @@ func SteadySecond[S Store](b *testing.B, h Harness[S], jobs, handles int) {
 	})
 	dbs := h.Open(b, 0, handles)
 	ctx := context.Background()
+	// versions[id] is job id's version, which each advance expects.
+	var versions []int64
+	if advancing {
+		h.Seed(b, dbs[0], jobs, jobs)
+		versions = make([]int64, jobs+1)
+		for i := range versions {
+			versions[i] = 1
+		}
+	}
+	// shardStart[k] is where shard k's jobs start in order; advBufs[k]
+	// holds its advances, kept from one second to the next.
+	shardStart := make([]int, scanShards+1)
+	for _, id := range order {
+		shardStart[fire.ShardOf(id, scanShards)+1]++
+	}
+	for k := range scanShards {
+		shardStart[k+1] += shardStart[k]
+	}
+	advBufs := make([][]driver.JobAdvanceParams, scanShards)
 	// Each chunk builds its claims and replies in buffers kept from one
 	// iteration to the next. The store is called through a type
 	// parameter, so slices made per chunk would escape to the heap, and
@@ -241,6 +283,39 @@ func SteadySecond[S Store](b *testing.B, h Harness[S], jobs, handles int) {
 		var wg sync.WaitGroup
 		slots := make(chan struct{}, inFlight*handles)
 		finish := make(chan int64, jobs)
+		if advancing {
+			// One call a shard, its jobs in id order, scanParallel
+			// shards at once, as the scan's tick goes.
+			sem := make(chan struct{}, scanParallel)
+			for shard := range scanShards {
+				sem <- struct{}{}
+				wg.Go(func() {
+					defer func() { <-sem }()
+					advances := advBufs[shard][:0]
+					for _, id := range order[shardStart[shard]:shardStart[shard+1]] {
+						if (id-1)*advanceEvery/int64(jobs) == sec%advanceEvery {
+							advances = append(advances, driver.JobAdvanceParams{ID: id, ExpectVersion: versions[id],
+								TriggerLastTime: at, TriggerNextTime: at + advanceEvery*1000})
+						}
+					}
+					if len(advances) == 0 {
+						return
+					}
+					errs, err := dbs[shard%handles].JobAdvanceMany(ctx, advances)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					for i, err := range errs {
+						if err != nil {
+							b.Errorf("advance of job %d: %v", advances[i].ID, err)
+							return
+						}
+						versions[advances[i].ID]++
+					}
+				})
+			}
+		}
 		for k, start := 0, 0; start < jobs; k, start = k+1, start+chunk {
 			slots <- struct{}{}
 			db := dbs[k%handles]
