@@ -52,6 +52,13 @@
 // environments, bounded by Function's Max, as reserved concurrency bounds
 // it on AWS.
 //
+// Because of that, the CPU time the environment's process used between
+// handing an invocation out (/next) and receiving its reply is the
+// invocation's own: InvokeCPU reports it beside the response, and
+// InitCPU a cold start's, read from the process's CPU clock on Linux
+// (nanoseconds, every thread; elsewhere CPUMeasured is false and both
+// read 0). The cost meter stretches it to Lambda's CPU share.
+//
 // An environment's end:
 //
 //	timed out, init error, Close with no extension registered

@@ -80,6 +80,7 @@ type Function struct {
 	closed   bool
 	lastExit string // why the last environment ended, for timeout errors
 	inits    []time.Duration
+	initCPU  []time.Duration // the CPU of each Init, beside inits
 	wg       sync.WaitGroup
 }
 
@@ -96,6 +97,7 @@ type invocation struct {
 type reply struct {
 	body []byte
 	err  error
+	cpu  time.Duration // the environment's CPU while it ran the invocation
 }
 
 type environment struct {
@@ -106,6 +108,7 @@ type environment struct {
 	ending chan struct{} // closed when the shutdown starts: SHUTDOWN events go out
 	mu     sync.Mutex
 	cur    *invocation
+	cpuAt  time.Duration // the process's CPU when cur was handed out
 	dead   bool
 	inited bool                  // the runtime asked for its first invocation: Init is over
 	start  time.Time             // when the process started: Init's start
@@ -143,24 +146,36 @@ func Start(opts Options) (*Function, error) {
 // wait for an environment; once running, an invocation runs to its
 // timeout, as on Lambda.
 func (f *Function) Invoke(ctx context.Context, payload []byte, timeout time.Duration) ([]byte, error) {
+	body, _, err := f.InvokeCPU(ctx, payload, timeout)
+	return body, err
+}
+
+// InvokeCPU is Invoke that also returns the CPU time (user and system)
+// the execution environment's process used from handing the invocation
+// out (its /next) to receiving its response or error. Lambda runs one
+// invocation at a time in an environment, so that is the invocation's
+// CPU: what Lambda's CPU share, in proportion to the function's memory,
+// would stretch. It is 0 when the invocation failed without a reply or
+// when the system cannot read it (CPUMeasured).
+func (f *Function) InvokeCPU(ctx context.Context, payload []byte, timeout time.Duration) ([]byte, time.Duration, error) {
 	inv := &invocation{id: newID(), payload: payload, deadline: time.Now().Add(timeout), done: make(chan reply, 1)}
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
-		return nil, errors.New("lambdarun: function closed")
+		return nil, 0, errors.New("lambdarun: function closed")
 	}
 	f.pending++
 	err := f.fill()
 	f.mu.Unlock()
 	if err != nil {
 		f.abandon(inv)
-		return nil, err
+		return nil, 0, err
 	}
 	select {
 	case f.queue <- inv:
 	case <-ctx.Done():
 		f.abandon(inv)
-		return nil, ctx.Err()
+		return nil, 0, ctx.Err()
 	}
 	// The runtime's own context ends at the deadline; the handler's reply
 	// may take a moment more to arrive.
@@ -168,13 +183,13 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, timeout time.Dura
 	defer t.Stop()
 	select {
 	case r := <-inv.done:
-		return r.body, r.err
+		return r.body, r.cpu, r.err
 	case <-t.C:
 	}
 	if taken := f.abandon(inv); taken {
 		select {
 		case r := <-inv.done: // replied while we were deciding
-			return r.body, r.err
+			return r.body, r.cpu, r.err
 		default:
 		}
 		// Past its deadline: a timeout, whatever the environment reports
@@ -188,7 +203,7 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, timeout time.Dura
 	if why != "" {
 		msg += " (last environment exit: " + why + ")"
 	}
-	return nil, &Error{Type: "Sandbox.Timedout", Message: msg}
+	return nil, 0, &Error{Type: "Sandbox.Timedout", Message: msg}
 }
 
 // abandon marks inv as given up by Invoke and reports whether an
@@ -458,8 +473,10 @@ func (e *environment) next(w http.ResponseWriter, r *http.Request) {
 		// Lambda bills Init (process start to the first /next) on a
 		// cold start: what InitDurations reports.
 		d := time.Since(e.start)
+		cpu, _ := ProcessCPU(e.cmd.Process.Pid) // all of it so far was Init's
 		e.f.mu.Lock()
 		e.f.inits = append(e.f.inits, d)
+		e.f.initCPU = append(e.f.initCPU, cpu)
 		e.f.mu.Unlock()
 	}
 	for {
@@ -476,8 +493,10 @@ func (e *environment) next(w http.ResponseWriter, r *http.Request) {
 		live := !inv.expired
 		if live {
 			inv.taken = true
+			cpu, _ := ProcessCPU(e.cmd.Process.Pid)
 			e.mu.Lock()
 			e.cur = inv
+			e.cpuAt = cpu
 			e.mu.Unlock()
 		}
 		inv.mu.Unlock()
@@ -515,20 +534,24 @@ func (e *environment) finish(w http.ResponseWriter, r *http.Request, id, verb st
 		return
 	}
 	e.cur = nil
+	var cpu time.Duration
+	if now, ok := ProcessCPU(e.cmd.Process.Pid); ok && now > e.cpuAt {
+		cpu = now - e.cpuAt
+	}
 	e.mu.Unlock()
 	e.f.mu.Lock()
 	e.f.busy--
 	e.f.mu.Unlock()
 	w.WriteHeader(http.StatusAccepted)
 	if verb == "response" {
-		inv.done <- reply{body: body}
+		inv.done <- reply{body: body, cpu: cpu}
 		return
 	}
 	fe := &Error{}
 	if json.Unmarshal(body, fe) != nil || fe.Type == "" && fe.Message == "" {
 		fe = &Error{Type: r.Header.Get("Lambda-Runtime-Function-Error-Type"), Message: string(body)}
 	}
-	inv.done <- reply{err: fe}
+	inv.done <- reply{err: fe, cpu: cpu}
 }
 
 // Environments is the number of live execution environments.
@@ -546,6 +569,16 @@ func (f *Function) InitDurations() []time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.inits)
+}
+
+// InitCPU returns the CPU time each environment's process used during
+// its Init (up to its first request for an invocation), in the order of
+// InitDurations: what Lambda's CPU share would stretch in a cold start.
+// Entries are 0 where the system cannot read it (CPUMeasured).
+func (f *Function) InitCPU() []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.initCPU)
 }
 
 // Close shuts every environment down, all at once, as Lambda does

@@ -46,6 +46,9 @@ type request struct {
 	Fail    bool   `json:"fail"`
 	Exit    bool   `json:"exit"`
 	SleepMs int    `json:"sleepMs"`
+	// SpinMs burns that much of the process's CPU (user and system, as
+	// getrusage counts it) in a busy loop.
+	SpinMs int `json:"spinMs"`
 	// Register registers an extension during the invocation (after
 	// Init) and answers the status as Echo.
 	Register bool `json:"register"`
@@ -67,6 +70,8 @@ func handler(ctx context.Context, r request) (response, error) {
 		os.Exit(3)
 	case r.SleepMs > 0:
 		time.Sleep(time.Duration(r.SleepMs) * time.Millisecond)
+	case r.SpinMs > 0:
+		spin(time.Duration(r.SpinMs) * time.Millisecond)
 	case r.Register:
 		code, _ := register(nil)
 		r.Echo = fmt.Sprint(code)
@@ -76,6 +81,24 @@ func handler(ctx context.Context, r request) (response, error) {
 	return response{Echo: r.Echo, RequestID: lc.AwsRequestID, Deadline: dl.UnixMilli(),
 		Function: lambdacontext.FunctionName, Pid: os.Getpid()}, nil
 }
+
+// spin keeps a core busy until the process has used d more CPU time.
+func spin(d time.Duration) {
+	used := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	end := used() + d
+	for x := uint64(1); used() < end; x++ {
+		for i := range 10000 {
+			x = x*6364136223846793005 + uint64(i)
+		}
+		sink = x
+	}
+}
+
+var sink uint64
 
 func TestMain(m *testing.M) {
 	note := func(name, text string) {
@@ -398,6 +421,49 @@ func TestExtensionsAPI(t *testing.T) {
 			}
 			if tc.event != "" && !strings.Contains(got, `"eventType":"SHUTDOWN"`) {
 				t.Errorf("event/next at shutdown: %q, want a SHUTDOWN event", got)
+			}
+		})
+	}
+}
+
+// TestInvocationCPU shows that InvokeCPU reports the CPU the environment
+// used for the invocation and not its wall time: a handler that spins
+// for a known CPU time shows that time, one that sleeps shows about none.
+func TestInvocationCPU(t *testing.T) {
+	t.Parallel()
+	if !lambdarun.CPUMeasured {
+		t.Skip("no process CPU clock on this system")
+	}
+	tests := []struct {
+		name     string
+		req      request
+		min, max time.Duration // CPU
+		minWall  time.Duration
+	}{
+		{"spins 300 ms", request{SpinMs: 300}, 300 * time.Millisecond, 450 * time.Millisecond, 0},
+		{"sleeps 300 ms", request{SleepMs: 300}, 0, 30 * time.Millisecond, 300 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, 1)
+			// A warm-up invocation: the cold start's Init is not the
+			// invocation's.
+			if _, err := invoke(t, f, request{Echo: "warm"}, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if ic := f.InitCPU(); len(ic) != 1 || ic[0] <= 0 {
+				t.Errorf("init CPU %v, want one, above 0", ic)
+			}
+			b, _ := json.Marshal(tt.req)
+			start := time.Now()
+			_, cpu, err := f.InvokeCPU(context.Background(), b, 10*time.Second)
+			wall := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cpu < tt.min || cpu > tt.max || wall < tt.minWall {
+				t.Errorf("CPU %v (wall %v), want %v to %v (wall at least %v)", cpu, wall, tt.min, tt.max, tt.minWall)
 			}
 		})
 	}
