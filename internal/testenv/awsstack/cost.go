@@ -1,6 +1,7 @@
 package awsstack
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -54,6 +55,56 @@ type Prices struct {
 	Init map[string]time.Duration `json:"initNs,omitempty"`
 	// MemoryGB is the configured memory assumed for every function.
 	MemoryGB float64 `json:"memoryGB"`
+	// Memory overrides MemoryGB for some functions, in MB: a what-if
+	// (the templates give every function MemoryMB).
+	Memory map[string]int `json:"memoryMB,omitempty"`
+	// CPUShare prices Lambda time at the function's CPU share: Lambda
+	// gives a function CPU in proportion to its memory (VCPUMemoryMB is
+	// one vCPU), while the meter's handlers run on a whole core of this
+	// machine, so each invocation's CPU-bound part is stretched by
+	// CPUStretch and its waiting left as it is. Off, the measured time is
+	// billed as it is (the meter before the model).
+	CPUShare bool `json:"cpuShare,omitempty"`
+	// CPU is each function's mean CPU time an invocation, measured with
+	// the real bootstraps, for usage whose invocations carry no measured
+	// CPU of their own (the in-process handlers share one process).
+	CPU map[string]time.Duration `json:"cpuNs,omitempty"`
+	// InitCPU is each function's CPU time during a cold start's Init
+	// (lambdarun.Function.InitCPU), stretched as CPU is.
+	InitCPU map[string]time.Duration `json:"initCpuNs,omitempty"`
+}
+
+// VCPUMemoryMB is the memory at which Lambda gives a function one whole
+// vCPU; below it a function gets that share of one (256 MB: 1/6.9).
+const VCPUMemoryMB = 1769
+
+// CPUStretch is how much longer cpu of single-threaded CPU-bound work
+// takes at memoryMB than on a whole core: cpu × (VCPUMemoryMB/memoryMB −
+// 1), and nothing at or above VCPUMemoryMB (work that could use a
+// second vCPU is not modelled). This machine's core stands for Lambda's
+// vCPU.
+func CPUStretch(cpu time.Duration, memoryMB int) time.Duration {
+	if memoryMB <= 0 || memoryMB >= VCPUMemoryMB || cpu <= 0 {
+		return 0
+	}
+	return time.Duration(float64(cpu) * (float64(VCPUMemoryMB)/float64(memoryMB) - 1))
+}
+
+// MemoryMBOf is function fn's memory under p, in MB.
+func (p Prices) MemoryMBOf(fn string) int {
+	if mb, ok := p.Memory[fn]; ok && mb > 0 {
+		return mb
+	}
+	return int(math.Round(p.MemoryGB * 1024))
+}
+
+// CPUPerInvoke is fn's mean CPU time an invocation in u: measured with
+// the invocations (the real bootstraps), else p.CPU's.
+func (p Prices) CPUPerInvoke(fn string, inv InvokeStat) time.Duration {
+	if cpu, ok := inv.CPUPerInvoke(); ok {
+		return cpu
+	}
+	return p.CPU[fn]
 }
 
 // ListPrices are us-east-1 list prices, with the functions'
@@ -110,7 +161,17 @@ type FunctionCost struct {
 	SQSPerM            float64 `json:"sqsUSDPerM"` // SNS included
 	LambdaRequestsPerM float64 `json:"lambdaRequestsUSDPerM"`
 	LambdaDurationPerM float64 `json:"lambdaDurationUSDPerM"`
-	TotalPerM          float64 `json:"totalUSDPerM"`
+	// MemoryMB is the memory the function's time is priced at.
+	MemoryMB int `json:"memoryMB,omitempty"`
+	// CPUMsPerInvoke is the mean CPU time an invocation (Prices.CPUPerInvoke)
+	// and StretchMsPerInvoke what the CPU share adds to its billed time
+	// (0 without Prices.CPUShare).
+	CPUMsPerInvoke     float64 `json:"cpuMsPerInvoke,omitempty"`
+	StretchMsPerInvoke float64 `json:"stretchMsPerInvoke,omitempty"`
+	// CPUSharePerM is the part of LambdaDurationPerM and LambdaInitPerM
+	// the CPU share adds.
+	CPUSharePerM float64 `json:"cpuShareUSDPerM,omitempty"`
+	TotalPerM    float64 `json:"totalUSDPerM"`
 	// Ops is the operation mix, "service:Operation" → requests.
 	Ops map[string]int `json:"ops"`
 }
@@ -136,8 +197,10 @@ type Cost struct {
 }
 
 // Cost prices u for triggers triggers. Lambda duration is the measured
-// handler time at p.MemoryGB (the ring's wait to the exact millisecond
-// included, as Lambda bills it). A zero trigger count yields a zero Cost.
+// handler time at each function's memory (p.MemoryMBOf; the ring's wait
+// to the exact millisecond included, as Lambda bills it), its CPU-bound
+// part stretched to the function's CPU share when p.CPUShare is set. A
+// zero trigger count yields a zero Cost.
 func (u Usage) Cost(triggers int, p Prices) Cost {
 	c := Cost{Triggers: triggers, Prices: p}
 	if triggers <= 0 {
@@ -217,9 +280,29 @@ func (u Usage) Cost(triggers int, p Prices) Cost {
 		if dur == 0 {
 			dur = inv.Duration
 		}
-		fc.LambdaDurationPerM = dur.Seconds() * p.MemoryGB * p.LambdaGBSecond * perM
+		// With the CPU share, each invocation's CPU-bound part is
+		// stretched (added to its rounded time unrounded: within 1 ms of
+		// rounding the sum), and a cold start's Init likewise.
+		fc.MemoryMB = p.MemoryMBOf(fn)
+		gb := p.MemoryGB
+		if _, ok := p.Memory[fn]; ok {
+			gb = float64(fc.MemoryMB) / 1024
+		}
+		cpu := p.CPUPerInvoke(fn, inv)
+		fc.CPUMsPerInvoke = float64(cpu.Microseconds()) / 1000
+		init := BilledDuration(p.Init[fn])
+		if p.CPUShare {
+			st := CPUStretch(cpu, fc.MemoryMB)
+			fc.StretchMsPerInvoke = float64(st.Microseconds()) / 1000
+			stretched := time.Duration(inv.Invocations) * st
+			dur += stretched
+			withInit := BilledDuration(p.Init[fn] + CPUStretch(p.InitCPU[fn], fc.MemoryMB))
+			fc.CPUSharePerM = (stretched.Seconds() + float64(inv.ColdStarts)*(withInit-init).Seconds()) * gb * p.LambdaGBSecond * perM
+			init = withInit
+		}
+		fc.LambdaDurationPerM = dur.Seconds() * gb * p.LambdaGBSecond * perM
 		fc.ColdStarts = inv.ColdStarts
-		fc.LambdaInitPerM = float64(inv.ColdStarts) * BilledDuration(p.Init[fn]).Seconds() * p.MemoryGB * p.LambdaGBSecond * perM
+		fc.LambdaInitPerM = float64(inv.ColdStarts) * init.Seconds() * gb * p.LambdaGBSecond * perM
 		fc.TotalPerM = fc.DynamoDBPerM + fc.StoragePerM + fc.RetentionPerM + fc.LogsPerM + fc.LogsStoragePerM + fc.MetricsPerM +
 			fc.SQSPerM + fc.LambdaRequestsPerM + fc.LambdaDurationPerM + fc.LambdaInitPerM
 		c.TotalPerM += fc.TotalPerM

@@ -352,3 +352,104 @@ func TestRetentionPricesOnlyItemsWithoutTTL(t *testing.T) {
 		t.Errorf("both: retention %v units, want the TTL-less item's %v", both, retire)
 	}
 }
+
+func TestCPUStretch(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		cpu  time.Duration
+		mb   int
+		want time.Duration
+	}{
+		{100 * time.Millisecond, 256, time.Duration(float64(100*time.Millisecond) * (1769.0/256 - 1))}, // ~591 ms
+		{100 * time.Millisecond, 1769, 0},
+		{100 * time.Millisecond, 3008, 0}, // a second vCPU is not modelled
+		{0, 128, 0},
+		{10 * time.Millisecond, 128, time.Duration(float64(10*time.Millisecond) * (1769.0/128 - 1))},
+		{10 * time.Millisecond, 0, 0},
+	}
+	for _, tt := range tests {
+		if got := CPUStretch(tt.cpu, tt.mb); got != tt.want {
+			t.Errorf("CPUStretch(%v, %d) = %v, want %v", tt.cpu, tt.mb, got, tt.want)
+		}
+	}
+}
+
+// TestCostCPUShare prices an invocation's CPU-bound part at the
+// function's CPU share: its measured CPU, or the probe's mean when the
+// usage has none, stretched at the function's memory; the waiting is
+// billed as measured, and the model off bills the old figure.
+func TestCostCPUShare(t *testing.T) {
+	t.Parallel()
+	u := Usage{Invokes: map[string]InvokeStat{
+		// 10 invocations of 100 ms, 20 ms CPU each, measured.
+		"ring": {Invocations: 10, Duration: time.Second, Billed: time.Second, ColdStarts: 1, CPU: 200 * time.Millisecond, CPUCounted: 10},
+		// In-process: no CPU of its own; the probe's 4 ms applies.
+		"callback": {Invocations: 10, Duration: 100 * time.Millisecond, Billed: 100 * time.Millisecond},
+	}}
+	base := Prices{LambdaGBSecond: 1, MemoryGB: 0.25, CPU: map[string]time.Duration{"callback": 4 * time.Millisecond, "ring": time.Second},
+		Init: map[string]time.Duration{"ring": 50 * time.Millisecond}, InitCPU: map[string]time.Duration{"ring": 10 * time.Millisecond}}
+	k256, k512 := 1769.0/256-1, 1769.0/512-1
+	tests := []struct {
+		name                  string
+		share                 bool
+		memory                map[string]int
+		ring, callback, added float64 // seconds billed (×GB later): ring, callback, and the model's addition (ring+callback)
+		ringInit              float64
+		ringMB                int
+	}{
+		{"model off", false, nil, 1, 0.1, 0, 0.050, 256},
+		{"256 MB", true, nil, 1 + 10*0.020*k256, 0.1 + 10*0.004*k256, 10*0.020*k256 + 10*0.004*k256, math.Ceil((0.050+0.010*k256)*1000) / 1000, 256},
+		{"ring at 512 MB", true, map[string]int{"ring": 512}, 1 + 10*0.020*k512, 0.1 + 10*0.004*k256, 0, math.Ceil((0.050+0.010*k512)*1000) / 1000, 512},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := base
+			p.CPUShare, p.Memory = tt.share, tt.memory
+			c := u.Cost(1e6, p) // per million = per trigger × 1e6: one trigger a million
+			got := map[string]FunctionCost{}
+			for _, f := range c.Functions {
+				got[f.Function] = f
+			}
+			r, cb := got["ring"], got["callback"]
+			ringGB := float64(tt.ringMB) / 1024
+			approx := func(a, b float64) bool { return math.Abs(a-b) < 1e-6*math.Max(1, math.Abs(b)) }
+			if !approx(r.LambdaDurationPerM, tt.ring*ringGB) || !approx(cb.LambdaDurationPerM, tt.callback*0.25) {
+				t.Errorf("duration ring %v callback %v, want %v %v", r.LambdaDurationPerM, cb.LambdaDurationPerM, tt.ring*ringGB, tt.callback*0.25)
+			}
+			if !approx(r.LambdaInitPerM, tt.ringInit*ringGB) {
+				t.Errorf("ring init %v, want %v", r.LambdaInitPerM, tt.ringInit*ringGB)
+			}
+			if r.MemoryMB != tt.ringMB || !near(r.CPUMsPerInvoke, 20) || !near(cb.CPUMsPerInvoke, 4) {
+				t.Errorf("ring %d MB, CPU ms ring %v callback %v", r.MemoryMB, r.CPUMsPerInvoke, cb.CPUMsPerInvoke)
+			}
+			if tt.memory == nil {
+				added := (r.CPUSharePerM + cb.CPUSharePerM) - float64(r.ColdStarts)*(tt.ringInit-0.050)*0.25
+				if !approx(added, tt.added*0.25) {
+					t.Errorf("model adds %v, want %v", added, tt.added*0.25)
+				}
+			}
+			if !tt.share && (r.StretchMsPerInvoke != 0 || r.CPUSharePerM != 0) {
+				t.Errorf("model off still stretches: %+v", r)
+			}
+		})
+	}
+}
+
+// TestMeterRecordsCPU counts the CPU of the invocations that measured
+// it, and only theirs, for the mean an invocation.
+func TestMeterRecordsCPU(t *testing.T) {
+	t.Parallel()
+	m := NewMeter()
+	m.BeginInvoke("ring")(30*time.Millisecond, true)
+	m.BeginInvoke("ring")(10*time.Millisecond, true)
+	m.BeginInvoke("ring")(0, false) // never replied: no CPU of its own
+	m.Begin("callback")()
+	u := m.Snapshot()
+	if cpu, ok := u.Invokes["ring"].CPUPerInvoke(); !ok || cpu != 20*time.Millisecond || u.Invokes["ring"].Invocations != 3 {
+		t.Errorf("ring %+v: CPU an invocation %v %v, want 20ms over the 2 measured", u.Invokes["ring"], cpu, ok)
+	}
+	if _, ok := u.Invokes["callback"].CPUPerInvoke(); ok {
+		t.Errorf("callback %+v: CPU measured without any", u.Invokes["callback"])
+	}
+}

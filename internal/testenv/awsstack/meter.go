@@ -73,18 +73,34 @@ func (s OpStat) plus(o OpStat, f float64) OpStat {
 // InvokeStat counts a function's invocations and their handler time.
 // Lambda bills each invocation's time rounded up to the millisecond
 // (Billed), and a cold start's Init too (ColdStarts, priced at the
-// function's measured init duration, Prices.Init).
+// function's measured init duration, Prices.Init). CPU is the CPU time
+// of the CPUCounted invocations whose CPU was measured (the real
+// bootstraps', lambdarun.Function.InvokeCPU; in-process handlers share
+// one process and have none): what Lambda's CPU share stretches
+// (Prices.CPUShare).
 type InvokeStat struct {
 	Invocations int           `json:"invocations"`
 	Duration    time.Duration `json:"durationNs"`
 	Billed      time.Duration `json:"billedNs,omitempty"`
 	ColdStarts  int           `json:"coldStarts,omitempty"`
+	CPU         time.Duration `json:"cpuNs,omitempty"`
+	CPUCounted  int           `json:"cpuInvocations,omitempty"`
 }
 
 func (s InvokeStat) plus(o InvokeStat, f float64) InvokeStat {
 	return InvokeStat{Invocations: s.Invocations + int(math.Round(float64(o.Invocations)*f)),
 		Duration: s.Duration + time.Duration(float64(o.Duration)*f), Billed: s.Billed + time.Duration(float64(o.Billed)*f),
-		ColdStarts: s.ColdStarts + int(math.Round(float64(o.ColdStarts)*f))}
+		ColdStarts: s.ColdStarts + int(math.Round(float64(o.ColdStarts)*f)),
+		CPU:        s.CPU + time.Duration(float64(o.CPU)*f), CPUCounted: s.CPUCounted + int(math.Round(float64(o.CPUCounted)*f))}
+}
+
+// CPUPerInvoke is the mean measured CPU time of an invocation, and
+// whether any was measured.
+func (s InvokeStat) CPUPerInvoke() (time.Duration, bool) {
+	if s.CPUCounted == 0 {
+		return 0, false
+	}
+	return s.CPU / time.Duration(s.CPUCounted), true
 }
 
 // Usage is a snapshot of a Meter: what every function called and how
@@ -356,10 +372,17 @@ func (m *Meter) Snapshot() Usage {
 // Begin records the start of one invocation of fn (counted at once) and
 // returns the function that records its end.
 func (m *Meter) Begin(fn string) (end func()) {
+	endCPU := m.BeginInvoke(fn)
+	return func() { endCPU(0, false) }
+}
+
+// BeginInvoke is Begin for an invocation whose CPU time may be measured:
+// its end records cpu when measured is true (InvokeStat.CPU).
+func (m *Meter) BeginInvoke(fn string) (end func(cpu time.Duration, measured bool)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.excluded[fn] {
-		return func() {}
+		return func(time.Duration, bool) {}
 	}
 	m.seq++
 	id := m.seq
@@ -368,7 +391,7 @@ func (m *Meter) Begin(fn string) (end func()) {
 	s := m.usage.Invokes[fn]
 	s.Invocations++
 	m.usage.Invokes[fn] = s
-	return func() {
+	return func(cpu time.Duration, measured bool) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		delete(m.running, id)
@@ -376,6 +399,10 @@ func (m *Meter) Begin(fn string) (end func()) {
 		d := time.Since(start)
 		s.Duration += d
 		s.Billed += BilledDuration(d)
+		if measured {
+			s.CPU += cpu
+			s.CPUCounted++
+		}
 		m.usage.Invokes[fn] = s
 	}
 }

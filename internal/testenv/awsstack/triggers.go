@@ -73,11 +73,14 @@ func (d *Deployment) Invoke(ctx context.Context, fn, key string, payload []byte)
 			}
 		}
 	}
-	end := d.meter.Begin(fn)
+	end := d.meter.BeginInvoke(fn)
 	var res []byte
 	var err error
+	var cpu time.Duration
 	if r != nil {
-		res, err = r.Invoke(ctx, payload, timeout)
+		// The bootstrap's CPU for this invocation (0 when it never
+		// replied or the system cannot read it).
+		res, cpu, err = r.InvokeCPU(ctx, payload, timeout)
 	} else {
 		var h lambda.Handler
 		if h, err = d.handler(fn, key); err == nil {
@@ -91,7 +94,7 @@ func (d *Deployment) Invoke(ctx context.Context, fn, key string, payload []byte)
 			res = bytes.Clone(res)
 		}
 	}
-	end()
+	end(cpu, cpu > 0)
 	if err != nil {
 		err = fmt.Errorf("%s invocation: %w", fn, err)
 		d.fail(err)
