@@ -57,6 +57,11 @@ type Env struct {
 	// CustomMetrics=true (default off, as the templates): the pipeline's
 	// counters as billed CloudWatch custom metrics.
 	CustomMetrics bool
+	// Bootstraps, when set, runs the AWS cost runs on the functions' real
+	// bootstraps in that directory (awsstack.Options.Bootstraps): each
+	// invocation's CPU is measured, but the processes' AWS requests are
+	// not metered, so only the Lambda figures of such a run count.
+	Bootstraps string
 	// NoResultLag leaves out the AWS cost runs' result lag (ResultLag:
 	// the admin API's reads of a sample of results while the window runs).
 	NoResultLag bool

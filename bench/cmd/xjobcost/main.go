@@ -38,6 +38,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"maps"
@@ -57,6 +58,7 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/scanfn"
+	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
 	"github.com/xjobdev/xjob/internal/scheduler/capacity"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
 )
@@ -91,6 +93,9 @@ func run() int {
 	noInit := fs.Bool("no-init", false, "do not measure the functions' init durations with the real bootstraps (cold starts are then not priced)")
 	ringLead := fs.Duration("ring-lead", 0, "override the scan's ring lead (how long before its second a ring bucket is visible at the latest), to compare leads")
 	noLag := fs.Bool("no-result-lag", false, "do not read a sample of each window's results through the admin API (the result lag)")
+	cpuShare := fs.Bool("cpu-share", true, "price Lambda time at the function's CPU share (memory/1,769 MB of a vCPU): each invocation's CPU-bound part stretched by CPU x (1769/MB - 1); false prices the time as measured on this machine's core, as before the model")
+	onBootstraps := fs.Bool("bootstraps", false, "run the workloads on the functions' real bootstraps (lambdarun), which measures each invocation's CPU; their AWS requests are not metered, so only the lambda lines of such a run count; with -cpu-file it writes each workload's CPU an invocation there")
+	cpuFile := fs.String("cpu-file", "", "each workload's mean CPU ms an invocation per function (JSON): written by a -bootstraps run, read by an in-process run (whose handlers share one process, so their CPU is not measured) to price the CPU share")
 	only := fs.String("only", "", "run only these workloads (comma-separated: W1,W2,W3,W4,W7,W5,W6,idle); the last lines then print only theirs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
@@ -99,17 +104,39 @@ func run() int {
 	defer stop()
 	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root, SyncCallbacks: *sync, RingLead: *ringLead, ReservedConcurrency: *reserved, NoResultLag: *noLag, CustomMetrics: *customMetrics}
 	p := awsstack.ListPrices()
+	p.CPUShare = *cpuShare
+	var bin string
+	if !*noInit || *onBootstraps {
+		dir, err := buildBootstraps(ctx, *root)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "xjobcost: bootstraps:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		bin = dir
+	}
+	if *onBootstraps {
+		env.Bootstraps = bin
+	}
+	cpus := cpuTable{}
+	if *cpuFile != "" && !*onBootstraps {
+		var err error
+		if cpus, err = readCPU(*cpuFile); err != nil {
+			fmt.Fprintln(os.Stderr, "xjobcost:", err)
+			return 1
+		}
+	}
 	if !*noInit {
-		init, err := measureInit(ctx, *root)
+		init, initCPU, err := awsstack.MeasureInit(ctx, awsstack.Options{Root: *root, Shards: 4, Bootstraps: bin})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "xjobcost: init durations:", err)
 			return 1
 		}
-		p.Init = init
+		p.Init, p.InitCPU = init, initCPU
 		env.ColdStarts = init // a cold start's invocation waits for its Init: lateness includes it
 		fmt.Printf("init: a cold start's Init, measured with the real bootstraps (one each, shared machine):")
 		for _, f := range awsconfig.Functions {
-			fmt.Printf("  %s %d ms", f.Name, awsstack.BilledDuration(init[f.Name]).Milliseconds())
+			fmt.Printf("  %s %d ms (CPU %.1f ms)", f.Name, awsstack.BilledDuration(init[f.Name]).Milliseconds(), ms(initCPU[f.Name]))
 		}
 		fmt.Println()
 	}
@@ -179,6 +206,7 @@ func run() int {
 	want := func(name string) bool {
 		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
 	}
+	lead := cmp.Or(*ringLead, wiring.DefaultRingLead)
 	totals := map[string]float64{}
 	var lags lagLine
 	prov := awsstack.Provisioned{Tables: strings.Split(*provTables, ","), Min: *provMin, Max: *provMax, Target: *provTarget}
@@ -234,6 +262,11 @@ func run() int {
 		}
 		lags.add(wl.w.Name, samples[1])
 		printUnits(samples[1])
+		p := cpus.prices(p, wl.w.Name)
+		printInvokes(samples[1], p)
+		cpus.record(wl.w.Name, samples[1])
+		priceShare(wl.w.Name, "per million", p, func(p awsstack.Prices) float64 { return harness.ScaleCost(wl.w, samples[0], samples[1], p).TotalPerM },
+			samples[1].Usage, lead)
 		sc := harness.ScaleCost(wl.w, samples[0], samples[1], p)
 		fmt.Printf("%s: measured at %.1f triggers/s: $%.2f per million triggers; scaled to %.0f triggers/s: $%.2f per million\n",
 			wl.w.Name, sc.MeasuredAt, sc.Measured, sc.FullRate, sc.TotalPerM)
@@ -270,6 +303,8 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "xjobcost:", err)
 			return 1
 		}
+		p := cpus.prices(p, "W5")
+		cpus.record("W5", s)
 		m, by, bySvc := harness.IdleMonth(s, p)
 		o := s.Outcome
 		fmt.Printf("W5: 100 jobs every minute at random seconds, 2 executors: $%.2f per month (%d triggers in %s, lost %d, duplicates %d, lateness p50 %.0f ms p99 %.0f ms%s)\n",
@@ -280,7 +315,8 @@ func run() int {
 		printMonth("by service: ", bySvc)
 		printUnits(s)
 		printRequests(s)
-		printInvokes(s)
+		printInvokes(s, p)
+		priceShare("W5", "a month", p, func(p awsstack.Prices) float64 { m, _, _ := harness.IdleMonth(s, p); return m }, s.Usage, lead)
 		printMetrics(s)
 		w5Month = m
 		d, c := harness.ProvisionedDelta(s, prov, p, cp)
@@ -295,11 +331,14 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "xjobcost:", err)
 			return 1
 		}
+		p := cpus.prices(p, "idle")
+		cpus.record("idle", s)
 		m, by, bySvc := harness.IdleMonth(s, p)
 		fmt.Printf("idle (no jobs): $%.2f per month over %s\n", m, *idleWindow)
 		printMonth("by function:", by)
 		printMonth("by service: ", bySvc)
-		printInvokes(s)
+		printInvokes(s, p)
+		priceShare("idle", "a month", p, func(p awsstack.Prices) float64 { m, _, _ := harness.IdleMonth(s, p); return m }, s.Usage, lead)
 		printMetrics(s)
 		idleMonth = m
 		d, c := harness.ProvisionedDelta(s, prov, p, cp)
@@ -363,6 +402,15 @@ func run() int {
 	}
 	if l := lags.String(); l != "" {
 		fmt.Println(l)
+	}
+	if *onBootstraps {
+		fmt.Println("bootstraps: the functions ran as their real bootstraps, whose AWS requests are not metered: only the lambda lines and the CPU measured count, not the dollars")
+		if *cpuFile != "" {
+			if err := writeCPU(*cpuFile, cpus); err != nil {
+				fmt.Fprintln(os.Stderr, "xjobcost:", err)
+				return 1
+			}
+		}
 	}
 	if *only != "" {
 		var parts []string
@@ -522,18 +570,18 @@ func alarmCount(root string) (alarms, metrics int) {
 	return alarms, metrics
 }
 
-// measureInit builds the functions' bootstraps for this host and
-// measures each one's cold-start Init (awsstack.MeasureInit).
-func measureInit(ctx context.Context, root string) (map[string]time.Duration, error) {
+// buildBootstraps builds the functions' bootstraps for this host into a
+// new temporary directory, which the caller removes.
+func buildBootstraps(ctx context.Context, root string) (string, error) {
 	dir, err := os.MkdirTemp("", "xjobcost-bootstraps-")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	defer os.RemoveAll(dir)
 	if err := awsstack.BuildBootstraps(ctx, root, dir); err != nil {
-		return nil, err
+		_ = os.RemoveAll(dir)
+		return "", err
 	}
-	return awsstack.MeasureInit(ctx, awsstack.Options{Root: root, Shards: 4, Bootstraps: dir})
+	return dir, nil
 }
 
 // printMetrics prints the custom metrics each function wrote in the
@@ -557,18 +605,26 @@ func printMetrics(s *harness.CostSample) {
 	fmt.Println()
 }
 
-// printInvokes prints each function's invocations per minute and mean
-// billed time per invocation: where Lambda's share of a sparse workload
-// comes from.
-func printInvokes(s *harness.CostSample) {
+// printInvokes prints each function's invocations per minute, mean
+// billed time (as measured) and mean CPU time per invocation — measured
+// with the invocations on the real bootstraps, else from -cpu-file
+// ("probe"), else none: where Lambda's share of a sparse workload comes
+// from, and what the CPU share stretches.
+func printInvokes(s *harness.CostSample, p awsstack.Prices) {
 	fmt.Printf("  lambda:")
 	for _, fn := range slices.Sorted(maps.Keys(s.Usage.Invokes)) {
 		in := s.Usage.Invokes[fn]
 		if in.Invocations == 0 {
 			continue
 		}
-		fmt.Printf("  %s %.1f/min %.0f ms, %d cold starts", fn, float64(in.Invocations)*60/s.Seconds,
-			float64(in.Billed.Milliseconds())/float64(in.Invocations), in.ColdStarts)
+		cpu := "CPU not measured"
+		if c, ok := in.CPUPerInvoke(); ok {
+			cpu = fmt.Sprintf("CPU %.1f ms", ms(c))
+		} else if c, ok := p.CPU[fn]; ok {
+			cpu = fmt.Sprintf("CPU %.1f ms (probe)", ms(c))
+		}
+		fmt.Printf("  %s %.1f/min %.0f ms %s, %d cold starts", fn, float64(in.Invocations)*60/s.Seconds,
+			float64(in.Billed.Milliseconds())/float64(in.Invocations), cpu, in.ColdStarts)
 	}
 	fmt.Println()
 }
@@ -617,6 +673,106 @@ func printUnits(s *harness.CostSample) {
 				fmt.Printf(" (index %.2f)", st.IndexUnits/float64(s.Triggers))
 			}
 		}
+	}
+	fmt.Println()
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// cpuTable is each workload's mean CPU time an invocation per function,
+// in ms: measured on the real bootstraps by a -bootstraps run (record)
+// and written to -cpu-file, then read by an in-process run (prices),
+// whose handlers share one process and cannot be told apart.
+type cpuTable map[string]map[string]float64
+
+// record keeps workload w's measured CPU an invocation per function.
+func (t cpuTable) record(w string, s *harness.CostSample) {
+	for fn, in := range s.Usage.Invokes {
+		if c, ok := in.CPUPerInvoke(); ok {
+			if t[w] == nil {
+				t[w] = map[string]float64{}
+			}
+			t[w][fn] = ms(c)
+		}
+	}
+}
+
+// prices is p with workload w's CPU an invocation from the table.
+func (t cpuTable) prices(p awsstack.Prices, w string) awsstack.Prices {
+	if len(t[w]) == 0 {
+		return p
+	}
+	p.CPU = map[string]time.Duration{}
+	for fn, v := range t[w] {
+		p.CPU[fn] = time.Duration(v * float64(time.Millisecond))
+	}
+	return p
+}
+
+func readCPU(path string) (cpuTable, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu file: %w", err)
+	}
+	t := cpuTable{}
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("cpu file %s: %w", path, err)
+	}
+	return t, nil
+}
+
+func writeCPU(path string, t cpuTable) error {
+	b, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cpu file: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("cpu file: %w", err)
+	}
+	return nil
+}
+
+// memorySizes are the sizes the memory table prices each function at.
+var memorySizes = []int{128, 256, 512, 1024}
+
+// priceShare prints what the CPU share adds to workload w's figure
+// (total(p) with the model, against the model off), the ring's modeled
+// start lateness, and each function's figure at memorySizes with the
+// model: which size is cheapest, from the same measured invocations.
+func priceShare(w, per string, p awsstack.Prices, total func(awsstack.Prices) float64, u awsstack.Usage, lead time.Duration) {
+	off := p
+	off.CPUShare = false
+	on := p
+	on.CPUShare = true
+	a, b := total(on), total(off)
+	fmt.Printf("  cpu share %s: $%.2f %s with it, $%.2f without (+$%.2f, %+.0f%%)", w, a, per, b, a-b, 100*(a-b)/max(b, 1e-12))
+	ringCPU := p.CPUPerInvoke("ring", u.Invokes["ring"])
+	if u.Invokes["ring"].Invocations > 0 {
+		fmt.Printf("; ring CPU %.1f ms an invocation: its calls start %.0f ms later at %d MB (lead %d ms)", ms(ringCPU),
+			ms(awsstack.CPUStretch(ringCPU, p.MemoryMBOf("ring"))), p.MemoryMBOf("ring"), lead.Milliseconds())
+	}
+	fmt.Println()
+	fmt.Printf("  memory %s (the workload's figure with one function at each size, the CPU share on):", w)
+	for _, fn := range slices.Sorted(maps.Keys(u.Invokes)) {
+		if u.Invokes[fn].Invocations == 0 {
+			continue
+		}
+		var parts []string
+		for _, mb := range memorySizes {
+			q := on
+			q.Memory = map[string]int{fn: mb}
+			part := fmt.Sprintf("%d $%.2f", mb, total(q))
+			if fn == "ring" {
+				st := awsstack.CPUStretch(ringCPU, mb)
+				part += fmt.Sprintf(" (start +%.0f ms", ms(st))
+				if st > lead {
+					part += ", past the lead"
+				}
+				part += ")"
+			}
+			parts = append(parts, part)
+		}
+		fmt.Printf("  %s: %s", fn, strings.Join(parts, ", "))
 	}
 	fmt.Println()
 }

@@ -166,19 +166,20 @@ func (d *Deployment) startBootstraps(ctx context.Context) error {
 // invocation, what Lambda bills as Init for a provided runtime — with
 // the real bootstraps of opts.Bootstraps (BuildBootstraps) against a
 // deployment of their own (emulators and moto's SSM, whose
-// GetParameters every function's Init makes). It invokes each function
+// GetParameters every function's Init makes), and the CPU time each
+// Init used (lambdarun.Function.InitCPU). It invokes each function
 // once with an event that does no work (no records, no route, an
 // EventBridge tick for the scheduled ones); the invocations' own results
 // do not matter. The durations are one cold start each, on whatever else
 // the machine runs.
-func MeasureInit(ctx context.Context, opts Options) (map[string]time.Duration, error) {
+func MeasureInit(ctx context.Context, opts Options) (init, cpu map[string]time.Duration, err error) {
 	if opts.Bootstraps == "" {
-		return nil, fmt.Errorf("awsstack measure init: no Bootstraps directory")
+		return nil, nil, fmt.Errorf("awsstack measure init: no Bootstraps directory")
 	}
 	opts.NoMaintenance = true
 	d, err := Start(ctx, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer d.Close()
 	events := map[string][]byte{
@@ -188,10 +189,10 @@ func MeasureInit(ctx context.Context, opts Options) (map[string]time.Duration, e
 	}
 	ev, err := json.Marshal(scheduledEvent(time.Now()))
 	if err != nil {
-		return nil, fmt.Errorf("awsstack measure init: %w", err)
+		return nil, nil, fmt.Errorf("awsstack measure init: %w", err)
 	}
 	events["registry"] = ev
-	out := map[string]time.Duration{}
+	init, cpu = map[string]time.Duration{}, map[string]time.Duration{}
 	for _, fn := range awsconfig.Functions {
 		r := d.runners[fn.Name]
 		if p, ok := events[fn.Name]; ok && len(r.InitDurations()) == 0 {
@@ -204,8 +205,11 @@ func MeasureInit(ctx context.Context, opts Options) (map[string]time.Duration, e
 			}
 		}
 		if ds := r.InitDurations(); len(ds) > 0 {
-			out[fn.Name] = ds[0]
+			init[fn.Name] = ds[0]
+		}
+		if cs := r.InitCPU(); len(cs) > 0 {
+			cpu[fn.Name] = cs[0]
 		}
 	}
-	return out, nil
+	return init, cpu, nil
 }
