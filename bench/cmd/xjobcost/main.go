@@ -197,6 +197,16 @@ func run() int {
 	}
 	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64 (each invocation rounded up to 1 ms, cold starts' Init), DynamoDB storage and PITR for %d days, CloudWatch Logs ingestion (functions' output + %d B a invocation: system log level %s) and storage for %.0f month, custom metrics $%.2f each a month, retention deletes\n",
 		*shards, *window, awsstack.MemoryMB, 30, p.LambdaLogBytes, awsconfig.SystemLogLevel, p.LogsRetentionMonths, p.CustomMetricMonth)
+	switch {
+	case !*cpuShare:
+		fmt.Println("cpu share: off (-cpu-share=false): Lambda time as measured on this machine's core")
+	case *onBootstraps:
+		fmt.Println("cpu share: on, each invocation's CPU measured on its bootstrap")
+	case len(cpus) == 0:
+		fmt.Println("cpu share: on, but no CPU an invocation (-cpu-file from a -bootstraps run): it adds nothing")
+	default:
+		fmt.Printf("cpu share: on, CPU an invocation from %s: billed time + CPU x (%d/MB - 1)\n", *cpuFile, awsstack.VCPUMemoryMB)
+	}
 	if *customMetrics {
 		fmt.Println("custom metrics: on (CustomMetrics=true): the pipeline's EMF records carry their metric directive, each metric they define priced")
 	} else {
@@ -745,11 +755,17 @@ func priceShare(w, per string, p awsstack.Prices, total func(awsstack.Prices) fl
 	on := p
 	on.CPUShare = true
 	a, b := total(on), total(off)
-	fmt.Printf("  cpu share %s: $%.2f %s with it, $%.2f without (+$%.2f, %+.0f%%)", w, a, per, b, a-b, 100*(a-b)/max(b, 1e-12))
+	// Per million figures are cents: three decimals.
+	d := 2
+	if per == "per million" {
+		d = 3
+	}
+	fmt.Printf("  cpu share %s: $%.*f %s with it, $%.*f without (+$%.*f, %+.0f%%)", w, d, a, per, d, b, d, a-b, 100*(a-b)/max(b, 1e-12))
 	ringCPU := p.CPUPerInvoke("ring", u.Invokes["ring"])
 	if u.Invokes["ring"].Invocations > 0 {
 		fmt.Printf("; ring CPU %.1f ms an invocation: its calls start %.0f ms later at %d MB (lead %d ms)", ms(ringCPU),
 			ms(awsstack.CPUStretch(ringCPU, p.MemoryMBOf("ring"))), p.MemoryMBOf("ring"), lead.Milliseconds())
+		fmt.Printf(" (its CPU is spread over its calls: the last starts that much later, the first less)")
 	}
 	fmt.Println()
 	fmt.Printf("  memory %s (the workload's figure with one function at each size, the CPU share on):", w)
@@ -761,7 +777,7 @@ func priceShare(w, per string, p awsstack.Prices, total func(awsstack.Prices) fl
 		for _, mb := range memorySizes {
 			q := on
 			q.Memory = map[string]int{fn: mb}
-			part := fmt.Sprintf("%d $%.2f", mb, total(q))
+			part := fmt.Sprintf("%d $%.*f", mb, d, total(q))
 			if fn == "ring" {
 				st := awsstack.CPUStretch(ringCPU, mb)
 				part += fmt.Sprintf(" (start +%.0f ms", ms(st))
