@@ -724,9 +724,26 @@ func readCPU(path string) (cpuTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cpu file: %w", err)
 	}
+	t, err := parseCPU(b)
+	if err != nil {
+		return nil, fmt.Errorf("cpu file %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// parseCPU decodes a -cpu-file: workload → function → ms, each a CPU
+// time an invocation can have.
+func parseCPU(b []byte) (cpuTable, error) {
 	t := cpuTable{}
 	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("cpu file %s: %w", path, err)
+		return nil, err
+	}
+	for w, fns := range t {
+		for fn, v := range fns {
+			if v < 0 || v > 15*60*1000 { // a negative time, or past Lambda's 15-minute limit
+				return nil, fmt.Errorf("%s %s: %v ms an invocation is not a CPU time", w, fn, v)
+			}
+		}
 	}
 	return t, nil
 }
