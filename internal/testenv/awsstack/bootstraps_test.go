@@ -18,6 +18,7 @@ import (
 	"github.com/xjobdev/xjob/internal/app/lambdaapp"
 	"github.com/xjobdev/xjob/internal/scheduler/lease"
 	"github.com/xjobdev/xjob/internal/testenv/awsstack"
+	"github.com/xjobdev/xjob/internal/testenv/lambdarun"
 	"github.com/xjobdev/xjob/internal/testenv/syncbuf"
 	"github.com/xjobdev/xjob/internal/testenv/tool"
 	"github.com/xjobdev/xjob/pkg/adminclient"
@@ -206,6 +207,17 @@ func TestBootstrapsEndToEnd(t *testing.T) {
 	rec.mu.Unlock()
 	if runs != total+1 {
 		t.Errorf("executor saw %d distinct runs, want %d fires + 1 manual", runs, total)
+	}
+	// The bootstraps' invocations carry their CPU time (what the cost
+	// meter's CPU share stretches), each less than the invocations' time.
+	if lambdarun.CPUMeasured {
+		for _, fn := range []string{"ring", "dispatch", "registry"} {
+			in := d.Meter().Snapshot().Invokes[fn]
+			cpu, ok := in.CPUPerInvoke()
+			if !ok || cpu <= 0 || in.CPU > in.Duration+in.Duration/2 {
+				t.Errorf("%s: %d invocations of %v, CPU %v over %d: want measured, within their time", fn, in.Invocations, in.Duration, in.CPU, in.CPUCounted)
+			}
+		}
 	}
 	rotateAccessToken(ctx, t, d)
 	// The function URL takes every path: the admin API is not there, even
