@@ -100,8 +100,9 @@ type Options struct {
 	// bootstrap binaries, one per function named by it (see
 	// BuildBootstraps): every invocation then goes to the real mains,
 	// served by package lambdarun, instead of to in-process handlers. The
-	// meter then counts invocations and HTTP API requests only (the
-	// processes' SDK calls are not metered), and Scan is ignored.
+	// meter then counts invocations, their CPU time and HTTP API requests
+	// only (the processes' SDK calls are not metered), and Scan is
+	// ignored.
 	Bootstraps string
 	// BootstrapOutput receives the bootstraps' logs (default: discarded).
 	BootstrapOutput io.Writer
