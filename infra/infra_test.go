@@ -111,7 +111,8 @@ type function struct {
 	handler, runtime string
 	archs            []string
 	code             string // repository-relative path of the zip
-	timeout, memory  int
+	timeout          int
+	memory           any                 // MB: literal or param symbol
 	env              map[string]string   // variable → symbol
 	grants           map[string]bool     // "action resource"
 	consumes         map[string]consumer // by queue key
@@ -145,6 +146,7 @@ type param struct {
 	pattern  string
 	allowed  []string
 	min, max *float64
+	whole    bool // a whole number only (Terraform floor(var.x) == var.x)
 }
 
 // Expectations the code does not spell as data.
@@ -197,6 +199,11 @@ var (
 		awsconfig.EnvTableCapacityMax:       "param:tablecapacitymax",
 		awsconfig.EnvTableTargetUtilization: "param:tabletargetutilization",
 	}
+	// functionMemoryMB is every function's memory but the ring's, the
+	// ring memory parameter's default: what the cost meter prices
+	// (docs/cost.md); ringMemoryParam is the ring's, the deployer's choice
+	// between CPU for busy buckets and cost for sparse loads.
+	functionMemoryMB, ringMemoryParam = 256, "param:ringmemorysize"
 	// laneFunction is the function the lanes invoke asynchronously
 	// (awsconfig.EnvDispatchFunction), laneDestination the queue key of
 	// its on-failure destination: a dead-letter queue nothing consumes.
@@ -609,8 +616,17 @@ func checkFunctions(t *testing.T, s *stack) {
 		if want := "dist/" + f.Name + ".zip"; got.code != want {
 			t.Errorf("%s: code %q, want %q (make build-lambda output)", where, got.code, want)
 		}
-		if got.timeout < 1 || got.timeout > 900 || got.memory < 128 {
-			t.Errorf("%s: timeout %d s / memory %d MB out of range", where, got.timeout, got.memory)
+		if mb, ok := intOf(s.resolve(got.memory)); got.timeout < 1 || got.timeout > 900 || !ok || mb < 128 || mb > 10240 {
+			t.Errorf("%s: timeout %d s / memory %v MB out of range", where, got.timeout, got.memory)
+		}
+		// Only the ring's memory is the deployer's (ringMemoryParam); the
+		// others are the size the meter prices them at.
+		if f.Name == "ring" {
+			if got.memory != ringMemoryParam {
+				t.Errorf("%s: memory %v, want %s (the stack's ring memory parameter)", where, got.memory, ringMemoryParam)
+			}
+		} else if mb, ok := intOf(got.memory); !ok || mb != functionMemoryMB {
+			t.Errorf("%s: memory %v, want %d MB (only the ring's memory is a parameter)", where, got.memory, functionMemoryMB)
 		}
 		if f.Name == "scan" && (got.timeout < 30 || got.timeout >= 60) {
 			t.Errorf("%s: timeout %d s; the once-a-minute scan needs ≥ 30 s (its paging budget + release) and must end before the next minute", where, got.timeout)

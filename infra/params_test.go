@@ -2,9 +2,12 @@ package infra
 
 import (
 	"maps"
+	"math"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
@@ -105,9 +108,9 @@ func (p param) accepts(v string) bool {
 	if p.allowed != nil && !slices.Contains(p.allowed, v) {
 		return false
 	}
-	if p.min != nil || p.max != nil {
+	if p.min != nil || p.max != nil || p.whole {
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || p.min != nil && f < *p.min || p.max != nil && f > *p.max {
+		if err != nil || p.min != nil && f < *p.min || p.max != nil && f > *p.max || p.whole && f != math.Trunc(f) {
 			return false
 		}
 	}
@@ -134,4 +137,70 @@ func codeAccepts(t *testing.T, env, v string) bool {
 	}
 	t.Fatalf("no function reads %s", env)
 	return false
+}
+
+// TestRingMemorySize: the ring's memory parameter defaults to the size
+// every function had before it (no change for a deployed stack), and SAM
+// and Terraform accept the same sizes, whole MB from 128 to 3008, so a
+// size one format takes is never refused by the other or by Lambda at
+// the update.
+func TestRingMemorySize(t *testing.T) {
+	t.Parallel()
+	sam, err := loadSAM("sam/template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf, err := loadTerraform("terraform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := ringMemoryParam[len("param:"):]
+	for _, s := range []*stack{sam, tf} {
+		p, ok := s.params[name]
+		if !ok {
+			t.Fatalf("%s: no %s parameter", s.format, ringMemoryParam)
+		}
+		if mb, ok := intOf(p.def); !ok || mb != functionMemoryMB {
+			t.Errorf("%s: %s defaults to %v, want %d (the other functions' size)", s.format, name, p.def, functionMemoryMB)
+		}
+	}
+	// Referenced once in each format: the ring's memory and nothing else
+	// (checkFunctions checks that it is the ring's).
+	for file, ref := range map[string]string{"sam/template.yaml": "!Ref RingMemorySize", "terraform/lambda.tf": "var.ring_memory_size"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), ref); n != 1 {
+			t.Errorf("%s: %q %d times, want once (the ring function's memory only)", file, ref, n)
+		}
+	}
+	tests := []struct {
+		v    string
+		want bool
+	}{
+		{"0", false}, {"-256", false}, {"64", false}, {"127", false}, {"128", true}, {"129", true}, {"199", true},
+		{"256", true}, {"512", true}, {"999", true}, {"1000", true}, {"1024", true}, {"1769", true}, {"2999", true},
+		{"3000", true}, {"3008", true}, {"3009", false}, {"3010", false}, {"4096", false}, {"10240", false},
+		{"256.5", false}, {"1024.25", false}, {"", false}, {"x", false}, {"256MB", false}, {"1 GB", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.v, func(t *testing.T) {
+			t.Parallel()
+			for _, s := range []*stack{sam, tf} {
+				if p := s.params[name]; p.accepts(tt.v) != tt.want {
+					t.Errorf("%s: %s=%q accepted %v, want %v (pattern %q, range %v..%v, whole %v)",
+						s.format, name, tt.v, !tt.want, tt.want, p.pattern, deref(p.min), deref(p.max), p.whole)
+				}
+			}
+		})
+	}
+}
+
+// deref is *f for a message, nil as "-".
+func deref(f *float64) any {
+	if f == nil {
+		return "-"
+	}
+	return *f
 }

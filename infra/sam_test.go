@@ -225,7 +225,7 @@ func loadSAM(file string) (*stack, error) {
 				f.archs = append(f.archs, str(a))
 			}
 			f.timeout, _ = intOf(merged["Timeout"])
-			f.memory, _ = intOf(merged["MemorySize"])
+			f.memory = symOf(merged["MemorySize"])
 			f.reserved, f.asyncRetries, f.asyncMaxAge = -1, -1, -1
 			rc := merged["ReservedConcurrentExecutions"]
 			if l := listOf(mapOf(rc)["Fn::If"]); len(l) == 3 {

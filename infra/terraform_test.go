@@ -531,7 +531,7 @@ func (m *tfModule) stack() *stack {
 			f.archs = append(f.archs, str(a))
 		}
 		f.timeout, _ = intOf(b.attrs["timeout"])
-		f.memory, _ = intOf(b.attrs["memory_size"])
+		f.memory = symOf(b.attrs["memory_size"])
 		f.reserved, f.asyncRetries, f.asyncMaxAge = -1, -1, -1
 		if v, ok := intOf(b.attrs["reserved_concurrent_executions"]); ok {
 			f.reserved = v
@@ -687,12 +687,13 @@ func (m *tfModule) stack() *stack {
 
 var (
 	tfRegexCond    = regexp.MustCompile(`^\$\{can\(regex\("((?:[^"\\]|\\.)*)", var\.(\w+)\)\)\}$`)
-	tfRangeCond    = regexp.MustCompile(`^\$\{var\.(\w+) >= ([0-9.]+) && var\.(\w+) <= ([0-9.]+)\}$`)
+	tfRangeCond    = regexp.MustCompile(`^\$\{var\.(\w+) >= ([0-9.]+) && var\.(\w+) <= ([0-9.]+)(?: && floor\(var\.(\w+)\) == var\.(\w+))?\}$`)
 	tfContainsCond = regexp.MustCompile(`^\$\{contains\(\[([^\]]*)\], var\.(\w+)\)\}$`)
 )
 
 // tfParam reads a variable's default and the validation forms the
-// templates use: can(regex(…)), a >= / <= range, contains([…]).
+// templates use: can(regex(…)), a >= / <= range (of whole numbers when
+// it also requires floor(var.x) == var.x), contains([…]).
 func tfParam(name string, v *tfBlock) param {
 	p := param{def: v.attrs["default"], secret: v.attrs["sensitive"] == true}
 	if t := str(v.attrs["type"]); t == "bool" || t == "${bool}" {
@@ -709,6 +710,7 @@ func tfParam(name string, v *tfBlock) param {
 		lo, _ := strconv.ParseFloat(m[2], 64)
 		hi, _ := strconv.ParseFloat(m[4], 64)
 		p.min, p.max = &lo, &hi
+		p.whole = m[5] == name && m[6] == name
 	}
 	if m := tfContainsCond.FindStringSubmatch(cond); m != nil && m[2] == name {
 		for _, it := range strings.Split(m[1], ",") {

@@ -61,7 +61,7 @@ resource "aws_lambda_function" "ring" {
   handler          = "bootstrap"
   runtime          = "provided.al2023"
   architectures    = ["arm64"]
-  memory_size      = 256
+  memory_size      = var.ring_memory_size # the CPU share its buckets' dispatch needs (docs/aws.md)
   # lambdaapp.RingTimeout: wait to the instants (<= 2 s) + start the fast lane's chunks (<= 10 s, the rest is
   # queued) + run the last chunk (<= 30 s, as the dispatch function) + queue leftovers and flush counters (<= 4 s).
   timeout = 50

@@ -234,6 +234,16 @@ variable "ring_concurrency" {
   default     = 10
 }
 
+variable "ring_memory_size" {
+  description = "Memory of the ring function only, a whole number of MB from 128 to 3008 (the others keep 256). Lambda gives CPU in proportion to memory (1,769 MB is one vCPU), so a ring bucket carrying hundreds of fires a second (1,000+ every-second jobs over few shards) starts its last calls past the default ring_lead (100 ms) at 256 and inside it at 1024; a sparse load costs least at 128 (docs/aws.md)."
+  type        = number
+  default     = 256
+  validation {
+    condition     = var.ring_memory_size >= 128 && var.ring_memory_size <= 3008 && floor(var.ring_memory_size) == var.ring_memory_size
+    error_message = "ring_memory_size must be a whole number of MB from 128 to 3008."
+  }
+}
+
 variable "log_retention_days" {
   description = "CloudWatch Logs retention of every function's log group."
   type        = number
