@@ -105,6 +105,14 @@ func run() int {
 	env := &harness.Env{Work: os.TempDir(), Shards: *shards, Log: os.Stderr, Root: *root, SyncCallbacks: *sync, RingLead: *ringLead, ReservedConcurrency: *reserved, NoResultLag: *noLag, CustomMetrics: *customMetrics}
 	p := awsstack.ListPrices()
 	p.CPUShare = *cpuShare
+	// Each function at the memory the template deploys (the ring's is
+	// RingMemorySize, at its default), not at a copy of it.
+	mem, err := awsstack.TemplateMemory(*root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "xjobcost:", err)
+		return 1
+	}
+	p.Memory = mem
 	var bin string
 	if !*noInit || *onBootstraps {
 		dir, err := buildBootstraps(ctx, *root)
@@ -195,8 +203,8 @@ func run() int {
 		{harness.Workload{Name: "W4", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, Executors: 10, Route: xjob.RouteRound}, n4},
 		{harness.Workload{Name: "W7", Cron: everySecond, PerJobPerSecond: 1, FullJobs: 1000, HTTPTarget: true}, n7},
 	}
-	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda %d MB arm64 (each invocation rounded up to 1 ms, cold starts' Init), DynamoDB storage and PITR for %d days, CloudWatch Logs ingestion (functions' output + %d B a invocation: system log level %s) and storage for %.0f month, custom metrics $%.2f each a month, retention deletes\n",
-		*shards, *window, awsstack.MemoryMB, 30, p.LambdaLogBytes, awsconfig.SystemLogLevel, p.LogsRetentionMonths, p.CustomMetricMonth)
+	fmt.Printf("xjobcost: %d shards, window %s, list prices us-east-1, Lambda arm64 at the template's MemorySize (%s) (each invocation rounded up to 1 ms, cold starts' Init), DynamoDB storage and PITR for %d days, CloudWatch Logs ingestion (functions' output + %d B a invocation: system log level %s) and storage for %.0f month, custom metrics $%.2f each a month, retention deletes\n",
+		*shards, *window, memoryLine(mem), 30, p.LambdaLogBytes, awsconfig.SystemLogLevel, p.LogsRetentionMonths, p.CustomMetricMonth)
 	switch {
 	case !*cpuShare:
 		fmt.Println("cpu share: off (-cpu-share=false): Lambda time as measured on this machine's core")
@@ -759,6 +767,16 @@ func writeCPU(path string, t cpuTable) error {
 	return nil
 }
 
+// memoryLine is each function's memory for the header: "ring 256 MB,
+// scan 256 MB, …".
+func memoryLine(mem map[string]int) string {
+	var parts []string
+	for _, fn := range slices.Sorted(maps.Keys(mem)) {
+		parts = append(parts, fmt.Sprintf("%s %d MB", fn, mem[fn]))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // memorySizes are the sizes the memory table prices each function at.
 var memorySizes = []int{128, 256, 512, 1024}
 
@@ -793,7 +811,11 @@ func priceShare(w, per string, p awsstack.Prices, total func(awsstack.Prices) fl
 		var parts []string
 		for _, mb := range memorySizes {
 			q := on
-			q.Memory = map[string]int{fn: mb}
+			q.Memory = maps.Clone(on.Memory) // the others as deployed
+			if q.Memory == nil {
+				q.Memory = map[string]int{}
+			}
+			q.Memory[fn] = mb
 			part := fmt.Sprintf("%d $%.*f", mb, d, total(q))
 			if fn == "ring" {
 				st := awsstack.CPUStretch(ringCPU, mb)

@@ -19,8 +19,9 @@ import (
 	"github.com/xjobdev/xjob/internal/testenv/lambdarun"
 )
 
-// MemoryMB is the memory every function is deployed with (the templates'
-// MemorySize; infra tests check it), which Lambda bills GB-s at.
+// MemoryMB is the memory every function is deployed with by default (the
+// templates' MemorySize, and the default of the ring's RingMemorySize;
+// TestTemplateMemory checks it), which Lambda bills GB-s at.
 const MemoryMB = 256
 
 // BuildBootstraps builds the functions' bootstraps for this host into

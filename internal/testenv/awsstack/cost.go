@@ -55,8 +55,9 @@ type Prices struct {
 	Init map[string]time.Duration `json:"initNs,omitempty"`
 	// MemoryGB is the configured memory assumed for every function.
 	MemoryGB float64 `json:"memoryGB"`
-	// Memory overrides MemoryGB for some functions, in MB: a what-if
-	// (the templates give every function MemoryMB).
+	// Memory overrides MemoryGB for some functions, in MB: the sizes the
+	// template deploys (TemplateMemory; xjobcost sets them all), or a
+	// what-if.
 	Memory map[string]int `json:"memoryMB,omitempty"`
 	// CPUShare prices Lambda time at the function's CPU share: Lambda
 	// gives a function CPU in proportion to its memory (VCPUMemoryMB is
@@ -107,8 +108,9 @@ func (p Prices) CPUPerInvoke(fn string, inv InvokeStat) time.Duration {
 	return p.CPU[fn]
 }
 
-// ListPrices are us-east-1 list prices, with the functions'
-// deployed memory (MemoryMB, the templates' MemorySize).
+// ListPrices are us-east-1 list prices, every function at MemoryMB (the
+// templates' MemorySize at their defaults; Memory from TemplateMemory
+// prices what the template deploys).
 func ListPrices() Prices {
 	return Prices{WRU: 0.625e-6, RRU: 0.125e-6, SQSRequest: 0.40e-6, SNSRequest: 0.50e-6,
 		LambdaRequest: 0.20e-6, LambdaGBSecond: 0.0000133334, HTTPRequest: 1.00e-6, StorageGBMonth: 0.25,
