@@ -219,6 +219,8 @@ SHARDS  ?= 4
 SECRETS ?= /$(STACK)
 # RESERVED=true reserves concurrency (24 in all; the account needs 124 available).
 RESERVED ?= false
+# RING_MEMORY is the ring function's memory in MB, 128-3008 (docs/aws.md#ring-memory).
+RING_MEMORY ?= 256
 
 .PHONY: secrets
 secrets: ## Put the tokens (XJOB_ACCESS_TOKEN, XJOB_ADMIN_TOKEN) and a session key into SSM SecureString parameters under SECRETS
@@ -230,20 +232,22 @@ secrets: ## Put the tokens (XJOB_ACCESS_TOKEN, XJOB_ADMIN_TOKEN) and a session k
 		aws ssm put-parameter --type SecureString --name $(SECRETS)/session-key --value "$$(head -c 32 /dev/urandom | base64)" >/dev/null
 
 .PHONY: deploy-sam
-deploy-sam: build-lambda ## Deploy infra/sam/template.yaml with `sam deploy` (STACK, SHARDS, SECRETS, RESERVED; run make secrets first)
+deploy-sam: build-lambda ## Deploy infra/sam/template.yaml with `sam deploy` (STACK, SHARDS, SECRETS, RESERVED, RING_MEMORY; run make secrets first)
 	infra/check-concurrency.sh $(RESERVED) $(STACK)
 	sam deploy --template-file infra/sam/template.yaml --stack-name $(STACK) \
 		--resolve-s3 --capabilities CAPABILITY_IAM CAPABILITY_AUTO_EXPAND \
 		--no-fail-on-empty-changeset \
 		--parameter-overrides TablePrefix=$(STACK) Shards=$(SHARDS) \
 			AccessTokenParameter=$(SECRETS)/access-token AdminTokenParameter=$(SECRETS)/admin-token \
-			SessionKeyParameter=$(SECRETS)/session-key ReservedConcurrency=$(RESERVED)
+			SessionKeyParameter=$(SECRETS)/session-key ReservedConcurrency=$(RESERVED) \
+			RingMemorySize=$(RING_MEMORY)
 
 .PHONY: deploy-tf
-deploy-tf: build-lambda ## Deploy infra/terraform with `terraform apply` (STACK, SHARDS, SECRETS, RESERVED; run make secrets first)
+deploy-tf: build-lambda ## Deploy infra/terraform with `terraform apply` (STACK, SHARDS, SECRETS, RESERVED, RING_MEMORY; run make secrets first)
 	infra/check-concurrency.sh $(RESERVED) $(STACK)
 	terraform -chdir=infra/terraform init -input=false
 	terraform -chdir=infra/terraform apply -input=false \
 		-var name=$(STACK) -var table_prefix=$(STACK) -var shards=$(SHARDS) \
 		-var access_token_parameter=$(SECRETS)/access-token -var admin_token_parameter=$(SECRETS)/admin-token \
-		-var session_key_parameter=$(SECRETS)/session-key -var reserved_concurrency=$(RESERVED)
+		-var session_key_parameter=$(SECRETS)/session-key -var reserved_concurrency=$(RESERVED) \
+		-var ring_memory_size=$(RING_MEMORY)

@@ -175,6 +175,20 @@ func TestRingMemorySize(t *testing.T) {
 			t.Errorf("%s: %q %d times, want once (the ring function's memory only)", file, ref, n)
 		}
 	}
+	// make deploy-sam / deploy-tf pass RING_MEMORY, by default the
+	// parameter's default.
+	mk, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`(?m)^RING_MEMORY \?= (\d+)$`).FindSubmatch(mk); m == nil || string(m[1]) != strconv.Itoa(functionMemoryMB) {
+		t.Errorf("Makefile: RING_MEMORY default %q, want %d", m, functionMemoryMB)
+	}
+	for _, pass := range []string{"RingMemorySize=$(RING_MEMORY)", "-var ring_memory_size=$(RING_MEMORY)"} {
+		if !strings.Contains(string(mk), pass) {
+			t.Errorf("Makefile: no %s: make deploy-* would deploy the ring at the parameter's default whatever RING_MEMORY says", pass)
+		}
+	}
 	tests := []struct {
 		v    string
 		want bool
