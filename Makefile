@@ -77,7 +77,7 @@ FUZZ_TARGETS := .:FuzzJobJSON .:FuzzAddress ./internal/fire:FuzzRingBucket ./pkg
 	./deploy:FuzzDockerfile ./internal/web/clientip:FuzzXForwardedFor ./pkg/protocol:FuzzDecodeCallbacks ./internal/adapter/dynamostore:FuzzOccurrenceFireTime ./internal/adapter/dynamostore:FuzzPageBody \
 	./internal/adapter/mysqlstore:FuzzParseURL ./internal/target:FuzzParse ./internal/target:FuzzParseAWS \
 	./internal/adapter/execclient:FuzzTriggerParamJSON ./internal/web/executorapi:FuzzPlainCallbacks ./internal/adapter/execclient:FuzzReadReply ./internal/adapter/execclient:FuzzQuickHead ./internal/app/local:FuzzParseMemoryLimit \
-	./pkg/protocol:FuzzPlainCallbacksMatchJSON ./bench/cmd/xjobcost:FuzzCPUFile ./internal/testenv/awsstack:FuzzParseTemplateMemory
+	./pkg/protocol:FuzzPlainCallbacksMatchJSON ./bench/cmd/xjobcost:FuzzCPUFile ./internal/testenv/awsstack:FuzzParseTemplateMemory ./internal/testenv/storebench:FuzzWALFramePages
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 20s) each

@@ -4,14 +4,13 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/xjobdev/xjob/internal/testenv/storebench"
 )
 
 // WAL pages by b-tree: which tables and indexes a benchmark's commits
@@ -71,9 +70,13 @@ func reportWALTrees(b *testing.B, db *DB) {
 		return
 	}
 	pin := v.(*walPin)
-	frames, err := walFramesByPage(pin.path + "-wal")
+	pages, err := storebench.WALFramePages(pin.path + "-wal")
 	if err != nil {
 		b.Fatal(err)
+	}
+	frames := map[uint32]int{}
+	for _, p := range pages {
+		frames[p]++
 	}
 	ctx := context.Background()
 	if _, err := pin.conn.ExecContext(ctx, `COMMIT`); err != nil {
@@ -139,33 +142,4 @@ func reportWALTrees(b *testing.B, db *DB) {
 		b.Fatal(err)
 	}
 	b.Log(sb.String())
-}
-
-// walFramesByPage counts the frames of the WAL at path by page number:
-// the frames after its header whose salts are the header's.
-func walFramesByPage(path string) (map[uint32]int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open the WAL: %w", err)
-	}
-	defer f.Close()
-	var hdr [32]byte
-	if _, err := io.ReadFull(f, hdr[:]); err != nil {
-		return nil, fmt.Errorf("read the WAL header: %w", err)
-	}
-	pageSize := int(binary.BigEndian.Uint32(hdr[8:12]))
-	salt1, salt2 := binary.BigEndian.Uint32(hdr[16:20]), binary.BigEndian.Uint32(hdr[20:24])
-	frame := make([]byte, 24+pageSize)
-	out := map[uint32]int{}
-	for {
-		if _, err := io.ReadFull(f, frame); err == io.EOF || err == io.ErrUnexpectedEOF {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("read a WAL frame: %w", err)
-		}
-		if binary.BigEndian.Uint32(frame[8:12]) != salt1 || binary.BigEndian.Uint32(frame[12:16]) != salt2 {
-			return out, nil
-		}
-		out[binary.BigEndian.Uint32(frame[0:4])]++
-	}
 }

@@ -21,15 +21,15 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/xjobdev/xjob/internal/testenv/storebench"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -70,14 +70,14 @@ func run(glob string, wait, hold time.Duration) error {
 	if err := c.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM logs").Scan(&logs0); err != nil {
 		return fmt.Errorf("pin the WAL: %w", err)
 	}
-	before, err := framePages(path + "-wal")
+	before, err := storebench.WALFramePages(path + "-wal")
 	if err != nil {
 		return err
 	}
 	start := time.Now()
 	fmt.Printf("pinned at frame %d, log %d, %s\n", len(before), logs0, start.UTC().Format(time.TimeOnly))
 	time.Sleep(hold)
-	after, err := framePages(path + "-wal")
+	after, err := storebench.WALFramePages(path + "-wal")
 	if err != nil {
 		return err
 	}
@@ -149,33 +149,4 @@ func trees(ctx context.Context, c *sql.Conn) (map[uint32]string, error) {
 		tree[p] = name
 	}
 	return tree, rows.Err()
-}
-
-// framePages lists the page number of every valid frame of the WAL at
-// path, in order: the frames after its header whose salts are the header's.
-func framePages(path string) ([]uint32, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open the WAL: %w", err)
-	}
-	defer f.Close()
-	var hdr [32]byte
-	if _, err := io.ReadFull(f, hdr[:]); err != nil {
-		return nil, fmt.Errorf("read the WAL header: %w", err)
-	}
-	pageSize := int(binary.BigEndian.Uint32(hdr[8:12]))
-	salt1, salt2 := binary.BigEndian.Uint32(hdr[16:20]), binary.BigEndian.Uint32(hdr[20:24])
-	frame := make([]byte, 24+pageSize)
-	var out []uint32
-	for {
-		if _, err := io.ReadFull(f, frame); errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("read a WAL frame: %w", err)
-		}
-		if binary.BigEndian.Uint32(frame[8:12]) != salt1 || binary.BigEndian.Uint32(frame[12:16]) != salt2 {
-			return out, nil
-		}
-		out = append(out, binary.BigEndian.Uint32(frame[0:4]))
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+
+	"github.com/xjobdev/xjob/internal/testenv/storebench"
 )
 
 // framePages counts what SQLite says its WAL holds, and trees names the
@@ -32,7 +34,7 @@ func TestFramePagesMatchSQLite(t *testing.T) {
 			t.Fatal(q, err)
 		}
 	}
-	pages, err := framePages(path + "-wal")
+	pages, err := storebench.WALFramePages(path + "-wal")
 	if err != nil {
 		t.Fatal(err)
 	}
