@@ -238,7 +238,7 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	}
 	d, err := awsstack.Start(ctx, awsstack.Options{Root: env.Root, Shards: env.Shards, Logger: slog.New(slog.DiscardHandler),
 		RingPollers: 5, SyncCallbacks: env.SyncCallbacks, ReservedConcurrency: env.ReservedConcurrency, ColdStarts: env.ColdStarts,
-		CustomMetrics: env.CustomMetrics, Bootstraps: env.Bootstraps, Scan: scan.Tunables{AdvanceRate: w.AdvanceRate, RingLead: env.RingLead}})
+		CustomMetrics: env.CustomMetrics, Bootstraps: env.Bootstraps, BootstrapMemory: env.BootstrapMemory, CPUShare: env.BootstrapCPUShare, Scan: scan.Tunables{AdvanceRate: w.AdvanceRate, RingLead: env.RingLead}})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
 	}

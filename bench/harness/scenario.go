@@ -62,6 +62,12 @@ type Env struct {
 	// invocation's CPU is measured, but the processes' AWS requests are
 	// not metered, so only the Lambda figures of such a run count.
 	Bootstraps string
+	// BootstrapMemory and BootstrapCPUShare run those bootstraps at each
+	// function's memory (MB, by name) and at that memory's share of a
+	// core (awsstack.Options.BootstrapMemory, CPUShare): the lateness a
+	// deployment of those sizes would show.
+	BootstrapMemory   map[string]int
+	BootstrapCPUShare bool
 	// NoResultLag leaves out the AWS cost runs' result lag (ResultLag:
 	// the admin API's reads of a sample of results while the window runs).
 	NoResultLag bool

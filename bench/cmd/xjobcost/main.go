@@ -95,6 +95,8 @@ func run() int {
 	noLag := fs.Bool("no-result-lag", false, "do not read a sample of each window's results through the admin API (the result lag)")
 	cpuShare := fs.Bool("cpu-share", true, "price Lambda time at the function's CPU share (memory/1,769 MB of a vCPU): each invocation's CPU-bound part stretched by CPU x (1769/MB - 1); false prices the time as measured on this machine's core, as before the model")
 	onBootstraps := fs.Bool("bootstraps", false, "run the workloads on the functions' real bootstraps (lambdarun), which measures each invocation's CPU; their AWS requests are not metered, so only the lambda lines of such a run count; with -cpu-file it writes each workload's CPU an invocation there")
+	cpuQuota := fs.Bool("cpu-quota", false, "with -bootstraps: run each bootstrap at its memory's share of a core (a cgroup CPU quota, as Lambda limits a function), at the template's memory or -bootstrap-memory, so that lateness and durations are measured at Lambda's CPU, not at a whole core here")
+	bootMemory := fs.String("bootstrap-memory", "", "with -bootstraps: memory in MB for some functions instead of the template's, e.g. ring=1024")
 	cpuFile := fs.String("cpu-file", "", "each workload's mean CPU ms an invocation per function (JSON): written by a -bootstraps run, read by an in-process run (whose handlers share one process, so their CPU is not measured) to price the CPU share")
 	only := fs.String("only", "", "run only these workloads (comma-separated: W1,W2,W3,W4,W7,W5,W6,idle); the last lines then print only theirs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -125,6 +127,25 @@ func run() int {
 	}
 	if *onBootstraps {
 		env.Bootstraps = bin
+		env.BootstrapCPUShare = *cpuQuota
+		env.BootstrapMemory = maps.Clone(mem)
+		if *bootMemory != "" {
+			over, err := parseMemoryFlag(*bootMemory)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "xjobcost: -bootstrap-memory:", err)
+				return 2
+			}
+			for fn := range over {
+				if _, ok := mem[fn]; !ok {
+					fmt.Fprintf(os.Stderr, "xjobcost: -bootstrap-memory: the template has no function %q\n", fn)
+					return 2
+				}
+			}
+			maps.Copy(env.BootstrapMemory, over)
+		}
+	} else if *cpuQuota || *bootMemory != "" {
+		fmt.Fprintln(os.Stderr, "xjobcost: -cpu-quota and -bootstrap-memory need -bootstraps")
+		return 2
 	}
 	cpus := cpuTable{}
 	if *cpuFile != "" && !*onBootstraps {
@@ -830,4 +851,22 @@ func priceShare(w, per string, p awsstack.Prices, total func(awsstack.Prices) fl
 		fmt.Printf("  %s: %s", fn, strings.Join(parts, ", "))
 	}
 	fmt.Println()
+}
+
+// parseMemoryFlag reads "fn=MB,fn=MB": each a function the template
+// names and a size Lambda accepts (128 to 10,240 MB).
+func parseMemoryFlag(v string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, part := range strings.Split(v, ",") {
+		name, mb, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.Atoi(mb)
+		switch {
+		case !ok || name == "":
+			return nil, fmt.Errorf("%q is not fn=MB", part)
+		case err != nil || n < 128 || n > 10240:
+			return nil, fmt.Errorf("%q: memory must be whole MB from 128 to 10240", part)
+		}
+		out[name] = n
+	}
+	return out, nil
 }

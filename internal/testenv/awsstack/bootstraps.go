@@ -152,8 +152,16 @@ func (d *Deployment) startBootstraps(ctx context.Context) error {
 		for _, k := range keys {
 			env = append(env, k+"="+d.vars[k])
 		}
+		mem := MemoryMB
+		if m := d.opts.BootstrapMemory[fn.Name]; m > 0 {
+			mem = m
+		}
+		var share float64
+		if d.opts.CPUShare && mem < VCPUMemoryMB {
+			share = float64(mem) / VCPUMemoryMB
+		}
 		r, err := lambdarun.Start(lambdarun.Options{Name: "xjob-" + fn.Name, Path: path, Env: env,
-			Max: max(maxEnvs[fn.Name], 1), MemoryMB: MemoryMB, Output: d.opts.BootstrapOutput})
+			Max: max(maxEnvs[fn.Name], 1), MemoryMB: mem, CPUShare: share, Output: d.opts.BootstrapOutput})
 		if err != nil {
 			return fmt.Errorf("awsstack bootstraps: %w", err)
 		}

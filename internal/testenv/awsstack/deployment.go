@@ -106,6 +106,14 @@ type Options struct {
 	Bootstraps string
 	// BootstrapOutput receives the bootstraps' logs (default: discarded).
 	BootstrapOutput io.Writer
+	// BootstrapMemory is each bootstrap's memory in MB, by function name
+	// (AWS_LAMBDA_FUNCTION_MEMORY_SIZE; default MemoryMB).
+	BootstrapMemory map[string]int
+	// CPUShare runs each bootstrap at its memory's share of one core
+	// (memory / VCPUMemoryMB, by a CPU quota: lambdarun.Options.CPUShare),
+	// as Lambda does, so that lateness and durations are measured at the
+	// CPU Lambda would give, not at a whole core of this machine.
+	CPUShare bool
 	// ReservedConcurrency deploys as the templates do with
 	// ReservedConcurrency=true: a function with a reserved concurrency
 	// (awsconfig.Function.ReservedConcurrency) never has more execution

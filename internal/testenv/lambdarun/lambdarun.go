@@ -53,6 +53,13 @@ type Options struct {
 	Max int
 	// MemoryMB is AWS_LAMBDA_FUNCTION_MEMORY_SIZE (default 256).
 	MemoryMB int
+	// CPUShare, when above 0, limits each execution environment to that
+	// fraction of one core, as Lambda limits a function to its memory's
+	// share of a vCPU (MemoryMB / 1,769: 0.145 at 256 MB), so that the
+	// time a CPU-bound handler takes, and what waits on it, is measured
+	// as Lambda would run it rather than on a whole core of this machine
+	// (Linux's cgroup v1 cpu controller; Start fails without it).
+	CPUShare float64
 	// Output receives the processes' stdout and stderr, the function's
 	// logs (default: discarded). Writes come from several goroutines.
 	Output io.Writer
@@ -113,6 +120,7 @@ type environment struct {
 	inited bool                  // the runtime asked for its first invocation: Init is over
 	start  time.Time             // when the process started: Init's start
 	exts   map[string]*extension // by identifier
+	uncap  func()                // removes the CPU quota's cgroup, once the process exited
 }
 
 // extension is one registration with the Extensions API.
@@ -249,6 +257,16 @@ func (f *Function) startEnv() error {
 		_ = ln.Close()
 		return fmt.Errorf("lambdarun %s: start %s: %w", f.opts.Name, f.opts.Path, err)
 	}
+	if f.opts.CPUShare > 0 {
+		uncap, err := limitCPU(f.opts.Name, e.cmd.Process.Pid, f.opts.CPUShare)
+		if err != nil {
+			_ = e.cmd.Process.Kill()
+			_ = e.cmd.Wait()
+			_ = ln.Close()
+			return err
+		}
+		e.uncap = uncap
+	}
 	f.envs[e] = true
 	f.wg.Go(func() { _ = e.srv.Serve(ln) })
 	f.wg.Go(func() { e.wait() })
@@ -275,6 +293,9 @@ func (f *Function) lambdaEnv(api string) []string {
 // wait reaps the process and fails the invocation it held.
 func (e *environment) wait() {
 	err := e.cmd.Wait()
+	if e.uncap != nil {
+		e.uncap()
+	}
 	why := "exited"
 	if err != nil {
 		why = err.Error()

@@ -472,3 +472,36 @@ func TestInvocationCPU(t *testing.T) {
 		})
 	}
 }
+
+// TestCPUShareStretchesCPUBoundWork: an environment limited to a quarter
+// of a core takes at least three times as long as its CPU for a handler
+// that spins, as Lambda at a quarter of a vCPU would.
+func TestCPUShareStretchesCPUBoundWork(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("the CPU quota is Linux's cgroup cpu controller")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := lambdarun.Start(lambdarun.Options{Name: "quota", Path: self, Max: 1, CPUShare: 0.25,
+		Env: []string{roleEnv + "=plain", dirEnv + "=" + t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	if _, err := invoke(t, f, request{Echo: "warm"}, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(request{SpinMs: 200})
+	start := time.Now()
+	_, cpu, err := f.InvokeCPU(context.Background(), b, 20*time.Second)
+	wall := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu < 200*time.Millisecond || wall < 3*cpu {
+		t.Errorf("spinning 200 ms at a quarter of a core: CPU %v, wall %v; want wall at least 3× the CPU", cpu, wall)
+	}
+}
