@@ -18,15 +18,7 @@ import (
 // timeout).
 func TestGateAckDoesNotInterruptLongPoll(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	clk := clock.NewFake(time.UnixMilli(1_800_000_000_000))
-	db, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "x.db"), sqlitestore.Options{Clock: clk, PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	g := newGate(db.Ring())
+	ctx, clk, g := gateOnStore(t)
 	send := func(sec int64) {
 		if err := g.Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: fire.RingBucket{Second: sec}}}); err != nil {
 			t.Fatal(err)
@@ -68,15 +60,7 @@ func TestGateAckDoesNotInterruptLongPoll(t *testing.T) {
 // neither fails silently nor brings it back in flight.
 func TestGateExtendKeepsADeliveryInFlight(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	clk := clock.NewFake(time.UnixMilli(1_800_000_000_000))
-	db, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "x.db"), sqlitestore.Options{Clock: clk, PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	g := newGate(db.Ring())
+	ctx, clk, g := gateOnStore(t)
 	now := clk.Now()
 	g.now = func() time.Time { return now }
 	if err := g.Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: fire.RingBucket{Second: 1}}}); err != nil {
@@ -117,4 +101,19 @@ func TestGateExtendKeepsADeliveryInFlight(t *testing.T) {
 	if !idleWithin(10 * time.Second) {
 		t.Fatal("an extension after the ack put the delivery back in flight")
 	}
+}
+
+// gateOnStore is a gate on a fresh store's ring, on a fake clock whose
+// polls wake only on sends, and a context bounding the test.
+func gateOnStore(t *testing.T) (context.Context, *clock.Fake, *gate[fire.RingBucket]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	clk := clock.NewFake(time.UnixMilli(1_800_000_000_000))
+	db, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "x.db"), sqlitestore.Options{Clock: clk, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return ctx, clk, newGate(db.Ring())
 }

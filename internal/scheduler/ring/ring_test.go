@@ -564,12 +564,8 @@ func TestServeKeepsABucketInHandHidden(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	j := addJob(t, db)
 	at := t0.Add(2 * time.Second)
-	b := fire.RingBucket{Second: at.Unix(), Items: []fire.RingItem{{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision}}}
-	if err := db.Ring().Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: b}}); err != nil {
-		t.Fatal(err)
-	}
+	sendOneFireAt(t, ctx, db, at)
 	clk.Set(at)
 	const visibility = 10 * time.Second
 	done := make(chan error, 1)
@@ -620,6 +616,18 @@ func TestServeKeepsABucketInHandHidden(t *testing.T) {
 	}
 }
 
+// sendOneFireAt queues, and returns, a ring bucket of one new job's fire
+// at at.
+func sendOneFireAt(t *testing.T, ctx context.Context, db *sqlitestore.DB, at time.Time) fire.RingBucket {
+	t.Helper()
+	j := addJob(t, db)
+	b := fire.RingBucket{Second: at.Unix(), Items: []fire.RingItem{{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision}}}
+	if err := db.Ring().Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: b}}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // A receiver that stops while it fires a bucket it kept hidden stops
 // extending it: the bucket comes back one visibility after the last
 // extension, for another receiver to fire (FireAgain), not later.
@@ -629,12 +637,8 @@ func TestServeStoppedGivesABucketBack(t *testing.T) {
 	db, clk, r := setupSink(t, sink)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	j := addJob(t, db)
 	at := t0.Add(2 * time.Second)
-	b := fire.RingBucket{Second: at.Unix(), Items: []fire.RingItem{{JobID: j.ID, FireTime: at.UnixMilli(), Revision: j.Revision}}}
-	if err := db.Ring().Send(ctx, []driver.Outgoing[fire.RingBucket]{{Msg: b}}); err != nil {
-		t.Fatal(err)
-	}
+	b := sendOneFireAt(t, ctx, db, at)
 	clk.Set(at)
 	const visibility = 10 * time.Second
 	serveCtx, stop := context.WithCancel(ctx)
