@@ -22,14 +22,7 @@ import (
 // to.
 func TestDeploysOnDefaultAccount(t *testing.T) {
 	t.Parallel()
-	sam, err := loadSAM("sam/template.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tf, err := loadTerraform("terraform")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sam, tf := loadStacks(t)
 	for _, s := range []*stack{sam, tf} {
 		p, ok := s.params["reservedconcurrency"]
 		if !ok {

@@ -70,14 +70,7 @@ var arnValues = []string{"", "arn:aws:sqs:us-east-1:123456789012:jobs", "arn:aws
 // code's check would make every invocation fail instead of the deploy.
 func TestParamsMatchConfig(t *testing.T) {
 	t.Parallel()
-	sam, err := loadSAM("sam/template.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tf, err := loadTerraform("terraform")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sam, tf := loadStacks(t)
 	for _, s := range []*stack{sam, tf} {
 		for _, env := range slices.Sorted(maps.Keys(paramValues)) {
 			p, ok := s.params[envSymbol[env][len("param:"):]]
@@ -146,14 +139,7 @@ func codeAccepts(t *testing.T, env, v string) bool {
 // the update.
 func TestRingMemorySize(t *testing.T) {
 	t.Parallel()
-	sam, err := loadSAM("sam/template.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tf, err := loadTerraform("terraform")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sam, tf := loadStacks(t)
 	name := ringMemoryParam[len("param:"):]
 	for _, s := range []*stack{sam, tf} {
 		p, ok := s.params[name]
@@ -217,4 +203,18 @@ func deref(f *float64) any {
 		return "-"
 	}
 	return *f
+}
+
+// loadStacks loads the SAM template and the Terraform module, the two
+// deployments every parity test compares.
+func loadStacks(t *testing.T) (sam, tf *stack) {
+	t.Helper()
+	sam, err := loadSAM("sam/template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tf, err = loadTerraform("terraform"); err != nil {
+		t.Fatal(err)
+	}
+	return sam, tf
 }
