@@ -83,21 +83,31 @@
 // A log item of its own, with its index entries, would cost a trigger
 // six write units (a put with three keys-only index entries, an update
 // for the executor's reply, one for the result) — most of what a trigger
-// costs on AWS. So logs live in pages: one item per (fire second, job id
-// mod 16), whose logs are one attribute, JSON compressed with deflate and a
-// preset dictionary of a log's field names and trigger message (pagedict.go;
-// pages written before it, without one, are read as they were). Every change
-// to a log reads its page (strongly consistent), changes the logs in
-// memory and writes the page back conditional on the version it read;
-// when another writer got there first it reads and applies again
-// (mutatePage). A ring bucket's fires (one scan shard, one second: ShardOf
-// is one hash mod the shard count, so with 16 shards or a divisor of 16 a
-// bucket owns its pages) are claimed with one write per page,
-// its executors' replies recorded with one more, a callback request's
-// results with one per page they fall in. A write costs ⌈page size/1 KB⌉:
+// costs on AWS. So logs live in pages: one item per (fire second, part),
+// part = the job's shard among 16 masked to Options.LogPages (1, 2, 4, 8
+// or 16; default 16: ShardOf(job, 16) & (LogPages−1)), whose logs are one
+// attribute, JSON compressed with deflate and a preset dictionary of a
+// log's field names and trigger message (pagedict.go; pages written before
+// it, without one, are read as they were). Every change to a log reads its
+// page (strongly consistent), changes the logs in memory and writes the
+// page back conditional on the version it read; when another writer got
+// there first it reads and applies again (mutatePage). A ring bucket's
+// fires (one scan shard, one second: ShardOf is one hash mod the shard
+// count, so with a shard count that divides LogPages, which divides 16, a
+// bucket owns its pages) are claimed with one write per page, its
+// executors' replies recorded with one more, a callback request's results
+// with one per page they fall in. A write costs ⌈page size/1 KB⌉:
 // at ~25 bytes a compressed log, a 250-log page is ~7 write units for
 // 250 triggers, and a page of one log (a sparse deployment's: one fire in
 // its second and shard) ~90 bytes of body, one unit with room to spare.
+// LogPages trades the two: at 16 a dense second's results each rewrite a
+// sixteenth of its logs; at 1 a sparse deployment's fires of one second
+// share one page (one claim, one reply record and one index entry for
+// them all, where 16 pages would take one each), but every write of that
+// second rewrites all its logs and all its writers race on one page. It
+// must not change once logs exist: a job's logs are listed from its
+// partition of the time index, which LogPages picks (the AWS wiring
+// records it in the layout item and refuses a change).
 //
 //	pk "p<page>"  sk "p"     the page: v (version), b (logs), part, tkey, lo, jobs, groups, purgeAt
 //	pk "f<n>"     sk tkey    failed list: a failed, unalarmed log (id), n = id mod LogPartitions
@@ -106,9 +116,12 @@
 //
 // Ids. A log id names its page and its place in it (logid.go):
 //
-//	id = fire second since 2020 (31 bits) << 22 | k (18 bits) << 4 | ShardOf(job, 16)
+//	id = fire second since 2020 (31 bits) << 22 | k (18 bits) << 4 | part
 //
-// below 2^53 until 2088, so JavaScript/JSON readers keep it exact. The page
+// below 2^53 until 2088, so JavaScript/JSON readers keep it exact. The
+// part (ShardOf(job, 16) & (LogPages−1)) keeps its four bits whatever
+// LogPages is, so a log's page is read from its id and a log is found by
+// id whatever setting wrote it. The page
 // depends only on the occurrence id and its job, which every delivery of an
 // occurrence shares: every delivery reads the same page and finds the
 // occurrence's log in it by occurrence id, whatever k it got. A scheduled
@@ -158,14 +171,16 @@
 // request for the scan horizon, each of which claims and records its own
 // share of the pages — one write per page per message, and lost rounds
 // when they race; the scan sends one message per page and second, its
-// plans aligned by the page's shard among 16), a page write costs the whole page, so a callback request with one
+// plans aligned by the page's shard among 16), a page write costs the
+// whole page, so a callback request with one
 // result pays for its page (an executor that batches results, as xxl-job's
 // callback thread does, pays a share), and pages read strongly consistent
 // cost one read unit per 4 KB before each change.
 //
 // Index. Each page carries its time index keys: part = page mod 16 (its
-// jobs' shard among 16) and tkey = SortKey(latest trigger time in the page, page),
-// with the earliest trigger time and the page's job and group ids
+// jobs' shard among 16 masked to LogPages: partitions 0..LogPages−1 hold
+// entries, the others none) and tkey = SortKey(latest trigger time in the
+// page, page), with the earliest trigger time and the page's job and group ids
 // projected. A page's entry is written when the page is created and again
 // only when those change (a late log, a take-over): not per trigger. The
 // counters item "logpages-span" records the widest (latest − earliest)
@@ -175,8 +190,8 @@
 // take-over after a dispatcher died, a partial outage): from then on each
 // list and retention walk reads that many more seconds of index entries.
 //
-//	LogList        walk byTime newest first (one partition for a job, all 16
-//	               otherwise) from upper bound + span; skip entries whose lo,
+//	LogList        walk byTime newest first (one partition for a job, all
+//	               LogPages otherwise) from upper bound + span; skip entries whose lo,
 //	               jobs or groups cannot match; read pages 50 at a time
 //	               (eventually consistent) and emit a log once every unread
 //	               page's latest trigger time is below it (exact order by
@@ -211,8 +226,8 @@
 // created (true for now − LostAfter). A running log in a page whose latest
 // trigger time is still after before is reported once before passes it.
 //
-// An idle minute costs the watermark's GetItem and the 16 Queries of
-// byTime: the watermark is written only when a call read a page past it,
+// An idle minute costs the watermark's GetItem and the LogPages Queries
+// of byTime: the watermark is written only when a call read a page past it,
 // and the parked list is walked only while the watermark's item says it
 // may hold entries. A call that parks logs bumps a generation (parkGen)
 // after writing them and before moving the watermark; a walk that finds

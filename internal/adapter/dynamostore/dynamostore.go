@@ -132,6 +132,16 @@ type Options struct {
 	// a storm of failures. Never lower it on a live table: entries keep
 	// the partition they were written with.
 	LogPartitions int
+	// LogPages is how many log pages a fire second has: 1, 2, 4, 8 or 16
+	// (default 16). A log's page part is its job's shard among 16 masked
+	// to LogPages (logid.go). Dense loads want 16 (a page write costs the
+	// whole page, so small pages keep each result's write small); a
+	// sparse deployment, whose fires are mostly alone in their second,
+	// wants 1 (one page write a second for all its jobs instead of one
+	// per job). Like Shards it must not change once logs exist: a job's
+	// logs are listed from its partition of the time index, which this
+	// picks.
+	LogPages int
 	// LogTTL is the logs' retention (default 30 days): a page's and a
 	// list entry's TTL attribute is its latest trigger time + LogTTL, and
 	// DynamoDB's TTL deletes them, for free but up to days late. Readers
@@ -160,6 +170,12 @@ func (o *Options) applyDefaults() error {
 	}
 	if o.LogPartitions <= 0 {
 		o.LogPartitions = 4
+	}
+	if o.LogPages == 0 {
+		o.LogPages = logParts
+	}
+	if !ValidLogPages(o.LogPages) {
+		return fmt.Errorf("dynamostore: LogPages %d must be 1, 2, 4, 8 or 16 (a log's page part is its job's shard among 16 masked to LogPages)", o.LogPages)
 	}
 	if o.LogTTL == 0 {
 		o.LogTTL = 30 * 24 * time.Hour
@@ -199,6 +215,15 @@ func New(api API, opts Options) (*DB, error) {
 
 // Shards returns the number of scan shards.
 func (db *DB) Shards() int { return db.opts.Shards }
+
+// LogPages returns the number of log pages a fire second has.
+func (db *DB) LogPages() int { return db.opts.LogPages }
+
+// ValidLogPages reports whether n is a LogPages the store accepts: a
+// power of two that divides 16, the part bits a log id carries.
+func ValidLogPages(n int) bool {
+	return n >= 1 && n <= logParts && n&(n-1) == 0
+}
 
 // idBlock hands out ids from a block reserved with one atomic ADD on the
 // counters table.

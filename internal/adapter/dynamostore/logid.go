@@ -13,11 +13,16 @@ import (
 //	id = second << 22 | k << 4 | part
 //
 // second (31 bits) is the occurrence's fire second since logIDEpoch, part
-// (4 bits) is the job's shard among 16 (fire.ShardOf(job, 16)) and k (18
-// bits) tells the logs of one page apart. The page is (second, part): with
-// 16 scan shards, or any divisor of 16 (ShardOf(job, n) is the same hash
-// mod n), one ring bucket — one scan shard's fires of one second — fills
-// its own pages, and no two buckets write one page.
+// (4 bits) is the job's shard among 16 (fire.ShardOf(job, 16)) masked to
+// Options.LogPages (ShardOf(job, 16) & (LogPages-1): all of it at the
+// default 16, always 0 at 1), and k (18 bits) tells the logs of one page
+// apart. The page is (second, part): with the scan shard count dividing
+// LogPages, and LogPages dividing 16 (ShardOf(job, n) is the same hash
+// mod n, and masking to a power of two is mod it), one ring bucket — one
+// scan shard's fires of one second — fills its own pages, and no two
+// buckets write one page. The id keeps its 4 part bits whatever
+// LogPages is, and a log's page is read from its id (pageOfLog), so a
+// log is found by id whatever setting wrote it.
 // Occurrences without a fire time (manual, API, retry, parent) take second
 // and k from a hash of the occurrence id, with the second's top bit set:
 // their page is one no schedule uses before 2054 (fire seconds stay below
@@ -51,9 +56,9 @@ func logIDHash(occurrenceID string) uint64 {
 // page, and in it the log by occurrence id. A scheduled fire prefers a k
 // derived from its job and broadcast shard (distinct for distinct jobs of
 // one page below 2^22 jobs), so the logs of one page rarely need the next
-// free k.
-func logPlace(hash func(string) uint64, occurrenceID string, jobID int64) (page, k int64) {
-	part := int64(fire.ShardOf(jobID, logParts))
+// free k. pages is Options.LogPages.
+func logPlace(hash func(string) uint64, pages int, occurrenceID string, jobID int64) (page, k int64) {
+	part := logPartOf(jobID, pages)
 	h := hash(occurrenceID)
 	sec := int64(h>>logKBits)&(logHashedSecond-1) | logHashedSecond
 	k = int64(h) & logKMask
@@ -64,6 +69,13 @@ func logPlace(hash func(string) uint64, occurrenceID string, jobID int64) (page,
 		}
 	}
 	return sec<<logPartBits | part, k
+}
+
+// logPartOf is the page part, and the time index partition, of a job's
+// logs when a second has pages pages: the job's shard among 16 masked to
+// pages (a power of two up to 16).
+func logPartOf(jobID int64, pages int) int64 {
+	return int64(fire.ShardOf(jobID, logParts)) & int64(pages-1)
 }
 
 // logIDOf is the id of the log with k in page.

@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -27,8 +28,8 @@ func TestLogIDLayout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			page, k := logPlace(logIDHash, tt.occ, tt.job)
-			if p2, k2 := logPlace(logIDHash, tt.occ, tt.job); p2 != page || k2 != k {
+			page, k := logPlace(logIDHash, logParts, tt.occ, tt.job)
+			if p2, k2 := logPlace(logIDHash, logParts, tt.occ, tt.job); p2 != page || k2 != k {
 				t.Fatalf("placed at %d/%d then %d/%d", page, k, p2, k2)
 			}
 			if got := page & (logParts - 1); got != int64(fire.ShardOf(tt.job, logParts)) {
@@ -55,7 +56,7 @@ func TestLogIDLayout(t *testing.T) {
 	// pages of one shard's bucket are that shard's alone.
 	seen := map[int64]int64{}
 	for job := int64(0); job < 4096; job++ {
-		page, k := logPlace(logIDHash, fire.Occurrence{JobID: job, Type: xjob.TriggerCron, FireTime: fireAt}.ID(0), job)
+		page, k := logPlace(logIDHash, logParts, fire.Occurrence{JobID: job, Type: xjob.TriggerCron, FireTime: fireAt}.ID(0), job)
 		if other, ok := seen[logIDOf(page, k)]; ok {
 			t.Fatalf("jobs %d and %d prefer one id", other, job)
 		}
@@ -71,15 +72,71 @@ func FuzzOccurrenceFireTime(f *testing.F) {
 		f.Add(s, int64(1))
 	}
 	f.Fuzz(func(t *testing.T, occ string, job int64) {
-		page, k := logPlace(logIDHash, occ, job)
-		id := logIDOf(page, k)
-		if id < 0 || id >= 1<<53 || k < 0 || k > logKMask {
-			t.Fatalf("%q job %d: id %d (page %d, k %d) outside [0, 2^53)", occ, job, id, page, k)
-		}
-		if pageOfLog(id) != page {
-			t.Fatalf("%q: id %d names page %d, placed in %d", occ, id, pageOfLog(id), page)
+		for _, pages := range []int{1, 2, 4, 8, 16} {
+			page, k := logPlace(logIDHash, pages, occ, job)
+			id := logIDOf(page, k)
+			if id < 0 || id >= 1<<53 || k < 0 || k > logKMask {
+				t.Fatalf("%q job %d pages %d: id %d (page %d, k %d) outside [0, 2^53)", occ, job, pages, id, page, k)
+			}
+			if pageOfLog(id) != page || page&(logParts-1) >= int64(pages) {
+				t.Fatalf("%q pages %d: id %d names page %d, placed in %d", occ, pages, id, pageOfLog(id), page)
+			}
 		}
 	})
+}
+
+// TestLogPlaceLogPages checks the page part under each LogPages: the
+// job's shard among 16 masked to LogPages, the same second and k as at
+// 16 (the id format does not change), and with a scan shard count that
+// divides LogPages a ring bucket's pages are that shard's alone.
+func TestLogPlaceLogPages(t *testing.T) {
+	t.Parallel()
+	const fireAt = 1_795_000_000_123
+	tests := []struct {
+		pages, shards int
+		wantParts     int // distinct parts over many jobs
+	}{
+		{pages: 1, shards: 1, wantParts: 1},
+		{pages: 4, shards: 1, wantParts: 4},
+		{pages: 4, shards: 4, wantParts: 4},
+		{pages: 16, shards: 4, wantParts: 16},
+		{pages: 16, shards: 16, wantParts: 16},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("pages%d-shards%d", tt.pages, tt.shards), func(t *testing.T) {
+			t.Parallel()
+			parts := map[int64]bool{}
+			owner := map[int64]int{} // part → the scan shard whose bucket writes it
+			for job := int64(1); job <= 512; job++ {
+				for _, occ := range []string{
+					fire.Occurrence{JobID: job, Type: xjob.TriggerCron, FireTime: fireAt}.ID(0),
+					fire.Occurrence{JobID: job, Type: xjob.TriggerManual, Ref: "r"}.ID(0),
+				} {
+					page, k := logPlace(logIDHash, tt.pages, occ, job)
+					full, fullK := logPlace(logIDHash, logParts, occ, job)
+					part := page & (logParts - 1)
+					if want := int64(fire.ShardOf(job, 16) & (tt.pages - 1)); part != want || part != logPartOf(job, tt.pages) {
+						t.Fatalf("job %d %q: part %d, want ShardOf(job, 16) & %d = %d", job, occ, part, tt.pages-1, want)
+					}
+					if page>>logPartBits != full>>logPartBits || k != fullK {
+						t.Fatalf("job %d %q: second/k %d/%d, at 16 pages %d/%d", job, occ, page>>logPartBits, k, full>>logPartBits, fullK)
+					}
+					if id := logIDOf(page, k); pageOfLog(id) != page {
+						t.Fatalf("id %d names page %d, want %d", id, pageOfLog(id), page)
+					}
+					parts[part] = true
+				}
+				part, shard := logPartOf(job, tt.pages), fire.ShardOf(job, tt.shards)
+				if o, ok := owner[part]; ok && o != shard {
+					t.Fatalf("part %d written by the buckets of shards %d and %d", part, o, shard)
+				}
+				owner[part] = shard
+			}
+			if len(parts) != tt.wantParts {
+				t.Fatalf("%d distinct parts over 512 jobs, want %d", len(parts), tt.wantParts)
+			}
+		})
+	}
 }
 
 func TestPageCodecFitsLongMessages(t *testing.T) {

@@ -48,7 +48,7 @@ func (db *DB) createLogs(ctx context.Context, logs []xjob.Log, takeOver bool) ([
 			out[i].Err = &xjob.ValidationError{Problems: []xjob.FieldProblem{{Field: "occurrenceId", Message: "is required"}}}
 			continue
 		}
-		pages[i], ks[i] = logPlace(db.idHash, l.OccurrenceID, l.JobID)
+		pages[i], ks[i] = logPlace(db.idHash, db.opts.LogPages, l.OccurrenceID, l.JobID)
 		valid = append(valid, i)
 	}
 	claim := claimChange(logs, valid, ks, takeOver, out)

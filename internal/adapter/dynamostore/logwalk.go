@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/xjobdev/xjob"
-	"github.com/xjobdev/xjob/internal/fire"
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
@@ -187,8 +186,10 @@ func parseSortKey(k string) (a, b int64, ok bool) {
 	return int64(ua ^ 1<<63), int64(ub ^ 1<<63), true
 }
 
-func allLogParts() []int64 {
-	parts := make([]int64, logParts)
+// allLogParts are the time index partitions that hold pages:
+// 0..LogPages-1 (the others stay empty; see logPartOf).
+func (db *DB) allLogParts() []int64 {
+	parts := make([]int64, db.opts.LogPages)
 	for i := range parts {
 		parts[i] = int64(i)
 	}
@@ -231,10 +232,10 @@ func logStatusOK(l xjob.Log, st xjob.LogStatus) bool {
 const readBatch = 50
 
 // LogList pages logs newest first. It walks the time index (one partition
-// for a job's logs: they share the job's shard among 16) down from the upper bound
-// plus the widest page span, reads the pages whose job, group and time
-// range can match, and emits a log once no unread page can hold a newer
-// one (every unread page's latest trigger time is below it).
+// for a job's logs: they share the job's log part, logPartOf) down from
+// the upper bound plus the widest page span, reads the pages whose job,
+// group and time range can match, and emits a log once no unread page can
+// hold a newer one (every unread page's latest trigger time is below it).
 func (db *DB) LogList(ctx context.Context, p driver.LogListParams) (driver.LogPage, error) {
 	limit := clampLimit(p.Limit, 100, 1000)
 	var cursor string
@@ -262,9 +263,9 @@ func (db *DB) LogList(ctx context.Context, p driver.LogListParams) (driver.LogPa
 	if upper < math.MaxInt64-span {
 		hi = SortKey(upper+span, math.MaxInt64)
 	}
-	parts := allLogParts()
+	parts := db.allLogParts()
 	if p.JobID != 0 {
-		parts = []int64{int64(fire.ShardOf(p.JobID, logParts))}
+		parts = []int64{logPartOf(p.JobID, db.opts.LogPages)}
 	}
 	keep := func(l xjob.Log) bool {
 		return (p.JobID == 0 || l.JobID == p.JobID) && (p.GroupID == 0 || l.GroupID == p.GroupID) &&
@@ -424,7 +425,7 @@ func (db *DB) LogsRunning(ctx context.Context, before int64, limit int) ([]xjob.
 	}
 
 	from := db.retention().floorKey(st.from) // pages older hold expired logs only
-	w := db.walkIndex(ctx, allLogParts(), from, bKey, false)
+	w := db.walkIndex(ctx, db.allLogParts(), from, bKey, false)
 	last, examined, exhausted, parked := "", 0, false, false
 	for examined < runningExamine {
 		// The entry at the watermark was read by the call that set it.
@@ -612,7 +613,7 @@ func (db *DB) LogDeleteBefore(ctx context.Context, before int64, limit int) (int
 	if before < math.MaxInt64-span {
 		hi = SortKey(before+span, math.MaxInt64)
 	}
-	w := db.walkIndex(ctx, allLogParts(), db.retention().floorKey(minKey), hi, false)
+	w := db.walkIndex(ctx, db.allLogParts(), db.retention().floorKey(minKey), hi, false)
 	var doomed []xjob.Log
 	for len(doomed) < limit {
 		refs, _, err := w.refs(readBatch, func(ref pageRef) bool { return ref.lo < before })
