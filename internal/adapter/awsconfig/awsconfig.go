@@ -13,10 +13,13 @@ import (
 	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 )
 
-// Environment variables. Every function reads XJOB_TABLE_PREFIX and XJOB_SHARDS.
+// Environment variables. Every function reads XJOB_TABLE_PREFIX and XJOB_SHARDS,
+// and XJOB_LOG_PAGES when set (dynamostore.Options.LogPages: a multiple of
+// XJOB_SHARDS when that divides 16, recorded in the layout item like it).
 const (
 	EnvTablePrefix     = "XJOB_TABLE_PREFIX"            // DynamoDB table name prefix (dynamostore.TablesWithPrefix)
 	EnvShards          = "XJOB_SHARDS"                  // scan shard count; must never change after the first job
+	EnvLogPages        = "XJOB_LOG_PAGES"               // trigger log pages a fire second has, 1/2/4/8/16 (optional, default 16); must never change after the first job
 	EnvRingQueueURL    = "XJOB_RING_QUEUE_URL"          // SQS ring queue
 	EnvDispatchFastURL = "XJOB_DISPATCH_FAST_QUEUE_URL" // SQS fast dispatch lane
 	EnvDispatchSlowURL = "XJOB_DISPATCH_SLOW_QUEUE_URL" // SQS slow dispatch lane
@@ -335,7 +338,7 @@ var dispatcherActions = []string{
 var Functions = []Function{
 	{Name: "scan",
 		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL},
-		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvScanAdvance, EnvRingLead,
+		OptionalEnv: []string{EnvLogLevel, EnvLogPages, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvScanAdvance, EnvRingLead,
 			EnvTableBillingMode, EnvTableCapacityMin, EnvTableCapacityMax, EnvTableTargetUtilization},
 		Tables: []string{dynamostore.TableJobs, dynamostore.TableLeases, dynamostore.TableLogs},
 		Actions: []string{
@@ -365,7 +368,7 @@ var Functions = []Function{
 		// key derived from it (the web function's), and opened here.
 		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL, EnvAccessTokenParam, EnvSessionKeyParam,
 			EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs,
+		OptionalEnv: []string{EnvLogLevel, EnvLogPages, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs,
 			EnvLogRetentionDays, EnvAWSTargetARNs},
 		CallsExecutors: true, CallsTargets: true,
 		// The retry delay of a bucket whose hand-off failed is a
@@ -378,7 +381,7 @@ var Functions = []Function{
 	{Name: "dispatch",
 		// The session key, as the ring's: HTTP jobs' secret headers.
 		Env: []string{EnvTablePrefix, EnvShards, EnvAccessTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken,
+		OptionalEnv: []string{EnvLogLevel, EnvLogPages, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvSecretsRefresh, EnvAccessToken, EnvAdminToken,
 			EnvResultsQueueURL, EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob, EnvLogRetentionDays, EnvAWSTargetARNs},
 		CallsExecutors: true, CallsTargets: true,
 		// Counters: the jobs with per-job metrics (results it applies).
@@ -401,7 +404,7 @@ var Functions = []Function{
 		// The address rule: registrations of addresses the dispatch would
 		// refuse to dial are refused. The web address: where job
 		// declarations are forwarded.
-		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL,
+		OptionalEnv: []string{EnvLogLevel, EnvLogPages, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvSecretsRefresh, EnvAccessToken, EnvResultsQueueURL,
 			EnvAllowCIDRs, EnvDenyCIDRs, EnvWebURL, EnvMetricsPerJob, EnvLogRetentionDays},
 		// Results: log pages, their jobs (retry, children), report counters;
 		// heartbeats: the registry, and the groups when a new app name
@@ -438,7 +441,7 @@ var Functions = []Function{
 	// it serves no HTTP (heartbeats are the callback function's).
 	{Name: "registry",
 		Env:         []string{EnvTablePrefix, EnvShards, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob, EnvLogRetentionDays},
+		OptionalEnv: []string{EnvLogLevel, EnvLogPages, EnvCustomMetrics, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRingQueueURL, EnvRetryDelay, EnvRetryBackoff, EnvAllowCIDRs, EnvDenyCIDRs, EnvMetricsPerJob, EnvLogRetentionDays},
 		// Group refresh and stale entries; the sweep and the lost-job check finish logs
 		// (not exercised: their jobs and report counters, as the callback does).
 		// Console and leases: the maintenance resumes a change set an apply
@@ -465,7 +468,7 @@ var Functions = []Function{
 	{Name: "web",
 		Env: []string{EnvTablePrefix, EnvShards, EnvRingQueueURL,
 			EnvAccessTokenParam, EnvAdminTokenParam, EnvSessionKeyParam, EnvAlarmTopicARN},
-		OptionalEnv: []string{EnvLogLevel, EnvCustomMetrics, EnvRingLead, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
+		OptionalEnv: []string{EnvLogLevel, EnvLogPages, EnvCustomMetrics, EnvRingLead, EnvDispatchFunction, EnvDispatchFastURL, EnvDispatchSlowURL, EnvRetryDelay, EnvRetryBackoff, EnvAnyTriggerAddress, EnvStartDeclaredJobs,
 			EnvSecretsRefresh, EnvAccessToken, EnvAdminToken, EnvAllowCIDRs, EnvDenyCIDRs, EnvGluePolicy, EnvMetricsPerJob, EnvLogRetentionDays,
 			EnvAWSTargetARNs},
 		// Log views, kills and idle beats call executors; a target job's

@@ -140,7 +140,7 @@ func NewBase(cfg Config, d Deps) (*Base, error) {
 		cfg.Shards = 16
 	}
 	store, err := dynamostore.New(d.DynamoDB, dynamostore.Options{
-		Tables: dynamostore.TablesWithPrefix(cfg.TablePrefix), Shards: cfg.Shards, Clock: d.Clock,
+		Tables: dynamostore.TablesWithPrefix(cfg.TablePrefix), Shards: cfg.Shards, LogPages: cfg.LogPages, Clock: d.Clock,
 		LogTTL: cfg.LogRetention,
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
+	"github.com/xjobdev/xjob/internal/adapter/dynamostore"
 	"github.com/xjobdev/xjob/internal/egress"
 	"github.com/xjobdev/xjob/internal/scheduler/callback"
 	"github.com/xjobdev/xjob/internal/target"
@@ -110,6 +111,7 @@ type Config struct {
 	Function        string
 	TablePrefix     string
 	Shards          int
+	LogPages        int // XJOB_LOG_PAGES (dynamostore.Options.LogPages; zero: 16)
 	RingQueueURL    string
 	DispatchFastURL string
 	DispatchSlowURL string
@@ -231,6 +233,15 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 			problems = append(problems, fmt.Sprintf("%s=%q must be a whole number from 1 to 4096", awsconfig.EnvShards, s))
 		}
 		cfg.Shards = n
+	}
+	if s := get(awsconfig.EnvLogPages); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || !dynamostore.ValidLogPages(n) {
+			problems = append(problems, fmt.Sprintf("%s=%q must be 1, 2, 4, 8 or 16", awsconfig.EnvLogPages, s))
+		} else if p := logPagesProblem(cfg.Shards, n); p != "" {
+			problems = append(problems, p)
+		}
+		cfg.LogPages = n
 	}
 	cfg.RingQueueURL = get(awsconfig.EnvRingQueueURL)
 	cfg.DispatchFastURL = get(awsconfig.EnvDispatchFastURL)
@@ -398,4 +409,22 @@ func LoadConfig(name string, getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("lambdaapp config (%s): %s", name, strings.Join(problems, "; "))
 	}
 	return cfg, nil
+}
+
+// logPagesProblem says why logPages log pages a second do not suit shards
+// scan shards (zero: the default 16), or "". When the shard count divides
+// 16, a page's jobs must be one shard's (a ring bucket owns its pages),
+// which takes LogPages a multiple of Shards: with fewer pages, buckets of
+// different shards would write one page and race on it every second.
+// Other counts (not dividing 16) share pages across buckets whatever
+// LogPages is.
+func logPagesProblem(shards, logPages int) string {
+	if shards == 0 {
+		shards = 16
+	}
+	if 16%shards == 0 && logPages%shards != 0 {
+		return fmt.Sprintf("%s=%d must be a multiple of %s=%d (one ring bucket, one shard's fires of a second, owns its log pages): "+
+			"set %s to %d or more, or lower Shards", awsconfig.EnvLogPages, logPages, awsconfig.EnvShards, shards, awsconfig.EnvLogPages, shards)
+	}
+	return ""
 }

@@ -94,7 +94,7 @@ func Init(ctx context.Context, name string, build Builder, secrets SecretsFactor
 	}
 	if fn, _ := awsconfig.Lookup(name); fn.ChecksLayout {
 		tables := dynamostore.TablesWithPrefix(cfg.TablePrefix)
-		if err := CheckLayout(ctx, d.DynamoDB.(LayoutAPI), tables.Leases, b.Config.Shards); err != nil {
+		if err := CheckLayout(ctx, d.DynamoDB.(LayoutAPI), tables.Leases, b.Config.Shards, b.Store.LogPages()); err != nil {
 			return nil, nil, fmt.Errorf("lambda %s: %w", name, err)
 		}
 	}
