@@ -221,6 +221,10 @@ SECRETS ?= /$(STACK)
 RESERVED ?= false
 # RING_MEMORY is the ring function's memory in MB, 128-3008 (docs/aws.md#ring-memory).
 RING_MEMORY ?= 256
+# LOG_PAGES is the trigger log pages a fire second has, 1, 2, 4, 8 or 16 and a multiple
+# of SHARDS when SHARDS divides 16 (docs/aws.md#sparse-deployments); never change it
+# after the first job.
+LOG_PAGES ?= 16
 
 .PHONY: secrets
 secrets: ## Put the tokens (XJOB_ACCESS_TOKEN, XJOB_ADMIN_TOKEN) and a session key into SSM SecureString parameters under SECRETS
@@ -232,7 +236,7 @@ secrets: ## Put the tokens (XJOB_ACCESS_TOKEN, XJOB_ADMIN_TOKEN) and a session k
 		aws ssm put-parameter --type SecureString --name $(SECRETS)/session-key --value "$$(head -c 32 /dev/urandom | base64)" >/dev/null
 
 .PHONY: deploy-sam
-deploy-sam: build-lambda ## Deploy infra/sam/template.yaml with `sam deploy` (STACK, SHARDS, SECRETS, RESERVED, RING_MEMORY; run make secrets first)
+deploy-sam: build-lambda ## Deploy infra/sam/template.yaml with `sam deploy` (STACK, SHARDS, SECRETS, RESERVED, RING_MEMORY, LOG_PAGES; run make secrets first)
 	infra/check-concurrency.sh $(RESERVED) $(STACK)
 	sam deploy --template-file infra/sam/template.yaml --stack-name $(STACK) \
 		--resolve-s3 --capabilities CAPABILITY_IAM CAPABILITY_AUTO_EXPAND \
@@ -240,14 +244,14 @@ deploy-sam: build-lambda ## Deploy infra/sam/template.yaml with `sam deploy` (ST
 		--parameter-overrides TablePrefix=$(STACK) Shards=$(SHARDS) \
 			AccessTokenParameter=$(SECRETS)/access-token AdminTokenParameter=$(SECRETS)/admin-token \
 			SessionKeyParameter=$(SECRETS)/session-key ReservedConcurrency=$(RESERVED) \
-			RingMemorySize=$(RING_MEMORY)
+			RingMemorySize=$(RING_MEMORY) LogPages=$(LOG_PAGES)
 
 .PHONY: deploy-tf
-deploy-tf: build-lambda ## Deploy infra/terraform with `terraform apply` (STACK, SHARDS, SECRETS, RESERVED, RING_MEMORY; run make secrets first)
+deploy-tf: build-lambda ## Deploy infra/terraform with `terraform apply` (STACK, SHARDS, SECRETS, RESERVED, RING_MEMORY, LOG_PAGES; run make secrets first)
 	infra/check-concurrency.sh $(RESERVED) $(STACK)
 	terraform -chdir=infra/terraform init -input=false
 	terraform -chdir=infra/terraform apply -input=false \
 		-var name=$(STACK) -var table_prefix=$(STACK) -var shards=$(SHARDS) \
 		-var access_token_parameter=$(SECRETS)/access-token -var admin_token_parameter=$(SECRETS)/admin-token \
 		-var session_key_parameter=$(SECRETS)/session-key -var reserved_concurrency=$(RESERVED) \
-		-var ring_memory_size=$(RING_MEMORY)
+		-var ring_memory_size=$(RING_MEMORY) -var log_pages=$(LOG_PAGES)

@@ -169,6 +169,7 @@ var (
 	envSymbol = map[string]string{
 		awsconfig.EnvTablePrefix:            "param:tableprefix",
 		awsconfig.EnvShards:                 "param:shards",
+		awsconfig.EnvLogPages:               "param:logpages",
 		awsconfig.EnvRingQueueURL:           "queue:ring:url",
 		awsconfig.EnvDispatchFastURL:        "queue:dispatch-fast:url",
 		awsconfig.EnvDispatchSlowURL:        "queue:dispatch-slow:url",
@@ -218,12 +219,14 @@ var (
 	// operator set on every function that reads them, with their safe
 	// defaults: switches off, no extra executor ranges, GLUE for admins,
 	// trigger logs kept 30 days, no AWS targets, no custom metrics (each
-	// one billed; no alarm reads them).
+	// one billed; no alarm reads them), 16 log pages a second (the store's
+	// layout before the setting).
 	exposedSettings = map[string]string{
 		awsconfig.EnvAnyTriggerAddress: "false", awsconfig.EnvStartDeclaredJobs: "false", awsconfig.EnvCustomMetrics: "false",
 		awsconfig.EnvRingLead:   wiring.DefaultRingLead.String(),
 		awsconfig.EnvAllowCIDRs: "", awsconfig.EnvDenyCIDRs: "", awsconfig.EnvGluePolicy: "admins",
 		awsconfig.EnvLogRetentionDays: "30", awsconfig.EnvAWSTargetARNs: "",
+		awsconfig.EnvLogPages: "16",
 	}
 	// vpcGrants are what a function in a VPC needs for Lambda to manage
 	// its network interfaces (AWSLambdaVPCAccessExecutionRole without its

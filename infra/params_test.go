@@ -24,6 +24,7 @@ var paramValues = map[string][]string{
 	awsconfig.EnvRetryBackoff:           {"0", "0.5", "1", "1.5", "2", "9.99", "10", "10.0", "10.5", "11", "x"},
 	awsconfig.EnvLogLevel:               {"debug", "info", "warn", "error", "loud"},
 	awsconfig.EnvShards:                 {"0", "1", "16", "1024", "4096", "4097"},
+	awsconfig.EnvLogPages:               {"0", "1", "2", "3", "4", "8", "12", "16", "32", "-16", "x"},
 	awsconfig.EnvTableBillingMode:       {"PAY_PER_REQUEST", "PROVISIONED", "provisioned", "ON_DEMAND"},
 	awsconfig.EnvTableCapacityMin:       {"0", "0.5", "1", "4000", "40000", "40001", "-1", "x"},
 	awsconfig.EnvTableCapacityMax:       {"0", "1", "4000", "40000", "40001", "x"},
@@ -119,6 +120,11 @@ func codeAccepts(t *testing.T, env, v string) bool {
 			continue
 		}
 		vars := map[string]string{awsconfig.EnvShards: "4", awsconfig.EnvDispatchFunction: "x", awsconfig.EnvRingQueueURL: "x"}
+		if env == awsconfig.EnvLogPages {
+			// One shard: LogPages alone (its rule with Shards is
+			// TestLogPagesCoverShards').
+			vars[awsconfig.EnvShards] = "1"
+		}
 		for _, e := range f.Env {
 			if _, ok := vars[e]; !ok {
 				vars[e] = "x"

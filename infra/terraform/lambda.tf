@@ -33,6 +33,7 @@ resource "aws_lambda_function" "scan" {
     variables = {
       XJOB_TABLE_PREFIX      = var.table_prefix
       XJOB_SHARDS            = tostring(var.shards)
+      XJOB_LOG_PAGES         = tostring(var.log_pages)
       XJOB_LOG_LEVEL         = var.log_level
       XJOB_CUSTOM_METRICS    = tostring(var.custom_metrics)
       XJOB_RING_QUEUE_URL    = aws_sqs_queue.queue["ring"].url
@@ -44,6 +45,13 @@ resource "aws_lambda_function" "scan" {
       XJOB_TABLE_CAPACITY_MIN       = tostring(var.table_capacity_min)
       XJOB_TABLE_CAPACITY_MAX       = tostring(var.table_capacity_max)
       XJOB_TABLE_TARGET_UTILIZATION = tostring(var.table_target_utilization)
+    }
+  }
+  lifecycle {
+    precondition {
+      # A ring bucket (one shard's fires of a second) owns its log pages (docs/aws.md#sparse-deployments).
+      condition     = !contains([2, 4, 8, 16], var.shards) || var.log_pages % var.shards == 0
+      error_message = "When shards divides 16, log_pages must be a multiple of shards."
     }
   }
 }
@@ -76,6 +84,7 @@ resource "aws_lambda_function" "ring" {
     variables = {
       XJOB_TABLE_PREFIX       = var.table_prefix
       XJOB_SHARDS             = tostring(var.shards)
+      XJOB_LOG_PAGES          = tostring(var.log_pages)
       XJOB_LOG_LEVEL          = var.log_level
       XJOB_CUSTOM_METRICS     = tostring(var.custom_metrics)
       XJOB_RETRY_DELAY        = var.retry_delay
@@ -130,6 +139,7 @@ resource "aws_lambda_function" "dispatch" {
     variables = {
       XJOB_TABLE_PREFIX              = var.table_prefix
       XJOB_SHARDS                    = tostring(var.shards)
+      XJOB_LOG_PAGES                 = tostring(var.log_pages)
       XJOB_LOG_LEVEL                 = var.log_level
       XJOB_CUSTOM_METRICS            = tostring(var.custom_metrics)
       XJOB_RETRY_DELAY               = var.retry_delay
@@ -201,6 +211,7 @@ resource "aws_lambda_function" "callback" {
     variables = {
       XJOB_TABLE_PREFIX       = var.table_prefix
       XJOB_SHARDS             = tostring(var.shards)
+      XJOB_LOG_PAGES          = tostring(var.log_pages)
       XJOB_LOG_LEVEL          = var.log_level
       XJOB_CUSTOM_METRICS     = tostring(var.custom_metrics)
       XJOB_RETRY_DELAY        = var.retry_delay
@@ -272,6 +283,7 @@ resource "aws_lambda_function" "registry" {
     variables = {
       XJOB_TABLE_PREFIX       = var.table_prefix
       XJOB_SHARDS             = tostring(var.shards)
+      XJOB_LOG_PAGES          = tostring(var.log_pages)
       XJOB_LOG_LEVEL          = var.log_level
       XJOB_CUSTOM_METRICS     = tostring(var.custom_metrics)
       XJOB_RETRY_DELAY        = var.retry_delay
@@ -315,6 +327,7 @@ resource "aws_lambda_function" "web" {
     variables = {
       XJOB_TABLE_PREFIX              = var.table_prefix
       XJOB_SHARDS                    = tostring(var.shards)
+      XJOB_LOG_PAGES                 = tostring(var.log_pages)
       XJOB_LOG_LEVEL                 = var.log_level
       XJOB_CUSTOM_METRICS            = tostring(var.custom_metrics)
       XJOB_RETRY_DELAY               = var.retry_delay

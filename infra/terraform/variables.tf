@@ -26,6 +26,16 @@ variable "shards" {
   }
 }
 
+variable "log_pages" {
+  description = "Trigger log pages a fire second has (XJOB_LOG_PAGES), a multiple of shards when shards divides 16. 16 suits dense loads (a page write costs the whole page, so small pages keep each result's write small); 1 suits a sparse deployment of a few hundred jobs firing seconds apart (their fires of a second share one page, one write each for claims, replies and results instead of one per job), with shards = 1 (docs/aws.md#sparse-deployments). Never change it after the first job exists."
+  type        = number
+  default     = 16
+  validation {
+    condition     = contains([1, 2, 4, 8, 16], var.log_pages)
+    error_message = "log_pages must be 1, 2, 4, 8 or 16."
+  }
+}
+
 # The tokens are SSM Parameter Store SecureString parameters you create before applying
 # (aws ssm put-parameter --type SecureString; docs/aws.md). The module gets their names only, so no
 # token is in its variables, the functions' environment, the outputs or the Terraform state.
