@@ -54,6 +54,11 @@ type Options struct {
 	Root string
 	// Shards is the number of scan shards (default 16).
 	Shards int
+	// LogPages is the trigger log pages a fire second has (default 16;
+	// dynamostore.Options.LogPages): the store's and the functions'
+	// XJOB_LOG_PAGES, as the templates' LogPages parameter sets it. A
+	// sparse profile runs Shards 1 and LogPages 1.
+	LogPages int
 	// AccessToken is the xxl-job access token executors must send
 	// (default "xjob-awsstack-access"); AdminToken the /v1 bearer token
 	// (default "xjob-awsstack-admin-token").
@@ -149,6 +154,9 @@ type Options struct {
 func (o *Options) applyDefaults() {
 	if o.Shards == 0 {
 		o.Shards = 16
+	}
+	if o.LogPages == 0 {
+		o.LogPages = 16
 	}
 	if o.AccessToken == "" {
 		o.AccessToken = "xjob-awsstack-access"
@@ -487,7 +495,8 @@ const (
 func (d *Deployment) createResources(ctx context.Context) error {
 	ddb, sq, sn := d.clients("")
 	const prefix = TablePrefix
-	st, err := dynamostore.New(ddb, dynamostore.Options{Tables: dynamostore.TablesWithPrefix(prefix), Shards: d.opts.Shards})
+	st, err := dynamostore.New(ddb, dynamostore.Options{Tables: dynamostore.TablesWithPrefix(prefix), Shards: d.opts.Shards,
+		LogPages: d.opts.LogPages})
 	if err != nil {
 		return fmt.Errorf("awsstack store: %w", err)
 	}
@@ -531,6 +540,7 @@ func (d *Deployment) createResources(ctx context.Context) error {
 	}
 	d.vars = map[string]string{
 		awsconfig.EnvTablePrefix: prefix, awsconfig.EnvShards: fmt.Sprint(d.opts.Shards),
+		awsconfig.EnvLogPages:     fmt.Sprint(d.opts.LogPages),
 		awsconfig.EnvRingQueueURL: ring,
 		awsconfig.EnvAccessToken:  d.opts.AccessToken, awsconfig.EnvAdminToken: d.opts.AdminToken,
 		awsconfig.EnvAlarmTopicARN: *topic.TopicArn,
