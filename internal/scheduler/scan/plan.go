@@ -224,12 +224,14 @@ func planEnd(jobID, now int64, p Policy) int64 {
 
 // planGroups is how many grids the jobs are spread over: the jobs of one
 // shard among planGroups (fire.ShardOf) share one. It is 16 because
-// DynamoDB keeps a second's trigger logs in 16 pages by the same shard
-// among 16 (package dynamostore): jobs of one page are planned by the
-// same tick, so a
+// DynamoDB keeps a second's trigger logs in up to 16 pages by the same
+// shard among 16 (package dynamostore; masked to its LogPages, so one
+// group's jobs always share a page): at the default 16 pages, jobs of one
+// page are planned by the same tick, so a
 // page's fires of one second reach the ring in one message and are
 // claimed and recorded with one page write each, instead of one per tick
 // that planned some of them (with a phase per job, up to span/tick ticks).
+// With fewer pages a page takes the messages of 16/LogPages groups.
 // 16 groups still spread a bulk start over 16 ticks of the span.
 const planGroups = 16
 
