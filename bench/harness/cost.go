@@ -1,9 +1,11 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"time"
 
@@ -58,6 +60,30 @@ type Workload struct {
 	// endpoint themselves (startHitEndpoint, answering 200 at once), whose
 	// receipts are the outcome's.
 	HTTPTarget bool
+	// Shards and LogPages, when set, deploy the workload with that many
+	// scan shards and log pages a second instead of the Env's shards and
+	// the stack's 16 pages (docs/aws.md's sparse deployment: 1 and 1).
+	Shards, LogPages int
+	// Memory, when set, runs these functions' bootstraps (Env.Bootstraps)
+	// at that memory in MB instead of the Env's; the caller prices the
+	// run at the same memory (awsstack.Prices.Memory).
+	Memory map[string]int
+}
+
+// shards is the workload's scan shard count: its own, else env's.
+func (w Workload) shards(env *Env) int { return cmp.Or(w.Shards, env.Shards) }
+
+// bootstrapMemory is env's bootstrap memory with w's overrides.
+func (w Workload) bootstrapMemory(env *Env) map[string]int {
+	if len(w.Memory) == 0 || env.Bootstraps == "" {
+		return env.BootstrapMemory
+	}
+	m := maps.Clone(env.BootstrapMemory)
+	if m == nil {
+		m = map[string]int{}
+	}
+	maps.Copy(m, w.Memory)
+	return m
 }
 
 // CostSample is one metered window of a workload at one rate.
@@ -236,9 +262,9 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 	if w.CallbackBatch > 0 {
 		exe.SetCallbackBatch(w.CallbackBatch)
 	}
-	d, err := awsstack.Start(ctx, awsstack.Options{Root: env.Root, Shards: env.Shards, Logger: slog.New(slog.DiscardHandler),
+	d, err := awsstack.Start(ctx, awsstack.Options{Root: env.Root, Shards: w.shards(env), LogPages: w.LogPages, Logger: slog.New(slog.DiscardHandler),
 		RingPollers: 5, SyncCallbacks: env.SyncCallbacks, ReservedConcurrency: env.ReservedConcurrency, ColdStarts: env.ColdStarts,
-		CustomMetrics: env.CustomMetrics, Bootstraps: env.Bootstraps, BootstrapMemory: env.BootstrapMemory, CPUShare: env.BootstrapCPUShare, Scan: scan.Tunables{AdvanceRate: w.AdvanceRate, RingLead: env.RingLead}})
+		CustomMetrics: env.CustomMetrics, Bootstraps: env.Bootstraps, BootstrapMemory: w.bootstrapMemory(env), CPUShare: env.BootstrapCPUShare, Scan: scan.Tunables{AdvanceRate: w.AdvanceRate, RingLead: env.RingLead}})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
 	}
@@ -273,7 +299,7 @@ func CostRun(ctx context.Context, env *Env, w Workload, jobs int, window time.Du
 			ids, err = createStoppedJobs(ctx, api, d.AdminToken(), exe.Addresses(), w.Route, jobs, w.Cron)
 			if err == nil {
 				env.logf("%s: %d jobs created stopped in %s", w.Name, jobs, time.Since(t).Round(time.Millisecond))
-				firstFires = time.Now().Add(planningTime(jobs, env.Shards, w.AdvanceRate))
+				firstFires = time.Now().Add(planningTime(jobs, w.shards(env), w.AdvanceRate))
 				err = startUnpushed(ctx, d.Store(), ids, firstFires)
 			}
 		} else if w.HTTPTarget {

@@ -11,7 +11,10 @@
 //	W4  W1 served by 10 xxl-job-like executors (route ROUND), each with
 //	    one callback sender that drains what has queued per request
 //	W5  100 jobs each every minute at random seconds, 2 such executors,
-//	    priced per month, with its lateness
+//	    priced per month, with its lateness, on the sparse deployment
+//	    (Shards=1, LogPages=1, RingMemorySize=128: what docs/aws.md
+//	    tells a deployment of that size to choose) and then on the
+//	    stack's defaults (-w5-profiles)
 //	W7  1,000 HTTP jobs each every second (no executor: the ring and
 //	    dispatch functions call a loopback endpoint themselves)
 //	W6  10,000 every-second jobs over 20 such executors, run at a rate
@@ -77,6 +80,7 @@ func run() int {
 	w4 := fs.String("w4-jobs", "500,1000", "the two job counts of W4 (each job every second, 10 xxl-job-like executors, route ROUND)")
 	w7 := fs.String("w7-jobs", "500,1000", "the two job counts of W7 (HTTP jobs each every second, called by the functions themselves)")
 	w5Window := fs.Duration("w5-window", 2*time.Minute, "measured window of W5 (100 jobs every minute at random seconds, 2 executors): whole minutes")
+	w5Profiles := fs.String("w5-profiles", "sparse,default", "the deployments W5 runs on, in order, the first one's figures in the cost and provisioned lines: sparse (Shards=1, LogPages=1, RingMemorySize=128: docs/aws.md's sparse deployment) and default (-shards, 16 log pages, the template's ring memory)")
 	w5Lead := fs.Duration("w5-lead", 0, "W5's jobs are started without the admin's push of their first fires, a scan plans them at once, and the window opens 7 s after their first fires; a lead starts them with the admin's bulk start instead and opens the window this long after it (151 s: past the pushed fires, the scan horizon, 150 s)")
 	w6 := fs.Int("w6-jobs", 1000, "W6's job count (each every second, 20 executors): the rate the emulators hold; its hottest item and key are projected to 10,000/s")
 	w6Window := fs.Duration("w6-window", 20*time.Second, "measured window of W6")
@@ -337,30 +341,52 @@ func run() int {
 		PerJobPerSecond: 1.0 / 60, MinuteSecond: w5Second, Executors: 2, FullJobs: 100, Lead: *w5Lead}
 	var w5Month float64
 	if want("W5") {
-		s, err := harness.CostRun(ctx, env, w5, 100, *w5Window)
+		profiles, err := parseW5Profiles(*w5Profiles, *shards, mem)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "xjobcost:", err)
-			return 1
+			fmt.Fprintln(os.Stderr, "xjobcost: -w5-profiles:", err)
+			return 2
 		}
-		p := cpus.prices(p, "W5")
-		cpus.record("W5", s)
-		m, by, bySvc := harness.IdleMonth(s, p)
-		o := s.Outcome
-		fmt.Printf("W5: 100 jobs every minute at random seconds, 2 executors: $%.2f per month (%d triggers in %s, lost %d, duplicates %d, lateness p50 %.0f ms p99 %.0f ms%s)\n",
-			m, s.Triggers, *w5Window, o.Lost, o.Duplicates+o.DuplicateLogs, o.LatenessP50, o.LatenessP99, sampleNotes(s))
-		printLag(s)
-		lags.add("W5", s)
-		printMonth("by function:", by)
-		printMonth("by service: ", bySvc)
-		printUnits(s)
-		printRequests(s)
-		printInvokes(s, p)
-		priceShare("W5", "a month", p, func(p awsstack.Prices) float64 { m, _, _ := harness.IdleMonth(s, p); return m }, s.Usage, lead)
-		printMetrics(s)
-		w5Month = m
-		d, c := harness.ProvisionedDelta(s, prov, p, cp)
-		printProv("W5", c)
-		provLine["W5"] = fmt.Sprintf("W5 $%.2f/month", m+d*awsstack.MonthSeconds/s.Seconds)
+		var others []string
+		for i, prof := range profiles {
+			w := prof.apply(w5)
+			s, err := harness.CostRun(ctx, env, w, 100, *w5Window)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "xjobcost:", err)
+				return 1
+			}
+			key := "W5"
+			if i > 0 {
+				key = "W5-" + prof.name
+			}
+			p := prof.prices(cpus.prices(p, key))
+			cpus.record(key, s)
+			m, by, bySvc := harness.IdleMonth(s, p)
+			o := s.Outcome
+			fmt.Printf("W5 (%s profile: %s): 100 jobs every minute at random seconds, 2 executors: $%.2f per month (%d triggers in %s, lost %d, duplicates %d, lateness p50 %.0f ms p99 %.0f ms%s)\n",
+				prof.name, prof.label, m, s.Triggers, *w5Window, o.Lost, o.Duplicates+o.DuplicateLogs, o.LatenessP50, o.LatenessP99, sampleNotes(s))
+			printLag(s)
+			printMonth("by function:", by)
+			printMonth("by service: ", bySvc)
+			printUnits(s)
+			printRequests(s)
+			printInvokes(s, p)
+			priceShare("W5", "a month", p, func(p awsstack.Prices) float64 { m, _, _ := harness.IdleMonth(s, p); return m }, s.Usage, lead)
+			printMetrics(s)
+			d, c := harness.ProvisionedDelta(s, prov, p, cp)
+			printProv("W5", c)
+			pm := m + d*awsstack.MonthSeconds/s.Seconds
+			if i == 0 {
+				lags.add("W5", s)
+				w5Month = m
+				provLine["W5"] = fmt.Sprintf("W5 $%.2f/month", pm)
+				continue
+			}
+			others = append(others, fmt.Sprintf("%s profile $%.2f/month (provisioned $%.2f/month)", prof.name, m, pm))
+		}
+		if len(others) > 0 {
+			fmt.Printf("W5 also at the %s (%d executors, the same jobs); the cost line's W5 is the %s profile's\n",
+				strings.Join(others, ", "), w5.Executors, profiles[0].name)
+		}
 	}
 	var idleMonth float64
 	if want("idle") {
