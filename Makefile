@@ -155,7 +155,7 @@ bench-cluster: postgres mariadb ## Three xjob server nodes on private PostgreSQL
 	$(GO) run ./bench/cmd/xjobcluster $(CLUSTER_FLAGS)
 
 .PHONY: cost
-cost: emulators ## Price W1-W4 and W7 (HTTP jobs) per million triggers, W5 and an idle deployment per month and W6's DynamoDB hot spots on the emulated AWS stack (~14 min; COST_FLAGS=-only W7 for one)
+cost: emulators ## Price W1-W4 and W7 (HTTP jobs) per million triggers, W5 and an idle deployment per month and W6's DynamoDB hot spots on the emulated AWS stack (~17 min; COST_FLAGS=-only W7 for one)
 	$(GO) run ./bench/cmd/xjobcost $(COST_FLAGS)
 
 .PHONY: bench-go
