@@ -106,19 +106,11 @@ func TestProvisionedOption(t *testing.T) {
 	tfName := map[string]string{dynamostore.TableJobs: "jobs", dynamostore.TableLogs: "log_pages"}
 
 	// SAM: the targets and policies, under the ProvisionedTables condition.
-	b, err := os.ReadFile("sam/template.yaml")
+	doc, err := readSAM("sam/template.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(b, &root); err != nil {
-		t.Fatal(err)
-	}
-	v, err := yamlValue(&root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resources := mapOf(mapOf(v)["Resources"])
+	resources := mapOf(doc["Resources"])
 	targets := map[string]string{} // "resource id dimension" → logical id
 	policies := map[string]map[string]any{}
 	for id, r := range resources {

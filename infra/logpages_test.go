@@ -14,7 +14,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyfunction "github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/xjobdev/xjob/internal/adapter/awsconfig"
 	"github.com/xjobdev/xjob/internal/app/lambdaapp/wiring"
@@ -63,19 +62,11 @@ func TestLogPagesCoverShards(t *testing.T) {
 // as loadSAM renders them (!Ref X → "${X}").
 func samRule(t *testing.T, name string) any {
 	t.Helper()
-	b, err := os.ReadFile("sam/template.yaml")
+	doc, err := readSAM("sam/template.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(b, &root); err != nil {
-		t.Fatal(err)
-	}
-	v, err := yamlValue(&root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	asserts := listOf(mapOf(mapOf(mapOf(v)["Rules"])[name])["Assertions"])
+	asserts := listOf(mapOf(mapOf(doc["Rules"])[name])["Assertions"])
 	if len(asserts) != 1 {
 		t.Fatalf("sam: rule %s has %d assertions, want 1", name, len(asserts))
 	}

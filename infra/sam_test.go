@@ -15,19 +15,10 @@ import (
 // are rendered as Fn::Sub-style strings (!Ref X → "${X}", !GetAtt X.Arn →
 // "${X.Arn}", !Sub s → s) and then mapped to symbols.
 func loadSAM(file string) (*stack, error) {
-	b, err := os.ReadFile(file)
+	doc, err := readSAM(file)
 	if err != nil {
-		return nil, fmt.Errorf("sam: %w", err)
+		return nil, err
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(b, &root); err != nil {
-		return nil, fmt.Errorf("sam: parse %s: %w", file, err)
-	}
-	v, err := yamlValue(&root)
-	if err != nil {
-		return nil, fmt.Errorf("sam: %s: %w", file, err)
-	}
-	doc, _ := v.(map[string]any)
 	s := newStack("sam")
 	if doc["Transform"] != "AWS::Serverless-2016-10-31" {
 		s.problem("Transform is %v, want AWS::Serverless-2016-10-31", doc["Transform"])
@@ -399,6 +390,25 @@ func (s *stack) addStatements(g map[string]bool, where string, statements any, s
 
 // yamlValue converts a YAML node to plain Go values, rendering
 // CloudFormation intrinsics (short !Tag and long Fn:: forms).
+// readSAM reads a SAM template as plain values, its intrinsics rendered
+// as yamlValue renders them (!Ref X → "${X}").
+func readSAM(file string) (map[string]any, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("sam: %w", err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil, fmt.Errorf("sam: parse %s: %w", file, err)
+	}
+	v, err := yamlValue(&root)
+	if err != nil {
+		return nil, fmt.Errorf("sam: %s: %w", file, err)
+	}
+	doc, _ := v.(map[string]any)
+	return doc, nil
+}
+
 func yamlValue(n *yaml.Node) (any, error) {
 	switch n.Kind {
 	case yaml.DocumentNode:
