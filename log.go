@@ -44,6 +44,20 @@ type Log struct {
 	// between creating the log and calling the executor).
 	ClaimUntil int64 `json:"-"`
 	Version    int64 `json:"-"`
+	// Delivery names the ring message whose dispatcher holds a
+	// provisional claim: one that records the trigger's success (code 200
+	// and its message) before the executor is called, so that a successful
+	// call needs no second write. Only a delivery of the same message may
+	// take such a claim over once it expires; every other delivery of the
+	// occurrence drops it (see Provisional). Empty for every other log.
+	Delivery string `json:"-"`
+}
+
+// Provisional reports whether the log's success is a provisional claim's
+// (Delivery): recorded before the call, not yet confirmed by a reply
+// record or a result.
+func (l *Log) Provisional() bool {
+	return l.Delivery != "" && l.TriggerCode == CodeSuccess && !l.Handled()
 }
 
 // Triggered reports whether the executor was called (successfully or not).

@@ -113,6 +113,11 @@ type RingItem struct {
 	JobID    int64 `json:"j"`
 	FireTime int64 `json:"t"`
 	Revision int64 `json:"r"`
+	// Delivery names the queue message that carried the item (the AWS
+	// ring function sets it to the SQS message id, the same for every
+	// redelivery of that message); the ring gives it to the item's task
+	// (DispatchTask.Delivery). Not part of the message.
+	Delivery string `json:"-"`
 }
 
 // RingBucket is one message on the ring: every occurrence of one scan shard
@@ -227,6 +232,13 @@ type DispatchTask struct {
 	ShardTotal int `json:"shardTotal,omitempty"`
 	// EnqueuedAt is when the task was created (Unix ms), for fire delay.
 	EnqueuedAt int64 `json:"enqueuedAt,omitempty"`
+	// Delivery names the ring message the task came from (RingItem.Delivery),
+	// while the fast lane carries it: the ring's own dispatch, and a task it
+	// sends on to the fast lane queue. A dispatcher that claims
+	// provisionally (dispatch.Config.ProvisionalClaims) claims in its name,
+	// so that only that message's deliveries may take the claim over
+	// (xjob.Log.Delivery). Empty for every other task.
+	Delivery string `json:"delivery,omitempty"`
 }
 
 // dispatchWire is DispatchTask as sent: the task and its format version.

@@ -301,8 +301,10 @@ type LogStore interface {
 	// claim has expired: conditional on ExpectVersion and TriggerCode 0.
 	LogClaim(ctx context.Context, p LogClaimParams) (xjob.Log, error)
 	// LogTriggered records the executor's reply to /run, conditional on the
-	// log not having been triggered yet. It leaves handle fields alone (the
-	// callback may already have arrived).
+	// log not having been triggered yet, or being provisional
+	// (xjob.Log.Provisional: the reply replaces the provisional record and
+	// ends it). It leaves handle fields alone (the callback may already
+	// have arrived).
 	LogTriggered(ctx context.Context, p LogTriggeredParams) error
 	// LogFinish records the result, conditional on no result having been
 	// recorded (first result wins); returns the updated log.
@@ -477,25 +479,67 @@ const (
 	// caller now holds it and triggers it. LogCreated.Prev is the log as
 	// the dead dispatcher left it.
 	ClaimTakenOver
-	// ClaimTriggered: the log was triggered already; a duplicate, dropped.
+	// ClaimTriggered: the log was triggered already, or another delivery
+	// holds a provisional claim on it; a duplicate, dropped.
 	ClaimTriggered
-	// ClaimHeld: the log is untriggered and another dispatcher's claim is
-	// still valid; the caller retries after the claim expires.
+	// ClaimHeld: the log is untriggered (or provisionally claimed by the
+	// same delivery) and the claim is still valid; the caller retries
+	// after the claim expires.
 	ClaimHeld
 )
 
-// ClaimOutcomeOf decides what a new delivery of an occurrence may do with
-// the log the occurrence already has, at instant now (the new log's
-// TriggerTime): ClaimTriggered, ClaimHeld, or ClaimTakenOver when the
-// log's claim expired (the store then takes it over conditionally).
-func ClaimOutcomeOf(existing xjob.Log, now int64) ClaimOutcome {
+// ClaimOutcomeOf decides what a new delivery of an occurrence (incoming:
+// the log it would create) may do with the log the occurrence already has,
+// at instant incoming.TriggerTime: ClaimTriggered, ClaimHeld, or
+// ClaimTakenOver when the log's claim expired (the store then takes it
+// over conditionally).
+//
+// A provisional claim (xjob.Log.Provisional: its success recorded before
+// the call) answers to its own delivery only:
+//
+//	existing log                          same Delivery     another delivery
+//	result, or triggered (not provisional)  ClaimTriggered    ClaimTriggered
+//	provisional, claim valid                ClaimHeld         ClaimTriggered
+//	provisional, claim expired              ClaimTakenOver    ClaimTriggered
+//	untriggered, claim valid                ClaimHeld         ClaimHeld
+//	untriggered, claim expired              ClaimTakenOver    ClaimTakenOver
+//
+// Another delivery may drop a provisional claim's fire because the holder's
+// own message is still there while the holder has not called: it is
+// acknowledged only once the call was made, and comes back if its
+// dispatcher dies first.
+func ClaimOutcomeOf(existing, incoming xjob.Log) ClaimOutcome {
 	switch {
+	case existing.Provisional():
+		switch {
+		case incoming.Delivery != existing.Delivery:
+			return ClaimTriggered
+		case incoming.TriggerTime < existing.ClaimUntil:
+			return ClaimHeld
+		}
+		return ClaimTakenOver
 	case existing.Triggered():
 		return ClaimTriggered
-	case now < existing.ClaimUntil:
+	case incoming.TriggerTime < existing.ClaimUntil:
 		return ClaimHeld
 	}
 	return ClaimTakenOver
+}
+
+// TakeOver is existing as taken over by incoming (ClaimTakenOver): the
+// new claim's ClaimUntil and TriggerTime, and its provisional record
+// when it makes one (or none: a plain claim taking over a provisional one
+// clears it). The caller bumps the version.
+func TakeOver(existing, incoming xjob.Log) xjob.Log {
+	taken := existing
+	taken.ClaimUntil, taken.TriggerTime = incoming.ClaimUntil, incoming.TriggerTime
+	if existing.Provisional() || incoming.Delivery != "" {
+		taken.Delivery, taken.TriggerCode, taken.TriggerMsg = incoming.Delivery, incoming.TriggerCode, incoming.TriggerMsg
+		if incoming.Delivery != "" {
+			taken.ExecutorAddress = incoming.ExecutorAddress
+		}
+	}
+	return taken
 }
 
 // LogCreated is one item's outcome of LogStore.LogCreateMany.

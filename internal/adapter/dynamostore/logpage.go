@@ -55,8 +55,9 @@ func pageKey(page int64) item {
 // of its JSON too.
 type storedLog struct {
 	xjob.Log
-	ClaimUntil int64 `json:"claimUntil,omitempty"`
-	Version    int64 `json:"version"`
+	ClaimUntil int64  `json:"claimUntil,omitempty"`
+	Version    int64  `json:"version"`
+	Delivery   string `json:"delivery,omitempty"`
 }
 
 // maxPageBody bounds a page's compressed logs, well under DynamoDB's
@@ -80,7 +81,7 @@ var flateWriters = sync.Pool{New: func() any {
 func encodeLogs(logs []xjob.Log) ([]byte, error) {
 	stored := make([]storedLog, len(logs))
 	for i, l := range logs {
-		stored[i] = storedLog{Log: l, ClaimUntil: l.ClaimUntil, Version: l.Version}
+		stored[i] = storedLog{Log: l, ClaimUntil: l.ClaimUntil, Version: l.Version, Delivery: l.Delivery}
 	}
 	var raw bytes.Buffer
 	enc := json.NewEncoder(&raw)
@@ -134,7 +135,7 @@ func decodeLogs(body []byte) ([]xjob.Log, error) {
 	logs := make([]xjob.Log, len(stored))
 	for i, sl := range stored {
 		logs[i] = sl.Log
-		logs[i].ClaimUntil, logs[i].Version = sl.ClaimUntil, sl.Version
+		logs[i].ClaimUntil, logs[i].Version, logs[i].Delivery = sl.ClaimUntil, sl.Version, sl.Delivery
 	}
 	return logs, nil
 }

@@ -75,7 +75,7 @@ func claimChange(logs []xjob.Log, valid []int, ks []int64, takeOver bool, out []
 			if id, ok := byOcc[l.OccurrenceID]; ok {
 				j := p.find(id)
 				prev := p.logs[j]
-				outcome := driver.ClaimOutcomeOf(prev, l.TriggerTime)
+				outcome := driver.ClaimOutcomeOf(prev, l)
 				if !takeOver && outcome == driver.ClaimTakenOver {
 					outcome = driver.ClaimHeld
 				}
@@ -83,8 +83,7 @@ func claimChange(logs []xjob.Log, valid []int, ks []int64, takeOver bool, out []
 					out[i] = driver.LogCreated{Outcome: outcome, Log: prev}
 					continue
 				}
-				taken := prev
-				taken.ClaimUntil, taken.TriggerTime = l.ClaimUntil, l.TriggerTime
+				taken := driver.TakeOver(prev, l)
 				taken.Version++
 				p.logs[j] = taken
 				out[i] = driver.LogCreated{Outcome: driver.ClaimTakenOver, Log: taken, Prev: prev}
@@ -204,7 +203,8 @@ func (db *DB) LogTriggered(ctx context.Context, p driver.LogTriggeredParams) err
 	return wrapErr("dynamo log triggered", p.ID, err)
 }
 
-// LogTriggeredMany records replies to /run: one write per page.
+// LogTriggeredMany records replies to /run: one write per page. A reply
+// replaces a provisional claim's record (and ends it).
 func (db *DB) LogTriggeredMany(ctx context.Context, ps []driver.LogTriggeredParams) ([]error, error) {
 	ids := make([]int64, len(ps))
 	for i, p := range ps {
@@ -214,10 +214,11 @@ func (db *DB) LogTriggeredMany(ctx context.Context, ps []driver.LogTriggeredPara
 		ids[i] = p.ID
 	}
 	_, errs, err := db.changeLogs(ctx, ids, func(i int, l *xjob.Log) error {
-		if l.TriggerCode != xjob.CodeNone {
+		if l.TriggerCode != xjob.CodeNone && !l.Provisional() {
 			return xjob.ErrConflict
 		}
 		l.ExecutorAddress, l.TriggerCode, l.TriggerMsg = ps[i].ExecutorAddress, ps[i].TriggerCode, ps[i].TriggerMsg
+		l.Delivery = ""
 		return nil
 	})
 	if err != nil {
@@ -258,6 +259,10 @@ func (db *DB) LogFinishMany(ctx context.Context, ps []driver.LogFinishParams) ([
 			return xjob.ErrConflict
 		}
 		l.HandleTime, l.HandleCode, l.HandleMsg = ps[i].HandleTime, ps[i].HandleCode, ps[i].HandleMsg
+		// The result confirms a provisional claim's call: nothing may
+		// take the log over any more (Provisional is false once handled),
+		// and the page forgets whose claim it was.
+		l.Delivery = ""
 		return nil
 	})
 	if err != nil {

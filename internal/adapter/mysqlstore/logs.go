@@ -243,7 +243,7 @@ func (db *DB) LogCreateMany(ctx context.Context, logs []xjob.Log) ([]driver.LogC
 // decision made anew).
 func (db *DB) claimExisting(ctx context.Context, cur, l xjob.Log) (driver.LogCreated, error) {
 	for range maxAttempts {
-		outcome := driver.ClaimOutcomeOf(cur, l.TriggerTime)
+		outcome := driver.ClaimOutcomeOf(cur, l)
 		if outcome != driver.ClaimTakenOver {
 			return driver.LogCreated{Outcome: outcome, Log: cur}, nil
 		}

@@ -282,7 +282,7 @@ func (db *DB) claimRound(ctx context.Context, logs []xjob.Log, keys []occKey, it
 				again = append(again, i) // deleted since the insert: insert again
 				continue
 			}
-			switch o := driver.ClaimOutcomeOf(prev, logs[i].TriggerTime); o {
+			switch o := driver.ClaimOutcomeOf(prev, logs[i]); o {
 			case driver.ClaimTakenOver:
 				out[i] = driver.LogCreated{Outcome: o, Prev: prev}
 				takeover = append(takeover, i)

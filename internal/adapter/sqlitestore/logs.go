@@ -156,7 +156,7 @@ func (db *DB) claimOccurrence(ctx context.Context, l xjob.Log) (driver.LogCreate
 // claimExisting is the claim of l on the log prev its occurrence already
 // has, inside the transaction.
 func (db *DB) claimExisting(ctx context.Context, l xjob.Log, prev xjob.Log) (driver.LogCreated, error) {
-	outcome := driver.ClaimOutcomeOf(prev, l.TriggerTime)
+	outcome := driver.ClaimOutcomeOf(prev, l)
 	if outcome != driver.ClaimTakenOver {
 		return driver.LogCreated{Outcome: outcome, Log: prev}, nil
 	}

@@ -18,6 +18,23 @@
 // /run and died before recording it, and its claim then expired; xxl-job
 // executors reject a log id that is still queued with them.
 //
+// Provisional claims (Config.ProvisionalClaims, the AWS functions) save the
+// record of a successful call: a task that names its ring message
+// (fire.DispatchTask.Delivery) claims with the success already recorded,
+// in that message's name, and answers to that message only:
+//
+//	claim (code 200, msg, delivery D) ──▶ POST /run ──success──▶ (nothing: the claim said it)
+//	                                                 └─failed──▶ record reply (clears D)
+//	a later delivery:  another message ─────────────────▶ drop (D's message is still there
+//	                                                        until D's dispatcher called)
+//	                   D again, claim valid ────────────▶ ErrInFlight
+//	                   D again, claim expired ─taken over─▶ probe, POST /run if unknown
+//	the result (callback) ──▶ no longer provisional: every delivery drops it
+//
+// What this adds to "twice" above: a copy of D delivered again after the
+// claim expired and before the result, for a job whose executor no longer
+// answers the probe (an SQS duplicate of a message already handled).
+//
 // The unit of durable work is a batch (a ring bucket's instant on one
 // lane, handed over in process by LaneSink: locally, and for the fast lane
 // in the AWS ring function; an SQS batch of a lane queue), not a trigger: Load reads the batch's jobs
@@ -121,6 +138,15 @@ type Config struct {
 	// the claims: a single process's (xjob local), or the AWS functions',
 	// whose claims nothing ends before their ClaimUntil.
 	Fence driver.CallFence
+	// ProvisionalClaims claims the tasks that name their ring message
+	// (fire.DispatchTask.Delivery) provisionally: the claim records the
+	// trigger's success (code 200 and the message a success writes) in
+	// the message's name, and a call that succeeds needs no second write;
+	// only a failed call, or a reply that differs, is recorded. Only a
+	// store that keeps xjob.Log.Delivery may be given such claims (the
+	// AWS functions' DynamoDB store); elsewhere every claim is a plain one
+	// and every reply is recorded, as when this is off.
+	ProvisionalClaims bool
 	// AdminAddress is shown in trigger messages (xxl-job shows the admin IP).
 	AdminAddress string
 	// AnyTriggerAddress lets a task's address override name any address.
@@ -617,6 +643,9 @@ func (d *Dispatcher) claimLogs(ctx context.Context, pending []*pendingLog, now i
 	logs := make([]xjob.Log, len(pending))
 	for j, pl := range pending {
 		pl.log = d.newLog(pl, now)
+		if d.cfg.ProvisionalClaims && pl.t.task.Delivery != "" {
+			d.provisional(pl)
+		}
 		logs[j] = pl.log
 	}
 	claims, err := d.cfg.Store.LogCreateMany(ctx, logs)
@@ -660,6 +689,20 @@ func (d *Dispatcher) claimLogs(ctx context.Context, pending []*pendingLog, now i
 		call = append(call, pl)
 	}
 	return call
+}
+
+// provisional makes pl's claim its ring message's (Config.ProvisionalClaims):
+// in the message's name always, and, when an executor is to be called, with
+// the record a successful call would write. A built-in (HTTP or AWS) job's
+// claim stays a plain one: its call cannot be asked about (the take-over's
+// probe), so its reply is always recorded.
+func (d *Dispatcher) provisional(pl *pendingLog) {
+	pl.log.Delivery = pl.t.task.Delivery
+	if pl.fail != "" || pl.t.target {
+		return
+	}
+	pl.log.TriggerCode = xjob.CodeSuccess
+	pl.log.TriggerMsg = d.triggerMsg(pl.t, pl.address, pl.trail, protocol.ReturnT{Code: xjob.CodeSuccess})
 }
 
 // callLogs calls the executors of claimed logs, records their replies
@@ -710,17 +753,32 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 	wg.Wait()
 	called = clock.Millis(d.cfg.Clock)
 
-	replies := make([]driver.LogTriggeredParams, len(call))
+	// A reply its provisional claim recorded already (the common
+	// success) is not written again: reply[j] is call[j]'s record in
+	// replies, or -1.
+	replies := make([]driver.LogTriggeredParams, 0, len(call))
+	reply := make([]int, len(call))
 	for j, pl := range call {
 		code := pl.ret.Code
 		if code != xjob.CodeSuccess {
 			code = xjob.CodeFail
 		}
 		msg := d.triggerMsg(pl.t, pl.address, pl.trail, pl.ret)
-		replies[j] = driver.LogTriggeredParams{ID: pl.log.ID, ExecutorAddress: pl.address, TriggerCode: code, TriggerMsg: msg}
-		pl.log.TriggerCode, pl.log.TriggerMsg, pl.log.ExecutorAddress = code, msg, pl.address
+		if pl.log.Provisional() && code == pl.log.TriggerCode && msg == pl.log.TriggerMsg && pl.address == pl.log.ExecutorAddress {
+			reply[j] = -1
+			continue
+		}
+		reply[j] = len(replies)
+		replies = append(replies, driver.LogTriggeredParams{ID: pl.log.ID, ExecutorAddress: pl.address, TriggerCode: code, TriggerMsg: msg})
+		pl.log.TriggerCode, pl.log.TriggerMsg, pl.log.ExecutorAddress, pl.log.Delivery = code, msg, pl.address, ""
 	}
-	rerrs, err := d.cfg.Store.LogTriggeredMany(ctx, replies)
+	var (
+		rerrs []error
+		err   error
+	)
+	if len(replies) > 0 {
+		rerrs, err = d.cfg.Store.LogTriggeredMany(ctx, replies)
+	}
 	if err == nil && len(rerrs) != len(replies) {
 		// A broken store must not take the dispatcher down with an index
 		// panic: treat the whole record as failed (the claims expire and
@@ -740,9 +798,12 @@ func (d *Dispatcher) callLogs(ctx context.Context, call []*pendingLog, calls cha
 	for j, pl := range call {
 		// err fails the whole batch (rerrs is then not to be read);
 		// rerrs[j] this log only.
-		perr := err
-		if perr == nil && rerrs[j] != nil && !errors.Is(rerrs[j], xjob.ErrConflict) {
-			perr = rerrs[j]
+		var perr error
+		if r := reply[j]; r >= 0 {
+			perr = err
+			if perr == nil && rerrs[r] != nil && !errors.Is(rerrs[r], xjob.ErrConflict) {
+				perr = rerrs[r]
+			}
 		}
 		if perr != nil {
 			pl.err = fmt.Errorf("dispatch %s: record trigger: %w", pl.log.OccurrenceID, perr)

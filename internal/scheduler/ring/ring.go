@@ -82,10 +82,15 @@ type QueueSink struct {
 	Queues driver.Queues
 }
 
-// Deliver sends tasks to lane's queue, visible at once.
+// Deliver sends tasks to lane's queue, visible at once. The tasks leave
+// their ring message's name behind (DispatchTask.Delivery): the queue's
+// message, not the ring's, carries them now, and a ring message delivered
+// again would send a second task of the same name, which could then take
+// over a claim whose call was made.
 func (s QueueSink) Deliver(ctx context.Context, lane fire.Lane, tasks []fire.DispatchTask) error {
 	out := make([]driver.Outgoing[fire.DispatchTask], len(tasks))
 	for i, t := range tasks {
+		t.Delivery = ""
 		out[i] = driver.Outgoing[fire.DispatchTask]{Msg: t}
 	}
 	if err := s.Queues.Dispatch(lane).Send(ctx, out); err != nil {
@@ -422,6 +427,7 @@ func (r *Ring) planInstants(bucket []fire.RingItem, byID map[int64]*xjob.Job, ke
 				Occurrence: occ,
 				Revision:   it.Revision,
 				EnqueuedAt: max(at, received),
+				Delivery:   it.Delivery,
 			}
 			if fire.LaneOf(job, at) == fire.LaneFast {
 				buf[nFast] = task

@@ -321,7 +321,9 @@ func TestFireSendsSlowJobsToSlowLane(t *testing.T) {
 
 // Split hands each lane to its own sink (the AWS ring function: the fast
 // lane in process, the slow lane to its queue), and a lane without a sink
-// fails the bucket instead of losing its fires.
+// fails the bucket instead of losing its fires. The fast lane's tasks keep
+// the name of the message their items came in (provisional claims); the
+// tasks sent to a lane queue do not: that queue's message carries them.
 func TestSplitRoutesEachLane(t *testing.T) {
 	t.Parallel()
 	db, clk, _ := setup(t)
@@ -337,19 +339,19 @@ func TestSplitRoutesEachLane(t *testing.T) {
 	at := t0.Add(time.Second).UnixMilli()
 	clk.Set(time.UnixMilli(at))
 	bucket := fire.RingBucket{Second: at / 1000, Items: []fire.RingItem{
-		{JobID: fast.ID, FireTime: at, Revision: fast.Revision},
-		{JobID: slow.ID, FireTime: at, Revision: slow.Revision},
+		{JobID: fast.ID, FireTime: at, Revision: fast.Revision, Delivery: "m1"},
+		{JobID: slow.ID, FireTime: at, Revision: slow.Revision, Delivery: "m1"},
 	}}
 	st, err := r.Fire(ctx, bucket)
 	if err != nil || st.Fired != 2 {
 		t.Fatalf("Fire = %+v, %v; want 2 fired", st, err)
 	}
-	if d := fastSink.next(t); d.lane != fire.LaneFast || len(d.tasks) != 1 || d.tasks[0].Occurrence.JobID != fast.ID {
-		t.Fatalf("fast sink got %+v, want the fast job", d)
+	if d := fastSink.next(t); d.lane != fire.LaneFast || len(d.tasks) != 1 || d.tasks[0].Occurrence.JobID != fast.ID || d.tasks[0].Delivery != "m1" {
+		t.Fatalf("fast sink got %+v, want the fast job in m1's name", d)
 	}
 	fastSink.none(t)
-	if got := tasks(t, db, fire.LaneSlow); len(got) != 1 || got[0].Occurrence.JobID != slow.ID {
-		t.Fatalf("slow queue got %+v, want the slow job", got)
+	if got := tasks(t, db, fire.LaneSlow); len(got) != 1 || got[0].Occurrence.JobID != slow.ID || got[0].Delivery != "" {
+		t.Fatalf("slow queue got %+v, want the slow job, in no message's name", got)
 	}
 	if got := tasks(t, db, fire.LaneFast); len(got) != 0 {
 		t.Fatalf("fast queue got %+v, want nothing (the fast lane went to its sink)", got)

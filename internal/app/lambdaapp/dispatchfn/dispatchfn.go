@@ -55,6 +55,9 @@ func NewDispatcher(b *wiring.Base, exec *execclient.Client, builtin *httptarget.
 		Addresses: reg, Completer: cb, Clock: b.Clock, Logger: b.Log, Metrics: b.Metrics,
 		AdminAddress: "xjob-lambda", AnyTriggerAddress: b.Config.AnyTriggerAddress,
 		BatchConcurrency: Concurrency, ClaimTTL: b.Deps.ClaimTTL,
+		// The ring's fast-lane tasks carry their ring message's id
+		// (ringfn), on DynamoDB, which keeps it with the claim.
+		ProvisionalClaims: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lambda %s: dispatch: %w", b.Config.Function, err)

@@ -182,6 +182,12 @@ func (f *Function) decode(ctx context.Context, records []events.SQSMessage) (rec
 			}
 			continue
 		}
+		// Its fires are claimed in this message's name (provisional
+		// claims: see package dispatch): a redelivery of the message may
+		// take their claims over, another message may not.
+		for i := range b.Items {
+			b.Items[i].Delivery = r.MessageId
+		}
 		recs = append(recs, record{msg: r, bucket: b})
 	}
 	return recs, kept
