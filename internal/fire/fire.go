@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"unicode/utf8"
 
@@ -113,10 +114,9 @@ type RingItem struct {
 	JobID    int64 `json:"j"`
 	FireTime int64 `json:"t"`
 	Revision int64 `json:"r"`
-	// Delivery names the queue message that carried the item (the AWS
-	// ring function sets it to the SQS message id, the same for every
-	// redelivery of that message); the ring gives it to the item's task
-	// (DispatchTask.Delivery). Not part of the message.
+	// Delivery names the message that carried the item (the AWS ring
+	// function sets it to its bucket's ID); the ring gives it to the
+	// item's task (DispatchTask.Delivery). Not part of the message.
 	Delivery string `json:"-"`
 }
 
@@ -126,6 +126,18 @@ type RingBucket struct {
 	Shard  int        `json:"shard"`
 	Second int64      `json:"second"` // Unix seconds of the fire times
 	Items  []RingItem `json:"items"`
+	// ID names this message, whatever queue message carries it: the
+	// queue's redeliveries and duplicates of it, and its return from the
+	// dead-letter queue, have the same ID; another message with the same
+	// fires (a scan's re-send, an admin push) has another. Provisional
+	// claims are made in its name (package dispatch). Empty in a message
+	// written before IDs, which its queue message's id then names.
+	ID string `json:"id,omitempty"`
+}
+
+// NewBucketID is a fresh RingBucket.ID: 64 random bits.
+func NewBucketID() string {
+	return strconv.FormatUint(rand.Uint64(), 36)
 }
 
 // FireAt returns the bucket's start in Unix milliseconds.

@@ -134,9 +134,20 @@
 //	LogCreateMany(bucket):  per page: read ─▶ per fire: log of its occurrence?
 //	    no ──────────────────▶ insert at its k (or the next free)     ClaimCreated
 //	    yes, triggered ───────▶                                       ClaimTriggered
+//	    yes, provisional, another delivery ─▶                         ClaimTriggered
 //	    yes, claim valid ─────▶                                       ClaimHeld
 //	    yes, claim expired ───▶ new claim, trigger time, version+1    ClaimTakenOver
 //	  ─▶ put page if v = read version ── lost ─▶ read again, apply again
+//
+// A provisional claim (the ring's, on AWS: driver.ClaimOutcomeOf, package
+// dispatch) stores its success record and the name of the ring message
+// that made it (the log's "delivery" in the page body) with the claim, so
+// a successful call is one page write, not two; the reply record of a
+// failed call replaces it, a result keeps it and drops the name:
+//
+//	claimed (code 200, delivery D) ──failed call──▶ triggered (reply; no D)
+//	      │                         ──result──────▶ handled (no D)
+//	      └─ D again, claim expired ─▶ taken over (new claim, D)
 //
 // A claim is normally its page's first write, so a claim of a page the
 // store does not remember starts without the read: it puts the page as
@@ -151,12 +162,13 @@
 // a change that finds nothing to do on a remembered page reads it too. A
 // page read strongly consistent (a callback's LogGetMany) is remembered
 // too when it is settled: at most four logs, each with its trigger
-// recorded, so that the callback's results are written without a second
-// read; a page whose ring has yet to record a reply is read again.
+// recorded (a provisional claim's counts), so that the callback's results
+// are written without a second read; a page whose ring has yet to record a
+// reply is read again.
 //
 // Every other change is the same round on the logs it names: LogClaim
-// (version and untriggered), LogTriggered (untriggered: a result that came
-// first stays), LogFinish (no result yet: first result wins), LogSetAlarm
+// (version and untriggered), LogTriggered (untriggered or provisional: a
+// result that came first stays), LogFinish (no result yet: first result wins), LogSetAlarm
 // (compare-and-set), deletes (a page left empty is deleted). Each log keeps
 // its own version, bumped by every change of it. A page's compressed logs
 // stay under 300 KB: when a page would outgrow that, the trigger and handle

@@ -2,6 +2,7 @@ package lambdaapp_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -14,11 +15,28 @@ import (
 	"github.com/xjobdev/xjob/pkg/driver"
 )
 
-// withID is the ring message m delivered under another message id (the
-// scan's re-send of a bucket, an admin push: another message carrying the
-// same fires).
+// withID is the ring message m delivered under another SQS message id:
+// for a bucket without an ID, another message carrying the same fires (a
+// re-send, an admin push).
 func withID(m events.SQSMessage, id string) events.SQSMessage {
 	m.MessageId = id
+	return m
+}
+
+// named is the ring message m with bucket ID id in its body, under SQS
+// message id msgID.
+func named(t *testing.T, m events.SQSMessage, id, msgID string) events.SQSMessage {
+	t.Helper()
+	var b fire.RingBucket
+	if err := json.Unmarshal([]byte(m.Body), &b); err != nil {
+		t.Fatal(err)
+	}
+	b.ID = id
+	body, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Body, m.MessageId = string(body), msgID
 	return m
 }
 
@@ -49,14 +67,16 @@ func TestRingProvisionalClaims(t *testing.T) {
 	if len(runs) != 2 {
 		t.Fatalf("executor ran %v, want both fires", runs)
 	}
+	var claimedUntil int64
 	for id := range runs {
 		l, err := e.store.LogGet(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !l.Provisional() || l.Delivery != m.MessageId || !strings.Contains(l.TriggerMsg, "code: 200") {
+		if !l.Provisional() || l.Delivery != "sqs:"+m.MessageId || !strings.Contains(l.TriggerMsg, "code: 200") {
 			t.Fatalf("log %d after a successful call: %+v; want the provisional claim in %s's name, unrecorded", id, l, m.MessageId)
 		}
+		claimedUntil = max(claimedUntil, l.ClaimUntil)
 	}
 
 	f.fire(t, withID(m, "another-message"))
@@ -69,7 +89,7 @@ func TestRingProvisionalClaims(t *testing.T) {
 
 	// The same message again once the claims expired (an SQS duplicate):
 	// taken over, the executor asked, nothing sent again.
-	time.Sleep(time.Until(at.Add(e.claimTTL + 100*time.Millisecond)))
+	time.Sleep(time.Until(time.UnixMilli(claimedUntil + 100)))
 	f.fire(t, m)
 	for id, n := range f.runsOf() {
 		if n != 1 {
@@ -86,10 +106,11 @@ func TestRingProvisionalClaims(t *testing.T) {
 }
 
 // A ring that died between its claims and its calls left provisional
-// claims in its message's name: another message with the same fires drops
-// them (the dead ring's message is still there), and that message's
-// redelivery takes them over once they expire and calls the executor:
-// the fire is not lost, and runs once. A call that fails is recorded.
+// claims in its bucket's name: another bucket with the same fires drops
+// them (the dead ring's message is still there), and that bucket's
+// return, here from the dead-letter queue under a new SQS message id,
+// takes them over once they expire and calls the executor: the fire is
+// not lost, and runs once. A call that fails is recorded.
 func TestRingProvisionalClaimOfADeadRing(t *testing.T) {
 	e := setupEnv(t)
 	e.claimTTL = 2 * time.Second
@@ -98,17 +119,17 @@ func TestRingProvisionalClaimOfADeadRing(t *testing.T) {
 	j := f.jobs[0]
 	at := time.Now().Truncate(time.Second)
 	occ := fire.Occurrence{JobID: j.ID, Type: xjob.TriggerCron, FireTime: at.UnixMilli()}
-	dead := f.bucket(at)
+	dead := named(t, f.bucket(at), "bucket-dead", "sqs-1")
 	res, err := e.store.LogCreateMany(ctx, []xjob.Log{{OccurrenceID: occ.ID(0), JobID: j.ID, GroupID: j.GroupID,
 		TriggerType: xjob.TriggerCron, ScheduledTime: at.UnixMilli(), TriggerTime: at.UnixMilli(),
 		ClaimUntil: time.Now().Add(e.claimTTL).UnixMilli(), ExecutorAddress: f.rec.srv.URL + "/",
-		TriggerCode: xjob.CodeSuccess, TriggerMsg: "provisional", Delivery: dead.MessageId}})
+		TriggerCode: xjob.CodeSuccess, TriggerMsg: "provisional", Delivery: "bucket-dead"}})
 	if err != nil || res[0].Outcome != driver.ClaimCreated {
 		t.Fatalf("the dead ring's claim: %+v, %v", res, err)
 	}
 	id := res[0].Log.ID
 
-	f.fire(t, withID(dead, "a-re-send"))
+	f.fire(t, named(t, dead, "a-re-send", "sqs-2"))
 	if runs := f.runsOf(); len(runs) != 0 {
 		t.Fatalf("another message ran %v; want the fire left to the claim's message", runs)
 	}
@@ -117,7 +138,7 @@ func TestRingProvisionalClaimOfADeadRing(t *testing.T) {
 	}
 
 	time.Sleep(time.Until(time.UnixMilli(res[0].Log.ClaimUntil).Add(100 * time.Millisecond)))
-	f.fire(t, dead)
+	f.fire(t, withID(dead, "sqs-from-the-dlq"))
 	if runs := f.runsOf(); len(runs) != 1 || runs[id] != 1 {
 		t.Fatalf("after the claim's message came back the executor ran %v, want log %d once", runs, id)
 	}

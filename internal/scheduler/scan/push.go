@@ -172,7 +172,7 @@ func (p *Pusher) processPage(ctx context.Context, jobs []xjob.Job, now int64, po
 		items := buckets[k]
 		for len(items) > 0 {
 			n := min(len(items), p.cfg.MaxBucketItems)
-			b := fire.RingBucket{Shard: k.shard, Second: k.second, Items: items[:n]}
+			b := fire.RingBucket{Shard: k.shard, Second: k.second, Items: items[:n], ID: fire.NewBucketID()}
 			msgs = append(msgs, driver.Outgoing[fire.RingBucket]{Msg: b, VisibleAt: b.FireAt() - lead})
 			items = items[n:]
 		}

@@ -184,9 +184,16 @@ func (f *Function) decode(ctx context.Context, records []events.SQSMessage) (rec
 		}
 		// Its fires are claimed in this message's name (provisional
 		// claims: see package dispatch): a redelivery of the message may
-		// take their claims over, another message may not.
+		// take their claims over, another message may not. A bucket
+		// written before buckets had IDs is named by its SQS message id,
+		// which its redeliveries share (not its return from the
+		// dead-letter queue, which is a new message).
+		delivery := b.ID
+		if delivery == "" {
+			delivery = "sqs:" + r.MessageId
+		}
 		for i := range b.Items {
-			b.Items[i].Delivery = r.MessageId
+			b.Items[i].Delivery = delivery
 		}
 		recs = append(recs, record{msg: r, bucket: b})
 	}
