@@ -304,9 +304,10 @@ const recentReadLogs = 4
 // settled reports whether a page just read is worth remembering for the
 // change that follows it (a callback's LogFinishMany after its
 // LogGetMany), which then skips its own read: a sparse page (at most
-// recentReadLogs logs) whose every log has its trigger recorded. Such a
-// page has no writer due: the ring wrote its claims and replies, and
-// callbacks of a page's few logs seldom meet. A page with a log still
+// recentReadLogs logs) whose every log has its trigger recorded (by the
+// reply, or by the ring's provisional claim, whose successful call writes
+// nothing more). Such a page has no writer due: the ring wrote what it
+// writes, and callbacks of a page's few logs seldom meet. A page with a log still
 // waiting for its trigger record is read again before the change, as
 // before: its ring is about to write it (the executor's callback often
 // comes before the ring records the reply), and a change from the read
