@@ -514,7 +514,10 @@ func TestRedirectsNotFollowed(t *testing.T) {
 			t.Cleanup(srv.Close)
 			for _, opts := range []execclient.Options{
 				{AccessToken: "tok-1234567890"},
-				{AccessToken: "tok-1234567890", HTTPClient: &http.Client{}},
+				// A caller's client, with its own transport: on
+				// http.DefaultTransport, another parallel test's Close
+				// (CloseIdleConnections) could break this one's request.
+				{AccessToken: "tok-1234567890", HTTPClient: &http.Client{Transport: &http.Transport{}}},
 			} {
 				c := newClient(t, opts)
 				r := c.Run(context.Background(), srv.URL, protocol.TriggerParam{JobID: 1, ExecutorParams: "p"})
