@@ -237,6 +237,8 @@ func (f *Function) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 				f.b.Log.WarnContext(ctx, "dispatch: task dropped", "occurrence", task.Occurrence.ID(0), "err", err)
 			} else if out.Dropped {
 				f.b.Log.InfoContext(ctx, "dispatch: task no longer applies", "occurrence", task.Occurrence.ID(0), "reason", out.Reason)
+			} else if out.Duplicates > 0 {
+				f.b.Log.InfoContext(ctx, "dispatch: task already triggered", "occurrence", task.Occurrence.ID(0))
 			}
 			continue
 		}
@@ -295,6 +297,8 @@ func (f *Function) HandleLane(ctx context.Context, ev lambdaqueue.Event) error {
 				f.b.Log.WarnContext(ctx, "dispatch: task dropped", "occurrence", task.Occurrence.ID(0), "err", err)
 			} else if out.Dropped {
 				f.b.Log.InfoContext(ctx, "dispatch: task no longer applies", "occurrence", task.Occurrence.ID(0), "reason", out.Reason)
+			} else if out.Duplicates > 0 {
+				f.b.Log.InfoContext(ctx, "dispatch: task already triggered", "occurrence", task.Occurrence.ID(0))
 			}
 			continue
 		}
