@@ -175,7 +175,11 @@ func runLocal(t *testing.T, mutate func(*Config)) (Info, func() (error, time.Dur
 	case err := <-done:
 		cancel()
 		t.Fatalf("Run: %v", err)
-	case <-time.After(20 * time.Second):
+	case <-time.After(60 * time.Second):
+		// A failure detector, not a timing check: under the race
+		// detector, with this package's parallel tests each starting a
+		// Run beside the other test binaries on two cores, a start once
+		// took over 20 s (CI, TestSecurityRedirectTraps).
 		cancel()
 		t.Fatal("Run did not become ready")
 	}
