@@ -49,7 +49,10 @@ type Log struct {
 	// and its message) before the executor is called, so that a successful
 	// call needs no second write. Only a delivery of the same message may
 	// take such a claim over once it expires; every other delivery of the
-	// occurrence drops it (see Provisional). Empty for every other log.
+	// occurrence drops it (see Provisional). A plain claim made in a
+	// message's name (an HTTP job's, or one with no executor to call)
+	// keeps the name but is not provisional; a reply record or a result
+	// clears it.
 	Delivery string `json:"-"`
 }
 
