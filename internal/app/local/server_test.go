@@ -284,9 +284,13 @@ func TestServerReadyAndDrain(t *testing.T) {
 	t.Parallel()
 	dbURL := "sqlite://" + t.TempDir() + "/cluster.db"
 	a := startNode(t, dbURL, "node-a", nil)
-	if code, _ := get(t, a.info.URL+"/readyz", ""); code != http.StatusOK {
-		t.Fatalf("/readyz of a running node: %d", code)
-	}
+	// Ready once its first beat holds its shards: under load (the race
+	// detector beside other test binaries on two cores) that can come
+	// after startNode returns (CI once read 503 here).
+	eventually(t, 30*time.Second, "/readyz of a running node", func() bool {
+		code, _ := get(t, a.info.URL+"/readyz", "")
+		return code == http.StatusOK
+	})
 	if code, _ := get(t, a.info.URL+"/healthz", ""); code != http.StatusOK {
 		t.Fatalf("/healthz: %d", code)
 	}
